@@ -1,0 +1,115 @@
+// CUDA mirror of core/kernels/cpu_kernels.h: the same float32 ops with the same
+// shapes, row-major layouts and gradient rules, on device pointers. Each launcher
+// takes the CPU function's arguments in the same order (the losses add an output
+// pointer, see below), then the cuBLAS handle (linear and dense only) and the
+// stream; all work is queued on that stream and nothing synchronises. Shapes are
+// (rows, features) unless stated.
+//
+// Gradient rule (as on the CPU): `accumulate == false` overwrites dx (its old
+// contents are never read, NaN included), `true` adds to it. Parameter gradients
+// (dW, db, dgamma, dbeta) always add.
+//
+// Determinism: every result is bit-identical from run to run on the same GPU.
+// Reductions are fixed-order block reductions (no atomics), and the GEMM launchers
+// put the handle in CUBLAS_ATOMICS_NOT_ALLOWED, CUBLAS_DEFAULT_MATH (no TF32) and
+// host pointer mode before each call. Results may differ from the CPU kernels by
+// float32 rounding (summation order, tanhf/erff), never in dropout masks.
+//
+// Errors throw remat::cuda::CudaError (gpu/cuda_check.h); invalid arguments
+// (negative sizes, GELU in dense) throw std::invalid_argument before any launch.
+// Empty tensors are allowed and launch nothing (the losses still write their scalar).
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/kernels/cpu_kernels.h"
+
+namespace remat::cuda {
+
+using Act = remat::cpu::Act;
+
+// ---- linear.cu ------------------------------------------------------------------
+
+// y (rows, out) = x (rows, in) · Wᵀ + b;  W (out, in), b (out).
+void linear_fwd(const float* x, const float* W, const float* b, float* y, int64_t rows,
+                int64_t in, int64_t out, cublasHandle_t cublas, cudaStream_t stream);
+// dx (rows, in) = dy (rows, out) · W;  dW (out, in) += dyᵀ · x;  db (out) += Σ_rows dy.
+void linear_bwd(const float* x, const float* W, const float* dy, float* dx, float* dW,
+                float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
+                cublasHandle_t cublas, cudaStream_t stream);
+
+// y (rows, out) = act(x · Wᵀ + b), the activation fused into the bias epilogue.
+// act ∈ {None, ReLU, Tanh}; GELU throws std::invalid_argument (its backward would
+// need the pre-activation, which dense does not keep).
+void dense_fwd(Act act, const float* x, const float* W, const float* b, float* y,
+               int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
+               cudaStream_t stream);
+// Backward from x (rows, in) and y (rows, out); scratch (rows, out) receives the
+// pre-activation gradient (for Act::None dy is used as is and scratch is left
+// untouched). dx, dW, db as in linear_bwd.
+void dense_bwd(Act act, const float* x, const float* y, const float* W, const float* dy,
+               float* dx, float* dW, float* db, float* scratch, int64_t rows, int64_t in,
+               int64_t out, bool accumulate, cublasHandle_t cublas, cudaStream_t stream);
+
+// ---- activations.cu -------------------------------------------------------------
+
+// y (n) = act(x (n)). GELU is the exact erf form (torch.nn.GELU()).
+void act_fwd(Act act, const float* x, float* y, int64_t n, cudaStream_t stream);
+// dx (n) from dy (n) and x_or_y (n): the output y for ReLU and Tanh, the input x for
+// GELU; ignored for None.
+void act_bwd(Act act, const float* x_or_y, const float* dy, float* dx, int64_t n,
+             bool accumulate, cudaStream_t stream);
+
+// ---- layernorm.cu ---------------------------------------------------------------
+
+// y (rows, cols) = (x - mean) · rstd · gamma (cols) + beta (cols), eps = 1e-5.
+// stats (2, rows): the means of all rows, then their rstd = 1 / sqrt(biased var + eps),
+// the CPU layout; y is computed from these rounded stats, the values backward reads.
+void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
+                   float* stats, int64_t rows, int64_t cols, cudaStream_t stream);
+// dx (rows, cols) from x, stats (2, rows), gamma (cols), dy (rows, cols);
+// dgamma (cols) += Σ_rows dy · x̂;  dbeta (cols) += Σ_rows dy.
+void layernorm_bwd(const float* x, const float* stats, const float* gamma, const float* dy,
+                   float* dx, float* dgamma, float* dbeta, int64_t rows, int64_t cols,
+                   bool accumulate, cudaStream_t stream);
+
+// ---- elementwise.cu -------------------------------------------------------------
+
+// y (n) = a (n) + b (n).
+void add_fwd(const float* a, const float* b, float* y, int64_t n, cudaStream_t stream);
+// dst (n) = src (n) (accumulate == false) or dst += src.
+void add_into(const float* src, float* dst, int64_t n, bool accumulate, cudaStream_t stream);
+
+// Element i of op `op_id` is kept iff remat::rng_keep(seed, op_id, i, p) (the same
+// function the CPU mask uses, core/kernels/rng.h); kept elements are scaled by
+// 1.0f/(1.0f-p), the CPU's very float, dropped ones are 0 (p == 1 drops all).
+// p outside [0, 1] throws std::invalid_argument. y (n) from x (n); dx (n) from dy (n).
+void dropout_fwd(const float* x, float* y, int64_t n, float p, uint64_t seed,
+                 uint32_t op_id, cudaStream_t stream);
+void dropout_bwd(const float* dy, float* dx, int64_t n, float p, uint64_t seed,
+                 uint32_t op_id, bool accumulate, cudaStream_t stream);
+
+// ---- losses.cu ------------------------------------------------------------------
+// The CPU versions return the loss; here it is written (not added) to the device
+// scalar `loss` (1 float), so that nothing synchronises: copy it back when needed.
+
+// *loss = Σ (x - target)² / n over x (n), target (n); n == 0 gives NaN (0/0, as the CPU).
+void mse_fwd(const float* x, const float* target, float* loss, int64_t n, cudaStream_t stream);
+// dx (n) = 2 (x - target) / n.
+void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate,
+             cudaStream_t stream);
+
+// *loss = mean over rows of -log softmax(logits)[label]; logits (rows, classes),
+// labels (rows) in [0, classes). A label out of range makes the loss NaN (a device
+// kernel cannot throw, where the CPU throws; NaN cannot go unnoticed); rows == 0
+// gives NaN (0/0, as the CPU).
+void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
+                    int64_t classes, cudaStream_t stream);
+// dx (rows, classes) = (softmax(logits) - onehot(labels)) / rows; a row with a label
+// out of range gets NaN.
+void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
+                    int64_t classes, bool accumulate, cudaStream_t stream);
+
+}  // namespace remat::cuda

@@ -1,0 +1,150 @@
+// Linear and Dense (linear + activation): the GEMMs go to cuBLAS, the bias add,
+// the activation epilogue and the bias-gradient reduction are our own kernels.
+//
+// cuBLAS is column-major. A row-major (r, c) matrix is the column-major (c, r)
+// matrix with leading dimension c, i.e. its transpose; so each row-major product
+// below is computed as its transpose:
+//   y = x·Wᵀ    →  yᵀ (out, rows) = W(as (in,out))ᵀ · xᵀ(as (in,rows))   T, N
+//   dx = dy·W   →  dxᵀ (in, rows) = W(as (in,out)) · dyᵀ(as (out,rows))   N, N
+//   dW += dyᵀ·x →  dWᵀ (in, out)  = xᵀ(as (in,rows)) · dy(as (out,rows))ᵀ  N, T
+#include "gpu/kernels/device_common.cuh"
+
+namespace remat::cuda {
+namespace {
+
+using detail::kBlock;
+
+// ---- kernels ------------------------------------------------------------------
+
+// y (rows, out) = act(y + b): the epilogue after the GEMM wrote x·Wᵀ into y.
+template <Act A>
+__global__ void bias_act_kernel(float* y, const float* b, int64_t rows, int64_t out) {
+  const int64_t n = rows * out;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = detail::act_forward<A>(y[i] + b[i % out]);
+}
+
+// scratch (rows, out) = gradient of the pre-activation, from y and dy.
+template <Act A>
+__global__ void act_grad_kernel(const float* y, const float* dy, float* scratch, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    scratch[i] = detail::act_backward<A>(y[i], dy[i]);
+}
+
+// db (out) += Σ_rows dy (rows, out). Block (32, kRowLanes): threadIdx.x picks a
+// column (coalesced), threadIdx.y a fixed stride of rows; the kRowLanes partial sums
+// are then added in index order, so the result depends only on the shapes.
+constexpr int kRowLanes = 8;
+__global__ void column_sum_kernel(const float* dy, float* db, int64_t rows, int64_t out) {
+  __shared__ float partial[kRowLanes][33];
+  const int64_t col = blockIdx.x * int64_t{32} + threadIdx.x;
+  float sum = 0.0f;
+  if (col < out)
+    for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) sum += dy[r * out + col];
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < out) {
+    float total = 0.0f;
+    for (int k = 0; k < kRowLanes; ++k) total += partial[k][threadIdx.x];
+    db[col] += total;
+  }
+}
+
+// ---- launchers ----------------------------------------------------------------
+
+// The handle belongs to the caller; pin everything that could change results.
+void bind(cublasHandle_t cublas, cudaStream_t stream) {
+  CUBLAS_CHECK_THROW(cublasSetStream(cublas, stream));
+  CUBLAS_CHECK_THROW(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+  CUBLAS_CHECK_THROW(cublasSetAtomicsMode(cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
+  CUBLAS_CHECK_THROW(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
+}
+
+// y = act(x·Wᵀ + b) for any activation; dense_fwd rejects GELU before calling.
+void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, const float* b,
+                    float* y, int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
+                    cudaStream_t stream) {
+  detail::check_sizes(fn, {rows, in, out});
+  if (rows == 0 || out == 0) return;
+  if (in == 0) {
+    // An empty product is zero (and cuBLAS rejects a leading dimension of 0).
+    CUDA_CHECK_THROW(cudaMemsetAsync(y, 0, sizeof(float) * rows * out, stream));
+  } else {
+    bind(cublas, stream);
+    const float one = 1.0f;
+    const float zero = 0.0f;
+    // yᵀ (out, rows) = (W as (in, out))ᵀ · (x as (in, rows)).
+    CUBLAS_CHECK_THROW(cublasSgemm_64(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one,
+                                      W, in, x, in, &zero, y, out));
+  }
+  detail::dispatch_act(fn, act, [&](auto tag) {
+    bias_act_kernel<decltype(tag)::value>
+        <<<detail::grid_for(rows * out), kBlock, 0, stream>>>(y, b, rows, out);
+  });
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace
+
+void linear_fwd(const float* x, const float* W, const float* b, float* y, int64_t rows,
+                int64_t in, int64_t out, cublasHandle_t cublas, cudaStream_t stream) {
+  linear_act_fwd(Act::None, "linear_fwd", x, W, b, y, rows, in, out, cublas, stream);
+}
+
+void linear_bwd(const float* x, const float* W, const float* dy, float* dx, float* dW,
+                float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
+                cublasHandle_t cublas, cudaStream_t stream) {
+  detail::check_sizes("linear_bwd", {rows, in, out});
+  const float one = 1.0f;
+  if (rows > 0 && in > 0) {
+    if (out > 0) {
+      bind(cublas, stream);
+      const float dx_beta = accumulate ? 1.0f : 0.0f;  // beta == 0: dx is never read
+      // dxᵀ (in, rows) = (W as (in, out)) · (dy as (out, rows)).
+      CUBLAS_CHECK_THROW(cublasSgemm_64(cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one,
+                                        W, in, dy, out, &dx_beta, dx, in));
+      // dWᵀ (in, out) += (x as (in, rows)) · (dy as (out, rows))ᵀ.
+      CUBLAS_CHECK_THROW(cublasSgemm_64(cublas, CUBLAS_OP_N, CUBLAS_OP_T, in, out, rows, &one,
+                                        x, in, dy, out, &one, dW, in));
+    } else if (!accumulate) {
+      // No outputs, so dx = dy·W is zero, and cuBLAS rejects a leading dimension of 0.
+      CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, sizeof(float) * rows * in, stream));
+    }
+  }
+  if (rows > 0 && out > 0) {
+    const dim3 block(32, kRowLanes);
+    const dim3 grid(static_cast<unsigned>((out + 31) / 32));
+    column_sum_kernel<<<grid, block, 0, stream>>>(dy, db, rows, out);
+    CUDA_CHECK_THROW(cudaGetLastError());
+  }
+}
+
+void dense_fwd(Act act, const float* x, const float* W, const float* b, float* y,
+               int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
+               cudaStream_t stream) {
+  if (act == Act::GELU)
+    throw std::invalid_argument("dense_fwd: GELU is not allowed in dense (use linear + act)");
+  linear_act_fwd(act, "dense_fwd", x, W, b, y, rows, in, out, cublas, stream);
+}
+
+void dense_bwd(Act act, const float* x, const float* y, const float* W, const float* dy,
+               float* dx, float* dW, float* db, float* scratch, int64_t rows, int64_t in,
+               int64_t out, bool accumulate, cublasHandle_t cublas, cudaStream_t stream) {
+  if (act == Act::GELU)
+    throw std::invalid_argument("dense_bwd: GELU is not allowed in dense (use linear + act)");
+  detail::check_sizes("dense_bwd", {rows, in, out});
+  const float* dpre = dy;  // Act::None: the pre-activation gradient is dy itself
+  if (act != Act::None && rows * out > 0) {
+    detail::dispatch_act("dense_bwd", act, [&](auto tag) {
+      act_grad_kernel<decltype(tag)::value>
+          <<<detail::grid_for(rows * out), kBlock, 0, stream>>>(y, dy, scratch, rows * out);
+    });
+    CUDA_CHECK_THROW(cudaGetLastError());
+    dpre = scratch;
+  }
+  linear_bwd(x, W, dpre, dx, dW, db, rows, in, out, accumulate, cublas, stream);
+}
+
+}  // namespace remat::cuda

@@ -1,0 +1,131 @@
+// Scalar losses: mean squared error and softmax cross-entropy. The loss is written
+// to a device float rather than returned, so that nothing synchronises. Loss sums
+// accumulate in double (as the CPU reference does) in a single block with a fixed
+// tree: the value never depends on scheduling, and it does not drift with batch size.
+#include <cmath>
+
+#include "gpu/kernels/device_common.cuh"
+
+namespace remat::cuda {
+namespace {
+
+constexpr int kLossBlock = 1024;  // one block does the whole sum
+constexpr int kRowsPerBlock = 8;  // softmax backward: one warp per row
+
+// ---- kernels ------------------------------------------------------------------
+
+// *loss = Σ (x - t)² / n over x (n), t (n). One block.
+__global__ void mse_fwd_kernel(const float* x, const float* t, float* loss, int64_t n) {
+  __shared__ double shared[32];
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const double d = static_cast<double>(x[i]) - t[i];
+    sum += d * d;
+  }
+  sum = detail::block_sum(sum, shared);
+  if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(n));
+}
+
+// dx (n) = or += 2 (x - t) / n, with k = 2/n computed once, as on the CPU.
+__global__ void mse_bwd_kernel(const float* x, const float* t, float* dx, int64_t n, float k,
+                               bool accumulate) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    detail::store_grad(&dx[i], k * (x[i] - t[i]), accumulate);
+}
+
+// Max and Σ exp(x - max) of one row (classes), computed by a whole warp; every lane
+// gets the same values.
+struct RowStats {
+  float max;
+  float sum;
+};
+__device__ RowStats warp_row_stats(const float* xr, int64_t classes, int lane) {
+  float mx = -INFINITY;
+  for (int64_t c = lane; c < classes; c += 32) mx = fmaxf(mx, xr[c]);
+  mx = detail::warp_max(mx);
+  float sum = 0.0f;
+  for (int64_t c = lane; c < classes; c += 32) sum += expf(xr[c] - mx);
+  return {mx, detail::warp_sum(sum)};
+}
+
+// *loss = mean over rows of max + log Σ exp(x - max) - x[label]; logits (rows,
+// classes), labels (rows). One block; warp w takes rows w, w + warps, ...
+__global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels, float* loss,
+                                      int64_t rows, int64_t classes) {
+  __shared__ double shared[32];
+  const int lane = threadIdx.x % 32;
+  const int warps = blockDim.x / 32;
+  double sum = 0.0;  // identical in every lane of a warp; lane 0's is counted
+  for (int64_t r = threadIdx.x / 32; r < rows; r += warps) {
+    const float* xr = logits + r * classes;
+    const int32_t y = labels[r];
+    const RowStats s = warp_row_stats(xr, classes, lane);
+    sum += (y >= 0 && y < classes)
+               ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum))
+               : NAN;
+  }
+  sum = detail::block_sum(lane == 0 ? sum : 0.0, shared);
+  if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
+}
+
+// dx (rows, classes) = or += (softmax - onehot) / rows, one warp per row.
+__global__ void softmax_ce_bwd_kernel(const float* logits, const int32_t* labels, float* dx,
+                                      int64_t rows, int64_t classes, float inv_rows,
+                                      bool accumulate) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / 32; r < rows;
+       r += int64_t{gridDim.x} * kRowsPerBlock) {
+    const float* xr = logits + r * classes;
+    float* dxr = dx + r * classes;
+    const int32_t y = labels[r];
+    const bool valid = y >= 0 && y < classes;
+    const RowStats s = warp_row_stats(xr, classes, lane);
+    const float inv_sum = 1.0f / s.sum;
+    for (int64_t c = lane; c < classes; c += 32) {
+      const float prob = expf(xr[c] - s.max) * inv_sum;
+      const float v = valid ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
+      detail::store_grad(&dxr[c], v, accumulate);
+    }
+  }
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------
+
+void mse_fwd(const float* x, const float* target, float* loss, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("mse_fwd", {n});
+  mse_fwd_kernel<<<1, kLossBlock, 0, stream>>>(x, target, loss, n);  // n == 0 writes NaN
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate,
+             cudaStream_t stream) {
+  detail::check_sizes("mse_bwd", {n});
+  if (n == 0) return;
+  const float k = 2.0f / static_cast<float>(n);
+  mse_bwd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, target, dx, n, k,
+                                                                     accumulate);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
+                    int64_t classes, cudaStream_t stream) {
+  detail::check_sizes("softmax_ce_fwd", {rows, classes});
+  // rows == 0 writes NaN (0/0); classes == 0 makes every label invalid, hence NaN.
+  softmax_ce_fwd_kernel<<<1, kLossBlock, 0, stream>>>(logits, labels, loss, rows, classes);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
+                    int64_t classes, bool accumulate, cudaStream_t stream) {
+  detail::check_sizes("softmax_ce_bwd", {rows, classes});
+  if (rows == 0 || classes == 0) return;
+  const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
+  softmax_ce_bwd_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0,
+                          stream>>>(logits, labels, dx, rows, classes, inv_rows, accumulate);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace remat::cuda
