@@ -1,0 +1,32 @@
+// remat: the command-line face of Remat Studio. Every number the window shows
+// can be reproduced here.
+#include <iostream>
+
+#include "app/cli/commands.h"
+#include "core/errors.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"remat: simulate, run and export gradient-checkpointing schedules"};
+  app.require_subcommand(1);
+  app.footer(
+      "Models: chain:N[:BYTES], mlp:N[:WIDTH[:BATCH]], transformer:L[:D[:SEQ[:BATCH]]], or a .json/.onnx file.\n"
+      "Run 'remat COMMAND --help' for a command's options.");
+  remat::cli::add_simulate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "remat: error: " << e.what() << "\n";
+    return 2;
+  } catch (const remat::InputError& e) {
+    std::cerr << "remat: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "remat: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

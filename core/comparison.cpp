@@ -1,0 +1,77 @@
+#include "core/comparison.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/model.h"
+#include "core/strategy.h"
+
+namespace remat {
+
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs) {
+  std::vector<StrategyRun> runs;
+  for (const auto& spec : specs) {
+    StrategyRun run;
+    run.spec = spec;
+    run.name = spec;
+    try {
+      const auto strategy = make_strategy(spec);
+      run.name = strategy->name();
+      run.schedule = strategy->schedule(model);
+      run.sim = simulate(model, run.schedule);
+    } catch (const std::exception& e) {
+      run.error = e.what();
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+nlohmann::json model_json(const Model& model) {
+  uint64_t act = 0;
+  for (int v = 0; v < model.size(); ++v) act += model.op(v).bytes;
+  return {{"name", model.name},
+          {"ops", model.size()},
+          {"activation_bytes", act},
+          {"param_bytes", model.param_bytes()},
+          {"unit_bytes", model.uniform_bytes()},
+          {"forward_flops", model.forward_flops()},
+          {"backward_flops", model.backward_flops()},
+          {"executable", model.executable()}};
+}
+
+nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
+  nlohmann::json j = {{"name", run.name}};
+  if (!run.ok()) {
+    j["error"] = run.error;
+    return j;
+  }
+  const Simulation& s = run.sim;
+  j.update({{"peak_bytes", s.peak_bytes},
+            {"peak_instruction", s.peak_index},
+            {"instructions", run.schedule.code.size()},
+            {"forward_steps", s.forward_steps},
+            {"backward_steps", s.backward_steps},
+            {"recompute_steps", s.recompute_steps},
+            {"flops", s.flops},
+            {"recompute_flops", s.recompute_flops},
+            {"overhead", s.overhead}});
+  if (with_timeline) j["timeline"] = s.timeline;
+  return j;
+}
+
+nlohmann::json comparison_json(const Model& model, const std::vector<StrategyRun>& runs, bool with_timeline) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& r : runs) list.push_back(simulation_json(r, with_timeline));
+  return {{"model", model_json(model)}, {"strategies", list}};
+}
+
+void write_timelines_csv(std::ostream& out, const Model& model, const std::vector<StrategyRun>& runs) {
+  out << "strategy,step,instruction,bytes\n";
+  for (const auto& r : runs) {
+    if (!r.ok()) continue;
+    for (std::size_t i = 0; i < r.schedule.code.size(); ++i)
+      out << '"' << r.name << "\"," << i << ',' << to_string(r.schedule.code[i], model) << ',' << r.sim.timeline[i] << '\n';
+  }
+}
+
+}  // namespace remat

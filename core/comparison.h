@@ -1,0 +1,40 @@
+// Several strategies simulated on one model: what the CLI's table, the GUI's
+// comparison and the exports all start from.
+#pragma once
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/schedule.h"
+#include "core/simulator.h"
+
+namespace remat {
+
+struct Model;
+
+struct StrategyRun {
+  std::string spec;   // as the user wrote it
+  std::string name;   // canonical ("sqrt", "every-k:4")
+  Schedule schedule;
+  Simulation sim;
+  std::string error;  // why this strategy does not apply to the model; empty when it does
+  bool ok() const { return error.empty(); }
+};
+
+// Builds and simulates each spec; a spec that fails (bad argument, not
+// applicable to this model) yields a run with `error` set, the others go on.
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs);
+
+// {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
+nlohmann::json model_json(const Model& model);
+// {"name","peak_bytes","forward_steps","backward_steps","recompute_steps",
+//  "flops","overhead","timeline"?}
+nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline = true);
+// {"model":{...},"strategies":[...]}: the CLI's --json, the GUI's JSON export.
+nlohmann::json comparison_json(const Model& model, const std::vector<StrategyRun>& runs, bool with_timeline = true);
+// Long format, one row per instruction: strategy,step,instruction,bytes.
+void write_timelines_csv(std::ostream& out, const Model& model, const std::vector<StrategyRun>& runs);
+
+}  // namespace remat

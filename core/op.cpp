@@ -1,0 +1,66 @@
+#include "core/op.h"
+
+#include <array>
+#include <limits>
+
+#include "core/errors.h"
+
+namespace remat {
+namespace {
+
+constexpr std::array<std::string_view, 12> kKindNames = {
+    "Input", "Linear", "ReLU", "GELU", "Tanh", "LayerNorm", "Add", "Dropout",
+    "MSELoss", "SoftmaxCELoss", "Dense", "Generic"};
+constexpr std::array<std::string_view, 4> kDTypeNames = {"f32", "f16", "bf16", "i32"};
+constexpr std::array<std::string_view, 3> kActNames = {"none", "relu", "tanh"};
+
+template <typename E, std::size_t N>
+bool parse_enum(const std::array<std::string_view, N>& names, std::string_view s, E& out) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == s) {
+      out = static_cast<E>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view kind_name(OpKind k) { return kKindNames[static_cast<std::size_t>(k)]; }
+bool parse_kind(std::string_view s, OpKind& out) { return parse_enum(kKindNames, s, out); }
+std::string_view dtype_name(DType d) { return kDTypeNames[static_cast<std::size_t>(d)]; }
+bool parse_dtype(std::string_view s, DType& out) { return parse_enum(kDTypeNames, s, out); }
+std::string_view activation_name(Activation a) { return kActNames[static_cast<std::size_t>(a)]; }
+bool parse_activation(std::string_view s, Activation& out) { return parse_enum(kActNames, s, out); }
+
+uint64_t dtype_size(DType d) {
+  switch (d) {
+    case DType::F16:
+    case DType::BF16: return 2;
+    case DType::F32:
+    case DType::I32: return 4;
+  }
+  return 4;
+}
+
+int64_t Op::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype) {
+  // 2^48 bytes is far beyond any device; anything larger is a typo or an attack.
+  constexpr uint64_t kMax = uint64_t{1} << 48;
+  uint64_t n = dtype_size(dtype);
+  for (int64_t d : shape) {
+    if (d < 0) throw InputError("negative dimension " + std::to_string(d));
+    if (d != 0 && n > kMax / static_cast<uint64_t>(d))
+      throw InputError("tensor too large (over 2^48 bytes)");
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+}  // namespace remat

@@ -1,0 +1,67 @@
+#include "core/resident_index.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/model.h"
+#include "core/simulator.h"
+
+namespace remat {
+namespace {
+
+std::vector<int32_t> ids(const std::vector<uint8_t>& flags) {
+  std::vector<int32_t> out;
+  for (std::size_t v = 0; v < flags.size(); ++v) {
+    if (flags[v]) out.push_back(static_cast<int32_t>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : model_(&model), schedule_(&schedule) {
+  // First pass finds the largest resident set so the stride can bound the
+  // snapshots' total size by about the schedule length.
+  ResidentSet r(model);
+  std::size_t most = 1;
+  for (const Instr& ins : schedule.code) {
+    r.apply(model, ins);
+    most = std::max(most, r.count);
+  }
+  const auto sq = static_cast<std::size_t>(std::sqrt(static_cast<double>(schedule.code.size())));
+  stride_ = std::max<std::size_t>({64, most, sq});
+
+  ResidentSet s(model);
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad)});
+    s.apply(model, schedule.code[i]);
+  }
+}
+
+void ResidentIndex::replay(std::size_t t, std::vector<uint8_t>& act, std::vector<uint8_t>& grad) const {
+  const std::size_t k = std::min(t / stride_, snapshots_.size() - 1);
+  ResidentSet r(*model_);
+  r.act[0] = 0;
+  for (int32_t v : snapshots_[k].act) r.act[static_cast<std::size_t>(v)] = 1;
+  for (int32_t v : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1;
+  for (std::size_t i = k * stride_; i <= t && i < schedule_->code.size(); ++i) r.apply(*model_, schedule_->code[i]);
+  act = std::move(r.act);
+  grad = std::move(r.grad);
+}
+
+std::vector<TensorRef> ResidentIndex::resident_at(std::size_t t) const {
+  std::vector<uint8_t> act, grad;
+  replay(t, act, grad);
+  std::vector<TensorRef> out;
+  for (int32_t v : ids(act)) out.push_back({v, false});
+  for (int32_t v : ids(grad)) out.push_back({v, true});
+  return out;
+}
+
+std::vector<uint8_t> ResidentIndex::activations_at(std::size_t t) const {
+  std::vector<uint8_t> act, grad;
+  replay(t, act, grad);
+  return act;
+}
+
+}  // namespace remat

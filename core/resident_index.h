@@ -1,0 +1,47 @@
+// "What is resident at step t?" for any t without replaying from zero: the
+// resident set is snapshotted every `stride` instructions and a query replays
+// at most `stride` instructions from the snapshot before it. The stride grows
+// with the largest resident set, so snapshots stay linear in the schedule.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+// A tensor: activation A(op) or gradient G(op).
+struct TensorRef {
+  int32_t op;
+  bool grad;
+  bool operator==(const TensorRef&) const = default;
+};
+
+class ResidentIndex {
+ public:
+  // `schedule` must be valid (simulate() accepted it) and outlive the index.
+  ResidentIndex(const Model& model, const Schedule& schedule);
+
+  std::size_t size() const { return schedule_->code.size(); }
+  std::size_t stride() const { return stride_; }
+  // Tensors resident while instruction t runs (after its allocation; after the
+  // release for a free), activations then gradients, each by op id.
+  std::vector<TensorRef> resident_at(std::size_t t) const;
+  // Activation residency per op while instruction t runs (the GUI's node states).
+  std::vector<uint8_t> activations_at(std::size_t t) const;
+
+ private:
+  struct Snapshot {
+    std::vector<int32_t> act, grad;  // op ids resident before instruction k*stride
+  };
+  void replay(std::size_t t, std::vector<uint8_t>& act, std::vector<uint8_t>& grad) const;
+
+  const Model* model_;
+  const Schedule* schedule_;
+  std::size_t stride_ = 1;
+  std::vector<Snapshot> snapshots_;
+};
+
+}  // namespace remat

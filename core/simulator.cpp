@@ -1,0 +1,119 @@
+#include "core/simulator.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/model.h"
+
+namespace remat {
+
+ResidentSet::ResidentSet(const Model& model)
+    : act(static_cast<std::size_t>(model.size()), 0), grad(static_cast<std::size_t>(model.size()), 0) {
+  act[0] = 1;  // the input batch is given
+  bytes = model.op(0).bytes;
+}
+
+void ResidentSet::apply(const Model& model, Instr ins) {
+  const auto v = static_cast<std::size_t>(ins.op);
+  switch (ins.kind) {
+    case InstrKind::Fwd:
+      act[v] = 1;
+      bytes += model.op(ins.op).bytes;
+      ++count;
+      break;
+    case InstrKind::Bwd:
+      for (int u : model.op(ins.op).inputs) {
+        const auto uu = static_cast<std::size_t>(u);
+        if (model.has_grad_tensor(u) && !grad[uu]) {
+          grad[uu] = 1;
+          bytes += model.grad_bytes(u);
+          ++count;
+        }
+      }
+      break;
+    case InstrKind::FreeAct:
+      act[v] = 0;
+      bytes -= model.op(ins.op).bytes;
+      --count;
+      break;
+    case InstrKind::FreeGrad:
+      grad[v] = 0;
+      bytes -= model.grad_bytes(ins.op);
+      --count;
+      break;
+  }
+}
+
+Simulation simulate(const Model& model, const Schedule& schedule) {
+  const int n = model.size();
+  ResidentSet r(model);
+  std::vector<uint8_t> bwd_done(static_cast<std::size_t>(n), 0), computed(static_cast<std::size_t>(n), 0);
+  std::vector<int32_t> pending(static_cast<std::size_t>(n));  // consumers whose bwd is still to come
+  for (int v = 0; v < n; ++v) pending[static_cast<std::size_t>(v)] = static_cast<int32_t>(model.consumers(v).size());
+  computed[0] = 1;
+
+  Simulation sim;
+  sim.timeline.reserve(schedule.code.size());
+  auto name = [&](const char* t, int v) { return std::string(t) + "(" + (model.op(v).name.empty() ? std::to_string(v) : model.op(v).name) + ")"; };
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    const Instr ins = schedule.code[i];
+    if (ins.op < 0 || ins.op >= n) throw ScheduleError(i, "op " + std::to_string(ins.op) + " does not exist");
+    const auto v = static_cast<std::size_t>(ins.op);
+    const Op& op = model.op(ins.op);
+    switch (ins.kind) {
+      case InstrKind::Fwd:
+        if (ins.op == 0) throw ScheduleError(i, "the input is given, it cannot be computed");
+        if (r.act[v]) throw ScheduleError(i, "fwd of " + name("A", ins.op) + " which is already resident");
+        for (int u : op.inputs) {
+          if (!r.act[static_cast<std::size_t>(u)]) throw ScheduleError(i, "fwd " + name("A", ins.op) + " reads " + name("A", u) + " which is not resident");
+        }
+        ++sim.forward_steps;
+        sim.flops += op.fwd_flops;
+        if (computed[v]) {
+          ++sim.recompute_steps;
+          sim.recompute_flops += op.fwd_flops;
+        }
+        computed[v] = 1;
+        break;
+      case InstrKind::Bwd:
+        if (ins.op == 0) throw ScheduleError(i, "the input has no backward");
+        if (bwd_done[v]) throw ScheduleError(i, "second backward of op " + std::to_string(ins.op));
+        if (pending[v] != 0) throw ScheduleError(i, "backward of op " + std::to_string(ins.op) + " before all its consumers' backward (" + name("G", ins.op) + " incomplete)");
+        if (model.has_grad_tensor(ins.op) && !r.grad[v]) throw ScheduleError(i, "bwd reads " + name("G", ins.op) + " which is not resident");
+        for (int s : op.saved) {
+          if (!r.act[static_cast<std::size_t>(s)]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("A", s) + " which is not resident");
+        }
+        for (std::size_t a = 0; a < op.inputs.size(); ++a) {
+          // Consumers are counted once per producer, even for Add(x, x).
+          if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(a), op.inputs[a]) ==
+              op.inputs.begin() + static_cast<std::ptrdiff_t>(a))
+            --pending[static_cast<std::size_t>(op.inputs[a])];
+        }
+        bwd_done[v] = 1;
+        ++sim.backward_steps;
+        sim.flops += op.bwd_flops;
+        break;
+      case InstrKind::FreeAct:
+        if (!r.act[v]) throw ScheduleError(i, "free of " + name("A", ins.op) + " which is not resident");
+        break;
+      case InstrKind::FreeGrad:
+        if (!r.grad[v]) throw ScheduleError(i, "free of " + name("G", ins.op) + " which is not resident");
+        break;
+    }
+    r.apply(model, ins);
+    sim.timeline.push_back(r.bytes);
+    if (r.bytes > sim.peak_bytes) {
+      sim.peak_bytes = r.bytes;
+      sim.peak_index = i;
+    }
+  }
+  for (int v = 1; v < n; ++v) {
+    if (!bwd_done[static_cast<std::size_t>(v)])
+      throw ScheduleError(schedule.code.size(), "the schedule ends without the backward of op " + std::to_string(v) + " (its gradients are missing)");
+  }
+  const double one_pass = model.forward_flops() + model.backward_flops();
+  sim.overhead = one_pass > 0 ? sim.recompute_flops / one_pass : 0;
+  return sim;
+}
+
+}  // namespace remat

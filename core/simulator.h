@@ -1,0 +1,45 @@
+// Replays a schedule under the memory model: the resident set per instruction,
+// the memory timeline and peak, step counts and FLOPs. It is also the validator:
+// a schedule that breaks the model is rejected with the instruction's index.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+struct Simulation {
+  std::vector<uint64_t> timeline;  // bytes resident while each instruction runs
+  uint64_t peak_bytes = 0;
+  std::size_t peak_index = 0;      // first instruction reaching the peak
+  int64_t forward_steps = 0;       // every fwd, first pass included
+  int64_t backward_steps = 0;
+  int64_t recompute_steps = 0;     // fwd beyond the first of each op
+  double flops = 0;                // of all executed fwd and bwd
+  double recompute_flops = 0;
+  // Recomputed forward FLOPs over one forward plus one backward pass.
+  double overhead = 0;
+};
+
+// Throws ScheduleError: a read of a non-resident tensor, a second backward of
+// an op, a backward before all its consumers', a free of a non-resident tensor,
+// a recompute of a resident one, or a gradient missing at the end.
+Simulation simulate(const Model& model, const Schedule& schedule);
+inline void validate(const Model& model, const Schedule& schedule) { (void)simulate(model, schedule); }
+
+// The tensors resident between instructions. `apply` is the memory model's one
+// rule for what an instruction allocates (fwd: A(op); bwd: G(u) of each input
+// not yet resident) and frees; the simulator checks before applying, replays of
+// validated schedules (resident index, GUI) apply directly.
+struct ResidentSet {
+  explicit ResidentSet(const Model& model);
+  void apply(const Model& model, Instr ins);
+  std::vector<uint8_t> act, grad;
+  uint64_t bytes = 0;
+  std::size_t count = 1;  // tensors resident (the input at start)
+};
+
+}  // namespace remat
