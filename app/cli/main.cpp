@@ -12,6 +12,11 @@ int main(int argc, char** argv) {
       "Models: chain:N[:BYTES], mlp:N[:WIDTH[:BATCH]], transformer:L[:D[:SEQ[:BATCH]]], or a .json/.onnx file.\n"
       "Run 'remat COMMAND --help' for a command's options.");
   remat::cli::add_simulate_command(app);
+  remat::cli::add_run_command(app);
+  remat::cli::add_model_command(app);
+  remat::cli::add_export_command(app);
+  remat::cli::add_sweep_command(app);
+  remat::cli::add_explain_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
