@@ -13,5 +13,7 @@ Model load_model(std::string_view spec_or_path);
 // Implemented by the loaders (json_model.cpp, onnx_model.cpp).
 Model load_json_model(const std::string& path);
 Model load_onnx_model(const std::string& path);
+// Writes the project's JSON model format (docs/model-format.md), atomically.
+void save_json_model(const Model& model, const std::string& path);
 
 }  // namespace remat

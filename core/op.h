@@ -2,6 +2,7 @@
 // its backward reads (the memory model of DESIGN.md).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,10 @@ struct Op {
   Activation act = Activation::None;  // Dense only
   float dropout_p = 0.0f;             // Dropout only
   bool simulate_only = false;         // no kernel can run it
+  // Initial parameter values (e.g. ONNX initializers), in kernel order: Linear
+  // and Dense {W (out,in), b}, LayerNorm {gamma, beta}. Empty: the executor
+  // initialises from its seed. Shared so copying a Model stays cheap.
+  std::vector<std::shared_ptr<const std::vector<float>>> param_init;
 
   int64_t numel() const;
   // Features: the last dimension (1 for a scalar).
