@@ -12,8 +12,11 @@
 // Determinism: every result is bit-identical from run to run on the same GPU.
 // Reductions are fixed-order block reductions (no atomics), and the GEMM launchers
 // put the handle in CUBLAS_ATOMICS_NOT_ALLOWED, CUBLAS_DEFAULT_MATH (no TF32) and
-// host pointer mode before each call. Results may differ from the CPU kernels by
-// float32 rounding (summation order, tanhf/erff), never in dropout masks.
+// host pointer mode before each call. cuBLAS promises the same bits only for one
+// handle used from one stream: give each stream its own handle (or set
+// CUBLAS_WORKSPACE_CONFIG, see the cuBLAS "Results reproducibility" notes).
+// Results may differ from the CPU kernels by float32 rounding (summation order,
+// tanhf/erff, fused multiply-adds), never in dropout masks.
 //
 // Errors throw remat::cuda::CudaError (gpu/cuda_check.h); invalid arguments
 // (negative sizes, GELU in dense) throw std::invalid_argument before any launch.

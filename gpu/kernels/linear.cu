@@ -67,6 +67,7 @@ void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, con
                     float* y, int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
                     cudaStream_t stream) {
   detail::check_sizes(fn, {rows, in, out});
+  detail::dispatch_act(fn, act, [](auto) {});  // an unknown act throws before the GEMM
   if (rows == 0 || out == 0) return;
   if (in == 0) {
     // An empty product is zero (and cuBLAS rejects a leading dimension of 0).

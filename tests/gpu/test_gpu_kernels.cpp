@@ -524,8 +524,9 @@ TEST_F(GpuKernels, AccumulateAddsToWhatWasThere) {
   for (float& v : twice_db) v *= 2.0f;
   gpu::linear_bwd(x_d.get(), W_d.get(), dy_d.get(), dx.get(), dW1.get(), db1.get(), rows, cols,
                   cols, false, cublas_, stream_);
-  expect_close(dW1.fetch(), twice_dW, 1e-6f, "dW +=");
-  expect_close(db1.fetch(), twice_db, 1e-6f, "db +=");
+  // Within rounding, not bitwise: cuBLAS may add beta·C at a different point of its sum.
+  expect_close(dW1.fetch(), twice_dW, 1e-5f, "dW +=");
+  expect_close(db1.fetch(), twice_db, 1e-5f, "db +=");
 }
 
 }  // namespace
