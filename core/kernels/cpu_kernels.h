@@ -39,7 +39,7 @@ void dense_bwd(Act act, const float* x, const float* y, const float* W, const fl
                int64_t in, int64_t out, bool accumulate);
 
 // LayerNorm over the last dimension, eps = 1e-5, affine gamma/beta (cols).
-// `stats` holds 2*rows floats: mean then rstd per row (stored beside y in the
+// `stats` holds 2*rows floats: all row means, then all row rstds (stored beside y in the
 // op's activation so that backward can read them).
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
                    float* stats, int64_t rows, int64_t cols);

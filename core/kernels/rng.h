@@ -20,6 +20,9 @@ REMAT_HD uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Callers check 0 <= p <= 1 first (a negative or NaN p makes the conversion
+// below undefined). Seeds are meant to be below 2^32: larger ones can alias
+// another (seed, op) pair through the XOR.
 // Keep element i iff its 32-bit draw is at or above p·2³² (integer compare, so
 // host and device agree without floating-point rounding questions).
 REMAT_HD bool rng_keep(uint64_t seed, uint32_t op_id, uint64_t i, float p) {

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/op_rules.h"
+#include "core/presets.h"
+
+using namespace remat;
+
+namespace {
+std::string error_of(const char* spec) {
+  try {
+    make_preset(spec);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Presets, ChainIsInputDensesAndLoss) {
+  const Model m = make_preset("chain:16");
+  ASSERT_EQ(m.size(), 17);
+  EXPECT_EQ(m.op(0).kind, OpKind::Input);
+  for (int v = 1; v < 16; ++v) {
+    EXPECT_EQ(m.op(v).kind, OpKind::Dense);
+    EXPECT_EQ(m.op(v).inputs, std::vector<int>{v - 1});
+    EXPECT_EQ(m.op(v).saved, (std::vector<int>{v - 1, v}));
+  }
+  EXPECT_EQ(m.op(16).kind, OpKind::MSELoss);
+  EXPECT_EQ(m.uniform_bytes(), 1u);
+  EXPECT_FALSE(m.executable());  // 1-byte tensors are not whole floats
+  EXPECT_EQ(boost::num_edges(m.graph()), 16u);
+}
+
+TEST(Presets, ChainWithFloatUnitsRuns) {
+  const Model m = make_preset("chain:8:256");
+  EXPECT_TRUE(m.executable());
+  EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{1, 64}));
+  EXPECT_EQ(m.op(3).bytes, 256u);
+  EXPECT_EQ(m.op(8).bytes, 256u);  // the loss is padded to the unit
+  EXPECT_EQ(m.op(3).param_bytes, (64u * 64u + 64u) * 4u);
+}
+
+TEST(Presets, MlpBytesAndFlops) {
+  const Model m = make_preset("mlp:3:128:32");
+  ASSERT_EQ(m.size(), 1 + 2 * 3 + 1);
+  const Op& fc = m.op(1);
+  EXPECT_EQ(fc.kind, OpKind::Linear);
+  EXPECT_EQ(fc.bytes, 32u * 128u * 4u);
+  EXPECT_DOUBLE_EQ(fc.fwd_flops, 2.0 * 32 * 128 * 128);
+  EXPECT_DOUBLE_EQ(fc.bwd_flops, 4.0 * 32 * 128 * 128);
+  EXPECT_EQ(fc.saved, std::vector<int>{0});
+  EXPECT_EQ(m.op(2).saved, std::vector<int>{2});  // ReLU reads its output
+  EXPECT_EQ(m.op(7).bytes, 4u);                   // scalar loss
+  EXPECT_EQ(m.param_bytes(), 3u * (128u * 128u + 128u) * 4u);
+  EXPECT_TRUE(m.executable());
+}
+
+TEST(Presets, TransformerIsADagWithResiduals) {
+  const Model m = make_preset("transformer:2:32:8:2");
+  ASSERT_EQ(m.size(), 1 + 2 * 12 + 3);
+  const int rows = 16;
+  const Op& res1 = m.op(6);
+  EXPECT_EQ(res1.kind, OpKind::Add);
+  EXPECT_EQ(res1.inputs, (std::vector<int>{0, 5}));  // skip edge from the block input
+  EXPECT_EQ(m.consumers(0), (std::vector<int>{1, 6}));
+  const Op& ln = m.op(1);
+  EXPECT_EQ(ln.bytes, rows * 32u * 4u + 2u * rows * 4u);  // y plus mean and rstd per row
+  EXPECT_EQ(ln.saved, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m.op(8).shape, (std::vector<int64_t>{rows, 128}));  // MLP up-projection 4D
+  EXPECT_EQ(m.op(9).saved, std::vector<int>{8});                // GELU reads its input
+  EXPECT_FLOAT_EQ(m.op(5).dropout_p, 0.1f);
+  EXPECT_EQ(m.op(m.loss()).kind, OpKind::SoftmaxCELoss);
+}
+
+TEST(Presets, BadSpecsSayWhatAndWhere) {
+  EXPECT_EQ(error_of("chain:0"), "chain length N in 'chain:0' must be between 1 and 10000000, got 0");
+  EXPECT_EQ(error_of("chain:x"), "chain length N in 'chain:x' must be an integer, got 'x'");
+  EXPECT_EQ(error_of("mlp:2:-3"), "WIDTH in 'mlp:2:-3' must be between 1 and 1048576, got -3");
+  EXPECT_NE(error_of("transformer:1:2:3:4:5").find("expected transformer:L[:D[:SEQ[:BATCH]]]"), std::string::npos);
+  EXPECT_NE(error_of("resnet:5").find("unknown model spec 'resnet:5'"), std::string::npos);
+  EXPECT_NE(error_of("transformer:1:65536:1048576:65536").find("too large"), std::string::npos);
+}

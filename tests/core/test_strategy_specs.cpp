@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/presets.h"
+#include "core/spec_parse.h"
+#include "core/strategy.h"
+
+using namespace remat;
+
+namespace {
+std::string error_of(const char* spec, const char* model = "chain:16") {
+  try {
+    make_strategy(spec)->schedule(make_preset(model));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(StrategySpecs, NamesRoundTrip) {
+  EXPECT_EQ(make_strategy("sqrt")->name(), "sqrt");
+  EXPECT_EQ(make_strategy("every-k:4")->name(), "every-k:4");
+  EXPECT_EQ(make_strategy("manual:9,3,3")->name(), "manual:3,9");
+}
+
+TEST(StrategySpecs, ListSplittingKeepsManualArguments) {
+  EXPECT_EQ(split_strategy_list("store-all,manual:1,2,3,sqrt,every-k:2"),
+            (std::vector<std::string>{"store-all", "manual:1,2,3", "sqrt", "every-k:2"}));
+}
+
+TEST(StrategySpecs, BadSpecsSayWhat) {
+  EXPECT_EQ(error_of("every-k:0"), "every-k: K must be between 1 and 1073741824, got 0");
+  EXPECT_EQ(error_of("every-k:-2"), "every-k: K must be between 1 and 1073741824, got -2");
+  EXPECT_EQ(error_of("every-k"), "strategy 'every-k' needs an argument: every-k:...");
+  EXPECT_EQ(error_of("manual:3,40"), "manual: checkpoint 40 is out of range 0..15 for model 'chain:16'");
+  EXPECT_EQ(error_of("sqrt:3"), "strategy 'sqrt' takes no argument (got 'sqrt:3')");
+  EXPECT_NE(error_of("fastest").find("unknown strategy 'fastest' (known: store-all, recompute-all, sqrt"), std::string::npos);
+}
+
+TEST(StrategySpecs, ByteCounts) {
+  EXPECT_EQ(parse_bytes("4096", "b"), 4096u);
+  EXPECT_EQ(parse_bytes("64K", "b"), 65536u);
+  EXPECT_EQ(parse_bytes("1.5M", "b"), 1572864u);
+  EXPECT_EQ(parse_bytes("2GiB", "b"), 2147483648u);
+  EXPECT_THROW(parse_bytes("12Q", "b"), InputError);
+  EXPECT_THROW(parse_bytes("", "b"), InputError);
+  EXPECT_THROW(parse_bytes("-5", "b"), InputError);
+}
