@@ -1,0 +1,90 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace {
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST(CliSimulate, Chain16Table) {
+  const CliResult r = run_cli("simulate --model chain:16 --strategy store-all,recompute-all,sqrt");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // strategy, peak, tensors, fwd steps, recomputed, bwd steps (checked by hand in README).
+  EXPECT_NE(r.out.find("store-all                        18 B        18         16           0        16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recompute-all                     5 B         5        136         120        16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sqrt                              9 B         9         25           9        16"), std::string::npos) << r.out;
+}
+
+TEST(CliSimulate, JsonCarriesTimelines) {
+  const CliResult r = run_cli("simulate --model chain:16:4 --strategy store-all,manual:4,8,12 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["name"], "chain:16:4");
+  EXPECT_EQ(j["model"]["ops"], 17);
+  ASSERT_EQ(j["strategies"].size(), 2u);
+  for (const auto& s : j["strategies"]) {
+    for (const char* key : {"name", "peak_bytes", "forward_steps", "backward_steps", "recompute_steps", "flops", "overhead", "timeline"})
+      EXPECT_TRUE(s.contains(key)) << key;
+    const auto timeline = s["timeline"].get<std::vector<uint64_t>>();
+    EXPECT_EQ(timeline.size(), s["instructions"].get<std::size_t>());
+    EXPECT_EQ(*std::max_element(timeline.begin(), timeline.end()), s["peak_bytes"].get<uint64_t>());
+  }
+  EXPECT_EQ(j["strategies"][0]["peak_bytes"], 18 * 4);
+  EXPECT_EQ(j["strategies"][1]["name"], "manual:4,8,12");  // the same checkpoints as sqrt
+  EXPECT_EQ(j["strategies"][1]["peak_bytes"], 9 * 4);
+}
+
+TEST(CliSimulate, CsvFile) {
+  const std::string csv = temp_path("timelines.csv");
+  const CliResult r = run_cli("simulate --model chain:4 --strategy store-all,sqrt --csv " + csv);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(csv);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(count_lines(all), 1 + 16 + 18);  // header + chain:4's two schedules
+  EXPECT_EQ(all.substr(0, all.find('\n')), "strategy,step,instruction,bytes");
+  EXPECT_NE(all.find("\"sqrt\",10,fwd a1,4\n"), std::string::npos);  // the recompute of a1
+}
+
+TEST(CliSimulate, BadInputExitsTwoWithOneMessage) {
+  const struct {
+    const char* args;
+    const char* message;
+  } cases[] = {
+      {"simulate --model chain:abc", "remat: error: chain length N in 'chain:abc' must be an integer, got 'abc'\n"},
+      {"simulate --model chain:8 --strategy sqrt,fastest", "unknown strategy 'fastest'"},
+      {"simulate --model chain:8 --strategy every-k:0", "every-k: K must be between 1 and 1073741824, got 0"},
+      {"simulate --model chain:8 --strategy manual:3,9", "manual: checkpoint 9 is out of range 0..7 for model 'chain:8'"},
+      {"simulate --model /no/such/model.json", "model '/no/such/model.json' is neither a preset"},
+      {"simulate", "--model is required"},
+      {"simulate --model chain:8 --bogus", "--bogus"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = run_cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << " -> " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1) << c.args << " -> " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args;
+  }
+}
+
+TEST(CliSimulate, UnwritableCsvLeavesNoFile) {
+  const CliResult r = run_cli("simulate --model chain:8 --csv /nonexistent-dir/t.csv");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cannot write '/nonexistent-dir/t.csv'"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent-dir/t.csv"));
+}
+
+TEST(CliSimulate, HelpListsEveryStrategy) {
+  const CliResult r = run_cli("simulate --help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* s : {"store-all", "recompute-all", "sqrt", "every-k:K", "manual:I,J,...", "--json", "--csv"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  const CliResult top = run_cli("--help");
+  EXPECT_EQ(top.code, 0);
+  for (const char* s : {"simulate", "run", "export", "model", "sweep", "explain"}) EXPECT_NE(top.out.find(s), std::string::npos) << s;
+}
