@@ -1,0 +1,89 @@
+// Executes a validated schedule for real, instruction by instruction, on a
+// Backend, under the memory model of DESIGN.md: fwd v allocates exactly
+// bytes(v) for A(v); a bwd allocates bytes(u) for G(u) of each input u with a
+// gradient tensor that is not yet resident (then overwrites it, otherwise adds
+// into it); frees release. A(0) is allocated before the first instruction.
+// So the backend's tracked peak equals simulate(model, schedule).peak_bytes.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/exec/backend.h"
+#include "core/schedule.h"
+
+namespace remat {
+
+struct ExecOptions {
+  uint64_t seed = 1;          // input, target/labels, parameters, dropout masks
+  int repeat = 3;             // timed runs after one untimed warm-up (>= 1)
+  uint64_t memory_limit = 0;  // tracked activation bytes allowed; 0 = no limit
+  // Called with a fraction in [0, 1], non-decreasing, last call exactly 1 on
+  // success; returning false cancels. May be empty.
+  std::function<bool(double fraction)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // set to true to cancel; may be null
+};
+
+enum class ExecStatus { Ok, OutOfMemory, Cancelled, Failed };
+std::string_view exec_status_name(ExecStatus s);  // "ok", "out-of-memory", "cancelled", "failed"
+
+struct ExecResult {
+  std::string strategy;            // Schedule::strategy
+  std::string backend;             // Backend::name()
+  ExecStatus status = ExecStatus::Ok;
+  std::string message;             // OOM / failure text; empty when ok
+
+  // Out of memory: the first instruction whose allocation did not fit
+  // (-1: the input before the first instruction), bytes asked and still free.
+  int64_t oom_instruction = -1;
+  uint64_t oom_needed = 0;
+  uint64_t oom_free = 0;
+
+  float loss = 0;
+  std::vector<std::vector<float>> param_grads;  // parallel to parameter_tensors(model)
+  uint64_t grad_hash = 0;                       // FNV-1a 64 over the gradients' bytes, in order
+
+  uint64_t tracked_peak_bytes = 0;  // activations + activation gradients (== simulated peak)
+  uint64_t device_peak_bytes = 0;   // Backend::device_peak_bytes() (baseline and scratch included)
+  uint64_t baseline_bytes = 0;      // parameters, their gradients, target, loss
+
+  std::vector<double> run_ms;       // total time of each timed run
+  double time_ms = 0;               // median of run_ms
+  std::vector<double> instr_ms;     // per instruction index, mean over the timed runs
+  double recompute_ms = 0;          // of fwd instructions that recompute (from instr_ms)
+  double recompute_share = 0;       // recompute_ms / sum(instr_ms)
+
+  bool ok() const { return status == ExecStatus::Ok; }
+};
+
+// Host values for a model and seed (deterministic): input uniform in [-1, 1),
+// MSE target uniform in [-1, 1), CE labels uniform in [0, classes), Linear and
+// Dense weights and biases uniform in ±1/sqrt(fan_in), LayerNorm gamma
+// 1 + U(±0.1) and beta U(±0.1); Op::param_init replaces the generated values.
+// Throws InputError when the model is not executable or param_init has the
+// wrong sizes.
+HostData make_host_data(const Model& model, uint64_t seed);
+
+// Throws InputError "model X has simulate-only ops: ..." when it cannot run.
+void check_executable(const Model& model);
+
+// Runs `schedule` (validated here with simulate(); a ScheduleError propagates)
+// 1 + repeat times. Out of memory and cancellation are results, not exceptions.
+// Loads the model's baseline into the backend first (load()).
+ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options);
+// Same, with the baseline already loaded by the caller (load(model, data)).
+ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend,
+                          const ExecOptions& options);
+
+// Each schedule in turn on one backend, loading the baseline once. Progress is
+// spread evenly over the schedules. An OOM or failure of one does not stop the
+// others; cancellation marks the current and the remaining ones Cancelled.
+std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules,
+                                           Backend& backend, const ExecOptions& options);
+
+// FNV-1a 64 over the raw bytes of the gradients, in order.
+uint64_t fnv1a64(const std::vector<std::vector<float>>& tensors);
+
+}  // namespace remat
