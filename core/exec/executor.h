@@ -73,8 +73,9 @@ void check_executable(const Model& model);
 // 1 + repeat times. Out of memory and cancellation are results, not exceptions.
 // Loads the model's baseline into the backend first (load()).
 ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options);
-// Same, with the baseline already loaded by the caller (load(model, data)).
-ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend,
+// Same, with the baseline already loaded by the caller: `data` is what
+// backend.load(model, data) got (its input is uploaded as A(0) every run).
+ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend, const HostData& data,
                           const ExecOptions& options);
 
 // Each schedule in turn on one backend, loading the baseline once. Progress is
