@@ -1,13 +1,297 @@
-// Placeholder: replaced when `remat run` lands.
+// remat run: execute strategies for real on a backend and put the measured
+// memory and time beside the simulator's prediction (docs/run.md).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/backend_choice.h"
 #include "app/cli/commands.h"
+#include "core/comparison.h"
 #include "core/errors.h"
+#include "core/exec/executor.h"
+#include "core/exec/safetensors.h"
+#include "core/model_source.h"
+#include "core/spec_parse.h"
+#include "core/strategy.h"
 
 namespace remat::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string strategies = "all";
+  std::string backend = "auto";
+  int repeat = 3;
+  uint64_t seed = 1;
+  bool json = false;
+  std::string dump;
+  std::string memory_limit;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+std::vector<std::string> strategy_specs(const std::string& list) {
+  std::vector<std::string> specs;
+  if (list == "all") {
+    for (const auto& s : strategy_catalog()) {
+      if (s.argument.empty()) specs.push_back(s.name);
+    }
+  } else {
+    specs = split_strategy_list(list);
+  }
+  for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
+  return specs;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Same loss and gradients as the reference, bit for bit.
+bool same_as(const ExecResult& a, const ExecResult& ref) {
+  if (!a.ok() || !ref.ok() || std::memcmp(&a.loss, &ref.loss, sizeof a.loss) != 0) return false;
+  if (a.param_grads.size() != ref.param_grads.size()) return false;
+  for (std::size_t k = 0; k < a.param_grads.size(); ++k) {
+    if (a.param_grads[k].size() != ref.param_grads[k].size() ||
+        std::memcmp(a.param_grads[k].data(), ref.param_grads[k].data(), 4 * a.param_grads[k].size()) != 0)
+      return false;
+  }
+  return true;
+}
+
+// A bar on stderr: always on a terminal; elsewhere (logs, CI) only once a run
+// has taken over a second, as a line per 10%.
+class ProgressBar {
+ public:
+  ProgressBar(std::vector<std::string> labels) : labels_(std::move(labels)), tty_(::isatty(2) != 0) {}
+  bool operator()(double f) {
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const std::size_t n = labels_.size();
+    const std::string& label = labels_[std::min(n - 1, static_cast<std::size_t>(f * static_cast<double>(n)))];
+    if (tty_) {
+      if (f < 1.0 && now - last_ < std::chrono::milliseconds(100)) return true;
+      last_ = now;
+      const int width = 30, filled = static_cast<int>(f * width);
+      std::fprintf(stderr, "\r[%s%s] %3d%% %-24s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                   std::string(static_cast<std::size_t>(width - filled), ' ').c_str(), static_cast<int>(100 * f),
+                   label.c_str());
+      drawn_ = true;
+    } else if (elapsed > 1.0 && static_cast<int>(f * 10) > last_decile_) {
+      last_decile_ = static_cast<int>(f * 10);
+      std::fprintf(stderr, "remat: run %3d%% (%s)\n", 10 * last_decile_, label.c_str());
+    }
+    return true;
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  std::vector<std::string> labels_;
+  bool tty_;
+  bool drawn_ = false;
+  int last_decile_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
+
+struct Row {
+  const StrategyRun* sim;
+  const ExecResult* exec;
+  bool reference;  // store-all added only to compare against
+};
+
+void print_table(const Model& model, const Backend& backend, const RunOptions& o, const std::vector<Row>& rows,
+                 const ExecResult& ref) {
+  std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
+              model.size(), backend.name().c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
+              o.repeat == 1 ? "" : "s");
+  std::printf("baseline outside the strategies (parameters, their gradients, target, loss): %s\n",
+              format_bytes(rows.front().exec->baseline_bytes).c_str());
+  std::printf("%-16s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", "strategy", "predicted peak", "measured peak",
+              "device peak", "time", "vs store", "recompute", "loss", "grad hash", "same");
+  for (const auto& r : rows) {
+    const ExecResult& e = *r.exec;
+    const std::string name = r.sim->name + (r.reference ? "*" : "");
+    if (!e.ok()) {
+      std::printf("%-16s %14s  %s\n", name.c_str(), format_bytes(r.sim->sim.peak_bytes).c_str(), e.message.c_str());
+      continue;
+    }
+    char time[32], ratio[32] = "-", rec[32];
+    std::snprintf(time, sizeof time, "%.3f ms", e.time_ms);
+    if (ref.ok() && ref.time_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", e.time_ms / ref.time_ms);
+    std::snprintf(rec, sizeof rec, "%.1f%%", 100 * e.recompute_share);
+    std::printf("%-16s %14s %14s %14s %11s %9s %9s %13.7g %16s %5s\n", name.c_str(),
+                format_bytes(r.sim->sim.peak_bytes).c_str(), format_bytes(e.tracked_peak_bytes).c_str(),
+                format_bytes(e.device_peak_bytes).c_str(), time, ratio, rec, static_cast<double>(e.loss),
+                hex64(e.grad_hash).c_str(), ref.ok() ? (same_as(e, ref) ? "yes" : "NO") : "-");
+  }
+  if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+}
+
+nlohmann::json run_json(const Model& model, const Backend& backend, const RunOptions& o, uint64_t limit,
+                        const std::vector<Row>& rows, const ExecResult& ref) {
+  nlohmann::json strategies = nlohmann::json::array();
+  for (const auto& r : rows) {
+    const ExecResult& e = *r.exec;
+    nlohmann::json j = {{"name", r.sim->name},
+                        {"status", exec_status_name(e.status)},
+                        {"backend", e.backend},
+                        {"reference_only", r.reference},
+                        {"predicted_peak_bytes", r.sim->sim.peak_bytes},
+                        {"baseline_bytes", e.baseline_bytes}};
+    if (!e.ok()) {
+      j["message"] = e.message;
+      if (e.status == ExecStatus::OutOfMemory)
+        j["oom"] = {{"instruction", e.oom_instruction}, {"needed_bytes", e.oom_needed}, {"free_bytes", e.oom_free}};
+      strategies.push_back(std::move(j));
+      continue;
+    }
+    j["measured_peak_bytes"] = e.tracked_peak_bytes;
+    j["device_peak_bytes"] = e.device_peak_bytes;
+    j["time_ms"] = e.time_ms;
+    j["run_ms"] = e.run_ms;
+    j["overhead_vs_store_all"] = ref.ok() && ref.time_ms > 0 ? nlohmann::json(e.time_ms / ref.time_ms) : nlohmann::json();
+    j["recompute_ms"] = e.recompute_ms;
+    j["recompute_share"] = e.recompute_share;
+    j["loss"] = e.loss;
+    j["grad_hash"] = hex64(e.grad_hash);
+    j["matches_store_all"] = ref.ok() ? nlohmann::json(same_as(e, ref)) : nlohmann::json();
+    j["instr_ms"] = e.instr_ms;
+    strategies.push_back(std::move(j));
+  }
+  return {{"model", model_json(model)},
+          {"backend", backend.name()},
+          {"seed", o.seed},
+          {"repeat", o.repeat},
+          {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
+          {"strategies", std::move(strategies)}};
+}
+
+void run_run(const RunOptions& o) {
+  const BackendKind kind = parse_backend_kind(o.backend);
+  if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
+  const uint64_t limit = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
+  if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive");
+  const Model model = load_model(o.model);
+  check_executable(model);
+  auto specs = strategy_specs(o.strategies);
+  if (specs.empty()) throw InputError("--strategy: no strategy given");
+
+  // store-all is the reference for time overhead and bitwise equality.
+  bool added_reference = false;
+  if (std::find(specs.begin(), specs.end(), "store-all") == specs.end()) {
+    specs.insert(specs.begin(), "store-all");
+    added_reference = true;
+  }
+  const auto sims = simulate_strategies(model, specs);
+  for (const auto& r : sims) {
+    if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
+  }
+
+  auto backend = make_backend(kind, std::cerr);
+  std::vector<Schedule> schedules;
+  std::vector<std::string> labels;
+  for (const auto& r : sims) {
+    schedules.push_back(r.schedule);
+    labels.push_back(r.name);
+  }
+
+  ProgressBar bar(labels);
+  std::atomic<bool>& cancel = g_interrupted;
+  cancel = false;
+  auto previous = std::signal(SIGINT, on_sigint);
+  ExecOptions eo;
+  eo.seed = o.seed;
+  eo.repeat = o.repeat;
+  eo.memory_limit = limit;
+  eo.cancel = &cancel;
+  eo.progress = [&bar](double f) { return bar(f); };
+  std::vector<ExecResult> results;
+  const HostData data = make_host_data(model, o.seed);
+  try {
+    results = execute_strategies(model, schedules, *backend, eo);
+  } catch (...) {
+    bar.finish();
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  bar.finish();
+  std::signal(SIGINT, previous);
+
+  std::size_t ref_index = 0;
+  for (std::size_t i = 0; i < sims.size(); ++i) {
+    if (sims[i].name == "store-all") ref_index = i;
+  }
+  const ExecResult& ref = results[ref_index];
+  std::vector<Row> rows;
+  for (std::size_t i = 0; i < sims.size(); ++i) rows.push_back({&sims[i], &results[i], added_reference && i == 0});
+
+  if (!o.dump.empty()) {
+    // The first strategy the user asked for that ran; all of them agree bit for bit anyway.
+    const ExecResult* chosen = nullptr;
+    for (std::size_t i = added_reference ? 1 : 0; i < results.size() && !chosen; ++i) {
+      if (results[i].ok()) chosen = &results[i];
+    }
+    if (!chosen) throw InputError("--dump: no strategy ran to completion, nothing to dump");
+    const std::string warning = write_execution_dump(o.dump, model, data, *chosen);
+    if (!warning.empty()) std::cerr << "remat: warning: " << warning << "\n";
+  }
+
+  if (o.json) std::cout << run_json(model, *backend, o, limit, rows, ref).dump() << "\n";
+  else print_table(model, *backend, o, rows, ref);
+  std::cout.flush();
+
+  if (cancel.load()) {
+    std::cerr << "remat: interrupted\n";
+    std::exit(130);
+  }
+  for (const auto& r : results) {
+    if (r.status == ExecStatus::Failed) throw InputError("strategy '" + r.strategy + "' failed: " + r.message);
+  }
+  for (const auto& r : results) {
+    if (r.ok() && ref.ok() && !same_as(r, ref))
+      throw std::runtime_error("strategy '" + r.strategy +
+                               "' gave a different loss or gradients than store-all: recomputation is not "
+                               "deterministic on this backend");
+  }
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Execute strategies on the CPU or GPU and measure memory and time (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw InputError("'remat run' is not available in this build yet"); });
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Execute strategies on the CPU or GPU and measure memory and time");
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16:256, mlp:8:1024:64, transformer:2) or a .json/.onnx file")
+      ->required();
+  std::string names;
+  for (const auto& s : strategy_catalog()) names += "\n  " + s.name + (s.argument.empty() ? "" : ":" + s.argument) + "  " + s.help;
+  cmd->add_option("-s,--strategy", o->strategies,
+                  "Comma-separated strategies, or 'all' (every one that takes no argument):" + names)
+      ->capture_default_str();
+  cmd->add_option("--backend", o->backend, "auto (CUDA when a GPU answers, else the CPU), cpu or cuda")->capture_default_str();
+  cmd->add_option("--repeat", o->repeat, "Timed runs per strategy after one warm-up; the median is reported")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the input, target, parameters and dropout masks")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON {model, backend, strategies:[{name, predicted_peak_bytes, ...}]}");
+  cmd->add_option("--dump", o->dump,
+                  "Write DIR/model.json and DIR/tensors.safetensors (input, target/labels, parameters, dropout masks, "
+                  "loss, parameter gradients) to rebuild the step elsewhere (docs/run.md)");
+  cmd->add_option("--memory-limit", o->memory_limit,
+                  "Activation bytes allowed (e.g. 1048576, 512K, 1.5M, 2G); a strategy that needs more reports "
+                  "out-of-memory");
+  cmd->callback([o] { run_run(*o); });
 }
 
 }  // namespace remat::cli
