@@ -1,0 +1,118 @@
+// `remat run` as a user runs it: JSON keys, measured == predicted, exit codes,
+// one notice for the CPU fallback, out-of-memory rows, dumps.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/app/cli_runner.h"
+
+namespace {
+
+int count_of(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(CliRun, JsonMeasuredEqualsPredictedForAll) {
+  const CliResult r = run_cli("run --model transformer:2:32:8:2 --strategy all --backend cpu --repeat 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["backend"], "cpu");
+  ASSERT_GE(j["strategies"].size(), 3u);
+  EXPECT_EQ(j["strategies"][0]["name"], "store-all");
+  const std::string hash = j["strategies"][0]["grad_hash"];
+  EXPECT_EQ(hash.size(), 16u);
+  for (const auto& s : j["strategies"]) {
+    for (const char* key : {"predicted_peak_bytes", "measured_peak_bytes", "device_peak_bytes", "time_ms", "loss",
+                            "grad_hash", "backend", "matches_store_all", "instr_ms", "overhead_vs_store_all"})
+      EXPECT_TRUE(s.contains(key)) << key;
+    EXPECT_EQ(s["status"], "ok");
+    EXPECT_EQ(s["measured_peak_bytes"], s["predicted_peak_bytes"]) << s["name"];
+    EXPECT_GT(s["device_peak_bytes"].get<uint64_t>(), s["measured_peak_bytes"].get<uint64_t>());
+    EXPECT_EQ(s["grad_hash"], hash);
+    EXPECT_EQ(s["loss"], j["strategies"][0]["loss"]);
+    EXPECT_EQ(s["matches_store_all"], true);
+    EXPECT_EQ(s["run_ms"].size(), 2u);
+  }
+}
+
+TEST(CliRun, TableAddsStoreAllAsReference) {
+  const CliResult r = run_cli("run --model mlp:3:32:4 --strategy every-k:2 --backend cpu --repeat 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("store-all*"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("every-k:2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("yes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");  // --backend cpu: no notice; not a terminal and short: no progress
+}
+
+TEST(CliRun, AutoFallsBackToCpuWithOneNotice) {
+  const CliResult r = run_cli("run --model mlp:2:16:4 --strategy store-all,sqrt --repeat 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  if (j["backend"] == "cpu") {
+    EXPECT_EQ(count_of(r.err, "no GPU"), 1) << r.err;
+    EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
+  } else {
+    EXPECT_EQ(r.err, "");
+  }
+}
+
+TEST(CliRun, ExplicitCudaWithoutOneIsOneError) {
+  const CliResult r = run_cli("run --model mlp:2:16:4 --backend cuda --repeat 1");
+  if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("remat: error: --backend cuda: ", 0), 0u) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
+  const CliResult sim = run_cli("simulate --model chain:16:64 --strategy store-all,sqrt --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const auto s = nlohmann::json::parse(sim.out);
+  const uint64_t sqrt_peak = s["strategies"][1]["peak_bytes"];
+  const auto timeline = s["strategies"][0]["timeline"].get<std::vector<uint64_t>>();
+  const auto first_over = std::find_if(timeline.begin(), timeline.end(), [&](uint64_t b) { return b > sqrt_peak; });
+  const CliResult r = run_cli("run --model chain:16:64 --strategy store-all,sqrt --backend cpu --repeat 1 --json "
+                              "--memory-limit " + std::to_string(sqrt_peak));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["strategies"][0]["status"], "out-of-memory");
+  EXPECT_EQ(j["strategies"][0]["oom"]["instruction"], first_over - timeline.begin());
+  EXPECT_EQ(j["strategies"][1]["status"], "ok");
+  EXPECT_EQ(j["strategies"][1]["measured_peak_bytes"], sqrt_peak);
+}
+
+TEST(CliRun, BadInputIsOneMessageAndExit2) {
+  for (const char* args : {"run --model chain:8 --backend cpu", "run --model mlp:2 --strategy nope",
+                           "run --model mlp:2 --backend tpu", "run --model mlp:2 --repeat 0",
+                           "run --model mlp:2 --memory-limit lots", "run --model nosuch.json"}) {
+    SCOPED_TRACE(args);
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("remat: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  const CliResult r = run_cli("run --model chain:8 --backend cpu");
+  EXPECT_NE(r.err.find("model chain:8 has simulate-only ops: "), std::string::npos) << r.err;
+}
+
+TEST(CliRun, DumpWritesTheTensors) {
+  const std::string dir = temp_path("dump");
+  std::filesystem::remove_all(dir);
+  const CliResult r = run_cli("run --model mlp:2:8:2 --strategy sqrt --backend cpu --repeat 1 --dump " + dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/tensors.safetensors"));
+  const std::string file = temp_path("a_file");
+  { std::ofstream(file) << "x"; }
+  const CliResult bad = run_cli("run --model mlp:2:8:2 --backend cpu --repeat 1 --dump " + file + "/sub");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace

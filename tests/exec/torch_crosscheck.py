@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Cross-checks `remat run --dump` against PyTorch autograd.
+
+Runs remat on a model with a recomputing strategy, reads DIR/model.json (or the
+graph in the safetensors metadata when model.json is absent) and
+DIR/tensors.safetensors (parsed here with struct/json/numpy), rebuilds the
+forward pass in PyTorch float64 from the dumped input, target/labels,
+parameters and dropout masks, and compares the loss and every parameter
+gradient with remat's float32 ones (relative error, per tensor, < 1e-4).
+Exit 77 (CTest SKIP_RETURN_CODE) when torch is not importable.
+"""
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:  # Debian's /usr/bin/python3 has them; other Pythons may not
+    print(f"SKIP: cannot import torch/numpy with {sys.executable}: {e}")
+    sys.exit(77)
+
+DTYPES = {"F32": np.float32, "I32": np.int32, "U8": np.uint8, "F64": np.float64, "I64": np.int64}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    base = 8 + n
+    out = {}
+    for name, t in header.items():
+        b, e = t["data_offsets"]
+        arr = np.frombuffer(data[base + b:base + e], dtype=DTYPES[t["dtype"]]).reshape(t["shape"])
+        out[name] = arr.copy()
+    return out, meta
+
+
+def load_graph(d, meta):
+    path = os.path.join(d, "model.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)["ops"]
+    return json.loads(meta["ops"])
+
+
+def rebuild(ops, t):
+    """Loss and {param name: leaf tensor} of the step, in float64."""
+    leaves = {}
+
+    def param(v, slot):
+        key = f"{v}.{slot}"
+        if key not in leaves:
+            leaves[key] = torch.tensor(t["param." + key], dtype=torch.float64, requires_grad=True)
+        return leaves[key]
+
+    acts = {}
+    for op in ops:
+        v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
+        x = acts[ins[0]] if ins else None
+        if kind == "Input":
+            y = torch.tensor(t["input"], dtype=torch.float64)
+        elif kind in ("Linear", "Dense"):
+            y = F.linear(x, param(v, "weight"), param(v, "bias"))
+            a = op.get("activation", "none")
+            if kind == "Dense" and a == "relu":
+                y = torch.relu(y)
+            elif kind == "Dense" and a == "tanh":
+                y = torch.tanh(y)
+        elif kind == "ReLU":
+            y = torch.relu(x)
+        elif kind == "Tanh":
+            y = torch.tanh(x)
+        elif kind == "GELU":
+            y = F.gelu(x)  # exact (erf) form
+        elif kind == "LayerNorm":
+            y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=1e-5)
+        elif kind == "Add":
+            y = x + acts[ins[1]]
+        elif kind == "Dropout":
+            mask = torch.tensor(t[f"mask.{v}"].astype(np.float64))
+            y = x * mask / (1.0 - op["p"])
+        elif kind == "MSELoss":
+            return F.mse_loss(x, torch.tensor(t["target"], dtype=torch.float64)), leaves
+        elif kind == "SoftmaxCELoss":
+            labels = torch.tensor(t["labels"].astype(np.int64))
+            return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels), leaves
+        else:
+            raise SystemExit(f"op {v}: cannot rebuild a {kind}")
+        if "shape" in op and op["shape"]:
+            y = y.reshape(op["shape"])
+        acts[v] = y
+    raise SystemExit("the graph has no loss")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remat", required=True, help="path of the remat binary")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--strategy", default="sqrt")
+    ap.add_argument("--seed", default="3")
+    ap.add_argument("--tol", type=float, default=1e-4)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "dump")
+        cmd = [a.remat, "run", "--model", a.model, "--strategy", a.strategy, "--backend", "cpu",
+               "--repeat", "1", "--seed", a.seed, "--dump", d]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            print(" ".join(cmd), "failed:", r.returncode, r.stdout, r.stderr)
+            return 1
+        t, meta = read_safetensors(os.path.join(d, "tensors.safetensors"))
+        ops = load_graph(d, meta)
+    loss, leaves = rebuild(ops, t)
+    loss.backward()
+    worst = 0.0
+    ref_loss = loss.item()
+    got_loss = float(t["loss"])
+    err = abs(got_loss - ref_loss) / max(abs(ref_loss), 1e-12)
+    print(f"{a.model} {a.strategy}: loss remat {got_loss:.8g} torch {ref_loss:.8g} rel err {err:.2e}")
+    failures = [f"loss: relative error {err:.2e}"] if err >= a.tol else []
+    grads = sorted(k for k in t if k.startswith("grad."))
+    if len(grads) != len(leaves):
+        failures.append(f"{len(grads)} gradients dumped, {len(leaves)} parameters used by the graph")
+    for name in grads:
+        key = name[len("grad."):]
+        ref = leaves[key].grad.numpy()
+        got = t[name].astype(np.float64)
+        e = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+        worst = max(worst, e)
+        if not e < a.tol:
+            failures.append(f"{name}: relative error {e:.2e}")
+    print(f"{len(grads)} parameter gradients, worst relative error {worst:.2e}")
+    for f in failures:
+        print("FAIL", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
