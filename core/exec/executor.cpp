@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/errors.h"
 #include "core/kernels/rng.h"
@@ -285,8 +286,11 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
                   (oom.instruction < 0 ? std::string(" for the input before the first instruction")
                                        : " at instruction " + std::to_string(oom.instruction) + " (" +
                                              to_string(code[static_cast<std::size_t>(oom.instruction)], model) + ")") +
-                  ", " + bytes_str(oom.free) + " free" +
-                  (options.memory_limit ? " under the limit of " + bytes_str(options.memory_limit) : std::string());
+                  (oom.free == std::numeric_limits<uint64_t>::max()
+                       ? std::string(", the device could not provide it")
+                       : ", " + bytes_str(oom.free) + " free" +
+                             (options.memory_limit ? " under the limit of " + bytes_str(options.memory_limit)
+                                                   : std::string(" on the device")));
     return res;
   } catch (const Cancelled&) {
     res.status = ExecStatus::Cancelled;
