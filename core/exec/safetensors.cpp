@@ -1,5 +1,6 @@
 #include "core/exec/safetensors.h"
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,12 @@ SafeTensor tensor(std::string name, std::string dtype, std::vector<int64_t> shap
   t.data.resize(values.size() * sizeof(T));
   if (!values.empty()) std::memcpy(t.data.data(), values.data(), t.data.size());
   return t;
+}
+
+std::string hash_hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 }  // namespace
@@ -152,6 +159,7 @@ std::string write_execution_dump(const std::string& dir, const Model& model, con
                      {"strategy", result.strategy},
                      {"seed", std::to_string(data.seed)},
                      {"backend", result.backend},
+                     {"grad_hash", hash_hex(result.grad_hash)},
                      {"ops", dump_graph_json(model)}});
   try {
     save_json_model(model, (std::filesystem::path(dir) / "model.json").string());

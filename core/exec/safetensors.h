@@ -14,7 +14,7 @@
 //   loss             F32  []                     the loss of the step
 //   grad.<op>.<p>    F32                         the parameter gradients
 // and metadata {"format": "remat-dump", "model", "strategy", "seed", "backend",
-// "ops"}: "ops" is the graph as a JSON array [{"id","name","kind","inputs",
+// "grad_hash" (hex FNV-1a 64 of the grad.* bytes in file order), "ops"}: "ops" is the graph as a JSON array [{"id","name","kind","inputs",
 // "shape","activation"?,"p"?}], so the file alone rebuilds the computation.
 #pragma once
 #include <cstdint>

@@ -104,3 +104,16 @@ TEST(Safetensors, DumpHoldsEverythingToRebuildTheStep) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// The documented hash: FNV-1a 64 over the float32 bytes in order (what a
+// Python script over the dump's grad.* tensors reproduces).
+TEST(GradHash, IsFnv1a64OverTheRawBytes) {
+  EXPECT_EQ(fnv1a64({}), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64({{1.0f, -2.5f}, {}, {0.125f}}), 0x00f39769ef34f0e2ull);
+}
+
+}  // namespace
+}  // namespace remat

@@ -36,10 +36,13 @@ def read_safetensors(path):
     meta = header.pop("__metadata__", {})
     base = 8 + n
     out = {}
+    order = []
     for name, t in header.items():
         b, e = t["data_offsets"]
+        order.append((b, name))
         arr = np.frombuffer(data[base + b:base + e], dtype=DTYPES[t["dtype"]]).reshape(t["shape"])
         out[name] = arr.copy()
+    meta["_order"] = [name for _, name in sorted(order)]
     return out, meta
 
 
@@ -127,6 +130,7 @@ def main():
     print(f"{a.model} {a.strategy}: loss remat {got_loss:.8g} torch {ref_loss:.8g} rel err {err:.2e}")
     failures = [f"loss: relative error {err:.2e}"] if err >= a.tol else []
     grads = sorted(k for k in t if k.startswith("grad."))
+    grad_order = [k for k in meta["_order"] if k.startswith("grad.")]
     if len(grads) != len(leaves):
         failures.append(f"{len(grads)} gradients dumped, {len(leaves)} parameters used by the graph")
     for name in grads:
@@ -138,6 +142,12 @@ def main():
         if not e < a.tol:
             failures.append(f"{name}: relative error {e:.2e}")
     print(f"{len(grads)} parameter gradients, worst relative error {worst:.2e}")
+    h = 0xcbf29ce484222325  # FNV-1a 64 over the gradients' bytes, in file (parameter) order
+    for name in grad_order:
+        for byte in t[name].astype("<f4").tobytes():
+            h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    if f"{h:016x}" != meta.get("grad_hash"):
+        failures.append(f"grad_hash: remat says {meta.get('grad_hash')}, the dumped gradients hash to {h:016x}")
     for f in failures:
         print("FAIL", f)
     return 1 if failures else 0
