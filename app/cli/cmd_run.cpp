@@ -182,6 +182,8 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
 void run_run(const RunOptions& o) {
   const BackendKind kind = parse_backend_kind(o.backend);
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
+  // Larger seeds could alias another (seed, op) pair in the dropout RNG (core/kernels/rng.h).
+  if (o.seed >= (uint64_t{1} << 32)) throw InputError("--seed must be below 2^32 (4294967296)");
   const uint64_t limit = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
   if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive");
   const Model model = load_model(o.model);

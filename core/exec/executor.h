@@ -17,7 +17,7 @@
 namespace remat {
 
 struct ExecOptions {
-  uint64_t seed = 1;          // input, target/labels, parameters, dropout masks
+  uint64_t seed = 1;          // input, target/labels, parameters, dropout masks (< 2^32, see rng.h)
   int repeat = 3;             // timed runs after one untimed warm-up (>= 1)
   uint64_t memory_limit = 0;  // tracked activation bytes allowed; 0 = no limit
   // Called with a fraction in [0, 1], non-decreasing, last call exactly 1 on

@@ -90,7 +90,8 @@ TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
 TEST(CliRun, BadInputIsOneMessageAndExit2) {
   for (const char* args : {"run --model chain:8 --backend cpu", "run --model mlp:2 --strategy nope",
                            "run --model mlp:2 --backend tpu", "run --model mlp:2 --repeat 0",
-                           "run --model mlp:2 --memory-limit lots", "run --model nosuch.json"}) {
+                           "run --model mlp:2 --memory-limit lots", "run --model nosuch.json",
+                           "run --model mlp:2 --seed 4294967296"}) {
     SCOPED_TRACE(args);
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.code, 2);
