@@ -1,13 +1,77 @@
-// Placeholder: replaced when `remat model` lands.
+// remat model: what a model holds (ops per kind, activation and parameter
+// bytes, simulate-only ops), and conversion to JSON or Graphviz.
+#include <cstdio>
+#include <map>
+#include <memory>
+
 #include "app/cli/commands.h"
 #include "core/errors.h"
+#include "core/io/graphviz.h"
+#include "core/io/onnx_model.h"
+#include "core/model_source.h"
 
 namespace remat::cli {
+namespace {
+
+struct ModelOptions {
+  std::string model;
+  std::string write;
+  std::string dot;
+};
+
+void print_summary(const Model& m) {
+  std::map<std::string, int> kinds;
+  uint64_t act = 0, largest = 0;
+  std::vector<std::string> sim_only;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    ++kinds[std::string(kind_name(op.kind))];
+    act += op.bytes;
+    largest = std::max(largest, op.bytes);
+    if (op.simulate_only) sim_only.push_back(op.name);
+  }
+  std::printf("model %s: %d ops\n", m.name.c_str(), m.size());
+  std::string k;
+  for (const auto& [name, n] : kinds) k += (k.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  std::printf("kinds: %s\n", k.c_str());
+  std::printf("activations: %s in all (largest %s), parameters: %s\n", format_bytes(act).c_str(),
+              format_bytes(largest).c_str(), format_bytes(m.param_bytes()).c_str());
+  std::printf("flops: forward %.4g, backward %.4g\n", m.forward_flops(), m.backward_flops());
+  if (sim_only.empty()) {
+    std::printf("simulate-only ops: none (executable with remat run)\n");
+  } else {
+    std::string names;
+    for (std::size_t i = 0; i < sim_only.size() && i < 20; ++i) names += (i ? ", " : "") + sim_only[i];
+    if (sim_only.size() > 20) names += ", ... (" + std::to_string(sim_only.size() - 20) + " more)";
+    std::printf("simulate-only ops (%zu): %s\n", sim_only.size(), names.c_str());
+  }
+}
+
+void run_model(const ModelOptions& o) {
+  std::vector<std::string> notes;
+  const Model m = load_model_with_notes(o.model, &notes);
+  for (const auto& n : notes) std::fprintf(stderr, "remat: note: %s\n", n.c_str());
+  print_summary(m);
+  if (!o.write.empty()) {
+    save_json_model(m, o.write);
+    std::printf("wrote %s\n", o.write.c_str());
+  }
+  if (!o.dot.empty()) {
+    save_model_dot(m, o.dot);
+    std::printf("wrote %s\n", o.dot.c_str());
+  }
+}
+
+}  // namespace
 
 void add_model_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("model", "Inspect a model, write it as JSON or Graphviz (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw InputError("'remat model' is not available in this build yet"); });
+  auto o = std::make_shared<ModelOptions>();
+  auto* cmd = app.add_subcommand("model", "Summarise a model; write it as JSON (docs/model-format.md) or Graphviz DOT");
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12) or a .json/.onnx file")
+      ->required();
+  cmd->add_option("--write", o->write, "Write the model in the JSON model format to this file");
+  cmd->add_option("--dot", o->dot, "Write the graph in Graphviz DOT to this file (render: dot -Tsvg)");
+  cmd->callback([o] { run_model(*o); });
 }
 
 }  // namespace remat::cli

@@ -1,0 +1,308 @@
+#include "core/io/json_model.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/model_source.h"
+#include "core/op_rules.h"
+
+namespace remat {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormatVersion = 1;
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+// Every error names the JSON pointer of the offending value.
+[[noreturn]] void fail(const std::string& origin, const std::string& pointer, const std::string& what) {
+  throw InputError(origin + ": " + (pointer.empty() ? "/" : pointer) + ": " + what);
+}
+
+std::string type_of(const json& v) {
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number_float()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  if (v.is_boolean()) return "a boolean";
+  return "null";
+}
+
+std::string kind_list() {
+  std::string s;
+  for (int k = 0; k <= static_cast<int>(OpKind::Generic); ++k)
+    s += (k ? ", " : "") + std::string(kind_name(static_cast<OpKind>(k)));
+  return s;
+}
+
+struct Reader {
+  const std::string& origin;
+
+  int64_t integer(const json& v, const std::string& at, int64_t lo, int64_t hi) const {
+    if (!v.is_number_integer()) fail(origin, at, "expected an integer, got " + type_of(v));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))
+      fail(origin, at, "value " + std::to_string(v.get<uint64_t>()) + " is out of range [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+    const int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+      fail(origin, at, "value " + std::to_string(x) + " is out of range [" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + "]");
+    return x;
+  }
+  double number(const json& v, const std::string& at, double lo, double hi) const {
+    if (!v.is_number()) fail(origin, at, "expected a number, got " + type_of(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi)
+      fail(origin, at, "value " + v.dump() + " is out of range [" + json(lo).dump() + ", " + json(hi).dump() + "]");
+    return x;
+  }
+  const std::string& string(const json& v, const std::string& at) const {
+    if (!v.is_string()) fail(origin, at, "expected a string, got " + type_of(v));
+    return v.get_ref<const std::string&>();
+  }
+  const json::array_t& array(const json& v, const std::string& at) const {
+    if (!v.is_array()) fail(origin, at, "expected an array, got " + type_of(v));
+    return v.get_ref<const json::array_t&>();
+  }
+  // Ids of earlier ops, for "inputs" and "saved" (saved may also name the op itself).
+  std::vector<int> ids(const json& v, const std::string& at, int self, int count, bool allow_self) const {
+    const auto& a = array(v, at);
+    if (a.size() > kMaxOpInputs) fail(origin, at, "more than " + std::to_string(kMaxOpInputs) + " entries");
+    std::vector<int> out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string ai = at + "/" + std::to_string(i);
+      const int64_t id = integer(a[i], ai, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      if (id < 0 || id >= count)
+        fail(origin, ai, "op " + std::to_string(id) + " does not exist (the model has ops 0.." + std::to_string(count - 1) + ")");
+      if (id > self || (id == self && !allow_self))
+        fail(origin, ai, "op " + std::to_string(id) + " is not an earlier op (ops must be listed in topological order: a forward reference or a cycle)");
+      out.push_back(static_cast<int>(id));
+    }
+    return out;
+  }
+};
+
+bool known(std::string_view key, std::initializer_list<std::string_view> keys) {
+  for (auto k : keys) {
+    if (k == key) return true;
+  }
+  return false;
+}
+
+Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_saved) {
+  const std::string at = "/ops/" + std::to_string(id);
+  if (!j.is_object()) fail(r.origin, at, "expected an object, got " + type_of(j));
+  for (const auto& [key, value] : j.items()) {
+    if (!known(key, {"id", "name", "kind", "inputs", "shape", "dtype", "activation", "p", "bytes", "fwd_flops",
+                     "bwd_flops", "saved", "param_bytes", "simulate_only", "comment"}))
+      fail(r.origin, at + "/" + key, "unknown field '" + key + "'");
+  }
+  if (!j.contains("id")) fail(r.origin, at, "missing field 'id'");
+  const int64_t given = r.integer(j["id"], at + "/id", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (given != id)
+    fail(r.origin, at + "/id", "id " + std::to_string(given) + " must equal the op's position " + std::to_string(id) +
+                                   " (ops are listed in topological order)");
+  if (!j.contains("kind")) fail(r.origin, at, "missing field 'kind'");
+  Op op;
+  const std::string& kind = r.string(j["kind"], at + "/kind");
+  if (!parse_kind(kind, op.kind)) fail(r.origin, at + "/kind", "unknown kind '" + kind + "' (expected one of " + kind_list() + ")");
+  op.name = j.contains("name") ? r.string(j["name"], at + "/name") : std::string(kind_name(op.kind)) + std::to_string(id);
+  if (j.contains("inputs")) op.inputs = r.ids(j["inputs"], at + "/inputs", id, count, false);
+  if (j.contains("shape")) {
+    const auto& s = r.array(j["shape"], at + "/shape");
+    if (s.size() > kMaxRank) fail(r.origin, at + "/shape", "rank " + std::to_string(s.size()) + " is over the limit of " + std::to_string(kMaxRank));
+    for (std::size_t i = 0; i < s.size(); ++i) op.shape.push_back(r.integer(s[i], at + "/shape/" + std::to_string(i), 1, kMaxDim));
+  }
+  if (j.contains("dtype")) {
+    const std::string& d = r.string(j["dtype"], at + "/dtype");
+    if (!parse_dtype(d, op.dtype)) fail(r.origin, at + "/dtype", "unknown dtype '" + d + "' (expected f32, f16, bf16 or i32)");
+  }
+  if (j.contains("activation")) {
+    if (op.kind != OpKind::Dense) fail(r.origin, at + "/activation", "only Dense ops take an activation");
+    const std::string& a = r.string(j["activation"], at + "/activation");
+    if (!parse_activation(a, op.act)) fail(r.origin, at + "/activation", "unknown activation '" + a + "' (expected none, relu or tanh)");
+  }
+  if (j.contains("p")) {
+    if (op.kind != OpKind::Dropout) fail(r.origin, at + "/p", "only Dropout ops take a probability p");
+    const double p = r.number(j["p"], at + "/p", 0.0, 1.0);
+    if (p >= 1.0) fail(r.origin, at + "/p", "dropout p must be below 1");
+    op.dropout_p = static_cast<float>(p);
+  }
+  if (j.contains("bytes")) op.bytes = static_cast<uint64_t>(r.integer(j["bytes"], at + "/bytes", 1, int64_t{1} << 48));
+  if (j.contains("fwd_flops")) op.fwd_flops = r.number(j["fwd_flops"], at + "/fwd_flops", 0, 1e30);
+  if (j.contains("bwd_flops")) op.bwd_flops = r.number(j["bwd_flops"], at + "/bwd_flops", 0, 1e30);
+  if (j.contains("param_bytes")) op.param_bytes = static_cast<uint64_t>(r.integer(j["param_bytes"], at + "/param_bytes", 0, int64_t{1} << 48));
+  if (j.contains("simulate_only")) {
+    if (!j["simulate_only"].is_boolean()) fail(r.origin, at + "/simulate_only", "expected a boolean, got " + type_of(j["simulate_only"]));
+    op.simulate_only = j["simulate_only"].get<bool>();
+  }
+  explicit_saved = j.contains("saved");
+  if (explicit_saved) {
+    op.saved = r.ids(j["saved"], at + "/saved", id, count, true);
+    for (std::size_t i = 0; i < op.saved.size(); ++i) {
+      const int s = op.saved[i];
+      if (s != id && std::find(op.inputs.begin(), op.inputs.end(), s) == op.inputs.end())
+        fail(r.origin, at + "/saved/" + std::to_string(i), "op " + std::to_string(s) + " is neither an input of this op nor the op itself");
+    }
+  }
+  // Checked here so that the error names the field (finalize would name the op).
+  if (id == 0 && op.kind != OpKind::Input) fail(r.origin, at + "/kind", "the first op must be the Input, not " + kind);
+  if (id > 0 && op.kind == OpKind::Input) fail(r.origin, at + "/kind", "only op 0 may be an Input");
+  if (id == count - 1 && !is_loss(op.kind) && op.kind != OpKind::Generic)
+    fail(r.origin, at + "/kind", "the last op must be a loss (MSELoss or SoftmaxCELoss), not " + kind);
+  if (is_loss(op.kind) && id != count - 1) fail(r.origin, at + "/kind", "a loss must be the last op");
+  return op;
+}
+
+// Compact decimal that reads back as the same float (0.1f -> 0.1).
+nlohmann::ordered_json float_json(float f) {
+  std::array<char, 32> buf{};
+  auto res = std::to_chars(buf.data(), buf.data() + buf.size(), f);
+  return nlohmann::ordered_json::parse(std::string(buf.data(), res.ptr));
+}
+
+}  // namespace
+
+Model model_from_json(const json& doc, const std::string& origin, const std::string& default_name) {
+  const Reader r{origin};
+  if (!doc.is_object()) fail(origin, "", "expected a JSON object {\"format\":\"remat-model\",...}, got " + type_of(doc));
+  for (const auto& [key, value] : doc.items()) {
+    if (!known(key, {"format", "version", "name", "ops", "description"})) fail(origin, "/" + key, "unknown field '" + key + "'");
+  }
+  if (!doc.contains("format")) fail(origin, "", "missing field 'format' (\"remat-model\")");
+  if (r.string(doc["format"], "/format") != "remat-model")
+    fail(origin, "/format", "expected \"remat-model\", got \"" + doc["format"].get<std::string>() + "\"");
+  if (!doc.contains("version")) fail(origin, "", "missing field 'version'");
+  const int64_t version = r.integer(doc["version"], "/version", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (version != kFormatVersion)
+    fail(origin, "/version", "version " + std::to_string(version) + " is not supported (this build reads version " +
+                                 std::to_string(kFormatVersion) + ")");
+  Model m;
+  m.name = doc.contains("name") ? r.string(doc["name"], "/name") : default_name;
+  if (doc.contains("description")) r.string(doc["description"], "/description");
+  if (!doc.contains("ops")) fail(origin, "", "missing field 'ops'");
+  const auto& ops = r.array(doc["ops"], "/ops");
+  if (ops.size() < 2) fail(origin, "/ops", "a model needs at least an Input and a loss (got " + std::to_string(ops.size()) + " ops)");
+  if (ops.size() > kMaxModelOps) fail(origin, "/ops", std::to_string(ops.size()) + " ops are over the limit of " + std::to_string(kMaxModelOps));
+  const int count = static_cast<int>(ops.size());
+  for (int id = 0; id < count; ++id) {
+    bool explicit_saved = false;
+    Op op = read_op(r, ops[static_cast<std::size_t>(id)], id, count, explicit_saved);
+    const std::string where = origin + ": /ops/" + std::to_string(id) + " ('" + op.name + "')";
+    try {
+      m.add(std::move(op), where, explicit_saved);
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      if (msg.rfind(where, 0) == 0) throw;
+      throw InputError(where + ": " + msg);  // tensor_bytes overflow carries no location
+    }
+  }
+  try {
+    m.finalize();
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    // "op 3 ('x') is never used..." -> point at the op.
+    if (msg.rfind("op ", 0) == 0) {
+      const auto space = msg.find(' ', 3);
+      throw InputError(origin + ": /ops/" + msg.substr(3, space - 3) + ": " + msg);
+    }
+    throw InputError(origin + ": " + msg);
+  }
+  return m;
+}
+
+Model parse_json_model(std::string_view text, const std::string& origin, const std::string& default_name) {
+  json doc;
+  try {
+    // Depth is bounded so that a file of nested brackets cannot exhaust the stack.
+    doc = json::parse(text.begin(), text.end(), [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxJsonDepth) throw InputError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return true;
+    });
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    const auto colon = what.find("parse error");
+    throw InputError(origin + ": not valid JSON (byte " + std::to_string(e.byte) + "): " +
+                     (colon == std::string::npos ? what : what.substr(colon)));
+  } catch (const InputError& e) {
+    throw InputError(origin + ": not a model file: " + e.what());
+  }
+  return model_from_json(doc, origin, default_name);
+}
+
+nlohmann::ordered_json model_to_json(const Model& model) {
+  using ojson = nlohmann::ordered_json;
+  ojson ops = ojson::array();
+  Model rebuilt;  // the ops before v, so derive_op sees the same inputs and id
+  for (int v = 0; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    Op probe;
+    probe.kind = op.kind;
+    probe.inputs = op.inputs;
+    probe.shape = op.shape;
+    probe.dtype = op.dtype;
+    probe.act = op.act;
+    probe.dropout_p = op.dropout_p;
+    derive_op(probe, rebuilt, "op " + std::to_string(v), false);
+
+    ojson j;
+    j["id"] = v;
+    j["name"] = op.name;
+    j["kind"] = std::string(kind_name(op.kind));
+    if (!op.inputs.empty()) j["inputs"] = op.inputs;
+    if (!op.shape.empty()) j["shape"] = op.shape;
+    if (op.dtype != DType::F32) j["dtype"] = std::string(dtype_name(op.dtype));
+    if (op.kind == OpKind::Dense) j["activation"] = std::string(activation_name(op.act));
+    if (op.kind == OpKind::Dropout) j["p"] = float_json(op.dropout_p);
+    if (op.bytes != probe.bytes) j["bytes"] = op.bytes;
+    // A zero cost cannot be written explicitly (0 means "derive"); only custom
+    // ops carry costs, and theirs are positive.
+    if (op.fwd_flops != probe.fwd_flops && op.fwd_flops > 0) j["fwd_flops"] = op.fwd_flops;
+    if (op.bwd_flops != probe.bwd_flops && op.bwd_flops > 0) j["bwd_flops"] = op.bwd_flops;
+    if (op.saved != probe.saved) j["saved"] = op.saved;
+    if (op.param_bytes != probe.param_bytes && op.param_bytes > 0) j["param_bytes"] = op.param_bytes;
+    if (op.simulate_only && !probe.simulate_only) j["simulate_only"] = true;
+    ops.push_back(std::move(j));
+
+    Op copy = op;
+    rebuilt.add(std::move(copy), "op " + std::to_string(v), true);
+  }
+  return ojson{{"format", "remat-model"}, {"version", kFormatVersion}, {"name", model.name}, {"ops", std::move(ops)}};
+}
+
+Model load_json_model(const std::string& path) {
+  const std::string origin = "model file '" + path + "'";
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(origin + ": cannot read it (" + ec.message() + ")");
+  if (size > kMaxJsonModelFileBytes)
+    throw InputError(origin + ": " + std::to_string(size) + " bytes is over the limit of " +
+                     std::to_string(kMaxJsonModelFileBytes >> 20) + " MiB for JSON models");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(origin + ": cannot open it");
+  std::string text(size, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  if (in.gcount() != static_cast<std::streamsize>(size)) throw InputError(origin + ": read failed");
+  return parse_json_model(text, origin, std::filesystem::path(path).stem().string());
+}
+
+void save_json_model(const Model& model, const std::string& path) {
+  const auto doc = model_to_json(model);
+  // One op per line: diffable and still readable for thousands of ops.
+  write_file_atomically(path, [&](std::ostream& out) {
+    out << "{\"format\": \"remat-model\", \"version\": " << doc["version"].dump() << ", \"name\": " << doc["name"].dump()
+        << ",\n \"ops\": [\n";
+    const auto& ops = doc["ops"];
+    for (std::size_t i = 0; i < ops.size(); ++i) out << "  " << ops[i].dump() << (i + 1 < ops.size() ? ",\n" : "\n");
+    out << "]}\n";
+  });
+}
+
+}  // namespace remat

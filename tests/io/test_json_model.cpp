@@ -1,0 +1,225 @@
+// The JSON model format: the documented example, round trips of every preset,
+// explicit overrides, and one clear error per kind of bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/io/json_model.h"
+#include "core/model_source.h"
+#include "core/presets.h"
+#include "tests/io/io_test_util.h"
+
+namespace remat {
+namespace {
+
+using testing::doc;
+using testing::json_error;
+
+const char* kExample = R"({"format":"remat-model","version":1,"name":"example","ops":[
+  {"id":0,"name":"x","kind":"Input","shape":[4,8],"dtype":"f32"},
+  {"id":1,"name":"l1.fc","kind":"Linear","inputs":[0],"shape":[4,8]},
+  {"id":2,"kind":"ReLU","inputs":[1]},
+  {"id":3,"kind":"Dense","inputs":[2],"shape":[4,8],"activation":"tanh"},
+  {"id":4,"kind":"Dropout","inputs":[3],"p":0.1},
+  {"id":5,"kind":"MSELoss","inputs":[4]}]})";
+
+TEST(JsonModel, DocumentedExampleLoadsWithDerivedValues) {
+  const Model m = parse_json_model(kExample, "example.json");
+  ASSERT_EQ(m.size(), 6);
+  EXPECT_EQ(m.name, "example");
+  EXPECT_EQ(m.op(1).name, "l1.fc");
+  EXPECT_EQ(m.op(2).name, "ReLU2");  // default name: kind and id
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(m.op(1).bytes, 4u * 8 * 4);
+  EXPECT_EQ(m.op(1).param_bytes, (8u * 8 + 8) * 4);
+  EXPECT_DOUBLE_EQ(m.op(1).fwd_flops, 2.0 * 4 * 8 * 8);
+  EXPECT_EQ(m.op(3).act, Activation::Tanh);
+  EXPECT_EQ(m.op(3).saved, (std::vector<int>{2, 3}));
+  EXPECT_FLOAT_EQ(m.op(4).dropout_p, 0.1f);
+  EXPECT_EQ(m.op(5).kind, OpKind::MSELoss);
+  EXPECT_TRUE(m.executable());
+}
+
+void expect_identical(const Model& a, const Model& b) {
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.name, b.name);
+  for (int v = 0; v < a.size(); ++v) {
+    SCOPED_TRACE("op " + std::to_string(v));
+    const Op &x = a.op(v), &y = b.op(v);
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.inputs, y.inputs);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.dtype, y.dtype);
+    EXPECT_EQ(x.bytes, y.bytes);
+    EXPECT_EQ(x.fwd_flops, y.fwd_flops);
+    EXPECT_EQ(x.bwd_flops, y.bwd_flops);
+    EXPECT_EQ(x.saved, y.saved);
+    EXPECT_EQ(x.param_bytes, y.param_bytes);
+    EXPECT_EQ(x.act, y.act);
+    EXPECT_EQ(x.dropout_p, y.dropout_p);
+    EXPECT_EQ(x.simulate_only, y.simulate_only);
+  }
+}
+
+class PresetRoundTrip : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PresetRoundTrip, WrittenAndReadBackIsIdentical) {
+  const Model m = make_preset(GetParam());
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("remat_rt_" + std::to_string(::getpid()) + "_" + std::to_string(std::hash<std::string>{}(GetParam())) + ".json")).string();
+  save_json_model(m, path);
+  const Model back = load_model(path);
+  std::filesystem::remove(path);
+  expect_identical(m, back);
+  // And the text form is a fixed point.
+  EXPECT_EQ(model_to_json(back).dump(), model_to_json(m).dump());
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, PresetRoundTrip,
+                         ::testing::Values("chain:16", "chain:8:64", "mlp:4:32:8", "transformer:2:32:8:2", "chain:5:3"));
+
+TEST(JsonModel, WriterKeepsOnlyOverridesThatDiffer) {
+  const auto j = model_to_json(make_preset("chain:16"));
+  // Unit bytes differ from the [1,1] f32 shape's 4 bytes, and the chain is simulate-only.
+  EXPECT_EQ(j["ops"][1].dump(),
+            R"({"id":1,"name":"a1","kind":"Dense","inputs":[0],"shape":[1,1],"activation":"tanh","bytes":1,"simulate_only":true})");
+  const auto t = model_to_json(make_preset("mlp:4:32:8"));
+  EXPECT_EQ(t["ops"][1].dump(), R"({"id":1,"name":"l1.fc","kind":"Linear","inputs":[0],"shape":[8,32]})");
+  EXPECT_EQ(t["ops"][9].dump(), R"({"id":9,"name":"loss","kind":"MSELoss","inputs":[8]})");
+}
+
+TEST(JsonModel, ExplicitCustomOpValuesAreKept) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[2,3,16,16]},
+    {"id":1,"name":"conv","kind":"Generic","inputs":[0],"shape":[2,8,16,16],"bytes":99,"fwd_flops":1e6,"bwd_flops":2e6,"saved":[0],"param_bytes":1000},
+    {"id":2,"kind":"Add","inputs":[1,1]},
+    {"id":3,"kind":"MSELoss","inputs":[2],"dtype":"f32"})"), "c.json");
+  EXPECT_EQ(m.op(1).bytes, 99u);
+  EXPECT_EQ(m.op(1).fwd_flops, 1e6);
+  EXPECT_EQ(m.op(1).bwd_flops, 2e6);
+  EXPECT_EQ(m.op(1).saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(1).param_bytes, 1000u);
+  EXPECT_TRUE(m.op(1).simulate_only);
+  EXPECT_EQ(m.op(2).bytes, 2u * 8 * 16 * 16 * 4);
+  EXPECT_FALSE(m.executable());
+  const auto back = parse_json_model(model_to_json(m).dump(), "again");
+  expect_identical(m, back);
+}
+
+struct BadCase {
+  const char* what;
+  std::string text;
+  const char* message;  // an exact fragment of the error
+};
+
+class BadJson : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadJson, OneClearError) {
+  const std::string e = json_error(GetParam().text);
+  EXPECT_NE(e.find(GetParam().message), std::string::npos) << "got: " << e;
+  EXPECT_EQ(e.rfind("m.json: ", 0), 0u) << e;
+}
+
+const std::string kIn = R"({"id":0,"kind":"Input","shape":[4,8]})";
+const std::string kLoss1 = R"({"id":1,"kind":"MSELoss","inputs":[0]})";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadJson,
+    ::testing::Values(
+        BadCase{"syntax", R"({"format":"remat-model",)", "not valid JSON (byte 25)"},
+        BadCase{"not an object", "[1,2]", "/: expected a JSON object"},
+        BadCase{"empty file", "", "not valid JSON (byte 1)"},
+        BadCase{"format", R"({"format":"onnx","version":1,"ops":[]})", "/format: expected \"remat-model\", got \"onnx\""},
+        BadCase{"missing format", R"({"version":1,"ops":[]})", "/: missing field 'format'"},
+        BadCase{"version", R"({"format":"remat-model","version":2,"ops":[]})", "/version: version 2 is not supported (this build reads version 1)"},
+        BadCase{"version type", R"({"format":"remat-model","version":"1","ops":[]})", "/version: expected an integer, got a string"},
+        BadCase{"unknown top field", R"({"format":"remat-model","version":1,"opz":[]})", "/opz: unknown field 'opz'"},
+        BadCase{"missing ops", R"({"format":"remat-model","version":1})", "/: missing field 'ops'"},
+        BadCase{"empty graph", doc(""), "/ops: a model needs at least an Input and a loss (got 0 ops)"},
+        BadCase{"ops not array", R"({"format":"remat-model","version":1,"ops":{}})", "/ops: expected an array, got an object"},
+        BadCase{"op not object", doc(kIn + ",3"), "/ops/1: expected an object, got an integer"},
+        BadCase{"id mismatch", doc(kIn + R"(,{"id":5,"kind":"MSELoss","inputs":[0]})"), "/ops/1/id: id 5 must equal the op's position 1"},
+        BadCase{"missing id", doc(kIn + R"(,{"kind":"MSELoss","inputs":[0]})"), "/ops/1: missing field 'id'"},
+        BadCase{"missing kind", doc(kIn + R"(,{"id":1,"inputs":[0]})"), "/ops/1: missing field 'kind'"},
+        BadCase{"unknown kind", doc(kIn + R"(,{"id":1,"kind":"Conv2d","inputs":[0]},)" + R"({"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/kind: unknown kind 'Conv2d' (expected one of Input, Linear,"},
+        BadCase{"kind type", doc(kIn + R"(,{"id":1,"kind":7,"inputs":[0]})"), "/ops/1/kind: expected a string, got an integer"},
+        BadCase{"unknown op field", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"actvation":"relu"})"), "/ops/1/actvation: unknown field 'actvation'"},
+        BadCase{"forward reference", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[2]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/inputs/0: op 2 is not an earlier op (ops must be listed in topological order: a forward reference or a cycle)"},
+        BadCase{"self cycle", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[1]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/inputs/0: op 1 is not an earlier op"},
+        BadCase{"dangling", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[9]})"), "/ops/1/inputs/0: op 9 does not exist (the model has ops 0..1)"},
+        BadCase{"negative input", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[-1]})"), "/ops/1/inputs/0: op -1 does not exist"},
+        BadCase{"input type", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":["x"]})"), "/ops/1/inputs/0: expected an integer, got a string"},
+        BadCase{"shape mismatch", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0],"shape":[4,9]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('ReLU1'): shape [4,9] does not match input shape [4,8]"},
+        BadCase{"add shapes", doc(kIn + R"(,{"id":1,"kind":"Linear","inputs":[0],"shape":[4,3]},{"id":2,"kind":"Add","inputs":[0,1]},{"id":3,"kind":"MSELoss","inputs":[2]})"),
+                "/ops/2 ('Add2'): Add inputs have different shapes [4,8] and [4,3]"},
+        BadCase{"arity", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0,0]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('ReLU1'): ReLU takes 1 input(s), got 2"},
+        BadCase{"negative dim", doc(R"({"id":0,"kind":"Input","shape":[4,-8]},)" + kLoss1), "/ops/0/shape/1: value -8 is out of range [1, 1099511627776]"},
+        BadCase{"float dim", doc(R"({"id":0,"kind":"Input","shape":[4,8.5]},)" + kLoss1), "/ops/0/shape/1: expected an integer, got a number"},
+        BadCase{"huge dim", doc(R"({"id":0,"kind":"Input","shape":[4,100000000000000000000]},)" + kLoss1), "/ops/0/shape/1: expected an integer, got a number"},
+        BadCase{"overflow", doc(R"({"id":0,"kind":"Input","shape":[1000000,1000000,1000000]},)" + kLoss1), "/ops/0 ('Input0'): tensor too large (over 2^48 bytes)"},
+        BadCase{"rank", doc(R"({"id":0,"kind":"Input","shape":[1,1,1,1,1,1,1,1,1]},)" + kLoss1), "/ops/0/shape: rank 9 is over the limit of 8"},
+        BadCase{"missing shape", doc(R"({"id":0,"kind":"Input"},)" + kLoss1), "/ops/0 ('Input0'): Input needs a shape"},
+        BadCase{"first not input", doc(R"({"id":0,"kind":"ReLU","shape":[4]},)" + kLoss1), "/ops/0/kind: the first op must be the Input, not ReLU"},
+        BadCase{"second input", doc(kIn + "," + R"({"id":1,"kind":"Input","shape":[4]},)" + R"({"id":2,"kind":"MSELoss","inputs":[0]})"), "/ops/1/kind: only op 0 may be an Input"},
+        BadCase{"no loss", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0]})"), "/ops/1/kind: the last op must be a loss (MSELoss or SoftmaxCELoss), not ReLU"},
+        BadCase{"loss in middle", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[0]})"), "/ops/1/kind: a loss must be the last op"},
+        BadCase{"unused op", doc(kIn + R"(,{"id":1,"name":"dead","kind":"ReLU","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[0]})"),
+                "/ops/1: op 1 ('dead') is never used: every op must lead to the loss"},
+        BadCase{"dtype", doc(R"({"id":0,"kind":"Input","shape":[4],"dtype":"f64"},)" + kLoss1), "/ops/0/dtype: unknown dtype 'f64'"},
+        BadCase{"activation on linear", doc(kIn + R"(,{"id":1,"kind":"Linear","inputs":[0],"shape":[4,8],"activation":"relu"},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/activation: only Dense ops take an activation"},
+        BadCase{"bad activation", doc(kIn + R"(,{"id":1,"kind":"Dense","inputs":[0],"shape":[4,8],"activation":"gelu"},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/activation: unknown activation 'gelu' (expected none, relu or tanh)"},
+        BadCase{"dropout p", doc(kIn + R"(,{"id":1,"kind":"Dropout","inputs":[0],"p":1.5},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/p: value 1.5 is out of range [0.0, 1.0]"},
+        BadCase{"dropout p 1", doc(kIn + R"(,{"id":1,"kind":"Dropout","inputs":[0],"p":1},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/p: dropout p must be below 1"},
+        BadCase{"bytes zero", doc(R"({"id":0,"kind":"Input","shape":[4],"bytes":0},)" + kLoss1), "/ops/0/bytes: value 0 is out of range [1, 281474976710656]"},
+        BadCase{"flops negative", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"fwd_flops":-1})"), "/ops/1/fwd_flops: value -1 is out of range"},
+        BadCase{"saved not input", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[1],"saved":[0]})"),
+                "/ops/2/saved/0: op 0 is neither an input of this op nor the op itself"},
+        BadCase{"simulate_only type", doc(R"({"id":0,"kind":"Input","shape":[4],"simulate_only":1},)" + kLoss1), "/ops/0/simulate_only: expected a boolean, got an integer"},
+        BadCase{"loss shape", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"shape":[1]})"), "/ops/1 ('MSELoss1'): a loss produces a scalar"},
+        BadCase{"deep nesting", std::string(5000, '[') + std::string(5000, ']'), "not a model file: nesting deeper than 32 levels"},
+        BadCase{"id overflow", doc(R"({"id":18446744073709551615,"kind":"Input","shape":[4]},)" + kLoss1), "/ops/0/id: value 18446744073709551615 is out of range"}),
+    [](const ::testing::TestParamInfo<BadCase>& i) {
+      std::string n = i.param.what;
+      for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return n;
+    });
+
+TEST(JsonModelFile, MissingAndHugeFilesAreRefusedBeforeReading) {
+  try {
+    (void)load_json_model("/nonexistent/m.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("model file '/nonexistent/m.json': cannot read it"), std::string::npos) << e.what();
+  }
+  const auto path = std::filesystem::temp_directory_path() / ("remat_huge_" + std::to_string(::getpid()) + ".json");
+  { std::ofstream(path) << " "; }
+  std::filesystem::resize_file(path, (uint64_t{256} << 20) + 1);  // sparse: no disk used
+  try {
+    (void)load_json_model(path.string());
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("268435457 bytes is over the limit of 256 MiB for JSON models"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(JsonModelFile, LoadModelDispatchesJsonByContentNotExtension) {
+  const auto path = std::filesystem::temp_directory_path() / ("remat_model_" + std::to_string(::getpid()) + ".txt");
+  { std::ofstream(path) << kExample; }
+  EXPECT_EQ(load_model(path.string()).size(), 6);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace remat
