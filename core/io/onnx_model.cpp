@@ -116,12 +116,17 @@ class Importer {
       : proto_(proto), g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {}
 
   Model run(const std::string& default_name) {
-    model_.name = g_.name().empty() ? default_name : g_.name();
+    // torch.onnx.export names every graph "torch_jit": the file name says more.
+    model_.name = g_.name().empty() || g_.name() == "torch_jit" ? default_name : g_.name();
     if (g_.node_size() > static_cast<int>(10'000'000)) fail("graph has more than 10 million nodes");
     collect_shapes();
     for (const auto& t : g_.initializer()) values_[t.name()] = {Value::Constant, -1, &t};
     add_input();
     live_ = live_nodes();
+    // Constants first: patterns look ahead at Constant nodes listed after them.
+    for (int i = 0; i < g_.node_size(); ++i) {
+      if (g_.node(i).op_type() == "Constant" && g_.node(i).output_size() == 1) import_node(i);
+    }
     for (int i = 0; i < g_.node_size(); ++i) consumers_index(i);
     for (int i = 0; i < g_.node_size(); ++i) {
       if (!live_[static_cast<std::size_t>(i)] || done_.count(i)) continue;
@@ -354,6 +359,12 @@ class Importer {
   }
 
   std::string op_name(const NodeProto& n) const { return n.name().empty() ? out0(n) : n.name(); }
+  // A matched pattern is named after its scope: "/ln/ReduceMean" -> "/ln/LayerNorm".
+  std::string pattern_name(const NodeProto& first, const char* kind) const {
+    const std::string n = op_name(first);
+    const auto slash = n.rfind('/');
+    return slash == std::string::npos ? n + "." + kind : n.substr(0, slash + 1) + kind;
+  }
   std::string where(const NodeProto& n) const { return "node '" + op_name(n) + "' (" + n.op_type() + ")"; }
 
   // --- mapping -----------------------------------------------------------------
@@ -584,14 +595,14 @@ class Importer {
     for (int k : {erf, add, mul1, mul2}) done_.insert(k);
     Op op;
     op.kind = OpKind::GELU;
-    op.name = op_name(div);
+    op.name = pattern_name(div, "GELU");
     op.inputs = {x};
     add_op(std::move(op), out0(g_.node(mul2)), where(div));
     return true;
   }
 
-  int add_layernorm(const NodeProto& n, const std::string& output, int x, std::optional<std::vector<float>> gamma,
-                    std::optional<std::vector<float>> beta, float eps) {
+  int add_layernorm(const NodeProto& n, const std::string& name, const std::string& output, int x,
+                    std::optional<std::vector<float>> gamma, std::optional<std::vector<float>> beta, float eps) {
     const Op& in = model_.op(x);
     const auto d = static_cast<std::size_t>(in.cols());
     if (!gamma) gamma = std::vector<float>(d, 1.0f);
@@ -600,7 +611,7 @@ class Importer {
       warn(where(n) + ": epsilon " + std::to_string(eps) + " differs from the executor's 1e-5");
     Op op;
     op.kind = OpKind::LayerNorm;
-    op.name = op_name(n);
+    op.name = name;
     op.inputs = {x};
     op.param_init = {std::make_shared<const std::vector<float>>(std::move(*gamma)),
                      std::make_shared<const std::vector<float>>(std::move(*beta))};
@@ -625,7 +636,7 @@ class Importer {
       beta = vector_of(n.input(2), in.cols());
       if (!beta) return false;
     }
-    add_layernorm(n, out0(n), x, std::move(gamma), std::move(beta), attr_float(n, "epsilon", 1e-5f));
+    add_layernorm(n, op_name(n), out0(n), x, std::move(gamma), std::move(beta), attr_float(n, "epsilon", 1e-5f));
     return true;
   }
 
@@ -679,7 +690,7 @@ class Importer {
       }
     }
     for (int k : used) done_.insert(k);
-    add_layernorm(mean, output, x, std::move(gamma), std::move(beta), *eps);
+    add_layernorm(mean, pattern_name(mean, "LayerNorm"), output, x, std::move(gamma), std::move(beta), *eps);
     return true;
   }
 

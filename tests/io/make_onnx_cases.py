@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Writes the small hand-made ONNX files of tests/io/onnx/ (and the fuzz seed
+tests/fuzz/corpus/onnx/tiny_mlp.onnx) with python3-onnx; no torch needed.
+The files are committed: rerun only to change them."""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def t(name, arr):
+    return numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name)
+
+
+def save(model, path):
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def graph(nodes, inputs, outputs, inits, name="g"):
+    return helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits),
+                             opset_imports=[helper.make_opsetid("", 13)])
+
+
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+W = np.arange(12, dtype=np.float32).reshape(3, 4) / 10  # (out, in)
+B = np.array([0.5, -0.5, 0.25], dtype=np.float32)
+
+
+def tiny_mlp():  # Gemm(transB) -> Relu -> Softmax: the classifier-head rule
+    return graph([helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+                  helper.make_node("Relu", ["h"], ["r"], name="relu"),
+                  helper.make_node("Softmax", ["r"], ["y"], name="softmax", axis=-1)],
+                 [X], [Y], [t("W", W), t("B", B)], name="tiny_mlp")
+
+
+def gemm_no_trans():  # Gemm with B as (in, out) and a MatMul of two activations
+    return graph([helper.make_node("Gemm", ["x", "Wt"], ["h"], name="fc"),
+                  helper.make_node("Transpose", ["h"], ["ht"], name="tr", perm=[1, 0]),
+                  helper.make_node("MatMul", ["h", "ht"], ["y"], name="scores")],
+                 [X], [Y], [t("Wt", W.T)], name="gemm_no_trans")
+
+
+def conv_net():  # an op we have no kernel for, and a Flatten that changes the features
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    return graph([helper.make_node("Conv", ["x", "K"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", ["c"], ["r"], name="relu"),
+                  helper.make_node("Flatten", ["r"], ["f"], name="flatten"),
+                  helper.make_node("Reshape", ["f", "shape"], ["y"], name="view")],
+                 [x], [Y], [t("K", np.ones((3, 2, 3, 3))), numpy_helper.from_array(np.array([1, 48], dtype=np.int64), "shape")],
+                 name="conv_net")
+
+
+def dangling():
+    return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
+
+
+def symbolic():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    return graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [Y], [])
+
+
+def bad_weight():
+    return graph([helper.make_node("Gemm", ["x", "W5", "B"], ["y"], name="fc", transB=1)],
+                 [X], [Y], [t("W5", np.zeros((3, 5))), t("B", B)])
+
+
+def two_outputs():
+    return graph([helper.make_node("Relu", ["x"], ["y"], name="relu"), helper.make_node("Tanh", ["x"], ["z"], name="tanh")],
+                 [X], [Y, helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], [])
+
+
+if __name__ == "__main__":
+    out = os.path.join(HERE, "onnx")
+    os.makedirs(out, exist_ok=True)
+    for name, make in [("tiny_mlp", tiny_mlp), ("gemm_no_trans", gemm_no_trans), ("conv_net", conv_net),
+                       ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs)]:
+        save(make(), os.path.join(out, name + ".onnx"))
+    save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
+    print("wrote", out)

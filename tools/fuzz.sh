@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the model-loader fuzz targets with clang-14 (libFuzzer, ASan, UBSan) in
+# build-fuzz/ and runs each for SECONDS (default 300) with one job, one after
+# the other (CI machines have 2 shared cores). Seeds: resources/models/*.json and
+# tests/fuzz/corpus/onnx/. Crash inputs land in build-fuzz/crashes/<target>/.
+#   tools/fuzz.sh [SECONDS] [json|onnx|all]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-300}
+WHICH=${2:-all}
+OUT=build-fuzz
+mkdir -p "$OUT"
+CXX=${CXX_FUZZ:-clang++-14}
+FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
+CORE=(core/op.cpp core/op_rules.cpp core/model.cpp core/atomic_file.cpp core/io/json_model.cpp)
+
+build() {  # name, extra sources and flags...
+  local name=$1; shift
+  if [[ ! -x $OUT/$name || -n $(find core/op.cpp core/op_rules.cpp core/model.cpp core/io tests/fuzz -newer "$OUT/$name" -print -quit) ]]; then
+    echo "building $OUT/$name"
+    "$CXX" "${FLAGS[@]}" -o "$OUT/$name" "tests/fuzz/$name.cpp" "${CORE[@]}" "$@"
+  fi
+}
+
+run() {  # name, corpus dirs...
+  local name=$1; shift
+  mkdir -p "$OUT/corpus/$name" "$OUT/crashes/$name"
+  echo "running $name for ${SECS}s"
+  "$OUT/$name" -jobs=1 -workers=1 -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="$OUT/crashes/$name/" -print_final_stats=1 "$OUT/corpus/$name" "$@" 2>&1 | tee "$OUT/$name.log" | tail -25
+}
+
+if [[ $WHICH == all || $WHICH == json ]]; then
+  build fuzz_json_model
+  run fuzz_json_model resources/models
+fi
+if [[ $WHICH == all || $WHICH == onnx ]]; then
+  build fuzz_onnx_model core/io/onnx_model.cpp -DREMAT_HAVE_ONNX -DONNX_NAMESPACE=onnx -DONNX_ML=1 -lonnx -lonnx_proto -lprotobuf
+  run fuzz_onnx_model tests/fuzz/corpus/onnx
+fi
