@@ -22,12 +22,17 @@ build() {  # name, extra sources and flags...
   fi
 }
 
-run() {  # name, corpus dirs...
+run() {  # name, seed dirs (relative to the repository)...
   local name=$1; shift
+  local root=$PWD seeds=()
+  for d in "$@"; do seeds+=("$root/$d"); done
   mkdir -p "$OUT/corpus/$name" "$OUT/crashes/$name"
   echo "running $name for ${SECS}s"
-  "$OUT/$name" -jobs=1 -workers=1 -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -artifact_prefix="$OUT/crashes/$name/" -print_final_stats=1 "$OUT/corpus/$name" "$@" 2>&1 | tee "$OUT/$name.log" | tail -25
+  # From $OUT: with -jobs, libFuzzer writes its fuzz-N.log into the current directory.
+  (cd "$OUT" && "./$name" -jobs=1 -workers=1 -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    -artifact_prefix="crashes/$name/" -print_final_stats=1 "corpus/$name" "${seeds[@]}" > "$name.log" 2>&1 || true)
+  cat "$OUT/fuzz-0.log" 2>/dev/null | tail -20
+  echo "crash/timeout/oom inputs: $(ls "$OUT/crashes/$name" | wc -l) (in $OUT/crashes/$name)"
 }
 
 if [[ $WHICH == all || $WHICH == json ]]; then

@@ -231,6 +231,10 @@ Model parse_json_model(std::string_view text, const std::string& origin, const s
     const auto colon = what.find("parse error");
     throw InputError(origin + ": not valid JSON (byte " + std::to_string(e.byte) + "): " +
                      (colon == std::string::npos ? what : what.substr(colon)));
+  } catch (const json::exception& e) {  // out_of_range 406: a number beyond double (found by fuzzing)
+    std::string what = e.what();
+    const auto close = what.find("] ");
+    throw InputError(origin + ": not valid JSON: " + (close == std::string::npos ? what : what.substr(close + 2)));
   } catch (const InputError& e) {
     throw InputError(origin + ": not a model file: " + e.what());
   }

@@ -55,3 +55,25 @@ TEST(Examples, ResnetIsSimulateOnlyWithExplicitCosts) {
 
 }  // namespace
 }  // namespace remat
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace remat {
+namespace {
+
+// The shipped JSON Schema names exactly the kinds and dtypes the loader knows.
+TEST(Schema, KindsAndDtypesMatchTheLoader) {
+  std::ifstream in(std::string(REMAT_SOURCE_DIR) + "/resources/model.schema.json");
+  const auto s = nlohmann::json::parse(in);
+  const auto& props = s["$defs"]["op"]["properties"];
+  std::vector<std::string> kinds;
+  for (int k = 0; k <= static_cast<int>(OpKind::Generic); ++k) kinds.emplace_back(kind_name(static_cast<OpKind>(k)));
+  EXPECT_EQ(props["kind"]["enum"].get<std::vector<std::string>>(), kinds);
+  EXPECT_EQ(props["dtype"]["enum"].get<std::vector<std::string>>(), (std::vector<std::string>{"f32", "f16", "bf16", "i32"}));
+  EXPECT_EQ(props["shape"]["maxItems"], 8);
+  EXPECT_EQ(s["properties"]["format"]["const"], "remat-model");
+}
+
+}  // namespace
+}  // namespace remat

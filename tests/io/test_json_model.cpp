@@ -223,3 +223,26 @@ TEST(JsonModelFile, LoadModelDispatchesJsonByContentNotExtension) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// Inputs that once crashed a fuzz target (tests/fuzz, tools/fuzz.sh): each
+// must now be one InputError.
+TEST(FuzzRegressions, EachIsOneInputError) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(REMAT_SOURCE_DIR) + "/tests/io/fuzz_regressions")) {
+    if (e.path().extension() != ".json") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_THROW((void)load_json_model(e.path().string()), InputError);
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}
+
+TEST(FuzzRegressions, NumberOverflowMessage) {
+  EXPECT_EQ(testing::json_error("88.077777775555E5555555555"), "m.json: not valid JSON: number overflow parsing '88.077777775555E5555555555'");
+}
+
+}  // namespace
+}  // namespace remat
