@@ -80,7 +80,13 @@ def export(outdir):
         with open(os.path.join(outdir, name + ".params.f32"), "wb") as f:
             for p in m.params():
                 f.write(p.detach().contiguous().numpy().astype("<f4").tobytes())
-    print("exported", ", ".join(MODELS), "to", outdir)
+    # Dropout survives only a training-mode export (ratio input, unused mask output).
+    torch.manual_seed(7)
+    d = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.25), nn.ReLU())
+    torch.onnx.export(d, (torch.randn(4, 8),), os.path.join(outdir, "dropout_train.onnx"), opset_version=13,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["x"], output_names=["y"])
+    print("exported", ", ".join(MODELS), "and dropout_train to", outdir)
 
 
 def grads(outdir, name):

@@ -127,6 +127,17 @@ TEST(OnnxTorch, Block17LayerNormalization) {
   expect_block("block17");
 }
 
+TEST(OnnxTorch, TrainingModeDropoutKeepsItsRatio) {
+  REQUIRE_EXPORT("dropout_train");
+  const Model m = load_model(kExports + "/dropout_train.onnx");
+  expect_ops(m, {{OpKind::Input, {4, 8}, 128},
+                 {OpKind::Linear, {4, 8}, 128},
+                 {OpKind::Dropout, {4, 8}, 128},
+                 {OpKind::ReLU, {4, 8}, 128},
+                 {OpKind::MSELoss, {}, 4}});
+  EXPECT_EQ(m.op(2).dropout_p, 0.25f);
+}
+
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -258,6 +269,10 @@ TEST(OnnxCases, TruncatedEmptyAndForeignFiles) {
   EXPECT_NE(error_of(write("cut.onnx", bytes.substr(0, bytes.size() - 7))).find(not_onnx), std::string::npos);
   EXPECT_NE(error_of(write("empty.onnx", "")).find(not_onnx), std::string::npos);
   EXPECT_NE(error_of(write("json.onnx", R"({"format":"remat-model"})")).find(not_onnx), std::string::npos);
+  // Refused from its size alone (a sparse file: no disk used).
+  const std::string huge = write("huge.onnx", "x");
+  std::filesystem::resize_file(huge, (uint64_t{2} << 30) + 1);
+  EXPECT_NE(error_of(huge).find("2147483649 bytes is over the limit of 2 GiB for ONNX models"), std::string::npos) << error_of(huge);
   std::filesystem::remove_all(dir);
 }
 
