@@ -113,7 +113,7 @@ struct Value {
 class Importer {
  public:
   Importer(onnx::ModelProto& proto, const std::string& origin, std::vector<std::string>* warnings)
-      : proto_(proto), g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {}
+      : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {}
 
   Model run(const std::string& default_name) {
     // torch.onnx.export names every graph "torch_jit": the file name says more.
@@ -138,7 +138,6 @@ class Importer {
   }
 
  private:
-  onnx::ModelProto& proto_;
   onnx::GraphProto& g_;
   const std::string& origin_;
   std::vector<std::string>* warnings_;
@@ -422,9 +421,9 @@ class Importer {
         return;
       }
       if (type == "Gemm" && gemm(n, x)) return;
-      if (type == "MatMul" && matmul(i, n, x)) return;
-      if (type == "Div" && gelu_erf(i, n, x)) return;
-      if (type == "ReduceMean" && layernorm_decomposed(i, n, x)) return;
+      if (type == "MatMul" && matmul(n, x)) return;
+      if (type == "Div" && gelu_erf(n, x)) return;
+      if (type == "ReduceMean" && layernorm_decomposed(n, x)) return;
       if (type == "LayerNormalization" && layernorm(n, x)) return;
     } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
       const int y = activation(acts[1]);
@@ -521,13 +520,12 @@ class Importer {
     return tr;
   }
 
-  std::optional<std::vector<float>> bias_of(const NodeProto& n, const std::string& name, int64_t out) {
+  std::optional<std::vector<float>> bias_of(const std::string& name, int64_t out) const {
     const TensorProto* t = constant(name);
     auto v = floats(t);
     if (!v) return std::nullopt;
     if (static_cast<int64_t>(v->size()) == out) return v;
     if (v->size() == 1) return std::vector<float>(static_cast<std::size_t>(out), (*v)[0]);
-    (void)n;
     return std::nullopt;
   }
 
@@ -542,7 +540,7 @@ class Importer {
     if (!w) return false;
     std::vector<float> b;
     if (n.input_size() > 2 && !n.input(2).empty()) {
-      auto bv = bias_of(n, n.input(2), out);
+      auto bv = bias_of(n.input(2), out);
       if (!bv) return false;
       b = std::move(*bv);
     }
@@ -551,7 +549,7 @@ class Importer {
   }
 
   // MatMul(x, W) [+ Add(b)]: torch's Linear on inputs of rank > 2.
-  bool matmul(int i, const NodeProto& n, int x) {
+  bool matmul(const NodeProto& n, int x) {
     if (n.input_size() != 2 || activation(n.input(0)) != x || !constant(n.input(1))) return false;
     int64_t out = 0;
     auto w = weight(n, n.input(1), model_.op(x).cols(), true, out);
@@ -562,20 +560,19 @@ class Importer {
     if (add >= 0) {
       const std::string* bname = other(g_.node(add), output);
       if (bname && constant(*bname)) {
-        if (auto bv = bias_of(g_.node(add), *bname, out)) {
+        if (auto bv = bias_of(*bname, out)) {
           b = std::move(*bv);
           done_.insert(add);
           output = out0(g_.node(add));
         }
       }
     }
-    (void)i;
     add_linear(n, output, x, std::move(*w), out, std::move(b));
     return true;
   }
 
   // torch's exact GELU before opset 20: Div(x, √2) → Erf → Add(1) → Mul(x) → Mul(0.5).
-  bool gelu_erf(int, const NodeProto& div, int x) {
+  bool gelu_erf(const NodeProto& div, int x) {
     const std::string& xs = div.input(0);
     if (div.input_size() != 2 || activation(xs) != x || !scalar_is(div.input(1), 1.41421356f)) return false;
     const int erf = sole_consumer(out0(div), "Erf");
@@ -642,7 +639,7 @@ class Importer {
 
   // torch's LayerNorm before opset 17: ReduceMean → Sub → Pow(2) → ReduceMean →
   // Add(eps) → Sqrt → Div, then optional Mul(gamma), Add(beta).
-  bool layernorm_decomposed(int, const NodeProto& mean, int x) {
+  bool layernorm_decomposed(const NodeProto& mean, int x) {
     const Op& in = model_.op(x);
     const std::string& xs = mean.input(0);
     if (!last_axis_only(mean, in.shape.size())) return false;
