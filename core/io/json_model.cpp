@@ -161,6 +161,27 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
   return op;
 }
 
+// Nesting is bounded before parsing, in one pass, so that a file of nested
+// brackets costs nothing. (nlohmann's parse callback could do it, but its
+// callback parser is quadratic in the size of an object's parent array.)
+void check_depth(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) throw InputError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 // Compact decimal that reads back as the same float (0.1f -> 0.1).
 nlohmann::ordered_json float_json(float f) {
   std::array<char, 32> buf{};
@@ -221,11 +242,8 @@ Model model_from_json(const json& doc, const std::string& origin, const std::str
 Model parse_json_model(std::string_view text, const std::string& origin, const std::string& default_name) {
   json doc;
   try {
-    // Depth is bounded so that a file of nested brackets cannot exhaust the stack.
-    doc = json::parse(text.begin(), text.end(), [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) throw InputError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-      return true;
-    });
+    check_depth(text);
+    doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     const auto colon = what.find("parse error");

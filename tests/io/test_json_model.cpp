@@ -246,3 +246,22 @@ TEST(FuzzRegressions, NumberOverflowMessage) {
 
 }  // namespace
 }  // namespace remat
+
+#include <chrono>
+
+namespace remat {
+namespace {
+
+// Loading is linear: 300k ops in well under the limit (the first version used
+// nlohmann's callback parser, quadratic here: 5 minutes for a million ops).
+TEST(JsonModelLimits, LargeModelLoadsInLinearTime) {
+  const std::string text = model_to_json(make_preset("chain:300000")).dump();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Model m = parse_json_model(text, "big.json");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(m.size(), 300001);
+  EXPECT_LT(s, 8.0);
+}
+
+}  // namespace
+}  // namespace remat
