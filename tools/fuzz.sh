@@ -2,7 +2,9 @@
 # Builds the model-loader fuzz targets with clang-14 (libFuzzer, ASan, UBSan) in
 # build-fuzz/ and runs each for SECONDS (default 300) with one job, one after
 # the other (CI machines have 2 shared cores). Seeds: resources/models/*.json and
-# tests/fuzz/corpus/onnx/. Crash inputs land in build-fuzz/crashes/<target>/.
+# tests/fuzz/corpus/onnx/ (tiny_mlp.onnx from tests/io/make_onnx_cases.py, the
+# others PyTorch exports of tests/io/onnx_export.py). Crash inputs land in
+# build-fuzz/crashes/<target>/; keep each, once fixed, in tests/io/fuzz_regressions/.
 #   tools/fuzz.sh [SECONDS] [json|onnx|all]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +33,8 @@ run() {  # name, seed dirs (relative to the repository)...
   # From $OUT: with -jobs, libFuzzer writes its fuzz-N.log into the current directory.
   (cd "$OUT" && "./$name" -jobs=1 -workers=1 -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -artifact_prefix="crashes/$name/" -print_final_stats=1 "corpus/$name" "${seeds[@]}" > "$name.log" 2>&1 || true)
-  cat "$OUT/fuzz-0.log" 2>/dev/null | tail -20
+  mv -f "$OUT/fuzz-0.log" "$OUT/$name.run.log" 2>/dev/null || true
+  grep -E "^Done|ERROR|SUMMARY|stat::" "$OUT/$name.run.log" || true
   echo "crash/timeout/oom inputs: $(ls "$OUT/crashes/$name" | wc -l) (in $OUT/crashes/$name)"
 }
 

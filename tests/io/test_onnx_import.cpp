@@ -283,3 +283,24 @@ TEST(OnnxCases, WithoutOnnxSupportTheErrorSaysSo) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// Inputs that once crashed fuzz_onnx_model (tools/fuzz.sh): each must now load
+// or be one InputError.
+TEST(OnnxFuzzRegressions, LoadOrOneInputError) {
+  REQUIRE_ONNX();
+  for (const auto& e : std::filesystem::directory_iterator(std::string(REMAT_SOURCE_DIR) + "/tests/io/fuzz_regressions")) {
+    if (e.path().extension() != ".onnx") continue;
+    SCOPED_TRACE(e.path().string());
+    std::vector<std::string> notes;
+    try {
+      (void)load_onnx_model(e.path().string(), &notes);
+    } catch (const InputError&) {
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat
