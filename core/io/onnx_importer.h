@@ -1,0 +1,181 @@
+// Internal to the ONNX importer: onnx_model.cpp walks the graph's nodes (and
+// makes Generic ops of what it cannot map); onnx_patterns.cpp matches what
+// torch.onnx.export decomposes (Linear as Gemm or MatMul+Add, GELU via Erf,
+// LayerNorm before opset 17) back into one op. Needs REMAT_HAVE_ONNX.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/errors.h"
+#include "core/model.h"
+
+namespace remat::onnx_import {
+
+using onnx::NodeProto;
+using onnx::TensorProto;
+
+[[noreturn]] void fail_node(const std::string& origin, const NodeProto& n, const std::string& what);
+std::string shape_str(const std::vector<int64_t>& s);
+bool dtype_of(int32_t elem, DType& out);  // false: not a dtype remat holds
+uint64_t elem_size(int32_t elem);
+
+struct Value {
+  enum Kind { Activation, Constant } kind = Constant;
+  int op = -1;                     // Activation: our op producing it
+  const TensorProto* tensor = nullptr;  // Constant: its value when known
+};
+
+class Importer {
+ public:
+  Importer(onnx::ModelProto& proto, const std::string& origin, std::vector<std::string>* warnings)
+      : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {}
+
+  Model run(const std::string& default_name);
+
+ private:
+  onnx::GraphProto& g_;
+  const std::string& origin_;
+  std::vector<std::string>* warnings_;
+  Model model_;
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_map<std::string, std::vector<int64_t>> shapes_;  // known positive shapes
+  std::unordered_map<std::string, int32_t> elem_types_;
+  std::unordered_map<std::string, std::vector<int>> consumers_;   // tensor -> live node indices
+  std::vector<bool> live_;
+  std::set<int> done_;
+  std::vector<std::string> generic_;  // names of simulate-only ops
+  bool softmax_head_ = false;         // the output is a Softmax of the logits
+  std::string softmax_type_;
+
+  [[noreturn]] void fail(const std::string& what) { throw InputError(origin_ + ": " + what); }
+  void warn(const std::string& w) {
+    if (warnings_) warnings_->push_back(w);
+  }
+
+  void note_type(const onnx::ValueInfoProto& vi);
+  void collect_shapes();
+
+  bool is_initializer(const std::string& name) const {
+    auto it = values_.find(name);
+    return it != values_.end() && it->second.kind == Value::Constant;
+  }
+
+  void add_input();
+
+  // Nodes that lead to the graph output; the rest (unused Dropout masks,
+  // dead code) are skipped.
+  std::vector<bool> live_nodes();
+  void consumers_index(int i);
+  int add_op(Op op, const std::string& output, const std::string& where);
+
+  // --- constants -------------------------------------------------------------
+
+  const TensorProto* constant(const std::string& name) const {
+    auto it = values_.find(name);
+    if (it == values_.end() || it->second.kind != Value::Constant) return nullptr;
+    return it->second.tensor;
+  }
+  bool is_constant(const std::string& name) const {
+    if (name.empty()) return true;  // an omitted optional input
+    auto it = values_.find(name);
+    return it != values_.end() && it->second.kind == Value::Constant;
+  }
+  int activation(const std::string& name) const {
+    auto it = values_.find(name);
+    return it != values_.end() && it->second.kind == Value::Activation ? it->second.op : -1;
+  }
+
+  // Values of a float/double tensor; nullopt when absent, external or malformed.
+  std::optional<std::vector<float>> floats(const TensorProto* t) const;
+  std::optional<float> scalar(const std::string& name) const;
+  bool scalar_is(const std::string& name, float x, float tol = 1e-4f) const {
+    auto s = scalar(name);
+    return s && std::fabs(*s - x) <= tol * std::max(1.0f, std::fabs(x));
+  }
+  std::vector<int64_t> dims(const TensorProto* t) const { return {t->dims().begin(), t->dims().end()}; }
+
+  // --- pattern helpers ---------------------------------------------------------
+
+  // The only live consumer of `tensor`, if it has exactly one and it is of `type`.
+  int sole_consumer(const std::string& tensor, const char* type) const;
+  static const std::string& out0(const NodeProto& n) {
+    static const std::string none;
+    return n.output_size() ? n.output(0) : none;
+  }
+  // The other input of a binary node, given one of them.
+  static const std::string* other(const NodeProto& n, const std::string& one) {
+    if (n.input_size() != 2) return nullptr;
+    if (n.input(0) == one) return &n.input(1);
+    if (n.input(1) == one) return &n.input(0);
+    return nullptr;
+  }
+  int64_t attr_int(const NodeProto& n, const char* name, int64_t fallback) const {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return a.i();
+    }
+    return fallback;
+  }
+  float attr_float(const NodeProto& n, const char* name, float fallback) const {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return a.f();
+    }
+    return fallback;
+  }
+  std::vector<int64_t> attr_ints(const NodeProto& n, const char* name) const {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+    }
+    return {};
+  }
+  bool last_axis_only(const NodeProto& n, std::size_t rank) const;
+
+  std::string op_name(const NodeProto& n) const { return n.name().empty() ? out0(n) : n.name(); }
+  // A matched pattern is named after its scope: "/ln/ReduceMean" -> "/ln/LayerNorm".
+  std::string pattern_name(const NodeProto& first, const char* kind) const;
+  std::string where(const NodeProto& n) const { return "node '" + op_name(n) + "' (" + n.op_type() + ")"; }
+
+  // --- mapping -----------------------------------------------------------------
+
+  void import_node(int i);
+  void alias(const NodeProto& n, int x);
+
+  // Reshape-like ops are views on our (rows, features) layout when the last
+  // dimension and the element count are unchanged.
+  bool same_view(const NodeProto& n, const Op& in) const;
+  bool identity_perm(const NodeProto& n) const;
+  void dropout(const NodeProto& n, int x);
+
+  // Linear y = x W^T + b, W (out, in) as the kernels take it.
+  int add_linear(const NodeProto& n, const std::string& output, int x, std::vector<float> w_out_in, int64_t out, std::vector<float> bias);
+
+  // A constant weight of shape (rows, cols), transposed into (out, in) when
+  // `in_out` (MatMul's and Gemm transB=0's layout).
+  std::optional<std::vector<float>> weight(const NodeProto& n, const std::string& name, int64_t in_features, bool in_out, int64_t& out);
+  std::optional<std::vector<float>> bias_of(const std::string& name, int64_t out) const;
+  bool gemm(const NodeProto& n, int x);
+
+  // MatMul(x, W) [+ Add(b)]: torch's Linear on inputs of rank > 2.
+  bool matmul(const NodeProto& n, int x);
+
+  // torch's exact GELU before opset 20: Div(x, √2) → Erf → Add(1) → Mul(x) → Mul(0.5).
+  bool gelu_erf(const NodeProto& div, int x);
+  int add_layernorm(const NodeProto& n, const std::string& name, const std::string& output, int x, std::optional<std::vector<float>> gamma, std::optional<std::vector<float>> beta, float eps);
+  std::optional<std::vector<float>> vector_of(const std::string& name, int64_t d) const;
+  bool layernorm(const NodeProto& n, int x);
+
+  // torch's LayerNorm before opset 17: ReduceMean → Sub → Pow(2) → ReduceMean →
+  // Add(eps) → Sqrt → Div, then optional Mul(gamma), Add(beta).
+  bool layernorm_decomposed(const NodeProto& mean, int x);
+
+  // Anything else: a simulate-only op sized from its (inferred) output shape.
+  void generic(const NodeProto& n, const std::vector<std::string>& acts);
+  void add_loss();
+};
+
+}  // namespace remat::onnx_import
