@@ -124,6 +124,11 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
     const std::string& d = r.string(j["dtype"], at + "/dtype");
     if (!parse_dtype(d, op.dtype)) fail(r.origin, at + "/dtype", "unknown dtype '" + d + "' (expected f32, f16, bf16 or i32)");
   }
+  try {
+    (void)tensor_bytes(op.shape, op.dtype);  // before any rule multiplies the dimensions
+  } catch (const InputError& e) {
+    fail(r.origin, at + "/shape", e.what());
+  }
   if (j.contains("activation")) {
     if (op.kind != OpKind::Dense) fail(r.origin, at + "/activation", "only Dense ops take an activation");
     const std::string& a = r.string(j["activation"], at + "/activation");
