@@ -270,6 +270,8 @@ void Importer::import_node(int i) {
                             "(dangling, or nodes out of topological order)");
     if (!is_constant(in)) acts.push_back(in);
   }
+  // The memory model's checks are quadratic in an op's inputs; no real op has this many.
+  if (acts.size() > 256) fail_node(origin_, n, std::to_string(acts.size()) + " activation inputs are over the limit of 256");
   const std::string& type = n.op_type();
   if (type == "Constant") {
     const TensorProto* t = nullptr;

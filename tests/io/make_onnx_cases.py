@@ -74,11 +74,21 @@ def two_outputs():
                  [X], [Y, helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], [])
 
 
+def many_inputs():
+    return graph([helper.make_node("Concat", ["x"] * 300, ["y"], name="cat", axis=1)], [X], [Y], [])
+
+
+def rank9():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1] * 9)
+    return graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], [x], [Y], [])
+
+
 if __name__ == "__main__":
     out = os.path.join(HERE, "onnx")
     os.makedirs(out, exist_ok=True)
     for name, make in [("tiny_mlp", tiny_mlp), ("gemm_no_trans", gemm_no_trans), ("conv_net", conv_net),
-                       ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs)]:
+                       ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs),
+                       ("many_inputs", many_inputs), ("rank9", rank9)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

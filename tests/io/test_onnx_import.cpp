@@ -247,6 +247,8 @@ TEST(OnnxCases, BadFilesGetOneClearError) {
       {"symbolic.onnx", "graph input 'x' has a symbolic or unknown dimension 'batch' at axis 0; export with fixed sizes"},
       {"bad_weight.onnx", "node 'fc' (Gemm): weight 'W5' is [3,5] but the input has 4 features"},
       {"two_outputs.onnx", "the graph has 2 outputs; remat needs exactly one"},
+      {"many_inputs.onnx", "node 'cat' (Concat): 300 activation inputs are over the limit of 256"},
+      {"rank9.onnx", "graph input 'x' has rank 9, over the limit of 8"},
   };
   for (const auto& c : cases) {
     const std::string e = error_of(kCases + c.file);
