@@ -1,0 +1,86 @@
+#include "widgets/comparison_model.h"
+
+#include <QBrush>
+#include <QColor>
+
+#include "core/model.h"
+
+namespace remat {
+
+QString format_bytes(uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return QString("%1 B").arg(bytes);
+  double v = double(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return QString("%1 %2").arg(v, 0, 'f', 2).arg(units[u]);
+}
+
+void ComparisonModel::setRuns(const Model* model, const std::vector<StrategyRun>* runs) {
+  beginResetModel();
+  model_ = model;
+  runs_ = runs;
+  measured_.clear();
+  endResetModel();
+}
+
+void ComparisonModel::setMeasured(std::map<std::string, MeasuredRun> measured) {
+  beginResetModel();
+  measured_ = std::move(measured);
+  endResetModel();
+}
+
+int ComparisonModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() || !runs_ ? 0 : static_cast<int>(runs_->size());
+}
+int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+
+QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  static const char* names[] = {"Strategy", "Peak", "Tensors", "Fwd steps", "Recomputed", "Overhead",
+                                "Measured peak", "Device peak", "Time", "Loss/grad match"};
+  return section >= 0 && section < ColumnCount ? QVariant(names[section]) : QVariant();
+}
+
+QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || !runs_ || index.row() >= rowCount()) return {};
+  const StrategyRun& r = (*runs_)[static_cast<std::size_t>(index.row())];
+  const int col = index.column();
+  if (role == Qt::ToolTipRole && !r.ok()) return QString::fromStdString(r.error);
+  if (role == Qt::ForegroundRole && !r.ok()) return QBrush(QColor(170, 30, 30));
+  if (role == Qt::TextAlignmentRole && col != Strategy) return int(Qt::AlignRight | Qt::AlignVCenter);
+  const bool edit = role == Qt::EditRole;  // raw numbers for sorting and tests
+  if (role != Qt::DisplayRole && !edit) return {};
+  if (col == Strategy) return QString::fromStdString(r.ok() ? r.name : r.spec);
+  if (!r.ok()) return col == Peak ? QVariant("invalid: " + QString::fromStdString(r.error)) : QVariant();
+  const Simulation& s = r.sim;
+  const uint64_t unit = model_ ? model_->uniform_bytes() : 0;
+  auto it = measured_.find(r.spec);
+  const MeasuredRun* m = it == measured_.end() ? nullptr : &it->second;
+  switch (col) {
+    case Peak: return edit ? QVariant::fromValue<qulonglong>(s.peak_bytes) : QVariant(format_bytes(s.peak_bytes));
+    case Tensors: return unit ? QVariant::fromValue<qulonglong>(s.peak_bytes / unit) : QVariant();
+    case ForwardSteps: return QVariant::fromValue<qlonglong>(s.forward_steps);
+    case Recomputed: return QVariant::fromValue<qlonglong>(s.recompute_steps);
+    case Overhead: return edit ? QVariant(s.overhead) : QVariant(QString("%1%").arg(s.overhead * 100, 0, 'f', 1));
+    case MeasuredPeak:
+      if (!m) return {};
+      if (m->status != "ok") return m->status;
+      return edit ? QVariant::fromValue<qulonglong>(m->tracked_peak) : QVariant(format_bytes(m->tracked_peak));
+    case DevicePeak:
+      if (!m || m->status != "ok") return {};
+      return edit ? QVariant::fromValue<qulonglong>(m->device_peak) : QVariant(format_bytes(m->device_peak));
+    case Time:
+      if (!m || m->status != "ok") return {};
+      return edit ? QVariant(m->time_ms) : QVariant(QString("%1 ms").arg(m->time_ms, 0, 'f', 2));
+    case Match:
+      if (!m || m->status != "ok") return {};
+      return m->matches_reference ? QString("bit-identical") : QString("DIFFERS");
+  }
+  return {};
+}
+
+}  // namespace remat

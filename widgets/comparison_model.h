@@ -1,0 +1,47 @@
+// The comparison table: one row per strategy with the simulator's figures and,
+// once a run has executed, the measured ones beside them.
+#pragma once
+#include <QAbstractTableModel>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/comparison.h"
+
+namespace remat {
+struct Model;
+
+// What the executor measured for one strategy (filled by the Run action).
+struct MeasuredRun {
+  QString status;  // "ok", "out-of-memory", ...
+  uint64_t tracked_peak = 0;
+  uint64_t device_peak = 0;
+  double time_ms = 0;
+  bool matches_reference = false;  // loss and gradients bit-identical to the first strategy
+  std::vector<uint64_t> timeline;  // measured bytes per instruction (may be empty)
+};
+
+class ComparisonModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  enum Column { Strategy, Peak, Tensors, ForwardSteps, Recomputed, Overhead, MeasuredPeak, DevicePeak, Time, Match, ColumnCount };
+  explicit ComparisonModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
+
+  void setRuns(const Model* model, const std::vector<StrategyRun>* runs);
+  void setMeasured(std::map<std::string, MeasuredRun> measured);
+  const std::map<std::string, MeasuredRun>& measured() const { return measured_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  const Model* model_ = nullptr;
+  const std::vector<StrategyRun>* runs_ = nullptr;
+  std::map<std::string, MeasuredRun> measured_;  // by spec
+};
+
+QString format_bytes(uint64_t bytes);
+
+}  // namespace remat

@@ -1,0 +1,39 @@
+// Pictures and data for slides and reports: the memory timeline and the graph
+// at a step as PNG (HiDPI through devicePixelRatio) or SVG, the comparison as
+// JSON and the timelines as CSV. Every file is written to a temporary and
+// renamed (core/atomic_file.h): a failure throws InputError naming the path
+// and leaves no file. Used by the window and by `remat export`.
+#pragma once
+#include <QSize>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/comparison.h"
+
+namespace remat {
+struct Model;
+
+enum class ImageFormat { Png, Svg };
+// From the extension (.png / .svg, any case); throws InputError otherwise.
+ImageFormat image_format_of(const std::string& path);
+// "1200x600" -> QSize; throws InputError.
+QSize parse_size(const std::string& text);
+
+struct TimelineExport {
+  QSize size{1200, 600};  // logical pixels (the SVG's viewBox)
+  double devicePixelRatio = 1;  // PNG: pixels = size * ratio
+  QString title;
+  long long cursor = -1;  // step to mark; -1: none
+  std::map<std::string, std::vector<uint64_t>> measured;
+};
+void export_timeline(const std::vector<StrategyRun>& runs, const std::string& path, const TimelineExport& options);
+
+// The graph of `run` at `step` with its caption.
+void export_graph(const Model& model, const StrategyRun& run, std::size_t step, const std::string& path, QSize size,
+                  double devicePixelRatio = 1);
+
+void export_json(const Model& model, const std::vector<StrategyRun>& runs, const std::string& path);
+void export_csv(const Model& model, const std::vector<StrategyRun>& runs, const std::string& path);
+
+}  // namespace remat

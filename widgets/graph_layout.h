@@ -1,0 +1,31 @@
+// Where the graph's nodes sit, in scene units: forward ops along the top row
+// in topological order, their backward steps in the row below, the loss at the
+// right between the rows. Skip edges (residual blocks) become arcs.
+#pragma once
+#include <QPointF>
+#include <QRectF>
+
+namespace remat {
+struct Model;
+
+class GraphLayout {
+ public:
+  static constexpr double kDx = 40;      // between consecutive ops
+  static constexpr double kRow = 110;    // between the forward and the backward row
+  static constexpr double kRadius = 12;  // node radius
+
+  GraphLayout() = default;
+  explicit GraphLayout(const Model& model) : n_(modelSize(model)) {}
+  int size() const { return n_; }
+  QPointF fwd(int op) const { return op == n_ - 1 ? QPointF(op * kDx, kRow / 2) : QPointF(op * kDx, 0); }
+  QPointF bwd(int op) const { return op == n_ - 1 ? fwd(op) : QPointF(op * kDx, kRow); }
+  QRectF bounds() const;  // nodes and arcs, with a margin
+  // The op whose node contains `scene` (-1: none); `backward` tells which row.
+  int opAt(QPointF scene, bool* backward) const;
+
+ private:
+  static int modelSize(const Model& model);
+  int n_ = 0;
+};
+
+}  // namespace remat

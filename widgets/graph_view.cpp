@@ -1,0 +1,91 @@
+#include "widgets/graph_view.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QWheelEvent>
+
+#include "widgets/graph_painter.h"
+#include "widgets/studio_document.h"
+
+namespace remat {
+
+GraphView::GraphView(StudioDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  setMinimumHeight(160);
+  setMouseTracking(false);
+  setToolTip(tr("Click a forward node to toggle it as a checkpoint (manual strategy). Wheel: zoom, drag: pan."));
+  connect(doc_, &StudioDocument::modelChanged, this, [this] {
+    layout_ = GraphLayout(doc_->model());
+    fitted_ = false;
+    fitToView();
+  });
+  connect(doc_, &StudioDocument::stepChanged, this, [this] { refreshStates(); });
+  connect(doc_, &StudioDocument::currentRunChanged, this, [this] { refreshStates(); });
+  connect(doc_, &StudioDocument::runsChanged, this, [this] { refreshStates(); });
+  layout_ = GraphLayout(doc_->model());
+  refreshStates();
+}
+
+void GraphView::refreshStates() {
+  if (layout_.size() != doc_->model().size()) layout_ = GraphLayout(doc_->model());
+  states_ = doc_->nodeStates();
+  update();
+}
+
+void GraphView::fitToView() {
+  transform_ = fit_transform(layout_, QRectF(rect()));
+  fitted_ = true;
+  update();
+}
+
+void GraphView::resizeEvent(QResizeEvent*) {
+  if (fitted_ || transform_.isIdentity()) fitToView();
+}
+
+QPointF GraphView::nodePosition(int op, bool backward) const {
+  return transform_.map(backward ? layout_.bwd(op) : layout_.fwd(op));
+}
+
+void GraphView::zoomBy(double factor, QPointF around) {
+  QTransform z;
+  z.translate(around.x(), around.y());
+  z.scale(factor, factor);
+  z.translate(-around.x(), -around.y());
+  transform_ = transform_ * z;
+  fitted_ = false;
+  update();
+}
+
+void GraphView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  paint_graph(p, doc_->model(), layout_, states_, transform_, QRectF(rect()));
+}
+
+void GraphView::wheelEvent(QWheelEvent* e) {
+  zoomBy(std::pow(1.0015, e->angleDelta().y()), e->position());
+  e->accept();
+}
+
+void GraphView::mousePressEvent(QMouseEvent* e) {
+  pressPos_ = lastPos_ = e->pos();
+  dragging_ = false;
+}
+
+void GraphView::mouseMoveEvent(QMouseEvent* e) {
+  if (!(e->buttons() & Qt::LeftButton)) return;
+  if ((e->pos() - pressPos_).manhattanLength() > 4) dragging_ = true;
+  if (!dragging_) return;
+  const QPoint d = e->pos() - lastPos_;
+  lastPos_ = e->pos();
+  transform_ = transform_ * QTransform::fromTranslate(d.x(), d.y());
+  fitted_ = false;
+  update();
+}
+
+void GraphView::mouseReleaseEvent(QMouseEvent* e) {
+  if (dragging_ || e->button() != Qt::LeftButton) return;
+  bool backward = false;
+  const int op = layout_.opAt(transform_.inverted().map(QPointF(e->pos())), &backward);
+  if (op >= 0 && !backward) emit nodeClicked(op);
+}
+
+}  // namespace remat

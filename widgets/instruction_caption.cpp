@@ -1,0 +1,81 @@
+#include "widgets/instruction_caption.h"
+
+#include <algorithm>
+
+#include "core/model.h"
+#include "widgets/node_states.h"
+
+namespace remat {
+
+std::string InstructionCaption::name(int op) const {
+  const std::string& n = model_->op(op).name;
+  return n.empty() ? "op" + std::to_string(op) : n;
+}
+
+std::string InstructionCaption::names(const std::vector<int>& ops) const {
+  std::string s;
+  for (std::size_t i = 0; i < ops.size(); ++i) s += (i ? ", " : "") + name(ops[i]);
+  return s;
+}
+
+bool InstructionCaption::reads_act(const Instr& ins, int op) const {
+  const Op& o = model_->op(ins.op);
+  if (ins.kind == InstrKind::Fwd) return std::find(o.inputs.begin(), o.inputs.end(), op) != o.inputs.end();
+  if (ins.kind == InstrKind::Bwd) return std::find(o.saved.begin(), o.saved.end(), op) != o.saved.end();
+  return false;
+}
+
+std::string InstructionCaption::text(std::size_t t) const {
+  const auto& code = schedule_->code;
+  if (t >= code.size()) return {};
+  const Instr ins = code[t];
+  const int v = ins.op;
+  const Op& op = model_->op(v);
+  switch (ins.kind) {
+    case InstrKind::Fwd: {
+      const bool first = facts_->first_fwd(v) == t;
+      std::string from;
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+        const int u = op.inputs[i];
+        from += (i ? ", " : "");
+        from += (!first && facts_->is_checkpoint(u) ? "checkpoint " : "") + name(u);
+      }
+      if (first) return "forward: computing " + name(v) + (from.empty() ? "" : " from " + from);
+      // Why: the next backward step after t is the one this recompute serves.
+      std::string why;
+      for (std::size_t i = t + 1; i < code.size(); ++i) {
+        if (code[i].kind != InstrKind::Bwd) continue;
+        why = reads_act(code[i], v) ? " because the backward of " + name(code[i].op) + " needs it"
+                                    : " on the way to what the backward of " + name(code[i].op) + " needs";
+        break;
+      }
+      return "recomputing " + name(v) + (from.empty() ? "" : " from " + from) + why;
+    }
+    case InstrKind::FreeAct: {
+      for (std::size_t i = t + 1; i < code.size(); ++i) {
+        if (code[i].kind == InstrKind::Fwd && code[i].op == v)
+          return "freeing " + name(v) + ": it will be recomputed when it is needed again";
+        if (reads_act(code[i], v)) break;  // cannot happen in a valid schedule
+      }
+      return "freeing " + name(v) + ": nothing later reads it";
+    }
+    case InstrKind::FreeGrad:
+      return "freeing G(" + name(v) + "): the backward of " + name(v) + " has consumed it";
+    case InstrKind::Bwd: {
+      std::string s = "backward of " + name(v) + ": reads ";
+      s += model_->has_grad_tensor(v) ? "G(" + name(v) + ")" : "the loss seed";
+      if (!op.saved.empty()) s += " and " + names(op.saved);
+      std::vector<int> writes;
+      for (int u : op.inputs)
+        if (model_->has_grad_tensor(u)) writes.push_back(u);
+      if (!writes.empty()) {
+        s += "; writes ";
+        for (std::size_t i = 0; i < writes.size(); ++i) s += (i ? ", " : "") + ("G(" + name(writes[i]) + ")");
+      }
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace remat

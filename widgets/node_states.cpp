@@ -1,0 +1,69 @@
+#include "widgets/node_states.h"
+
+#include "core/model.h"
+
+namespace remat {
+
+ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule) {
+  const auto n = static_cast<std::size_t>(model.size());
+  first_fwd_.assign(n, kNever);
+  bwd_.assign(n, kNever);
+  checkpoint_.assign(n, 0);
+  first_fwd_[0] = 0;  // the input is given before the first instruction
+  std::vector<uint8_t> freed(n, 0);
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    const Instr ins = schedule.code[i];
+    const auto v = static_cast<std::size_t>(ins.op);
+    switch (ins.kind) {
+      case InstrKind::Fwd:
+        if (first_fwd_[v] == kNever) {
+          first_fwd_[v] = i;
+        } else {
+          for (int u : model.op(ins.op).inputs)
+            if (!freed[static_cast<std::size_t>(u)]) checkpoint_[static_cast<std::size_t>(u)] = 1;
+        }
+        break;
+      case InstrKind::Bwd: bwd_[v] = i; break;
+      case InstrKind::FreeAct: freed[v] = 1; break;
+      case InstrKind::FreeGrad: break;
+    }
+  }
+}
+
+std::vector<int> ScheduleFacts::checkpoint_list() const {
+  std::vector<int> out;
+  for (std::size_t v = 0; v < checkpoint_.size(); ++v)
+    if (checkpoint_[v]) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
+                          const ScheduleFacts& facts, std::size_t t) {
+  const auto n = static_cast<std::size_t>(model.size());
+  NodeStates s;
+  s.fwd.assign(n, FwdState::NotComputed);
+  s.bwd.assign(n, BwdState::Pending);
+  s.checkpoint = facts.checkpoints();
+  s.grad_live.assign(n, 0);
+  if (schedule.code.empty()) return s;
+  if (t >= schedule.code.size()) t = schedule.code.size() - 1;
+  std::vector<uint8_t> act(n, 0);
+  for (const TensorRef& r : index.resident_at(t)) {
+    if (r.grad) s.grad_live[static_cast<std::size_t>(r.op)] = 1;
+    else act[static_cast<std::size_t>(r.op)] = 1;
+  }
+  for (std::size_t v = 0; v < n; ++v) {
+    const std::size_t first = facts.first_fwd(static_cast<int>(v));
+    if (act[v]) s.fwd[v] = FwdState::Live;
+    else if (first != ScheduleFacts::kNever && first <= t) s.fwd[v] = FwdState::Freed;
+    const std::size_t b = facts.bwd_at(static_cast<int>(v));
+    if (b != ScheduleFacts::kNever && b < t) s.bwd[v] = BwdState::Done;
+  }
+  const Instr ins = schedule.code[t];
+  const auto v = static_cast<std::size_t>(ins.op);
+  if (ins.kind == InstrKind::Fwd) s.fwd[v] = facts.first_fwd(ins.op) == t ? FwdState::Computing : FwdState::Recomputing;
+  if (ins.kind == InstrKind::Bwd) s.bwd[v] = BwdState::Running;
+  return s;
+}
+
+}  // namespace remat

@@ -1,0 +1,46 @@
+// What each node of the graph shows at step t, read from the schedule and the
+// core's ResidentIndex (never re-derived from the strategy): forward nodes are
+// not yet computed, live, being computed or recomputed, or freed; checkpoints
+// are ringed; backward nodes are pending, running or done; gradients live.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+#include "core/resident_index.h"
+#include "core/schedule.h"
+
+namespace remat {
+struct Model;
+
+enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed };
+enum class BwdState : uint8_t { Pending, Running, Done };
+
+struct NodeStates {
+  std::vector<FwdState> fwd;
+  std::vector<BwdState> bwd;
+  std::vector<uint8_t> checkpoint;  // kept from the first pass and read by a recompute
+  std::vector<uint8_t> grad_live;   // G(v) resident
+};
+
+// Per-schedule facts computed once: the first fwd and the bwd index of each op
+// and the checkpoint set as the schedule uses it.
+class ScheduleFacts {
+ public:
+  ScheduleFacts(const Model& model, const Schedule& schedule);
+  static constexpr std::size_t kNever = static_cast<std::size_t>(-1);
+  std::size_t first_fwd(int op) const { return first_fwd_[static_cast<std::size_t>(op)]; }
+  std::size_t bwd_at(int op) const { return bwd_[static_cast<std::size_t>(op)]; }
+  // An op whose first-pass activation stays resident until a recompute reads it.
+  bool is_checkpoint(int op) const { return checkpoint_[static_cast<std::size_t>(op)] != 0; }
+  const std::vector<uint8_t>& checkpoints() const { return checkpoint_; }
+  std::vector<int> checkpoint_list() const;
+
+ private:
+  std::vector<std::size_t> first_fwd_, bwd_;
+  std::vector<uint8_t> checkpoint_;
+};
+
+NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
+                          const ScheduleFacts& facts, std::size_t t);
+
+}  // namespace remat

@@ -1,0 +1,74 @@
+// The window's state without any widget: the model, the strategies compared,
+// their simulations (core's simulate_strategies), a resident index per run,
+// the run shown in the graph, the current step and the manual checkpoints.
+// Widgets observe its signals; tests drive it directly.
+#pragma once
+#include <QObject>
+#include <QStringList>
+#include <memory>
+#include <vector>
+
+#include "core/comparison.h"
+#include "core/model.h"
+#include "core/resident_index.h"
+#include "widgets/node_states.h"
+
+namespace remat {
+
+class StudioDocument : public QObject {
+  Q_OBJECT
+ public:
+  explicit StudioDocument(QObject* parent = nullptr);
+  ~StudioDocument() override;
+
+  static QStringList defaultSpecs() { return {"store-all", "recompute-all", "sqrt"}; }
+
+  // Throws InputError (core's message) and leaves the document as it was.
+  void loadModel(const QString& specOrPath);
+  void setModel(Model model, const QString& source);
+  const Model& model() const { return model_; }
+  QString source() const { return source_; }
+
+  void setSpecs(const QStringList& specs);
+  QStringList specs() const { return specs_; }
+  const std::vector<StrategyRun>& runs() const { return runs_; }
+  int runCount() const { return static_cast<int>(runs_.size()); }
+  // Index of a valid run, or nullptr for an invalid one.
+  const ResidentIndex* residentIndex(int run) const;
+  const ScheduleFacts* facts(int run) const;
+
+  int currentRun() const { return current_; }
+  void setCurrentRun(int run);
+  const StrategyRun* current() const;
+  std::size_t step() const { return step_; }
+  std::size_t stepCount() const;  // of the current run
+  void setStep(std::size_t step);
+  NodeStates nodeStates() const;  // current run, current step
+  QString caption() const;
+
+  // Toggles op `op` in the manual checkpoint set, starting from the current
+  // run's checkpoints; the "manual:" run is added (or replaced) and shown.
+  void toggleCheckpoint(int op);
+  std::vector<int> manualCheckpoints() const { return manual_; }
+  int manualRun() const;
+
+ signals:
+  void modelChanged();
+  void runsChanged();
+  void currentRunChanged(int run);
+  void stepChanged(std::size_t step);
+
+ private:
+  void resimulate();
+  Model model_;
+  QString source_;
+  QStringList specs_;
+  std::vector<StrategyRun> runs_;
+  std::vector<std::unique_ptr<ResidentIndex>> indexes_;
+  std::vector<std::unique_ptr<ScheduleFacts>> facts_;
+  std::vector<int> manual_;
+  int current_ = 0;
+  std::size_t step_ = 0;
+};
+
+}  // namespace remat

@@ -1,0 +1,30 @@
+// Play/pause, step, start/end, speed and a slider to scrub to any step.
+#pragma once
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QSlider;
+class QToolButton;
+
+namespace remat {
+class PlaybackController;
+class StudioDocument;
+
+class TransportBar : public QWidget {
+  Q_OBJECT
+ public:
+  TransportBar(StudioDocument* doc, PlaybackController* player, QWidget* parent = nullptr);
+  QSlider* slider() const { return slider_; }
+
+ private:
+  void sync();
+  StudioDocument* doc_;
+  PlaybackController* player_;
+  QToolButton* play_;
+  QSlider* slider_;
+  QLabel* label_;
+  QComboBox* speed_;
+};
+
+}  // namespace remat
