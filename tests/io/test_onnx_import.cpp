@@ -306,3 +306,21 @@ TEST(OnnxFuzzRegressions, LoadOrOneInputError) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// A Conv on a rank-2 input crashes libonnx's shape inference (found by
+// fuzzing); it runs in a child process, so the load survives and says so.
+TEST(OnnxFuzzRegressions, ShapeInferenceCrashIsContained) {
+  REQUIRE_ONNX();
+  std::vector<std::string> notes;
+  const Model m = load_onnx_model(std::string(REMAT_SOURCE_DIR) + "/tests/io/fuzz_regressions/onnx-conv-rank-shape-inference-crash.onnx", &notes);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0], "ONNX shape inference failed (libonnx crashed on this graph (signal 11)); using the shapes stored in the file");
+  EXPECT_EQ(m.op(1).name, "conv");
+  EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{1, 2}));  // sized like its input, with a note
+}
+
+}  // namespace
+}  // namespace remat
