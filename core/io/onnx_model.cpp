@@ -527,8 +527,12 @@ bool infer_shapes_isolated(onnx::ModelProto& proto, std::string& why) {
     why = "libonnx crashed on this graph (signal " + std::to_string(WTERMSIG(status)) + ")";
     return false;
   }
-  if (in.empty() || in[0] != '1') {
-    why = in.size() > 1 ? in.substr(1) : "no result";
+  if (in.empty()) {  // e.g. a sanitizer caught the crash and exited
+    why = "libonnx ended without a result (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+    return false;
+  }
+  if (in[0] != '1') {
+    why = in.substr(1);
     return false;
   }
   onnx::ModelProto inferred;
