@@ -42,6 +42,14 @@ for b in build-device/tests/bench/bench_*; do
   echo "== $(basename "$b")"
   "$b" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>&1 | tee "$out/$(basename "$b").txt" | grep -E "median|^Run|---" || true
 done
+# The summary tables of the benchmarks (Google Benchmark's own lines are above
+# and in $out/bench_*.txt).
+for t in "$out"/bench_*.txt; do
+  case $(basename "$t") in
+    bench_cuda_executor.txt) echo "== bench_cuda_executor summary"; sed -n '/^summary:/,$p;/skipped, no CUDA device/p' "$t" ;;
+    bench_executor.txt) echo "== bench_executor summary (CPU)"; sed -n '/^model /,$p' "$t" ;;
+  esac
+done
 if [[ -x gpu/torch_compare.py ]] && python3 -c "import torch" 2>/dev/null; then
   echo "== PyTorch checkpoint_sequential vs remat on the same MLP"
   python3 gpu/torch_compare.py build-device/app/remat | tee "$out/torch_compare.txt"
