@@ -1,10 +1,11 @@
 #include "widgets/node_states.h"
 
 #include "core/model.h"
+#include "core/strategy.h"
 
 namespace remat {
 
-ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule) {
+ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared) {
   const auto n = static_cast<std::size_t>(model.size());
   first_fwd_.assign(n, kNever);
   bwd_.assign(n, kNever);
@@ -28,6 +29,27 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule) {
       case InstrKind::FreeGrad: break;
     }
   }
+  for (int v : declared)
+    if (v >= 0 && static_cast<std::size_t>(v) < n) checkpoint_[static_cast<std::size_t>(v)] = 1;
+}
+
+std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
+  try {
+    if (name == "sqrt") return every_k_checkpoints(model, sqrt_interval(model));
+    if (name.rfind("every-k:", 0) == 0) return every_k_checkpoints(model, std::stoi(name.substr(8)));
+    if (name.rfind("manual:", 0) == 0) {
+      std::vector<int> out;
+      std::size_t pos = 7;
+      while (pos < name.size()) {
+        std::size_t used = 0;
+        out.push_back(std::stoi(name.substr(pos), &used));
+        pos += used + 1;
+      }
+      return out;
+    }
+  } catch (const std::exception&) {
+  }
+  return {};
 }
 
 std::vector<int> ScheduleFacts::checkpoint_list() const {

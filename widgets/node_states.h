@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 #include "core/resident_index.h"
 #include "core/schedule.h"
@@ -26,7 +27,9 @@ struct NodeStates {
 // and the checkpoint set as the schedule uses it.
 class ScheduleFacts {
  public:
-  ScheduleFacts(const Model& model, const Schedule& schedule);
+  // `declared`: the strategy's own checkpoint set where it has one (sqrt,
+  // every-k, manual: see declared_checkpoints), added to what the schedule shows.
+  ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared = {});
   static constexpr std::size_t kNever = static_cast<std::size_t>(-1);
   std::size_t first_fwd(int op) const { return first_fwd_[static_cast<std::size_t>(op)]; }
   std::size_t bwd_at(int op) const { return bwd_[static_cast<std::size_t>(op)]; }
@@ -39,6 +42,11 @@ class ScheduleFacts {
   std::vector<std::size_t> first_fwd_, bwd_;
   std::vector<uint8_t> checkpoint_;
 };
+
+// The checkpoint set a strategy spec names, from core's helpers
+// (every_k_checkpoints, sqrt_interval); empty for others. A checkpoint the
+// schedule never reads again (the one before the last segment) only shows here.
+std::vector<int> declared_checkpoints(const Model& model, const std::string& canonical_name);
 
 NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
                           const ScheduleFacts& facts, std::size_t t);

@@ -42,7 +42,8 @@ void StudioDocument::resimulate() {
   facts_.clear();
   for (const StrategyRun& r : runs_) {
     indexes_.push_back(r.ok() ? std::make_unique<ResidentIndex>(model_, r.schedule) : nullptr);
-    facts_.push_back(r.ok() ? std::make_unique<ScheduleFacts>(model_, r.schedule) : nullptr);
+    facts_.push_back(r.ok() ? std::make_unique<ScheduleFacts>(model_, r.schedule, declared_checkpoints(model_, r.name))
+                            : nullptr);
   }
   // Keep showing the same strategy when it is still there, else the first valid one.
   int cur = -1;

@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include "core/model_source.h"
+#include "core/resident_index.h"
+#include "core/simulator.h"
+#include "core/strategy.h"
+#include "widgets/node_states.h"
+#include "widgets/studio_document.h"
+
+using namespace remat;
+
+namespace {
+struct Fixture {
+  Model model = load_model("chain:16");
+  Schedule schedule = make_strategy("sqrt")->schedule(model);
+  ResidentIndex index{model, schedule};
+  ScheduleFacts facts{model, schedule, declared_checkpoints(model, "sqrt")};
+};
+
+std::size_t firstBwd(const Schedule& s) {
+  for (std::size_t i = 0; i < s.code.size(); ++i)
+    if (s.code[i].kind == InstrKind::Bwd) return i;
+  return s.code.size();
+}
+
+std::vector<int> liveOps(const NodeStates& s) {
+  std::vector<int> out;
+  for (std::size_t v = 0; v < s.fwd.size(); ++v)
+    if (s.fwd[v] != FwdState::NotComputed && s.fwd[v] != FwdState::Freed) out.push_back(int(v));
+  return out;
+}
+}  // namespace
+
+TEST(NodeStates, MatchTheSimulatorsResidentSetsAtEveryStep) {
+  Fixture f;
+  ResidentSet rs(f.model);
+  for (std::size_t t = 0; t < f.schedule.code.size(); ++t) {
+    rs.apply(f.model, f.schedule.code[t]);
+    const NodeStates s = node_states_at(f.model, f.schedule, f.index, f.facts, t);
+    for (int v = 0; v < f.model.size(); ++v) {
+      const bool shownLive = s.fwd[std::size_t(v)] == FwdState::Live || s.fwd[std::size_t(v)] == FwdState::Computing ||
+                             s.fwd[std::size_t(v)] == FwdState::Recomputing;
+      EXPECT_EQ(shownLive, rs.act[std::size_t(v)] != 0) << "step " << t << " op " << v;
+      EXPECT_EQ(s.grad_live[std::size_t(v)] != 0, rs.grad[std::size_t(v)] != 0) << "step " << t << " op " << v;
+    }
+  }
+}
+
+TEST(NodeStates, SqrtChain16AfterTheForwardPass) {
+  Fixture f;
+  const std::size_t b = firstBwd(f.schedule);
+  ASSERT_LT(b, f.schedule.code.size());
+  EXPECT_EQ(f.schedule.code[b].op, f.model.loss());
+  // The loss is computed with x (a0), a4, a8, a12 and the last segment a13..a15 live.
+  EXPECT_EQ(f.schedule.code[b - 2], (Instr{InstrKind::Fwd, 16}));
+  EXPECT_EQ(liveOps(node_states_at(f.model, f.schedule, f.index, f.facts, b - 2)),
+            (std::vector<int>{0, 4, 8, 12, 13, 14, 15, 16}));
+  // Then A(loss) is freed (MSE's backward reads only its input): after the
+  // forward pass only x, a4, a8, a12 and the last segment are live.
+  const NodeStates s = node_states_at(f.model, f.schedule, f.index, f.facts, b - 1);
+  EXPECT_EQ(liveOps(s), (std::vector<int>{0, 4, 8, 12, 13, 14, 15}));
+  EXPECT_EQ(s.fwd[16], FwdState::Freed);
+  // Ringed: core's every_k_checkpoints for sqrt (4, 8, 12) and the input that recomputes read.
+  EXPECT_EQ(f.facts.checkpoint_list(), (std::vector<int>{0, 4, 8, 12}));
+  EXPECT_EQ(ScheduleFacts(f.model, f.schedule).checkpoint_list(), (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(s.fwd[3], FwdState::Freed);
+  for (int v = 1; v < f.model.size(); ++v) EXPECT_EQ(s.bwd[std::size_t(v)], BwdState::Pending);
+  // At step 0 the first forward is being computed and nothing else but the input exists.
+  const NodeStates s0 = node_states_at(f.model, f.schedule, f.index, f.facts, 0);
+  EXPECT_EQ(s0.fwd[1], FwdState::Computing);
+  EXPECT_EQ(s0.fwd[5], FwdState::NotComputed);
+  // The first backward runs at b; afterwards it is done.
+  EXPECT_EQ(node_states_at(f.model, f.schedule, f.index, f.facts, b).bwd[16], BwdState::Running);
+  EXPECT_EQ(node_states_at(f.model, f.schedule, f.index, f.facts, b + 1).bwd[16], BwdState::Done);
+}
+
+TEST(NodeStates, RecomputeIsFlaggedOnlyForSecondForwards) {
+  Fixture f;
+  int recomputes = 0;
+  for (std::size_t t = 0; t < f.schedule.code.size(); ++t) {
+    const NodeStates s = node_states_at(f.model, f.schedule, f.index, f.facts, t);
+    const Instr ins = f.schedule.code[t];
+    if (ins.kind != InstrKind::Fwd) continue;
+    const bool again = f.facts.first_fwd(ins.op) != t;
+    EXPECT_EQ(s.fwd[std::size_t(ins.op)], again ? FwdState::Recomputing : FwdState::Computing);
+    recomputes += again;
+  }
+  EXPECT_EQ(recomputes, simulate(f.model, f.schedule).recompute_steps);
+}
+
+TEST(StudioDocument, OpensAndKeepsTheModelOnABadSpec) {
+  StudioDocument doc;
+  doc.loadModel("chain:16");
+  ASSERT_EQ(doc.runCount(), 3);
+  EXPECT_THROW(doc.loadModel("chain:banana"), std::exception);
+  EXPECT_EQ(doc.model().size(), 17);
+  doc.setSpecs({"store-all", "every-k:0", "manual:99"});
+  ASSERT_EQ(doc.runCount(), 3);
+  EXPECT_TRUE(doc.runs()[0].ok());
+  EXPECT_FALSE(doc.runs()[1].ok());
+  EXPECT_FALSE(doc.runs()[2].ok());
+  EXPECT_EQ(doc.currentRun(), 0);
+}

@@ -1,0 +1,160 @@
+#include <QAbstractItemModelTester>
+#include <QLineSeries>
+#include <QTest>
+#include <gtest/gtest.h>
+
+#include "core/model_source.h"
+#include "core/simulator.h"
+#include "core/strategy.h"
+#include "widgets/comparison_model.h"
+#include "widgets/graph_view.h"
+#include "widgets/main_window.h"
+#include "widgets/playback_controller.h"
+#include "widgets/studio_document.h"
+#include "widgets/timeline_chart.h"
+
+using namespace remat;
+
+namespace {
+struct Window {
+  MainWindow w;
+  Window() {
+    w.openModel("chain:16", true);
+    w.document()->setSpecs(StudioDocument::defaultSpecs());
+    w.resize(1400, 900);
+    w.show();
+    w.activateWindow();
+    EXPECT_TRUE(QTest::qWaitForWindowExposed(&w));
+  }
+};
+
+double maxY(const QLineSeries* s) {
+  double m = 0;
+  for (const QPointF& p : s->points()) m = std::max(m, p.y());
+  return m;
+}
+}  // namespace
+
+TEST(MainWindow, OpensOnTheDemo) {
+  Window t;
+  StudioDocument* doc = t.w.document();
+  EXPECT_EQ(doc->model().name, "chain:16");
+  ASSERT_EQ(doc->runCount(), 3);
+  EXPECT_EQ(t.w.comparison()->rowCount(), 3);
+  EXPECT_FALSE(doc->caption().isEmpty());
+}
+
+TEST(MainWindow, ClickingANodeTogglesAManualCheckpoint) {
+  Window t;
+  StudioDocument* doc = t.w.document();
+  GraphView* g = t.w.graphView();
+  // Click a6 in the forward row.
+  QTest::mouseClick(g, Qt::LeftButton, {}, g->nodePosition(6).toPoint());
+  const int m = doc->manualRun();
+  ASSERT_GE(m, 0);
+  EXPECT_EQ(doc->currentRun(), m);
+  // Started from store-all's (empty) checkpoint set: the input and a6.
+  EXPECT_EQ(doc->runs()[std::size_t(m)].spec, "manual:0,6");
+  const Model model = load_model("chain:16");
+  const uint64_t expected = simulate(model, make_strategy("manual:0,6")->schedule(model)).peak_bytes;
+  const QModelIndex peak = t.w.comparison()->index(m, ComparisonModel::Peak);
+  EXPECT_EQ(t.w.comparison()->data(peak, Qt::EditRole).toULongLong(), expected);
+  // Click a10 too, then a6 again to remove it.
+  QTest::mouseClick(g, Qt::LeftButton, {}, g->nodePosition(10).toPoint());
+  EXPECT_EQ(doc->runs()[std::size_t(doc->manualRun())].spec, "manual:0,6,10");
+  QTest::mouseClick(g, Qt::LeftButton, {}, g->nodePosition(6).toPoint());
+  EXPECT_EQ(doc->runs()[std::size_t(doc->manualRun())].spec, "manual:0,10");
+  const uint64_t e2 = simulate(model, make_strategy("manual:0,10")->schedule(model)).peak_bytes;
+  EXPECT_EQ(t.w.comparison()->data(t.w.comparison()->index(doc->manualRun(), ComparisonModel::Peak), Qt::EditRole)
+                .toULongLong(),
+            e2);
+  // The chart follows: one series per strategy.
+  EXPECT_EQ(t.w.timeline()->strategySeries().size(), 4);
+  // Clicking empty space changes nothing.
+  QTest::mouseClick(g, Qt::LeftButton, {}, QPoint(2, 2));
+  EXPECT_EQ(doc->runs()[std::size_t(doc->manualRun())].spec, "manual:0,10");
+}
+
+TEST(MainWindow, TransportShortcutsMoveTheStep) {
+  Window t;
+  StudioDocument* doc = t.w.document();
+  ASSERT_TRUE(QTest::qWaitForWindowActive(&t.w));
+  t.w.graphView()->setFocus();
+  doc->setStep(0);
+  QTest::keyClick(&t.w, Qt::Key_Right);
+  EXPECT_EQ(doc->step(), 1u);
+  QTest::keyClick(&t.w, Qt::Key_Right);
+  QTest::keyClick(&t.w, Qt::Key_Left);
+  EXPECT_EQ(doc->step(), 1u);
+  QTest::keyClick(&t.w, Qt::Key_End);
+  EXPECT_EQ(doc->step(), doc->stepCount() - 1);
+  QTest::keyClick(&t.w, Qt::Key_Home);
+  EXPECT_EQ(doc->step(), 0u);
+  QTest::keyClick(&t.w, Qt::Key_Space);
+  EXPECT_TRUE(t.w.player()->playing());
+  QTest::keyClick(&t.w, Qt::Key_Space);
+  EXPECT_FALSE(t.w.player()->playing());
+}
+
+TEST(PlaybackController, PlaysToTheEndAndStops) {
+  StudioDocument doc;
+  doc.loadModel("chain:16");
+  PlaybackController p(&doc);
+  p.setSpeed(PlaybackController::kFullSpeed);
+  p.play();
+  EXPECT_TRUE(QTest::qWaitFor([&] { return !p.playing(); }, 5000));
+  EXPECT_EQ(doc.step(), doc.stepCount() - 1);
+}
+
+TEST(TimelineChart, OneSeriesPerStrategyWithTheRightPeak) {
+  Window t;
+  const auto& runs = t.w.document()->runs();
+  const auto series = t.w.timeline()->strategySeries();
+  ASSERT_EQ(series.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(series[i]->name().toStdString(), runs[std::size_t(i)].name);
+    EXPECT_EQ(maxY(series[i]), double(runs[std::size_t(i)].sim.peak_bytes));
+    EXPECT_EQ(std::size_t(series[i]->count()), runs[std::size_t(i)].sim.timeline.size());  // short: not reduced
+  }
+  EXPECT_EQ(t.w.timeline()->peakMarkers().size(), 3);
+}
+
+TEST(TimelineChart, DownsamplingKeepsThePeak) {
+  // 100k+ instructions: recompute-all on chain:450.
+  const Model m = load_model("chain:450");
+  const auto runs = simulate_strategies(m, {"store-all", "recompute-all", "sqrt"});
+  ASSERT_GT(runs[1].sim.timeline.size(), 100000u);
+  TimelineChart chart;
+  chart.resize(900, 400);
+  chart.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&chart));
+  chart.setRuns(runs);
+  const auto series = chart.strategySeries();
+  ASSERT_EQ(series.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(maxY(series[i]), double(runs[std::size_t(i)].sim.peak_bytes)) << runs[std::size_t(i)].name;
+    EXPECT_LE(series[i]->count(), 2 * chart.buckets());
+  }
+  EXPECT_LT(series[1]->count(), 5000);
+}
+
+TEST(ComparisonModel, PassesTheModelTesterAndShowsFigures) {
+  const Model m = load_model("chain:16");
+  const auto runs = simulate_strategies(m, {"store-all", "recompute-all", "sqrt", "every-k:0"});
+  ComparisonModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.setRuns(&m, &runs);
+  ASSERT_EQ(model.rowCount(), 4);
+  EXPECT_EQ(model.data(model.index(0, ComparisonModel::Tensors)).toULongLong(), 18u);
+  EXPECT_EQ(model.data(model.index(1, ComparisonModel::Tensors)).toULongLong(), 5u);
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::Tensors)).toULongLong(), 9u);
+  EXPECT_EQ(model.data(model.index(1, ComparisonModel::ForwardSteps)).toLongLong(), 136);
+  EXPECT_EQ(model.data(model.index(1, ComparisonModel::Recomputed)).toLongLong(), 120);
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::Overhead)).toString(), "21.4%");
+  EXPECT_TRUE(model.data(model.index(3, ComparisonModel::Peak)).toString().startsWith("invalid: "));
+  std::map<std::string, MeasuredRun> measured;
+  measured["sqrt"] = MeasuredRun{"ok", 9, 1000, 1.5, true, {}};
+  model.setMeasured(measured);
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::MeasuredPeak)).toString(), "9 B");
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::Match)).toString(), "bit-identical");
+}
