@@ -148,7 +148,7 @@ void CudaBackend::load(const Model& model, const HostData& data) {
     const Op& op = model.op(v);
     if (op.inputs.empty()) continue;
     const Op& in0 = model.op(op.inputs[0]);
-    if (op.kind == OpKind::Dense && op.act != Activation::None) pre = std::max(pre, in0.rows() * op.cols());
+    if (op.kind == OpKind::Dense) pre = std::max(pre, in0.rows() * op.cols());
     if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense || op.kind == OpKind::LayerNorm) &&
         !model.has_grad_tensor(op.inputs[0]))
       dx = std::max(dx, op.kind == OpKind::LayerNorm ? op.numel() : in0.rows() * in0.cols());
@@ -179,8 +179,9 @@ float* CudaBackend::scratch(int which, int64_t floats) {
   DeviceBuffer& s = scratch_[which];
   const uint64_t need_bytes = 4 * static_cast<uint64_t>(std::max<int64_t>(floats, 0));
   if (s.bytes() < need_bytes) {
-    // cudaFree of the old buffer waits for the device, so no queued kernel
-    // still reads it.
+    // No queued kernel may still use the old buffer (load() sizes both, so
+    // this happens only for a model it did not foresee).
+    CUDA_CHECK_THROW(cudaStreamSynchronize(stream_));
     s = DeviceBuffer();
     s = DeviceBuffer(need_bytes);
   }
@@ -258,7 +259,8 @@ void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
       throw InputError(op_label(m, v) + ": the cuda backend cannot run a " + std::string(kind_name(op.kind)));
   }
   // A loss: its value is in the baseline scalar (read_loss), and A(v) gets a copy, as on the CPU.
-  if (y) CUDA_CHECK_THROW(cudaMemcpyAsync(y, loss_.get(), sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+  if (y && op.bytes >= sizeof(float))
+    CUDA_CHECK_THROW(cudaMemcpyAsync(y, loss_.get(), sizeof(float), cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {

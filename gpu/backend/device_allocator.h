@@ -27,6 +27,7 @@ class DevicePool {
   // error is cleared). Other failures throw CudaError. 0 bytes gets 1.
   void* allocate(uint64_t bytes);
   // Stream-ordered free; unknown pointers are ignored (as the CPU backend).
+  // Never throws (it runs in destructors).
   void release(void* p);
 
   uint64_t live_bytes() const { return live_; }  // exact, as asked

@@ -41,7 +41,7 @@ Device& device() {
 
 #define REQUIRE_CUDA()                                                        \
   do {                                                                        \
-    if (!device().backend) GTEST_SKIP() << "no CUDA device: " << device().why_not; \
+    if (!device().backend) GTEST_SKIP() << device().why_not; \
   } while (0)
 
 TEST(CudaBackendFactory, GivesABackendOrAReason) {
