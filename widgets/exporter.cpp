@@ -1,6 +1,8 @@
 #include "widgets/exporter.h"
 
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QGraphicsLayout>
 #include <QLineSeries>
 #include <functional>
@@ -40,6 +42,10 @@ void writePicture(const std::string& path, QSize size, double dpr, const QString
   const ImageFormat format = image_format_of(path);
   checkSize(size, path);
   if (dpr <= 0 || dpr > 8) throw InputError("'" + path + "': device pixel ratio must be in (0, 8]");
+  const QFileInfo target(QString::fromStdString(path));
+  if (!target.absoluteDir().exists())
+    throw InputError("cannot write '" + path + "': directory '" + target.absolutePath().toStdString() +
+                     "' does not exist");
   replace_file_atomically(path, [&](const std::string& tmp) {
     const QString file = QString::fromStdString(tmp);
     if (format == ImageFormat::Png) {
