@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/spec_parse.h"
+#include "core/strategies/strategies.h"
 
 namespace remat {
 namespace {
@@ -77,6 +78,11 @@ const std::vector<StrategyInfo>& strategy_catalog() {
       {"sqrt", "", "checkpoint every ceil(sqrt(n)) ops"},
       {"every-k", "K", "checkpoint every K ops (K >= 1)"},
       {"manual", "I,J,...", "checkpoint the listed op ids (topological indices)"},
+      {"revolve", "C", "binomial checkpointing for chains with C slots, the input's included (minimal recomputation)"},
+      {"budget", "BYTES", "chains: least recompute FLOPs whose peak fits BYTES (dynamic programming over segments)"},
+      {"auto", "", "checkpoint articulation points of the DAG, spaced about sqrt(n)"},
+      {"optimal", "BYTES[:SECONDS]", "least recompute FLOPs under BYTES over checkpoint sets (exact search, time limit, default 20 s)"},
+      {"selective", "", "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops"},
   };
   return catalog;
 }
@@ -102,6 +108,17 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
     std::sort(ops.begin(), ops.end());
     ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
     return std::make_unique<Manual>(std::move(ops));
+  }
+  if (head == "revolve")
+    return make_revolve(static_cast<int>(parse_int(args_of(s, head), "revolve: C (checkpoint slots)", 1, 1 << 20)));
+  if (head == "budget") return make_budget(parse_bytes(args_of(s, head), "budget: BYTES"));
+  if (head == "auto") return no_arg(make_auto());
+  if (head == "selective") return no_arg(make_selective());
+  if (head == "optimal") {
+    const auto f = split(args_of(s, head), ':');
+    if (f.size() > 2) throw InputError("optimal: expected optimal:BYTES[:SECONDS] (got '" + s + "')");
+    const double limit = f.size() == 2 ? static_cast<double>(parse_int(f[1], "optimal: SECONDS", 1, 86400)) : 20.0;
+    return make_optimal(parse_bytes(f[0], "optimal: BYTES"), limit);
   }
   std::string known;
   for (const auto& info : strategy_catalog()) known += (known.empty() ? "" : ", ") + info.name;

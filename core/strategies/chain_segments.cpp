@@ -1,0 +1,184 @@
+#include "core/strategies/chain_segments.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/model.h"
+
+namespace remat {
+namespace {
+
+bool reads(const Model& m, int reader, int t) {
+  const auto& s = m.op(reader).saved;
+  return std::find(s.begin(), s.end(), t) != s.end();
+}
+
+}  // namespace
+
+// Mirrors checkpoint_schedule + with_frees for one segment. Conservative in one
+// place only: A(a-1) is counted for the whole segment (exact when some backward
+// step reads it, as with Dense and Linear chains).
+SegmentCost chain_segment(const Model& m, int a, int b) {
+  const int n = m.loss();
+  const bool final = b == n;
+  auto bytes = [&](int v) { return m.op(v).bytes; };
+  // Backward readers of A(u) inside [a, b]; the last one in time is the lowest.
+  auto self_read = [&](int u) { return u >= a && u <= b && reads(m, u, u); };
+  auto next_read = [&](int u) { return u + 1 >= a && u + 1 <= b && reads(m, u + 1, u); };
+  auto needed = [&](int u) { return self_read(u) || next_read(u); };
+  auto last_reader = [&](int u) { return self_read(u) ? u : (next_read(u) ? u + 1 : -1); };
+
+  SegmentCost out;
+  uint64_t cur = bytes(a - 1);
+  // Forward pass over the segment.
+  for (int v = a; v <= b; ++v) {
+    cur += bytes(v);
+    out.peak = std::max(out.peak, cur);
+    if (v - 1 >= a && !(final && needed(v - 1))) cur -= bytes(v - 1);
+    if (final && v == b && !needed(v)) cur -= bytes(v);  // never read: dropped at once
+  }
+  if (!final) {
+    cur = bytes(a - 1) + (self_read(b) ? bytes(b) : 0) + m.grad_bytes(b);
+    int last = -1;  // recompute [a, last]
+    for (int u = a; u < b; ++u)
+      if (needed(u)) last = u;
+    for (int u = a; u <= last; ++u) {
+      cur += bytes(u);
+      out.flops += m.op(u).fwd_flops;
+      out.peak = std::max(out.peak, cur);
+      if (u - 1 >= a && !needed(u - 1)) cur -= bytes(u - 1);
+    }
+  }
+  for (int v = b; v >= a; --v) {
+    cur += m.grad_bytes(v - 1);
+    out.peak = std::max(out.peak, cur);
+    cur -= m.grad_bytes(v);
+    for (int u : {v, v - 1}) {
+      if (u >= a && last_reader(u) == v) cur -= bytes(u);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct Label {
+  uint64_t prefix;  // checkpoints before the current one
+  double flops;
+  int at, parent;   // checkpoint op, label index it came from
+};
+
+// Every segment's figures, row i holding the segments that start at i + 1.
+std::vector<std::vector<SegmentCost>> segment_table(const Model& m) {
+  const int n = m.loss();
+  std::vector<std::vector<SegmentCost>> t(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    auto& row = t[static_cast<std::size_t>(i)];
+    row.resize(static_cast<std::size_t>(n) + 1);
+    for (int b = i + 1; b <= n; ++b) row[static_cast<std::size_t>(b)] = chain_segment(m, i + 1, b);
+  }
+  return t;
+}
+
+// Pareto DP over (prefix bytes, flops); `budget` bounds every segment's
+// prefix + own peak. Returns the best final label or -1.
+int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, uint64_t budget,
+           std::vector<Label>& arena, double& best) {
+  const int n = m.loss();
+  std::vector<std::vector<int>> at(static_cast<std::size_t>(n) + 1);
+  arena.clear();
+  arena.push_back({0, 0, 0, -1});
+  at[0].push_back(0);
+  int best_label = -1;
+  best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < n; ++i) {
+    auto& ls = at[static_cast<std::size_t>(i)];
+    if (ls.empty()) continue;
+    std::sort(ls.begin(), ls.end(), [&](int x, int y) {
+      const auto &p = arena[static_cast<std::size_t>(x)], &q = arena[static_cast<std::size_t>(y)];
+      return p.prefix != q.prefix ? p.prefix < q.prefix : p.flops < q.flops;
+    });
+    std::vector<int> front;  // increasing prefix, strictly decreasing flops
+    for (int l : ls) {
+      if (front.empty() || arena[static_cast<std::size_t>(l)].flops < arena[static_cast<std::size_t>(front.back())].flops)
+        front.push_back(l);
+    }
+    ls.swap(front);
+    const auto& row = table[static_cast<std::size_t>(i)];
+    for (int l : ls) {
+      const Label lab = arena[static_cast<std::size_t>(l)];
+      for (int b = i + 1; b <= n; ++b) {
+        const SegmentCost& s = row[static_cast<std::size_t>(b)];
+        if (lab.prefix + s.peak > budget) continue;
+        const double f = lab.flops + s.flops;
+        if (b == n) {
+          if (f < best) best = f, best_label = l;
+        } else if (f < best) {
+          arena.push_back({lab.prefix + m.op(i).bytes, f, b, l});
+          at[static_cast<std::size_t>(b)].push_back(static_cast<int>(arena.size()) - 1);
+        }
+      }
+    }
+  }
+  return best_label;
+}
+
+}  // namespace
+
+bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoints, uint64_t* predicted_peak,
+                     double* flops) {
+  std::vector<Label> arena;
+  double best = 0;
+  const int l = run_dp(m, segment_table(m), budget, arena, best);
+  if (l < 0) return false;
+  checkpoints.clear();
+  for (int x = l; x > 0; x = arena[static_cast<std::size_t>(x)].parent) checkpoints.push_back(arena[static_cast<std::size_t>(x)].at);
+  std::reverse(checkpoints.begin(), checkpoints.end());
+  if (flops) *flops = best;
+  if (predicted_peak) {
+    uint64_t peak = 0, prefix = 0;
+    int prev = 0;
+    std::vector<int> ends = checkpoints;
+    ends.push_back(m.loss());
+    for (int c : ends) {
+      peak = std::max(peak, prefix + chain_segment(m, prev + 1, c).peak);
+      prefix += m.op(prev).bytes;
+      prev = c;
+    }
+    *predicted_peak = peak;
+  }
+  return true;
+}
+
+uint64_t chain_min_budget(const Model& m) {
+  const int n = m.loss();
+  const auto table = segment_table(m);
+  // Feasibility only needs the least prefix per checkpoint (a smaller prefix
+  // never hurts later segments), so binary search the budget over that.
+  auto feasible = [&](uint64_t budget) {
+    const uint64_t none = std::numeric_limits<uint64_t>::max();
+    std::vector<uint64_t> least(static_cast<std::size_t>(n) + 1, none);
+    least[0] = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t p = least[static_cast<std::size_t>(i)];
+      if (p == none) continue;
+      for (int b = i + 1; b <= n; ++b) {
+        if (p + table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)].peak > budget) continue;
+        if (b == n) return true;
+        auto& q = least[static_cast<std::size_t>(b)];
+        q = std::min(q, p + m.op(i).bytes);
+      }
+    }
+    return false;
+  };
+  uint64_t lo = 0, hi = 0;
+  for (int v = 0; v < m.size(); ++v) hi += 2 * m.op(v).bytes;
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (feasible(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+}  // namespace remat
