@@ -209,7 +209,7 @@ uint64_t CudaBackend::device_free_bytes() const {
     (void)cudaGetLastError();
     return std::numeric_limits<uint64_t>::max();
   }
-  return free_now;
+  return free_now + pool_->unused_reserved_bytes();
 }
 
 void CudaBackend::upload(void* dst, const void* src, uint64_t bytes) {

@@ -83,6 +83,16 @@ uint64_t DevicePool::used_high_bytes() const { return attribute(cudaMemPoolAttrU
 uint64_t DevicePool::reserved_high_bytes() const { return attribute(cudaMemPoolAttrReservedMemHigh); }
 uint64_t DevicePool::reserved_bytes() const { return attribute(cudaMemPoolAttrReservedMemCurrent); }
 
+uint64_t DevicePool::unused_reserved_bytes() const noexcept {
+  uint64_t reserved = 0, used = 0;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return reserved > used ? reserved - used : 0;
+}
+
 void DevicePool::reset_peaks() {
   peak_ = live_;
   uint64_t zero = 0;  // the only value these attributes accept: "reset to the current value"

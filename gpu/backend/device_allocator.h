@@ -37,6 +37,8 @@ class DevicePool {
   uint64_t used_high_bytes() const;
   uint64_t reserved_high_bytes() const;
   uint64_t reserved_bytes() const;
+  // Reserved but not in use now (what the pool can hand out without the driver); 0 on error.
+  uint64_t unused_reserved_bytes() const noexcept;
   // Tracked peak back to live; the pool's high-water marks back to now.
   void reset_peaks();
 
