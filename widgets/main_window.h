@@ -42,6 +42,9 @@ class MainWindow : public QMainWindow {
   StrategyPanel* strategyPanel() const { return panel_; }
   QLabel* captionLabel() const { return caption_; }
   QTabWidget* tabs() const { return tabs_; }
+  RunController* runner() const { return runner_; }
+  // The Run action: executes the valid strategies on the CPU in a worker.
+  void startRun();
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -55,7 +58,6 @@ class MainWindow : public QMainWindow {
   void exportGraph(const QString& ext);
   void exportData(const QString& ext);
   QString askExportPath(const QString& what, const QString& ext);
-  void startRun();
   void maybeAddTradeoffTab();
 
   StudioDocument* doc_;

@@ -20,16 +20,23 @@ int main(int argc, char** argv) {
   QCommandLineOption shot("screenshot", "Save a grab of the window to FILE and quit.", "FILE");
   shot.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption step("step", "Start at step K.", "K");
+  QCommandLineOption show("show", "Show strategy NAME in the graph.", "NAME");
+  QCommandLineOption run("run", "Run the strategies on the CPU at start.");
   cli.addOption(shot);
+  cli.addOption(show);
+  cli.addOption(run);
   cli.addOption(step);
   cli.process(app);
 
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
+  for (int i = 0; cli.isSet(show) && i < w.document()->runCount(); ++i)
+    if (QString::fromStdString(w.document()->runs()[std::size_t(i)].name) == cli.value(show)) w.document()->setCurrentRun(i);
   if (cli.isSet(step)) w.document()->setStep(cli.value(step).toULongLong());
   w.show();
+  if (cli.isSet(run)) w.startRun();
   if (cli.isSet(shot)) {
-    QTimer::singleShot(800, &w, [&] {
+    QTimer::singleShot(cli.isSet(run) ? 3000 : 800, &w, [&] {
       const bool ok = w.grab().save(cli.value(shot));
       app.exit(ok ? 0 : 1);
     });

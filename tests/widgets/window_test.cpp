@@ -158,3 +158,41 @@ TEST(ComparisonModel, PassesTheModelTesterAndShowsFigures) {
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::MeasuredPeak)).toString(), "9 B");
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::Match)).toString(), "bit-identical");
 }
+
+#include <QSignalSpy>
+#include "widgets/run_controller.h"
+
+TEST(RunController, MeasuredEqualsPredictedOnTheCpu) {
+  if (!RunController::available()) GTEST_SKIP() << "built without the executor";
+  const Model m = load_model("chain:16:64");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt", "recompute-all"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  QSignalSpy progress(&rc, &RunController::progress);
+  ASSERT_TRUE(rc.start(m, runs));
+  EXPECT_TRUE(rc.running());
+  EXPECT_FALSE(rc.start(m, runs));  // one run at a time
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_FALSE(rc.running());
+  EXPECT_GT(progress.count(), 0);
+  const auto measured = done.at(0).at(0).value<std::map<std::string, MeasuredRun>>();
+  EXPECT_TRUE(done.at(0).at(1).toString().isEmpty());
+  ASSERT_EQ(measured.size(), 3u);
+  for (const auto& r : runs) {
+    const MeasuredRun& mr = measured.at(r.spec);
+    EXPECT_EQ(mr.status, "ok");
+    EXPECT_EQ(mr.tracked_peak, r.sim.peak_bytes) << r.spec;
+    EXPECT_EQ(mr.timeline, r.sim.timeline) << r.spec;
+    EXPECT_TRUE(mr.matches_reference) << r.spec;
+  }
+}
+
+TEST(RunController, ASimulateOnlyModelIsAnError) {
+  if (!RunController::available()) GTEST_SKIP() << "built without the executor";
+  const Model m = load_model("chain:16");  // 1-byte activations: simulate only
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  ASSERT_TRUE(rc.start(m, simulate_strategies(m, {"sqrt"})));
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_FALSE(done.at(0).at(1).toString().isEmpty());
+}
