@@ -72,14 +72,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(top);
   split->addWidget(tabs_);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
+  split->setSizes({420, 420});
   setCentralWidget(split);
 
   panel_ = new StrategyPanel(this);
   auto* dock = new QDockWidget(tr("Strategies"), this);
   dock->setObjectName("strategies");
   dock->setWidget(panel_);
+  panel_->setMinimumWidth(340);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
 
   // Toolbar: model spec and the run shown in the graph.
