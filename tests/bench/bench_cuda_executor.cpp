@@ -261,7 +261,8 @@ void print_summary() {
     }
     std::printf("%-18s %12.3f %12.3f %14.2f %11s %11s\n", spec, sq - sa, f, f > 0 ? (sq - sa) / f : 0.0, raw, interp);
   }
-  std::printf("ms: one training step on the GPU (CUDA events, marks 0..n). fwd ms: store-all's forward instructions.\n"
+  std::printf("ms: one training step on the GPU (CUDA events, marks 0..n). fwd ms: its fwd instructions (sqrt: with\n"
+              "the recomputations; '1 fwd ms' below is store-all's, one forward pass).\n"
               "(sqrt-SA)/fwd near 1: sqrt costs about one extra forward. device MiB: the backend's device peak\n"
               "(baseline + scratch + cuBLAS workspace + the pool's used high-water mark); pool resMiB: the pool's\n"
               "reserved high-water mark. interp: the executor's store-all over the same kernels in a plain loop.\n");
