@@ -15,9 +15,8 @@ bool reads(const Model& m, int reader, int t) {
 
 }  // namespace
 
-// Mirrors checkpoint_schedule + with_frees for one segment. Conservative in one
-// place only: A(a-1) is counted for the whole segment (exact when some backward
-// step reads it, as with Dense and Linear chains).
+// Mirrors checkpoint_schedule + with_frees for one segment: which tensors each
+// instruction finds resident, given that only A(a-1) and A(b) cross its borders.
 SegmentCost chain_segment(const Model& m, int a, int b) {
   const int n = m.loss();
   const bool final = b == n;
@@ -29,23 +28,30 @@ SegmentCost chain_segment(const Model& m, int a, int b) {
   auto last_reader = [&](int u) { return self_read(u) ? u : (next_read(u) ? u + 1 : -1); };
 
   SegmentCost out;
+  int last = -1;  // a non-final segment recomputes [a, last]
+  if (!final)
+    for (int u = a; u < b; ++u)
+      if (needed(u)) last = u;
+  // A(a-1) after fwd a: still read by bwd a, or bwd a-1 (an earlier segment,
+  // later in time), or this segment's recompute.
+  const bool start_by_bwd = reads(m, a, a - 1) || (a - 1 >= 1 && reads(m, a - 1, a - 1));
+  out.keeps_start = start_by_bwd || last >= a;
+
   uint64_t cur = bytes(a - 1);
-  // Forward pass over the segment.
-  for (int v = a; v <= b; ++v) {
+  for (int v = a; v <= b; ++v) {  // the forward pass over the segment
     cur += bytes(v);
     out.peak = std::max(out.peak, cur);
+    if (v == a && !out.keeps_start) cur -= bytes(a - 1);
     if (v - 1 >= a && !(final && needed(v - 1))) cur -= bytes(v - 1);
     if (final && v == b && !needed(v)) cur -= bytes(v);  // never read: dropped at once
   }
   if (!final) {
-    cur = bytes(a - 1) + (self_read(b) ? bytes(b) : 0) + m.grad_bytes(b);
-    int last = -1;  // recompute [a, last]
-    for (int u = a; u < b; ++u)
-      if (needed(u)) last = u;
+    cur = (out.keeps_start ? bytes(a - 1) : 0) + (self_read(b) ? bytes(b) : 0) + m.grad_bytes(b);
     for (int u = a; u <= last; ++u) {
       cur += bytes(u);
       out.flops += m.op(u).fwd_flops;
       out.peak = std::max(out.peak, cur);
+      if (u == a && !start_by_bwd) cur -= bytes(a - 1);
       if (u - 1 >= a && !needed(u - 1)) cur -= bytes(u - 1);
     }
   }
@@ -114,7 +120,7 @@ int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, u
         if (b == n) {
           if (f < best) best = f, best_label = l;
         } else if (f < best) {
-          arena.push_back({lab.prefix + m.op(i).bytes, f, b, l});
+          arena.push_back({lab.prefix + (s.keeps_start ? m.op(i).bytes : 0), f, b, l});
           at[static_cast<std::size_t>(b)].push_back(static_cast<int>(arena.size()) - 1);
         }
       }
@@ -141,8 +147,9 @@ bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoi
     std::vector<int> ends = checkpoints;
     ends.push_back(m.loss());
     for (int c : ends) {
-      peak = std::max(peak, prefix + chain_segment(m, prev + 1, c).peak);
-      prefix += m.op(prev).bytes;
+      const SegmentCost s = chain_segment(m, prev + 1, c);
+      peak = std::max(peak, prefix + s.peak);
+      prefix += s.keeps_start ? m.op(prev).bytes : 0;
       prev = c;
     }
     *predicted_peak = peak;
@@ -166,7 +173,7 @@ uint64_t chain_min_budget(const Model& m) {
         if (p + table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)].peak > budget) continue;
         if (b == n) return true;
         auto& q = least[static_cast<std::size_t>(b)];
-        q = std::min(q, p + m.op(i).bytes);
+        q = std::min(q, p + (table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)].keeps_start ? m.op(i).bytes : 0));
       }
     }
     return false;

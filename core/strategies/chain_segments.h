@@ -9,8 +9,9 @@ namespace remat {
 struct Model;
 
 struct SegmentCost {
-  uint64_t peak = 0;   // bytes of the segment's own tensors at its worst instruction, A(a-1) included
+  uint64_t peak = 0;   // bytes of the segment's own tensors at its worst instruction, A(a-1) included while resident
   double flops = 0;    // recomputed forward FLOPs
+  bool keeps_start = false;  // some backward step reads A(a-1): it stays resident under later segments
 };
 
 // Segment [a, b] of a chain: A(a-1) is a checkpoint (or the input), A(b) a

@@ -1,0 +1,60 @@
+// Helpers shared by the strategy tests: chains of unequal layers (no preset
+// has them) and the checkpoint-set brute force the exact strategies are held to.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/checkpoint_schedule.h"
+#include "core/model.h"
+#include "core/simulator.h"
+
+namespace remat::test {
+
+// Input of width widths[0], Dense(tanh) layers of the following widths, MSE loss.
+inline Model unequal_chain(const std::vector<int64_t>& widths, const std::string& name = "unequal") {
+  Model m;
+  m.name = name;
+  Op in;
+  in.kind = OpKind::Input;
+  in.name = "x";
+  in.shape = {1, widths[0]};
+  int prev = m.add(in);
+  for (std::size_t i = 1; i < widths.size(); ++i) {
+    Op d;
+    d.kind = OpKind::Dense;
+    d.act = Activation::Tanh;
+    d.name = "d" + std::to_string(i);
+    d.inputs = {prev};
+    d.shape = {1, widths[i]};
+    prev = m.add(d);
+  }
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.name = "loss";
+  loss.inputs = {prev};
+  m.add(loss);
+  m.finalize();
+  return m;
+}
+
+struct SetResult {
+  std::vector<int> checkpoints;
+  Simulation sim;
+};
+
+// Every checkpoint set of ops 1..loss-1 through segment_schedule, simulated.
+inline std::vector<SetResult> all_checkpoint_sets(const Model& m) {
+  const int c = m.loss() - 1;
+  std::vector<SetResult> out;
+  for (uint32_t mask = 0; mask < (1u << c); ++mask) {
+    SetResult r;
+    for (int i = 0; i < c; ++i)
+      if (mask >> i & 1) r.checkpoints.push_back(i + 1);
+    r.sim = simulate(m, segment_schedule(m, r.checkpoints, "brute"));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace remat::test
