@@ -66,10 +66,13 @@ void paintLegend(QPainter& p, const QRectF& target) {
 
 QTransform fit_transform(const GraphLayout& layout, const QRectF& target, double maxScale) {
   const QRectF b = layout.bounds();
-  const double s = std::min({target.width() / b.width(), (target.height() - 30) / b.height(), maxScale});
+  // Long models shrink along x only: the rows keep their height so that the
+  // zoomed-out strips stay readable.
+  const double sy = std::min((target.height() - 30) / b.height(), maxScale);
+  const double sx = std::min(target.width() / b.width(), sy);
   QTransform t;
   t.translate(target.center().x(), target.center().y() + 12);
-  t.scale(s, s);
+  t.scale(sx, sy);
   t.translate(-b.center().x(), -b.center().y());
   return t;
 }
@@ -84,7 +87,8 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
     p.restore();
     return;
   }
-  const double scale = std::sqrt(std::abs(sceneToTarget.determinant()));
+  const double sx = std::abs(sceneToTarget.m11()), sy = std::abs(sceneToTarget.m22());
+  const double scale = std::min(sx, sy);
   const double r = GraphLayout::kRadius * scale;  // node radius in target units
   const bool detailed = r >= 4;
   const QRectF scene = sceneToTarget.inverted().mapRect(target);
@@ -96,18 +100,26 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
 
   if (!detailed) {
     // Level of detail: one strip per op and row, coloured by state.
-    const double w = std::max(1.0, GraphLayout::kDx * scale);
+    const double w = std::max(1.0, GraphLayout::kDx * sx);
+    const double h = std::max(6.0, GraphLayout::kRow * sy * 0.4);  // bands, not dots
     for (int v = lo; v <= hi; ++v) {
       const QPointF f = sceneToTarget.map(layout.fwd(v));
       const QColor c = states.checkpoint[v] && states.fwd[v] == FwdState::Live ? GraphPalette::checkpointRing()
                                                                                 : fwdFill(states.fwd[v]);
-      p.fillRect(QRectF(f.x() - w / 2, f.y() - std::max(3.0, r), w, std::max(6.0, 2 * r)), c);
+      p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), c);
       if (v == n - 1) continue;
       const QPointF b = sceneToTarget.map(layout.bwd(v));
       QColor bc = bwdFill(states.bwd[v]);
       if (states.grad_live[v]) bc = GraphPalette::gradLive();
-      p.fillRect(QRectF(b.x() - w / 2, b.y() - std::max(3.0, r), w, std::max(6.0, 2 * r)), bc);
+      p.fillRect(QRectF(b.x() - w / 2, b.y() - h / 2, w, h), bc);
     }
+    p.setPen(QColor(90, 90, 90));
+    QFont f = p.font();
+    f.setPixelSize(11);
+    p.setFont(f);
+    const QPointF f0 = sceneToTarget.map(layout.fwd(0)), b0 = sceneToTarget.map(QPointF(0, GraphLayout::kRow));
+    p.drawText(QPointF(std::max(target.left() + 4, f0.x()), f0.y() - h / 2 - 4), "forward");
+    p.drawText(QPointF(std::max(target.left() + 4, b0.x()), b0.y() + h / 2 + 14), "backward (zoom in for nodes)");
     if (legend) paintLegend(p, target);
     p.restore();
     return;
@@ -125,7 +137,7 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
       if (v - u == 1 || loss) {
         p.drawLine(a, b);
       } else {
-        const double h = std::min(GraphLayout::kRow * 0.6, 8.0 + 6.0 * (v - u)) * scale;
+        const double h = std::min(GraphLayout::kRow * 0.6, 8.0 + 6.0 * (v - u)) * sy;
         QPainterPath path(a);
         path.cubicTo(a + QPointF(0, -h), b + QPointF(0, -h), b);
         p.drawPath(path);
@@ -136,7 +148,7 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
       if (v - u == 1 || loss) {
         p.drawLine(bb, ba);
       } else {
-        const double h = std::min(GraphLayout::kRow * 0.6, 8.0 + 6.0 * (v - u)) * scale;
+        const double h = std::min(GraphLayout::kRow * 0.6, 8.0 + 6.0 * (v - u)) * sy;
         QPainterPath path(bb);
         path.cubicTo(bb + QPointF(0, h), ba + QPointF(0, h), ba);
         p.drawPath(path);

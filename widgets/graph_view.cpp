@@ -46,11 +46,13 @@ QPointF GraphView::nodePosition(int op, bool backward) const {
 }
 
 void GraphView::zoomBy(double factor, QPointF around) {
-  QTransform z;
-  z.translate(around.x(), around.y());
-  z.scale(factor, factor);
-  z.translate(-around.x(), -around.y());
-  transform_ = transform_ * z;
+  // x zooms by `factor`; y never gets smaller than the fitted height
+  // (long models stay readable), and the point under `around` stays put.
+  const QPointF scene = transform_.inverted().map(around);
+  const double sx = transform_.m11() * factor;
+  const double syFit = fit_transform(layout_, QRectF(rect())).m22();
+  const double sy = std::max(sx, syFit);
+  transform_ = QTransform(sx, 0, 0, sy, around.x() - scene.x() * sx, around.y() - scene.y() * sy);
   fitted_ = false;
   update();
 }
