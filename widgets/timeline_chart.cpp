@@ -74,7 +74,17 @@ void TimelineChart::setRuns(const std::vector<StrategyRun>& runs, const QString&
     m->replace(QList<QPointF>{QPointF(double(r.sim.peak_index), double(r.sim.peak_bytes))});
     peaks_.append(m);
   }
+  unit_ = 1;
+  const char* unitName = "bytes";
+  for (const char* name : {"KiB", "MiB", "GiB"}) {
+    if (ymax_ / unit_ < 4096) break;
+    unit_ *= 1024;
+    unitName = name;
+  }
+  ay_->setTitleText(tr("resident %1").arg(unitName));
   for (auto* m : peaks_) {
+    const QPointF p = m->at(0);
+    m->replace(QList<QPointF>{QPointF(p.x(), p.y() / unit_)});
     c->addSeries(m);
     m->attachAxis(ax_);
     m->attachAxis(ay_);
@@ -89,7 +99,8 @@ void TimelineChart::setRuns(const std::vector<StrategyRun>& runs, const QString&
   // Peaks and cursor need no legend entries.
   for (auto* m : c->legend()->markers(cursor_)) m->setVisible(false);
   ax_->setRange(0, double(xmax > 1 ? xmax - 1 : 1));
-  ay_->setRange(0, ymax_ * 1.12);
+  ay_->setRange(0, ymax_ / unit_ * 1.12);
+  ay_->setLabelFormat(unit_ == 1 ? "%.0f" : "%.1f");
   lastBuckets_ = 0;
   resample();
   setCursor(step_);
@@ -126,15 +137,21 @@ void TimelineChart::resample() {
   const int b = buckets();
   if (b == lastBuckets_) return;
   lastBuckets_ = b;
-  for (int i = 0; i < series_.size(); ++i) series_[i]->replace(downsample_minmax(timelines_[std::size_t(i)], b));
+  auto scaled = [this](QList<QPointF> pts) {
+    if (unit_ != 1)
+      for (QPointF& p : pts) p.setY(p.y() / unit_);
+    return pts;
+  };
+  for (int i = 0; i < series_.size(); ++i)
+    series_[i]->replace(scaled(downsample_minmax(timelines_[std::size_t(i)], b)));
   for (int i = 0; i < measuredSeries_.size(); ++i)
-    measuredSeries_[i]->replace(downsample_minmax(measuredTimelines_[std::size_t(i)], b));
+    measuredSeries_[i]->replace(scaled(downsample_minmax(measuredTimelines_[std::size_t(i)], b)));
 }
 
 void TimelineChart::setCursor(std::size_t step) {
   step_ = step;
   if (!cursor_) return;
-  cursor_->replace(QList<QPointF>{QPointF(double(step), 0), QPointF(double(step), ymax_ * 1.12)});
+  cursor_->replace(QList<QPointF>{QPointF(double(step), 0), QPointF(double(step), ymax_ / unit_ * 1.12)});
 }
 
 void TimelineChart::resizeEvent(QResizeEvent* e) {

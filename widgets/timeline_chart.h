@@ -34,6 +34,8 @@ class TimelineChart : public QChartView {
   QList<QScatterSeries*> peakMarkers() const { return peaks_; }
   QLineSeries* cursorSeries() const { return cursor_; }
   int buckets() const;
+  // The y axis counts in B, KiB, MiB or GiB: series hold bytes / unitBytes().
+  double unitBytes() const { return unit_; }
 
  protected:
   void resizeEvent(QResizeEvent* e) override;
@@ -49,6 +51,7 @@ class TimelineChart : public QChartView {
   QValueAxis* ay_ = nullptr;
   std::size_t step_ = 0;
   double ymax_ = 1;
+  double unit_ = 1;
   int lastBuckets_ = 0;
 };
 
