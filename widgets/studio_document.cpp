@@ -35,9 +35,28 @@ void StudioDocument::setSpecs(const QStringList& specs) {
 
 void StudioDocument::resimulate() {
   const std::string shownName = current() ? current()->spec : std::string();
+  // recompute-all is quadratic: on a 10,000-op model it is 100M instructions,
+  // more than the window should hold. It is refused here with the reason (the
+  // CLI still simulates it).
+  const double n = model_.size();
+  const bool quadraticTooLong = n * n / 2 > kMaxWindowInstructions;
   std::vector<std::string> specs;
-  for (const QString& s : specs_) specs.push_back(s.toStdString());
-  runs_ = model_.size() > 0 ? simulate_strategies(model_, specs) : std::vector<StrategyRun>{};
+  for (const QString& s : specs_)
+    if (!(quadraticTooLong && s == "recompute-all")) specs.push_back(s.toStdString());
+  std::vector<StrategyRun> runs = model_.size() > 0 ? simulate_strategies(model_, specs) : std::vector<StrategyRun>{};
+  runs_.clear();
+  std::size_t next = 0;
+  for (const QString& s : specs_) {
+    if (quadraticTooLong && s == "recompute-all") {
+      StrategyRun r;
+      r.spec = r.name = "recompute-all";
+      r.error = "not simulated in the window: about " + std::to_string(static_cast<long long>(n * n / 2)) +
+                " forward steps on " + std::to_string(model_.size()) + " ops (use 'remat simulate')";
+      runs_.push_back(std::move(r));
+    } else if (next < runs.size()) {
+      runs_.push_back(std::move(runs[next++]));
+    }
+  }
   indexes_.clear();
   facts_.clear();
   for (const StrategyRun& r : runs_) {

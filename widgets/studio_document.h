@@ -21,6 +21,8 @@ class StudioDocument : public QObject {
   explicit StudioDocument(QObject* parent = nullptr);
   ~StudioDocument() override;
 
+  // recompute-all beyond this many forward steps is not simulated in the window.
+  static constexpr double kMaxWindowInstructions = 20e6;
   static QStringList defaultSpecs() { return {"store-all", "recompute-all", "sqrt"}; }
 
   // Throws InputError (core's message) and leaves the document as it was.

@@ -101,3 +101,13 @@ TEST(StudioDocument, OpensAndKeepsTheModelOnABadSpec) {
   EXPECT_FALSE(doc.runs()[2].ok());
   EXPECT_EQ(doc.currentRun(), 0);
 }
+
+TEST(StudioDocument, RefusesQuadraticRecomputeAllOnHugeModels) {
+  StudioDocument doc;
+  doc.loadModel("chain:10000");
+  ASSERT_EQ(doc.runCount(), 3);
+  EXPECT_TRUE(doc.runs()[0].ok());
+  EXPECT_FALSE(doc.runs()[1].ok());
+  EXPECT_NE(doc.runs()[1].error.find("remat simulate"), std::string::npos);
+  EXPECT_TRUE(doc.runs()[2].ok());
+}
