@@ -1,13 +1,98 @@
-// Placeholder: replaced when `remat sweep` lands.
+// remat sweep: the memory–time trade-off. For each budget, the least recompute
+// overhead any strategy reaches within it (chains: the exact DP; DAGs: the
+// checkpoint-set search with a time limit per budget), and the named strategies.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "app/cli/commands.h"
 #include "core/errors.h"
+#include "core/model_source.h"
+#include "core/strategies/sweep.h"
+
+// --plot renders with Qt Charts: only when remat links remat_widgets (the GUI
+// build), which is also when Qt's headers are on the include path.
+#if __has_include(<QApplication>) && __has_include(<QtCharts/QChartView>)
+#define REMAT_SWEEP_PLOT 1
+#include <QApplication>
+#include <cstdlib>
+
+#include "widgets/tradeoff_chart.h"
+#endif
 
 namespace remat::cli {
+namespace {
+
+struct SweepOptions_ {
+  std::string model;
+  std::string budgets = "auto";
+  bool json = false;
+  std::string plot;
+  int seconds = 1;
+};
+
+void print_table(const Model& model, const SweepResult& r) {
+  std::printf("model %s: best recompute overhead per memory budget\n", model.name.c_str());
+  std::printf("%14s %14s %10s  %s\n", "budget", "peak", "overhead", "strategy");
+  for (const auto& p : r.budgets) {
+    if (!p.feasible) {
+      std::printf("%14s %14s %10s  %s\n", format_bytes(p.budget).c_str(), "-", "-", "infeasible");
+      continue;
+    }
+    std::printf("%14s %14s %9.1f%%  %s\n", format_bytes(p.budget).c_str(), format_bytes(p.peak).c_str(),
+                100.0 * p.overhead, p.spec.c_str());
+  }
+  std::printf("named strategies:\n");
+  for (const auto& n : r.named)
+    std::printf("%14s %14s %9.1f%%  %s\n", "", format_bytes(n.peak).c_str(), 100.0 * n.overhead, n.spec.c_str());
+}
+
+void run_sweep(const SweepOptions_& o) {
+#ifndef REMAT_SWEEP_PLOT
+  if (!o.plot.empty()) throw InputError("--plot needs the GUI build (Qt Charts); this remat was built without it");
+#endif
+  const Model model = load_model(o.model);
+  const auto budgets = parse_budgets(model, o.budgets);
+  SweepOptions so;
+  so.optimal_seconds = o.seconds;
+  const SweepResult r = sweep(model, budgets, so);
+  if (o.json) std::cout << sweep_json(model, r).dump() << "\n";
+  else print_table(model, r);
+#ifdef REMAT_SWEEP_PLOT
+  if (!o.plot.empty()) {
+    if (!std::getenv("QT_QPA_PLATFORM") && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+      setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    static int argc = 1;
+    static char name[] = "remat";
+    static char* argv[] = {name, nullptr};
+    qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
+      if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "remat: qt: " << msg.toStdString() << "\n";
+    });
+    std::unique_ptr<QApplication> app;
+    if (!QCoreApplication::instance()) app = std::make_unique<QApplication>(argc, argv);
+    TradeoffChart chart;
+    chart.setSweep(QString::fromStdString(model.name), r);
+    chart.resize(1000, 600);
+    save_tradeoff_chart(chart, o.plot);
+    std::cerr << "wrote " << o.plot << "\n";
+  }
+#endif
+}
+
+}  // namespace
 
 void add_sweep_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("sweep", "Best recompute overhead for each memory budget (not available yet)");
-  cmd->allow_extras();
-  cmd->callback([] { throw InputError("'remat sweep' is not available in this build yet"); });
+  auto o = std::make_shared<SweepOptions_>();
+  auto* cmd = app.add_subcommand("sweep", "Best recompute overhead for each memory budget (the memory-time trade-off)");
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec or a .json/.onnx file")->required();
+  cmd->add_option("--budgets", o->budgets, "'auto' (12 budgets from recompute-all's peak to store-all's) or B1,B2,... (512, 64K, 1.5M)")
+      ->capture_default_str();
+  cmd->add_option("--seconds", o->seconds, "DAGs: search time per budget in seconds")->check(CLI::Range(1, 3600))->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON {model, budgets:[{budget_bytes, feasible, spec, peak_bytes, overhead}], strategies:[...]}");
+  cmd->add_option("--plot", o->plot, "Also draw the trade-off to this .png or .svg (GUI build only)");
+  cmd->callback([o] { run_sweep(*o); });
 }
 
 }  // namespace remat::cli

@@ -1,0 +1,124 @@
+#include "core/strategies/explain.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/model.h"
+#include "core/simulator.h"
+
+namespace remat {
+
+std::string_view held_for_name(HeldFor h) {
+  switch (h) {
+    case HeldFor::Checkpoint: return "checkpoint";
+    case HeldFor::AwaitsBackward: return "waiting for its backward";
+    case HeldFor::Recomputed: return "being recomputed";
+    case HeldFor::Gradient: return "gradient";
+  }
+  return "?";
+}
+
+const PeakGroup* PeakExplanation::group(HeldFor h) const {
+  for (const auto& g : groups)
+    if (g.reason == h) return &g;
+  return nullptr;
+}
+
+PeakExplanation explain_peak(const Model& m, const Schedule& s) {
+  const Simulation sim = simulate(m, s);
+  PeakExplanation e;
+  e.strategy = s.strategy;
+  e.peak_index = sim.peak_index;
+  e.peak_bytes = sim.peak_bytes;
+  if (s.code.empty()) return e;
+  e.instr = s.code[sim.peak_index];
+  const auto n = static_cast<std::size_t>(m.size());
+  ResidentSet r(m);
+  std::vector<uint8_t> computed(n, 0), recomputed(n, 0);
+  for (std::size_t i = 0; i <= sim.peak_index; ++i) {
+    const Instr ins = s.code[i];
+    if (ins.kind == InstrKind::Fwd) {
+      recomputed[static_cast<std::size_t>(ins.op)] = computed[static_cast<std::size_t>(ins.op)];
+      computed[static_cast<std::size_t>(ins.op)] = 1;
+    }
+    r.apply(m, ins);
+  }
+  // Which forward-pass copies still feed a recompute before they are freed.
+  std::vector<uint8_t> open(r.act), feeds(n, 0);
+  for (std::size_t i = sim.peak_index + 1; i < s.code.size(); ++i) {
+    const Instr ins = s.code[i];
+    if (ins.kind == InstrKind::FreeAct) open[static_cast<std::size_t>(ins.op)] = 0;
+    if (ins.kind == InstrKind::Fwd)
+      for (int u : m.op(ins.op).inputs)
+        if (open[static_cast<std::size_t>(u)]) feeds[static_cast<std::size_t>(u)] = 1;
+  }
+  PeakGroup g[4] = {{HeldFor::Checkpoint, 0, {}}, {HeldFor::AwaitsBackward, 0, {}}, {HeldFor::Recomputed, 0, {}}, {HeldFor::Gradient, 0, {}}};
+  for (std::size_t v = 0; v < n; ++v) {
+    if (r.act[v]) {
+      const HeldFor h = recomputed[v] ? HeldFor::Recomputed
+                        : (v == 0 || feeds[v]) ? HeldFor::Checkpoint : HeldFor::AwaitsBackward;
+      auto& gr = g[static_cast<int>(h)];
+      gr.ops.push_back(static_cast<int>(v));
+      gr.bytes += m.op(static_cast<int>(v)).bytes;
+    }
+  }
+  for (std::size_t v = 0; v < n; ++v) {
+    if (r.grad[v] && m.has_grad_tensor(static_cast<int>(v))) {
+      g[3].ops.push_back(static_cast<int>(v));
+      g[3].bytes += m.grad_bytes(static_cast<int>(v));
+    }
+  }
+  for (auto& gr : g)
+    if (!gr.ops.empty()) e.groups.push_back(std::move(gr));
+  return e;
+}
+
+namespace {
+
+std::string op_list(const Model& m, const std::vector<int>& ops, std::size_t max = 12) {
+  std::string s;
+  for (std::size_t i = 0; i < ops.size() && i < max; ++i) {
+    const Op& op = m.op(ops[i]);
+    s += (i ? ", " : "") + (op.name.empty() ? "op" + std::to_string(ops[i]) : op.name);
+  }
+  if (ops.size() > max) s += ", ... (" + std::to_string(ops.size() - max) + " more)";
+  return s;
+}
+
+}  // namespace
+
+std::string explanation_text(const Model& m, const PeakExplanation& e) {
+  std::ostringstream o;
+  o << "strategy " << e.strategy << " on " << m.name << ": peak " << e.peak_bytes << " bytes at instruction "
+    << e.peak_index << " (" << to_string(e.instr, m) << ")\n";
+  for (const auto& g : e.groups) {
+    o << "  " << held_for_name(g.reason) << ": " << g.bytes << " bytes, " << g.ops.size() << " tensor"
+      << (g.ops.size() == 1 ? "" : "s") << " [" << op_list(m, g.ops) << "]\n";
+  }
+  const PeakGroup* ck = e.group(HeldFor::Checkpoint);
+  const PeakGroup* wait = e.group(HeldFor::AwaitsBackward);
+  const PeakGroup* rec = e.group(HeldFor::Recomputed);
+  if (wait && wait->bytes * 2 >= e.peak_bytes)
+    o << "why: most of the peak is forward-pass activations still waiting for their backward; checkpoints earlier in "
+         "the graph would let them be freed and recomputed\n";
+  else if (rec && rec->bytes * 2 >= e.peak_bytes)
+    o << "why: most of the peak is one segment being recomputed; more (or better placed) checkpoints shorten the "
+         "segments\n";
+  else if (ck && ck->bytes * 2 >= e.peak_bytes)
+    o << "why: most of the peak is checkpoints; fewer of them trade memory for recomputation\n";
+  return o.str();
+}
+
+nlohmann::json explanation_json(const Model& m, const PeakExplanation& e) {
+  nlohmann::json j{{"strategy", e.strategy}, {"peak_bytes", e.peak_bytes}, {"peak_index", e.peak_index},
+                   {"instruction", to_string(e.instr, m)}};
+  j["groups"] = nlohmann::json::array();
+  for (const auto& g : e.groups) {
+    nlohmann::json names = nlohmann::json::array();
+    for (int v : g.ops) names.push_back(m.op(v).name);
+    j["groups"].push_back({{"reason", held_for_name(g.reason)}, {"bytes", g.bytes}, {"ops", g.ops}, {"names", names}});
+  }
+  return j;
+}
+
+}  // namespace remat

@@ -1,0 +1,51 @@
+// The memory–time trade-off: for each memory budget, the least recompute
+// overhead any strategy reaches within it, plus the named strategies as points.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace remat {
+
+struct Model;
+
+struct SweepPoint {
+  uint64_t budget = 0;
+  bool feasible = false;
+  std::string spec;        // recreates the schedule ("budget:N", "manual:...", "sqrt")
+  uint64_t peak = 0;
+  double overhead = 0;     // recomputed forward FLOPs over one forward + backward
+  double recompute_flops = 0;
+};
+
+struct NamedPoint {
+  std::string spec;
+  uint64_t peak = 0;
+  double overhead = 0;
+  double recompute_flops = 0;
+};
+
+struct SweepResult {
+  std::vector<SweepPoint> budgets;  // increasing budgets; overhead non-increasing
+  std::vector<NamedPoint> named;
+};
+
+struct SweepOptions {
+  double optimal_seconds = 1.0;  // per budget, DAGs only (chains use the exact DP)
+  std::function<void(int done, int total)> progress;  // optional
+  const std::atomic<bool>* cancel = nullptr;          // optional: stop and return what is done
+};
+
+// `count` budgets evenly from recompute-all's peak to store-all's.
+std::vector<uint64_t> auto_budgets(const Model& m, int count = 12);
+// Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
+std::vector<uint64_t> parse_budgets(const Model& m, const std::string& list);
+
+SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOptions& options = {});
+nlohmann::json sweep_json(const Model& m, const SweepResult& r);
+
+}  // namespace remat

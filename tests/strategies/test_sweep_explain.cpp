@@ -1,0 +1,118 @@
+// The sweep's front and the peak explanation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/presets.h"
+#include "core/simulator.h"
+#include "core/strategies/explain.h"
+#include "core/strategies/sweep.h"
+#include "core/strategy.h"
+#include "tests/strategies/strategy_test_util.h"
+
+using namespace remat;
+
+namespace {
+
+void check_monotone(const Model& m, const SweepResult& r) {
+  ASSERT_FALSE(r.budgets.empty());
+  for (std::size_t i = 0; i < r.budgets.size(); ++i) {
+    const SweepPoint& p = r.budgets[i];
+    if (!p.feasible) continue;
+    EXPECT_LE(p.peak, p.budget);
+    // The spec recreates a schedule with that peak and overhead.
+    const Simulation s = simulate(m, make_strategy(p.spec)->schedule(m));
+    EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
+    EXPECT_DOUBLE_EQ(s.recompute_flops, p.recompute_flops) << p.spec;
+    if (i > 0 && r.budgets[i - 1].feasible) EXPECT_LE(p.overhead, r.budgets[i - 1].overhead) << m.name << " at " << p.budget;
+  }
+}
+
+}  // namespace
+
+TEST(Sweep, OverheadNeverGrowsWithTheBudget) {
+  for (const char* spec : {"chain:40", "mlp:6", "transformer:1:16:4:2"}) {
+    const Model m = make_preset(spec);
+    SweepOptions o;
+    o.optimal_seconds = 0.2;
+    const SweepResult r = sweep(m, auto_budgets(m), o);
+    EXPECT_EQ(r.budgets.size(), 12u) << spec;
+    check_monotone(m, r);
+    // The ends: recompute-all's peak is feasible, store-all's costs nothing.
+    EXPECT_TRUE(r.budgets.front().feasible);
+    EXPECT_EQ(r.budgets.back().overhead, 0.0);
+  }
+}
+
+TEST(Sweep, NoNamedStrategyBeatsTheFront) {
+  const Model m = test::unequal_chain({8, 64, 4, 32, 128, 16, 8, 256, 12, 40, 9, 77});
+  std::vector<uint64_t> budgets;
+  for (uint64_t b = 200; b <= 3000; b += 100) budgets.push_back(b);
+  const SweepResult r = sweep(m, budgets);
+  check_monotone(m, r);
+  for (const auto& p : r.budgets)
+    for (const auto& n : r.named)
+      if (n.peak <= p.budget) {
+        ASSERT_TRUE(p.feasible);
+        EXPECT_LE(p.recompute_flops, n.recompute_flops) << n.spec << " at " << p.budget;
+      }
+  const auto j = sweep_json(m, r);
+  EXPECT_EQ(j["budgets"].size(), budgets.size());
+}
+
+TEST(Sweep, BudgetListsParse) {
+  const Model m = make_preset("chain:8");
+  EXPECT_EQ(parse_budgets(m, "1K,2K"), (std::vector<uint64_t>{1024, 2048}));
+  EXPECT_EQ(parse_budgets(m, "auto").size(), auto_budgets(m).size());
+  EXPECT_THROW(parse_budgets(m, "1K,lots"), InputError);
+}
+
+// The lesson: checkpointing only the last layer of mlp:8 saves nothing. The
+// checkpoint splits the backward into the last layer and everything before it,
+// so the earlier segment is recomputed whole and held at once: the same tensors
+// store-all holds while they wait for their backward.
+TEST(Explain, LastLayerCheckpointSavesNothing) {
+  const Model m = make_preset("mlp:8");
+  const int last = m.loss() - 1;  // l8.relu
+  const auto store = explain_peak(m, make_strategy("store-all")->schedule(m));
+  const auto manual = explain_peak(m, make_strategy("manual:" + std::to_string(last))->schedule(m));
+  EXPECT_EQ(manual.peak_bytes, store.peak_bytes);
+  EXPECT_EQ(manual.peak_bytes, simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes);
+
+  // Group bytes add up to the peak.
+  for (const auto* e : {&store, &manual}) {
+    uint64_t sum = 0;
+    for (const auto& g : e->groups) sum += g.bytes;
+    EXPECT_EQ(sum, e->peak_bytes);
+  }
+  // Every ReLU output of layers 1..7 (what Linear's backward reads) is resident
+  // at both peaks: waiting for the backward under store-all, recomputed under manual.
+  const PeakGroup* waiting = store.group(HeldFor::AwaitsBackward);
+  const PeakGroup* recomputed = manual.group(HeldFor::Recomputed);
+  ASSERT_TRUE(waiting && recomputed);
+  for (int layer = 1; layer <= 7; ++layer) {
+    const int relu = 2 * layer;
+    EXPECT_NE(std::find(waiting->ops.begin(), waiting->ops.end(), relu), waiting->ops.end()) << relu;
+    EXPECT_NE(std::find(recomputed->ops.begin(), recomputed->ops.end(), relu), recomputed->ops.end()) << relu;
+  }
+  EXPECT_GE(recomputed->bytes, 7 * m.op(2).bytes);
+  // Whereas sqrt's peak is lower, and its explanation has real checkpoints.
+  const auto sq = explain_peak(m, make_strategy("sqrt")->schedule(m));
+  EXPECT_LT(sq.peak_bytes, store.peak_bytes);
+  EXPECT_NE(explanation_text(m, manual).find("being recomputed"), std::string::npos);
+}
+
+TEST(Explain, GroupsSumToThePeakForEveryStrategy) {
+  for (const char* spec : {"chain:20", "transformer:2"}) {
+    const Model m = make_preset(spec);
+    for (const char* s : {"store-all", "recompute-all", "sqrt", "auto", "selective"}) {
+      const auto e = explain_peak(m, make_strategy(s)->schedule(m));
+      uint64_t sum = 0;
+      for (const auto& g : e.groups) sum += g.bytes;
+      EXPECT_EQ(sum, e.peak_bytes) << spec << " " << s;
+      EXPECT_EQ(explanation_json(m, e)["peak_bytes"], e.peak_bytes);
+    }
+  }
+}
