@@ -1,6 +1,7 @@
 #include "widgets/main_window.h"
 
 #include <QAction>
+#include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
@@ -24,6 +25,11 @@
 #include <QVBoxLayout>
 
 #include "core/errors.h"
+#if __has_include("widgets/tradeoff_chart.h") && __has_include("core/strategies/sweep.h")
+#define REMAT_HAVE_TRADEOFF 1
+#include "core/strategies/sweep.h"
+#include "widgets/tradeoff_chart.h"
+#endif
 #include "widgets/comparison_model.h"
 #include "widgets/exporter.h"
 #include "widgets/graph_view.h"
@@ -158,7 +164,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  if (sweepCancel_) *sweepCancel_ = true;
+  for (auto& t : sweeps_)
+    if (t) t->wait();
+}
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   runner_->cancel();
@@ -357,8 +367,64 @@ void MainWindow::exportData(const QString& ext) {
 }
 
 void MainWindow::maybeAddTradeoffTab() {
-  // Hook for widgets/tradeoff_chart.h (memory-overhead Pareto chart), added
-  // by the strategies work when it lands.
+#ifdef REMAT_HAVE_TRADEOFF
+  auto* chart = new TradeoffChart(tabs_);
+  tradeoff_ = chart;
+  tabs_->addTab(chart, tr("Trade-off"));
+  // A clicked point (a named strategy or a budget on the front) becomes a
+  // compared strategy and is shown in the graph.
+  connect(chart, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  connect(doc_, &StudioDocument::modelChanged, this, [this] {
+    if (tabs_->currentWidget() == tradeoff_) startSweep();
+    else tradeoff_->setProperty("stale", true);
+  });
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (tabs_->currentWidget() == tradeoff_ && tradeoff_->property("stale").toBool()) startSweep();
+  });
+  tradeoff_->setProperty("stale", true);
+#endif
+}
+
+void MainWindow::startSweep() {
+#ifdef REMAT_HAVE_TRADEOFF
+  tradeoff_->setProperty("stale", false);
+  if (sweepCancel_) *sweepCancel_ = true;
+  sweepCancel_ = std::make_shared<std::atomic<bool>>(false);
+  const int generation = ++sweepGeneration_;
+  const Model model = doc_->model();
+  auto cancel = sweepCancel_;
+  statusBar()->showMessage(tr("Computing the memory-time trade-off..."));
+  QThread* t = QThread::create([this, model, cancel, generation] {
+    SweepResult r;
+    QString error;
+    try {
+      SweepOptions o;
+      o.optimal_seconds = 0.25;
+      o.cancel = cancel.get();
+      r = sweep(model, auto_budgets(model), o);
+    } catch (const std::exception& e) {
+      error = QString::fromStdString(e.what());
+    }
+    if (*cancel) return;
+    QMetaObject::invokeMethod(
+        this,
+        [this, r, error, generation] {
+          if (generation != sweepGeneration_) return;
+          if (!error.isEmpty()) {
+            statusBar()->showMessage(tr("Trade-off: %1").arg(error), 8000);
+            return;
+          }
+          static_cast<TradeoffChart*>(tradeoff_)->setSweep(QString::fromStdString(doc_->model().name), r);
+          statusBar()->showMessage(tr("Trade-off ready"), 3000);
+        },
+        Qt::QueuedConnection);
+  });
+  connect(t, &QThread::finished, t, &QObject::deleteLater);
+  sweeps_.erase(std::remove_if(sweeps_.begin(), sweeps_.end(), [](const QPointer<QThread>& p) { return p.isNull(); }),
+                sweeps_.end());
+  sweeps_.push_back(t);
+  t->start();
+#endif
 }
 
 }  // namespace remat

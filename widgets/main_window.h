@@ -5,6 +5,11 @@
 // RunController; this class wires them to widgets and remembers settings.
 #pragma once
 #include <QMainWindow>
+#include <QPointer>
+#include <QThread>
+#include <atomic>
+#include <memory>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -42,6 +47,7 @@ class MainWindow : public QMainWindow {
   StrategyPanel* strategyPanel() const { return panel_; }
   QLabel* captionLabel() const { return caption_; }
   QTabWidget* tabs() const { return tabs_; }
+  QWidget* tradeoffTab() const { return tradeoff_; }  // nullptr when the build has none
   RunController* runner() const { return runner_; }
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
@@ -77,6 +83,13 @@ class MainWindow : public QMainWindow {
   QProgressBar* progress_;
   QPushButton* cancel_;
   QAction* runAction_ = nullptr;
+  // Trade-off tab (widgets/tradeoff_chart.h, when the build has it): the sweep
+  // runs in a worker per model; older sweeps are cancelled.
+  QWidget* tradeoff_ = nullptr;
+  void startSweep();
+  std::vector<QPointer<QThread>> sweeps_;
+  std::shared_ptr<std::atomic<bool>> sweepCancel_;
+  int sweepGeneration_ = 0;
 };
 
 }  // namespace remat

@@ -133,6 +133,15 @@ QString StudioDocument::caption() const {
       .arg(QString::fromStdString(r->name), QString::fromStdString(text));
 }
 
+void StudioDocument::showSpec(const QString& spec) {
+  if (!specs_.contains(spec)) {
+    specs_ << spec;
+    resimulate();
+  }
+  for (int i = 0; i < runCount(); ++i)
+    if (QString::fromStdString(runs_[std::size_t(i)].spec) == spec && runs_[std::size_t(i)].ok()) setCurrentRun(i);
+}
+
 int StudioDocument::manualRun() const {
   for (int i = 0; i < runCount(); ++i)
     if (runs_[static_cast<std::size_t>(i)].spec.rfind("manual:", 0) == 0) return i;

@@ -48,6 +48,10 @@ class StudioDocument : public QObject {
   NodeStates nodeStates() const;  // current run, current step
   QString caption() const;
 
+  // Adds `spec` to the compared strategies if it is not there and shows it in
+  // the graph (the trade-off chart's clicks).
+  void showSpec(const QString& spec);
+
   // Toggles op `op` in the manual checkpoint set, starting from the current
   // run's checkpoints; the "manual:" run is added (or replaced) and shown.
   void toggleCheckpoint(int op);
