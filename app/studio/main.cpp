@@ -4,6 +4,7 @@
 // pictures, headless checks).
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QTabWidget>
 #include <QTimer>
 
 #include "widgets/main_window.h"
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
   QCommandLineOption step("step", "Start at step K.", "K");
   QCommandLineOption show("show", "Show strategy NAME in the graph.", "NAME");
   QCommandLineOption run("run", "Run the strategies on the CPU at start.");
+  QCommandLineOption tab("tab", "Open the bottom tab N (0: timeline, 1: comparison, 2: trade-off).", "N");
+  cli.addOption(tab);
   cli.addOption(shot);
   cli.addOption(show);
   cli.addOption(run);
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   for (int i = 0; cli.isSet(show) && i < w.document()->runCount(); ++i)
     if (QString::fromStdString(w.document()->runs()[std::size_t(i)].name) == cli.value(show)) w.document()->setCurrentRun(i);
   if (cli.isSet(step)) w.document()->setStep(cli.value(step).toULongLong());
+  if (cli.isSet(tab)) w.tabs()->setCurrentIndex(cli.value(tab).toInt());
   w.show();
   if (cli.isSet(run)) w.startRun();
   if (cli.isSet(shot)) {
