@@ -119,3 +119,15 @@ TEST(Exporter, JsonAndCsvData) {
   for (const auto& r : d.runs) total += r.sim.timeline.size();
   EXPECT_GE(lines, total);
 }
+
+TEST(Exporter, ZoomedOutGraphOfAThousandOpsIsNotBlank) {
+  const Model m = load_model("transformer:84");
+  ASSERT_GE(m.size(), 1000);
+  const auto runs = simulate_strategies(m, {"sqrt"});
+  QTemporaryDir dir;
+  const std::string path = dir.filePath("g.png").toStdString();
+  export_graph(m, runs[0], runs[0].schedule.code.size() / 2, path, QSize(1200, 300));
+  const Pixels p = pixels(QImage(QString::fromStdString(path)));
+  EXPECT_GT(p.distinct, 5);
+  EXPECT_GT(p.nonWhite, 0.1);  // grey forward band, green done band, checkpoint marks
+}

@@ -1,4 +1,6 @@
 #include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QMouseEvent>
 #include <QLineSeries>
 #include <QTest>
 #include <gtest/gtest.h>
@@ -197,4 +199,42 @@ TEST(RunController, ASimulateOnlyModelIsAnError) {
   ASSERT_TRUE(rc.start(m, simulate_strategies(m, {"sqrt"})));
   ASSERT_TRUE(done.wait(30000));
   EXPECT_FALSE(done.at(0).at(1).toString().isEmpty());
+}
+
+TEST(MainWindow, ZoomedInClicksStillHitTheNodeAndTheCursorFollows) {
+  Window t;
+  StudioDocument* doc = t.w.document();
+  GraphView* g = t.w.graphView();
+  g->zoomBy(3, g->nodePosition(9));
+  const QPointF p = g->nodePosition(9);
+  ASSERT_TRUE(g->rect().contains(p.toPoint()));
+  QTest::mouseClick(g, Qt::LeftButton, {}, p.toPoint());
+  ASSERT_GE(doc->manualRun(), 0);
+  EXPECT_EQ(doc->runs()[std::size_t(doc->manualRun())].spec, "manual:0,9");
+  // A drag pans and toggles nothing.
+  const QPointF before = g->nodePosition(9);
+  QTest::mousePress(g, Qt::LeftButton, {}, QPoint(100, 100));
+  QMouseEvent move(QEvent::MouseMove, QPointF(160, 110), g->mapToGlobal(QPointF(160, 110)), Qt::NoButton,
+                   Qt::LeftButton, Qt::NoModifier);
+  QApplication::sendEvent(g, &move);
+  QTest::mouseRelease(g, Qt::LeftButton, {}, QPoint(160, 110));
+  EXPECT_EQ(g->nodePosition(9) - before, QPointF(60, 10));
+  EXPECT_EQ(doc->runs()[std::size_t(doc->manualRun())].spec, "manual:0,9");
+  // The chart's cursor sits at the current step.
+  doc->setStep(7);
+  EXPECT_EQ(t.w.timeline()->cursorSeries()->at(0).x(), 7.0);
+}
+
+TEST(TimelineChart, MeasuredSeriesBesideThePredictedOnes) {
+  const Model m = load_model("chain:16");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt"});
+  TimelineChart chart;
+  chart.resize(800, 400);
+  chart.setRuns(runs);
+  chart.setMeasured({{"sqrt", runs[1].sim.timeline}});
+  ASSERT_EQ(chart.measuredSeries().size(), 1);
+  EXPECT_EQ(chart.measuredSeries()[0]->name(), "sqrt (measured)");
+  EXPECT_EQ(maxY(chart.measuredSeries()[0]), double(runs[1].sim.peak_bytes));
+  chart.setRuns(runs);  // a new simulation drops stale measurements
+  EXPECT_TRUE(chart.measuredSeries().isEmpty());
 }
