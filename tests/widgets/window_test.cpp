@@ -238,3 +238,20 @@ TEST(TimelineChart, MeasuredSeriesBesideThePredictedOnes) {
   chart.setRuns(runs);  // a new simulation drops stale measurements
   EXPECT_TRUE(chart.measuredSeries().isEmpty());
 }
+
+TEST(RunController, CancelStopsTheWorker) {
+  if (!RunController::available()) GTEST_SKIP() << "built without the executor";
+  const Model m = load_model("mlp:16:512:64");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt", "recompute-all"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  QSignalSpy progress(&rc, &RunController::progress);
+  ASSERT_TRUE(rc.start(m, runs, /*repeat=*/200));
+  ASSERT_TRUE(progress.wait(30000));
+  rc.cancel();
+  ASSERT_TRUE(done.wait(30000));
+  const auto measured = done.at(0).at(0).value<std::map<std::string, MeasuredRun>>();
+  ASSERT_EQ(measured.size(), 3u);
+  EXPECT_EQ(measured.at("recompute-all").status, "cancelled");
+  EXPECT_FALSE(rc.running());
+}
