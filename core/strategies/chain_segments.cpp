@@ -88,15 +88,50 @@ std::vector<std::vector<SegmentCost>> segment_table(const Model& m) {
 
 // Pareto DP over (prefix bytes, flops); `budget` bounds every segment's
 // prefix + own peak. Returns the best final label or -1.
-int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, uint64_t budget,
-           std::vector<Label>& arena, double& best) {
+// Bounds from the end, prefix ignored where noted: reach[i] is the largest
+// prefix under which some completion from checkpoint i fits (-1: none), and
+// least[i] the least completion cost when no prefix constrained it.
+struct Bounds {
+  std::vector<int64_t> reach;
+  std::vector<double> least;
+};
+
+Bounds bounds(const Model& m, const std::vector<std::vector<SegmentCost>>& table, uint64_t budget) {
+  const int n = m.loss();
+  Bounds bd{std::vector<int64_t>(static_cast<std::size_t>(n) + 1, -1),
+            std::vector<double>(static_cast<std::size_t>(n) + 1, std::numeric_limits<double>::infinity())};
+  bd.least[static_cast<std::size_t>(n)] = 0;
+  const auto B = static_cast<int64_t>(budget);
+  for (int i = n - 1; i >= 0; --i) {
+    for (int b = i + 1; b <= n; ++b) {
+      const SegmentCost& s = table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)];
+      const int64_t room = B - static_cast<int64_t>(s.peak);
+      if (room < 0) continue;
+      bd.least[static_cast<std::size_t>(i)] = std::min(bd.least[static_cast<std::size_t>(i)], s.flops + bd.least[static_cast<std::size_t>(b)]);
+      int64_t r = room;
+      if (b < n) {
+        const int64_t keep = s.keeps_start ? static_cast<int64_t>(m.op(i).bytes) : 0;
+        if (bd.reach[static_cast<std::size_t>(b)] < keep) continue;
+        r = std::min(r, bd.reach[static_cast<std::size_t>(b)] - keep);
+      }
+      bd.reach[static_cast<std::size_t>(i)] = std::max(bd.reach[static_cast<std::size_t>(i)], r);
+    }
+  }
+  return bd;
+}
+
+// Pareto DP over (prefix bytes, flops); `budget` bounds every segment's
+// prefix + own peak. Labels that cannot finish (reach) or cannot beat `best`
+// (least) are dropped. `cap` > 0 keeps at most that many labels per
+// checkpoint (a quick incumbent, not exact). Returns the best final label or -1.
+int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, const Bounds& bd, uint64_t budget,
+           std::vector<Label>& arena, double& best, std::size_t cap) {
   const int n = m.loss();
   std::vector<std::vector<int>> at(static_cast<std::size_t>(n) + 1);
   arena.clear();
   arena.push_back({0, 0, 0, -1});
   at[0].push_back(0);
   int best_label = -1;
-  best = std::numeric_limits<double>::infinity();
   for (int i = 0; i < n; ++i) {
     auto& ls = at[static_cast<std::size_t>(i)];
     if (ls.empty()) continue;
@@ -109,6 +144,11 @@ int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, u
       if (front.empty() || arena[static_cast<std::size_t>(l)].flops < arena[static_cast<std::size_t>(front.back())].flops)
         front.push_back(l);
     }
+    if (cap > 0 && front.size() > cap) {
+      std::vector<int> thin;
+      for (std::size_t k = 0; k < cap; ++k) thin.push_back(front[k * (front.size() - 1) / (cap - 1)]);
+      front.swap(thin);
+    }
     ls.swap(front);
     const auto& row = table[static_cast<std::size_t>(i)];
     for (int l : ls) {
@@ -117,12 +157,15 @@ int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, u
         const SegmentCost& s = row[static_cast<std::size_t>(b)];
         if (lab.prefix + s.peak > budget) continue;
         const double f = lab.flops + s.flops;
+        if (f + bd.least[static_cast<std::size_t>(b)] >= best) continue;
         if (b == n) {
-          if (f < best) best = f, best_label = l;
-        } else if (f < best) {
-          arena.push_back({lab.prefix + (s.keeps_start ? m.op(i).bytes : 0), f, b, l});
-          at[static_cast<std::size_t>(b)].push_back(static_cast<int>(arena.size()) - 1);
+          best = f, best_label = l;
+          continue;
         }
+        const uint64_t prefix = lab.prefix + (s.keeps_start ? m.op(i).bytes : 0);
+        if (static_cast<int64_t>(prefix) > bd.reach[static_cast<std::size_t>(b)]) continue;
+        arena.push_back({prefix, f, b, l});
+        at[static_cast<std::size_t>(b)].push_back(static_cast<int>(arena.size()) - 1);
       }
     }
   }
@@ -131,29 +174,48 @@ int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, u
 
 }  // namespace
 
+uint64_t chain_peak(const Model& m, const std::vector<int>& checkpoints) {
+  uint64_t peak = 0, prefix = 0;
+  int prev = 0;
+  std::vector<int> ends = checkpoints;
+  ends.push_back(m.loss());
+  for (int c : ends) {
+    const SegmentCost s = chain_segment(m, prev + 1, c);
+    peak = std::max(peak, prefix + s.peak);
+    prefix += s.keeps_start ? m.op(prev).bytes : 0;
+    prev = c;
+  }
+  return peak;
+}
+
 bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoints, uint64_t* predicted_peak,
                      double* flops) {
+  const auto table = segment_table(m);
+  const Bounds bd = bounds(m, table, budget);
+  if (bd.reach[0] < 0) return false;
   std::vector<Label> arena;
-  double best = 0;
-  const int l = run_dp(m, segment_table(m), budget, arena, best);
-  if (l < 0) return false;
-  checkpoints.clear();
-  for (int x = l; x > 0; x = arena[static_cast<std::size_t>(x)].parent) checkpoints.push_back(arena[static_cast<std::size_t>(x)].at);
-  std::reverse(checkpoints.begin(), checkpoints.end());
-  if (flops) *flops = best;
-  if (predicted_peak) {
-    uint64_t peak = 0, prefix = 0;
-    int prev = 0;
-    std::vector<int> ends = checkpoints;
-    ends.push_back(m.loss());
-    for (int c : ends) {
-      const SegmentCost s = chain_segment(m, prev + 1, c);
-      peak = std::max(peak, prefix + s.peak);
-      prefix += s.keeps_start ? m.op(prev).bytes : 0;
-      prev = c;
-    }
-    *predicted_peak = peak;
+  auto path = [&](int l) {
+    std::vector<int> c;
+    for (int x = l; x > 0; x = arena[static_cast<std::size_t>(x)].parent) c.push_back(arena[static_cast<std::size_t>(x)].at);
+    std::reverse(c.begin(), c.end());
+    return c;
+  };
+  // A quick incumbent with few labels per checkpoint makes the exact pass prune.
+  double best = std::numeric_limits<double>::infinity();
+  int l = run_dp(m, table, bd, budget, arena, best, m.loss() <= kExactChainLayers ? 8 : 64);
+  if (l < 0) return false;  // reach[0] >= 0 promises a completion; defensive
+  checkpoints = path(l);
+  if (m.loss() > kExactChainLayers) {  // the exact pass's label sets grow too large
+    if (flops) *flops = best;
+    if (predicted_peak) *predicted_peak = chain_peak(m, checkpoints);
+    return true;
   }
+  const double incumbent = best;
+  l = run_dp(m, table, bd, budget, arena, best, 0);
+  if (l >= 0) checkpoints = path(l);
+  else best = incumbent;
+  if (flops) *flops = best;
+  if (predicted_peak) *predicted_peak = chain_peak(m, checkpoints);
   return true;
 }
 

@@ -18,6 +18,13 @@ struct SegmentCost {
 // checkpoint or the loss (`final`: the last segment, which recomputes nothing).
 SegmentCost chain_segment(const Model& m, int a, int b);
 
+// The predicted peak of segment_schedule(m, checkpoints) (sorted op ids).
+uint64_t chain_peak(const Model& m, const std::vector<int>& checkpoints);
+
+// Up to this many layers the DP keeps every Pareto label (exact); beyond, at
+// most 64 per checkpoint (fast, feasible, not proven least).
+constexpr int kExactChainLayers = 300;
+
 // The checkpoint set (ops) minimising recompute FLOPs with predicted peak <=
 // budget; empty optional-like: returns false when nothing fits.
 bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoints, uint64_t* predicted_peak = nullptr,

@@ -1,0 +1,77 @@
+// Strategies at size: revolve on a 10^5-step chain with 100 slots, the budget
+// DP on 1,000 unequal layers, the optimal search on transformer:12. Each
+// iteration builds the schedule and simulates it (the validator included).
+#include <benchmark/benchmark.h>
+
+#include "core/model.h"
+#include "core/presets.h"
+#include "core/simulator.h"
+#include "core/strategies/optimal.h"
+#include "core/strategy.h"
+
+using namespace remat;
+
+namespace {
+
+Model unequal_chain(int layers) {
+  Model m;
+  m.name = "unequal:" + std::to_string(layers);
+  Op in;
+  in.kind = OpKind::Input;
+  in.shape = {1, 64};
+  int prev = m.add(in);
+  for (int i = 1; i < layers; ++i) {
+    Op d;
+    d.kind = OpKind::Dense;
+    d.act = Activation::Tanh;
+    d.inputs = {prev};
+    d.shape = {1, int64_t{16} << (i * 7 % 5)};  // widths 16..256, uneven
+    prev = m.add(d);
+  }
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.inputs = {prev};
+  m.add(loss);
+  m.finalize();
+  return m;
+}
+
+void BM_Revolve(benchmark::State& state) {
+  const Model m = make_preset("chain:" + std::to_string(state.range(0)));
+  const auto s = make_strategy("revolve:" + std::to_string(state.range(1)));
+  for (auto _ : state) {
+    const Simulation sim = simulate(m, s->schedule(m));
+    state.counters["recompute_steps"] = static_cast<double>(sim.recompute_steps);
+    state.counters["peak"] = static_cast<double>(sim.peak_bytes);
+  }
+}
+BENCHMARK(BM_Revolve)->Args({100'000, 100})->Unit(benchmark::kMillisecond);
+
+void BM_BudgetDP(benchmark::State& state) {
+  const Model m = unequal_chain(static_cast<int>(state.range(0)));
+  const uint64_t store = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
+  const auto s = make_strategy("budget:" + std::to_string(store / 4));
+  for (auto _ : state) {
+    const Simulation sim = simulate(m, s->schedule(m));
+    state.counters["overhead_pct"] = 100 * sim.overhead;
+    state.counters["peak_over_budget"] = static_cast<double>(sim.peak_bytes) / static_cast<double>(store / 4);
+  }
+}
+BENCHMARK(BM_BudgetDP)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+void BM_OptimalTransformer(benchmark::State& state) {
+  const Model m = make_preset("transformer:12");
+  const uint64_t sqrt_peak = simulate(m, make_strategy("sqrt")->schedule(m)).peak_bytes;
+  const double sqrt_flops = simulate(m, make_strategy("sqrt")->schedule(m)).recompute_flops;
+  for (auto _ : state) {
+    const OptimalResult r = optimal_search(m, sqrt_peak, 55);
+    state.counters["evaluated"] = static_cast<double>(r.evaluated);
+    state.counters["proven"] = r.proven;
+    state.counters["flops_vs_sqrt"] = sqrt_flops > 0 ? r.recompute_flops / sqrt_flops : 0;
+  }
+}
+BENCHMARK(BM_OptimalTransformer)->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
