@@ -150,13 +150,11 @@ int StudioDocument::manualRun() const {
 
 void StudioDocument::toggleCheckpoint(int op) {
   if (op < 0 || op >= model_.loss()) return;  // the loss is never a checkpoint
-  if (manualRun() < 0 || current_ != manualRun()) {
-    const ScheduleFacts* f = facts(current_);
-    manual_ = f ? f->checkpoint_list() : std::vector<int>{};
-    if (manual_.empty()) manual_ = {0};
-    manual_.erase(std::remove_if(manual_.begin(), manual_.end(), [&](int v) { return v >= model_.loss(); }),
-                  manual_.end());
-  }
+  // Start from what the shown run checkpoints (for a manual run: its own list).
+  const ScheduleFacts* f = facts(current_);
+  manual_ = f ? f->checkpoint_list() : std::vector<int>{};
+  manual_.erase(std::remove_if(manual_.begin(), manual_.end(), [&](int v) { return v >= model_.loss(); }),
+                manual_.end());
   if (op != 0) {  // the input is always resident
     auto it = std::find(manual_.begin(), manual_.end(), op);
     if (it != manual_.end()) manual_.erase(it);

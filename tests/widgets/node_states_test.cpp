@@ -111,3 +111,20 @@ TEST(StudioDocument, RefusesQuadraticRecomputeAllOnHugeModels) {
   EXPECT_NE(doc.runs()[1].error.find("remat simulate"), std::string::npos);
   EXPECT_TRUE(doc.runs()[2].ok());
 }
+
+TEST(StudioDocument, ToggleStartsFromTheShownRunsCheckpoints) {
+  StudioDocument doc;
+  doc.loadModel("chain:16");
+  doc.setCurrentRun(2);  // sqrt: x, a4, a8, a12
+  doc.toggleCheckpoint(6);
+  EXPECT_EQ(doc.current()->spec, "manual:0,4,6,8,12");
+  doc.toggleCheckpoint(4);
+  EXPECT_EQ(doc.current()->spec, "manual:0,6,8,12");
+  // A manual run chosen in the strategy panel keeps its list too.
+  doc.setSpecs({"store-all", "manual:3,7"});
+  doc.setCurrentRun(1);
+  doc.toggleCheckpoint(10);
+  EXPECT_EQ(doc.current()->spec, "manual:0,3,7,10");
+  doc.toggleCheckpoint(16);  // the loss: never a checkpoint
+  EXPECT_EQ(doc.current()->spec, "manual:0,3,7,10");
+}
