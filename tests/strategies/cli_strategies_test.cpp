@@ -1,0 +1,69 @@
+// remat sweep / remat explain / the new strategy specs, through the binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/app/cli_runner.h"
+
+TEST(CliSweep, JsonFrontIsMonotone) {
+  const CliResult r = run_cli("sweep --model chain:24 --budgets auto --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["budgets"].size(), 12u);
+  double prev = 1e300;
+  for (const auto& b : j["budgets"]) {
+    ASSERT_TRUE(b["feasible"].get<bool>());
+    EXPECT_LE(b["peak_bytes"].get<uint64_t>(), b["budget_bytes"].get<uint64_t>());
+    EXPECT_LE(b["overhead"].get<double>(), prev);
+    prev = b["overhead"].get<double>();
+  }
+  EXPECT_FALSE(j["strategies"].empty());
+}
+
+TEST(CliSweep, BadBudgetsAndPlot) {
+  CliResult r = run_cli("sweep --model chain:8 --budgets 1K,many");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--budgets: budget"), std::string::npos) << r.err;
+#ifndef REMAT_CLI_HAS_GUI
+  r = run_cli("sweep --model chain:8 --plot " + temp_path("s.png"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--plot needs the GUI build"), std::string::npos) << r.err;
+#else
+  const std::string png = temp_path("sweep.png");
+  r = run_cli("sweep --model chain:8 --plot " + png);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(std::filesystem::file_size(png), 1000u);
+#endif
+}
+
+TEST(CliExplain, LastLayerLesson) {
+  const CliResult r = run_cli("explain --model mlp:8 --strategy manual:16 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const CliResult s = run_cli("simulate --model mlp:8 --strategy store-all --json");
+  const auto sj = nlohmann::json::parse(s.out);
+  EXPECT_EQ(j["peak_bytes"], sj["strategies"][0]["peak_bytes"]);
+  bool recomputed = false;
+  for (const auto& g : j["groups"]) recomputed |= g["reason"] == "being recomputed";
+  EXPECT_TRUE(recomputed);
+  const CliResult t = run_cli("explain --model mlp:8 --strategy manual:16");
+  EXPECT_NE(t.out.find("peak " + std::to_string(sj["strategies"][0]["peak_bytes"].get<uint64_t>()) + " bytes"),
+            std::string::npos)
+      << t.out;
+}
+
+TEST(CliStrategies, ChainOnlyStrategiesRefuseDags) {
+  const CliResult r = run_cli("simulate --model transformer:1 --strategy revolve:3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("revolve needs a chain"), std::string::npos) << r.err;
+  const CliResult b = run_cli("simulate --model chain:16 --strategy budget:3");
+  EXPECT_EQ(b.code, 2);
+  // The budget it names is the least that works.
+  const std::string key = "smallest feasible budget is ";
+  const auto at = b.err.find(key);
+  ASSERT_NE(at, std::string::npos) << b.err;
+  const long least = std::stol(b.err.substr(at + key.size()));
+  EXPECT_EQ(run_cli("simulate --model chain:16 --strategy budget:" + std::to_string(least)).code, 0);
+  EXPECT_EQ(run_cli("simulate --model chain:16 --strategy budget:" + std::to_string(least - 1)).code, 2);
+}
