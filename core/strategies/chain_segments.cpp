@@ -17,8 +17,32 @@ bool reads(const Model& m, int reader, int t) {
 
 // Mirrors checkpoint_schedule + with_frees for one segment: which tensors each
 // instruction finds resident, given that only A(a-1) and A(b) cross its borders.
-SegmentCost chain_segment(const Model& m, int a, int b) {
+namespace {
+
+// Which saved tensors each op's backward reads: itself, its input.
+struct ReadFlags {
+  std::vector<char> self, input;
+  explicit ReadFlags(const Model& m) : self(static_cast<std::size_t>(m.size()), 0), input(static_cast<std::size_t>(m.size()), 0) {
+    for (int v = 1; v < m.size(); ++v) {
+      self[static_cast<std::size_t>(v)] = reads(m, v, v);
+      input[static_cast<std::size_t>(v)] = reads(m, v, v - 1);
+    }
+  }
+};
+
+SegmentCost segment(const Model& m, const ReadFlags& rf, int a, int b);
+
+}  // namespace
+
+SegmentCost chain_segment(const Model& m, int a, int b) { return segment(m, ReadFlags(m), a, b); }
+
+namespace {
+
+SegmentCost segment(const Model& m, const ReadFlags& rf, int a, int b) {
   const int n = m.loss();
+  auto reads = [&](const Model&, int reader, int t) {
+    return reader >= 1 && (t == reader ? rf.self[static_cast<std::size_t>(reader)] : rf.input[static_cast<std::size_t>(reader)]) != 0;
+  };
   const bool final = b == n;
   auto bytes = [&](int v) { return m.op(v).bytes; };
   // Backward readers of A(u) inside [a, b]; the last one in time is the lowest.
@@ -66,8 +90,6 @@ SegmentCost chain_segment(const Model& m, int a, int b) {
   return out;
 }
 
-namespace {
-
 struct Label {
   uint64_t prefix;  // checkpoints before the current one
   double flops;
@@ -78,10 +100,11 @@ struct Label {
 std::vector<std::vector<SegmentCost>> segment_table(const Model& m) {
   const int n = m.loss();
   std::vector<std::vector<SegmentCost>> t(static_cast<std::size_t>(n));
+  const ReadFlags rf(m);
   for (int i = 0; i < n; ++i) {
     auto& row = t[static_cast<std::size_t>(i)];
     row.resize(static_cast<std::size_t>(n) + 1);
-    for (int b = i + 1; b <= n; ++b) row[static_cast<std::size_t>(b)] = chain_segment(m, i + 1, b);
+    for (int b = i + 1; b <= n; ++b) row[static_cast<std::size_t>(b)] = segment(m, rf, i + 1, b);
   }
   return t;
 }
