@@ -1,6 +1,7 @@
 // remat sweep: the memory–time trade-off. For each budget, the least recompute
 // overhead any strategy reaches within it (chains: the exact DP; DAGs: the
 // checkpoint-set search with a time limit per budget), and the named strategies.
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -53,6 +54,12 @@ void run_sweep(const SweepOptions_& o) {
 #ifndef REMAT_SWEEP_PLOT
   if (!o.plot.empty()) throw InputError("--plot needs the GUI build (Qt Charts); this remat was built without it");
 #endif
+  if (!o.plot.empty()) {  // before any work or output
+    const auto dot = o.plot.rfind('.');
+    std::string ext = dot == std::string::npos ? "" : o.plot.substr(dot);
+    for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (ext != ".png" && ext != ".svg") throw InputError("--plot: '" + o.plot + "' must end in .png or .svg");
+  }
   const Model model = load_model(o.model);
   const auto budgets = parse_budgets(model, o.budgets);
   SweepOptions so;

@@ -1,0 +1,147 @@
+#include "widgets/tradeoff_chart.h"
+
+#include <QChart>
+#include <QGraphicsLayout>
+#include <QGraphicsScene>
+#include <QImage>
+#include <QLineSeries>
+#include <QPainter>
+#include <QScatterSeries>
+#include <QSvgGenerator>
+#include <QValueAxis>
+#include <algorithm>
+
+#include "core/atomic_file.h"
+#include "core/errors.h"
+
+namespace remat {
+namespace {
+
+// Bytes on the x axis read better in the largest unit that keeps values >= 1.
+std::pair<double, QString> unit_for(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) return {double(uint64_t{1} << 30), "GiB"};
+  if (bytes >= (uint64_t{1} << 20)) return {double(uint64_t{1} << 20), "MiB"};
+  if (bytes >= (uint64_t{1} << 10)) return {1024.0, "KiB"};
+  return {1.0, "B"};
+}
+
+}  // namespace
+
+TradeoffChart::TradeoffChart(QWidget* parent) : QChartView(parent) {
+  setRenderHint(QPainter::Antialiasing);
+  chart()->legend()->setAlignment(Qt::AlignBottom);
+}
+
+void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
+  QChart* c = chart();
+  c->removeAllSeries();
+  for (QAbstractAxis* a : c->axes()) {
+    c->removeAxis(a);
+    delete a;
+  }
+  c->setTitle(title + ": memory vs recompute overhead");
+  namedSpecs_.clear();
+  frontSpecs_.clear();
+
+  uint64_t maxBytes = 1;
+  double maxOverhead = 0.01;
+  for (const auto& p : r.budgets)
+    if (p.feasible) maxBytes = std::max(maxBytes, p.budget), maxOverhead = std::max(maxOverhead, p.overhead);
+  for (const auto& n : r.named) maxBytes = std::max(maxBytes, n.peak), maxOverhead = std::max(maxOverhead, n.overhead);
+  const auto [unit, unitName] = unit_for(maxBytes);
+
+  front_ = new QLineSeries;
+  front_->setName("best within budget");
+  frontPoints_ = new QScatterSeries;
+  frontPoints_->setName("budgets");
+  frontPoints_->setMarkerSize(7);
+  // A step line: the overhead holds until the next budget buys less.
+  const SweepPoint* prev = nullptr;
+  for (const auto& p : r.budgets) {
+    if (!p.feasible) continue;
+    const double x = double(p.budget) / unit, y = 100.0 * p.overhead;
+    if (prev) front_->append(x, 100.0 * prev->overhead);
+    front_->append(x, y);
+    frontPoints_->append(x, y);
+    frontSpecs_.push_back(QString::fromStdString(p.spec));
+    prev = &p;
+  }
+  // One series per strategy: its label and legend entry name it (per-point
+  // label formats need Qt 6.5; Debian 12 has 6.4).
+  named_.clear();
+  for (const auto& n : r.named) {
+    auto* sp = new QScatterSeries;
+    const QString spec = QString::fromStdString(n.spec);
+    sp->setName(spec);
+    sp->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    sp->setMarkerSize(10);
+    sp->append(double(n.peak) / unit, 100.0 * n.overhead);
+    sp->setPointLabelsVisible(true);
+    sp->setPointLabelsClipping(false);
+    sp->setPointLabelsFormat(spec);
+    connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
+    named_.push_back(sp);
+    namedSpecs_.push_back(spec);
+  }
+  c->addSeries(front_);
+  c->addSeries(frontPoints_);
+  for (auto* sp : named_) c->addSeries(sp);
+
+  auto* ax = new QValueAxis;
+  ax->setTitleText("peak activation memory (" + unitName + ")");
+  ax->setRange(0, double(maxBytes) / unit * 1.05);
+  auto* ay = new QValueAxis;
+  ay->setTitleText("recompute overhead (%)");
+  ay->setRange(0, 100.0 * maxOverhead * 1.1);
+  c->addAxis(ax, Qt::AlignBottom);
+  c->addAxis(ay, Qt::AlignLeft);
+  for (QAbstractSeries* s : c->series()) {
+    s->attachAxis(ax);
+    s->attachAxis(ay);
+  }
+  connect(frontPoints_, &QXYSeries::clicked, this, [this](const QPointF& pt) {
+    for (int i = 0; i < frontPoints_->count(); ++i)
+      if (frontPoints_->at(i) == pt) return emit pointClicked(frontSpecs_[std::size_t(i)]);
+  });
+}
+
+void save_tradeoff_chart(TradeoffChart& chart, const std::string& path) {
+  const QString p = QString::fromStdString(path).toLower();
+  const bool svg = p.endsWith(".svg");
+  if (!svg && !p.endsWith(".png")) throw InputError("--plot: '" + path + "' must end in .png or .svg");
+  const QSize size = chart.size().isValid() && !chart.size().isEmpty() ? chart.size() : QSize(1000, 600);
+  // Lay the chart out at this size; a hidden view is never laid out (offscreen:
+  // nothing appears on screen).
+  const bool wasVisible = chart.isVisible();
+  if (!wasVisible) {
+    chart.setAttribute(Qt::WA_DontShowOnScreen);
+    chart.resize(size);
+    chart.show();
+  }
+  chart.chart()->resize(QSizeF(size));
+  chart.chart()->layout()->activate();
+  auto paint = [&](QPainter& painter) {
+    painter.setRenderHint(QPainter::Antialiasing);
+    chart.scene()->render(&painter, QRectF(QPointF(0, 0), QSizeF(size)), QRectF(QPointF(0, 0), QSizeF(size)));
+  };
+  replace_file_atomically(path, [&](const std::string& tmp) {
+    if (svg) {
+      QSvgGenerator gen;
+      gen.setFileName(QString::fromStdString(tmp));
+      gen.setSize(size);
+      gen.setViewBox(QRect(QPoint(0, 0), size));
+      QPainter painter(&gen);
+      paint(painter);
+      return painter.end();
+    }
+    QImage img(size, QImage::Format_ARGB32);
+    img.fill(Qt::white);
+    QPainter painter(&img);
+    paint(painter);
+    painter.end();
+    return img.save(QString::fromStdString(tmp), "PNG");
+  });
+  if (!wasVisible) chart.hide();
+}
+
+}  // namespace remat

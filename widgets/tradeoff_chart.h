@@ -1,0 +1,48 @@
+// The memory–time trade-off of one model: the best recompute overhead per
+// memory budget (a step line, the Pareto front from core/strategies/sweep.h)
+// and the named strategies as labelled points. Clicking a point or a front
+// step emits its spec, so the window can add that strategy.
+#pragma once
+#include <QChartView>
+#include <QString>
+#include <string>
+#include <vector>
+
+#include "core/strategies/sweep.h"
+
+QT_BEGIN_NAMESPACE
+class QLineSeries;
+class QScatterSeries;
+QT_END_NAMESPACE
+
+namespace remat {
+
+class TradeoffChart : public QChartView {
+  Q_OBJECT
+ public:
+  explicit TradeoffChart(QWidget* parent = nullptr);
+  void setSweep(const QString& title, const SweepResult& result);
+  QLineSeries* frontSeries() const { return front_; }
+  QScatterSeries* frontPoints() const { return frontPoints_; }
+  // One labelled series per named strategy, in namedSpecs() order.
+  const std::vector<QScatterSeries*>& namedPoints() const { return named_; }
+  // Specs of namedPoints() and of frontPoints()' points, in order.
+  const std::vector<QString>& namedSpecs() const { return namedSpecs_; }
+  const std::vector<QString>& frontSpecs() const { return frontSpecs_; }
+
+ signals:
+  void pointClicked(const QString& spec);
+
+ private:
+  QLineSeries* front_ = nullptr;
+  QScatterSeries* frontPoints_ = nullptr;
+  std::vector<QScatterSeries*> named_;
+  std::vector<QString> namedSpecs_, frontSpecs_;
+};
+
+// Renders the chart at its current size to .png or .svg; the file appears
+// whole or not at all (core/atomic_file.h). Throws InputError on a bad
+// extension or an unwritable path.
+void save_tradeoff_chart(TradeoffChart& chart, const std::string& path);
+
+}  // namespace remat
