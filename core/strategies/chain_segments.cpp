@@ -96,21 +96,41 @@ struct Label {
   int at, parent;   // checkpoint op, label index it came from
 };
 
+constexpr uint64_t kTooBig = std::numeric_limits<uint64_t>::max() / 2;
+
 // Every segment's figures, row i holding the segments that start at i + 1.
-std::vector<std::vector<SegmentCost>> segment_table(const Model& m) {
+// Non-final segments whose needed tensors alone exceed `cap` (they are all
+// resident after the recompute, so this bounds the peak from below and grows
+// with b) are not computed: peak kTooBig, and limit[i] is the last b computed.
+struct SegmentTable {
+  std::vector<std::vector<SegmentCost>> rows;
+  std::vector<int> limit;
+  const SegmentCost& at(int i, int b) const { return rows[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)]; }
+};
+
+SegmentTable segment_table(const Model& m, uint64_t cap) {
   const int n = m.loss();
-  std::vector<std::vector<SegmentCost>> t(static_cast<std::size_t>(n));
+  SegmentTable t;
+  t.rows.resize(static_cast<std::size_t>(n));
+  t.limit.assign(static_cast<std::size_t>(n), 0);
   const ReadFlags rf(m);
   for (int i = 0; i < n; ++i) {
-    auto& row = t[static_cast<std::size_t>(i)];
-    row.resize(static_cast<std::size_t>(n) + 1);
-    for (int b = i + 1; b <= n; ++b) row[static_cast<std::size_t>(b)] = segment(m, rf, i + 1, b);
+    auto& row = t.rows[static_cast<std::size_t>(i)];
+    row.assign(static_cast<std::size_t>(n) + 1, SegmentCost{kTooBig, 0, false});
+    uint64_t needed = 0;
+    int b = i + 1;
+    for (; b < n; ++b) {
+      const int u = b - 1;  // becomes needed once b is in the segment
+      if (u >= i + 1 && (rf.self[static_cast<std::size_t>(u)] || rf.input[static_cast<std::size_t>(b)])) needed += m.op(u).bytes;
+      if (needed > cap) break;
+      row[static_cast<std::size_t>(b)] = segment(m, rf, i + 1, b);
+    }
+    t.limit[static_cast<std::size_t>(i)] = b - 1;
+    row[static_cast<std::size_t>(n)] = segment(m, rf, i + 1, n);
   }
   return t;
 }
 
-// Pareto DP over (prefix bytes, flops); `budget` bounds every segment's
-// prefix + own peak. Returns the best final label or -1.
 // Bounds from the end, prefix ignored where noted: reach[i] is the largest
 // prefix under which some completion from checkpoint i fits (-1: none), and
 // least[i] the least completion cost when no prefix constrained it.
@@ -119,15 +139,15 @@ struct Bounds {
   std::vector<double> least;
 };
 
-Bounds bounds(const Model& m, const std::vector<std::vector<SegmentCost>>& table, uint64_t budget) {
+Bounds bounds(const Model& m, const SegmentTable& table, uint64_t budget) {
   const int n = m.loss();
   Bounds bd{std::vector<int64_t>(static_cast<std::size_t>(n) + 1, -1),
             std::vector<double>(static_cast<std::size_t>(n) + 1, std::numeric_limits<double>::infinity())};
   bd.least[static_cast<std::size_t>(n)] = 0;
   const auto B = static_cast<int64_t>(budget);
   for (int i = n - 1; i >= 0; --i) {
-    for (int b = i + 1; b <= n; ++b) {
-      const SegmentCost& s = table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)];
+    for (int b = i + 1; b <= n; b = b == table.limit[static_cast<std::size_t>(i)] ? n : b + 1) {
+      const SegmentCost& s = table.at(i, b);
       const int64_t room = B - static_cast<int64_t>(s.peak);
       if (room < 0) continue;
       bd.least[static_cast<std::size_t>(i)] = std::min(bd.least[static_cast<std::size_t>(i)], s.flops + bd.least[static_cast<std::size_t>(b)]);
@@ -147,7 +167,7 @@ Bounds bounds(const Model& m, const std::vector<std::vector<SegmentCost>>& table
 // prefix + own peak. Labels that cannot finish (reach) or cannot beat `best`
 // (least) are dropped. `cap` > 0 keeps at most that many labels per
 // checkpoint (a quick incumbent, not exact). Returns the best final label or -1.
-int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, const Bounds& bd, uint64_t budget,
+int run_dp(const Model& m, const SegmentTable& table, const Bounds& bd, uint64_t budget,
            std::vector<Label>& arena, double& best, std::size_t cap) {
   const int n = m.loss();
   std::vector<std::vector<int>> at(static_cast<std::size_t>(n) + 1);
@@ -173,10 +193,11 @@ int run_dp(const Model& m, const std::vector<std::vector<SegmentCost>>& table, c
       front.swap(thin);
     }
     ls.swap(front);
-    const auto& row = table[static_cast<std::size_t>(i)];
+    const auto& row = table.rows[static_cast<std::size_t>(i)];
+    const int limit = table.limit[static_cast<std::size_t>(i)];
     for (int l : ls) {
       const Label lab = arena[static_cast<std::size_t>(l)];
-      for (int b = i + 1; b <= n; ++b) {
+      for (int b = i + 1; b <= n; b = b >= limit ? (b == n ? n + 1 : n) : b + 1) {
         const SegmentCost& s = row[static_cast<std::size_t>(b)];
         if (lab.prefix + s.peak > budget) continue;
         const double f = lab.flops + s.flops;
@@ -213,7 +234,7 @@ uint64_t chain_peak(const Model& m, const std::vector<int>& checkpoints) {
 
 bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoints, uint64_t* predicted_peak,
                      double* flops) {
-  const auto table = segment_table(m);
+  const auto table = segment_table(m, budget);
   const Bounds bd = bounds(m, table, budget);
   if (bd.reach[0] < 0) return false;
   std::vector<Label> arena;
@@ -244,7 +265,9 @@ bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoi
 
 uint64_t chain_min_budget(const Model& m) {
   const int n = m.loss();
-  const auto table = segment_table(m);
+  uint64_t all = 0;
+  for (int v = 0; v < m.size(); ++v) all += 2 * m.op(v).bytes;
+  const auto table = segment_table(m, all);
   // Feasibility only needs the least prefix per checkpoint (a smaller prefix
   // never hurts later segments), so binary search the budget over that.
   auto feasible = [&](uint64_t budget) {
@@ -255,10 +278,10 @@ uint64_t chain_min_budget(const Model& m) {
       const uint64_t p = least[static_cast<std::size_t>(i)];
       if (p == none) continue;
       for (int b = i + 1; b <= n; ++b) {
-        if (p + table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)].peak > budget) continue;
+        if (p + table.at(i, b).peak > budget) continue;  // kTooBig entries never fit
         if (b == n) return true;
         auto& q = least[static_cast<std::size_t>(b)];
-        q = std::min(q, p + (table[static_cast<std::size_t>(i)][static_cast<std::size_t>(b)].keeps_start ? m.op(i).bytes : 0));
+        q = std::min(q, p + (table.at(i, b).keeps_start ? m.op(i).bytes : 0));
       }
     }
     return false;
