@@ -246,7 +246,7 @@ bool chain_budget_dp(const Model& m, uint64_t budget, std::vector<int>& checkpoi
   };
   // A quick incumbent with few labels per checkpoint makes the exact pass prune.
   double best = std::numeric_limits<double>::infinity();
-  int l = run_dp(m, table, bd, budget, arena, best, m.loss() <= kExactChainLayers ? 8 : 64);
+  int l = run_dp(m, table, bd, budget, arena, best, m.loss() <= kExactChainLayers ? 8 : 32);
   if (l < 0) return false;  // reach[0] >= 0 promises a completion; defensive
   checkpoints = path(l);
   if (m.loss() > kExactChainLayers) {  // the exact pass's label sets grow too large

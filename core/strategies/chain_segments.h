@@ -22,7 +22,7 @@ SegmentCost chain_segment(const Model& m, int a, int b);
 uint64_t chain_peak(const Model& m, const std::vector<int>& checkpoints);
 
 // Up to this many layers the DP keeps every Pareto label (exact); beyond, at
-// most 64 per checkpoint (fast, feasible, not proven least).
+// most 32 per checkpoint (fast, feasible, not proven least).
 constexpr int kExactChainLayers = 300;
 
 // The checkpoint set (ops) minimising recompute FLOPs with predicted peak <=
