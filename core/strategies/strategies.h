@@ -19,7 +19,8 @@ bool is_chain(const Model& model);
 // Revolve: `slots` checkpoint slots, the input's among them (slots >= 1).
 std::unique_ptr<Strategy> make_revolve(int slots);
 // Minimal number of forward advances to reverse n steps with c slots
-// (Griewank & Walther): r·n − binom(c+r, c+1)... see revolve.cpp.
+// (Griewank & Walther): r·n − β(c+1, r−1), β(c, r) = binom(c+r, c), r the
+// least integer with β(c, r) >= n (revolve.cpp maps this to fwd counts).
 int64_t revolve_advances(int64_t n, int c);
 
 // Keep Linear/Dense/loss outputs (and branch points); recompute the cheap ops.
@@ -32,8 +33,8 @@ std::vector<int> articulation_candidates(const Model& model);
 std::vector<int> auto_checkpoints(const Model& model);
 
 // Least recompute FLOPs with a simulated peak <= budget, over checkpoint sets
-// of a chain (dynamic programming). InputError "infeasible" names the smallest
-// feasible budget.
+// of a chain (dynamic programming; exact up to kExactChainLayers layers, see
+// chain_segments.h). InputError "infeasible" names the smallest feasible budget.
 std::unique_ptr<Strategy> make_budget(uint64_t budget);
 
 // Exact search over checkpoint sets of any DAG under a byte budget, with a time

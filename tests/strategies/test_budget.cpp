@@ -58,3 +58,15 @@ TEST(Budget, OptimalOnPresets) {
 TEST(Budget, RefusesDags) {
   EXPECT_THROW(make_strategy("budget:1M")->schedule(make_preset("transformer:1")), InputError);
 }
+
+// Beyond the exact regime the DP keeps fewer labels: its schedule must still
+// fit, and beat the named strategies that fit the same budget.
+TEST(Budget, LongChainsFitAndBeatSqrt) {
+  std::vector<int64_t> widths;
+  for (int i = 0; i < 400; ++i) widths.push_back(int64_t{4} << (i * 7 % 5));
+  const Model m = test::unequal_chain(widths, "long");
+  const Simulation sq = simulate(m, make_strategy("sqrt")->schedule(m));
+  const Simulation b = simulate(m, make_strategy("budget:" + std::to_string(sq.peak_bytes))->schedule(m));
+  EXPECT_LE(b.peak_bytes, sq.peak_bytes);
+  EXPECT_LE(b.recompute_flops, sq.recompute_flops);
+}
