@@ -1,8 +1,9 @@
 #include "core/strategies/optimal.h"
 
+#include <algorithm>
 #include <chrono>
-#include <random>
 #include <limits>
+#include <random>
 #include <string>
 
 #include "core/checkpoint_schedule.h"
@@ -14,15 +15,229 @@
 namespace remat {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 struct Eval {
   uint64_t peak;
   double flops;
 };
 
-Eval evaluate(const Model& m, const std::vector<int>& ckpt) {
-  const Simulation s = simulate(m, segment_schedule(m, ckpt, "optimal"));
-  return {s.peak_bytes, s.recompute_flops};
+// The best set seen so far lives in the result; every evaluation goes through here.
+class Search {
+ public:
+  Search(const Model& m, uint64_t budget, OptimalResult& r) : m_(m), budget_(budget), r_(r) {
+    r_.least_peak = std::numeric_limits<uint64_t>::max();
+  }
+
+  const Model& model() const { return m_; }
+  uint64_t budget() const { return budget_; }
+  OptimalResult& result() { return r_; }
+
+  // Records `sim` (the simulation of `ckpt`) as a candidate.
+  void record(const std::vector<int>& ckpt, const Simulation& sim) {
+    ++r_.evaluated;
+    r_.least_peak = std::min(r_.least_peak, sim.peak_bytes);
+    if (sim.peak_bytes <= budget_ && (!r_.found || sim.recompute_flops < r_.recompute_flops)) {
+      r_.found = true;
+      r_.checkpoints = ckpt;
+      r_.recompute_flops = sim.recompute_flops;
+      r_.peak = sim.peak_bytes;
+    }
+  }
+  Eval consider(const std::vector<int>& ckpt) {
+    const Simulation s = simulate(m_, segment_schedule(m_, ckpt, "optimal"));
+    record(ckpt, s);
+    return {s.peak_bytes, s.recompute_flops};
+  }
+
+ private:
+  const Model& m_;
+  uint64_t budget_;
+  OptimalResult& r_;
+};
+
+// Iterated local search from the best set so far: single add/remove moves to a
+// local optimum, then kicks (2-3 random flips of the best set) followed by
+// local search again, until `until` or 200 kicks in a row bring nothing.
+// Deterministic (fixed seed). Only an incumbent for the branch and bound.
+void local_search(Search& s, Clock::time_point until) {
+  const int n = s.model().loss();
+  OptimalResult& r = s.result();
+  auto as_set = [&](const std::vector<char>& in) {
+    std::vector<int> ckpt;
+    for (int u = 1; u < n; ++u)
+      if (in[static_cast<std::size_t>(u)]) ckpt.push_back(u);
+    return ckpt;
+  };
+  // Feasible beats infeasible; then fewer FLOPs, or a lower peak while nothing fits.
+  auto better = [&](const Eval& a, const Eval& b) {
+    const bool fa = a.peak <= s.budget(), fb = b.peak <= s.budget();
+    if (fa != fb) return fa;
+    return fa ? a.flops < b.flops : a.peak < b.peak;
+  };
+  auto descend = [&](std::vector<char>& in) {
+    Eval cur = s.consider(as_set(in));
+    bool improved = true;
+    while (improved && Clock::now() < until) {
+      improved = false;
+      for (int v = 1; v < n && Clock::now() < until; ++v) {
+        in[static_cast<std::size_t>(v)] ^= 1;
+        const Eval e = s.consider(as_set(in));
+        if (better(e, cur)) {
+          cur = e;
+          improved = true;
+        } else {
+          in[static_cast<std::size_t>(v)] ^= 1;
+        }
+      }
+    }
+  };
+  auto from_best = [&] {
+    std::vector<char> in(static_cast<std::size_t>(n), 0);
+    for (int c : r.checkpoints) in[static_cast<std::size_t>(c)] = 1;
+    return in;
+  };
+  std::vector<char> in = from_best();
+  descend(in);
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> pick(1, n - 1);
+  for (int quiet = 0; quiet < 200 && Clock::now() < until; ++quiet) {
+    const double before = r.found ? r.recompute_flops : std::numeric_limits<double>::infinity();
+    in = from_best();
+    for (int k = 0; k < 2 + quiet % 2; ++k) in[static_cast<std::size_t>(pick(rng))] ^= 1;
+    descend(in);
+    if (r.found && r.recompute_flops < before) quiet = -1;
+  }
 }
+
+// What no extension of a checkpoint set can change. Backward runs the phases
+// from the last to the first, so the phases ending at or before the set's last
+// checkpoint c run last. They read only ops <= c, every later phase has freed
+// what it recomputed before they start, and the gradients alive then are those
+// of ops <= c whose consumers beyond c have all run. So their instructions have
+// the same memory and recompute FLOPs under every set that extends this one
+// with checkpoints after c: a lower bound for all of them.
+struct Settled {
+  uint64_t peak = 0;
+  double flops = 0;
+  std::size_t from = 0;  // its first instruction
+};
+
+Settled settled_part(const Model& m, const Schedule& s, const Simulation& sim, int last_checkpoint) {
+  Settled e;
+  std::size_t i = 0;
+  const Instr final_phase_end{InstrKind::Bwd, last_checkpoint + 1};
+  while (i < s.code.size() && !(s.code[i] == final_phase_end)) ++i;
+  for (++i; i < s.code.size(); ++i) {  // frees right after it still belong to the final phase
+    const InstrKind k = s.code[i].kind;
+    if (k == InstrKind::Fwd || k == InstrKind::Bwd) break;
+  }
+  e.from = i;
+  for (; i < s.code.size(); ++i) {
+    e.peak = std::max(e.peak, sim.timeline[i]);
+    if (s.code[i].kind == InstrKind::Fwd) e.flops += m.op(s.code[i].op).fwd_flops;
+  }
+  return e;
+}
+
+// Ops c that no edge passes over (no u < c < w with u -> w): checkpointing one
+// cuts the schedule in two. Later phases never read or recompute anything
+// before c, and everything before c still resident after fwd c is a
+// checkpoint that the settled phases will read: `held_bytes`.
+std::vector<char> cut_ops(const Model& m) {
+  std::vector<char> cut(static_cast<std::size_t>(m.size()), 0);
+  int reach = 0;  // the farthest consumer of any op before c
+  for (int c = 0; c < m.size(); ++c) {
+    cut[static_cast<std::size_t>(c)] = reach <= c;
+    for (int w : m.consumers(c)) reach = std::max(reach, w);
+  }
+  return cut;
+}
+
+uint64_t held_bytes(const Model& m, const Schedule& s, std::size_t settled_from, const std::vector<int>& ckpt) {
+  std::vector<char> read(static_cast<std::size_t>(m.size()), 0);
+  for (std::size_t i = settled_from; i < s.code.size(); ++i) {
+    const Instr ins = s.code[i];
+    const Op& op = m.op(ins.op);
+    if (ins.kind == InstrKind::Fwd)
+      for (int u : op.inputs) read[static_cast<std::size_t>(u)] = 1;
+    if (ins.kind == InstrKind::Bwd)
+      for (int u : op.saved) read[static_cast<std::size_t>(u)] = 1;
+  }
+  uint64_t held = read[0] ? m.op(0).bytes : 0;  // the input is always kept
+  for (std::size_t j = 0; j + 1 < ckpt.size(); ++j)
+    if (read[static_cast<std::size_t>(ckpt[j])]) held += m.op(ckpt[j]).bytes;
+  return held;
+}
+
+// Depth-first over checkpoint sets in increasing order: a node is a set, its
+// children add one checkpoint after its last. Each node is itself a candidate;
+// its settled part bounds the whole subtree from below in peak and FLOPs.
+// When the last checkpoint c is a cut op, every later instruction holds
+// held_bytes from before c plus what the extension alone decides, so a node
+// whose (held bytes, settled FLOPs) another node at c matches or beats is
+// dominated: the same extension of the other is at least as good.
+// Returns false when the deadline stopped it (then nothing is proven).
+class BranchAndBound {
+ public:
+  BranchAndBound(Search& s, Clock::time_point deadline)
+      : s_(s), deadline_(deadline), cut_(cut_ops(s.model())), labels_(cut_.size()) {}
+
+  bool run() {
+    std::vector<int> ckpt;
+    return visit(ckpt);
+  }
+
+ private:
+  bool visit(std::vector<int>& ckpt) {
+    if (Clock::now() > deadline_) return false;
+    const Model& m = s_.model();
+    if (prune(ckpt)) return true;
+    const int first_child = ckpt.empty() ? 1 : ckpt.back() + 1;
+    for (int c = first_child; c < m.loss(); ++c) {
+      ckpt.push_back(c);
+      const bool done = visit(ckpt);
+      ckpt.pop_back();
+      if (!done) return false;
+    }
+    return true;
+  }
+
+  // Evaluates the set as a candidate; true when no extension can fit and beat the best.
+  bool prune(const std::vector<int>& ckpt) {
+    const Model& m = s_.model();
+    const Schedule sched = segment_schedule(m, ckpt, "optimal");
+    const Simulation sim = simulate(m, sched);
+    s_.record(ckpt, sim);
+    if (ckpt.empty()) return false;
+    const int c = ckpt.back();
+    const Settled settled = settled_part(m, sched, sim, c);
+    const OptimalResult& r = s_.result();
+    if (settled.peak > s_.budget() || (r.found && settled.flops >= r.recompute_flops)) return true;
+    if (!cut_[static_cast<std::size_t>(c)]) return false;
+    // Before a cut the forward pass holds nothing an extension could change.
+    for (std::size_t i = 0; i < sched.code.size(); ++i) {
+      if (sim.timeline[i] > s_.budget()) return true;
+      if (sched.code[i] == Instr{InstrKind::Fwd, c}) break;
+    }
+    return dominated(c, held_bytes(m, sched, settled.from, ckpt), settled.flops);
+  }
+
+  // Keeps the Pareto labels (held bytes, settled FLOPs) of the nodes ending at c.
+  bool dominated(int c, uint64_t held, double flops) {
+    auto& labels = labels_[static_cast<std::size_t>(c)];
+    for (const auto& [h, f] : labels)
+      if (h <= held && f <= flops) return true;
+    std::erase_if(labels, [&](const auto& l) { return held <= l.first && flops <= l.second; });
+    labels.emplace_back(held, flops);
+    return false;
+  }
+
+  Search& s_;
+  Clock::time_point deadline_;
+  std::vector<char> cut_;
+  std::vector<std::vector<std::pair<uint64_t, double>>> labels_;
+};
 
 class Optimal final : public Strategy {
  public:
@@ -44,98 +259,20 @@ class Optimal final : public Strategy {
 }  // namespace
 
 OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
   OptimalResult r;
-  r.least_peak = std::numeric_limits<uint64_t>::max();
-  auto consider = [&](const std::vector<int>& ckpt) {
-    const Eval e = evaluate(m, ckpt);
-    ++r.evaluated;
-    r.least_peak = std::min(r.least_peak, e.peak);
-    if (e.peak <= budget && (!r.found || e.flops < r.recompute_flops)) {
-      r.found = true;
-      r.checkpoints = ckpt;
-      r.recompute_flops = e.flops;
-      r.peak = e.peak;
-      return true;
-    }
-    return false;
-  };
-  const int n = m.loss();
+  Search s(m, budget, r);
   // Seeds: the named families.
-  consider({});
-  for (int k = 1; k < n; ++k) consider(every_k_checkpoints(m, k));
-  consider(auto_checkpoints(m));
-  consider(selective_checkpoints(m));
-  consider(articulation_candidates(m));
-
-  const int cands = n - 1;  // ops 1..n-1
-  if (cands <= kExhaustiveOps) {
-    const uint64_t total = uint64_t{1} << cands;
-    std::vector<int> ckpt;
-    uint64_t mask = 0;
-    for (; mask < total; ++mask) {
-      if ((mask & 1023) == 0 && Clock::now() > deadline) break;
-      ckpt.clear();
-      for (int i = 0; i < cands; ++i)
-        if (mask >> i & 1) ckpt.push_back(i + 1);
-      consider(ckpt);
-    }
-    r.proven = mask == total;
-    return r;
-  }
-  // Larger graphs: iterated local search from the best seed. Single add/remove
-  // moves to a local optimum, then kicks (2-3 random flips of the best set)
-  // followed by local search again, until the time limit or 200 kicks in a
-  // row bring nothing. Deterministic (fixed seed).
-  std::vector<char> best(static_cast<std::size_t>(n), 0);
-  for (int c : r.checkpoints) best[static_cast<std::size_t>(c)] = 1;
-  auto as_set = [&](const std::vector<char>& in) {
-    std::vector<int> ckpt;
-    for (int u = 1; u < n; ++u)
-      if (in[static_cast<std::size_t>(u)]) ckpt.push_back(u);
-    return ckpt;
-  };
-  // Local search on `in`, scoring with `score` (flops, or peak when nothing fits yet).
-  auto descend = [&](std::vector<char>& in) {
-    Eval cur = evaluate(m, as_set(in));
-    ++r.evaluated;
-    auto better = [&](const Eval& a, const Eval& b) {
-      const bool fa = a.peak <= budget, fb = b.peak <= budget;
-      if (fa != fb) return fa;
-      return fa ? a.flops < b.flops : a.peak < b.peak;
-    };
-    bool improved = true;
-    while (improved && Clock::now() < deadline) {
-      improved = false;
-      for (int v = 1; v < n && Clock::now() < deadline; ++v) {
-        in[static_cast<std::size_t>(v)] ^= 1;
-        const auto ckpt = as_set(in);
-        const Eval e = evaluate(m, ckpt);
-        ++r.evaluated;
-        r.least_peak = std::min(r.least_peak, e.peak);
-        if (better(e, cur)) {
-          cur = e;
-          improved = true;
-          consider(ckpt);
-        } else {
-          in[static_cast<std::size_t>(v)] ^= 1;
-        }
-      }
-    }
-  };
-  std::vector<char> in = best;
-  descend(in);
-  std::mt19937 rng(1);
-  std::uniform_int_distribution<int> pick(1, n - 1);
-  for (int quiet = 0; quiet < 200 && Clock::now() < deadline; ++quiet) {
-    const double before = r.found ? r.recompute_flops : std::numeric_limits<double>::infinity();
-    in.assign(static_cast<std::size_t>(n), 0);
-    for (int c : r.checkpoints) in[static_cast<std::size_t>(c)] = 1;
-    for (int k = 0; k < 2 + quiet % 2; ++k) in[static_cast<std::size_t>(pick(rng))] ^= 1;
-    descend(in);
-    if (r.found && r.recompute_flops < before) quiet = -1;
-  }
+  const int n = m.loss();
+  s.consider({});
+  for (int k = 1; k < n; ++k) s.consider(every_k_checkpoints(m, k));
+  s.consider(auto_checkpoints(m));
+  s.consider(selective_checkpoints(m));
+  s.consider(articulation_candidates(m));
+  // A good incumbent prunes most of the tree; small graphs need none.
+  if (n - 1 > kExhaustiveOps) local_search(s, start + (deadline - start) / 4);
+  r.proven = BranchAndBound(s, deadline).run();
   return r;
 }
 

@@ -1,8 +1,8 @@
 // optimal:BYTES — the least recompute FLOPs under a byte budget among the
 // schedules checkpoint_schedule makes from a checkpoint set (segment phases).
-// Exact (every set tried) when the model has at most kExhaustiveOps candidate
-// ops and the time limit allows; otherwise the best found by seeding with the
-// other strategies and improving by single add/remove moves: `proven` says which.
+// A branch and bound over every set, seeded with the other strategies (and,
+// above kExhaustiveOps candidate ops, an iterated local search): `proven` when
+// it finished within the time limit, else the best set found so far.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,7 +13,7 @@ struct Model;
 
 struct OptimalResult {
   bool found = false;       // some set fits the budget
-  bool proven = false;      // every candidate set was evaluated
+  bool proven = false;      // the search finished: no set fits with fewer FLOPs
   std::vector<int> checkpoints;
   double recompute_flops = 0;
   uint64_t peak = 0;
@@ -21,6 +21,8 @@ struct OptimalResult {
   int64_t evaluated = 0;
 };
 
+// Above this many candidate ops a local search finds an incumbent first (a
+// quarter of the time limit); below, the branch and bound alone is faster.
 constexpr int kExhaustiveOps = 18;
 
 OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s);

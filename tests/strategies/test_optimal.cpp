@@ -1,10 +1,15 @@
-// optimal:BYTES is exhaustive on small graphs: no other strategy whose peak
-// fits the same budget recomputes fewer FLOPs.
+// optimal:BYTES is an exact search over checkpoint sets: no other strategy
+// whose peak fits the same budget recomputes fewer FLOPs, it matches brute
+// force on DAGs and the exact chain DP beyond what brute force can reach.
 #include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
 
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
+#include "core/strategies/chain_segments.h"
 #include "core/strategies/optimal.h"
 #include "core/strategy.h"
 #include "tests/strategies/strategy_test_util.h"
@@ -51,4 +56,66 @@ TEST(Optimal, AgreesWithBruteForce) {
 TEST(Optimal, InfeasibleSaysTheLeastPeak) {
   const Model m = make_preset("chain:8");
   EXPECT_THROW(make_strategy("optimal:1")->schedule(m), InputError);
+}
+
+// A DAG (residual Adds): the branch and bound's pruning must never cut off the
+// brute-force optimum, at every budget some set reaches exactly and just below it.
+TEST(Optimal, MatchesBruteForceOnATransformerBlock) {
+  const Model m = make_preset("transformer:1:16:4:2");
+  ASSERT_EQ(m.loss() - 1, 14);  // candidate ops: 2^14 sets
+  const auto all = test::all_checkpoint_sets(m);
+  std::set<uint64_t> budgets;
+  for (const auto& r : all) budgets.insert(r.sim.peak_bytes);
+  ASSERT_GT(budgets.size(), 5u);
+  int checked = 0;
+  for (uint64_t b : budgets) {
+    for (uint64_t budget : {b, b - 1}) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const auto& r : all)
+        if (r.sim.peak_bytes <= budget) best = std::min(best, r.sim.recompute_flops);
+      const OptimalResult o = optimal_search(m, budget, 60);
+      EXPECT_TRUE(o.proven) << "budget " << budget;
+      EXPECT_LT(o.evaluated, static_cast<int64_t>(all.size())) << "budget " << budget << ": nothing pruned";
+      if (best == std::numeric_limits<double>::infinity()) {
+        EXPECT_FALSE(o.found) << "budget " << budget;
+        continue;
+      }
+      ASSERT_TRUE(o.found) << "budget " << budget;
+      EXPECT_LE(o.peak, budget);
+      EXPECT_DOUBLE_EQ(o.recompute_flops, best) << "budget " << budget;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 5);
+}
+
+// Beyond brute force (2^29 sets): on a chain the segment DP is exact over the
+// same family, so the proven search must find the same FLOPs.
+TEST(Optimal, ProvesTheChainDpOptimumBeyondBruteForce) {
+  const Model m = test::unequal_chain({8, 64, 4, 32, 128, 16, 8, 256, 12, 40, 9, 77, 30, 5, 90, 14, 60,
+                                       3, 45, 22, 70, 11, 33, 50, 7, 64, 18, 28, 96, 10},
+                                      "u30");
+  ASSERT_GT(m.loss() - 1, kExhaustiveOps);
+  const uint64_t least = chain_min_budget(m);
+  const uint64_t store = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
+  for (uint64_t budget : {least, least + (store - least) / 8, least + (store - least) / 3, store - 1}) {
+    std::vector<int> dp_set;
+    double dp_flops = 0;
+    ASSERT_TRUE(chain_budget_dp(m, budget, dp_set, nullptr, &dp_flops)) << budget;
+    const OptimalResult o = optimal_search(m, budget, 60);
+    ASSERT_TRUE(o.found) << budget;
+    EXPECT_TRUE(o.proven) << budget;
+    EXPECT_LE(o.peak, budget);
+    EXPECT_DOUBLE_EQ(o.recompute_flops, dp_flops) << "budget " << budget;
+  }
+}
+
+// With no time the search reports the best seed and does not claim a proof.
+TEST(Optimal, OutOfTimeIsNotProven) {
+  const Model m = make_preset("transformer:2:16:4:2");
+  const uint64_t sqrt_peak = simulate(m, make_strategy("sqrt")->schedule(m)).peak_bytes;
+  const OptimalResult o = optimal_search(m, sqrt_peak, 0);
+  EXPECT_FALSE(o.proven);
+  ASSERT_TRUE(o.found);  // sqrt itself is a seed (every-k)
+  EXPECT_LE(o.peak, sqrt_peak);
 }
