@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
 #include <set>
 
 #include "core/errors.h"
@@ -89,6 +90,69 @@ TEST(Optimal, MatchesBruteForceOnATransformerBlock) {
   EXPECT_GT(checked, 5);
 }
 
+namespace {
+
+// A random DAG of same-shaped tensors: Linear/Tanh/ReLU/LayerNorm/Add reading
+// random earlier ops (skip edges of any length), ops nothing reads summed into
+// the last one so everything reaches the loss.
+Model random_dag(unsigned seed, int ops) {
+  std::mt19937 rng(seed);
+  Model m;
+  m.name = "random" + std::to_string(seed);
+  auto make = [](OpKind k, std::vector<int> in) {
+    Op op;
+    op.kind = k;
+    op.name = "v";
+    op.inputs = std::move(in);
+    if (k == OpKind::Input || k == OpKind::Linear) op.shape = {2, 8};
+    return op;
+  };
+  m.add(make(OpKind::Input, {}));
+  std::vector<char> read(1, 0);
+  const OpKind kinds[] = {OpKind::Linear, OpKind::Tanh, OpKind::ReLU, OpKind::LayerNorm, OpKind::Add, OpKind::Add};
+  for (int i = 1; i < ops; ++i) {
+    const OpKind k = kinds[rng() % 6];
+    const int a = static_cast<int>(rng() % static_cast<unsigned>(i));
+    const int b = std::max(0, i - 1 - static_cast<int>(rng() % 3));
+    std::vector<int> in = k == OpKind::Add ? std::vector<int>{a, b} : std::vector<int>{rng() % 2 ? a : i - 1};
+    if (k == OpKind::Add && a == b) in = {a};
+    for (int u : in) read[static_cast<std::size_t>(u)] = 1;
+    m.add(make(in.size() == 1 && k == OpKind::Add ? OpKind::Tanh : k, in));
+    read.push_back(0);
+  }
+  int last = ops - 1;
+  for (int u = 0; u < ops - 1; ++u)
+    if (!read[static_cast<std::size_t>(u)]) last = m.add(make(OpKind::Add, {last, u}));
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.name = "loss";
+  loss.inputs = {last};
+  m.add(loss);
+  m.finalize();
+  return m;
+}
+
+}  // namespace
+
+// Irregular DAGs: skip edges of every length, cuts in odd places.
+TEST(Optimal, MatchesBruteForceOnRandomDags) {
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    const Model m = random_dag(seed, 11);
+    ASSERT_LE(m.loss() - 1, 16) << m.name;
+    const auto all = test::all_checkpoint_sets(m);
+    std::set<uint64_t> budgets;
+    for (const auto& r : all) budgets.insert(r.sim.peak_bytes);
+    for (uint64_t budget : budgets) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const auto& r : all)
+        if (r.sim.peak_bytes <= budget) best = std::min(best, r.sim.recompute_flops);
+      const OptimalResult o = optimal_search(m, budget, 60);
+      ASSERT_TRUE(o.found && o.proven) << m.name << " budget " << budget;
+      EXPECT_DOUBLE_EQ(o.recompute_flops, best) << m.name << " budget " << budget;
+    }
+  }
+}
+
 // Beyond brute force (2^29 sets): on a chain the segment DP is exact over the
 // same family, so the proven search must find the same FLOPs.
 TEST(Optimal, ProvesTheChainDpOptimumBeyondBruteForce) {
@@ -98,7 +162,8 @@ TEST(Optimal, ProvesTheChainDpOptimumBeyondBruteForce) {
   ASSERT_GT(m.loss() - 1, kExhaustiveOps);
   const uint64_t least = chain_min_budget(m);
   const uint64_t store = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
-  for (uint64_t budget : {least, least + (store - least) / 8, least + (store - least) / 3, store - 1}) {
+  for (uint64_t i = 0; i < 12; ++i) {
+    const uint64_t budget = least + (store - 1 - least) * i / 11;
     std::vector<int> dp_set;
     double dp_flops = 0;
     ASSERT_TRUE(chain_budget_dp(m, budget, dp_set, nullptr, &dp_flops)) << budget;
