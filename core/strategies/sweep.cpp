@@ -37,12 +37,29 @@ std::string manual_spec(const std::vector<int>& ckpt) {
 
 }  // namespace
 
+std::vector<NamedPoint> named_points(const Model& m) {
+  std::vector<NamedPoint> named;
+  for (const auto& spec : named_specs(m)) {
+    try {
+      const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
+      named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops});
+    } catch (const InputError&) {  // chain-only strategies on a DAG
+    }
+  }
+  return named;
+}
+
 std::vector<uint64_t> auto_budgets(const Model& m, int count) {
   const uint64_t lo = simulate(m, make_strategy("recompute-all")->schedule(m)).peak_bytes;
   const uint64_t hi = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
   std::vector<uint64_t> b;
   for (int i = 0; i < count; ++i)
     b.push_back(lo + static_cast<uint64_t>(std::llround(static_cast<double>(hi - lo) * i / std::max(1, count - 1))));
+  // Without a budget at each named strategy's peak, the front would hold the
+  // overhead of the sample below until the next sample, drawn above a strategy
+  // that does better in between.
+  for (const NamedPoint& n : named_points(m)) b.push_back(n.peak);
+  std::sort(b.begin(), b.end());
   b.erase(std::unique(b.begin(), b.end()), b.end());
   return b;
 }
@@ -61,13 +78,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   SweepResult r;
   const double denom = m.forward_flops() + m.backward_flops();
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
-  for (const auto& spec : named_specs(m)) {
-    try {
-      const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
-      r.named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops});
-    } catch (const InputError&) {
-    }
-  }
+  r.named = named_points(m);
   const bool chain = is_chain(m) && m.loss() <= 4000;
   const int total = static_cast<int>(budgets.size());
   for (int i = 0; i < total; ++i) {

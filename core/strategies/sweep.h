@@ -40,10 +40,14 @@ struct SweepOptions {
   const std::atomic<bool>* cancel = nullptr;          // optional: stop and return what is done
 };
 
-// `count` budgets evenly from recompute-all's peak to store-all's.
+// `count` budgets evenly from recompute-all's peak to store-all's, plus the
+// peak of each named strategy (so none of them lies below the front).
 std::vector<uint64_t> auto_budgets(const Model& m, int count = 12);
 // Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
 std::vector<uint64_t> parse_budgets(const Model& m, const std::string& list);
+
+// store-all, recompute-all, sqrt, auto, selective (and revolve on chains), simulated.
+std::vector<NamedPoint> named_points(const Model& m);
 
 SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOptions& options = {});
 nlohmann::json sweep_json(const Model& m, const SweepResult& r);

@@ -1,7 +1,9 @@
 // remat sweep / remat explain / the new strategy specs, through the binary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "tests/app/cli_runner.h"
@@ -10,7 +12,13 @@ TEST(CliSweep, JsonFrontIsMonotone) {
   const CliResult r = run_cli("sweep --model chain:24 --budgets auto --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["budgets"].size(), 12u);
+  // Twelve even steps plus the named strategies' peaks not already among them.
+  std::set<uint64_t> budgets, named;
+  for (const auto& b : j["budgets"]) budgets.insert(b["budget_bytes"].get<uint64_t>());
+  for (const auto& s : j["strategies"]) named.insert(s["peak_bytes"].get<uint64_t>());
+  EXPECT_TRUE(std::includes(budgets.begin(), budgets.end(), named.begin(), named.end()));
+  EXPECT_GE(budgets.size(), 12u);
+  EXPECT_EQ(budgets.size(), j["budgets"].size());
   double prev = 1e300;
   for (const auto& b : j["budgets"]) {
     ASSERT_TRUE(b["feasible"].get<bool>());
