@@ -55,6 +55,7 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
             {"flops", s.flops},
             {"recompute_flops", s.recompute_flops},
             {"overhead", s.overhead}});
+  if (!run.schedule.note.empty()) j["note"] = run.schedule.note;
   if (with_timeline) j["timeline"] = s.timeline;
   return j;
 }

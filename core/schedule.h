@@ -26,6 +26,9 @@ struct Instr {
 struct Schedule {
   std::string strategy;
   std::vector<Instr> code;
+  // What a user should know about how it was made (a search that ran out of
+  // time); empty for most strategies.
+  std::string note;
 };
 
 // "fwd a3 (op 3)" style text for logs, captions and the CLI.

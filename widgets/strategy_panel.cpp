@@ -89,6 +89,10 @@ void StrategyPanel::setRuns(const std::vector<StrategyRun>& runs) {
       if (QString::fromStdString(r.spec).section(':', 0, 0) != it->text(Name)) continue;
       if (r.ok()) {
         it->setText(Status, tr("ok, peak %1").arg(format_bytes(r.sim.peak_bytes)));
+        if (!r.schedule.note.empty()) {
+          it->setText(Status, it->text(Status) + tr(" (best found, not proven)"));
+          it->setToolTip(Status, QString::fromStdString(r.schedule.note));
+        }
       } else {
         it->setText(Status, tr("invalid: %1").arg(QString::fromStdString(r.error)));
         it->setToolTip(Status, QString::fromStdString(r.error));

@@ -35,6 +35,8 @@ void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
                 tensors.c_str(), static_cast<long long>(s.forward_steps), static_cast<long long>(s.recompute_steps),
                 static_cast<long long>(s.backward_steps), 100.0 * s.overhead);
   }
+  for (const auto& r : runs)
+    if (!r.schedule.note.empty()) std::printf("note: %s: %s\n", r.name.c_str(), r.schedule.note.c_str());
 }
 
 void run_simulate(const SimulateOptions& o) {

@@ -248,7 +248,12 @@ class Optimal final : public Strategy {
     if (!r.found)
       throw InputError("optimal: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
                        "'; the smallest peak found is " + std::to_string(r.least_peak) + " bytes");
-    return segment_schedule(m, r.checkpoints, name());
+    Schedule s = segment_schedule(m, r.checkpoints, name());
+    if (!r.proven)
+      s.note = "the search stopped at its time limit (" + std::to_string(static_cast<long long>(limit_)) + " s) after " +
+               std::to_string(r.evaluated) + " checkpoint sets: the best found, not proven least (optimal:" +
+               std::to_string(budget_) + ":SECONDS gives it longer)";
+    return s;
   }
 
  private:

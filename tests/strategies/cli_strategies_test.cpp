@@ -29,6 +29,17 @@ TEST(CliSweep, JsonFrontIsMonotone) {
   EXPECT_FALSE(j["strategies"].empty());
 }
 
+// A search cut off by its time limit says so in the table and the JSON.
+TEST(CliSimulate, OptimalOutOfTimeSaysSo) {
+  const CliResult t = run_cli("simulate --model transformer:12:16:4:2 --strategy optimal:18176:1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("note: optimal:18176: the search stopped at its time limit (1 s)"), std::string::npos) << t.out;
+  const CliResult j = run_cli("simulate --model transformer:12:16:4:2 --strategy optimal:18176:1 --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_NE(doc["strategies"][0]["note"].get<std::string>().find("not proven"), std::string::npos);
+}
+
 TEST(CliSweep, BadBudgetsAndPlot) {
   CliResult r = run_cli("sweep --model chain:8 --budgets 1K,many");
   EXPECT_EQ(r.code, 2);

@@ -184,3 +184,15 @@ TEST(Optimal, OutOfTimeIsNotProven) {
   ASSERT_TRUE(o.found);  // sqrt itself is a seed (every-k)
   EXPECT_LE(o.peak, sqrt_peak);
 }
+
+// The schedule says when its search ran out of time, and only then.
+TEST(Optimal, ScheduleNotesAnUnprovenResult) {
+  const Model small = make_preset("transformer:1:16:4:2");
+  const uint64_t small_sqrt = simulate(small, make_strategy("sqrt")->schedule(small)).peak_bytes;
+  EXPECT_EQ(make_strategy("optimal:" + std::to_string(small_sqrt))->schedule(small).note, "");
+  const Model big = make_preset("transformer:12:16:4:2");
+  const uint64_t big_sqrt = simulate(big, make_strategy("sqrt")->schedule(big)).peak_bytes;
+  const Schedule s = make_strategy("optimal:" + std::to_string(big_sqrt) + ":1")->schedule(big);
+  EXPECT_NE(s.note.find("time limit (1 s)"), std::string::npos) << s.note;
+  EXPECT_NE(s.note.find("not proven"), std::string::npos) << s.note;
+}
