@@ -163,6 +163,15 @@ Bounds bounds(const Model& m, const SegmentTable& table, uint64_t budget) {
   return bd;
 }
 
+// A label waiting at checkpoint `at` for its turn: the arena keeps only the
+// labels that survive onto a Pareto front (a few per checkpoint), so the many
+// candidates are sorted by value and dropped once their checkpoint is done.
+struct Candidate {
+  uint64_t prefix;
+  double flops;
+  int parent;  // arena index of the front label it extends
+};
+
 // Pareto DP over (prefix bytes, flops); `budget` bounds every segment's
 // prefix + own peak. Labels that cannot finish (reach) or cannot beat `best`
 // (least) are dropped. `cap` > 0 keeps at most that many labels per
@@ -170,33 +179,31 @@ Bounds bounds(const Model& m, const SegmentTable& table, uint64_t budget) {
 int run_dp(const Model& m, const SegmentTable& table, const Bounds& bd, uint64_t budget,
            std::vector<Label>& arena, double& best, std::size_t cap) {
   const int n = m.loss();
-  std::vector<std::vector<int>> at(static_cast<std::size_t>(n) + 1);
+  std::vector<std::vector<Candidate>> pending(static_cast<std::size_t>(n) + 1);
   arena.clear();
-  arena.push_back({0, 0, 0, -1});
-  at[0].push_back(0);
+  pending[0].push_back({0, 0, -1});
   int best_label = -1;
+  std::vector<Candidate> front;  // increasing prefix, strictly decreasing flops
   for (int i = 0; i < n; ++i) {
-    auto& ls = at[static_cast<std::size_t>(i)];
+    auto& ls = pending[static_cast<std::size_t>(i)];
     if (ls.empty()) continue;
-    std::sort(ls.begin(), ls.end(), [&](int x, int y) {
-      const auto &p = arena[static_cast<std::size_t>(x)], &q = arena[static_cast<std::size_t>(y)];
+    std::sort(ls.begin(), ls.end(), [](const Candidate& p, const Candidate& q) {
       return p.prefix != q.prefix ? p.prefix < q.prefix : p.flops < q.flops;
     });
-    std::vector<int> front;  // increasing prefix, strictly decreasing flops
-    for (int l : ls) {
-      if (front.empty() || arena[static_cast<std::size_t>(l)].flops < arena[static_cast<std::size_t>(front.back())].flops)
-        front.push_back(l);
-    }
+    front.clear();
+    for (const Candidate& c : ls)
+      if (front.empty() || c.flops < front.back().flops) front.push_back(c);
+    std::vector<Candidate>().swap(ls);
     if (cap > 0 && front.size() > cap) {
-      std::vector<int> thin;
+      std::vector<Candidate> thin;
       for (std::size_t k = 0; k < cap; ++k) thin.push_back(front[k * (front.size() - 1) / (cap - 1)]);
       front.swap(thin);
     }
-    ls.swap(front);
     const auto& row = table.rows[static_cast<std::size_t>(i)];
     const int limit = table.limit[static_cast<std::size_t>(i)];
-    for (int l : ls) {
-      const Label lab = arena[static_cast<std::size_t>(l)];
+    for (const Candidate& lab : front) {
+      arena.push_back({lab.prefix, lab.flops, i, lab.parent});
+      const int l = static_cast<int>(arena.size()) - 1;
       for (int b = i + 1; b <= n; b = b >= limit ? (b == n ? n + 1 : n) : b + 1) {
         const SegmentCost& s = row[static_cast<std::size_t>(b)];
         if (lab.prefix + s.peak > budget) continue;
@@ -208,8 +215,7 @@ int run_dp(const Model& m, const SegmentTable& table, const Bounds& bd, uint64_t
         }
         const uint64_t prefix = lab.prefix + (s.keeps_start ? m.op(i).bytes : 0);
         if (static_cast<int64_t>(prefix) > bd.reach[static_cast<std::size_t>(b)]) continue;
-        arena.push_back({prefix, f, b, l});
-        at[static_cast<std::size_t>(b)].push_back(static_cast<int>(arena.size()) - 1);
+        pending[static_cast<std::size_t>(b)].push_back({prefix, f, l});
       }
     }
   }
