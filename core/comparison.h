@@ -20,6 +20,9 @@ struct StrategyRun {
   Schedule schedule;
   Simulation sim;
   std::string error;  // why this strategy does not apply to the model; empty when it does
+  // Still being computed elsewhere (the window's background searches); `error`
+  // then says what is under way.
+  bool pending = false;
   bool ok() const { return error.empty(); }
 };
 

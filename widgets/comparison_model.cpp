@@ -50,12 +50,13 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   const StrategyRun& r = (*runs_)[static_cast<std::size_t>(index.row())];
   const int col = index.column();
   if (role == Qt::ToolTipRole && !r.ok()) return QString::fromStdString(r.error);
-  if (role == Qt::ForegroundRole && !r.ok()) return QBrush(QColor(170, 30, 30));
+  if (role == Qt::ForegroundRole && !r.ok()) return QBrush(r.pending ? QColor(90, 90, 90) : QColor(170, 30, 30));
   if (role == Qt::TextAlignmentRole && col != Strategy) return int(Qt::AlignRight | Qt::AlignVCenter);
   const bool edit = role == Qt::EditRole;  // raw numbers for sorting and tests
   if (role != Qt::DisplayRole && !edit) return {};
   if (col == Strategy) return QString::fromStdString(r.ok() ? r.name : r.spec);
-  if (!r.ok()) return col == Peak ? QVariant("invalid: " + QString::fromStdString(r.error)) : QVariant();
+  if (!r.ok())
+    return col == Peak ? QVariant((r.pending ? "" : "invalid: ") + QString::fromStdString(r.error)) : QVariant();
   const Simulation& s = r.sim;
   const uint64_t unit = model_ ? model_->uniform_bytes() : 0;
   auto it = measured_.find(r.spec);

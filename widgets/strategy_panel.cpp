@@ -93,6 +93,8 @@ void StrategyPanel::setRuns(const std::vector<StrategyRun>& runs) {
           it->setText(Status, it->text(Status) + tr(" (best found, not proven)"));
           it->setToolTip(Status, QString::fromStdString(r.schedule.note));
         }
+      } else if (r.pending) {
+        it->setText(Status, QString::fromStdString(r.error));
       } else {
         it->setText(Status, tr("invalid: %1").arg(QString::fromStdString(r.error)));
         it->setToolTip(Status, QString::fromStdString(r.error));

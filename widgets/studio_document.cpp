@@ -1,6 +1,8 @@
 #include "widgets/studio_document.h"
 
+#include <QThread>
 #include <algorithm>
+#include <memory>
 
 #include "core/model_source.h"
 #include "widgets/instruction_caption.h"
@@ -18,6 +20,9 @@ void StudioDocument::loadModel(const QString& specOrPath) {
 void StudioDocument::setModel(Model model, const QString& source) {
   model_ = std::move(model);
   source_ = source;
+  ++generation_;
+  searched_.clear();
+  searching_.clear();
   manual_.clear();
   QStringList kept;
   for (const QString& s : specs_)
@@ -40,14 +45,17 @@ void StudioDocument::resimulate() {
   // CLI still simulates it).
   const double n = model_.size();
   const bool quadraticTooLong = n * n / 2 > kMaxWindowInstructions;
+  auto isSearch = [](const QString& s) { return s.startsWith("optimal:"); };
   std::vector<std::string> specs;
   for (const QString& s : specs_)
-    if (!(quadraticTooLong && s == "recompute-all")) specs.push_back(s.toStdString());
+    if (!(quadraticTooLong && s == "recompute-all") && !isSearch(s)) specs.push_back(s.toStdString());
   std::vector<StrategyRun> runs = model_.size() > 0 ? simulate_strategies(model_, specs) : std::vector<StrategyRun>{};
   runs_.clear();
   std::size_t next = 0;
   for (const QString& s : specs_) {
-    if (quadraticTooLong && s == "recompute-all") {
+    if (isSearch(s) && model_.size() > 0) {
+      runs_.push_back(searched(s));
+    } else if (quadraticTooLong && s == "recompute-all") {
       StrategyRun r;
       r.spec = r.name = "recompute-all";
       r.error = "not simulated in the window: about " + std::to_string(static_cast<long long>(n * n / 2)) +
@@ -76,6 +84,31 @@ void StudioDocument::resimulate() {
   emit currentRunChanged(current_);
   setStep(std::min(step_, stepCount() ? stepCount() - 1 : 0));
   emit stepChanged(step_);
+}
+
+StrategyRun StudioDocument::searched(const QString& spec) {
+  if (auto it = searched_.find(spec); it != searched_.end()) return it.value();
+  StrategyRun pending;
+  pending.spec = pending.name = spec.toStdString();
+  pending.pending = true;
+  pending.error = "searching (at most its time limit)...";
+  if (searching_.contains(spec)) return pending;
+  searching_.insert(spec);
+  // The worker owns copies only; the result comes back through `finished`,
+  // queued to this object and dropped with it (or when the model changed).
+  auto result = std::make_shared<std::vector<StrategyRun>>();
+  QThread* t = QThread::create([model = model_, s = spec.toStdString(), result] {
+    *result = simulate_strategies(model, {s});
+  });
+  connect(t, &QThread::finished, this, [this, spec, result, generation = generation_] {
+    if (generation != generation_ || result->empty()) return;
+    searching_.remove(spec);
+    searched_.insert(spec, result->front());
+    if (specs_.contains(spec)) resimulate();
+  });
+  connect(t, &QThread::finished, t, &QObject::deleteLater);
+  t->start();
+  return pending;
 }
 
 const ResidentIndex* StudioDocument::residentIndex(int run) const {

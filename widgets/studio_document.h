@@ -1,9 +1,13 @@
 // The window's state without any widget: the model, the strategies compared,
 // their simulations (core's simulate_strategies), a resident index per run,
 // the run shown in the graph, the current step and the manual checkpoints.
-// Widgets observe its signals; tests drive it directly.
+// Widgets observe its signals; tests drive it directly. Searches (optimal:...)
+// may use their whole time limit, so they run on a worker thread: their run is
+// `pending` until the result comes back, the others show at once.
 #pragma once
+#include <QHash>
 #include <QObject>
+#include <QSet>
 #include <QStringList>
 #include <memory>
 #include <vector>
@@ -57,6 +61,8 @@ class StudioDocument : public QObject {
   void toggleCheckpoint(int op);
   std::vector<int> manualCheckpoints() const { return manual_; }
   int manualRun() const;
+  // Searches started and not yet back (for tests and the status bar).
+  int pendingSearches() const { return static_cast<int>(searching_.size()); }
 
  signals:
   void modelChanged();
@@ -66,6 +72,12 @@ class StudioDocument : public QObject {
 
  private:
   void resimulate();
+  // The search's run when it came back for this model; else starts it (once)
+  // and returns a pending run.
+  StrategyRun searched(const QString& spec);
+  QHash<QString, StrategyRun> searched_;
+  QSet<QString> searching_;
+  int generation_ = 0;  // of the model: results for an older one are dropped
   Model model_;
   QString source_;
   QStringList specs_;

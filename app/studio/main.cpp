@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   QCommandLineOption shot("screenshot", "Save a grab of the window to FILE and quit.", "FILE");
   shot.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption step("step", "Start at step K.", "K");
-  QCommandLineOption show("show", "Show strategy NAME in the graph.", "NAME");
+  QCommandLineOption show("show", "Show strategy NAME in the graph (compared too).", "NAME");
   QCommandLineOption run("run", "Run the strategies on the CPU at start.");
   QCommandLineOption tab("tab", "Open the bottom tab N (0: timeline, 1: comparison, 2: trade-off).", "N");
   cli.addOption(tab);
@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
 
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
-  for (int i = 0; cli.isSet(show) && i < w.document()->runCount(); ++i)
-    if (QString::fromStdString(w.document()->runs()[std::size_t(i)].name) == cli.value(show)) w.document()->setCurrentRun(i);
+  if (cli.isSet(show)) w.document()->showSpec(cli.value(show));  // added to the compared ones if missing
   if (cli.isSet(step)) w.document()->setStep(cli.value(step).toULongLong());
   if (cli.isSet(tab)) w.tabs()->setCurrentIndex(cli.value(tab).toInt());
   w.show();

@@ -4,6 +4,7 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
+#include "core/simulator.h"
 #include "widgets/main_window.h"
 #include "widgets/studio_document.h"
 
@@ -39,3 +40,45 @@ TEST(MainWindow, TradeoffTabLoadsTheClickedSpec) {
   EXPECT_EQ(w.document()->current()->spec, "every-k:5");
 }
 #endif
+
+// optimal:... may use its whole time limit: the window shows the other runs at
+// once, the search's run as pending, and fills it in when the worker is done.
+TEST(StudioDocument, SearchesRunInTheBackground) {
+  StudioDocument doc;
+  doc.loadModel("transformer:12:16:4:2");
+  // sqrt's peak: a budget whose search does not finish within its 1 s limit.
+  doc.setSpecs({"sqrt", "optimal:18176:1"});
+  ASSERT_EQ(doc.runCount(), 2);
+  EXPECT_TRUE(doc.runs()[0].ok());
+  EXPECT_TRUE(doc.runs()[1].pending);
+  EXPECT_FALSE(doc.runs()[1].ok());
+  EXPECT_EQ(doc.pendingSearches(), 1);
+  doc.setSpecs({"optimal:18176:1", "store-all"});  // the same search is not started twice
+  EXPECT_EQ(doc.pendingSearches(), 1);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return doc.runCount() == 2 && doc.runs()[0].ok(); }, 20000));
+  const StrategyRun& r = doc.runs()[0];
+  EXPECT_EQ(r.spec, "optimal:18176:1");
+  EXPECT_LE(r.sim.peak_bytes, 18176u);
+  EXPECT_NE(r.schedule.note.find("not proven"), std::string::npos);
+  EXPECT_EQ(doc.pendingSearches(), 0);
+  doc.setCurrentRun(0);
+  EXPECT_GT(doc.stepCount(), 0u);
+}
+
+// A search started for one model never lands in the next one.
+TEST(StudioDocument, SearchOfAReplacedModelIsDropped) {
+  StudioDocument doc;
+  doc.loadModel("transformer:12:16:4:2");
+  doc.setSpecs({"optimal:18176:1"});
+  ASSERT_TRUE(doc.runs()[0].pending);
+  doc.loadModel("chain:16");  // keeps the specs: a new search on chain:16 starts
+  ASSERT_EQ(doc.runCount(), 1);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return doc.runs()[0].ok(); }, 20000));
+  EXPECT_EQ(doc.runs()[0].sim.timeline.size(), doc.runs()[0].schedule.code.size());
+  EXPECT_EQ(doc.model().name, "chain:16");
+  // chain:16's checkpoints are ops below 16: the transformer's result (ops up to 146) would not fit.
+  EXPECT_TRUE(doc.residentIndex(0) != nullptr);
+  QTest::qWait(1500);  // the transformer's search ends meanwhile and is dropped
+  EXPECT_EQ(doc.runs()[0].sim.peak_bytes, simulate(doc.model(), doc.runs()[0].schedule).peak_bytes);
+  EXPECT_LE(doc.runs()[0].sim.peak_bytes, 18176u);
+}
