@@ -117,7 +117,7 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
   if (head == "optimal") {
     const auto f = split(args_of(s, head), ':');
     if (f.size() > 2) throw InputError("optimal: expected optimal:BYTES[:SECONDS] (got '" + s + "')");
-    // The window simulates on its own thread: a short default keeps it responsive.
+    // Someone is waiting for the answer: a few seconds unless they ask for more.
     const double limit = f.size() == 2 ? static_cast<double>(parse_int(f[1], "optimal: SECONDS", 1, 86400)) : 5.0;
     return make_optimal(parse_bytes(f[0], "optimal: BYTES"), limit);
   }
