@@ -43,8 +43,14 @@ const float* need(const Model& m, int v, const TensorTable& t, int u, const char
 
 }  // namespace
 
+namespace {
+uint64_t rounded_size(uint64_t bytes) { return std::max<uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign); }
+}  // namespace
+
 CpuBackend::~CpuBackend() {
   for (auto& [p, bytes] : blocks_) std::free(p);
+  for (auto& [size, ps] : spare_)
+    for (void* p : ps) std::free(p);
 }
 
 void CpuBackend::load(const Model& model, const HostData& data) {
@@ -75,8 +81,14 @@ void CpuBackend::zero_param_grads() {
 }
 
 void* CpuBackend::allocate(uint64_t bytes) {
-  const uint64_t rounded = std::max<uint64_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-  void* p = std::aligned_alloc(kAlign, rounded);
+  const uint64_t rounded = rounded_size(bytes);
+  void* p = nullptr;
+  if (auto it = spare_.find(rounded); it != spare_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+  } else {
+    p = std::aligned_alloc(kAlign, rounded);
+  }
   if (!p) return nullptr;
   blocks_.emplace(p, bytes);
   live_ += bytes;
@@ -89,8 +101,8 @@ void CpuBackend::release(void* p) {
   auto it = blocks_.find(p);
   if (it == blocks_.end()) return;
   live_ -= it->second;
+  spare_[rounded_size(it->second)].push_back(p);
   blocks_.erase(it);
-  std::free(p);
 }
 
 void CpuBackend::note_device() { device_peak_ = std::max(device_peak_, baseline_bytes_ + live_ + scratch_bytes_); }
