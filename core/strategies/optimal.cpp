@@ -245,9 +245,13 @@ class Optimal final : public Strategy {
   std::string name() const override { return "optimal:" + std::to_string(budget_); }
   Schedule schedule(const Model& m) const override {
     const OptimalResult r = optimal_search(m, budget_, limit_);
+    const std::string least = r.evaluated ? "; the smallest peak seen is " + std::to_string(r.least_peak) + " bytes" : "";
+    if (!r.found && r.proven)
+      throw InputError("optimal: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name + "'" + least);
     if (!r.found)
-      throw InputError("optimal: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
-                       "'; the smallest peak found is " + std::to_string(r.least_peak) + " bytes");
+      throw InputError("optimal: no checkpoint set within " + std::to_string(budget_) + " bytes was found for model '" +
+                       m.name + "' in " + std::to_string(static_cast<long long>(limit_)) + " s" + least +
+                       " (optimal:" + std::to_string(budget_) + ":SECONDS gives it longer)");
     Schedule s = segment_schedule(m, r.checkpoints, name());
     if (!r.proven)
       s.note = "the search stopped at its time limit (" + std::to_string(static_cast<long long>(limit_)) + " s) after " +
@@ -271,7 +275,7 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   // Seeds: the named families.
   const int n = m.loss();
   s.consider({});
-  for (int k = 1; k < n; ++k) s.consider(every_k_checkpoints(m, k));
+  for (int k = 1; k < n && Clock::now() < deadline; ++k) s.consider(every_k_checkpoints(m, k));
   s.consider(auto_checkpoints(m));
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));

@@ -54,9 +54,28 @@ TEST(Optimal, AgreesWithBruteForce) {
   }
 }
 
+namespace {
+std::string error_of(const std::string& spec, const Model& m) {
+  try {
+    make_strategy(spec)->schedule(m);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
 TEST(Optimal, InfeasibleSaysTheLeastPeak) {
-  const Model m = make_preset("chain:8");
-  EXPECT_THROW(make_strategy("optimal:1")->schedule(m), InputError);
+  const std::string proven = error_of("optimal:1", make_preset("chain:8"));
+  EXPECT_NE(proven.find("optimal: 1 bytes is infeasible for model 'chain:8'; the smallest peak seen is "),
+            std::string::npos)
+      << proven;
+  // Out of time before any set fits: not called infeasible.
+  const std::string timed_out = error_of("optimal:5:1", make_preset("chain:20000"));
+  EXPECT_NE(timed_out.find("no checkpoint set within 5 bytes was found for model 'chain:20000' in 1 s"),
+            std::string::npos)
+      << timed_out;
+  EXPECT_EQ(timed_out.find("infeasible"), std::string::npos) << timed_out;
 }
 
 // A DAG (residual Adds): the branch and bound's pruning must never cut off the
