@@ -5,6 +5,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <unordered_map>
 
 #include "core/checkpoint_schedule.h"
 #include "core/errors.h"
@@ -140,48 +141,42 @@ Settled settled_part(const Model& m, const Schedule& s, const Simulation& sim, i
   return e;
 }
 
-// Ops c that no edge passes over (no u < c < w with u -> w): checkpointing one
-// cuts the schedule in two. Later phases never read or recompute anything
-// before c, and everything before c still resident after fwd c is a
-// checkpoint that the settled phases will read: `held_bytes`.
-std::vector<char> cut_ops(const Model& m) {
-  std::vector<char> cut(static_cast<std::size_t>(m.size()), 0);
-  int reach = 0;  // the farthest consumer of any op before c
-  for (int c = 0; c < m.size(); ++c) {
-    cut[static_cast<std::size_t>(c)] = reach <= c;
-    for (int w : m.consumers(c)) reach = std::max(reach, w);
-  }
-  return cut;
-}
+// The tensors crossing position c: ops u <= c that an op after c reads (c
+// itself included). When all of them are checkpoints, later phases never
+// recompute anything up to c and the forward pass up to c keeps nothing for
+// later but them; the rest still resident after fwd c are checkpoints the
+// settled phases read. Positions with more than kMaxCrossing are not used.
+constexpr std::size_t kMaxCrossing = 16;
 
-uint64_t held_bytes(const Model& m, const Schedule& s, std::size_t settled_from, const std::vector<int>& ckpt) {
-  std::vector<char> read(static_cast<std::size_t>(m.size()), 0);
-  for (std::size_t i = settled_from; i < s.code.size(); ++i) {
-    const Instr ins = s.code[i];
-    const Op& op = m.op(ins.op);
-    if (ins.kind == InstrKind::Fwd)
-      for (int u : op.inputs) read[static_cast<std::size_t>(u)] = 1;
-    if (ins.kind == InstrKind::Bwd)
-      for (int u : op.saved) read[static_cast<std::size_t>(u)] = 1;
+std::vector<std::vector<int>> crossing_tensors(const Model& m) {
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(m.size()));
+  std::vector<int> last_read(static_cast<std::size_t>(m.size()), 0);
+  for (int u = 0; u < m.size(); ++u)
+    for (int w : m.consumers(u)) last_read[static_cast<std::size_t>(u)] = std::max(last_read[static_cast<std::size_t>(u)], w);
+  std::vector<int> open;  // ops read after the current position, in order
+  for (int c = 0; c < m.size(); ++c) {
+    std::erase_if(open, [&](int u) { return last_read[static_cast<std::size_t>(u)] <= c; });
+    if (last_read[static_cast<std::size_t>(c)] > c) open.push_back(c);
+    if (open.size() <= kMaxCrossing) out[static_cast<std::size_t>(c)] = open;
   }
-  uint64_t held = read[0] ? m.op(0).bytes : 0;  // the input is always kept
-  for (std::size_t j = 0; j + 1 < ckpt.size(); ++j)
-    if (read[static_cast<std::size_t>(ckpt[j])]) held += m.op(ckpt[j]).bytes;
-  return held;
+  return out;
 }
 
 // Depth-first over checkpoint sets in increasing order: a node is a set, its
 // children add one checkpoint after its last. Each node is itself a candidate;
 // its settled part bounds the whole subtree from below in peak and FLOPs.
-// When the last checkpoint c is a cut op, every later instruction holds
-// held_bytes from before c plus what the extension alone decides, so a node
-// whose (held bytes, settled FLOPs) another node at c matches or beats is
-// dominated: the same extension of the other is at least as good.
+// When every tensor crossing the last checkpoint c is a checkpoint (always
+// so at a cut op, which no edge passes over), each later instruction holds the
+// other checkpoints the settled phases read ("held bytes") plus what the
+// extension and the crossing tensors decide. So among nodes at c whose
+// crossing tensors the settled phases read alike, one whose (held bytes,
+// settled FLOPs) another matches or beats is dominated: the same extension of
+// the other is at least as good.
 // Returns false when the deadline stopped it (then nothing is proven).
 class BranchAndBound {
  public:
   BranchAndBound(Search& s, Clock::time_point deadline)
-      : s_(s), deadline_(deadline), cut_(cut_ops(s.model())), labels_(cut_.size()) {}
+      : s_(s), deadline_(deadline), crossing_(crossing_tensors(s.model())), labels_(crossing_.size()) {}
 
   bool run() {
     std::vector<int> ckpt;
@@ -214,18 +209,40 @@ class BranchAndBound {
     const Settled settled = settled_part(m, sched, sim, c);
     const OptimalResult& r = s_.result();
     if (settled.peak > s_.budget() || (r.found && settled.flops >= r.recompute_flops)) return true;
-    if (!cut_[static_cast<std::size_t>(c)]) return false;
-    // Before a cut the forward pass holds nothing an extension could change.
+    const std::vector<int>& crossing = crossing_[static_cast<std::size_t>(c)];
+    if (crossing.empty()) return false;  // too many to compare nodes by
+    auto kept = [&](int u) { return u == 0 || std::binary_search(ckpt.begin(), ckpt.end(), u); };
+    if (!std::all_of(crossing.begin(), crossing.end(), kept)) return false;
+    // The forward pass up to c holds nothing an extension could change.
     for (std::size_t i = 0; i < sched.code.size(); ++i) {
       if (sim.timeline[i] > s_.budget()) return true;
       if (sched.code[i] == Instr{InstrKind::Fwd, c}) break;
     }
-    return dominated(c, held_bytes(m, sched, settled.from, ckpt), settled.flops);
+    // What the settled phases read.
+    std::vector<char> read(static_cast<std::size_t>(m.size()), 0);
+    for (std::size_t i = settled.from; i < sched.code.size(); ++i) {
+      const Instr ins = sched.code[i];
+      if (ins.kind == InstrKind::Fwd)
+        for (int u : m.op(ins.op).inputs) read[static_cast<std::size_t>(u)] = 1;
+      if (ins.kind == InstrKind::Bwd)
+        for (int u : m.op(ins.op).saved) read[static_cast<std::size_t>(u)] = 1;
+    }
+    uint64_t held = 0, crossing_read = 0;
+    auto hold = [&](int t) {
+      if (!read[static_cast<std::size_t>(t)]) return;
+      const auto at = std::find(crossing.begin(), crossing.end(), t);
+      if (at != crossing.end()) crossing_read |= uint64_t{1} << (at - crossing.begin());
+      else held += m.op(t).bytes;
+    };
+    hold(0);  // the input is always kept
+    for (int t : ckpt) hold(t);
+    return dominated(c, crossing_read, held, settled.flops);
   }
 
-  // Keeps the Pareto labels (held bytes, settled FLOPs) of the nodes ending at c.
-  bool dominated(int c, uint64_t held, double flops) {
-    auto& labels = labels_[static_cast<std::size_t>(c)];
+  // Keeps the Pareto labels (held bytes, settled FLOPs) of the nodes at c
+  // whose crossing tensors the settled phases read as `crossing_read` says.
+  bool dominated(int c, uint64_t crossing_read, uint64_t held, double flops) {
+    auto& labels = labels_[static_cast<std::size_t>(c)][crossing_read];
     for (const auto& [h, f] : labels)
       if (h <= held && f <= flops) return true;
     std::erase_if(labels, [&](const auto& l) { return held <= l.first && flops <= l.second; });
@@ -235,8 +252,8 @@ class BranchAndBound {
 
   Search& s_;
   Clock::time_point deadline_;
-  std::vector<char> cut_;
-  std::vector<std::vector<std::pair<uint64_t, double>>> labels_;
+  std::vector<std::vector<int>> crossing_;
+  std::vector<std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, double>>>> labels_;
 };
 
 class Optimal final : public Strategy {

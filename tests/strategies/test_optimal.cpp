@@ -153,9 +153,10 @@ Model random_dag(unsigned seed, int ops) {
 
 }  // namespace
 
-// Irregular DAGs: skip edges of every length, cuts in odd places.
+// Irregular DAGs: skip edges of every length, cuts in odd places. (Seed 34
+// fails when nodes are compared at c without all crossing tensors kept.)
 TEST(Optimal, MatchesBruteForceOnRandomDags) {
-  for (unsigned seed = 1; seed <= 6; ++seed) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
     const Model m = random_dag(seed, 11);
     ASSERT_LE(m.loss() - 1, 16) << m.name;
     const auto all = test::all_checkpoint_sets(m);
