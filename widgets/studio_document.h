@@ -61,7 +61,7 @@ class StudioDocument : public QObject {
   void toggleCheckpoint(int op);
   std::vector<int> manualCheckpoints() const { return manual_; }
   int manualRun() const;
-  // Searches started and not yet back (for tests and the status bar).
+  // Searches started and not yet back.
   int pendingSearches() const { return static_cast<int>(searching_.size()); }
 
  signals:
