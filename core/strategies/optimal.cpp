@@ -297,7 +297,7 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));
   // A good incumbent prunes most of the tree; small graphs need none.
-  if (n - 1 > kExhaustiveOps) local_search(s, start + (deadline - start) / 4);
+  if (n - 1 > kSeedSearchAboveOps) local_search(s, start + (deadline - start) / 4);
   r.proven = BranchAndBound(s, deadline).run();
   return r;
 }

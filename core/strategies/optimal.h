@@ -1,7 +1,7 @@
 // optimal:BYTES — the least recompute FLOPs under a byte budget among the
 // schedules checkpoint_schedule makes from a checkpoint set (segment phases).
 // A branch and bound over every set, seeded with the other strategies (and,
-// above kExhaustiveOps candidate ops, an iterated local search): `proven` when
+// above kSeedSearchAboveOps candidate ops, an iterated local search): `proven` when
 // it finished within the time limit, else the best set found so far.
 #pragma once
 #include <cstdint>
@@ -23,7 +23,7 @@ struct OptimalResult {
 
 // Above this many candidate ops a local search finds an incumbent first (a
 // quarter of the time limit); below, the branch and bound alone is faster.
-constexpr int kExhaustiveOps = 18;
+constexpr int kSeedSearchAboveOps = 18;
 
 OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s);
 
