@@ -401,7 +401,8 @@ void MainWindow::startSweep() {
       SweepOptions o;
       o.optimal_seconds = 0.25;
       o.cancel = cancel.get();
-      r = sweep(model, auto_budgets(model), o);
+      o.named = named_points(model);
+      r = sweep(model, auto_budgets(o.named), o);
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }

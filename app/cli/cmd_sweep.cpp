@@ -61,8 +61,9 @@ void run_sweep(const SweepOptions_& o) {
     if (ext != ".png" && ext != ".svg") throw InputError("--plot: '" + o.plot + "' must end in .png or .svg");
   }
   const Model model = load_model(o.model);
-  const auto budgets = parse_budgets(model, o.budgets);
   SweepOptions so;
+  if (o.budgets == "auto") so.named = named_points(model);  // a list is checked before any simulation
+  const auto budgets = parse_budgets(so.named, o.budgets);
   so.optimal_seconds = o.seconds;
   const SweepResult r = sweep(model, budgets, so);
   if (o.json) std::cout << sweep_json(model, r).dump() << "\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "core/checkpoint_schedule.h"
@@ -49,23 +50,27 @@ std::vector<NamedPoint> named_points(const Model& m) {
   return named;
 }
 
-std::vector<uint64_t> auto_budgets(const Model& m, int count) {
-  const uint64_t lo = simulate(m, make_strategy("recompute-all")->schedule(m)).peak_bytes;
-  const uint64_t hi = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
+std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count) {
+  auto peak_of = [&](const std::string& spec) {
+    for (const NamedPoint& n : named)
+      if (n.spec == spec) return n.peak;
+    throw std::logic_error("auto_budgets: no " + spec + " among the named points");
+  };
+  const uint64_t lo = peak_of("recompute-all"), hi = peak_of("store-all");
   std::vector<uint64_t> b;
   for (int i = 0; i < count; ++i)
     b.push_back(lo + static_cast<uint64_t>(std::llround(static_cast<double>(hi - lo) * i / std::max(1, count - 1))));
   // Without a budget at each named strategy's peak, the front would hold the
   // overhead of the sample below until the next sample, drawn above a strategy
   // that does better in between.
-  for (const NamedPoint& n : named_points(m)) b.push_back(n.peak);
+  for (const NamedPoint& n : named) b.push_back(n.peak);
   std::sort(b.begin(), b.end());
   b.erase(std::unique(b.begin(), b.end()), b.end());
   return b;
 }
 
-std::vector<uint64_t> parse_budgets(const Model& m, const std::string& list) {
-  if (list == "auto") return auto_budgets(m);
+std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list) {
+  if (list == "auto") return auto_budgets(named);
   std::vector<uint64_t> b;
   for (const auto& f : split(list, ',')) b.push_back(parse_bytes(f, "--budgets: budget"));
   if (b.empty()) throw InputError("--budgets: expected 'auto' or a comma-separated list of byte counts");
@@ -78,7 +83,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   SweepResult r;
   const double denom = m.forward_flops() + m.backward_flops();
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
-  r.named = named_points(m);
+  r.named = o.named.empty() ? named_points(m) : o.named;
   const bool chain = is_chain(m) && m.loss() <= 4000;
   const int total = static_cast<int>(budgets.size());
   for (int i = 0; i < total; ++i) {

@@ -38,16 +38,18 @@ struct SweepOptions {
   double optimal_seconds = 1.0;  // per budget, DAGs only (chains use the exact DP)
   std::function<void(int done, int total)> progress;  // optional
   const std::atomic<bool>* cancel = nullptr;          // optional: stop and return what is done
+  // named_points(m) when the caller already has them (auto budgets need them
+  // too; recompute-all is quadratic); empty: the sweep simulates them.
+  std::vector<NamedPoint> named;
 };
-
-// `count` budgets evenly from recompute-all's peak to store-all's, plus the
-// peak of each named strategy (so none of them lies below the front).
-std::vector<uint64_t> auto_budgets(const Model& m, int count = 12);
-// Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
-std::vector<uint64_t> parse_budgets(const Model& m, const std::string& list);
 
 // store-all, recompute-all, sqrt, auto, selective (and revolve on chains), simulated.
 std::vector<NamedPoint> named_points(const Model& m);
+// `count` budgets evenly from recompute-all's peak to store-all's, plus the
+// peak of each named strategy (so none of them lies below the front).
+std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count = 12);
+// Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
+std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list);
 
 SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOptions& options = {});
 nlohmann::json sweep_json(const Model& m, const SweepResult& r);

@@ -37,7 +37,8 @@ TEST(Sweep, OverheadNeverGrowsWithTheBudget) {
     const Model m = make_preset(spec);
     SweepOptions o;
     o.optimal_seconds = 0.2;
-    const SweepResult r = sweep(m, auto_budgets(m), o);
+    o.named = named_points(m);
+    const SweepResult r = sweep(m, auto_budgets(o.named), o);
     EXPECT_GE(r.budgets.size(), 12u) << spec;
     check_monotone(m, r);
     // Each named strategy's peak is a budget: the front, a step that holds
@@ -74,9 +75,10 @@ TEST(Sweep, NoNamedStrategyBeatsTheFront) {
 
 TEST(Sweep, BudgetListsParse) {
   const Model m = make_preset("chain:8");
-  EXPECT_EQ(parse_budgets(m, "1K,2K"), (std::vector<uint64_t>{1024, 2048}));
-  EXPECT_EQ(parse_budgets(m, "auto").size(), auto_budgets(m).size());
-  EXPECT_THROW(parse_budgets(m, "1K,lots"), InputError);
+  const auto named = named_points(m);
+  EXPECT_EQ(parse_budgets(named, "1K,2K"), (std::vector<uint64_t>{1024, 2048}));
+  EXPECT_EQ(parse_budgets(named, "auto"), auto_budgets(named));
+  EXPECT_THROW(parse_budgets(named, "1K,lots"), InputError);
 }
 
 // The lesson: checkpointing only the last layer of mlp:8 saves nothing. The
