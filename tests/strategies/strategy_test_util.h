@@ -11,6 +11,16 @@
 
 namespace remat::test {
 
+// Appends an MSE loss reading `last` and finalizes the model.
+inline void finish_with_mse_loss(Model& m, int last) {
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.name = "loss";
+  loss.inputs = {last};
+  m.add(loss);
+  m.finalize();
+}
+
 // Input of width widths[0], Dense(tanh) layers of the following widths, MSE loss.
 inline Model unequal_chain(const std::vector<int64_t>& widths, const std::string& name = "unequal") {
   Model m;
@@ -29,12 +39,7 @@ inline Model unequal_chain(const std::vector<int64_t>& widths, const std::string
     d.shape = {1, widths[i]};
     prev = m.add(d);
   }
-  Op loss;
-  loss.kind = OpKind::MSELoss;
-  loss.name = "loss";
-  loss.inputs = {prev};
-  m.add(loss);
-  m.finalize();
+  finish_with_mse_loss(m, prev);
   return m;
 }
 

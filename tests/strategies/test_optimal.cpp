@@ -142,12 +142,7 @@ Model random_dag(unsigned seed, int ops) {
   int last = ops - 1;
   for (int u = 0; u < ops - 1; ++u)
     if (!read[static_cast<std::size_t>(u)]) last = m.add(make(OpKind::Add, {last, u}));
-  Op loss;
-  loss.kind = OpKind::MSELoss;
-  loss.name = "loss";
-  loss.inputs = {last};
-  m.add(loss);
-  m.finalize();
+  test::finish_with_mse_loss(m, last);
   return m;
 }
 
@@ -200,13 +195,24 @@ Model mixed_width_dag(unsigned seed, int ops) {
     const int x = w[static_cast<std::size_t>(u)] == width ? u : add(OpKind::Linear, {u}, width);
     last = add(OpKind::Add, {last, x}, width);
   }
-  Op loss;
-  loss.kind = OpKind::MSELoss;
-  loss.name = "loss";
-  loss.inputs = {last};
-  m.add(loss);
-  m.finalize();
+  test::finish_with_mse_loss(m, last);
   return m;
+}
+
+// At every budget some checkpoint set reaches exactly, the search proves the
+// least recompute FLOPs that brute force over all sets finds.
+void expect_brute_force_optimum(const Model& m) {
+  const auto all = test::all_checkpoint_sets(m);
+  std::set<uint64_t> budgets;
+  for (const auto& r : all) budgets.insert(r.sim.peak_bytes);
+  for (uint64_t budget : budgets) {
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& r : all)
+      if (r.sim.peak_bytes <= budget) best = std::min(best, r.sim.recompute_flops);
+    const OptimalResult o = optimal_search(m, budget, 60);
+    ASSERT_TRUE(o.found && o.proven) << m.name << " budget " << budget;
+    EXPECT_DOUBLE_EQ(o.recompute_flops, best) << m.name << " budget " << budget;
+  }
 }
 
 }  // namespace
@@ -217,17 +223,7 @@ TEST(Optimal, MatchesBruteForceOnRandomDags) {
   for (unsigned seed = 1; seed <= 40; ++seed) {
     const Model m = random_dag(seed, 11);
     ASSERT_LE(m.loss() - 1, 16) << m.name;
-    const auto all = test::all_checkpoint_sets(m);
-    std::set<uint64_t> budgets;
-    for (const auto& r : all) budgets.insert(r.sim.peak_bytes);
-    for (uint64_t budget : budgets) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& r : all)
-        if (r.sim.peak_bytes <= budget) best = std::min(best, r.sim.recompute_flops);
-      const OptimalResult o = optimal_search(m, budget, 60);
-      ASSERT_TRUE(o.found && o.proven) << m.name << " budget " << budget;
-      EXPECT_DOUBLE_EQ(o.recompute_flops, best) << m.name << " budget " << budget;
-    }
+    expect_brute_force_optimum(m);
   }
 }
 
@@ -286,17 +282,7 @@ TEST(Optimal, MatchesBruteForceOnMixedWidthDags) {
     const Model m = mixed_width_dag(seed, 11);
     if (m.loss() - 1 > 16) continue;  // too many sets to brute-force
     ++tested;
-    const auto all = test::all_checkpoint_sets(m);
-    std::set<uint64_t> budgets;
-    for (const auto& r : all) budgets.insert(r.sim.peak_bytes);
-    for (uint64_t budget : budgets) {
-      double best = std::numeric_limits<double>::infinity();
-      for (const auto& r : all)
-        if (r.sim.peak_bytes <= budget) best = std::min(best, r.sim.recompute_flops);
-      const OptimalResult o = optimal_search(m, budget, 60);
-      ASSERT_TRUE(o.found && o.proven) << m.name << " budget " << budget;
-      EXPECT_DOUBLE_EQ(o.recompute_flops, best) << m.name << " budget " << budget;
-    }
+    expect_brute_force_optimum(m);
   }
   EXPECT_GE(tested, 20);
 }
