@@ -61,9 +61,20 @@ TEST(CliRun, AutoFallsBackToCpuWithOneNotice) {
   }
 }
 
-TEST(CliRun, ExplicitCudaWithoutOneIsOneError) {
-  const CliResult r = run_cli("run --model mlp:2:16:4 --backend cuda --repeat 1");
-  if (r.code == 0) GTEST_SKIP() << "a CUDA device is present";
+// With a device: it runs there and every strategy matches store-all; without
+// one: one error line, nothing on stdout.
+TEST(CliRun, ExplicitCudaRunsThereOrIsOneError) {
+  const CliResult r = run_cli("run --model mlp:2:16:4 --backend cuda --repeat 1 --json");
+  if (r.code == 0) {
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["backend"].get<std::string>().rfind("cuda: ", 0), 0u) << j["backend"];
+    for (const auto& s : j["strategies"]) {
+      EXPECT_EQ(s["status"], "ok") << s.dump();
+      EXPECT_EQ(s["matches_store_all"], true) << s.dump();
+    }
+    EXPECT_EQ(r.err, "");
+    return;
+  }
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
   EXPECT_EQ(r.err.rfind("remat: error: --backend cuda: ", 0), 0u) << r.err;

@@ -16,6 +16,7 @@
 #include "gpu/backend/cuda_backend.h"
 #include "gpu/cuda_backend_factory.h"
 #include "tests/exec/exec_test_util.h"
+#include "tests/gpu/require_cuda.h"
 
 namespace remat {
 namespace {
@@ -39,10 +40,7 @@ Device& device() {
   return d;
 }
 
-#define REQUIRE_CUDA()                                                        \
-  do {                                                                        \
-    if (!device().backend) GTEST_SKIP() << device().why_not; \
-  } while (0)
+#define REQUIRE_CUDA() REMAT_SKIP_WITHOUT_CUDA(device().backend ? std::string() : device().why_not)
 
 TEST(CudaBackendFactory, GivesABackendOrAReason) {
   std::string why;

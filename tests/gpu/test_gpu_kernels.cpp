@@ -16,6 +16,7 @@
 #include "core/kernels/cpu_kernels.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
+#include "tests/gpu/require_cuda.h"
 
 namespace {
 
@@ -105,7 +106,7 @@ class GpuKernels : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why = device_unavailable();
-    if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;
+    REMAT_SKIP_WITHOUT_CUDA(why);
     CUDA_CHECK_THROW(cudaStreamCreate(&stream_));
     CUBLAS_CHECK_THROW(cublasCreate(&cublas_));
   }

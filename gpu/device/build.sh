@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Step 1 on the GPU machine: configure and build what the GPU needs, GUI off,
+# CUDA on (sm_90: H100/H200): the CLI, the core and GPU test suites and the CUDA
+# benchmark. Usage: gpu/device/build.sh [OUTDIR]; log in OUTDIR/build.log. A
+# configure or compile error stops here with the error and exit 1.
+source "$(dirname "$0")/common.sh"
+out=$(out_dir "${1:-}")
+unpack_deps
+log=$out/build.log
+start=$SECONDS
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  nvcc --version | tail -2
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DREMAT_BUILD_GUI=OFF -DREMAT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_INCLUDE_PATH="$deps/usr/include" \
+    -DBoost_DIR="$arch_lib/cmake/Boost-1.74.0" -DGTest_DIR="$arch_lib/cmake/GTest" \
+    -Dbenchmark_DIR="$arch_lib/cmake/benchmark" -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON
+} >"$log" 2>&1 || { tail -40 "$log"; echo "build: configure failed (log: $log)"; exit 1; }
+targets=(remat test_gpu_kernels test_cuda_backend test_exec test_cli_run bench_cuda_executor bench_executor)
+if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >>"$log" 2>&1; then
+  grep -E -A5 "error|FAILED" "$log" | head -60
+  echo "build: failed (log: $log)"
+  exit 1
+fi
+echo "build: ok in $((SECONDS - start)) s ($build)"

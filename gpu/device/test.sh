@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Step 2 on the GPU machine: the GPU test suites (ctest label gpu) with
+# REMAT_REQUIRE_CUDA=1, so that a test that would skip for want of a device
+# fails instead, then the CPU executor suites. Usage: gpu/device/test.sh [OUTDIR];
+# log in OUTDIR/test.log. Exit 1 when any test failed or was skipped.
+source "$(dirname "$0")/common.sh"
+out=$(out_dir "${1:-}")
+unpack_deps
+[[ -d $build ]] || { echo "test: no build in $build: run gpu/device/build.sh first"; exit 1; }
+log=$out/test.log
+export REMAT_REQUIRE_CUDA=1
+rc=0
+(cd "$build" && ctest -L gpu --output-on-failure --no-tests=error -j 4 --timeout 300) >"$log" 2>&1 || rc=1
+(cd "$build" && ctest -L exec --output-on-failure -j 8 --timeout 300) \
+  >>"$log" 2>&1 || rc=1
+grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped|Not Run" "$log" | head -60 || true
+# Any skip at all is suspect here: the GPU tests fail rather than skip under
+# REMAT_REQUIRE_CUDA=1, and the CPU suites skip nothing on a machine with a GPU.
+if grep -q "(Skipped)" "$log"; then echo "test: some tests were skipped"; rc=1; fi
+echo "test: exit $rc (log: $log)"
+exit "$rc"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Step 4 on the GPU machine: PyTorch against remat on the same models and
+# checkpoint boundaries (gpu/torch_compare.py). Usage: gpu/device/torch.sh
+# [OUTDIR]; output in OUTDIR/torch_compare.txt. Fails when no Python imports torch.
+source "$(dirname "$0")/common.sh"
+out=$(out_dir "${1:-}")
+unpack_deps
+py=$(find_torch_python)
+[[ -n $py ]] || { echo "torch: no Python here imports torch (set REMAT_PYTHON)"; exit 1; }
+[[ -x $build/app/remat ]] || { echo "torch: $build/app/remat missing: run gpu/device/build.sh first"; exit 1; }
+set -o pipefail
+PYTHONUNBUFFERED=1 "$py" "$repo/gpu/torch_compare.py" "$build/app/remat" | tee "$out/torch_compare.txt"
