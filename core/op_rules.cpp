@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/exec/op_exec.h"
 #include "core/model.h"
 
 namespace remat {
@@ -33,7 +34,8 @@ struct Costs {
 }  // namespace
 
 bool executable(const Op& op) {
-  if (op.simulate_only || op.kind == OpKind::Generic || op.dtype != DType::F32) return false;
+  if (op.simulate_only || (op.kind != OpKind::Input && !exec_kind_listed(op.kind)) || op.dtype != DType::F32)
+    return false;
   return op.bytes >= tensor_bytes(op.shape, op.dtype) && (op.kind != OpKind::LayerNorm ||
          op.bytes >= tensor_bytes(op.shape, op.dtype) + 8 * static_cast<uint64_t>(op.rows()));
 }

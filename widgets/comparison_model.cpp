@@ -39,10 +39,30 @@ int ComparisonModel::rowCount(const QModelIndex& parent) const {
 int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* names[] = {"Strategy", "Peak", "Tensors", "Fwd steps", "Recomputed", "Overhead",
-                                "Measured peak", "Device peak", "Time", "Loss/grad match"};
-  return section >= 0 && section < ColumnCount ? QVariant(names[section]) : QVariant();
+  if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+  static const char* names[] = {"Strategy",      "Peak",           "Tensors",       "Fwd steps",
+                                "Recomputed",    "Overhead",       "Tracked peak",  "Allocator peak",
+                                "Reserved peak", "Baseline",       "Time",          "Loss/grad match"};
+  // What each column measures (the same words as docs/run.md).
+  static const char* tips[] = {
+      "The strategy's spec (remat simulate --strategy)",
+      "Predicted peak: bytes of activations and activation gradients resident at once (simulator)",
+      "Predicted peak in tensors, when every tensor has the same size",
+      "Forward steps executed, recomputations included",
+      "Forward steps beyond the first of each op",
+      "Recomputed forward FLOPs over one forward plus one backward pass",
+      "Tracked peak: the executor's own count of the tensors it allocated, exactly bytes(v) each; equals the "
+      "prediction (a bookkeeping check, not a measurement)",
+      "Allocator peak: the allocator's own high-water mark of bytes in use during the run: baseline, tensors, "
+      "scratch and workspaces, with its rounding (remat run shows it part by part)",
+      "Reserved peak: bytes the allocator held from the system or the GPU driver at its high-water mark "
+      "(in use plus cached for reuse)",
+      "Baseline: parameters, their gradients, target/labels and the loss; the same for every strategy",
+      "Median time of a training step over the timed runs",
+      "Loss and every gradient byte identical to the first strategy's"};
+  if (role == Qt::DisplayRole) return QVariant(names[section]);
+  if (role == Qt::ToolTipRole) return QVariant(tips[section]);
+  return {};
 }
 
 QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
@@ -50,6 +70,10 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   const StrategyRun& r = (*runs_)[static_cast<std::size_t>(index.row())];
   const int col = index.column();
   if (role == Qt::ToolTipRole && !r.ok()) return QString::fromStdString(r.error);
+  if (role == Qt::ToolTipRole && col == MeasuredPeak) {
+    const auto it = measured_.find(r.spec);
+    if (it != measured_.end() && !it->second.message.isEmpty()) return it->second.message;
+  }
   if (role == Qt::ForegroundRole && !r.ok()) return QBrush(r.pending ? QColor(90, 90, 90) : QColor(170, 30, 30));
   if (role == Qt::TextAlignmentRole && col != Strategy) return int(Qt::AlignRight | Qt::AlignVCenter);
   const bool edit = role == Qt::EditRole;  // raw numbers for sorting and tests
@@ -71,9 +95,13 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
       if (!m) return {};
       if (m->status != "ok") return m->status;
       return edit ? QVariant::fromValue<qulonglong>(m->tracked_peak) : QVariant(format_bytes(m->tracked_peak));
-    case DevicePeak:
+    case AllocatorPeak:
+    case ReservedPeak:
+    case Baseline: {
       if (!m || m->status != "ok") return {};
-      return edit ? QVariant::fromValue<qulonglong>(m->device_peak) : QVariant(format_bytes(m->device_peak));
+      const uint64_t b = col == AllocatorPeak ? m->allocator_peak : col == ReservedPeak ? m->reserved_peak : m->baseline;
+      return edit ? QVariant::fromValue<qulonglong>(b) : QVariant(format_bytes(b));
+    }
     case Time:
       if (!m || m->status != "ok") return {};
       return edit ? QVariant(m->time_ms) : QVariant(QString("%1 ms").arg(m->time_ms, 0, 'f', 2));

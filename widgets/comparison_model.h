@@ -14,8 +14,11 @@ struct Model;
 // What the executor measured for one strategy (filled by the Run action).
 struct MeasuredRun {
   QString status;  // "ok", "out-of-memory", ...
-  uint64_t tracked_peak = 0;
-  uint64_t device_peak = 0;
+  QString message; // why, when not ok
+  uint64_t tracked_peak = 0;    // the executor's own count (== predicted)
+  uint64_t allocator_peak = 0;  // the allocator's high-water mark, everything included
+  uint64_t reserved_peak = 0;   // held from the system/driver at its high-water mark
+  uint64_t baseline = 0;        // parameters, their gradients, target, loss
   double time_ms = 0;
   bool matches_reference = false;  // loss and gradients bit-identical to the first strategy
   std::vector<uint64_t> timeline;  // measured bytes per instruction (may be empty)
@@ -24,7 +27,10 @@ struct MeasuredRun {
 class ComparisonModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column { Strategy, Peak, Tensors, ForwardSteps, Recomputed, Overhead, MeasuredPeak, DevicePeak, Time, Match, ColumnCount };
+  enum Column {
+    Strategy, Peak, Tensors, ForwardSteps, Recomputed, Overhead,
+    MeasuredPeak, AllocatorPeak, ReservedPeak, Baseline, Time, Match, ColumnCount
+  };
   explicit ComparisonModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
 
   void setRuns(const Model* model, const std::vector<StrategyRun>* runs);

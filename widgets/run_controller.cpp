@@ -5,6 +5,7 @@
 #ifdef REMAT_HAVE_EXECUTOR
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
+#include "core/exec/forwarding_backend.h"
 #endif
 
 namespace remat {
@@ -14,48 +15,28 @@ namespace {
 // Forwards to a backend and records the tracked bytes of each instruction
 // (after its allocations; after the release for a free), as the simulator
 // counts them, from the executor's per-instruction marks.
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public ForwardingBackend {
  public:
-  explicit RecordingBackend(Backend& inner) : b_(inner) {}
+  explicit RecordingBackend(Backend& inner) : ForwardingBackend(inner) {}
   std::vector<uint64_t> timeline;
-  std::string name() const override { return b_.name(); }
-  void load(const Model& m, const HostData& d) override { b_.load(m, d); }
-  void zero_param_grads() override { b_.zero_param_grads(); }
-  uint64_t baseline_bytes() const override { return b_.baseline_bytes(); }
   void* allocate(uint64_t bytes) override {
-    void* p = b_.allocate(bytes);
+    void* p = inner().allocate(bytes);
     allocated_ = true;
-    high_ = std::max(high_, b_.live_bytes());
+    high_ = std::max(high_, inner().live_bytes());
     return p;
   }
-  void release(void* p) override { b_.release(p); }
-  uint64_t live_bytes() const override { return b_.live_bytes(); }
-  uint64_t peak_bytes() const override { return b_.peak_bytes(); }
-  uint64_t device_peak_bytes() const override { return b_.device_peak_bytes(); }
-  void reset_peaks() override { b_.reset_peaks(); }
-  uint64_t device_free_bytes() const override { return b_.device_free_bytes(); }
-  void upload(void* d, const void* s, uint64_t n) override { b_.upload(d, s, n); }
-  void forward(const Model& m, int op, const TensorTable& t) override { b_.forward(m, op, t); }
-  void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {
-    b_.backward(m, op, t, acc);
-  }
-  float read_loss() override { return b_.read_loss(); }
-  std::vector<float> read_param_grad(std::size_t i) override { return b_.read_param_grad(i); }
-  void synchronize() override { b_.synchronize(); }
   void begin_marks(std::size_t count) override {
     timeline.assign(count ? count - 1 : 0, 0);
-    b_.begin_marks(count);
+    inner().begin_marks(count);
   }
   void mark(std::size_t index) override {
-    if (index > 0 && index - 1 < timeline.size()) timeline[index - 1] = allocated_ ? high_ : b_.live_bytes();
+    if (index > 0 && index - 1 < timeline.size()) timeline[index - 1] = allocated_ ? high_ : inner().live_bytes();
     allocated_ = false;
     high_ = 0;
-    b_.mark(index);
+    inner().mark(index);
   }
-  std::vector<double> mark_times_ms() override { return b_.mark_times_ms(); }
 
  private:
-  Backend& b_;
   bool allocated_ = false;
   uint64_t high_ = 0;
 };
@@ -116,8 +97,11 @@ bool RunController::start(const Model& model, const std::vector<StrategyRun>& ru
         if (cancel_ && r.ok() && r.time_ms == 0) r.status = ExecStatus::Cancelled;
         MeasuredRun m;
         m.status = QString::fromStdString(std::string(exec_status_name(r.status)));
+        m.message = QString::fromStdString(r.message);
         m.tracked_peak = r.tracked_peak_bytes;
-        m.device_peak = r.device_peak_bytes;
+        m.allocator_peak = r.memory.allocator_peak;
+        m.reserved_peak = r.memory.reserved_peak;
+        m.baseline = r.baseline_bytes;
         m.time_ms = r.time_ms;
         if (r.ok()) {
           m.timeline = rec.timeline;

@@ -34,6 +34,7 @@ struct RunOptions {
   bool json = false;
   std::string dump;
   std::string memory_limit;
+  bool sync_each = false;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -118,9 +119,9 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
               model.size(), backend.name().c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss): %s\n",
-              format_bytes(rows.front().exec->baseline_bytes).c_str());
-  std::printf("%-16s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", "strategy", "predicted peak", "measured peak",
-              "device peak", "time", "vs store", "recompute", "loss", "grad hash", "same");
+              format_bytes(baseline_bytes_of(model)).c_str());
+  std::printf("%-16s %14s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", "strategy", "predicted peak", "tracked peak",
+              "allocator peak", "reserved peak", "time", "vs store", "recompute", "loss", "grad hash", "same");
   for (const auto& r : rows) {
     const ExecResult& e = *r.exec;
     const std::string name = r.sim->name + (r.reference ? "*" : "");
@@ -132,12 +133,28 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
     std::snprintf(time, sizeof time, "%.3f ms", e.time_ms);
     if (ref.ok() && ref.time_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", e.time_ms / ref.time_ms);
     std::snprintf(rec, sizeof rec, "%.1f%%", 100 * e.recompute_share);
-    std::printf("%-16s %14s %14s %14s %11s %9s %9s %13.7g %16s %5s\n", name.c_str(),
+    std::printf("%-16s %14s %14s %14s %14s %11s %9s %9s %13.7g %16s %5s\n", name.c_str(),
                 format_bytes(r.sim->sim.peak_bytes).c_str(), format_bytes(e.tracked_peak_bytes).c_str(),
-                format_bytes(e.device_peak_bytes).c_str(), time, ratio, rec, static_cast<double>(e.loss),
-                hex64(e.grad_hash).c_str(), ref.ok() ? (same_as(e, ref) ? "yes" : "NO") : "-");
+                format_bytes(e.memory.allocator_peak).c_str(), format_bytes(e.memory.reserved_peak).c_str(), time,
+                ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(),
+                ref.ok() ? (same_as(e, ref) ? "yes" : "NO") : "-");
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+
+  // Where each allocator peak goes: the prediction is the tensors part.
+  if (std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.exec->ok(); })) return;
+  std::printf("\nallocator peak, part by part (bytes as asked; rounding: the allocator's own)\n");
+  std::printf("%-16s %14s %14s %14s %12s %12s %12s %14s\n", "strategy", "allocator peak", "baseline", "tensors",
+              "scratch", "workspace", "rounding", "device used");
+  for (const auto& r : rows) {
+    const ExecResult& e = *r.exec;
+    if (!e.ok()) continue;
+    const MemoryStats& m = e.memory;
+    std::printf("%-16s %14s %14s %14s %12s %12s %12s %14s\n", (r.sim->name + (r.reference ? "*" : "")).c_str(),
+                format_bytes(m.allocator_peak).c_str(), format_bytes(m.baseline).c_str(),
+                format_bytes(m.tensors).c_str(), format_bytes(m.scratch).c_str(), format_bytes(m.workspace).c_str(),
+                format_bytes(m.rounding()).c_str(), m.device_used ? format_bytes(m.device_used).c_str() : "-");
+  }
 }
 
 nlohmann::json run_json(const Model& model, const Backend& backend, const RunOptions& o, uint64_t limit,
@@ -158,8 +175,14 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
       strategies.push_back(std::move(j));
       continue;
     }
-    j["measured_peak_bytes"] = e.tracked_peak_bytes;
-    j["device_peak_bytes"] = e.device_peak_bytes;
+    const MemoryStats& m = e.memory;
+    j["tracked_peak_bytes"] = e.tracked_peak_bytes;
+    j["allocator_peak_bytes"] = m.allocator_peak;
+    j["reserved_peak_bytes"] = m.reserved_peak;
+    j["device_used_bytes"] = m.device_used ? nlohmann::json(m.device_used) : nlohmann::json();
+    j["allocator_parts"] = {{"baseline_bytes", m.baseline},   {"tensor_bytes", m.tensors},
+                            {"scratch_bytes", m.scratch},     {"workspace_bytes", m.workspace},
+                            {"rounding_bytes", m.rounding()}};
     j["time_ms"] = e.time_ms;
     j["run_ms"] = e.run_ms;
     j["overhead_vs_store_all"] = ref.ok() && ref.time_ms > 0 ? nlohmann::json(e.time_ms / ref.time_ms) : nlohmann::json();
@@ -176,6 +199,7 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
           {"seed", o.seed},
           {"repeat", o.repeat},
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
+          {"sync_each", o.sync_each},
           {"strategies", std::move(strategies)}};
 }
 
@@ -190,6 +214,9 @@ void run_run(const RunOptions& o) {
   check_executable(model);
   auto specs = strategy_specs(o.strategies);
   if (specs.empty()) throw InputError("--strategy: no strategy given");
+  // Before the (possibly long) simulations: an explicit --backend cuda without
+  // a device fails at once.
+  auto backend = make_backend(kind, std::cerr);
 
   // store-all is the reference for time overhead and bitwise equality.
   bool added_reference = false;
@@ -202,7 +229,6 @@ void run_run(const RunOptions& o) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
 
-  auto backend = make_backend(kind, std::cerr);
   std::vector<Schedule> schedules;
   std::vector<std::string> labels;
   for (const auto& r : sims) {
@@ -220,10 +246,11 @@ void run_run(const RunOptions& o) {
   eo.memory_limit = limit;
   eo.cancel = &cancel;
   eo.progress = [&bar](double f) { return bar(f); };
+  eo.sync_each = o.sync_each;
   std::vector<ExecResult> results;
-  const HostData data = make_host_data(model, o.seed);
+  HostData data;
   try {
-    results = execute_strategies(model, schedules, *backend, eo);
+    results = execute_strategies(model, schedules, *backend, eo, &data);
   } catch (...) {
     bar.finish();
     std::signal(SIGINT, previous);
@@ -260,7 +287,8 @@ void run_run(const RunOptions& o) {
     std::exit(130);
   }
   for (const auto& r : results) {
-    if (r.status == ExecStatus::Failed) throw InputError("strategy '" + r.strategy + "' failed: " + r.message);
+    if (r.status == ExecStatus::Failed || r.status == ExecStatus::NotRun)
+      throw Failure("strategy '" + r.strategy + "' " + (r.status == ExecStatus::Failed ? "failed: " : "") + r.message);
   }
   for (const auto& r : results) {
     if (r.ok() && ref.ok() && !same_as(r, ref))
@@ -293,6 +321,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Activation bytes allowed (e.g. 1048576, 512K, 1.5M, 2G); a strategy that needs more reports "
                   "out-of-memory");
+  cmd->add_flag("--sync-each", o->sync_each,
+                "Wait for the device after every instruction, so that a kernel fault names the instruction that "
+                "launched it (slower; CUDA)");
   cmd->callback([o] { run_run(*o); });
 }
 

@@ -1,9 +1,21 @@
 // Subcommands of `remat`. Each registers its options on the app and a callback
-// that runs it; errors are thrown (InputError) and turned into exit code 2 by main.
+// that runs it. main turns errors into exit codes: InputError (the user's
+// input) 2, Failure (the work itself failed: a device fault) 1, anything else
+// is an internal error, 1.
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <stdexcept>
+#include <string>
+
 namespace remat::cli {
+
+// The command ran but its work failed through nobody's input (a strategy's
+// device fault): "remat: error: ...", exit 1.
+class Failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 void add_simulate_command(CLI::App& app);  // cmd_simulate.cpp
 void add_run_command(CLI::App& app);       // cmd_run.cpp: execute on a backend

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   } catch (const remat::InputError& e) {
     std::cerr << "remat: error: " << e.what() << "\n";
     return 2;
+  } catch (const remat::cli::Failure& e) {
+    std::cerr << "remat: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "remat: internal error: " << e.what() << "\n";
     return 1;

@@ -5,10 +5,12 @@
 //
 // One execution, as the executor drives it:
 //   load(model, data)                       once per model (baseline tensors)
+//   per strategy: begin_strategy()
 //   per run: zero_param_grads(); reset_peaks(); begin_marks(n+1); mark(0);
 //            allocate/upload A(0); for each instruction i: allocate/release/
 //            forward/backward, then mark(i+1); release the rest;
-//            mark_times_ms() (synchronises), read_loss(), read_param_grad(k)
+//            mark_times_ms() (synchronises), memory_stats(), read_loss(),
+//            read_param_grad(k)
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -42,6 +44,27 @@ struct HostData {
   std::vector<std::vector<float>> params;  // parallel to parameter_tensors(model)
 };
 
+// What a backend allocation is for; allocators keep their books per use.
+enum class MemoryUse : uint8_t { Baseline, Tensor, Scratch, Workspace };
+
+// What the allocator underneath a backend measured, since reset_peaks() (the
+// parts are what was in use at the allocator's high-water mark). Every figure
+// comes from the allocator or the device, never from the schedule.
+struct MemoryStats {
+  uint64_t allocator_peak = 0;  // high-water mark of bytes in use, the allocator's rounding included
+  uint64_t reserved_peak = 0;   // high-water mark of bytes held from the system or driver (in use + cached)
+  uint64_t device_used = 0;     // the device's own count of used bytes after the run; 0 = unknown
+  // allocator_peak = baseline + tensors + scratch + workspace + rounding, at that moment:
+  uint64_t baseline = 0;   // parameters, their gradients, target/labels, loss, as asked
+  uint64_t tensors = 0;    // tracked activations and gradients, as asked
+  uint64_t scratch = 0;    // kernels' temporary buffers, as asked
+  uint64_t workspace = 0;  // libraries' workspaces (cuBLAS), as asked
+  uint64_t rounding() const {
+    const uint64_t parts = baseline + tensors + scratch + workspace;
+    return allocator_peak > parts ? allocator_peak - parts : 0;
+  }
+};
+
 // Device pointers of the resident tensors, indexed by op id; nullptr where a
 // tensor is not resident. grad[loss] is always nullptr (the implicit seed 1),
 // so is grad[0] (the input has no gradient tensor).
@@ -62,7 +85,8 @@ class Backend {
 
   // ---- Baseline: parameters, their gradients, target/labels, loss scalar.
   // Outside the strategies' accounting (never in live/peak_bytes). load()
-  // replaces whatever a previous load() held; it may throw InputError.
+  // replaces whatever a previous load() held; it throws InputError for a model
+  // it cannot hold and DeviceOutOfMemory when the baseline does not fit.
   virtual void load(const Model& model, const HostData& data) = 0;
   virtual void zero_param_grads() = 0;
   virtual uint64_t baseline_bytes() const = 0;
@@ -70,18 +94,29 @@ class Backend {
   // ---- Tracked memory: activations A(v) and gradients G(v), exactly `bytes`
   // each (no rounding in the count, whatever the allocator does underneath).
   // allocate returns nullptr when the device cannot provide the bytes; the
-  // executor turns that into an out-of-memory result.
+  // executor turns that into an out-of-memory result. This count is a
+  // bookkeeping check (it equals the prediction), not a measurement.
   virtual void* allocate(uint64_t bytes) = 0;
   virtual void release(void* p) = 0;
   virtual uint64_t live_bytes() const = 0;  // tracked bytes now
   virtual uint64_t peak_bytes() const = 0;  // tracked high-water mark since reset_peaks()
-  // Everything the backend itself had allocated at its high-water mark since
-  // reset_peaks(): baseline + tracked + scratch/workspace (for CUDA, what the
-  // device allocator or driver reports). Documented per backend.
-  virtual uint64_t device_peak_bytes() const = 0;
+
+  // ---- Measured memory: what the allocator every backend allocation goes
+  // through says (MemoryStats), never derived from the schedule.
+  // begin_strategy(): before a strategy's runs, hand cached memory back and
+  // reset every figure, so that no strategy inherits another's reservation.
+  // reset_peaks(): before each run, the high-water marks back to "now".
+  virtual void begin_strategy() = 0;
   virtual void reset_peaks() = 0;
+  // Read after the run has finished (mark_times_ms() synchronises).
+  virtual MemoryStats memory_stats() const = 0;
   // Free device memory for out-of-memory messages; max() when unknown.
   virtual uint64_t device_free_bytes() const { return std::numeric_limits<uint64_t>::max(); }
+  // False once the device is in an error state that every later call would
+  // report too (a CUDA kernel fault). recover() tries to bring it back and
+  // loads (model, data) again; false when it cannot.
+  virtual bool healthy() const { return true; }
+  virtual bool recover(const Model& /*model*/, const HostData& /*data*/) { return healthy(); }
   // Host to device copy into a tracked buffer (the input batch).
   virtual void upload(void* dst, const void* src, uint64_t bytes) = 0;
 
@@ -90,7 +125,8 @@ class Backend {
   // and A of saved(v), adds into v's parameter gradients, and writes G of each
   // input position k whose grad pointer is non-null: overwrite when
   // accumulate[k] == 0, add when 1 (Add(x, x) gets {0, 1}). Dropout masks come
-  // from (data.seed, v). Throws InputError for an op it cannot run.
+  // from (data.seed, v). Throws InputError for an op it cannot run and
+  // DeviceOutOfMemory when a scratch buffer or workspace cannot be had.
   virtual void forward(const Model& model, int op, const TensorTable& t) = 0;
   virtual void backward(const Model& model, int op, const TensorTable& t,
                         std::span<const uint8_t> accumulate) = 0;

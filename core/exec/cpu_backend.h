@@ -1,26 +1,29 @@
 // The CPU reference backend: float32, the remat::cpu kernels (Eigen GEMMs,
 // single-threaded so results are bit-for-bit reproducible), host memory.
 //
-// Memory figures:
-// - live/peak_bytes: the tracked activations and gradients, exactly the bytes
-//   the executor asked for (each buffer is 64-byte aligned underneath; the
-//   rounding is not counted).
-// - device_peak_bytes: the high-water mark of everything this backend holds:
-//   baseline (parameters, their gradients, target/labels, loss) + tracked +
-//   scratch buffers (the pre-activation gradient of Dense's backward, and the
-//   throw-away dx of a Linear/Dense/LayerNorm whose input has no gradient
-//   tensor). Scratch grows on demand and is kept between runs.
+// Memory: every buffer (tracked tensors, baseline, scratch) comes from one
+// HostAllocator (host_allocator.h), whose figures are memory_stats():
+// - allocator_peak: bytes in use at the high-water mark, 64-byte rounding
+//   included (none in exact mode);
+// - reserved_peak: in use + released blocks kept for reuse;
+// - device_used: the process's resident set (VmRSS) after the run, the
+//   operating system's own view.
+// Scratch (Dense's pre-activation gradient, the discarded input gradient of
+// an op reading the model input) is sized at load() from op_exec.h.
 #pragma once
 #include <chrono>
-#include <unordered_map>
+#include <vector>
 
 #include "core/exec/backend.h"
+#include "core/exec/cpu_ops.h"
+#include "core/exec/host_allocator.h"
 
 namespace remat {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() = default;
+  CpuBackend() : CpuBackend(HostAllocator::Options{}) {}
+  explicit CpuBackend(HostAllocator::Options memory);
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }
@@ -33,14 +36,17 @@ class CpuBackend final : public Backend {
   void release(void* p) override;
   uint64_t live_bytes() const override { return live_; }
   uint64_t peak_bytes() const override { return peak_; }
-  uint64_t device_peak_bytes() const override { return device_peak_; }
+
+  void begin_strategy() override;
   void reset_peaks() override;
+  MemoryStats memory_stats() const override;
+  uint64_t device_free_bytes() const override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
 
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;
 
-  float read_loss() override { return loss_; }
+  float read_loss() override { return state_.loss; }
   std::vector<float> read_param_grad(std::size_t index) override;
 
   void synchronize() override {}
@@ -49,27 +55,16 @@ class CpuBackend final : public Backend {
   std::vector<double> mark_times_ms() override;
 
  private:
-  float* scratch(int which, int64_t floats);  // grows scratch buffer `which`
-  void note_device();
-  const float* param(int op, int slot) const;
-  float* param_grad(int op, int slot);
+  // A baseline or scratch buffer: DeviceOutOfMemory naming `what` when it does not fit.
+  float* hold(uint64_t bytes, MemoryUse use, const char* what);
+  void drop_baseline();
 
-  std::unordered_map<void*, uint64_t> blocks_;
-  // Released blocks by rounded size, handed out again before malloc is asked:
-  // a training step frees and re-allocates the same sizes, and fresh pages
-  // from the OS cost a page fault each (a sixth of a step at width 1024).
-  // Per size, never more blocks than were once live together; freed with the backend.
-  std::unordered_map<uint64_t, std::vector<void*>> spare_;
-  uint64_t live_ = 0, peak_ = 0, device_peak_ = 0;
-  uint64_t baseline_bytes_ = 0, scratch_bytes_ = 0;
-  std::vector<float> scratch_[2];
-
-  uint64_t seed_ = 0;
-  std::vector<std::vector<float>> params_, grads_;
-  std::vector<int> first_param_;  // per op: index into params_, -1 when none
-  std::vector<float> target_;
-  std::vector<int32_t> labels_;
-  float loss_ = 0;
+  HostAllocator alloc_;
+  uint64_t live_ = 0, peak_ = 0;
+  std::vector<void*> held_;        // baseline and scratch buffers, released at the next load()
+  std::vector<uint64_t> numel_;    // per parameter tensor
+  uint64_t baseline_bytes_ = 0;
+  CpuOpState state_;
 
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };

@@ -6,21 +6,14 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/exec/exec_kinds.h"
+#include "core/exec/op_exec.h"
 #include "core/kernels/rng.h"
 #include "core/op_rules.h"
 #include "core/simulator.h"
 
 namespace remat {
 namespace {
-
-// Uniform in [-1, 1) from 24 random bits: exact in float32, the same on every
-// machine. Streams keep the input, target, labels and each parameter apart.
-float uniform(uint64_t seed, uint64_t stream, uint64_t i) {
-  const uint64_t h = mix64(mix64(seed ^ (stream * 0xD1B54A32D192ED03ull)) + i);
-  return static_cast<float>(static_cast<double>(h >> 40) * (2.0 / 16777216.0) - 1.0);
-}
-
-enum Stream : uint64_t { kInput = 1, kTarget = 2, kLabels = 3, kParams = 16 };
 
 // Releases whatever a run still holds, also when a kernel throws.
 struct Resident {
@@ -49,113 +42,15 @@ std::string bytes_str(uint64_t b) { return std::to_string(b) + " bytes"; }
 
 }  // namespace
 
-int64_t ParamTensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::vector<ParamTensor> parameter_tensors(const Model& model) {
-  std::vector<ParamTensor> out;
-  for (int v = 0; v < model.size(); ++v) {
-    const Op& op = model.op(v);
-    const std::string id = std::to_string(v);
-    if (op.kind == OpKind::Linear || op.kind == OpKind::Dense) {
-      const int64_t in = model.op(op.inputs.at(0)).cols();
-      out.push_back({v, 0, id + ".weight", {op.cols(), in}});
-      out.push_back({v, 1, id + ".bias", {op.cols()}});
-    } else if (op.kind == OpKind::LayerNorm) {
-      out.push_back({v, 0, id + ".gamma", {op.cols()}});
-      out.push_back({v, 1, id + ".beta", {op.cols()}});
-    }
-  }
-  return out;
-}
-
-void check_executable(const Model& model) {
-  std::string list;
-  int bad = 0;
-  for (int v = 0; v < model.size(); ++v) {
-    if (executable(model.op(v))) continue;
-    if (++bad <= 5) {
-      const Op& op = model.op(v);
-      list += (bad > 1 ? ", " : "") + (op.name.empty() ? std::string(kind_name(op.kind)) : op.name) + " (op " +
-              std::to_string(v) + ", " + std::string(kind_name(op.kind)) + ")";
-    }
-  }
-  if (bad > 5) list += " and " + std::to_string(bad - 5) + " more";
-  if (bad)
-    throw InputError("model " + model.name + " has simulate-only ops: " + list +
-                     " (only f32 Input, Linear, Dense, ReLU, GELU, Tanh, LayerNorm, Add, Dropout, MSELoss and "
-                     "SoftmaxCELoss with whole-float sizes can be executed)");
-}
-
-HostData make_host_data(const Model& model, uint64_t seed) {
-  check_executable(model);
-  HostData d;
-  d.seed = seed;
-  const Op& in = model.op(0);
-  d.input.resize(static_cast<std::size_t>(in.numel()));
-  for (std::size_t i = 0; i < d.input.size(); ++i) d.input[i] = uniform(seed, kInput, i);
-  const Op& loss = model.op(model.loss());
-  const Op& logits = model.op(loss.inputs.at(0));
-  if (loss.kind == OpKind::MSELoss) {
-    d.target.resize(static_cast<std::size_t>(logits.numel()));
-    for (std::size_t i = 0; i < d.target.size(); ++i) d.target[i] = uniform(seed, kTarget, i);
-  } else if (loss.kind == OpKind::SoftmaxCELoss) {
-    d.labels.resize(static_cast<std::size_t>(logits.rows()));
-    for (std::size_t i = 0; i < d.labels.size(); ++i)
-      d.labels[i] = static_cast<int32_t>(mix64(mix64(seed ^ (kLabels * 0xD1B54A32D192ED03ull)) + i) %
-                                         static_cast<uint64_t>(logits.cols()));
-  }
-  const auto tensors = parameter_tensors(model);
-  for (std::size_t k = 0; k < tensors.size(); ++k) {
-    const ParamTensor& p = tensors[k];
-    const Op& op = model.op(p.op);
-    std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if (!op.param_init.empty()) {
-      if (op.param_init.size() != 2 || !op.param_init[static_cast<std::size_t>(p.slot)] ||
-          op.param_init[static_cast<std::size_t>(p.slot)]->size() != values.size())
-        throw InputError("model " + model.name + ": initial values of op " + std::to_string(p.op) + " ('" + op.name +
-                         "') do not match parameter " + p.name + " (" + std::to_string(values.size()) +
-                         " floats expected)");
-      values = *op.param_init[static_cast<std::size_t>(p.slot)];
-    } else {
-      const uint64_t stream = kParams + k;
-      if (op.kind == OpKind::LayerNorm) {
-        const float base = p.slot == 0 ? 1.0f : 0.0f;
-        for (std::size_t i = 0; i < values.size(); ++i) values[i] = base + 0.1f * uniform(seed, stream, i);
-      } else {
-        const int64_t fan_in = model.op(op.inputs.at(0)).cols();
-        const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
-        for (std::size_t i = 0; i < values.size(); ++i) values[i] = bound * uniform(seed, stream, i);
-      }
-    }
-    d.params.push_back(std::move(values));
-  }
-  return d;
-}
-
 std::string_view exec_status_name(ExecStatus s) {
   switch (s) {
     case ExecStatus::Ok: return "ok";
     case ExecStatus::OutOfMemory: return "out-of-memory";
     case ExecStatus::Cancelled: return "cancelled";
     case ExecStatus::Failed: return "failed";
+    case ExecStatus::NotRun: return "not-run";
   }
   return "failed";
-}
-
-uint64_t fnv1a64(const std::vector<std::vector<float>>& tensors) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const auto& t : tensors) {
-    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
-    for (std::size_t i = 0; i < t.size() * sizeof(float); ++i) {
-      h ^= p[i];
-      h *= 0x100000001b3ull;
-    }
-  }
-  return h;
 }
 
 ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options) {
@@ -163,6 +58,47 @@ ExecResult execute(const Model& model, const Schedule& schedule, Backend& backen
   backend.load(model, data);
   return execute_loaded(model, schedule, backend, data, options);
 }
+
+namespace {
+
+// Which fwd instructions recompute (their op was computed before).
+std::vector<uint8_t> recompute_flags(const Model& model, const Schedule& schedule) {
+  std::vector<uint8_t> recompute(schedule.code.size(), 0);
+  std::vector<uint8_t> computed(static_cast<std::size_t>(model.size()), 0);
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    if (schedule.code[i].kind != InstrKind::Fwd) continue;
+    auto& c = computed[static_cast<std::size_t>(schedule.code[i].op)];
+    recompute[i] = c;
+    c = 1;
+  }
+  return recompute;
+}
+
+std::string where_str(int64_t instruction, const Schedule& schedule, const Model& model) {
+  return instruction < 0 ? std::string("before the first instruction")
+                         : "at instruction " + std::to_string(instruction) + " (" +
+                               to_string(schedule.code[static_cast<std::size_t>(instruction)], model) + ")";
+}
+
+std::string oom_message(const OutOfMemory& oom, const std::string& what, const Schedule& schedule, const Model& model,
+                        uint64_t limit) {
+  std::string free_part;
+  if (limit) free_part = ", " + bytes_str(oom.free) + " free under the limit of " + bytes_str(limit);
+  else if (oom.free == std::numeric_limits<uint64_t>::max()) free_part = ", the device could not provide it";
+  else free_part = ", " + bytes_str(oom.free) + " free on the device";
+  const std::string needed = oom.needed ? "needed " + bytes_str(oom.needed) + " " : std::string("needed more memory ");
+  return "out of memory: " + needed + what + where_str(oom.instruction, schedule, model) + free_part;
+}
+
+// A failure while instruction `at` ran (or, for an asynchronous device fault,
+// was the latest to be launched).
+struct RunFailure {
+  int64_t instruction;
+  std::string message;
+  bool device_fault;
+};
+
+}  // namespace
 
 ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend, const HostData& data,
                           const ExecOptions& options) {
@@ -176,18 +112,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   res.strategy = schedule.strategy;
   res.backend = backend.name();
   res.baseline_bytes = backend.baseline_bytes();
-
-  // Which fwd instructions recompute (the op was computed before).
-  std::vector<uint8_t> recompute(code.size(), 0);
-  {
-    std::vector<uint8_t> computed(static_cast<std::size_t>(n), 0);
-    for (std::size_t i = 0; i < code.size(); ++i) {
-      if (code[i].kind != InstrKind::Fwd) continue;
-      auto& c = computed[static_cast<std::size_t>(code[i].op)];
-      recompute[i] = c;
-      c = 1;
-    }
-  }
+  const std::vector<uint8_t> recompute = recompute_flags(model, schedule);
 
   const std::size_t runs = static_cast<std::size_t>(options.repeat) + 1;
   const double total_units = static_cast<double>(runs * (code.size() + 1));
@@ -203,7 +128,8 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   auto check_cancel = [&] {
     if (options.cancel && options.cancel->load(std::memory_order_relaxed)) throw Cancelled{};
   };
-
+  // "what" of the OOM message: a tracked tensor, or the backend's own memory.
+  std::string oom_what;
   auto alloc = [&](uint64_t bytes, int64_t at) -> void* {
     const uint64_t live = backend.live_bytes();
     if (options.memory_limit && live + bytes > options.memory_limit)
@@ -218,11 +144,14 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
 
   std::vector<double> instr_sum(code.size(), 0.0);
   std::vector<uint8_t> acc;
+  int64_t at = -1;  // the instruction running now
   try {
+    backend.begin_strategy();
     for (std::size_t run = 0; run < runs; ++run) {
       const bool timed = run > 0;
       Resident r(backend, n);
       const TensorTable table{r.act, r.grad};
+      at = -1;
       backend.zero_param_grads();
       backend.reset_peaks();
       backend.begin_marks(code.size() + 1);
@@ -234,7 +163,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
         const Instr ins = code[i];
         const auto v = static_cast<std::size_t>(ins.op);
         const Op& op = model.op(ins.op);
-        const auto at = static_cast<int64_t>(i);
+        at = static_cast<int64_t>(i);
         switch (ins.kind) {
           case InstrKind::Fwd:
             r.act[v] = alloc(op.bytes, at);
@@ -260,15 +189,17 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
             r.grad[v] = nullptr;
             break;
         }
+        if (options.sync_each) backend.synchronize();
         backend.mark(i + 1);
         check_cancel();
         if (options.progress && (i + 1) % report_every == 0)
           report(static_cast<double>(run * (code.size() + 1) + i + 1));
       }
+      at = static_cast<int64_t>(code.size());  // past the last: the final synchronisation
       const auto marks = backend.mark_times_ms();  // synchronises
       r.release_all();
       res.tracked_peak_bytes = backend.peak_bytes();
-      res.device_peak_bytes = backend.device_peak_bytes();
+      res.memory = backend.memory_stats();
       if (timed) {
         res.run_ms.push_back(marks.back());
         for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];
@@ -281,20 +212,33 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
     res.oom_needed = oom.needed;
     res.oom_free = oom.free;
     res.tracked_peak_bytes = backend.peak_bytes();
-    res.device_peak_bytes = backend.device_peak_bytes();
-    res.message = "out of memory: needed " + bytes_str(oom.needed) +
-                  (oom.instruction < 0 ? std::string(" for the input before the first instruction")
-                                       : " at instruction " + std::to_string(oom.instruction) + " (" +
-                                             to_string(code[static_cast<std::size_t>(oom.instruction)], model) + ")") +
-                  (oom.free == std::numeric_limits<uint64_t>::max()
-                       ? std::string(", the device could not provide it")
-                       : ", " + bytes_str(oom.free) + " free" +
-                             (options.memory_limit ? " under the limit of " + bytes_str(options.memory_limit)
-                                                   : std::string(" on the device")));
+    res.message = oom_message(oom, "", schedule, model, options.memory_limit);
+    return res;
+  } catch (const DeviceOutOfMemory& e) {
+    // The backend's own memory (scratch, a library's workspace) did not fit.
+    const int64_t where = std::min<int64_t>(at, static_cast<int64_t>(code.size()) - 1);
+    res.status = ExecStatus::OutOfMemory;
+    res.oom_instruction = where;
+    res.oom_needed = e.needed();
+    res.oom_free = e.free_bytes();
+    res.tracked_peak_bytes = backend.peak_bytes();
+    res.message = oom_message({where, e.needed(), e.free_bytes()}, std::string("(") + e.what() + ") ", schedule,
+                              model, 0);
     return res;
   } catch (const Cancelled&) {
     res.status = ExecStatus::Cancelled;
     res.message = "cancelled";
+    return res;
+  } catch (const DeviceFault& e) {
+    res.status = ExecStatus::Failed;
+    const bool exact = options.sync_each && at >= 0 && at < static_cast<int64_t>(code.size());
+    res.message = std::string("device fault ") +
+                  (exact ? where_str(at, schedule, model)
+                         : "reported " + (at < static_cast<int64_t>(code.size()) ? where_str(at, schedule, model)
+                                                                                 : std::string("after the last instruction")) +
+                               " (kernels run asynchronously: it may come from an earlier one; rerun with --sync-each "
+                               "to name the instruction that launched it)") +
+                  ": " + e.what();
     return res;
   }
 
@@ -319,21 +263,59 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   return res;
 }
 
+namespace {
+
+ExecResult result_without_run(const Schedule& s, const Backend& backend, ExecStatus status, std::string message) {
+  ExecResult r;
+  r.strategy = s.strategy;
+  r.backend = backend.name();
+  r.status = status;
+  r.message = std::move(message);
+  r.baseline_bytes = backend.baseline_bytes();
+  return r;
+}
+
+}  // namespace
+
 std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules, Backend& backend,
-                                           const ExecOptions& options) {
-  const HostData data = make_host_data(model, options.seed);
-  backend.load(model, data);
+                                           const ExecOptions& options, HostData* data_out) {
+  check_executable(model);
   std::vector<ExecResult> out;
+  // Nothing can run when the baseline does not fit: every strategy gets the same row.
+  auto all_out_of_memory = [&](uint64_t needed, uint64_t free, const std::string& what) {
+    for (const Schedule& s : schedules) {
+      ExecResult r = result_without_run(s, backend, ExecStatus::OutOfMemory,
+                                        "out of memory: needed " + bytes_str(needed) + " for " + what +
+                                            " before the first instruction" +
+                                            (free == std::numeric_limits<uint64_t>::max()
+                                                 ? std::string()
+                                                 : ", " + bytes_str(free) + " free on the device"));
+      r.oom_needed = needed;
+      r.oom_free = free;
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  const uint64_t baseline = baseline_bytes_of(model);
+  if (const uint64_t free = backend.device_free_bytes(); baseline > free)
+    return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss)");
+  HostData generated = make_host_data(model, options.seed);
+  const HostData& data = data_out ? (*data_out = std::move(generated)) : generated;
+  try {
+    backend.load(model, data);
+  } catch (const DeviceOutOfMemory& e) {
+    return all_out_of_memory(e.needed(), e.free_bytes(), e.what());
+  }
   const double share = schedules.empty() ? 1.0 : 1.0 / static_cast<double>(schedules.size());
   bool cancelled = false;
+  std::string unusable;  // why the device cannot run the rest, once it cannot
   for (std::size_t s = 0; s < schedules.size(); ++s) {
     if (cancelled) {
-      ExecResult r;
-      r.strategy = schedules[s].strategy;
-      r.backend = backend.name();
-      r.status = ExecStatus::Cancelled;
-      r.message = "cancelled";
-      out.push_back(std::move(r));
+      out.push_back(result_without_run(schedules[s], backend, ExecStatus::Cancelled, "cancelled"));
+      continue;
+    }
+    if (!unusable.empty()) {
+      out.push_back(result_without_run(schedules[s], backend, ExecStatus::NotRun, unusable));
       continue;
     }
     ExecOptions o = options;
@@ -342,14 +324,11 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
     try {
       out.push_back(execute_loaded(model, schedules[s], backend, data, o));
     } catch (const std::exception& e) {
-      ExecResult r;
-      r.strategy = schedules[s].strategy;
-      r.backend = backend.name();
-      r.status = ExecStatus::Failed;
-      r.message = e.what();
-      out.push_back(std::move(r));
+      out.push_back(result_without_run(schedules[s], backend, ExecStatus::Failed, e.what()));
     }
     cancelled = out.back().status == ExecStatus::Cancelled;
+    if (!backend.healthy() && !backend.recover(model, data))
+      unusable = "not run: the device is unusable after the fault in strategy '" + schedules[s].strategy + "'";
   }
   if (!cancelled && options.progress) (void)options.progress(1.0);
   return out;

@@ -24,10 +24,14 @@ struct ExecOptions {
   // success; returning false cancels. May be empty.
   std::function<bool(double fraction)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set to true to cancel; may be null
+  // Wait for the device after every instruction, so that an asynchronous
+  // kernel fault is reported at the instruction that launched it (slower).
+  bool sync_each = false;
 };
 
-enum class ExecStatus { Ok, OutOfMemory, Cancelled, Failed };
-std::string_view exec_status_name(ExecStatus s);  // "ok", "out-of-memory", "cancelled", "failed"
+// NotRun: an earlier strategy left the device unusable (the message says which).
+enum class ExecStatus { Ok, OutOfMemory, Cancelled, Failed, NotRun };
+std::string_view exec_status_name(ExecStatus s);  // "ok", "out-of-memory", "cancelled", "failed", "not-run"
 
 struct ExecResult {
   std::string strategy;            // Schedule::strategy
@@ -35,8 +39,9 @@ struct ExecResult {
   ExecStatus status = ExecStatus::Ok;
   std::string message;             // OOM / failure text; empty when ok
 
-  // Out of memory: the first instruction whose allocation did not fit
-  // (-1: the input before the first instruction), bytes asked and still free.
+  // Out of memory: the first instruction whose allocation did not fit (-1:
+  // before the first instruction: the baseline or the input), bytes asked and
+  // still free (UINT64_MAX when the device does not say).
   int64_t oom_instruction = -1;
   uint64_t oom_needed = 0;
   uint64_t oom_free = 0;
@@ -45,9 +50,14 @@ struct ExecResult {
   std::vector<std::vector<float>> param_grads;  // parallel to parameter_tensors(model)
   uint64_t grad_hash = 0;                       // FNV-1a 64 over the gradients' bytes, in order
 
-  uint64_t tracked_peak_bytes = 0;  // activations + activation gradients (== simulated peak)
-  uint64_t device_peak_bytes = 0;   // Backend::device_peak_bytes() (baseline and scratch included)
-  uint64_t baseline_bytes = 0;      // parameters, their gradients, target, loss
+  // The executor's own count of the tensors it allocated (activations and
+  // their gradients, exactly bytes(v) each): equal to the simulated peak by
+  // construction, a bookkeeping check rather than a measurement.
+  uint64_t tracked_peak_bytes = 0;
+  // Measured by the allocator underneath the backend and by the device over the
+  // last timed run (backend.h: MemoryStats; docs/run.md).
+  MemoryStats memory;
+  uint64_t baseline_bytes = 0;      // parameters, their gradients, target, loss (as asked)
 
   std::vector<double> run_ms;       // total time of each timed run
   double time_ms = 0;               // median of run_ms
@@ -80,9 +90,21 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
 
 // Each schedule in turn on one backend, loading the baseline once. Progress is
 // spread evenly over the schedules. An OOM or failure of one does not stop the
-// others; cancellation marks the current and the remaining ones Cancelled.
+// others; cancellation marks the current and the remaining ones Cancelled. A
+// baseline that does not fit makes every result OutOfMemory. A fault that
+// leaves the device unusable is recovered from (Backend::recover) or the
+// remaining strategies are NotRun, with the reason.
+// The host data is generated here (make_host_data) unless the baseline cannot
+// fit the backend at all (baseline_bytes_of > device_free_bytes: every result
+// is then OutOfMemory and nothing is generated); `data_out` receives it.
 std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules,
-                                           Backend& backend, const ExecOptions& options);
+                                           Backend& backend, const ExecOptions& options,
+                                           HostData* data_out = nullptr);
+
+// The baseline a backend will hold for `model` (Backend::baseline_bytes() after
+// load): 8 bytes per parameter (value and gradient), the MSE target or the
+// labels, 4 for the loss. Computed from shapes, without generating anything.
+uint64_t baseline_bytes_of(const Model& model);
 
 // FNV-1a 64 over the raw bytes of the gradients, in order.
 uint64_t fnv1a64(const std::vector<std::vector<float>>& tensors);

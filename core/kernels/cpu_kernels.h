@@ -31,7 +31,8 @@ void act_bwd(Act act, const float* x_or_y, const float* dy, float* dx, int64_t n
 // Dense = Linear followed by an activation, fused (the teaching chain's op).
 // Backward reads the input x and the output y (act ∈ {None, ReLU, Tanh}; GELU is
 // not allowed here because its backward needs the pre-activation).
-// `scratch` holds rows*out floats for the pre-activation gradient.
+// `scratch` holds rows*out floats for the pre-activation gradient (unused, and
+// may be null, for Act::None: the gradient is dy itself).
 void dense_fwd(Act act, const float* x, const float* W, const float* b, float* y,
                int64_t rows, int64_t in, int64_t out);
 void dense_bwd(Act act, const float* x, const float* y, const float* W, const float* dy,

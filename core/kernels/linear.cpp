@@ -69,9 +69,14 @@ void dense_bwd(Act act, const float* x, const float* y, const float* W, const fl
                float* dW, float* db, float* scratch, int64_t rows, int64_t in, int64_t out,
                bool accumulate) {
   check_dense_act(act);
-  // scratch (rows, out) = gradient of the pre-activation.
-  act_bwd(act, y, dy, scratch, rows * out, /*accumulate=*/false);
-  linear_bwd(x, W, scratch, dx, dW, db, rows, in, out, accumulate);
+  // scratch (rows, out) = gradient of the pre-activation; without an
+  // activation it is dy itself (scratch is untouched, as on CUDA).
+  const float* dpre = dy;
+  if (act != Act::None) {
+    act_bwd(act, y, dy, scratch, rows * out, /*accumulate=*/false);
+    dpre = scratch;
+  }
+  linear_bwd(x, W, dpre, dx, dW, db, rows, in, out, accumulate);
 }
 
 }  // namespace remat::cpu

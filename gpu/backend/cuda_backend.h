@@ -1,22 +1,23 @@
 // The CUDA backend: remat::Backend on one device, one stream and one cuBLAS
 // handle bound to it (cuBLAS gives the same bits for one handle on one stream,
-// so every strategy reproduces store-all bit for bit). The kernels are
-// gpu/kernels/cuda_kernels.h; nothing here launches a kernel of its own.
+// so every strategy reproduces store-all bit for bit). The kernel entries are
+// cuda_ops.h; nothing here launches a kernel of its own.
 //
-// Memory figures (the CPU backend's meanings, cpu_backend.h):
-// - live/peak_bytes: tracked activations and gradients, exactly the bytes the
-//   executor asked for, from a dedicated stream-ordered pool (device_allocator.h).
-// - baseline_bytes: as the CPU: parameters and their gradients, target/labels
-//   and the loss scalar, as asked (each tensor is 256-byte aligned underneath).
-// - device_peak_bytes: what this backend held at its high-water mark since
-//   reset_peaks(): the baseline buffers as allocated, scratch buffers, cuBLAS's
-//   workspace (its documented default size: the kernels reset the handle's
-//   stream before each GEMM, which returns cuBLAS to its own workspace pool) and
-//   the pool's cudaMemPoolAttrUsedMemHigh (the tracked peak with the allocator's
-//   rounding). Not counted: the CUDA context and cuBLAS's code, which the driver
-//   keeps outside any allocation (see load_free_bytes()).
-// - device_free_bytes: cudaMemGetInfo's free bytes now, plus what the pool holds
-//   unused (it is reused before the driver is asked).
+// Memory: every device buffer comes from one stream-ordered pool
+// (device_allocator.h): the tracked tensors, the baseline, scratch and the
+// cuBLAS workspace (set with cublasSetWorkspace, so cuBLAS allocates nothing of
+// its own). memory_stats() is the pool's statistics:
+// - allocator_peak: cudaMemPoolAttrUsedMemHigh since reset_peaks();
+// - reserved_peak: cudaMemPoolAttrReservedMemHigh (begin_strategy() trims the
+//   pool to what is in use, so no strategy inherits another's reservation);
+// - device_used: cudaMemGetInfo's total − free after the run, the device's
+//   own view (the CUDA context, loaded code and other processes included);
+// - the parts (baseline, tensors, scratch, workspace) as asked, and the
+//   pool's rounding as the rest.
+// Errors: an allocation the pool cannot serve is nullptr (tracked tensors) or
+// DeviceOutOfMemory (everything else, CUBLAS_STATUS_ALLOC_FAILED included); a
+// kernel fault is DeviceFault and leaves the backend unhealthy until
+// recover() resets the device; other CUDA failures are CudaError.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "core/exec/backend.h"
+#include "gpu/backend/cuda_ops.h"
 #include "gpu/backend/device_allocator.h"
 #include "gpu/backend/event_timer.h"
 
@@ -44,11 +46,15 @@ class CudaBackend final : public remat::Backend {
 
   void* allocate(uint64_t bytes) override;
   void release(void* p) override;
-  uint64_t live_bytes() const override { return pool_->live_bytes(); }
-  uint64_t peak_bytes() const override { return pool_->peak_bytes(); }
-  uint64_t device_peak_bytes() const override;
+  uint64_t live_bytes() const override;
+  uint64_t peak_bytes() const override;
+
+  void begin_strategy() override;
   void reset_peaks() override;
+  MemoryStats memory_stats() const override;
   uint64_t device_free_bytes() const override;
+  bool healthy() const override { return healthy_; }
+  bool recover(const Model& model, const HostData& data) override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
 
   void forward(const Model& model, int op, const TensorTable& t) override;
@@ -62,43 +68,34 @@ class CudaBackend final : public remat::Backend {
   void mark(std::size_t index) override;
   std::vector<double> mark_times_ms() override;
 
-  // Beyond the interface, for benchmarks and reports.
-  cudaStream_t stream() const { return stream_; }
-  cublasHandle_t cublas() const { return cublas_; }
-  uint64_t pool_reserved_high_bytes() const { return pool_->reserved_high_bytes(); }
+  // Beyond the interface, for benchmarks, tests and reports.
+  cudaStream_t stream() const { return state_.stream; }
+  cublasHandle_t cublas() const { return state_.cublas; }
   uint64_t cublas_workspace_bytes() const { return workspace_bytes_; }
-  uint64_t scratch_bytes() const { return scratch_[0].bytes() + scratch_[1].bytes(); }
-  // cudaMemGetInfo's free bytes before and after the last load().
-  uint64_t load_free_bytes_before() const { return free_before_load_; }
-  uint64_t load_free_bytes_after() const { return free_after_load_; }
 
  private:
-  float* scratch(int which, int64_t floats);  // grows scratch buffer `which` (stream-safe)
-  const float* param(int op, int slot) const;
-  float* param_grad(int op, int slot) const;
+  void create();   // stream, handle, pool, workspace, timer; throws CudaError
+  void destroy();  // the reverse; never throws
+  void drop_baseline();
+  // A pool buffer that must exist: DeviceOutOfMemory naming `what` when it cannot.
+  void* hold(uint64_t bytes, MemoryUse use, const char* what);
+  // Runs f, turning CUDA errors into the core's: out of memory, device fault.
+  template <typename F>
+  auto guarded(F&& f) -> decltype(f());
 
   int device_ = 0;
   std::string name_;
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  bool healthy_ = true;
   uint64_t workspace_bytes_ = 0;
-  // Declared after the stream: destroyed before it.
   std::unique_ptr<DevicePool> pool_;
   std::unique_ptr<EventTimer> timer_;
-
-  // Baseline: all parameters in one buffer, all their gradients in another
-  // (one memset zeroes them), at 256-byte aligned offsets.
-  DeviceBuffer params_, grads_, target_, labels_, loss_;
-  std::vector<uint64_t> offset_;   // per parameter tensor, in floats
+  CudaOpState state_;
+  std::vector<void*> held_;        // baseline, scratch and workspace buffers
   std::vector<uint64_t> numel_;    // per parameter tensor
-  std::vector<int> first_param_;   // per op: index into offset_, -1 when none
-  uint64_t target_n_ = 0, labels_n_ = 0;
-  uint64_t seed_ = 0;
-  bool loaded_ = false;  // false until a load() succeeded
   uint64_t baseline_bytes_ = 0;
-  DeviceBuffer scratch_[2];
-  uint64_t baseline_device_bytes_ = 0;  // the baseline buffers as allocated
-  uint64_t free_before_load_ = 0, free_after_load_ = 0;
+  uint64_t grads_bytes_ = 0;       // the one buffer of all parameter gradients (state_.grads.front())
+  bool loaded_ = false;
+  int model_size_ = 0;
 };
 
 }  // namespace remat::cuda

@@ -1,19 +1,11 @@
 #include "gpu/backend/device_allocator.h"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 
 #include "gpu/cuda_check.h"
 
 namespace remat::cuda {
-namespace {
-
-std::atomic<uint64_t> g_buffer_bytes{0};
-
-}  // namespace
-
-// ---- DevicePool -----------------------------------------------------------------
 
 DevicePool::DevicePool(int device, cudaStream_t stream) : stream_(stream) {
   cudaMemPoolProps props{};
@@ -33,13 +25,13 @@ DevicePool::DevicePool(int device, cudaStream_t stream) : stream_(stream) {
 }
 
 DevicePool::~DevicePool() {
-  for (auto& [p, bytes] : blocks_) (void)cudaFreeAsync(p, stream_);
+  for (auto& [p, block] : blocks_) (void)cudaFreeAsync(p, stream_);
   (void)cudaStreamSynchronize(stream_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);
   (void)cudaGetLastError();
 }
 
-void* DevicePool::allocate(uint64_t bytes) {
+void* DevicePool::allocate(uint64_t bytes, MemoryUse use) {
   const std::size_t ask = static_cast<std::size_t>(std::max<uint64_t>(bytes, 1));
   void* p = nullptr;
   cudaError_t err = cudaMallocFromPoolAsync(&p, ask, pool_, stream_);
@@ -47,8 +39,7 @@ void* DevicePool::allocate(uint64_t bytes) {
     // Freed blocks may be too fragmented: hand everything unused back to the
     // driver once (after the queued frees have happened) and try again.
     (void)cudaGetLastError();
-    CUDA_CHECK_THROW(cudaStreamSynchronize(stream_));
-    CUDA_CHECK_THROW(cudaMemPoolTrimTo(pool_, 0));
+    trim();
     p = nullptr;
     err = cudaMallocFromPoolAsync(&p, ask, pool_, stream_);
   }
@@ -57,20 +48,25 @@ void* DevicePool::allocate(uint64_t bytes) {
     return nullptr;
   }
   CUDA_CHECK_THROW(err);
-  blocks_.emplace(p, bytes);
-  live_ += bytes;
-  peak_ = std::max(peak_, live_);
+  blocks_.emplace(p, Block{bytes, use});
+  asked_[static_cast<int>(use)] += bytes;
+  if (use == MemoryUse::Tensor)
+    tensor_peak_ = std::max(tensor_peak_, asked_[static_cast<int>(MemoryUse::Tensor)]);
   return p;
 }
 
 void DevicePool::release(void* p) {
   auto it = blocks_.find(p);
   if (it == blocks_.end()) return;
-  live_ -= it->second;
+  asked_[static_cast<int>(it->second.use)] -= it->second.asked;
   blocks_.erase(it);
-  // Never throws: the executor releases from a destructor, also while a CUDA
-  // error unwinds. A sticky error shows again at the next checked call.
   if (cudaFreeAsync(p, stream_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+std::optional<uint64_t> DevicePool::asked_bytes(void* p, MemoryUse use) const {
+  const auto it = blocks_.find(p);
+  if (it == blocks_.end() || it->second.use != use) return std::nullopt;
+  return it->second.asked;
 }
 
 uint64_t DevicePool::attribute(cudaMemPoolAttr attr) const {
@@ -94,52 +90,15 @@ uint64_t DevicePool::unused_reserved_bytes() const noexcept {
 }
 
 void DevicePool::reset_peaks() {
-  peak_ = live_;
+  tensor_peak_ = asked_[static_cast<int>(MemoryUse::Tensor)];
   uint64_t zero = 0;  // the only value these attributes accept: "reset to the current value"
   CUDA_CHECK_THROW(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &zero));
   CUDA_CHECK_THROW(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &zero));
 }
 
-// ---- DeviceBuffer ---------------------------------------------------------------
-
-DeviceBuffer::DeviceBuffer(uint64_t bytes) {
-  if (bytes == 0) return;
-  const cudaError_t err = cudaMalloc(&ptr_, static_cast<std::size_t>(bytes));
-  if (err != cudaSuccess) {
-    ptr_ = nullptr;
-    (void)cudaGetLastError();  // an out-of-memory is not sticky: leave nothing behind
-    CUDA_CHECK_THROW(err);
-  }
-  bytes_ = bytes;
-  g_buffer_bytes += bytes;
+void DevicePool::trim() {
+  CUDA_CHECK_THROW(cudaStreamSynchronize(stream_));
+  CUDA_CHECK_THROW(cudaMemPoolTrimTo(pool_, 0));
 }
-
-DeviceBuffer::~DeviceBuffer() { reset(); }
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
-  o.ptr_ = nullptr;
-  o.bytes_ = 0;
-}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    reset();
-    ptr_ = o.ptr_;
-    bytes_ = o.bytes_;
-    o.ptr_ = nullptr;
-    o.bytes_ = 0;
-  }
-  return *this;
-}
-
-void DeviceBuffer::reset() noexcept {
-  if (!ptr_) return;
-  (void)cudaFree(ptr_);  // synchronises with the device: nothing queued can still use it
-  g_buffer_bytes -= bytes_;
-  ptr_ = nullptr;
-  bytes_ = 0;
-}
-
-uint64_t DeviceBuffer::total_live_bytes() { return g_buffer_bytes.load(); }
 
 }  // namespace remat::cuda

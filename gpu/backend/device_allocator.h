@@ -1,17 +1,19 @@
-// Device memory of the CUDA backend, in two kinds:
-// - DevicePool: the tracked activations and gradients, from CUDA's stream-ordered
-//   allocator (cudaMallocAsync on a dedicated pool that keeps freed memory, so a
-//   schedule's allocate/release pairs do not go back to the driver). It counts the
-//   bytes asked for exactly (the allocator's rounding is not counted) and reads
-//   the pool's own high-water marks for the device figure.
-// - DeviceBuffer: baseline and scratch (parameters, gradients, target, labels,
-//   loss, Dense's pre-activation gradient), plain cudaMalloc, move-only RAII as
-//   tiny-cuda-nn's GPUMemory, with a process-wide live-bytes counter.
+// The CUDA backend's one allocator: every device buffer it holds (tracked
+// activations and gradients, the baseline, scratch, cuBLAS's workspace) comes
+// from a dedicated stream-ordered pool (cudaMallocFromPoolAsync on a pool that
+// keeps freed memory, so a schedule's allocate/release pairs do not go back to
+// the driver). Its figures are the pool's own statistics: used and reserved
+// bytes and their high-water marks, the allocator's rounding included. Beside
+// them it keeps, per use, the bytes asked for, so that a report can split the
+// pool's peak into baseline, tensors, scratch, workspace and rounding.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
+
+#include "core/exec/backend.h"  // MemoryUse
 
 namespace remat::cuda {
 
@@ -25,53 +27,41 @@ class DevicePool {
   // `bytes` from the pool in stream order, or nullptr when the device cannot
   // provide them (cudaErrorMemoryAllocation even after trimming the pool; the
   // error is cleared). Other failures throw CudaError. 0 bytes gets 1.
-  void* allocate(uint64_t bytes);
-  // Stream-ordered free; unknown pointers are ignored (as the CPU backend).
-  // Never throws (it runs in destructors).
+  void* allocate(uint64_t bytes, MemoryUse use);
+  // Stream-ordered free; unknown pointers are ignored. Never throws (it runs
+  // in destructors); a sticky error shows again at the next checked call.
   void release(void* p);
+  // The bytes asked for p when it is a live block of that use.
+  std::optional<uint64_t> asked_bytes(void* p, MemoryUse use) const;
 
-  uint64_t live_bytes() const { return live_; }  // exact, as asked
-  uint64_t peak_bytes() const { return peak_; }  // since reset_peaks()
-  // The pool's figures, allocator rounding included: in use by us (used) and
-  // taken from the driver (reserved), now and at their high-water marks.
+  uint64_t asked_bytes(MemoryUse use) const { return asked_[static_cast<int>(use)]; }
+  uint64_t tensor_peak_bytes() const { return tensor_peak_; }  // tracked, as asked, since reset_peaks()
+
+  // The pool's own figures (cudaMemPoolAttr*): in use and reserved from the
+  // driver, now and at their high-water marks since reset_peaks().
   uint64_t used_high_bytes() const;
   uint64_t reserved_high_bytes() const;
   uint64_t reserved_bytes() const;
   // Reserved but not in use now (what the pool can hand out without the driver); 0 on error.
   uint64_t unused_reserved_bytes() const noexcept;
-  // Tracked peak back to live; the pool's high-water marks back to now.
+
+  // High-water marks back to now (the tracked one and the pool's).
   void reset_peaks();
+  // Waits for the stream and hands every unused reserved byte back to the driver.
+  void trim();
 
  private:
   uint64_t attribute(cudaMemPoolAttr attr) const;
 
+  struct Block {
+    uint64_t asked;
+    MemoryUse use;
+  };
   cudaMemPool_t pool_ = nullptr;
   cudaStream_t stream_;
-  std::unordered_map<void*, uint64_t> blocks_;
-  uint64_t live_ = 0, peak_ = 0;
-};
-
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(uint64_t bytes);  // cudaMalloc; throws CudaError (out_of_memory())
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  void* get() const { return ptr_; }
-  float* f32() const { return static_cast<float*>(ptr_); }
-  uint64_t bytes() const { return bytes_; }
-
-  // Bytes held by every DeviceBuffer of the process now.
-  static uint64_t total_live_bytes();
-
- private:
-  void reset() noexcept;
-  void* ptr_ = nullptr;
-  uint64_t bytes_ = 0;
+  std::unordered_map<void*, Block> blocks_;
+  uint64_t asked_[4] = {0, 0, 0, 0};
+  uint64_t tensor_peak_ = 0;
 };
 
 }  // namespace remat::cuda

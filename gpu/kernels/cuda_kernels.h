@@ -15,6 +15,8 @@
 // host pointer mode before each call. cuBLAS promises the same bits only for one
 // handle used from one stream: give each stream its own handle (or set
 // CUBLAS_WORKSPACE_CONFIG, see the cuBLAS "Results reproducibility" notes).
+// The launchers set the handle's stream only when it is not already `stream`
+// (cublasSetStream resets a workspace set with cublasSetWorkspace).
 // Results may differ from the CPU kernels by float32 rounding (summation order,
 // tanhf/erff, fused multiply-adds), never in dropout masks.
 //

@@ -55,8 +55,14 @@ __global__ void column_sum_kernel(const float* dy, float* db, int64_t rows, int6
 // ---- launchers ----------------------------------------------------------------
 
 // The handle belongs to the caller; pin everything that could change results.
+// The stream is set only when it differs: cublasSetStream also resets the
+// handle's workspace to cuBLAS's own pool, which would undo the workspace a
+// caller set with cublasSetWorkspace (the CUDA backend's, counted in its
+// memory figures).
 void bind(cublasHandle_t cublas, cudaStream_t stream) {
-  CUBLAS_CHECK_THROW(cublasSetStream(cublas, stream));
+  cudaStream_t current = nullptr;
+  CUBLAS_CHECK_THROW(cublasGetStream(cublas, &current));
+  if (current != stream) CUBLAS_CHECK_THROW(cublasSetStream(cublas, stream));
   CUBLAS_CHECK_THROW(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
   CUBLAS_CHECK_THROW(cublasSetAtomicsMode(cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
   CUBLAS_CHECK_THROW(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));

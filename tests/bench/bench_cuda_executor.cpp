@@ -23,7 +23,6 @@
 #include "core/simulator.h"
 #include "core/strategy.h"
 #include "gpu/backend/cuda_backend.h"
-#include "gpu/backend/device_allocator.h"
 #include "gpu/cuda_backend_factory.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
@@ -32,7 +31,8 @@ namespace {
 
 namespace gpu = remat::cuda;
 
-std::unique_ptr<remat::Backend> g_owner;
+// Owned by main(), which destroys it before returning: CUDA objects must not
+// outlive main (the runtime may already be torn down when statics die).
 gpu::CudaBackend* g_cuda = nullptr;
 
 struct Loaded {
@@ -97,13 +97,38 @@ void execute(benchmark::State& state, const std::string& spec, const std::string
       if (s.code[i].kind == remat::InstrKind::Fwd) fwd += r.instr_ms[i];
     row.fwd_ms.push_back(fwd);
     row.tracked = r.tracked_peak_bytes;
-    row.device = r.device_peak_bytes;
-    row.reserved = g_cuda->pool_reserved_high_bytes();
+    row.device = r.memory.allocator_peak;
+    row.reserved = r.memory.reserved_peak;
   }
   state.counters["tracked_MiB"] = static_cast<double>(row.tracked) / (1 << 20);
-  state.counters["device_MiB"] = static_cast<double>(row.device) / (1 << 20);
+  state.counters["allocator_MiB"] = static_cast<double>(row.device) / (1 << 20);
   state.counters["sim_overhead"] = sim.overhead;
 }
+
+// A plain cudaMalloc buffer for the raw loop (the backend's buffers come from its pool).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(uint64_t bytes) : bytes_(bytes) {
+    if (bytes) CUDA_CHECK_THROW(cudaMalloc(&p_, bytes));
+  }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  void* get() const { return p_; }
+  float* f32() const { return static_cast<float*>(p_); }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  uint64_t bytes_ = 0;
+};
 
 // store-all of an mlp preset (Linear, ReLU, ..., MSELoss) with the kernels
 // launched directly: one buffer per activation and gradient, allocated once,
@@ -112,8 +137,8 @@ struct RawLoop {
   explicit RawLoop(Loaded& l);
   double step_ms();
   Loaded& l;
-  std::vector<gpu::DeviceBuffer> A, G, P, dP;
-  gpu::DeviceBuffer target, loss, scratch;
+  std::vector<DeviceBuffer> A, G, P, dP;
+  DeviceBuffer target, loss, scratch;
   cudaEvent_t start = nullptr, stop = nullptr;
   ~RawLoop() {
     cudaEventDestroy(start);
@@ -135,10 +160,10 @@ RawLoop::RawLoop(Loaded& loaded_model) : l(loaded_model) {
     dP.emplace_back(4 * p.size());
     CUDA_CHECK_THROW(cudaMemcpyAsync(P.back().get(), p.data(), 4 * p.size(), cudaMemcpyHostToDevice, st));
   }
-  target = gpu::DeviceBuffer(4 * l.data.target.size());
+  target = DeviceBuffer(4 * l.data.target.size());
   CUDA_CHECK_THROW(cudaMemcpyAsync(target.get(), l.data.target.data(), 4 * l.data.target.size(), cudaMemcpyHostToDevice, st));
-  loss = gpu::DeviceBuffer(4);
-  scratch = gpu::DeviceBuffer(m.op(0).bytes);
+  loss = DeviceBuffer(4);
+  scratch = DeviceBuffer(m.op(0).bytes);
   CUDA_CHECK_THROW(cudaEventCreate(&start));
   CUDA_CHECK_THROW(cudaEventCreate(&stop));
   CUDA_CHECK_THROW(cudaStreamSynchronize(st));
@@ -236,7 +261,7 @@ double mib(uint64_t b) { return static_cast<double>(b) / (1 << 20); }
 void print_summary() {
   std::printf("\nsummary: %s, medians over all timed runs\n", g_cuda->name().c_str());
   std::printf("%-18s %-10s %9s %9s %11s %11s %11s %10s\n", "model", "strategy", "ms", "fwd ms", "tracked MiB",
-              "device MiB", "pool resMiB", "vs SA");
+              "alloc MiB", "reserv MiB", "vs SA");
   for (const char* spec : kModels) {
     auto& c = g_rows[spec];
     for (const char* strategy : {"store-all", "sqrt"}) {
@@ -263,8 +288,8 @@ void print_summary() {
   }
   std::printf("ms: one training step on the GPU (CUDA events, marks 0..n). fwd ms: its fwd instructions (sqrt: with\n"
               "the recomputations; '1 fwd ms' below is store-all's, one forward pass).\n"
-              "(sqrt-SA)/fwd near 1: sqrt costs about one extra forward. device MiB: the backend's device peak\n"
-              "(baseline + scratch + cuBLAS workspace + the pool's used high-water mark); pool resMiB: the pool's\n"
+              "(sqrt-SA)/fwd near 1: sqrt costs about one extra forward. alloc MiB: the pool's used high-water mark\n"
+              "(baseline + tensors + scratch + cuBLAS workspace + rounding, all from the one pool); reserv MiB: its\n"
               "reserved high-water mark. interp: the executor's store-all over the same kernels in a plain loop.\n");
 }
 
@@ -274,12 +299,12 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   std::string why;
-  g_owner = gpu::make_cuda_backend(&why);
-  if (!g_owner) {
+  std::unique_ptr<remat::Backend> owner = gpu::make_cuda_backend(&why);
+  if (!owner) {
     std::printf("bench_cuda_executor: skipped, no CUDA device: %s\n", why.c_str());
     return 0;
   }
-  g_cuda = dynamic_cast<gpu::CudaBackend*>(g_owner.get());
+  g_cuda = dynamic_cast<gpu::CudaBackend*>(owner.get());
   try {
     register_all();
     benchmark::RunSpecifiedBenchmarks();

@@ -1,10 +1,12 @@
 // Shared helpers of the executor tests.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
+#include "core/exec/op_exec.h"
 #include "core/presets.h"
 #include "core/simulator.h"
 #include "core/strategy.h"
@@ -12,6 +14,41 @@
 namespace remat::testing {
 
 inline Schedule schedule_of(const Model& m, const std::string& spec) { return make_strategy(spec)->schedule(m); }
+
+// What the CPU backend's allocator makes of `bytes` (host_allocator.h): 64-byte
+// blocks when pooled, the bytes themselves (at least 1) when exact.
+inline uint64_t cpu_block(uint64_t bytes, bool exact) {
+  if (exact) return std::max<uint64_t>(bytes, 1);
+  return std::max<uint64_t>(64, (bytes + 63) / 64 * 64);
+}
+
+// The model with every tensor at its allocated size, so that simulate() gives
+// the allocator's view of the tracked tensors.
+inline Model allocated_model(const Model& m, bool exact) {
+  Model r = m;
+  for (int v = 0; v < r.size(); ++v) r.mutable_op(v).bytes = cpu_block(m.op(v).bytes, exact);
+  return r;
+}
+
+inline uint64_t rounded_tensor_peak(const Model& m, const Schedule& s, bool exact) {
+  return simulate(allocated_model(m, exact), s).peak_bytes;
+}
+
+// The baseline and scratch buffers the CPU backend holds for `m`, as allocated.
+inline uint64_t cpu_held_bytes(const Model& m, bool exact) {
+  uint64_t held = 0;
+  auto add = [&](uint64_t bytes) { held += bytes ? cpu_block(bytes, exact) : 0; };
+  for (const ParamTensor& p : parameter_tensors(m)) {
+    add(4 * static_cast<uint64_t>(p.numel()));  // values
+    add(4 * static_cast<uint64_t>(p.numel()));  // gradients
+  }
+  const HostData d = make_host_data(m, 1);
+  add(4 * d.target.size());
+  add(4 * d.labels.size());
+  add(4);  // the loss
+  for (const int64_t floats : model_scratch(m)) add(4 * static_cast<uint64_t>(floats));
+  return held;
+}
 
 inline ExecOptions quick(uint64_t seed = 7) {
   ExecOptions o;

@@ -1,63 +1,110 @@
-// The Backend interface from the outside, as the CUDA backend will use it: a
-// device whose allocator fails is an out-of-memory result, a bad schedule is a
-// failed result that does not stop the other strategies.
+// The Backend interface from the outside, as every backend must honour it:
+// memory the device cannot provide is an out-of-memory result wherever it is
+// asked for (a tracked tensor, the baseline, a kernel's scratch or workspace),
+// a bad schedule is a failed result that does not stop the other strategies,
+// and a device that faulted is recovered or the rest is reported as not run.
+// The CPU backend's allocator with a capacity plays the small device.
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
+#include "core/exec/forwarding_backend.h"
+#include "core/exec/op_exec.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
 namespace {
 
+using testing::cpu_held_bytes;
 using testing::quick;
+using testing::rounded_tensor_peak;
 using testing::schedule_of;
 
-// A "device" with `cap` bytes for tracked tensors, over the CPU backend.
-class SmallDevice final : public Backend {
- public:
-  explicit SmallDevice(uint64_t cap) : cap_(cap) {}
-  std::string name() const override { return "small"; }
-  void load(const Model& m, const HostData& d) override { cpu_.load(m, d); }
-  void zero_param_grads() override { cpu_.zero_param_grads(); }
-  uint64_t baseline_bytes() const override { return cpu_.baseline_bytes(); }
-  void* allocate(uint64_t bytes) override { return cpu_.live_bytes() + bytes > cap_ ? nullptr : cpu_.allocate(bytes); }
-  void release(void* p) override { cpu_.release(p); }
-  uint64_t live_bytes() const override { return cpu_.live_bytes(); }
-  uint64_t peak_bytes() const override { return cpu_.peak_bytes(); }
-  uint64_t device_peak_bytes() const override { return cpu_.device_peak_bytes(); }
-  void reset_peaks() override { cpu_.reset_peaks(); }
-  uint64_t device_free_bytes() const override { return cap_ - cpu_.live_bytes(); }
-  void upload(void* dst, const void* src, uint64_t bytes) override { cpu_.upload(dst, src, bytes); }
-  void forward(const Model& m, int op, const TensorTable& t) override { cpu_.forward(m, op, t); }
-  void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> a) override {
-    cpu_.backward(m, op, t, a);
+HostAllocator::Options capacity(uint64_t bytes) {
+  HostAllocator::Options o;
+  o.exact = false;
+  o.capacity = bytes;
+  return o;
+}
+
+TEST(BackendContract, TensorAllocationFailureIsOutOfMemory) {
+  const Model m = make_preset("mlp:6:32:4");
+  const Schedule store = schedule_of(m, "store-all"), rec = schedule_of(m, "recompute-all");
+  // Room for the baseline, the scratch and recompute-all's tensors, as the allocator rounds them.
+  const uint64_t room = cpu_held_bytes(m, false) + rounded_tensor_peak(m, rec, false);
+  ASSERT_GT(rounded_tensor_peak(m, store, false), rounded_tensor_peak(m, rec, false));
+  CpuBackend dev(capacity(room));
+  const auto runs = execute_strategies(m, {store, rec}, dev, quick());
+  ASSERT_EQ(runs[0].status, ExecStatus::OutOfMemory) << runs[0].message;
+  EXPECT_EQ(runs[0].backend, "cpu");
+  // The failing instruction is one whose tensors went past the room: before it, store-all fit.
+  // The failing instruction is the first whose tensors, as allocated, go past the room.
+  const Simulation allocated = simulate(testing::allocated_model(m, false), store);
+  const uint64_t for_tensors = room - cpu_held_bytes(m, false);
+  const auto at = static_cast<std::size_t>(runs[0].oom_instruction);
+  EXPECT_GT(allocated.timeline[at], for_tensors);
+  for (std::size_t i = 0; i < at; ++i) EXPECT_LE(allocated.timeline[i], for_tensors) << i;
+  EXPECT_NE(runs[0].message.find("free on the device"), std::string::npos) << runs[0].message;
+  EXPECT_LE(runs[0].oom_free, runs[0].oom_needed + 63);  // it did not fit, rounded to 64
+  ASSERT_TRUE(runs[1].ok()) << runs[1].message;
+  EXPECT_EQ(runs[1].tracked_peak_bytes, simulate(m, rec).peak_bytes);
+  EXPECT_EQ(dev.live_bytes(), 0u);
+}
+
+TEST(BackendContract, BaselineThatCannotFitIsOutOfMemoryForEveryStrategy) {
+  const Model m = make_preset("mlp:4:64:8");
+  const uint64_t baseline = baseline_bytes_of(m);
+  {
+    // Less than the baseline itself: refused before anything is generated.
+    CpuBackend dev(capacity(baseline - 1));
+    const auto runs = execute_strategies(m, {schedule_of(m, "store-all"), schedule_of(m, "sqrt")}, dev, quick());
+    ASSERT_EQ(runs.size(), 2u);
+    for (const auto& r : runs) {
+      EXPECT_EQ(r.status, ExecStatus::OutOfMemory);
+      EXPECT_EQ(r.oom_needed, baseline);
+      EXPECT_EQ(r.oom_instruction, -1);
+      EXPECT_NE(r.message.find("the baseline"), std::string::npos) << r.message;
+    }
   }
-  float read_loss() override { return cpu_.read_loss(); }
-  std::vector<float> read_param_grad(std::size_t i) override { return cpu_.read_param_grad(i); }
-  void synchronize() override {}
-  void begin_marks(std::size_t n) override { cpu_.begin_marks(n); }
-  void mark(std::size_t i) override { cpu_.mark(i); }
-  std::vector<double> mark_times_ms() override { return cpu_.mark_times_ms(); }
+  {
+    // The baseline as asked fits, but not as the allocator rounds it plus the scratch: load() fails.
+    CpuBackend dev(capacity(baseline));
+    ASSERT_GT(cpu_held_bytes(m, false), baseline);
+    HostData data;
+    const auto runs = execute_strategies(m, {schedule_of(m, "store-all")}, dev, quick(), &data);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, ExecStatus::OutOfMemory) << runs[0].message;
+    EXPECT_NE(runs[0].message.find("before the first instruction"), std::string::npos) << runs[0].message;
+    EXPECT_FALSE(data.params.empty());  // generated: the shortfall was only found while loading
+  }
+}
+
+// A kernel that needs memory of its own (a library workspace) and cannot have it.
+class WorkspaceFailsAt final : public ForwardingBackend {
+ public:
+  WorkspaceFailsAt(Backend& inner, int op) : ForwardingBackend(inner), op_(op) {}
+  void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {
+    if (op == op_) throw DeviceOutOfMemory("a GEMM workspace", 1000, 10);
+    ForwardingBackend::backward(m, op, t, acc);
+  }
 
  private:
-  CpuBackend cpu_;
-  uint64_t cap_;
+  int op_;
 };
 
-TEST(BackendContract, DeviceAllocationFailureIsOutOfMemory) {
-  const Model m = make_preset("mlp:6:32:4");
-  const Simulation store = simulate(m, schedule_of(m, "store-all"));
-  const Simulation rec = simulate(m, schedule_of(m, "recompute-all"));
-  SmallDevice dev(rec.peak_bytes);
-  const auto runs = execute_strategies(m, {schedule_of(m, "store-all"), schedule_of(m, "recompute-all")}, dev, quick());
-  ASSERT_EQ(runs[0].status, ExecStatus::OutOfMemory);
-  EXPECT_EQ(runs[0].backend, "small");
-  EXPECT_GT(store.peak_bytes, rec.peak_bytes);
-  EXPECT_EQ(runs[0].oom_free, rec.peak_bytes - (store.timeline[static_cast<std::size_t>(runs[0].oom_instruction)] - runs[0].oom_needed));
-  EXPECT_NE(runs[0].message.find("free on the device"), std::string::npos) << runs[0].message;
-  ASSERT_TRUE(runs[1].ok()) << runs[1].message;
-  EXPECT_EQ(runs[1].tracked_peak_bytes, rec.peak_bytes);
-  EXPECT_EQ(dev.live_bytes(), 0u);
+TEST(BackendContract, KernelMemoryFailureIsOutOfMemoryAtItsInstruction) {
+  const Model m = make_preset("mlp:3:16:4");
+  const Schedule s = schedule_of(m, "store-all");
+  const int victim = 2;
+  CpuBackend cpu;
+  WorkspaceFailsAt dev(cpu, victim);
+  const auto runs = execute_strategies(m, {s}, dev, quick());
+  ASSERT_EQ(runs[0].status, ExecStatus::OutOfMemory) << runs[0].message;
+  const auto at = static_cast<std::size_t>(runs[0].oom_instruction);
+  EXPECT_EQ(s.code[at], (Instr{InstrKind::Bwd, victim}));
+  EXPECT_EQ(runs[0].oom_needed, 1000u);
+  EXPECT_EQ(runs[0].oom_free, 10u);
+  EXPECT_NE(runs[0].message.find("a GEMM workspace"), std::string::npos) << runs[0].message;
+  EXPECT_EQ(cpu.live_bytes(), 0u);
 }
 
 TEST(BackendContract, BadScheduleFailsAloneInABatch) {
@@ -71,6 +118,80 @@ TEST(BackendContract, BadScheduleFailsAloneInABatch) {
   EXPECT_EQ(runs[0].status, ExecStatus::Failed);
   EXPECT_NE(runs[0].message.find("instruction 0"), std::string::npos) << runs[0].message;
   EXPECT_TRUE(runs[1].ok());
+}
+
+// A device that faults once at op `at` and stays broken until recovered (as a
+// CUDA context after an illegal address), or for good when it cannot recover.
+class FaultyDevice final : public ForwardingBackend {
+ public:
+  FaultyDevice(Backend& inner, int at, bool can_recover)
+      : ForwardingBackend(inner), at_(at), can_recover_(can_recover) {}
+  void forward(const Model& m, int op, const TensorTable& t) override {
+    if (broken_) throw DeviceFault("the device is unusable");
+    if (op == at_ && !faulted_) {
+      faulted_ = broken_ = true;
+      throw DeviceFault("an illegal memory access was encountered");
+    }
+    ForwardingBackend::forward(m, op, t);
+  }
+  bool healthy() const override { return !broken_; }
+  bool recover(const Model& m, const HostData& d) override {
+    ++recoveries;
+    if (!can_recover_) return false;
+    broken_ = false;
+    load(m, d);
+    return true;
+  }
+  int recoveries = 0;
+
+ private:
+  int at_;
+  bool can_recover_, faulted_ = false, broken_ = false;
+};
+
+TEST(BackendContract, FaultIsRecoveredFromOrTheRestIsNotRun) {
+  const Model m = make_preset("mlp:3:16:4");
+  const std::vector<Schedule> batch = {schedule_of(m, "store-all"), schedule_of(m, "sqrt"),
+                                       schedule_of(m, "recompute-all")};
+  for (const bool can_recover : {true, false}) {
+    SCOPED_TRACE(can_recover ? "recovers" : "cannot recover");
+    CpuBackend cpu;
+    // store-all's warm-up runs op 2 first: it faults there, in the first strategy.
+    FaultyDevice dev(cpu, 2, can_recover);
+    const auto runs = execute_strategies(m, batch, dev, quick());
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[0].status, ExecStatus::Failed);
+    EXPECT_NE(runs[0].message.find("device fault reported at instruction"), std::string::npos) << runs[0].message;
+    EXPECT_NE(runs[0].message.find("--sync-each"), std::string::npos) << runs[0].message;
+    EXPECT_EQ(dev.recoveries, 1);
+    for (std::size_t i = 1; i < 3; ++i) {
+      if (can_recover) {
+        ASSERT_TRUE(runs[i].ok()) << runs[i].message;
+      } else {
+        EXPECT_EQ(runs[i].status, ExecStatus::NotRun);
+        EXPECT_NE(runs[i].message.find("'store-all'"), std::string::npos) << runs[i].message;
+      }
+    }
+    if (can_recover) {
+      EXPECT_EQ(runs[1].grad_hash, runs[2].grad_hash);
+    }
+  }
+}
+
+TEST(BackendContract, SyncEachNamesTheFaultingInstruction) {
+  const Model m = make_preset("mlp:3:16:4");
+  const Schedule s = schedule_of(m, "store-all");
+  CpuBackend cpu;
+  FaultyDevice dev(cpu, 3, true);
+  ExecOptions o = quick();
+  o.sync_each = true;
+  const auto runs = execute_strategies(m, {s}, dev, o);
+  ASSERT_EQ(runs[0].status, ExecStatus::Failed);
+  std::size_t at = 0;
+  while (s.code[at] != Instr{InstrKind::Fwd, 3}) ++at;
+  EXPECT_NE(runs[0].message.find("device fault at instruction " + std::to_string(at) + " ("), std::string::npos)
+      << runs[0].message;
+  EXPECT_EQ(runs[0].message.find("--sync-each"), std::string::npos) << runs[0].message;
 }
 
 }  // namespace

@@ -27,12 +27,21 @@ TEST(CliRun, JsonMeasuredEqualsPredictedForAll) {
   const std::string hash = j["strategies"][0]["grad_hash"];
   EXPECT_EQ(hash.size(), 16u);
   for (const auto& s : j["strategies"]) {
-    for (const char* key : {"predicted_peak_bytes", "measured_peak_bytes", "device_peak_bytes", "time_ms", "loss",
-                            "grad_hash", "backend", "matches_store_all", "instr_ms", "overhead_vs_store_all"})
+    for (const char* key : {"predicted_peak_bytes", "tracked_peak_bytes", "allocator_peak_bytes",
+                            "reserved_peak_bytes", "device_used_bytes", "allocator_parts", "baseline_bytes", "time_ms",
+                            "loss", "grad_hash", "backend", "matches_store_all", "instr_ms", "overhead_vs_store_all"})
       EXPECT_TRUE(s.contains(key)) << key;
     EXPECT_EQ(s["status"], "ok");
-    EXPECT_EQ(s["measured_peak_bytes"], s["predicted_peak_bytes"]) << s["name"];
-    EXPECT_GT(s["device_peak_bytes"].get<uint64_t>(), s["measured_peak_bytes"].get<uint64_t>());
+    EXPECT_EQ(s["tracked_peak_bytes"], s["predicted_peak_bytes"]) << s["name"];
+    // The allocator's peak is the sum of its parts, each field as reported.
+    const auto& parts = s["allocator_parts"];
+    uint64_t sum = 0;
+    for (const char* part : {"baseline_bytes", "tensor_bytes", "scratch_bytes", "workspace_bytes", "rounding_bytes"})
+      sum += parts[part].get<uint64_t>();
+    EXPECT_EQ(s["allocator_peak_bytes"].get<uint64_t>(), sum) << s["name"];
+    EXPECT_EQ(parts["baseline_bytes"], s["baseline_bytes"]);
+    EXPECT_GE(s["reserved_peak_bytes"].get<uint64_t>(), s["allocator_peak_bytes"].get<uint64_t>());
+    EXPECT_GT(s["device_used_bytes"].get<uint64_t>(), 0u);  // the process's resident set on the CPU
     EXPECT_EQ(s["grad_hash"], hash);
     EXPECT_EQ(s["loss"], j["strategies"][0]["loss"]);
     EXPECT_EQ(s["matches_store_all"], true);
@@ -95,7 +104,7 @@ TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
   EXPECT_EQ(j["strategies"][0]["status"], "out-of-memory");
   EXPECT_EQ(j["strategies"][0]["oom"]["instruction"], first_over - timeline.begin());
   EXPECT_EQ(j["strategies"][1]["status"], "ok");
-  EXPECT_EQ(j["strategies"][1]["measured_peak_bytes"], sqrt_peak);
+  EXPECT_EQ(j["strategies"][1]["tracked_peak_bytes"], sqrt_peak);
 }
 
 TEST(CliRun, BadInputIsOneMessageAndExit2) {

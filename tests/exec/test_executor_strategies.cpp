@@ -44,7 +44,15 @@ TEST_P(AllStrategies, PeakMatchesSimulationAndResultsMatchStoreAll) {
     const ExecResult r = execute(m, s, cpu, quick());
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_EQ(r.tracked_peak_bytes, sim.peak_bytes);
-    EXPECT_GE(r.device_peak_bytes, r.tracked_peak_bytes + r.baseline_bytes);
+    // The allocator's peak: the held buffers and the tensors, as it allocated them.
+    const bool exact = HostAllocator::default_exact();
+    EXPECT_EQ(r.memory.allocator_peak, testing::cpu_held_bytes(m, exact) + testing::rounded_tensor_peak(m, s, exact));
+    EXPECT_EQ(r.memory.baseline, r.baseline_bytes);
+    const ScratchFloats scratch = model_scratch(m);
+    EXPECT_EQ(r.memory.scratch, 4 * static_cast<uint64_t>(scratch[0] + scratch[1]));
+    EXPECT_LE(r.memory.tensors, r.tracked_peak_bytes);  // what was asked at the allocator's peak
+    EXPECT_EQ(r.memory.workspace, 0u);
+    EXPECT_GE(r.memory.reserved_peak, r.memory.allocator_peak);
     EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
     ASSERT_EQ(r.param_grads.size(), base.param_grads.size());
     for (std::size_t k = 0; k < r.param_grads.size(); ++k) {

@@ -157,9 +157,26 @@ TEST(ComparisonModel, PassesTheModelTesterAndShowsFigures) {
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::Overhead)).toString(), "21.4%");
   EXPECT_TRUE(model.data(model.index(3, ComparisonModel::Peak)).toString().startsWith("invalid: "));
   std::map<std::string, MeasuredRun> measured;
-  measured["sqrt"] = MeasuredRun{"ok", 9, 1000, 1.5, true, {}};
+  MeasuredRun sqrt_run;
+  sqrt_run.status = "ok";
+  sqrt_run.tracked_peak = 9;
+  sqrt_run.allocator_peak = 1000;
+  sqrt_run.reserved_peak = 2048;
+  sqrt_run.baseline = 77;
+  sqrt_run.time_ms = 1.5;
+  sqrt_run.matches_reference = true;
+  measured["sqrt"] = sqrt_run;
   model.setMeasured(measured);
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::MeasuredPeak)).toString(), "9 B");
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::AllocatorPeak)).toString(), "1000 B");
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::ReservedPeak)).toString(), "2.00 KiB");
+  EXPECT_EQ(model.data(model.index(2, ComparisonModel::Baseline), Qt::EditRole).toULongLong(), 77u);
+  // Every column says what it measures.
+  for (int c = 0; c < ComparisonModel::ColumnCount; ++c)
+    EXPECT_FALSE(model.headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString().isEmpty()) << c;
+  EXPECT_TRUE(model.headerData(ComparisonModel::MeasuredPeak, Qt::Horizontal, Qt::ToolTipRole)
+                  .toString()
+                  .contains("bookkeeping"));
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::Match)).toString(), "bit-identical");
 }
 

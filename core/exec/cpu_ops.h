@@ -1,0 +1,37 @@
+// The CPU backend's kernel entries (core/kernels on host buffers) and the
+// state they read: parameters, their gradients, scratch, target/labels and the
+// loss. The table behind cpu_forward/cpu_backward is generated from
+// REMAT_EXEC_KINDS (exec_kinds.h): one fwd_/bwd_ pair per entry.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/exec/op_exec.h"
+
+namespace remat {
+
+struct CpuOpState {
+  // Per parameter tensor (parameter_tensors order): values and gradients.
+  std::vector<float*> params, grads;
+  std::vector<int> first_param;  // per op: index of its first parameter tensor, -1 when none
+  float* scratch[kScratchSlots] = {nullptr, nullptr};
+  const float* target = nullptr;
+  const int32_t* labels = nullptr;
+  uint64_t target_n = 0, labels_n = 0;
+  uint64_t seed = 0;
+  float loss = 0;
+
+  const float* param(int v, int slot) const { return params[index(v, slot)]; }
+  float* param_grad(int v, int slot) const { return grads[index(v, slot)]; }
+
+ private:
+  std::size_t index(int v, int slot) const {
+    return static_cast<std::size_t>(first_param[static_cast<std::size_t>(v)] + slot);
+  }
+};
+
+// Throws InputError for a kind the CPU cannot run.
+void cpu_forward(CpuOpState& s, const OpCall& c);
+void cpu_backward(CpuOpState& s, const OpCall& c);
+
+}  // namespace remat

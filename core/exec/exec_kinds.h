@@ -1,0 +1,22 @@
+// The op kinds a backend can execute, one line each: X(Kind, entry). This list
+// is the one description every execution table is generated from:
+// - core/exec/op_exec.cpp: each kind's parameter tensors and backward scratch
+//   (params_<entry>, scratch_<entry>);
+// - each backend's kernel table (core/exec/cpu_kernel_table.cpp,
+//   gpu/backend/cuda_kernel_table.cpp): fwd_<entry> and bwd_<entry>.
+// Adding an executable kind is one line here, and the compiler then asks for
+// its entry points in every backend. Kinds not listed are simulate-only.
+// Kinds sharing an entry (the activations) tell themselves apart by op.kind.
+#pragma once
+
+#define REMAT_EXEC_KINDS(X) \
+  X(Linear, linear)         \
+  X(Dense, dense)           \
+  X(ReLU, activation)       \
+  X(Tanh, activation)       \
+  X(GELU, activation)       \
+  X(LayerNorm, layernorm)   \
+  X(Add, add)               \
+  X(Dropout, dropout)       \
+  X(MSELoss, mse)           \
+  X(SoftmaxCELoss, softmax_ce)

@@ -1,0 +1,51 @@
+// A Backend that hands every call to another one. Subclass it and override
+// only what you watch or change: the window records the tracked bytes per
+// instruction, tests shrink a device or make it fail on demand.
+#pragma once
+#include "core/exec/backend.h"
+
+namespace remat {
+
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& inner) : inner_(inner) {}
+
+  std::string name() const override { return inner_.name(); }
+  void load(const Model& m, const HostData& d) override { inner_.load(m, d); }
+  void zero_param_grads() override { inner_.zero_param_grads(); }
+  uint64_t baseline_bytes() const override { return inner_.baseline_bytes(); }
+
+  void* allocate(uint64_t bytes) override { return inner_.allocate(bytes); }
+  void release(void* p) override { inner_.release(p); }
+  uint64_t live_bytes() const override { return inner_.live_bytes(); }
+  uint64_t peak_bytes() const override { return inner_.peak_bytes(); }
+
+  void begin_strategy() override { inner_.begin_strategy(); }
+  void reset_peaks() override { inner_.reset_peaks(); }
+  MemoryStats memory_stats() const override { return inner_.memory_stats(); }
+  uint64_t device_free_bytes() const override { return inner_.device_free_bytes(); }
+  bool healthy() const override { return inner_.healthy(); }
+  bool recover(const Model& m, const HostData& d) override { return inner_.recover(m, d); }
+  void upload(void* dst, const void* src, uint64_t bytes) override { inner_.upload(dst, src, bytes); }
+
+  void forward(const Model& m, int op, const TensorTable& t) override { inner_.forward(m, op, t); }
+  void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {
+    inner_.backward(m, op, t, acc);
+  }
+
+  float read_loss() override { return inner_.read_loss(); }
+  std::vector<float> read_param_grad(std::size_t index) override { return inner_.read_param_grad(index); }
+
+  void synchronize() override { inner_.synchronize(); }
+  void begin_marks(std::size_t count) override { inner_.begin_marks(count); }
+  void mark(std::size_t index) override { inner_.mark(index); }
+  std::vector<double> mark_times_ms() override { return inner_.mark_times_ms(); }
+
+ protected:
+  Backend& inner() const { return inner_; }
+
+ private:
+  Backend& inner_;
+};
+
+}  // namespace remat

@@ -1,0 +1,136 @@
+// Host values of a run (make_host_data), the parameter tensors of a model and
+// the check that it can run at all: what every backend loads, whichever it is.
+#include <cmath>
+
+#include "core/errors.h"
+#include "core/exec/exec_kinds.h"
+#include "core/exec/executor.h"
+#include "core/exec/op_exec.h"
+#include "core/kernels/rng.h"
+#include "core/op_rules.h"
+
+namespace remat {
+namespace {
+
+// Uniform in [-1, 1) from 24 random bits: exact in float32, the same on every
+// machine. Streams keep the input, target, labels and each parameter apart.
+float uniform(uint64_t seed, uint64_t stream, uint64_t i) {
+  const uint64_t h = mix64(mix64(seed ^ (stream * 0xD1B54A32D192ED03ull)) + i);
+  return static_cast<float>(static_cast<double>(h >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+enum Stream : uint64_t { kInput = 1, kTarget = 2, kLabels = 3, kParams = 16 };
+
+}  // namespace
+
+int64_t ParamTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<ParamTensor> parameter_tensors(const Model& model) {
+  std::vector<ParamTensor> out;
+  for (int v = 0; v < model.size(); ++v) {
+    int slot = 0;
+    for (ParamSpec& p : op_params(model, v))
+      out.push_back({v, slot++, std::to_string(v) + "." + p.name, std::move(p.shape)});
+  }
+  return out;
+}
+
+static std::string executable_kinds_list() {
+  std::string out = "Input";
+  std::vector<std::string_view> seen;
+#define REMAT_LIST_KIND(Kind, entry) seen.push_back(kind_name(OpKind::Kind));
+  REMAT_EXEC_KINDS(REMAT_LIST_KIND)
+#undef REMAT_LIST_KIND
+  for (std::size_t i = 0; i < seen.size(); ++i) out += (i + 1 == seen.size() ? " and " : ", ") + std::string(seen[i]);
+  return out;
+}
+
+void check_executable(const Model& model) {
+  std::string list;
+  int bad = 0;
+  for (int v = 0; v < model.size(); ++v) {
+    if (executable(model.op(v))) continue;
+    if (++bad <= 5) {
+      const Op& op = model.op(v);
+      list += (bad > 1 ? ", " : "") + (op.name.empty() ? std::string(kind_name(op.kind)) : op.name) + " (op " +
+              std::to_string(v) + ", " + std::string(kind_name(op.kind)) + ")";
+    }
+  }
+  if (bad > 5) list += " and " + std::to_string(bad - 5) + " more";
+  if (bad)
+    throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
+                     executable_kinds_list() + " with whole-float sizes can be executed)");
+}
+
+uint64_t baseline_bytes_of(const Model& model) {
+  uint64_t bytes = 4;  // the loss
+  for (const ParamTensor& p : parameter_tensors(model)) bytes += 8 * static_cast<uint64_t>(p.numel());
+  const Op& loss = model.op(model.loss());
+  if (loss.inputs.empty()) return bytes;
+  const Op& logits = model.op(loss.inputs.at(0));
+  if (loss.kind == OpKind::MSELoss) bytes += 4 * static_cast<uint64_t>(logits.numel());
+  if (loss.kind == OpKind::SoftmaxCELoss) bytes += 4 * static_cast<uint64_t>(logits.rows());
+  return bytes;
+}
+
+HostData make_host_data(const Model& model, uint64_t seed) {
+  check_executable(model);
+  HostData d;
+  d.seed = seed;
+  const Op& in = model.op(0);
+  d.input.resize(static_cast<std::size_t>(in.numel()));
+  for (std::size_t i = 0; i < d.input.size(); ++i) d.input[i] = uniform(seed, kInput, i);
+  const Op& loss = model.op(model.loss());
+  const Op& logits = model.op(loss.inputs.at(0));
+  if (loss.kind == OpKind::MSELoss) {
+    d.target.resize(static_cast<std::size_t>(logits.numel()));
+    for (std::size_t i = 0; i < d.target.size(); ++i) d.target[i] = uniform(seed, kTarget, i);
+  } else if (loss.kind == OpKind::SoftmaxCELoss) {
+    d.labels.resize(static_cast<std::size_t>(logits.rows()));
+    for (std::size_t i = 0; i < d.labels.size(); ++i)
+      d.labels[i] = static_cast<int32_t>(mix64(mix64(seed ^ (kLabels * 0xD1B54A32D192ED03ull)) + i) %
+                                         static_cast<uint64_t>(logits.cols()));
+  }
+  const auto tensors = parameter_tensors(model);
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const ParamTensor& p = tensors[k];
+    const Op& op = model.op(p.op);
+    std::vector<float> values(static_cast<std::size_t>(p.numel()));
+    if (!op.param_init.empty()) {
+      if (op.param_init.size() != 2 || !op.param_init[static_cast<std::size_t>(p.slot)] ||
+          op.param_init[static_cast<std::size_t>(p.slot)]->size() != values.size())
+        throw InputError("model " + model.name + ": initial values of op " + std::to_string(p.op) + " ('" + op.name +
+                         "') do not match parameter " + p.name + " (" + std::to_string(values.size()) +
+                         " floats expected)");
+      values = *op.param_init[static_cast<std::size_t>(p.slot)];
+    } else {
+      const uint64_t stream = kParams + k;
+      const ParamInit init = op_params(model, p.op).at(static_cast<std::size_t>(p.slot)).init;
+      float scale = 0.1f, base = 0.0f;
+      if (init == ParamInit::FanIn) scale = 1.0f / std::sqrt(static_cast<float>(model.op(op.inputs.at(0)).cols()));
+      if (init == ParamInit::NearOne) base = 1.0f;
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = base + scale * uniform(seed, stream, i);
+    }
+    d.params.push_back(std::move(values));
+  }
+  return d;
+}
+
+uint64_t fnv1a64(const std::vector<std::vector<float>>& tensors) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const auto& t : tensors) {
+    const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+    for (std::size_t i = 0; i < t.size() * sizeof(float); ++i) {
+      h ^= p[i];
+      h *= 0x100000001b3ull;
+    }
+  }
+  return h;
+}
+
+
+}  // namespace remat

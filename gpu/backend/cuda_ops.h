@@ -1,0 +1,40 @@
+// The CUDA backend's kernel entries (gpu/kernels on device buffers) and the
+// state they read; the mirror of core/exec/cpu_ops.h. The table behind
+// cuda_forward/cuda_backward is generated from REMAT_EXEC_KINDS.
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/exec/op_exec.h"
+
+namespace remat::cuda {
+
+struct CudaOpState {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  std::vector<float*> params, grads;  // per parameter tensor, device pointers
+  std::vector<int> first_param;       // per op: index of its first parameter tensor, -1 when none
+  float* scratch[kScratchSlots] = {nullptr, nullptr};
+  const float* target = nullptr;
+  const int32_t* labels = nullptr;
+  uint64_t target_n = 0, labels_n = 0;
+  float* loss = nullptr;  // one device float
+  uint64_t seed = 0;
+
+  const float* param(int v, int slot) const { return params[index(v, slot)]; }
+  float* param_grad(int v, int slot) const { return grads[index(v, slot)]; }
+
+ private:
+  std::size_t index(int v, int slot) const {
+    return static_cast<std::size_t>(first_param[static_cast<std::size_t>(v)] + slot);
+  }
+};
+
+// Queue op c's forward / backward on s.stream; InputError for a kind CUDA cannot run.
+void cuda_forward(CudaOpState& s, const OpCall& c);
+void cuda_backward(CudaOpState& s, const OpCall& c);
+
+}  // namespace remat::cuda
