@@ -1,20 +1,28 @@
 #!/usr/bin/env python3
-"""PyTorch vs remat on the same MLP: time and peak memory of one training step.
+"""PyTorch against remat on the same models and checkpoint boundaries, on a GPU.
 
-The model is remat's preset mlp:16:4096:256: input (256, 4096), 16 x (Linear
-4096->4096 + ReLU), MSE loss against a target of the same shape, float32, no
-TF32. PyTorch runs it plainly and with torch.utils.checkpoint.checkpoint_sequential
-in 4 segments (about sqrt of 16 blocks); remat runs store-all and sqrt through
-`remat run --backend cuda --json`.
+For each case the same network is built twice: in PyTorch (float32, no TF32)
+and as remat's preset. Two variants run on each side:
 
-Peaks: PyTorch's torch.cuda.max_memory_allocated over one step (parameters and
-their gradients resident, as in remat's baseline), and the part above what was
-allocated before the step; remat's device_peak_bytes (baseline + scratch +
-cuBLAS workspace + the pool's high-water mark) and measured_peak_bytes (tracked
-activations and activation gradients only). Not the same definition: compare
-the ratios within each tool first.
+- plain: PyTorch keeps everything autograd saves; remat runs store-all.
+- checkpointed: PyTorch wraps the same segments in torch.utils.checkpoint
+  (non-reentrant); remat runs `manual:` with a checkpoint at each segment
+  boundary, so both recompute exactly the same segments (the last segment of
+  checkpoint_sequential is not checkpointed, and neither is remat's segment
+  after its last checkpoint).
 
-Usage: gpu/torch_compare.py PATH/TO/remat [--repeat N]
+Memory is compared on one definition: the activation peak, i.e. the allocator's
+peak during one training step minus what was resident before it. PyTorch:
+max_memory_allocated() minus memory_allocated() before the step (parameters,
+their gradients, the input, the target and cuBLAS's workspace, all resident
+after the warm-up). remat: allocator_peak_bytes minus the baseline (parameters,
+gradients, target, loss), the cuBLAS workspace and the input A(0). Both keep
+their own scratch and rounding inside. The whole allocator peaks are printed
+too. Time: median over the timed steps of CUDA events around forward + backward.
+
+Usage: gpu/torch_compare.py PATH/TO/remat [--repeat N] [--case NAME ...]
+Exit 1 when a side failed; the goal (remat's activation peak <= PyTorch's, its
+time <= 1.1x) is reported, not enforced.
 """
 import argparse
 import json
@@ -22,121 +30,215 @@ import statistics
 import subprocess
 import sys
 
-SPEC = "mlp:16:4096:256"
-LAYERS, WIDTH, BATCH = 16, 4096, 256
-SEGMENTS = 4
 MIB = 1 << 20
 
 
-def torch_rows(repeat):
-    import torch
-    from torch.utils.checkpoint import checkpoint_sequential
+# ---- the cases ------------------------------------------------------------------
 
+def mlp_case(layers, width, batch, segments):
+    """remat's mlp:L:W:B: input (B, W), L x (Linear W->W + ReLU), MSE loss."""
+    per = 2 * layers // segments  # modules per segment
+    boundaries = [per * k for k in range(1, segments)]  # op id == module index (op 0 is the input)
+
+    def build(torch):
+        layers_ = []
+        for _ in range(layers):
+            layers_ += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers_)
+
+    def step(torch, model, x, target, checkpointed):
+        # checkpoint_sequential's segments, written out with the non-reentrant
+        # checkpoint (PyTorch 1.13's checkpoint_sequential has no use_reentrant):
+        # every segment but the last is checkpointed.
+        from torch.utils.checkpoint import checkpoint
+        if checkpointed:
+            mods = list(model)
+            for k in range(segments):
+                seg = torch.nn.Sequential(*mods[k * per:(k + 1) * per])
+                x = checkpoint(seg, x, use_reentrant=False) if k < segments - 1 else seg(x)
+            y = x
+        else:
+            y = model(x)
+        loss = torch.nn.functional.mse_loss(y, target)
+        loss.backward()
+
+    def data(torch, dev):
+        x = torch.rand(batch, width, device=dev) * 2 - 1
+        return x, torch.rand(batch, width, device=dev) * 2 - 1
+
+    return {
+        "name": f"mlp:{layers}:{width}:{batch}",
+        "spec": f"mlp:{layers}:{width}:{batch}",
+        "what": f"{layers} x (Linear {width}x{width} + ReLU), batch {batch}, MSE",
+        "ckpt_torch": f"checkpoint_sequential's {segments} segments (non-reentrant)",
+        "ckpt_remat": "manual:" + ",".join(map(str, boundaries)),
+        "input_bytes": 4 * batch * width,
+        "build": build, "step": step, "data": data,
+    }
+
+
+def transformer_case(blocks, d, seq, batch):
+    """remat's transformer:L:D:SEQ:BATCH (no attention: LN, Linear, Tanh, Linear,
+    Dropout, residual; LN, Linear 4D, GELU, Linear, Dropout, residual), final
+    LN, a D-class head and cross-entropy; checkpointed one block at a time."""
+    rows = seq * batch
+    boundaries = [12 * (b + 1) for b in range(blocks)]  # each block's output (op ids, 12 ops a block)
+
+    def build(torch):
+        nn = torch.nn
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+                self.mix = nn.Sequential(nn.Linear(d, d), nn.Tanh(), nn.Linear(d, d), nn.Dropout(0.1))
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d), nn.Dropout(0.1))
+
+            def forward(self, x):
+                x = x + self.mix(self.ln1(x))
+                return x + self.mlp(self.ln2(x))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList(Block() for _ in range(blocks))
+                self.lnf, self.head = nn.LayerNorm(d), nn.Linear(d, d)
+
+        return Net()
+
+    def step(torch, model, x, target, checkpointed):
+        from torch.utils.checkpoint import checkpoint
+        for b in model.blocks:
+            x = checkpoint(b, x, use_reentrant=False) if checkpointed else b(x)
+        loss = torch.nn.functional.cross_entropy(model.head(model.lnf(x)), target)
+        loss.backward()
+
+    def data(torch, dev):
+        x = torch.rand(rows, d, device=dev) * 2 - 1
+        return x, torch.randint(0, d, (rows,), device=dev)
+
+    return {
+        "name": f"transformer:{blocks}:{d}:{seq}:{batch}",
+        "spec": f"transformer:{blocks}:{d}:{seq}:{batch}",
+        "what": f"{blocks} blocks, width {d}, {rows} rows, cross-entropy over {d} classes",
+        "ckpt_torch": "checkpoint(block) for each block",
+        "ckpt_remat": "manual:" + ",".join(map(str, boundaries)),
+        "input_bytes": 4 * rows * d,
+        "build": build, "step": step, "data": data,
+    }
+
+
+CASES = [
+    mlp_case(16, 1024, 64, 4),
+    mlp_case(16, 4096, 256, 4),
+    transformer_case(4, 512, 128, 8),
+]
+
+
+# ---- PyTorch ----------------------------------------------------------------------
+
+def torch_side(case, repeat):
+    import torch
     if not torch.cuda.is_available():
         raise RuntimeError("PyTorch sees no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
     torch.manual_seed(1)
-    layers = []
-    for _ in range(LAYERS):
-        layers += [torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers).to(dev)
-    x = torch.rand(BATCH, WIDTH, device=dev) * 2 - 1
-    target = torch.rand(BATCH, WIDTH, device=dev) * 2 - 1
-    loss_fn = torch.nn.MSELoss()
-
-    def step(checkpointed):
-        if checkpointed:
-            y = checkpoint_sequential(model, SEGMENTS, x, use_reentrant=False)
-        else:
-            y = model(x)
-        loss = loss_fn(y, target)
-        loss.backward()
-        return loss
-
-    rows = []
-    for name, ck in (("torch plain", False), (f"torch checkpoint_sequential({SEGMENTS})", True)):
-        for _ in range(3):  # warm-up; also makes every .grad resident
+    model = case["build"](torch).to(dev)
+    model.train()
+    x, target = case["data"](torch, dev)
+    out = {}
+    for variant, ck in (("plain", False), ("checkpointed", True)):
+        for _ in range(3):  # warm-up; also makes every .grad and the cuBLAS workspace resident
             model.zero_grad(set_to_none=False)
-            step(ck)
+            case["step"](torch, model, x, target, ck)
         torch.cuda.synchronize()
-        times = []
-        peak = above = 0
+        times, peaks, above = [], [], []
         for _ in range(repeat):
             model.zero_grad(set_to_none=False)
             torch.cuda.synchronize()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            start = torch.cuda.Event(enable_timing=True)
-            stop = torch.cuda.Event(enable_timing=True)
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            loss = step(ck)
+            case["step"](torch, model, x, target, ck)
             stop.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(stop))
-            peak = max(peak, torch.cuda.max_memory_allocated())
-            above = max(above, torch.cuda.max_memory_allocated() - before)
-            del loss
-        rows.append((name, statistics.median(times), peak, above))
-    return rows, torch.cuda.get_device_name()
+            peaks.append(torch.cuda.max_memory_allocated())
+            above.append(torch.cuda.max_memory_allocated() - before)
+        out[variant] = {"time": statistics.median(times), "peak": max(peaks), "act": max(above)}
+    name = torch.cuda.get_device_name()
+    del model, x, target
+    torch.cuda.empty_cache()
+    return out, name
 
 
-def remat_rows(remat, repeat):
-    cmd = [remat, "run", "-m", SPEC, "-s", "store-all,sqrt", "--backend", "cuda", "--json",
+# ---- remat --------------------------------------------------------------------------
+
+def remat_side(remat, case, repeat):
+    specs = {"plain": "store-all", "checkpointed": case["ckpt_remat"]}
+    cmd = [remat, "run", "-m", case["spec"], "-s", ",".join(specs.values()), "--backend", "cuda", "--json",
            "--repeat", str(repeat)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
     d = json.loads(p.stdout)
-    rows = []
-    for s in d["strategies"]:
-        if s.get("status") != "ok":
-            raise RuntimeError(f"remat {s.get('name')}: {s.get('status')} {s.get('message', '')}")
-        rows.append((f"remat {s['name']}", s["time_ms"], s["device_peak_bytes"], s["measured_peak_bytes"]))
-    return rows, d.get("backend", "?")
+    by_name = {s["name"]: s for s in d["strategies"]}
+    out = {}
+    for variant, spec in specs.items():
+        s = by_name.get(spec)
+        if s is None or s.get("status") != "ok":
+            raise RuntimeError(f"remat {spec}: {s and s.get('status')} {s and s.get('message', '')}")
+        parts = s["allocator_parts"]
+        act = s["allocator_peak_bytes"] - parts["baseline_bytes"] - parts["workspace_bytes"] - case["input_bytes"]
+        out[variant] = {"time": s["time_ms"], "peak": s["allocator_peak_bytes"], "act": act,
+                        "same": s.get("matches_store_all")}
+    return out, d.get("backend", "?")
 
 
-def print_table(title, rows):
-    print(title)
-    print(f"{'run':40s} {'time ms':>9s} {'peak MiB':>10s} {'above MiB':>10s} {'time x':>7s} {'peak x':>7s} {'above x':>8s}")
-    t0, p0, a0 = rows[0][1], rows[0][2], rows[0][3]
-    for name, t, p, a in rows:
-        print(f"{name:40s} {t:9.3f} {p / MIB:10.1f} {a / MIB:10.1f} {t / t0:7.3f} {p / p0:7.3f} {a / a0 if a0 else 0:8.3f}")
+# ---- report ---------------------------------------------------------------------------
+
+def report(case, t, r):
+    print(f"\n{case['name']}: {case['what']}; float32, no TF32")
+    print(f"  checkpointed: PyTorch {case['ckpt_torch']}  |  remat {case['ckpt_remat']}")
+    print(f"  {'variant':13s} {'torch ms':>9s} {'remat ms':>9s} {'time x':>7s}   "
+          f"{'torch act MiB':>13s} {'remat act MiB':>13s} {'act x':>6s}   {'torch peak':>10s} {'remat peak':>10s}")
+    ok = True
+    for v in ("plain", "checkpointed"):
+        tx, ax = r[v]["time"] / t[v]["time"], r[v]["act"] / t[v]["act"]
+        ok = ok and tx <= 1.1 and ax <= 1.0
+        print(f"  {v:13s} {t[v]['time']:9.3f} {r[v]['time']:9.3f} {tx:7.3f}   "
+              f"{t[v]['act'] / MIB:13.2f} {r[v]['act'] / MIB:13.2f} {ax:6.3f}   "
+              f"{t[v]['peak'] / MIB:10.1f} {r[v]['peak'] / MIB:10.1f}")
+    print(f"  checkpointed / plain: time torch {t['checkpointed']['time'] / t['plain']['time']:.3f}, "
+          f"remat {r['checkpointed']['time'] / r['plain']['time']:.3f}; activations torch "
+          f"{t['checkpointed']['act'] / t['plain']['act']:.3f}, remat {r['checkpointed']['act'] / r['plain']['act']:.3f}")
+    print(f"  goal (remat act <= torch act, time <= 1.1x): {'met' if ok else 'NOT met'}")
+    return ok
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("remat", help="path to the remat CLI (built with the CUDA backend)")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--case", action="append", help="run only these cases (by name)")
     args = ap.parse_args()
-
+    cases = [c for c in CASES if not args.case or c["name"] in args.case]
     rc = 0
-    try:
-        trows, name = torch_rows(args.repeat)
-    except Exception as e:  # no torch, no GPU: say so, still try remat
-        print(f"torch_compare: PyTorch part skipped: {e}")
-        trows, name = [], "?"
-    try:
-        rrows, backend = remat_rows(args.remat, args.repeat)
-    except Exception as e:
-        print(f"torch_compare: remat part failed: {e}")
-        rrows, backend, rc = [], "?", 1
-
-    print(f"\n{SPEC}: {LAYERS} x (Linear {WIDTH}x{WIDTH} + ReLU), batch {BATCH}, MSE; float32, no TF32")
-    print(f"PyTorch on {name}; remat backend: {backend}; medians of {args.repeat} steps")
-    if trows:
-        print_table("PyTorch (peak: max_memory_allocated; above: peak minus what was allocated before the step)", trows)
-    if rrows:
-        print_table("remat (peak: device_peak_bytes; above: measured_peak_bytes, tracked activations + gradients)", rrows)
-    if trows and rrows:
-        print("\nratios checkpointed / plain:")
-        print(f"  time: torch {trows[1][1] / trows[0][1]:.3f}, remat {rrows[1][1] / rrows[0][1]:.3f}")
-        print(f"  peak: torch {trows[1][2] / trows[0][2]:.3f}, remat {rrows[1][2] / rrows[0][2]:.3f}")
-        print(f"  above baseline: torch {trows[1][3] / trows[0][3]:.3f}, remat {rrows[1][3] / rrows[0][3]:.3f}")
-        print("remat vs torch (plain, checkpointed):")
-        print(f"  time: {rrows[0][1] / trows[0][1]:.3f}, {rrows[1][1] / trows[1][1]:.3f}")
-        print(f"  peak: {rrows[0][2] / trows[0][2]:.3f}, {rrows[1][2] / trows[1][2]:.3f}")
+    device = None
+    for case in cases:
+        try:
+            t, device = torch_side(case, args.repeat)
+            r, backend = remat_side(args.remat, case, args.repeat)
+        except Exception as e:  # one case's failure is reported, the others still run
+            print(f"\n{case['name']}: failed: {e}")
+            rc = 1
+            continue
+        report(case, t, r)
+    if device:
+        print(f"\nPyTorch and remat on {device}; medians of {args.repeat} steps after 3 (PyTorch) / 1 (remat) warm-ups")
     return rc
 
 
