@@ -82,9 +82,9 @@ auto CudaBackend::guarded(F&& f) -> decltype(f()) {
 
 // ---- Baseline -------------------------------------------------------------------
 
-void* CudaBackend::hold(uint64_t bytes, MemoryUse use, const char* what) {
+void* CudaBackend::hold(uint64_t bytes, MemoryUse use, const char* what, std::optional<uint64_t> counted) {
   if (bytes == 0) return nullptr;
-  void* p = pool_->allocate(bytes, use);
+  void* p = pool_->allocate(bytes, use, counted);
   if (!p) throw DeviceOutOfMemory(what, bytes, device_free_bytes());
   held_.push_back(p);
   return p;
@@ -119,15 +119,15 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       // All parameters in one buffer, all their gradients in another (one
       // memset zeroes them), each tensor at a 256-byte aligned offset.
       std::vector<uint64_t> offset;
-      uint64_t floats = 0, bytes = 0;
+      uint64_t floats = 0, bytes = 0;  // floats with the alignment padding, bytes without
       for (const auto& p : data.params) {
         offset.push_back(floats);
         numel_.push_back(p.size());
         floats += round_up(p.size(), kAlignFloats);
         bytes += 2 * 4 * p.size();
       }
-      auto* params = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameters"));
-      auto* grads = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameter gradients"));
+      auto* params = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameters", bytes / 2));
+      auto* grads = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameter gradients", bytes / 2));
       state_.first_param.assign(static_cast<std::size_t>(model.size()), -1);
       for (std::size_t k = 0; k < tensors.size(); ++k) {
         state_.params.push_back(params + offset[k]);
@@ -227,7 +227,10 @@ uint64_t CudaBackend::device_free_bytes() const {
 bool CudaBackend::recover(const Model& model, const HostData& data) {
   if (healthy_) return true;
   destroy();
-  if (cudaDeviceReset() != cudaSuccess) return false;
+  // cudaDeviceReset may return the sticky error of the fault it clears: what
+  // counts is whether the device works afterwards.
+  (void)cudaDeviceReset();
+  (void)cudaGetLastError();
   try {
     create();
     load(model, data);

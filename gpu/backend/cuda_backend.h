@@ -78,7 +78,8 @@ class CudaBackend final : public remat::Backend {
   void destroy();  // the reverse; never throws
   void drop_baseline();
   // A pool buffer that must exist: DeviceOutOfMemory naming `what` when it cannot.
-  void* hold(uint64_t bytes, MemoryUse use, const char* what);
+  // `counted`: the payload when `bytes` includes our own layout's padding.
+  void* hold(uint64_t bytes, MemoryUse use, const char* what, std::optional<uint64_t> counted = std::nullopt);
   // Runs f, turning CUDA errors into the core's: out of memory, device fault.
   template <typename F>
   auto guarded(F&& f) -> decltype(f());

@@ -31,7 +31,7 @@ DevicePool::~DevicePool() {
   (void)cudaGetLastError();
 }
 
-void* DevicePool::allocate(uint64_t bytes, MemoryUse use) {
+void* DevicePool::allocate(uint64_t bytes, MemoryUse use, std::optional<uint64_t> counted) {
   const std::size_t ask = static_cast<std::size_t>(std::max<uint64_t>(bytes, 1));
   void* p = nullptr;
   cudaError_t err = cudaMallocFromPoolAsync(&p, ask, pool_, stream_);
@@ -48,8 +48,9 @@ void* DevicePool::allocate(uint64_t bytes, MemoryUse use) {
     return nullptr;
   }
   CUDA_CHECK_THROW(err);
-  blocks_.emplace(p, Block{bytes, use});
-  asked_[static_cast<int>(use)] += bytes;
+  const uint64_t books = counted.value_or(bytes);
+  blocks_.emplace(p, Block{books, use});
+  asked_[static_cast<int>(use)] += books;
   if (use == MemoryUse::Tensor)
     tensor_peak_ = std::max(tensor_peak_, asked_[static_cast<int>(MemoryUse::Tensor)]);
   return p;

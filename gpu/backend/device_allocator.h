@@ -27,7 +27,10 @@ class DevicePool {
   // `bytes` from the pool in stream order, or nullptr when the device cannot
   // provide them (cudaErrorMemoryAllocation even after trimming the pool; the
   // error is cleared). Other failures throw CudaError. 0 bytes gets 1.
-  void* allocate(uint64_t bytes, MemoryUse use);
+  // `counted` (default: bytes) is what the books record for the use: a caller
+  // that pads its own layout counts only the payload, the padding shows as
+  // rounding.
+  void* allocate(uint64_t bytes, MemoryUse use, std::optional<uint64_t> counted = std::nullopt);
   // Stream-ordered free; unknown pointers are ignored. Never throws (it runs
   // in destructors); a sticky error shows again at the next checked call.
   void release(void* p);
