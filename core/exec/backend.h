@@ -114,9 +114,11 @@ class Backend {
   virtual uint64_t device_free_bytes() const { return std::numeric_limits<uint64_t>::max(); }
   // False once the device is in an error state that every later call would
   // report too (a CUDA kernel fault). recover() tries to bring it back and
-  // loads (model, data) again; false when it cannot.
+  // loads (model, data) again: "" when it did, else why not.
   virtual bool healthy() const { return true; }
-  virtual bool recover(const Model& /*model*/, const HostData& /*data*/) { return healthy(); }
+  virtual std::string recover(const Model& /*model*/, const HostData& /*data*/) {
+    return healthy() ? std::string() : name() + " cannot recover from a fault";
+  }
   // Host to device copy into a tracked buffer (the input batch).
   virtual void upload(void* dst, const void* src, uint64_t bytes) = 0;
 

@@ -305,6 +305,11 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
     backend.load(model, data);
   } catch (const DeviceOutOfMemory& e) {
     return all_out_of_memory(e.needed(), e.free_bytes(), e.what());
+  } catch (const DeviceFault& e) {
+    for (const Schedule& s : schedules)
+      out.push_back(result_without_run(s, backend, ExecStatus::NotRun,
+                                       std::string("not run: the device is unusable: ") + e.what()));
+    return out;
   }
   const double share = schedules.empty() ? 1.0 : 1.0 / static_cast<double>(schedules.size());
   bool cancelled = false;
@@ -327,8 +332,12 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
       out.push_back(result_without_run(schedules[s], backend, ExecStatus::Failed, e.what()));
     }
     cancelled = out.back().status == ExecStatus::Cancelled;
-    if (!backend.healthy() && !backend.recover(model, data))
-      unusable = "not run: the device is unusable after the fault in strategy '" + schedules[s].strategy + "'";
+    if (!backend.healthy()) {
+      const std::string why = backend.recover(model, data);
+      if (!why.empty())
+        unusable = "not run: the device is unusable after the fault in strategy '" + schedules[s].strategy +
+                   "' (" + why + ")";
+    }
   }
   if (!cancelled && options.progress) (void)options.progress(1.0);
   return out;

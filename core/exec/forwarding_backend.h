@@ -25,7 +25,7 @@ class ForwardingBackend : public Backend {
   MemoryStats memory_stats() const override { return inner_.memory_stats(); }
   uint64_t device_free_bytes() const override { return inner_.device_free_bytes(); }
   bool healthy() const override { return inner_.healthy(); }
-  bool recover(const Model& m, const HostData& d) override { return inner_.recover(m, d); }
+  std::string recover(const Model& m, const HostData& d) override { return inner_.recover(m, d); }
   void upload(void* dst, const void* src, uint64_t bytes) override { inner_.upload(dst, src, bytes); }
 
   void forward(const Model& m, int op, const TensorTable& t) override { inner_.forward(m, op, t); }

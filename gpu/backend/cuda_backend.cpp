@@ -1,6 +1,8 @@
 #include "gpu/backend/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <limits>
 
 #include "core/errors.h"
@@ -224,21 +226,33 @@ uint64_t CudaBackend::device_free_bytes() const {
   return free_now + pool_->unused_reserved_bytes();
 }
 
-bool CudaBackend::recover(const Model& model, const HostData& data) {
-  if (healthy_) return true;
+std::string CudaBackend::recover(const Model& model, const HostData& data) {
+  if (healthy_) return {};
   destroy();
   // cudaDeviceReset may return the sticky error of the fault it clears: what
   // counts is whether the device works afterwards.
-  (void)cudaDeviceReset();
+  const cudaError_t reset = cudaDeviceReset();
   (void)cudaGetLastError();
+  // The driver tears the faulted context down asynchronously; until it has, a
+  // new one is refused (cudaErrorDevicesUnavailable). Wait for it, a while.
+  cudaError_t ready = cudaErrorDevicesUnavailable;
+  for (int attempt = 0; attempt < 40 && ready != cudaSuccess; ++attempt) {
+    if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ready = cudaSetDevice(device_);
+    if (ready == cudaSuccess) ready = cudaFree(nullptr);  // creates the context now
+    (void)cudaGetLastError();
+  }
+  if (ready != cudaSuccess)
+    return std::string("cudaDeviceReset: ") + cudaGetErrorName(reset) + ", then no new context for 2 s: " +
+           cudaGetErrorName(ready) + " (" + cudaGetErrorString(ready) + ")";
   try {
     create();
     load(model, data);
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
     healthy_ = false;
-    return false;
+    return std::string("after cudaDeviceReset: ") + e.what();
   }
-  return true;
+  return {};
 }
 
 void CudaBackend::upload(void* dst, const void* src, uint64_t bytes) {

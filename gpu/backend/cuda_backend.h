@@ -54,7 +54,7 @@ class CudaBackend final : public remat::Backend {
   MemoryStats memory_stats() const override;
   uint64_t device_free_bytes() const override;
   bool healthy() const override { return healthy_; }
-  bool recover(const Model& model, const HostData& data) override;
+  std::string recover(const Model& model, const HostData& data) override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
 
   void forward(const Model& model, int op, const TensorTable& t) override;

@@ -135,12 +135,12 @@ class FaultyDevice final : public ForwardingBackend {
     ForwardingBackend::forward(m, op, t);
   }
   bool healthy() const override { return !broken_; }
-  bool recover(const Model& m, const HostData& d) override {
+  std::string recover(const Model& m, const HostData& d) override {
     ++recoveries;
-    if (!can_recover_) return false;
+    if (!can_recover_) return "the reset failed";
     broken_ = false;
     load(m, d);
-    return true;
+    return {};
   }
   int recoveries = 0;
 
@@ -169,7 +169,7 @@ TEST(BackendContract, FaultIsRecoveredFromOrTheRestIsNotRun) {
         ASSERT_TRUE(runs[i].ok()) << runs[i].message;
       } else {
         EXPECT_EQ(runs[i].status, ExecStatus::NotRun);
-        EXPECT_NE(runs[i].message.find("'store-all'"), std::string::npos) << runs[i].message;
+        EXPECT_NE(runs[i].message.find("'store-all' (the reset failed)"), std::string::npos) << runs[i].message;
       }
     }
     if (can_recover) {

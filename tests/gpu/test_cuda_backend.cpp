@@ -256,7 +256,11 @@ class IllegalWriteAt final : public ForwardingBackend {
   bool done_ = false;
 };
 
-TEST(CudaBackend, AKernelFaultIsAResultAndTheDeviceRecovers) {
+// The fault fails its own strategy only. The backend then resets the device:
+// when the driver gives it a new context the next strategies run (and agree bit
+// for bit); when it does not, they are not-run with the driver's reason. Never
+// a wrong result, never another strategy's error.
+TEST(CudaBackend, AKernelFaultIsAResultAndTheDeviceRecoversOrSaysWhy) {
   REQUIRE_CUDA();
   auto& gpu = dynamic_cast<cuda::CudaBackend&>(*device().backend);
   const Model m = make_preset("mlp:3:64:8");
@@ -267,15 +271,26 @@ TEST(CudaBackend, AKernelFaultIsAResultAndTheDeviceRecovers) {
     o.sync_each = sync_each;
     const auto runs = execute_strategies(
         m, {schedule_of(m, "store-all"), schedule_of(m, "sqrt"), schedule_of(m, "recompute-all")}, faulty, o);
+    ASSERT_EQ(runs.size(), 3u);
     EXPECT_EQ(runs[0].status, ExecStatus::Failed);
     EXPECT_NE(runs[0].message.find("device fault"), std::string::npos) << runs[0].message;
     if (sync_each) {
-      EXPECT_NE(runs[0].message.find("(fwd "), std::string::npos) << runs[0].message;
+      EXPECT_NE(runs[0].message.find("device fault at instruction"), std::string::npos) << runs[0].message;
     }
-    ASSERT_TRUE(runs[1].ok()) << runs[1].message;
-    ASSERT_TRUE(runs[2].ok()) << runs[2].message;
-    EXPECT_EQ(runs[1].grad_hash, runs[2].grad_hash);
-    EXPECT_TRUE(gpu.healthy());
+    if (gpu.healthy()) {
+      ASSERT_TRUE(runs[1].ok()) << runs[1].message;
+      ASSERT_TRUE(runs[2].ok()) << runs[2].message;
+      EXPECT_EQ(runs[1].grad_hash, runs[2].grad_hash);
+      std::cout << "recovered after the fault\n";
+    } else {
+      for (std::size_t i = 1; i < 3; ++i) {
+        EXPECT_EQ(runs[i].status, ExecStatus::NotRun);
+        EXPECT_NE(runs[i].message.find("unusable after the fault in strategy 'store-all' ("), std::string::npos)
+            << runs[i].message;
+      }
+      std::cout << "not recovered: " << runs[1].message << "\n";
+      return;  // nothing more can run in this process
+    }
   }
 }
 
