@@ -42,8 +42,22 @@ cmake --build build -j "$jobs"
 
 if [[ $mode == test ]]; then
   export QT_QPA_PLATFORM=offscreen
-  cd build
-  exec ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 600
+  rc=0
+  (cd build && ctest --output-on-failure --no-tests=error -j "$jobs" --timeout 600) || rc=1
+  # The engine again under AddressSanitizer + UBSan (the CPU backend then
+  # allocates exact sizes and really frees, so a kernel reading a released
+  # tensor is caught): the core, kernel and executor suites, GUI and CUDA off.
+  echo "== AddressSanitizer + UBSan: core, kernel and executor suites (build-asan/)"
+  sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DREMAT_CUDA=OFF -DREMAT_BUILD_GUI=OFF \
+    -DREMAT_BUILD_BENCH=OFF -DREMAT_ONNX=OFF -DCMAKE_CXX_FLAGS="$sanitize" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+  cmake --build build-asan -j "$jobs" --target test_core test_kernels test_exec
+  for t in core/test_core kernels/test_kernels exec/test_exec; do
+    echo "== build-asan/tests/$t"
+    "build-asan/tests/$t" --gtest_brief=1 || rc=1
+  done
+  exit "$rc"
 fi
 
 if [[ -n ${DISPLAY:-}${WAYLAND_DISPLAY:-} ]]; then

@@ -13,9 +13,9 @@
 #include "core/model_source.h"
 #include "core/strategies/sweep.h"
 
-// --plot renders with Qt Charts: only when remat links remat_widgets (the GUI
-// build), which is also when Qt's headers are on the include path.
-#if __has_include(<QApplication>) && __has_include(<QtCharts/QChartView>)
+// --plot renders with Qt Charts: only when remat links remat_widgets
+// (REMAT_HAVE_GUI, defined by app/CMakeLists.txt in the GUI build).
+#ifdef REMAT_HAVE_GUI
 #define REMAT_SWEEP_PLOT 1
 #include <QApplication>
 #include <cstdlib>

@@ -24,8 +24,9 @@ using onnx::TensorProto;
 std::string shape_str(const std::vector<int64_t>& s);
 bool dtype_of(int32_t elem, DType& out);  // false: not a dtype remat holds
 uint64_t elem_size(int32_t elem);
-// onnx::shape_inference::InferShapes in a child process (a crash or hang there
-// is reported in `why`); false leaves `proto` as it was.
+// onnx::shape_inference::InferShapes in a helper process (remat-onnx-infer,
+// onnx_shape_inference.cpp): a crash or hang there is reported in `why`;
+// false leaves `proto` as it was.
 bool infer_shapes_isolated(onnx::ModelProto& proto, std::string& why);
 
 struct Value {

@@ -11,15 +11,7 @@
 #include "core/model_source.h"
 
 #ifdef REMAT_HAVE_ONNX
-#include <onnx/shape_inference/implementation.h>
-
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -452,96 +444,6 @@ void Importer::add_loss() {
          "(sized from their shapes, estimated costs): " + list);
   }
   model_.add(std::move(loss), origin_ + ": appended loss");
-}
-
-// libonnx's shape inference is not hardened against malformed graphs: a Conv
-// whose kernel has more spatial axes than its input dereferences null in
-// convPoolShapeInference (ONNX 1.12, found by fuzzing). It runs in a child
-// process with a time limit, so that a crash or hang costs the inferred
-// shapes, not the program; the child sends the inferred model back.
-bool infer_shapes_isolated(onnx::ModelProto& proto, std::string& why) {
-  constexpr int kLimitMs = 60'000;
-  int fds[2];
-  if (pipe(fds) != 0) {
-    why = "cannot create a pipe";
-    return false;
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    why = "cannot fork";
-    return false;
-  }
-  if (pid == 0) {  // child: infer, send "1"+model or "0"+message, exit without cleanup
-    close(fds[0]);
-    std::string out;
-    try {
-      onnx::shape_inference::InferShapes(proto);
-      out = "1" + proto.SerializeAsString();
-    } catch (const std::exception& e) {
-      out = std::string("0") + e.what();
-    } catch (...) {
-      out = "0unknown exception";
-    }
-    for (std::size_t at = 0; at < out.size();) {
-      const ssize_t n = write(fds[1], out.data() + at, out.size() - at);
-      if (n <= 0) break;
-      at += static_cast<std::size_t>(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string in;
-  char buf[1 << 16];
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kLimitMs);
-  bool timed_out = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>(left));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      timed_out = r == 0;
-      break;
-    }
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    in.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
-    why = "it took over " + std::to_string(kLimitMs / 1000) + " s";
-    return false;
-  }
-  if (WIFSIGNALED(status)) {
-    why = "libonnx crashed on this graph (signal " + std::to_string(WTERMSIG(status)) + ")";
-    return false;
-  }
-  if (in.empty()) {  // e.g. a sanitizer caught the crash and exited
-    why = "libonnx ended without a result (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
-    return false;
-  }
-  if (in[0] != '1') {
-    why = in.substr(1);
-    return false;
-  }
-  onnx::ModelProto inferred;
-  if (!inferred.ParseFromArray(in.data() + 1, static_cast<int>(in.size() - 1))) {
-    why = "its result could not be read";
-    return false;
-  }
-  proto = std::move(inferred);
-  return true;
 }
 
 }  // namespace onnx_import

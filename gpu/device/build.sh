@@ -15,7 +15,7 @@ start=$SECONDS
     -DREMAT_BUILD_GUI=OFF -DREMAT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_INCLUDE_PATH="$deps/usr/include" \
     -DBoost_DIR="$arch_lib/cmake/Boost-1.74.0" -DGTest_DIR="$arch_lib/cmake/GTest" \
-    -Dbenchmark_DIR="$arch_lib/cmake/benchmark" -DCMAKE_DISABLE_FIND_PACKAGE_ONNX=ON
+    -Dbenchmark_DIR="$arch_lib/cmake/benchmark" -DREMAT_ONNX=OFF
 } >"$log" 2>&1 || { tail -40 "$log"; echo "build: configure failed (log: $log)"; exit 1; }
 targets=(remat test_gpu_kernels test_cuda_backend test_exec test_cli_run bench_cuda_executor bench_executor)
 if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >>"$log" 2>&1; then

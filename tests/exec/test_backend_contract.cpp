@@ -194,5 +194,22 @@ TEST(BackendContract, SyncEachNamesTheFaultingInstruction) {
   EXPECT_EQ(runs[0].message.find("--sync-each"), std::string::npos) << runs[0].message;
 }
 
+// Under AddressSanitizer the CPU backend allocates exact sizes and really
+// frees, so a kernel that reads a released tensor is caught; pooled, released
+// blocks stay mapped for reuse and such a read would go unseen.
+TEST(BackendContract, ReadOfAReleasedTensorIsCaughtUnderAddressSanitizer) {
+  if (!HostAllocator::default_exact())
+    GTEST_SKIP() << "built without AddressSanitizer: released blocks are kept for reuse (asan preset to check)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        CpuBackend cpu;
+        auto* p = static_cast<volatile float*>(cpu.allocate(256));
+        cpu.release(const_cast<float*>(p));
+        (void)p[3];
+      },
+      "heap-use-after-free");
+}
+
 }  // namespace
 }  // namespace remat

@@ -324,5 +324,22 @@ TEST(OnnxFuzzRegressions, ShapeInferenceCrashIsContained) {
   EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{1, 2}));  // sized like its input, with a note
 }
 
+// The helper process that runs shape inference (remat-onnx-infer) missing: the
+// model still loads from its stored shapes, and the note says what to set.
+TEST(OnnxShapeInference, MissingHelperIsANoteNotAFailure) {
+  REQUIRE_ONNX();
+  const char* before = std::getenv("REMAT_ONNX_INFER");
+  const std::string saved = before ? before : "";
+  setenv("REMAT_ONNX_INFER", "/nonexistent/remat-onnx-infer", 1);
+  std::vector<std::string> notes;
+  const Model m = load_onnx_model(std::string(REMAT_SOURCE_DIR) + "/tests/io/onnx/tiny_mlp.onnx", &notes);
+  if (before) setenv("REMAT_ONNX_INFER", saved.c_str(), 1);
+  else unsetenv("REMAT_ONNX_INFER");
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0], "ONNX shape inference failed (its helper program remat-onnx-infer was not found at "
+                      "/nonexistent/remat-onnx-infer (set REMAT_ONNX_INFER)); using the shapes stored in the file");
+  EXPECT_GT(m.size(), 1);
+}
+
 }  // namespace
 }  // namespace remat
