@@ -12,7 +12,7 @@
 
 namespace remat::cpu {
 
-enum class Act : int { None = 0, ReLU = 1, Tanh = 2, GELU = 3 };
+enum class Act : int { None = 0, ReLU = 1, Tanh = 2, GELU = 3, Sigmoid = 4, SiLU = 5 };
 
 // y (rows, out) = x (rows, in) · Wᵀ + b;  W is (out, in) as in PyTorch, b is (out).
 void linear_fwd(const float* x, const float* W, const float* b, float* y,
@@ -22,8 +22,9 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx,
                 float* dW, float* db, int64_t rows, int64_t in, int64_t out,
                 bool accumulate);
 
-// Elementwise activations over n elements. Backward of ReLU and Tanh reads the
-// output y; backward of GELU (exact, erf form, as torch.nn.GELU()) reads the input x.
+// Elementwise activations over n elements. Backward of ReLU, Tanh and Sigmoid
+// reads the output y; backward of GELU (exact, erf form, as torch.nn.GELU())
+// and SiLU (x·sigmoid(x)) reads the input x, as PyTorch's derivatives do.
 void act_fwd(Act act, const float* x, float* y, int64_t n);
 void act_bwd(Act act, const float* x_or_y, const float* dy, float* dx, int64_t n,
              bool accumulate);
@@ -72,5 +73,98 @@ float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows,
                      int64_t classes);
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
                     int64_t classes, bool accumulate);
+
+// ---- Convolution (conv.cpp) ------------------------------------------------------
+// NCHW, as PyTorch; a 1-D convolution is the 2-D one with h = r = 1. Weights
+// (k, c/groups, r, s), bias (k) or none. Output (n, k, oh, ow) with
+// oh = (h + 2·pad_h − dil_h·(r−1) − 1) / stride_h + 1, likewise ow.
+struct ConvGeom {
+  int64_t n = 1, c = 1, h = 1, w = 1;  // input
+  int64_t k = 1, r = 1, s = 1;         // output channels, kernel height and width
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+  int64_t oh() const { return (h + 2 * pad_h - dil_h * (r - 1) - 1) / stride_h + 1; }
+  int64_t ow() const { return (w + 2 * pad_w - dil_w * (s - 1) - 1) / stride_w + 1; }
+  int64_t weight_numel() const { return k * (c / groups) * r * s; }
+};
+// Throws std::invalid_argument naming the field: non-positive sizes, groups
+// not dividing c and k, an empty output.
+void check_conv(const ConvGeom& g);
+// Floats of scratch conv2d_fwd/conv2d_bwd need (their im2col columns).
+int64_t conv2d_scratch_floats(const ConvGeom& g);
+// y = conv(x, W) + b (b may be null).
+void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y, float* scratch);
+// dx = or += conv_transpose(dy, W) (dx may be null: not computed); dW += ...;
+// db += Σ dy over (n, oh, ow) (db may be null).
+void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx, float* dW, float* db,
+                bool accumulate, float* scratch);
+
+// ---- Batch normalisation, training mode (batchnorm.cpp) ----------------------------
+// x (n, c, hw): batch statistics per channel over n·hw values. y = (x − mean)·invstd·gamma
+// + beta with invstd = 1/sqrt(biased var + eps); saved (c) mean and invstd for the
+// backward (PyTorch's save_mean/save_invstd). running_mean/var (c, may be null) are
+// updated as PyTorch: running = (1 − momentum)·running + momentum·batch, the variance
+// unbiased (·m/(m−1)).
+void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
+                   float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c, int64_t hw,
+                   float eps, float momentum);
+// dx = or += the training-mode gradient; dgamma += Σ dy·x̂; dbeta += Σ dy.
+void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const float* save_mean,
+                   const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw,
+                   bool accumulate);
+
+// ---- Pooling (pooling.cpp) -----------------------------------------------------------
+// NCHW windows kh×kw, stride, zero padding. Max pooling keeps the flat index
+// (ih·w + iw) of each maximum within its input plane, as PyTorch's int64 indices
+// (the first maximum wins; padding never does). Average pooling counts the
+// padding (count_include_pad, PyTorch's default).
+struct PoolGeom {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int64_t oh() const { return (h + 2 * pad_h - kh) / stride_h + 1; }
+  int64_t ow() const { return (w + 2 * pad_w - kw) / stride_w + 1; }
+};
+void check_pool(const PoolGeom& g);  // std::invalid_argument, as check_conv
+void maxpool2d_fwd(const PoolGeom& g, const float* x, float* y, int64_t* indices);
+// dx = or += the gradient routed to each window's maximum (summed where windows overlap).
+void maxpool2d_bwd(const PoolGeom& g, const float* dy, const int64_t* indices, float* dx, bool accumulate);
+void avgpool2d_fwd(const PoolGeom& g, const float* x, float* y);
+void avgpool2d_bwd(const PoolGeom& g, const float* dy, float* dx, bool accumulate);
+// Mean over each (n, c) plane of hw values: y (n, c).
+void global_avgpool_fwd(const float* x, float* y, int64_t nc, int64_t hw);
+void global_avgpool_bwd(const float* dy, float* dx, int64_t nc, int64_t hw, bool accumulate);
+
+// ---- Attention pieces (attention.cpp) ------------------------------------------------
+// c (batch, m, n) = a (batch, m, k) · b (batch, k, n), each operand optionally
+// transposed in its last two axes (trans_a: a is stored (batch, k, m)).
+void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a,
+         bool trans_b, bool accumulate);
+// Backward of c = op(a)·op(b): da = or += dc·op(b)ᵀ (into a's stored layout), db likewise.
+// da or db may be null.
+void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch, int64_t m,
+             int64_t n, int64_t k, bool trans_a, bool trans_b, bool accumulate_a, bool accumulate_b);
+// Softmax over the last axis of (rows, cols); the backward reads the output y.
+void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols);
+void softmax_bwd(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols, bool accumulate);
+// y = alpha·x (Mul/Div by a constant); dx = or += alpha·dy.
+void scale_fwd(const float* x, float* y, int64_t n, float alpha);
+void scale_bwd(const float* dy, float* dx, int64_t n, float alpha, bool accumulate);
+// y = x where mask == 0, value where mask != 0; the mask (mask_n elements, 1 byte
+// each) repeats over x (n = reps·mask_n), as a causal (T, T) mask over batch·heads.
+void masked_fill_fwd(const float* x, const uint8_t* mask, float* y, int64_t n, int64_t mask_n, float value);
+void masked_fill_bwd(const float* dy, const uint8_t* mask, float* dx, int64_t n, int64_t mask_n, bool accumulate);
+
+// ---- Tensor plumbing (plumbing.cpp) ---------------------------------------------------
+// Concatenation along one axis: each input is (outer, widths[i]·inner) once
+// flattened around the axis; y is (outer, Σwidths·inner).
+void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, float* y, int64_t outer, int64_t inner);
+// dx[i] = or += its slice of dy (dxs[i] may be null: that input has no gradient).
+void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64_t count, int64_t outer,
+                int64_t inner, const uint8_t* accumulate);
+// Embedding lookup: y (n, dim) = table[idx[i]]; idx in [0, vocab) (out of range throws).
+void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab);
+// dtable += Σ over positions of dy rows, each table row summing its positions in
+// increasing order (no atomics: deterministic on every backend).
+void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab);
 
 }  // namespace remat::cpu
