@@ -62,7 +62,7 @@ void CpuBackend::load(const Model& model, const HostData& data) {
       throw InputError("cpu backend: parameter " + tensors[k].name + " has the wrong size");
   drop_baseline();
   alloc_.trim();
-  state_.first_param.assign(static_cast<std::size_t>(model.size()), -1);
+  state_.param_slots = ParamSlots(model);
   uint64_t bytes = 0;
   for (std::size_t k = 0; k < tensors.size(); ++k) {
     const uint64_t n = data.params[k].size();
@@ -72,8 +72,6 @@ void CpuBackend::load(const Model& model, const HostData& data) {
     if (n) std::memcpy(p, data.params[k].data(), 4 * n);
     state_.params.push_back(p);
     state_.grads.push_back(g);
-    auto& first = state_.first_param[static_cast<std::size_t>(tensors[k].op)];
-    if (first < 0) first = static_cast<int>(k);
     bytes += 2 * 4 * n;
   }
   state_.target_n = data.target.size();

@@ -13,7 +13,7 @@ namespace remat {
 struct CpuOpState {
   // Per parameter tensor (parameter_tensors order): values and gradients.
   std::vector<float*> params, grads;
-  std::vector<int> first_param;  // per op: index of its first parameter tensor, -1 when none
+  ParamSlots param_slots;  // not "slots": Qt defines that word as a macro
   float* scratch[kScratchSlots] = {nullptr, nullptr};
   const float* target = nullptr;
   const int32_t* labels = nullptr;
@@ -21,13 +21,8 @@ struct CpuOpState {
   uint64_t seed = 0;
   float loss = 0;
 
-  const float* param(int v, int slot) const { return params[index(v, slot)]; }
-  float* param_grad(int v, int slot) const { return grads[index(v, slot)]; }
-
- private:
-  std::size_t index(int v, int slot) const {
-    return static_cast<std::size_t>(first_param[static_cast<std::size_t>(v)] + slot);
-  }
+  const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
+  float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }
 };
 
 // Throws InputError for a kind the CPU cannot run.

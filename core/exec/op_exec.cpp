@@ -69,6 +69,15 @@ const ExecKind* find(OpKind kind) {
 
 }  // namespace
 
+ParamSlots::ParamSlots(const Model& model) : first_(static_cast<std::size_t>(model.size()), -1) {
+  int k = 0;
+  for (int v = 0; v < model.size(); ++v) {
+    const auto count = static_cast<int>(op_params(model, v).size());
+    if (count) first_[static_cast<std::size_t>(v)] = k;
+    k += count;
+  }
+}
+
 bool exec_kind_listed(OpKind kind) { return find(kind) != nullptr; }
 
 std::vector<ParamSpec> op_params(const Model& model, int v) {

@@ -49,6 +49,20 @@ ScratchFloats model_scratch(const Model& model);
 // True when `kind` is in REMAT_EXEC_KINDS.
 bool exec_kind_listed(OpKind kind);
 
+// Where each op's parameter tensors are in a backend's per-tensor arrays
+// (parameter_tensors order): both backends' kernel state holds one.
+class ParamSlots {
+ public:
+  ParamSlots() = default;
+  explicit ParamSlots(const Model& model);
+  std::size_t index(int v, int slot) const {
+    return static_cast<std::size_t>(first_[static_cast<std::size_t>(v)] + slot);
+  }
+
+ private:
+  std::vector<int> first_;  // per op: index of its first parameter tensor, -1 when none
+};
+
 // The activation a kernel applies for an activation op or a Dense.
 cpu::Act kernel_act(OpKind kind);
 cpu::Act kernel_act(Activation a);

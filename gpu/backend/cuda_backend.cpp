@@ -130,12 +130,10 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       }
       auto* params = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameters", bytes / 2));
       auto* grads = static_cast<float*>(hold(4 * floats, MemoryUse::Baseline, "the parameter gradients", bytes / 2));
-      state_.first_param.assign(static_cast<std::size_t>(model.size()), -1);
+      state_.param_slots = ParamSlots(model);
       for (std::size_t k = 0; k < tensors.size(); ++k) {
         state_.params.push_back(params + offset[k]);
         state_.grads.push_back(grads + offset[k]);
-        auto& first = state_.first_param[static_cast<std::size_t>(tensors[k].op)];
-        if (first < 0) first = static_cast<int>(k);
         if (numel_[k])
           CUDA_CHECK_THROW(cudaMemcpyAsync(state_.params[k], data.params[k].data(), 4 * numel_[k],
                                            cudaMemcpyHostToDevice, state_.stream));

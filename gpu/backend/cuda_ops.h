@@ -16,7 +16,7 @@ struct CudaOpState {
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;
   std::vector<float*> params, grads;  // per parameter tensor, device pointers
-  std::vector<int> first_param;       // per op: index of its first parameter tensor, -1 when none
+  ParamSlots param_slots;  // not "slots": Qt defines that word as a macro
   float* scratch[kScratchSlots] = {nullptr, nullptr};
   const float* target = nullptr;
   const int32_t* labels = nullptr;
@@ -24,13 +24,8 @@ struct CudaOpState {
   float* loss = nullptr;  // one device float
   uint64_t seed = 0;
 
-  const float* param(int v, int slot) const { return params[index(v, slot)]; }
-  float* param_grad(int v, int slot) const { return grads[index(v, slot)]; }
-
- private:
-  std::size_t index(int v, int slot) const {
-    return static_cast<std::size_t>(first_param[static_cast<std::size_t>(v)] + slot);
-  }
+  const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
+  float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }
 };
 
 // Queue op c's forward / backward on s.stream; InputError for a kind CUDA cannot run.

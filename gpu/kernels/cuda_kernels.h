@@ -117,4 +117,89 @@ void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
                     int64_t classes, bool accumulate, cudaStream_t stream);
 
+// ---- conv.cu ---------------------------------------------------------------------
+// NCHW convolution (cpu_kernels.h: ConvGeom). With cuDNN (REMAT_HAVE_CUDNN) the
+// launchers use its deterministic algorithms with FMA math (no TF32), chosen
+// once per geometry; without it, or with ConvContext::use_cudnn false, im2col
+// and cuBLAS GEMMs one image at a time. Either way the workspace is the
+// caller's: conv2d_workspace_bytes() says how much, ConvContext hands it over.
+using remat::cpu::ConvGeom;
+struct ConvContext {
+  cublasHandle_t cublas = nullptr;
+  void* cudnn = nullptr;  // a cudnnHandle_t bound to `stream`, or null: im2col + cuBLAS
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+// True when this build has cuDNN (REMAT_HAVE_CUDNN).
+bool cudnn_available();
+// A cuDNN handle bound to `stream` (destroy with cudnn_destroy); throws CudaError
+// without cuDNN.
+void* cudnn_create(cudaStream_t stream);
+void cudnn_destroy(void* handle) noexcept;
+// Bytes of workspace the forward and the backward of g need (the larger).
+size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx);
+void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
+                const ConvContext& ctx);
+// dx (may be null) = or += ; dW += ; db (may be null) += .
+void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx,
+                float* dW, float* db, bool accumulate, const ConvContext& ctx);
+
+// ---- batchnorm.cu ----------------------------------------------------------------
+// As the CPU: one block per channel, fixed-order sums in double.
+void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
+                   float* save_mean, float* save_invstd, float* running_mean, float* running_var,
+                   int64_t n, int64_t c, int64_t hw, float eps, float momentum, cudaStream_t stream);
+void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const float* save_mean,
+                   const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n,
+                   int64_t c, int64_t hw, bool accumulate, cudaStream_t stream);
+
+// ---- pooling.cu ------------------------------------------------------------------
+// Backward passes gather (each input element sums the windows that chose or
+// cover it, in window order) instead of scattering with atomics.
+using remat::cpu::PoolGeom;
+void maxpool2d_fwd(const PoolGeom& g, const float* x, float* y, int64_t* indices,
+                   cudaStream_t stream);
+void maxpool2d_bwd(const PoolGeom& g, const float* dy, const int64_t* indices, float* dx,
+                   bool accumulate, cudaStream_t stream);
+void avgpool2d_fwd(const PoolGeom& g, const float* x, float* y, cudaStream_t stream);
+void avgpool2d_bwd(const PoolGeom& g, const float* dy, float* dx, bool accumulate,
+                   cudaStream_t stream);
+void global_avgpool_fwd(const float* x, float* y, int64_t nc, int64_t hw, cudaStream_t stream);
+void global_avgpool_bwd(const float* dy, float* dx, int64_t nc, int64_t hw, bool accumulate,
+                        cudaStream_t stream);
+
+// ---- attention.cu ----------------------------------------------------------------
+// bmm: cuBLAS strided-batched SGEMM (no TF32), the CPU's layouts.
+void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+         bool trans_a, bool trans_b, bool accumulate, cublasHandle_t cublas, cudaStream_t stream);
+void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch,
+             int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, bool accumulate_a,
+             bool accumulate_b, cublasHandle_t cublas, cudaStream_t stream);
+void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
+void softmax_bwd(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
+                 bool accumulate, cudaStream_t stream);
+void scale_fwd(const float* x, float* y, int64_t n, float alpha, cudaStream_t stream);
+void scale_bwd(const float* dy, float* dx, int64_t n, float alpha, bool accumulate,
+               cudaStream_t stream);
+void masked_fill_fwd(const float* x, const uint8_t* mask, float* y, int64_t n, int64_t mask_n,
+                     float value, cudaStream_t stream);
+void masked_fill_bwd(const float* dy, const uint8_t* mask, float* dx, int64_t n, int64_t mask_n,
+                     bool accumulate, cudaStream_t stream);
+
+// ---- plumbing.cu -----------------------------------------------------------------
+// xs, dxs, widths and accumulate are host arrays (of device pointers, sizes, flags).
+void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, float* y,
+                int64_t outer, int64_t inner, cudaStream_t stream);
+void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64_t count,
+                int64_t outer, int64_t inner, const uint8_t* accumulate, cudaStream_t stream);
+// idx is a device array; an index out of [0, vocab) gives a NaN row (a kernel
+// cannot throw; NaN cannot go unnoticed), where the CPU throws.
+void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim,
+                   int64_t vocab, cudaStream_t stream);
+// dtable += per row, its positions summed in increasing order (one block per
+// table row; no atomics): the CPU's order, so the same bits.
+void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim,
+                   int64_t vocab, cudaStream_t stream);
+
 }  // namespace remat::cuda

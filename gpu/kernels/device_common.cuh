@@ -42,10 +42,27 @@ void dispatch_act(const char* fn, Act act, F&& f) {
     case Act::ReLU: f(std::integral_constant<Act, Act::ReLU>{}); return;
     case Act::Tanh: f(std::integral_constant<Act, Act::Tanh>{}); return;
     case Act::GELU: f(std::integral_constant<Act, Act::GELU>{}); return;
+    case Act::Sigmoid: f(std::integral_constant<Act, Act::Sigmoid>{}); return;
+    case Act::SiLU: f(std::integral_constant<Act, Act::SiLU>{}); return;
   }
   throw std::invalid_argument(std::string(fn) + ": unknown activation " +
                               std::to_string(static_cast<int>(act)));
 }
+
+// ---- GEMMs (host; gemm.cu) --------------------------------------------------------
+
+// Pins what could change a cuBLAS result on the caller's handle (host pointers,
+// no atomics, no TF32) and sets its stream only when it differs: cublasSetStream
+// drops a workspace the caller set with cublasSetWorkspace.
+void bind_cublas(cublasHandle_t cublas, cudaStream_t stream);
+
+// Row-major c (batch, m, n) = op(a)·op(b) + beta·c with cuBLAS strided-batched
+// SGEMM (no TF32, no atomics): a stored (m, k), or (k, m) when trans_a; b stored
+// (k, n), or (n, k) when trans_b; batch strides are the matrices' sizes unless
+// given (0: the same matrix for every batch entry).
+void gemm_rm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+             bool trans_a, bool trans_b, float beta, cublasHandle_t cublas, cudaStream_t stream,
+             int64_t stride_a = -1, int64_t stride_b = -1, int64_t stride_c = -1);
 
 // ---- activations (device) -------------------------------------------------------
 
@@ -57,10 +74,13 @@ __device__ __forceinline__ float act_forward(float x) {
   if constexpr (A == Act::ReLU) return x > 0.0f ? x : 0.0f;
   else if constexpr (A == Act::Tanh) return tanhf(x);
   else if constexpr (A == Act::GELU) return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+  else if constexpr (A == Act::Sigmoid) return 1.0f / (1.0f + expf(-x));
+  else if constexpr (A == Act::SiLU) return x / (1.0f + expf(-x));
   else return x;
 }
 
-// Gradient through the activation: ReLU and Tanh read the output y, GELU the input x.
+// Gradient through the activation: ReLU, Tanh and Sigmoid read the output y,
+// GELU and SiLU the input x.
 template <Act A>
 __device__ __forceinline__ float act_backward(float x_or_y, float dy) {
   if constexpr (A == Act::ReLU) return x_or_y > 0.0f ? dy : 0.0f;
@@ -70,6 +90,11 @@ __device__ __forceinline__ float act_backward(float x_or_y, float dy) {
     const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
     const float pdf = expf(-0.5f * x * x) * kInvSqrt2Pi;
     return dy * (cdf + x * pdf);
+  } else if constexpr (A == Act::Sigmoid) {
+    return dy * (x_or_y * (1.0f - x_or_y));
+  } else if constexpr (A == Act::SiLU) {
+    const float s = 1.0f / (1.0f + expf(-x_or_y));
+    return dy * (s * (1.0f + x_or_y * (1.0f - s)));
   } else return dy;
 }
 

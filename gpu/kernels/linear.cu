@@ -54,20 +54,6 @@ __global__ void column_sum_kernel(const float* dy, float* db, int64_t rows, int6
 
 // ---- launchers ----------------------------------------------------------------
 
-// The handle belongs to the caller; pin everything that could change results.
-// The stream is set only when it differs: cublasSetStream also resets the
-// handle's workspace to cuBLAS's own pool, which would undo the workspace a
-// caller set with cublasSetWorkspace (the CUDA backend's, counted in its
-// memory figures).
-void bind(cublasHandle_t cublas, cudaStream_t stream) {
-  cudaStream_t current = nullptr;
-  CUBLAS_CHECK_THROW(cublasGetStream(cublas, &current));
-  if (current != stream) CUBLAS_CHECK_THROW(cublasSetStream(cublas, stream));
-  CUBLAS_CHECK_THROW(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
-  CUBLAS_CHECK_THROW(cublasSetAtomicsMode(cublas, CUBLAS_ATOMICS_NOT_ALLOWED));
-  CUBLAS_CHECK_THROW(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
-}
-
 // y = act(x·Wᵀ + b) for any activation; dense_fwd rejects GELU before calling.
 void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, const float* b,
                     float* y, int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
@@ -79,7 +65,7 @@ void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, con
     // An empty product is zero (and cuBLAS rejects a leading dimension of 0).
     CUDA_CHECK_THROW(cudaMemsetAsync(y, 0, sizeof(float) * rows * out, stream));
   } else {
-    bind(cublas, stream);
+    detail::bind_cublas(cublas, stream);
     const float one = 1.0f;
     const float zero = 0.0f;
     // yᵀ (out, rows) = (W as (in, out))ᵀ · (x as (in, rows)).
@@ -107,7 +93,7 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx, floa
   const float one = 1.0f;
   if (rows > 0 && in > 0) {
     if (out > 0) {
-      bind(cublas, stream);
+      detail::bind_cublas(cublas, stream);
       const float dx_beta = accumulate ? 1.0f : 0.0f;  // beta == 0: dx is never read
       // dxᵀ (in, rows) = (W as (in, out)) · (dy as (out, rows)).
       CUBLAS_CHECK_THROW(cublasSgemm_64(cublas, CUBLAS_OP_N, CUBLAS_OP_N, in, rows, out, &one,
@@ -131,16 +117,18 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx, floa
 void dense_fwd(Act act, const float* x, const float* W, const float* b, float* y,
                int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
                cudaStream_t stream) {
-  if (act == Act::GELU)
-    throw std::invalid_argument("dense_fwd: GELU is not allowed in dense (use linear + act)");
+  if (act == Act::GELU || act == Act::SiLU)
+    throw std::invalid_argument("dense_fwd: GELU and SiLU are not allowed in dense (their backward needs the "
+                                "pre-activation: use linear + act)");
   linear_act_fwd(act, "dense_fwd", x, W, b, y, rows, in, out, cublas, stream);
 }
 
 void dense_bwd(Act act, const float* x, const float* y, const float* W, const float* dy,
                float* dx, float* dW, float* db, float* scratch, int64_t rows, int64_t in,
                int64_t out, bool accumulate, cublasHandle_t cublas, cudaStream_t stream) {
-  if (act == Act::GELU)
-    throw std::invalid_argument("dense_bwd: GELU is not allowed in dense (use linear + act)");
+  if (act == Act::GELU || act == Act::SiLU)
+    throw std::invalid_argument("dense_bwd: GELU and SiLU are not allowed in dense (their backward needs the "
+                                "pre-activation: use linear + act)");
   detail::check_sizes("dense_bwd", {rows, in, out});
   const float* dpre = dy;  // Act::None: the pre-activation gradient is dy itself
   if (act != Act::None && rows * out > 0) {

@@ -1,0 +1,126 @@
+// Tensor plumbing: concatenation along an axis (strided copies) and the
+// embedding lookup with its gradient, gathered per table row in position order
+// so that no atomics decide the summation order.
+#include <cmath>
+#include <limits>
+
+#include "gpu/kernels/device_common.cuh"
+
+namespace remat::cuda {
+namespace {
+
+using detail::kBlock;
+
+constexpr int kIdxTile = 1024;  // positions of idx staged in shared memory at a time
+
+// ---- kernels ------------------------------------------------------------------
+
+// dst (outer, width) with row pitch dst_pitch += src (outer, width) with row pitch src_pitch.
+__global__ void add_rows_kernel(const float* src, int64_t src_pitch, float* dst, int64_t dst_pitch,
+                                int64_t outer, int64_t width) {
+  const int64_t n = outer * width;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / width, c = i % width;
+    dst[r * dst_pitch + c] += src[r * src_pitch + c];
+  }
+}
+
+// y (n, dim) = table[idx] (NaN rows for an index out of range).
+__global__ void embedding_fwd_kernel(const float* table, const int32_t* idx, float* y, int64_t n,
+                                     int64_t dim, int64_t vocab) {
+  const int64_t total = n * dim;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = idx[i / dim];
+    y[i] = row >= 0 && row < vocab ? table[row * dim + i % dim] : nanf("");
+  }
+}
+
+// One block per table row v (grid-stride over rows): every position i with
+// idx[i] == v adds its dy row, in increasing i, as the CPU's loop does.
+__global__ void embedding_bwd_kernel(const float* dy, const int32_t* idx, float* dtable, int64_t n,
+                                     int64_t dim, int64_t vocab) {
+  __shared__ int32_t tile[kIdxTile];
+  for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
+    for (int64_t d0 = 0; d0 < dim; d0 += blockDim.x) {
+      const int64_t d = d0 + threadIdx.x;
+      float acc = d < dim ? dtable[v * dim + d] : 0.0f;
+      for (int64_t base = 0; base < n; base += kIdxTile) {
+        const int64_t len = n - base < kIdxTile ? n - base : kIdxTile;
+        __syncthreads();
+        for (int64_t j = threadIdx.x; j < len; j += blockDim.x) tile[j] = idx[base + j];
+        __syncthreads();
+        if (d < dim)
+          for (int64_t j = 0; j < len; ++j)
+            if (tile[j] == v) acc += dy[(base + j) * dim + d];
+      }
+      if (d < dim) dtable[v * dim + d] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------
+
+void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, float* y, int64_t outer,
+                int64_t inner, cudaStream_t stream) {
+  detail::check_sizes("concat_fwd", {count, outer, inner});
+  int64_t total = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    detail::check_sizes("concat_fwd", {widths[i]});
+    total += widths[i];
+  }
+  int64_t at = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t row = sizeof(float) * widths[i] * inner;
+    if (row && outer)
+      CUDA_CHECK_THROW(cudaMemcpy2DAsync(y + at * inner, sizeof(float) * total * inner, xs[i], row, row,
+                                         outer, cudaMemcpyDeviceToDevice, stream));
+    at += widths[i];
+  }
+}
+
+void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64_t count, int64_t outer,
+                int64_t inner, const uint8_t* accumulate, cudaStream_t stream) {
+  detail::check_sizes("concat_bwd", {count, outer, inner});
+  int64_t total = 0;
+  for (int64_t i = 0; i < count; ++i) total += widths[i];
+  int64_t at = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t width = widths[i] * inner;
+    if (dxs[i] && width && outer) {
+      const float* src = dy + at * inner;
+      if (accumulate && accumulate[i]) {
+        add_rows_kernel<<<detail::grid_for(outer * width), kBlock, 0, stream>>>(src, total * inner, dxs[i],
+                                                                                width, outer, width);
+        CUDA_CHECK_THROW(cudaGetLastError());
+      } else {
+        CUDA_CHECK_THROW(cudaMemcpy2DAsync(dxs[i], sizeof(float) * width, src, sizeof(float) * total * inner,
+                                           sizeof(float) * width, outer, cudaMemcpyDeviceToDevice, stream));
+      }
+    }
+    at += widths[i];
+  }
+}
+
+void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  detail::check_sizes("embedding_fwd", {n, dim, vocab});
+  if (n == 0 || dim == 0) return;
+  embedding_fwd_kernel<<<detail::grid_for(n * dim), kBlock, 0, stream>>>(table, idx, y, n, dim, vocab);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  detail::check_sizes("embedding_bwd", {n, dim, vocab});
+  if (n == 0 || dim == 0 || vocab == 0) return;
+  const int block = dim < kBlock ? static_cast<int>((dim + 31) / 32 * 32) : kBlock;
+  const unsigned grid = static_cast<unsigned>(vocab < detail::kMaxBlocks ? vocab : detail::kMaxBlocks);
+  embedding_bwd_kernel<<<grid, block, 0, stream>>>(dy, idx, dtable, n, dim, vocab);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace remat::cuda
