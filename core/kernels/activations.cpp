@@ -1,5 +1,6 @@
-// Elementwise activations. ReLU and Tanh differentiate from their output so the
-// op only has to keep y; GELU needs its input (cpu_kernels.h).
+// Elementwise activations. ReLU, Tanh and Sigmoid differentiate from their
+// output so the op only has to keep y; GELU and SiLU need their input
+// (cpu_kernels.h), as PyTorch's derivatives do.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,17 @@ float gelu_grad(float x) {
   const float cdf = 0.5f * (1.0f + std::erf(x * kInvSqrt2));
   const float pdf = kInvSqrt2Pi * std::exp(-0.5f * x * x);
   return cdf + x * pdf;
+}
+
+// The forms PyTorch's CPU kernels evaluate: 1/(1 + e^−x) and x/(1 + e^−x)
+// (e^−x overflows to inf for very negative x, giving exactly 0).
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// d/dx [x·σ(x)] = σ(x)·(1 + x·(1 − σ(x))).
+float silu_grad(float x) {
+  const float sig = sigmoid(x);
+  return sig * (1.0f + x * (1.0f - sig));
 }
 
 [[noreturn]] void bad_act(Act act) {
@@ -53,6 +65,12 @@ void act_fwd(Act act, const float* x, float* y, int64_t n) {
     case Act::GELU:
       for (int64_t i = 0; i < n; ++i) y[i] = gelu(x[i]);
       return;
+    case Act::Sigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = sigmoid(x[i]);
+      return;
+    case Act::SiLU:
+      for (int64_t i = 0; i < n; ++i) y[i] = silu(x[i]);
+      return;
   }
   bad_act(act);
 }
@@ -72,6 +90,13 @@ void act_bwd(Act act, const float* x_or_y, const float* dy, float* dx, int64_t n
       return;
     case Act::GELU:  // reads x
       write_grad(x_or_y, dy, dx, n, accumulate, [](float x, float g) { return g * gelu_grad(x); });
+      return;
+    case Act::Sigmoid:  // reads y: σ' = y·(1 − y)
+      write_grad(x_or_y, dy, dx, n, accumulate,
+                 [](float y, float g) { return g * y * (1.0f - y); });
+      return;
+    case Act::SiLU:  // reads x
+      write_grad(x_or_y, dy, dx, n, accumulate, [](float x, float g) { return g * silu_grad(x); });
       return;
   }
   bad_act(act);

@@ -1,6 +1,7 @@
 // Linear and the fused Dense (Linear + activation). GEMMs go through Eigen maps
 // over the caller's row-major buffers, so nothing is copied or allocated here.
 #include <stdexcept>
+#include <string>
 
 #include <Eigen/Core>
 
@@ -13,12 +14,15 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 using ConstMat = Eigen::Map<const RowMajor>;
 using Mat = Eigen::Map<RowMajor>;
 
-// Dense's backward only has the output y, from which GELU's derivative cannot be
-// recovered; rejecting it in the forward too keeps a bad model from running half way.
+// Dense's backward only has the output y, from which GELU's and SiLU's
+// derivatives cannot be recovered, and cpu_kernels.h promises Dense None, ReLU
+// and Tanh only. Rejecting the rest in the forward too keeps a bad model from
+// running half way.
 void check_dense_act(Act act) {
-  if (act == Act::GELU) {
-    throw std::invalid_argument(
-        "dense: GELU is not supported (its backward needs the pre-activation)");
+  if (act != Act::None && act != Act::ReLU && act != Act::Tanh) {
+    throw std::invalid_argument("dense: activation " + std::to_string(static_cast<int>(act)) +
+                                " is not supported (only None, ReLU and Tanh: GELU and SiLU need the "
+                                "pre-activation in the backward)");
   }
 }
 

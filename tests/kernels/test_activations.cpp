@@ -7,27 +7,20 @@
 #include <gtest/gtest.h>
 
 #include "core/kernels/cpu_kernels.h"
+#include "tests/kernels/act_ref.h"
 #include "tests/kernels/grad_check.h"
 
 namespace remat::cpu {
 namespace {
 
+using test::act_name;
+using test::act_ref;
 using test::expect_grad_near;
 using test::garbage;
 using test::numeric_grad;
 using test::random_floats;
 using test::to_double;
 using test::weighted_sum;
-
-double act_ref(Act act, double v) {
-  switch (act) {
-    case Act::ReLU: return v > 0 ? v : 0.0;
-    case Act::Tanh: return std::tanh(v);
-    case Act::GELU: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    case Act::None: break;
-  }
-  return v;
-}
 
 TEST(Activations, ForwardKnownValues) {
   const float x[] = {-1.0f, 0.0f, 0.5f, 2.0f};
@@ -48,6 +41,33 @@ TEST(Activations, ForwardKnownValues) {
   EXPECT_EQ(y[1], 0.0f);
   EXPECT_NEAR(y[2], 0.34573123063700656, 1e-6);
   EXPECT_NEAR(y[3], 1.9544997361036416, 1e-6);
+  // σ(x) = 1/(1+e^−x); SiLU = x·σ(x).
+  act_fwd(Act::Sigmoid, x, y, 4);
+  EXPECT_NEAR(y[0], 0.2689414213699951, 1e-6);
+  EXPECT_EQ(y[1], 0.5f);
+  EXPECT_NEAR(y[2], 0.6224593312018546, 1e-6);
+  EXPECT_NEAR(y[3], 0.8807970779778823, 1e-6);
+  act_fwd(Act::SiLU, x, y, 4);
+  EXPECT_NEAR(y[0], -0.2689414213699951, 1e-6);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_NEAR(y[2], 0.3112296656009273, 1e-6);
+  EXPECT_NEAR(y[3], 1.7615941559557646, 1e-6);
+}
+
+TEST(Activations, SigmoidAndSiLUSaturateWithoutNaN) {
+  const float x[] = {-200.0f, 200.0f};
+  float y[2];
+  act_fwd(Act::Sigmoid, x, y, 2);
+  EXPECT_EQ(y[0], 0.0f);  // e^200 overflows to inf: 1/inf
+  EXPECT_EQ(y[1], 1.0f);
+  act_fwd(Act::SiLU, x, y, 2);
+  EXPECT_EQ(y[0], -0.0f);
+  EXPECT_EQ(y[1], 200.0f);
+  const float dy[] = {1.0f, 1.0f};
+  float dx[2];
+  act_bwd(Act::SiLU, x, dy, dx, 2, false);
+  EXPECT_EQ(dx[0], 0.0f);
+  EXPECT_EQ(dx[1], 1.0f);
 }
 
 TEST(Activations, ForwardMayRunInPlace) {
@@ -58,17 +78,11 @@ TEST(Activations, ForwardMayRunInPlace) {
   EXPECT_EQ(v, expected);
 }
 
-// Names the instantiations (Acts/ActTest.X/GELU) so a failure says which Act.
-std::string act_name(const testing::TestParamInfo<Act>& info) {
-  static const char* const kNames[] = {"None", "ReLU", "Tanh", "GELU"};
-  return kNames[static_cast<int>(info.param)];
-}
-
 class ActTest : public testing::TestWithParam<Act> {};
 
-// What act_bwd reads: the output for ReLU and Tanh, the input otherwise.
+// What act_bwd reads: the output for ReLU, Tanh and Sigmoid, the input otherwise.
 std::vector<float> saved_for(Act act, const std::vector<float>& x) {
-  if (act != Act::ReLU && act != Act::Tanh) return x;
+  if (act != Act::ReLU && act != Act::Tanh && act != Act::Sigmoid) return x;
   std::vector<float> y(x.size());
   act_fwd(act, x.data(), y.data(), static_cast<int64_t>(x.size()));
   return y;
@@ -109,7 +123,7 @@ TEST_P(ActTest, AccumulateFalseOverwritesTrueAdds) {
   for (size_t i = 0; i < added.size(); ++i) EXPECT_EQ(added[i], start[i] + fresh[i]) << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Acts, ActTest, testing::Values(Act::None, Act::ReLU, Act::Tanh, Act::GELU),
+INSTANTIATE_TEST_SUITE_P(Acts, ActTest, testing::Values(Act::None, Act::ReLU, Act::Tanh, Act::GELU, Act::Sigmoid, Act::SiLU),
                          act_name);
 
 }  // namespace

@@ -9,11 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "core/kernels/cpu_kernels.h"
+#include "tests/kernels/act_ref.h"
 #include "tests/kernels/grad_check.h"
 
 namespace remat::cpu {
 namespace {
 
+using test::act_name;
+using test::act_ref;
 using test::expect_grad_near;
 using test::garbage;
 using test::numeric_grad;
@@ -39,16 +42,6 @@ std::vector<double> linear_ref(const std::vector<double>& x, const std::vector<d
       y[r * s.out + o] = acc;
     }
   return y;
-}
-
-double act_ref(Act act, double v) {
-  switch (act) {
-    case Act::ReLU: return v > 0 ? v : 0.0;
-    case Act::Tanh: return std::tanh(v);
-    case Act::GELU: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
-    case Act::None: break;
-  }
-  return v;
 }
 
 TEST(Linear, ForwardMatchesHandComputed2x3) {
@@ -173,12 +166,6 @@ TEST(Linear, ResultsDoNotDependOnBufferAlignment) {
   }
 }
 
-// Names the instantiations (Acts/ActTest.X/GELU) so a failure says which Act.
-std::string act_name(const testing::TestParamInfo<Act>& info) {
-  static const char* const kNames[] = {"None", "ReLU", "Tanh", "GELU"};
-  return kNames[static_cast<int>(info.param)];
-}
-
 class DenseTest : public testing::TestWithParam<Act> {};
 
 TEST_P(DenseTest, ForwardIsLinearThenActivation) {
@@ -245,12 +232,16 @@ TEST_P(DenseTest, AccumulateFalseOverwritesTrueAdds) {
 INSTANTIATE_TEST_SUITE_P(Acts, DenseTest, testing::Values(Act::None, Act::ReLU, Act::Tanh),
                          act_name);
 
-TEST(Dense, RejectsGelu) {
+// Dense keeps only y; GELU and SiLU differentiate from the pre-activation, and
+// Sigmoid is outside the set Dense promises (None, ReLU, Tanh).
+TEST(Dense, RejectsActivationsOutsideItsSet) {
   const float x[] = {1}, W[] = {1}, b[] = {0}, dy[] = {1};
   float y[1], dx[1], dW[1] = {0}, db[1] = {0}, scratch[1];
-  EXPECT_THROW(dense_fwd(Act::GELU, x, W, b, y, 1, 1, 1), std::invalid_argument);
-  EXPECT_THROW(dense_bwd(Act::GELU, x, y, W, dy, dx, dW, db, scratch, 1, 1, 1, false),
-               std::invalid_argument);
+  for (const Act act : {Act::GELU, Act::Sigmoid, Act::SiLU}) {
+    SCOPED_TRACE(static_cast<int>(act));
+    EXPECT_THROW(dense_fwd(act, x, W, b, y, 1, 1, 1), std::invalid_argument);
+    EXPECT_THROW(dense_bwd(act, x, y, W, dy, dx, dW, db, scratch, 1, 1, 1, false), std::invalid_argument);
+  }
 }
 
 }  // namespace
