@@ -1,0 +1,395 @@
+// The convolution, batch norm, pooling, attention and plumbing kernels of
+// gpu/kernels against their CPU references (core/kernels), forward and backward,
+// overwrite (from NaN: never read) and accumulate; both convolution paths (cuDNN
+// and im2col + cuBLAS) against the CPU and each bit-identical from run to run.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/gpu/gpu_test_util.h"
+
+namespace {
+
+using namespace remat::gpu_testing;  // NOLINT: the fixture and helpers of every GPU kernel test
+using remat::cpu::ConvGeom;
+using remat::cpu::PoolGeom;
+
+std::string str(const ConvGeom& g) {
+  return "conv n" + std::to_string(g.n) + " c" + std::to_string(g.c) + " " + std::to_string(g.h) + "x" +
+         std::to_string(g.w) + " k" + std::to_string(g.k) + " " + std::to_string(g.r) + "x" + std::to_string(g.s) +
+         " stride " + std::to_string(g.stride_h) + "," + std::to_string(g.stride_w) + " pad " +
+         std::to_string(g.pad_h) + "," + std::to_string(g.pad_w) + " dil " + std::to_string(g.dil_h) + "," +
+         std::to_string(g.dil_w) + " groups " + std::to_string(g.groups);
+}
+
+ConvGeom conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, int64_t stride = 1,
+              int64_t pad = 0, int64_t dil = 1, int64_t groups = 1) {
+  ConvGeom g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.k = k, g.r = r, g.s = s;
+  g.stride_h = g.stride_w = stride;
+  g.pad_h = g.pad_w = pad;
+  g.dil_h = g.dil_w = dil;
+  g.groups = groups;
+  return g;
+}
+
+// A device buffer of raw bytes for workspaces.
+struct Workspace {
+  explicit Workspace(size_t bytes) : bytes(bytes) {
+    if (bytes) CUDA_CHECK_THROW(cudaMalloc(&p, bytes));
+  }
+  ~Workspace() {
+    if (p) cudaFree(p);
+  }
+  void* p = nullptr;
+  size_t bytes;
+};
+
+class GpuCnnKernels : public GpuKernels {
+ protected:
+  void SetUp() override {
+    GpuKernels::SetUp();
+    if (IsSkipped() || HasFailure()) return;
+    if (gpu::cudnn_available()) cudnn_ = gpu::cudnn_create(stream_);
+  }
+  void TearDown() override {
+    gpu::cudnn_destroy(cudnn_);
+    GpuKernels::TearDown();
+  }
+  // Both paths where the build has cuDNN; im2col alone otherwise.
+  std::vector<void*> conv_paths() const {
+    std::vector<void*> paths = {nullptr};
+    if (cudnn_) paths.push_back(cudnn_);
+    return paths;
+  }
+  void* cudnn_ = nullptr;
+};
+
+// y, dx (overwrite from NaN, then accumulate), dW and db (+=) on both sides.
+void check_conv(const ConvGeom& g, void* cudnn, cublasHandle_t cublas, cudaStream_t stream, float tol) {
+  const std::string name = str(g) + (cudnn ? " cuDNN" : " im2col");
+  SCOPED_TRACE(name);
+  const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.k * g.oh() * g.ow();
+  const Vec x = random_vec(xn, 11), W = random_vec(g.weight_numel(), 12, -0.3f, 0.3f), b = random_vec(g.k, 13);
+  const Vec dy = random_vec(yn, 14);
+  Vec scratch(static_cast<size_t>(remat::cpu::conv2d_scratch_floats(g)));
+  const Dev x_d(x), W_d(W), b_d(b), dy_d(dy);
+  gpu::ConvContext ctx{cublas, cudnn, stream, nullptr, 0};
+  Workspace ws(gpu::conv2d_workspace_bytes(g, ctx));
+  ctx.workspace = ws.p;
+  ctx.workspace_bytes = ws.bytes;
+
+  Vec y_cpu(yn);
+  cpu::conv2d_fwd(g, x.data(), W.data(), b.data(), y_cpu.data(), scratch.data());
+  const Dev y_gpu(nan_vec(yn));
+  gpu::conv2d_fwd(g, x_d.get(), W_d.get(), b_d.get(), y_gpu.get(), ctx);
+  const Vec y_first = y_gpu.fetch();
+  expect_close(y_first, y_cpu, tol, name + " y");
+  gpu::conv2d_fwd(g, x_d.get(), W_d.get(), b_d.get(), y_gpu.get(), ctx);
+  expect_bitwise(y_gpu.fetch(), y_first, name + " y again");
+
+  for (const bool accumulate : {false, true}) {
+    const std::string tag = name + (accumulate ? " accumulate" : " overwrite");
+    const Vec dx0 = accumulate ? random_vec(xn, 15) : nan_vec(xn);
+    Vec dx_cpu = accumulate ? dx0 : Vec(xn, 0.0f), dW_cpu = random_vec(W.size(), 16), db_cpu = random_vec(g.k, 17);
+    const Vec dW0 = dW_cpu, db0 = db_cpu;
+    cpu::conv2d_bwd(g, x.data(), W.data(), dy.data(), dx_cpu.data(), dW_cpu.data(), db_cpu.data(), accumulate,
+                    scratch.data());
+    Vec first_dx;
+    for (int run = 0; run < 2; ++run) {
+      const Dev dx_gpu(dx0), dW_gpu(dW0), db_gpu(db0);
+      gpu::conv2d_bwd(g, x_d.get(), W_d.get(), dy_d.get(), dx_gpu.get(), dW_gpu.get(), db_gpu.get(), accumulate,
+                      ctx);
+      const Vec dx = dx_gpu.fetch();
+      if (run == 0) {
+        expect_close(dx, dx_cpu, tol, tag + " dx");
+        expect_close(dW_gpu.fetch(), dW_cpu, tol, tag + " dW");
+        expect_close(db_gpu.fetch(), db_cpu, tol, tag + " db");
+        first_dx = dx;
+      } else {
+        expect_bitwise(dx, first_dx, tag + " dx again");
+      }
+    }
+  }
+}
+
+TEST_F(GpuCnnKernels, ConvolutionMatchesCpuOnBothPaths) {
+  const std::vector<std::pair<ConvGeom, float>> cases = {
+      {conv(2, 3, 7, 9, 4, 3, 3, 1, 1), kTol},
+      {conv(2, 4, 8, 8, 6, 3, 3, 2, 1, 1, 2), kTol},           // stride 2, two groups
+      {conv(2, 4, 9, 9, 4, 3, 3, 1, 1, 1, 4), kTol},           // depthwise
+      {conv(1, 3, 11, 10, 5, 3, 3, 1, 2, 2), kTol},            // dilation 2
+      {conv(3, 5, 1, 17, 4, 1, 3, 2, 1), kTol},                // 1-D (h = r = 1)
+      {conv(2, 8, 6, 6, 16, 1, 1), kTol},                      // 1x1
+      {conv(4, 32, 16, 16, 64, 3, 3, 1, 1), kGemmTol},         // long dot products
+      {conv(2, 16, 15, 15, 32, 7, 7, 2, 3), kGemmTol},         // a ResNet stem
+  };
+  for (void* path : conv_paths())
+    for (const auto& [g, tol] : cases) check_conv(g, path, cublas_, stream_, tol);
+}
+
+TEST_F(GpuCnnKernels, ConvolutionWithoutInputGradientOrBias) {
+  const ConvGeom g = conv(2, 3, 6, 6, 4, 3, 3, 1, 1);
+  const Vec x = random_vec(2 * 3 * 36, 1), W = random_vec(g.weight_numel(), 2), dy = random_vec(2 * 4 * 36, 3);
+  Vec scratch(static_cast<size_t>(remat::cpu::conv2d_scratch_floats(g)));
+  for (void* path : conv_paths()) {
+    gpu::ConvContext ctx{cublas_, path, stream_, nullptr, 0};
+    Workspace ws(gpu::conv2d_workspace_bytes(g, ctx));
+    ctx.workspace = ws.p;
+    ctx.workspace_bytes = ws.bytes;
+    const Dev x_d(x), W_d(W), dy_d(dy), y_d(nan_vec(dy.size())), dW_d(Vec(W.size(), 0.0f));
+    gpu::conv2d_fwd(g, x_d.get(), W_d.get(), nullptr, y_d.get(), ctx);
+    Vec y(dy.size()), dW(W.size(), 0.0f);
+    cpu::conv2d_fwd(g, x.data(), W.data(), nullptr, y.data(), scratch.data());
+    expect_close(y_d.fetch(), y, kTol, "no bias y");
+    gpu::conv2d_bwd(g, x_d.get(), W_d.get(), dy_d.get(), nullptr, dW_d.get(), nullptr, false, ctx);
+    cpu::conv2d_bwd(g, x.data(), W.data(), dy.data(), nullptr, dW.data(), nullptr, false, scratch.data());
+    expect_close(dW_d.fetch(), dW, kTol, "no dx dW");
+  }
+}
+
+TEST_F(GpuCnnKernels, ConvolutionRefusesATooSmallWorkspace) {
+  const ConvGeom g = conv(2, 3, 6, 6, 4, 3, 3, 1, 1);
+  const gpu::ConvContext none{cublas_, nullptr, stream_, nullptr, 0};
+  ASSERT_GT(gpu::conv2d_workspace_bytes(g, none), 0u);  // im2col needs its columns
+  const Dev x(random_vec(2 * 3 * 36, 1)), W(random_vec(g.weight_numel(), 2)), y(nan_vec(2 * 4 * 36));
+  EXPECT_THROW(gpu::conv2d_fwd(g, x.get(), W.get(), nullptr, y.get(), none), std::invalid_argument);
+  ConvGeom bad = g;
+  bad.groups = 2;  // 3 channels do not split in two
+  EXPECT_THROW((void)gpu::conv2d_workspace_bytes(bad, none), std::invalid_argument);
+}
+
+TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
+  for (const auto& [n, c, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{4, 3, 25}, {8, 16, 49}, {2, 5, 1}}) {
+    const std::string name = "batchnorm n" + std::to_string(n) + " c" + std::to_string(c) + " hw" + std::to_string(hw);
+    SCOPED_TRACE(name);
+    const int64_t m = n * c * hw;
+    const Vec x = random_vec(m, 21, -2.0f, 3.0f), gamma = random_vec(c, 22, 0.5f, 1.5f), beta = random_vec(c, 23);
+    Vec rm = random_vec(c, 24), rv = random_vec(c, 25, 0.5f, 1.5f);
+    const Dev x_d(x), g_d(gamma), b_d(beta), rm_d(rm), rv_d(rv), y_d(nan_vec(m)), mean_d(nan_vec(c)),
+        inv_d(nan_vec(c));
+    Vec y(m), mean(c), inv(c);
+    cpu::batchnorm_fwd(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), inv.data(), rm.data(), rv.data(),
+                       n, c, hw, 1e-5f, 0.1f);
+    gpu::batchnorm_fwd(x_d.get(), g_d.get(), b_d.get(), y_d.get(), mean_d.get(), inv_d.get(), rm_d.get(),
+                       rv_d.get(), n, c, hw, 1e-5f, 0.1f, stream_);
+    expect_close(y_d.fetch(), y, kTol, name + " y");
+    expect_close(mean_d.fetch(), mean, kTol, name + " save_mean");
+    expect_close(inv_d.fetch(), inv, kTol, name + " save_invstd");
+    expect_close(rm_d.fetch(), rm, kTol, name + " running_mean");
+    expect_close(rv_d.fetch(), rv, kTol, name + " running_var");
+    const Vec dy = random_vec(m, 26);
+    const Dev dy_d(dy);
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(m, 27) : nan_vec(m);
+      Vec dx = accumulate ? dx0 : Vec(m, 0.0f), dg = random_vec(c, 28), db = random_vec(c, 29);
+      const Dev dx_d(dx0), dg_d(dg), db_d(db);
+      cpu::batchnorm_bwd(x.data(), dy.data(), gamma.data(), mean.data(), inv.data(), dx.data(), dg.data(), db.data(),
+                         n, c, hw, accumulate);
+      gpu::batchnorm_bwd(x_d.get(), dy_d.get(), g_d.get(), mean_d.get(), inv_d.get(), dx_d.get(), dg_d.get(),
+                         db_d.get(), n, c, hw, accumulate, stream_);
+      expect_close(dx_d.fetch(), dx, kTol, name + " dx");
+      expect_close(dg_d.fetch(), dg, kTol, name + " dgamma");
+      expect_close(db_d.fetch(), db, kTol, name + " dbeta");
+    }
+  }
+}
+
+PoolGeom pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pad) {
+  PoolGeom g;
+  g.n = n, g.c = c, g.h = h, g.w = w, g.kh = g.kw = k, g.stride_h = g.stride_w = stride, g.pad_h = g.pad_w = pad;
+  return g;
+}
+
+TEST_F(GpuCnnKernels, PoolingMatchesCpu) {
+  for (const PoolGeom& g : {pool(2, 3, 9, 11, 3, 2, 1), pool(1, 2, 8, 8, 2, 2, 0), pool(2, 2, 7, 7, 3, 1, 1)}) {
+    SCOPED_TRACE("pool " + std::to_string(g.h) + "x" + std::to_string(g.w) + " k" + std::to_string(g.kh) + " s" +
+                 std::to_string(g.stride_h) + " p" + std::to_string(g.pad_h));
+    const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.c * g.oh() * g.ow();
+    const Vec x = random_vec(xn, 31), dy = random_vec(yn, 32);
+    const Dev x_d(x), dy_d(dy), y_d(nan_vec(yn));
+    Vec y(yn);
+    std::vector<int64_t> idx(yn);
+    remat::gpu_testing::DeviceArray<int64_t> idx_d(std::vector<int64_t>(yn, -7));
+    cpu::maxpool2d_fwd(g, x.data(), y.data(), idx.data());
+    gpu::maxpool2d_fwd(g, x_d.get(), y_d.get(), idx_d.get(), stream_);
+    expect_bitwise(y_d.fetch(), y, "max y");  // a maximum is one of the inputs: exact
+    EXPECT_EQ(idx_d.fetch(), idx);
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(xn, 33) : nan_vec(xn);
+      Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
+      const Dev dx_d(dx0);
+      cpu::maxpool2d_bwd(g, dy.data(), idx.data(), dx.data(), accumulate);
+      gpu::maxpool2d_bwd(g, dy_d.get(), idx_d.get(), dx_d.get(), accumulate, stream_);
+      expect_close(dx_d.fetch(), dx, kTol, "max dx");
+    }
+    Vec ya(yn);
+    const Dev ya_d(nan_vec(yn));
+    cpu::avgpool2d_fwd(g, x.data(), ya.data());
+    gpu::avgpool2d_fwd(g, x_d.get(), ya_d.get(), stream_);
+    expect_close(ya_d.fetch(), ya, kTol, "avg y");
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(xn, 34) : nan_vec(xn);
+      Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
+      const Dev dx_d(dx0);
+      cpu::avgpool2d_bwd(g, dy.data(), dx.data(), accumulate);
+      gpu::avgpool2d_bwd(g, dy_d.get(), dx_d.get(), accumulate, stream_);
+      expect_close(dx_d.fetch(), dx, kTol, "avg dx");
+    }
+  }
+  const int64_t nc = 6, hw = 49;
+  const Vec x = random_vec(nc * hw, 35), dy = random_vec(nc, 36);
+  Vec y(nc), dx(nc * hw, 0.0f);
+  const Dev x_d(x), dy_d(dy), y_d(nan_vec(nc)), dx_d(nan_vec(nc * hw));
+  cpu::global_avgpool_fwd(x.data(), y.data(), nc, hw);
+  gpu::global_avgpool_fwd(x_d.get(), y_d.get(), nc, hw, stream_);
+  expect_close(y_d.fetch(), y, kTol, "global avg y");
+  cpu::global_avgpool_bwd(dy.data(), dx.data(), nc, hw, false);
+  gpu::global_avgpool_bwd(dy_d.get(), dx_d.get(), nc, hw, false, stream_);
+  expect_close(dx_d.fetch(), dx, kTol, "global avg dx");
+}
+
+TEST_F(GpuCnnKernels, BatchedMatmulMatchesCpuInEveryLayout) {
+  const int64_t batch = 3, m = 17, n = 13, k = 21;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      const std::string name = std::string("bmm") + (ta ? " aT" : "") + (tb ? " bT" : "");
+      const Vec a = random_vec(batch * m * k, 41), b = random_vec(batch * k * n, 42), dc = random_vec(batch * m * n, 43);
+      const Dev a_d(a), b_d(b), dc_d(dc), c_d(nan_vec(batch * m * n));
+      Vec c(batch * m * n);
+      cpu::bmm(a.data(), b.data(), c.data(), batch, m, n, k, ta, tb, false);
+      gpu::bmm(a_d.get(), b_d.get(), c_d.get(), batch, m, n, k, ta, tb, false, cublas_, stream_);
+      expect_close(c_d.fetch(), c, kTol, name + " c");
+      for (const bool accumulate : {false, true}) {
+        const Vec da0 = accumulate ? random_vec(a.size(), 44) : nan_vec(a.size());
+        const Vec db0 = accumulate ? random_vec(b.size(), 45) : nan_vec(b.size());
+        Vec da = accumulate ? da0 : Vec(a.size(), 0.0f), db = accumulate ? db0 : Vec(b.size(), 0.0f);
+        const Dev da_d(da0), db_d(db0);
+        cpu::bmm_bwd(a.data(), b.data(), dc.data(), da.data(), db.data(), batch, m, n, k, ta, tb, accumulate,
+                     accumulate);
+        gpu::bmm_bwd(a_d.get(), b_d.get(), dc_d.get(), da_d.get(), db_d.get(), batch, m, n, k, ta, tb, accumulate,
+                     accumulate, cublas_, stream_);
+        expect_close(da_d.fetch(), da, kTol, name + " da");
+        expect_close(db_d.fetch(), db, kTol, name + " db");
+      }
+    }
+}
+
+TEST_F(GpuCnnKernels, SoftmaxScaleAndCausalMaskMatchCpu) {
+  const int64_t heads = 4, t = 9, n = heads * t * t;
+  std::vector<uint8_t> mask(t * t);
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j) mask[i * t + j] = j > i;  // causal: the future is masked
+  const Vec x = random_vec(n, 51, -3.0f, 3.0f), dy = random_vec(n, 52);
+  remat::gpu_testing::DeviceArray<uint8_t> mask_d(mask);
+  const Dev x_d(x), dy_d(dy), s_d(nan_vec(n)), m_d(nan_vec(n)), p_d(nan_vec(n));
+  Vec s(n), masked(n), p(n);
+  cpu::scale_fwd(x.data(), s.data(), n, 0.125f);
+  gpu::scale_fwd(x_d.get(), s_d.get(), n, 0.125f, stream_);
+  expect_bitwise(s_d.fetch(), s, "scale");  // one multiplication: exact
+  cpu::masked_fill_fwd(s.data(), mask.data(), masked.data(), n, t * t, -INFINITY);
+  gpu::masked_fill_fwd(s_d.get(), mask_d.get(), m_d.get(), n, t * t, -INFINITY, stream_);
+  expect_bitwise(m_d.fetch(), masked, "masked fill");
+  cpu::softmax_fwd(masked.data(), p.data(), heads * t, t);
+  gpu::softmax_fwd(m_d.get(), p_d.get(), heads * t, t, stream_);
+  const Vec p_gpu = p_d.fetch();
+  expect_close(p_gpu, p, kTol, "softmax");
+  EXPECT_EQ(p_gpu[1], 0.0f);  // row 0 attends to itself only
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(n, 53) : nan_vec(n);
+    Vec dsm = accumulate ? dx0 : Vec(n, 0.0f), dmf = dsm, dsc = dsm;
+    const Dev dsm_d(dx0), dmf_d(dx0), dsc_d(dx0);
+    const Dev p_dev(p);
+    cpu::softmax_bwd(p.data(), dy.data(), dsm.data(), heads * t, t, accumulate);
+    gpu::softmax_bwd(p_dev.get(), dy_d.get(), dsm_d.get(), heads * t, t, accumulate, stream_);
+    expect_close(dsm_d.fetch(), dsm, kTol, "softmax dx");
+    cpu::masked_fill_bwd(dy.data(), mask.data(), dmf.data(), n, t * t, accumulate);
+    gpu::masked_fill_bwd(dy_d.get(), mask_d.get(), dmf_d.get(), n, t * t, accumulate, stream_);
+    expect_bitwise(dmf_d.fetch(), dmf, "masked fill dx");
+    cpu::scale_bwd(dy.data(), dsc.data(), n, 0.125f, accumulate);
+    gpu::scale_bwd(dy_d.get(), dsc_d.get(), n, 0.125f, accumulate, stream_);
+    expect_bitwise(dsc_d.fetch(), dsc, "scale dx");
+  }
+}
+
+TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {
+  const int64_t outer = 3, inner = 5;
+  const std::vector<int64_t> widths = {2, 1, 4};
+  std::vector<Vec> xs;
+  std::vector<std::unique_ptr<Dev>> xs_d;
+  std::vector<const float*> xp, xp_d;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    xs.push_back(random_vec(outer * widths[i] * inner, 61 + static_cast<uint32_t>(i)));
+    xs_d.push_back(std::make_unique<Dev>(xs.back()));
+    xp.push_back(xs.back().data());
+    xp_d.push_back(xs_d.back()->get());
+  }
+  const int64_t total = outer * 7 * inner;
+  Vec y(total);
+  const Dev y_d(nan_vec(total));
+  cpu::concat_fwd(xp.data(), widths.data(), 3, y.data(), outer, inner);
+  gpu::concat_fwd(xp_d.data(), widths.data(), 3, y_d.get(), outer, inner, stream_);
+  expect_bitwise(y_d.fetch(), y, "concat");
+  const Vec dy = random_vec(total, 64);
+  const Dev dy_d(dy);
+  const uint8_t acc[] = {0, 1, 0};
+  std::vector<Vec> dxs = {Vec(outer * 2 * inner, 0.0f), random_vec(outer * inner, 65), Vec()};
+  std::vector<std::unique_ptr<Dev>> dxs_d;
+  dxs_d.push_back(std::make_unique<Dev>(nan_vec(dxs[0].size())));
+  dxs_d.push_back(std::make_unique<Dev>(dxs[1]));
+  float* dxp[] = {dxs[0].data(), dxs[1].data(), nullptr};  // the third input has no gradient
+  float* dxp_d[] = {dxs_d[0]->get(), dxs_d[1]->get(), nullptr};
+  cpu::concat_bwd(dy.data(), dxp, widths.data(), 3, outer, inner, acc);
+  gpu::concat_bwd(dy_d.get(), dxp_d, widths.data(), 3, outer, inner, acc, stream_);
+  expect_bitwise(dxs_d[0]->fetch(), dxs[0], "concat dx0");
+  expect_bitwise(dxs_d[1]->fetch(), dxs[1], "concat dx1 (accumulated)");
+
+  const int64_t vocab = 11, dim = 7;
+  const std::vector<int32_t> idx = {3, 0, 3, 10, 5, 3, 0};  // repeats: their gradients add up
+  const int64_t n = static_cast<int64_t>(idx.size());
+  const Vec table = random_vec(vocab * dim, 66), dye = random_vec(n * dim, 67);
+  remat::gpu_testing::DeviceArray<int32_t> idx_d(idx);
+  const Dev table_d(table), dye_d(dye), ye_d(nan_vec(n * dim));
+  Vec ye(n * dim), dtable = random_vec(vocab * dim, 68);
+  const Dev dtable_d(dtable);
+  cpu::embedding_fwd(table.data(), idx.data(), ye.data(), n, dim, vocab);
+  gpu::embedding_fwd(table_d.get(), idx_d.get(), ye_d.get(), n, dim, vocab, stream_);
+  expect_bitwise(ye_d.fetch(), ye, "embedding");
+  cpu::embedding_bwd(dye.data(), idx.data(), dtable.data(), n, dim, vocab);
+  gpu::embedding_bwd(dye_d.get(), idx_d.get(), dtable_d.get(), n, dim, vocab, stream_);
+  expect_close(dtable_d.fetch(), dtable, kTol, "embedding dtable");
+  // Out of range: the CPU throws, the device writes a NaN row.
+  const std::vector<int32_t> bad = {1, 11};
+  remat::gpu_testing::DeviceArray<int32_t> bad_d(bad);
+  const Dev yb_d(Vec(2 * dim, 0.0f));
+  gpu::embedding_fwd(table_d.get(), bad_d.get(), yb_d.get(), 2, dim, vocab, stream_);
+  const Vec yb = yb_d.fetch();
+  EXPECT_EQ(yb[0], table[dim]);
+  EXPECT_TRUE(std::isnan(yb[dim]));
+  Vec ycpu(2 * dim);
+  EXPECT_THROW(cpu::embedding_fwd(table.data(), bad.data(), ycpu.data(), 2, dim, vocab), std::invalid_argument);
+}
+
+TEST_F(GpuCnnKernels, SigmoidAndSiluMatchCpu) {
+  const int64_t n = 1000;
+  const Vec x = random_vec(n, 71, -6.0f, 6.0f), dy = random_vec(n, 72);
+  for (const Act act : {Act::Sigmoid, Act::SiLU}) {
+    const Dev x_d(x), dy_d(dy), y_d(nan_vec(n)), dx_d(nan_vec(n));
+    Vec y(n), dx(n);
+    cpu::act_fwd(act, x.data(), y.data(), n);
+    gpu::act_fwd(act, x_d.get(), y_d.get(), n, stream_);
+    expect_close(y_d.fetch(), y, kTol, "act y");
+    const Vec& saved = act == Act::Sigmoid ? y : x;  // sigmoid from its output, SiLU from its input
+    const Dev saved_d(saved);
+    cpu::act_bwd(act, saved.data(), dy.data(), dx.data(), n, false);
+    gpu::act_bwd(act, saved_d.get(), dy_d.get(), dx_d.get(), n, false, stream_);
+    expect_close(dx_d.fetch(), dx, kTol, "act dx");
+  }
+}
+
+}  // namespace
