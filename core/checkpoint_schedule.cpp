@@ -11,6 +11,12 @@ Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
   const int n = model.size();
   checkpoint.resize(static_cast<std::size_t>(n), 0);
   checkpoint[0] = 1;
+  // Keeping a view keeps its storage: the aliases down to the owner are kept
+  // too (free), so a recompute never makes a second copy of a held storage.
+  for (int v = n; v-- > 1;) {
+    if (checkpoint[static_cast<std::size_t>(v)] && model.op(v).view)
+      checkpoint[static_cast<std::size_t>(model.op(v).inputs[0])] = 1;
+  }
   std::vector<Instr> code;
   code.reserve(static_cast<std::size_t>(3 * n));
   for (int v = 1; v < n; ++v) code.push_back({InstrKind::Fwd, v});
@@ -24,24 +30,24 @@ Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
     if (!final_phase) {
       auto available = [&](int t) { return checkpoint[static_cast<std::size_t>(t)] || stamp[static_cast<std::size_t>(t)] == p; };
       needed.clear();
+      auto need = [&](int t) {
+        stamp[static_cast<std::size_t>(t)] = p;  // mark now; emitted below in order
+        needed.push_back(t);
+        stack.push_back(t);
+      };
       for (int v = first; v <= last; ++v) {
         for (int t : model.op(v).saved) {
-          if (!available(t)) {
-            stamp[static_cast<std::size_t>(t)] = p;  // mark now; emitted below in order
-            needed.push_back(t);
-            stack.push_back(t);
-          }
+          if (!available(t)) need(t);
         }
+        // aux(v) comes only from a fwd v: kept from the forward pass for a
+        // checkpoint, otherwise made again by recomputing v in this phase.
+        if (model.op(v).aux_bytes > 0 && !available(v)) need(v);
       }
       while (!stack.empty()) {  // iterative: recompute chains can be a million deep
         const int t = stack.back();
         stack.pop_back();
         for (int u : model.op(t).inputs) {
-          if (!available(u)) {
-            stamp[static_cast<std::size_t>(u)] = p;
-            needed.push_back(u);
-            stack.push_back(u);
-          }
+          if (!available(u)) need(u);
         }
       }
       std::sort(needed.begin(), needed.end());

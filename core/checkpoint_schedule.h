@@ -5,7 +5,10 @@
 // last to the first; before the backward steps of a phase it recomputes, in
 // topological order, every tensor those steps read that is neither a
 // checkpoint nor already recomputed in this phase (recursively, back to
-// checkpoints). The last phase reads what the forward pass left. Frees then
+// checkpoints); an op with private saved tensors aux(v) is recomputed for
+// them unless it is a checkpoint (a checkpoint keeps its aux from the forward
+// pass). A checkpointed view keeps its storage, so the aliases down to the
+// owner are checkpoints too. The last phase reads what the forward pass left. Frees then
 // follow from liveness (schedule.h), so a segment's recomputed tensors live only
 // until the phase's last backward step reads them. Works on any DAG.
 #pragma once

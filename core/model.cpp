@@ -43,6 +43,20 @@ void Model::finalize() {
   }
 }
 
+uint64_t Model::saved_bytes() const {
+  std::vector<uint8_t> held(static_cast<std::size_t>(size()), 0);
+  uint64_t b = 0;
+  for (int v = 0; v < size(); ++v) {
+    b += op(v).aux_bytes;
+    for (int s : op(v).saved) {
+      const auto r = static_cast<std::size_t>(storage(s));
+      if (!held[r]) b += op(static_cast<int>(r)).bytes;
+      held[r] = 1;
+    }
+  }
+  return b;
+}
+
 uint64_t Model::param_bytes() const {
   uint64_t b = 0;
   for (int v = 0; v < size(); ++v) b += op(v).param_bytes;

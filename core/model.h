@@ -29,10 +29,21 @@ struct Model {
   const Graph& graph() const { return graph_; }
   int loss() const { return size() - 1; }
 
-  // Every op but the input has a gradient tensor G(v) and a backward step; the
-  // loss's G is the implicit seed 1 and takes no memory.
-  bool has_grad_tensor(int v) const { return v != 0 && v != loss(); }
-  uint64_t grad_bytes(int v) const { return has_grad_tensor(v) ? op(v).bytes : 0; }
+  // Every op but the input has a backward step and, when its output is
+  // differentiable (not integer), a gradient tensor G(v); the loss's G is the
+  // implicit seed 1 and takes no memory. A view's gradient is a tensor of its
+  // own (sized like the view), not an alias.
+  bool has_grad_tensor(int v) const { return v != 0 && v != loss() && !is_integer(op(v).dtype); }
+  uint64_t grad_bytes(int v) const {
+    return has_grad_tensor(v) ? (op(v).view ? op(v).logical_bytes() : op(v).bytes) : 0;
+  }
+  // The op owning A(v)'s storage: v itself, or the op a view aliases.
+  int storage(int v) const { return op(v).storage; }
+  // Bytes of the tensors some backward reads, resident when the forward pass of
+  // store-all ends: every storage a saved set names (once, however many views
+  // of it are saved) plus every aux(v). What PyTorch's saved_tensors_hooks count
+  // (unique storages; parameters, target and labels excluded).
+  uint64_t saved_bytes() const;
 
   uint64_t param_bytes() const;
   double forward_flops() const;   // one forward pass, input excluded

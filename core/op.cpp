@@ -8,10 +8,14 @@
 namespace remat {
 namespace {
 
-constexpr std::array<std::string_view, 12> kKindNames = {
+constexpr std::array<std::string_view, 31> kKindNames = {
     "Input", "Linear", "ReLU", "GELU", "Tanh", "LayerNorm", "Add", "Dropout",
-    "MSELoss", "SoftmaxCELoss", "Dense", "Generic"};
-constexpr std::array<std::string_view, 4> kDTypeNames = {"f32", "f16", "bf16", "i32"};
+    "MSELoss", "SoftmaxCELoss", "Dense", "Generic",
+    "Conv", "BatchNorm", "MaxPool", "AvgPool", "GlobalAvgPool", "MatMul", "Softmax", "Sigmoid", "SiLU",
+    "MulConst", "DivConst", "AddConst", "MaskedFill", "Concat", "Embedding",
+    "Reshape", "Transpose", "Slice", "Expand"};
+static_assert(kKindNames.size() == static_cast<std::size_t>(OpKind::Expand) + 1, "a kind without a name");
+constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "f16", "bf16", "i32", "i64"};
 constexpr std::array<std::string_view, 3> kActNames = {"none", "relu", "tanh"};
 
 template <typename E, std::size_t N>
@@ -40,8 +44,15 @@ uint64_t dtype_size(DType d) {
     case DType::BF16: return 2;
     case DType::F32:
     case DType::I32: return 4;
+    case DType::I64: return 8;
   }
   return 4;
+}
+
+bool is_integer(DType d) { return d == DType::I32 || d == DType::I64; }
+
+bool is_view_kind(OpKind k) {
+  return k == OpKind::Reshape || k == OpKind::Transpose || k == OpKind::Slice || k == OpKind::Expand;
 }
 
 int64_t Op::numel() const {
@@ -49,6 +60,8 @@ int64_t Op::numel() const {
   for (int64_t d : shape) n *= d;
   return n;
 }
+
+uint64_t Op::logical_bytes() const { return tensor_bytes(shape, dtype); }
 
 uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype) {
   // 2^48 bytes is far beyond any device; anything larger is a typo or an attack.

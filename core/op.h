@@ -9,13 +9,27 @@
 
 namespace remat {
 
+// The one list of op kinds. What each kind computes, its shape, costs and what
+// its backward saves are in op_rules.cpp (one entry per kind) and the table of
+// docs/model-format.md; which kinds a backend runs, in core/exec/exec_kinds.h.
 enum class OpKind : uint8_t {
   Input, Linear, ReLU, GELU, Tanh, LayerNorm, Add, Dropout, MSELoss, SoftmaxCELoss,
   Dense,    // Linear followed by an activation, fused (the teaching chain)
   Generic,  // imported op we cannot execute: simulate only
+  // Simulate-only kinds of real networks (convolutions, attention).
+  Conv, BatchNorm, MaxPool, AvgPool, GlobalAvgPool,
+  MatMul,                        // product of two activations, batched (attention)
+  Softmax, Sigmoid, SiLU,
+  MulConst, DivConst, AddConst,  // by a constant (scalar or broadcast tensor)
+  MaskedFill,                    // Where(constant mask, constant, x)
+  Concat,
+  Embedding,                     // Gather of rows of a table by integer ids
+  // Views: the output aliases input 0's storage (a Reshape that cannot be a
+  // view becomes a copy, as PyTorch's reshape does).
+  Reshape, Transpose, Slice, Expand,
 };
 
-enum class DType : uint8_t { F32, F16, BF16, I32 };
+enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 
 // Activation fused into a Dense op.
 enum class Activation : uint8_t { None, ReLU, Tanh };
@@ -28,6 +42,24 @@ uint64_t dtype_size(DType d);
 std::string_view activation_name(Activation a);
 bool parse_activation(std::string_view s, Activation& out);
 
+// Attributes of the kinds that take them (op_rules.cpp says which reads what).
+struct OpAttrs {
+  int64_t channels = 0;            // Conv: output channels
+  int64_t vocab = 0;               // Embedding: rows of the table
+  std::vector<int64_t> kernel;     // Conv, MaxPool, AvgPool: spatial kernel (1 or 2 dims)
+  std::vector<int64_t> stride;     // default 1 per spatial dim
+  std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0
+  std::vector<int64_t> dilation;   // Conv, MaxPool; default 1
+  int64_t groups = 1;              // Conv
+  bool ceil_mode = false;          // MaxPool, AvgPool
+  bool bias = true;                // Conv, Linear: a bias vector among the parameters
+  int64_t axis = -1;               // Softmax, Concat, Slice (negative: from the end)
+  std::vector<int64_t> perm;       // Transpose
+  int64_t start = 0, end = 0, step = 1;  // Slice along axis: [start, end) by step
+  std::vector<int64_t> const_shape;      // *Const, MaskedFill: the constant's shape ([] = scalar)
+  bool operator==(const OpAttrs&) const = default;
+};
+
 // Ops id-ed by their position in topological order; op 0 is the input batch,
 // the last op is the loss.
 struct Op {
@@ -36,14 +68,27 @@ struct Op {
   std::vector<int> inputs;     // producer op ids, in argument order
   std::vector<int64_t> shape;  // output shape; (rows, features) for the built-in ops
   DType dtype = DType::F32;
-  uint64_t bytes = 0;          // bytes of A(v); may exceed the shape's (LayerNorm stats)
+  uint64_t bytes = 0;          // bytes A(v) owns: 0 for a view (it aliases another op's storage)
   double fwd_flops = 0;
   double bwd_flops = 0;
   std::vector<int> saved;      // forward tensors its backward reads (op ids; may include itself)
   uint64_t param_bytes = 0;    // weights of this op (baseline, not an activation)
+  // Private saved tensors aux(v): what the backward reads that is neither an
+  // input nor the output (normalisation statistics, pooling indices, dropout
+  // masks, contiguous copies a matmul makes of its inputs). Live from fwd v to
+  // bwd v (DESIGN.md).
+  uint64_t aux_bytes = 0;
   Activation act = Activation::None;  // Dense only
   float dropout_p = 0.0f;             // Dropout only
   bool simulate_only = false;         // no kernel can run it
+  OpAttrs attrs;
+  // Derived by op_rules (never read from a file): whether A(v) is a view, the
+  // op that owns its storage (itself unless a view), and a view's element
+  // strides in that storage (what makes a reshape a view or a copy). Empty
+  // for owners, which are contiguous: layout_of() gives them.
+  bool view = false;
+  int32_t storage = -1;
+  std::vector<int64_t> strides;
   // Initial parameter values (e.g. ONNX initializers), in kernel order: Linear
   // and Dense {W (out,in), b}, LayerNorm {gamma, beta}. Empty: the executor
   // initialises from its seed. Shared so copying a Model stays cheap.
@@ -53,7 +98,12 @@ struct Op {
   // Features: the last dimension (1 for a scalar).
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
   int64_t rows() const { return cols() == 0 ? 0 : numel() / cols(); }
+  // Bytes of the tensor's elements (shape x dtype), whoever owns them.
+  uint64_t logical_bytes() const;
 };
+
+bool is_view_kind(OpKind k);
+bool is_integer(DType d);
 
 // Bytes of `numel` elements of `dtype`; throws InputError on overflow.
 uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype);

@@ -1,6 +1,10 @@
-// Per-kind rules of the memory model: output shape, bytes, FLOPs, saved tensors
-// and parameter bytes, derived from an op's kind, attributes and inputs.
+// Per-kind rules of the memory model: output shape, bytes, FLOPs, saved tensors,
+// private saved tensors (aux) and parameter bytes, derived from an op's kind,
+// attributes and inputs. One entry per kind in op_rules.cpp; the table in
+// docs/model-format.md says the same op by op, with PyTorch's reasons.
 #pragma once
+#include <string>
+
 #include "core/op.h"
 
 namespace remat {
@@ -8,15 +12,20 @@ namespace remat {
 struct Model;
 
 // Checks `op` against its inputs (already in `model`) and fills what the caller
-// left unset: shape (for shape-preserving kinds), bytes, costs, saved, params.
-// Fields the caller set explicitly (bytes > 0, costs > 0, non-empty saved) are
-// kept: custom and imported ops carry their own. Throws InputError naming `where`.
+// left unset: shape (for kinds that infer it), bytes, costs, saved, aux,
+// params, and the layout (view, storage, strides). Fields the caller set
+// explicitly (bytes > 0, costs > 0, aux_bytes > 0, non-empty saved) are kept:
+// custom and imported ops carry their own. Throws InputError naming `where`.
 void derive_op(Op& op, const Model& model, const std::string& where, bool explicit_saved);
 
-// True for ops a backend can run (every kind but Generic, f32 only).
+// True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
+// with the bytes their kernels write).
 bool executable(const Op& op);
 
 // Loss kinds end a model.
 inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
+
+// "[2,3]" for messages.
+std::string shape_string(const std::vector<int64_t>& s);
 
 }  // namespace remat

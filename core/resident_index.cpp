@@ -33,35 +33,32 @@ ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : mod
 
   ResidentSet s(model);
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
-    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad)});
+    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux)});
     s.apply(model, schedule.code[i]);
   }
 }
 
-void ResidentIndex::replay(std::size_t t, std::vector<uint8_t>& act, std::vector<uint8_t>& grad) const {
+ResidentIndex::Flags ResidentIndex::replay(std::size_t t) const {
   const std::size_t k = std::min(t / stride_, snapshots_.size() - 1);
   ResidentSet r(*model_);
   r.act[0] = 0;
   for (int32_t v : snapshots_[k].act) r.act[static_cast<std::size_t>(v)] = 1;
   for (int32_t v : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1;
+  for (int32_t v : snapshots_[k].aux) r.aux[static_cast<std::size_t>(v)] = 1;
+  r.recount(*model_);  // storage holders follow from the aliases
   for (std::size_t i = k * stride_; i <= t && i < schedule_->code.size(); ++i) r.apply(*model_, schedule_->code[i]);
-  act = std::move(r.act);
-  grad = std::move(r.grad);
+  return {std::move(r.act), std::move(r.grad), std::move(r.aux)};
 }
 
 std::vector<TensorRef> ResidentIndex::resident_at(std::size_t t) const {
-  std::vector<uint8_t> act, grad;
-  replay(t, act, grad);
+  const Flags f = replay(t);
   std::vector<TensorRef> out;
-  for (int32_t v : ids(act)) out.push_back({v, false});
-  for (int32_t v : ids(grad)) out.push_back({v, true});
+  for (int32_t v : ids(f.act)) out.push_back({v, false});
+  for (int32_t v : ids(f.grad)) out.push_back({v, true});
+  for (int32_t v : ids(f.aux)) out.push_back({v, false, true});
   return out;
 }
 
-std::vector<uint8_t> ResidentIndex::activations_at(std::size_t t) const {
-  std::vector<uint8_t> act, grad;
-  replay(t, act, grad);
-  return act;
-}
+std::vector<uint8_t> ResidentIndex::activations_at(std::size_t t) const { return replay(t).act; }
 
 }  // namespace remat

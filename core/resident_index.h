@@ -12,10 +12,12 @@ namespace remat {
 
 struct Model;
 
-// A tensor: activation A(op) or gradient G(op).
+// A tensor: activation A(op) (a view's alias too), gradient G(op), or the
+// op's private saved tensors aux(op).
 struct TensorRef {
   int32_t op;
   bool grad;
+  bool aux = false;
   bool operator==(const TensorRef&) const = default;
 };
 
@@ -27,16 +29,19 @@ class ResidentIndex {
   std::size_t size() const { return schedule_->code.size(); }
   std::size_t stride() const { return stride_; }
   // Tensors resident while instruction t runs (after its allocation; after the
-  // release for a free), activations then gradients, each by op id.
+  // release for a free), activations then gradients then aux, each by op id.
   std::vector<TensorRef> resident_at(std::size_t t) const;
   // Activation residency per op while instruction t runs (the GUI's node states).
   std::vector<uint8_t> activations_at(std::size_t t) const;
 
  private:
   struct Snapshot {
-    std::vector<int32_t> act, grad;  // op ids resident before instruction k*stride
+    std::vector<int32_t> act, grad, aux;  // op ids resident before instruction k*stride
   };
-  void replay(std::size_t t, std::vector<uint8_t>& act, std::vector<uint8_t>& grad) const;
+  struct Flags {
+    std::vector<uint8_t> act, grad, aux;
+  };
+  Flags replay(std::size_t t) const;
 
   const Model* model_;
   const Schedule* schedule_;

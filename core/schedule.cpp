@@ -10,6 +10,7 @@ std::string_view instr_kind_name(InstrKind k) {
     case InstrKind::Bwd: return "bwd";
     case InstrKind::FreeAct: return "free A";
     case InstrKind::FreeGrad: return "free G";
+    case InstrKind::FreeAux: return "free aux";
   }
   return "?";
 }
@@ -17,9 +18,10 @@ std::string_view instr_kind_name(InstrKind k) {
 std::string to_string(const Instr& instr, const Model& model) {
   const Op& op = model.op(instr.op);
   std::string s(instr_kind_name(instr.kind));
-  s += instr.kind == InstrKind::FreeAct || instr.kind == InstrKind::FreeGrad ? "(" : " ";
+  const bool free = instr.kind != InstrKind::Fwd && instr.kind != InstrKind::Bwd;
+  s += free ? "(" : " ";
   s += op.name.empty() ? "op" + std::to_string(instr.op) : op.name;
-  if (instr.kind == InstrKind::FreeAct || instr.kind == InstrKind::FreeGrad) s += ")";
+  if (free) s += ")";
   return s;
 }
 
@@ -28,7 +30,8 @@ Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string 
   // Sweep backwards: the first read met (i.e. the last in program order) of a
   // tensor that is not live yet is its last use before the next definition.
   std::vector<uint8_t> live(static_cast<std::size_t>(model.size()), 0);
-  std::vector<int32_t> frees;          // activation frees, grouped per instruction
+  std::vector<uint8_t> aux_live(static_cast<std::size_t>(model.size()), 0);
+  std::vector<Instr> frees;            // activation and aux frees, grouped per instruction
   std::vector<uint32_t> free_end(n);   // frees[free_begin(i) .. free_end[i]) follow instruction i
   frees.reserve(n);
   std::vector<int32_t> reads;
@@ -36,15 +39,23 @@ Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string 
     const Instr& ins = compute[k];
     const std::size_t before = frees.size();
     const Op& op = model.op(ins.op);
+    const auto v = static_cast<std::size_t>(ins.op);
     if (ins.kind == InstrKind::Fwd) {
-      if (!live[static_cast<std::size_t>(ins.op)]) frees.push_back(ins.op);  // never read: drop at once
-      live[static_cast<std::size_t>(ins.op)] = 0;
+      if (!live[v]) frees.push_back({InstrKind::FreeAct, ins.op});  // never read: drop at once
+      live[v] = 0;
+      if (op.aux_bytes > 0) {
+        if (!aux_live[v]) frees.push_back({InstrKind::FreeAux, ins.op});
+        aux_live[v] = 0;
+      }
+    } else if (op.aux_bytes > 0 && !aux_live[v]) {
+      frees.push_back({InstrKind::FreeAux, ins.op});
+      aux_live[v] = 1;
     }
     const std::vector<int>& r = ins.kind == InstrKind::Fwd ? op.inputs : op.saved;
     for (int t : r) {
       auto& l = live[static_cast<std::size_t>(t)];
       if (!l) {
-        frees.push_back(t);
+        frees.push_back({InstrKind::FreeAct, t});
         l = 1;
       }
     }
@@ -64,8 +75,7 @@ Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string 
     const Instr& ins = compute[k];
     s.code.push_back(ins);
     if (ins.kind == InstrKind::Bwd && model.has_grad_tensor(ins.op)) s.code.push_back({InstrKind::FreeGrad, ins.op});
-    for (std::size_t j = group_start[k]; j < group_start[k] + free_end[k]; ++j)
-      s.code.push_back({InstrKind::FreeAct, frees[j]});
+    for (std::size_t j = group_start[k]; j < group_start[k] + free_end[k]; ++j) s.code.push_back(frees[j]);
   }
   return s;
 }

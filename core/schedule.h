@@ -15,6 +15,7 @@ enum class InstrKind : uint8_t {
   Bwd,       // backward of op: reads G(op) and saved(op), writes G of its inputs
   FreeAct,   // release A(op)
   FreeGrad,  // release G(op)
+  FreeAux,   // release aux(op), the op's private saved tensors (made by fwd op)
 };
 
 struct Instr {
@@ -37,7 +38,11 @@ std::string_view instr_kind_name(InstrKind k);
 
 // Turns a compute-only program (Fwd/Bwd) into a full schedule: each tensor is
 // freed right after its last read before it is next recomputed (or ever), and
-// G(v) right after bwd v. Strategies only decide what to compute and when.
+// G(v) right after bwd v. aux(v) is read by bwd v only, so it is freed right
+// after bwd v, or right after a fwd v whose aux no backward reads before v is
+// computed again (a forward pass whose segment will be recomputed). A view's
+// alias is freed like any tensor; its storage stays while any alias is held.
+// Strategies only decide what to compute and when.
 Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string strategy);
 
 }  // namespace remat

@@ -8,19 +8,43 @@
 namespace remat {
 
 ResidentSet::ResidentSet(const Model& model)
-    : act(static_cast<std::size_t>(model.size()), 0), grad(static_cast<std::size_t>(model.size()), 0) {
+    : act(static_cast<std::size_t>(model.size()), 0),
+      grad(static_cast<std::size_t>(model.size()), 0),
+      aux(static_cast<std::size_t>(model.size()), 0),
+      holders(static_cast<std::size_t>(model.size()), 0) {
   act[0] = 1;  // the input batch is given
+  holders[0] = 1;
   bytes = model.op(0).bytes;
+}
+
+void ResidentSet::recount(const Model& model) {
+  std::fill(holders.begin(), holders.end(), 0);
+  bytes = 0;
+  count = 0;
+  for (int v = 0; v < model.size(); ++v) {
+    const auto u = static_cast<std::size_t>(v);
+    if (act[u] && holders[static_cast<std::size_t>(model.storage(v))]++ == 0) bytes += model.op(model.storage(v)).bytes;
+    if (grad[u]) bytes += model.grad_bytes(v);
+    if (aux[u]) bytes += model.op(v).aux_bytes;
+    count += act[u] + grad[u] + aux[u];
+  }
 }
 
 void ResidentSet::apply(const Model& model, Instr ins) {
   const auto v = static_cast<std::size_t>(ins.op);
   switch (ins.kind) {
-    case InstrKind::Fwd:
+    case InstrKind::Fwd: {
+      const Op& op = model.op(ins.op);
       act[v] = 1;
-      bytes += model.op(ins.op).bytes;
+      if (holders[static_cast<std::size_t>(op.storage)]++ == 0) bytes += model.op(op.storage).bytes;
       ++count;
+      if (op.aux_bytes > 0) {
+        aux[v] = 1;
+        bytes += op.aux_bytes;
+        ++count;
+      }
       break;
+    }
     case InstrKind::Bwd:
       for (int u : model.op(ins.op).inputs) {
         const auto uu = static_cast<std::size_t>(u);
@@ -31,14 +55,21 @@ void ResidentSet::apply(const Model& model, Instr ins) {
         }
       }
       break;
-    case InstrKind::FreeAct:
+    case InstrKind::FreeAct: {
+      const int r = model.storage(ins.op);
       act[v] = 0;
-      bytes -= model.op(ins.op).bytes;
+      if (--holders[static_cast<std::size_t>(r)] == 0) bytes -= model.op(r).bytes;
       --count;
       break;
+    }
     case InstrKind::FreeGrad:
       grad[v] = 0;
       bytes -= model.grad_bytes(ins.op);
+      --count;
+      break;
+    case InstrKind::FreeAux:
+      aux[v] = 0;
+      bytes -= model.op(ins.op).aux_bytes;
       --count;
       break;
   }
@@ -64,6 +95,10 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
       case InstrKind::Fwd:
         if (ins.op == 0) throw ScheduleError(i, "the input is given, it cannot be computed");
         if (r.act[v]) throw ScheduleError(i, "fwd of " + name("A", ins.op) + " which is already resident");
+        // One copy per storage: the bytes of a storage are counted once.
+        if (!op.view && r.holders[v] > 0)
+          throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while a view of its previous value still holds that storage (a second copy)");
+        if (r.aux[v]) throw ScheduleError(i, "fwd of op " + std::to_string(ins.op) + " while " + name("aux", ins.op) + " of its previous forward is resident");
         for (int u : op.inputs) {
           if (!r.act[static_cast<std::size_t>(u)]) throw ScheduleError(i, "fwd " + name("A", ins.op) + " reads " + name("A", u) + " which is not resident");
         }
@@ -83,6 +118,7 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
         for (int s : op.saved) {
           if (!r.act[static_cast<std::size_t>(s)]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("A", s) + " which is not resident");
         }
+        if (op.aux_bytes > 0 && !r.aux[v]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("aux", ins.op) + " which is not resident");
         for (std::size_t a = 0; a < op.inputs.size(); ++a) {
           // Consumers are counted once per producer, even for Add(x, x).
           if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(a), op.inputs[a]) ==
@@ -98,6 +134,9 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
         break;
       case InstrKind::FreeGrad:
         if (!r.grad[v]) throw ScheduleError(i, "free of " + name("G", ins.op) + " which is not resident");
+        break;
+      case InstrKind::FreeAux:
+        if (!r.aux[v]) throw ScheduleError(i, "free of " + name("aux", ins.op) + " which is not resident");
         break;
     }
     r.apply(model, ins);

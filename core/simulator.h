@@ -24,20 +24,27 @@ struct Simulation {
   double overhead = 0;
 };
 
-// Throws ScheduleError: a read of a non-resident tensor, a second backward of
-// an op, a backward before all its consumers', a free of a non-resident tensor,
-// a recompute of a resident one, or a gradient missing at the end.
+// Throws ScheduleError: a read of a non-resident tensor (aux(v) included), a
+// second backward of an op, a backward before all its consumers', a free of a
+// non-resident tensor, a recompute of a resident one (or of a storage a view
+// still holds, or while the op's aux is resident), or a gradient missing at
+// the end.
 Simulation simulate(const Model& model, const Schedule& schedule);
 inline void validate(const Model& model, const Schedule& schedule) { (void)simulate(model, schedule); }
 
 // The tensors resident between instructions. `apply` is the memory model's one
-// rule for what an instruction allocates (fwd: A(op); bwd: G(u) of each input
-// not yet resident) and frees; the simulator checks before applying, replays of
-// validated schedules (resident index, GUI) apply directly.
+// rule for what an instruction allocates (fwd: A(op) and aux(op); bwd: G(u) of
+// each input not yet resident) and frees; the simulator checks before
+// applying, replays of validated schedules (resident index, GUI) apply
+// directly. `act` flags aliases (op ids); a storage's bytes count while any of
+// its aliases is resident (`holders` per owning op), so views add nothing.
 struct ResidentSet {
   explicit ResidentSet(const Model& model);
   void apply(const Model& model, Instr ins);
-  std::vector<uint8_t> act, grad;
+  // Recomputes holders, bytes and count from the flags (after setting them).
+  void recount(const Model& model);
+  std::vector<uint8_t> act, grad, aux;
+  std::vector<int32_t> holders;  // per storage owner: resident aliases
   uint64_t bytes = 0;
   std::size_t count = 1;  // tensors resident (the input at start)
 };

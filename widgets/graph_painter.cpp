@@ -42,6 +42,7 @@ void paintLegend(QPainter& p, const QRectF& target) {
       {GraphPalette::bwdRunning(), Qt::gray, "backward running"},
       {GraphPalette::bwdDone(), Qt::gray, "backward done"},
       {GraphPalette::notComputed(), GraphPalette::gradLive(), "gradient live"},
+      {QColor(Qt::transparent), Qt::gray, "view (owns no bytes)"},
   };
   QFont f = p.font();
   f.setPixelSize(11);
@@ -163,10 +164,18 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
   for (int v = lo; v <= hi; ++v) {
     const QPointF c = sceneToTarget.map(layout.fwd(v));
     const bool ckpt = states.checkpoint[v] && (states.fwd[v] == FwdState::Live || states.fwd[v] == FwdState::Computing);
-    p.setPen(ckpt ? QPen(GraphPalette::checkpointRing(), std::max(2.0, r * 0.28))
-                  : QPen(QColor(110, 110, 110), 1, states.fwd[v] == FwdState::Freed ? Qt::DashLine : Qt::SolidLine));
-    p.setBrush(fwdFill(states.fwd[v]));
-    p.drawEllipse(c, r, r);
+    if (model.op(v).view) {
+      // A view aliases its input's storage and owns no bytes: a hollow node,
+      // its state shown by the ring's colour.
+      p.setPen(QPen(ckpt ? GraphPalette::checkpointRing() : fwdFill(states.fwd[v]).darker(130), std::max(2.0, r * 0.35)));
+      p.setBrush(Qt::NoBrush);
+      p.drawEllipse(c, r * 0.8, r * 0.8);
+    } else {
+      p.setPen(ckpt ? QPen(GraphPalette::checkpointRing(), std::max(2.0, r * 0.28))
+                    : QPen(QColor(110, 110, 110), 1, states.fwd[v] == FwdState::Freed ? Qt::DashLine : Qt::SolidLine));
+      p.setBrush(fwdFill(states.fwd[v]));
+      p.drawEllipse(c, r, r);
+    }
     const std::string& name = model.op(v).name;
     if (labels) {
       p.setPen(QColor(50, 50, 50));

@@ -61,10 +61,14 @@ std::string InstructionCaption::text(std::size_t t) const {
     }
     case InstrKind::FreeGrad:
       return "freeing G(" + name(v) + "): the backward of " + name(v) + " has consumed it";
+    case InstrKind::FreeAux:
+      return "freeing aux(" + name(v) + ") (what only its backward reads: statistics, indices, a mask)" +
+             (facts_->bwd_at(v) < t ? std::string(": its backward has run") : std::string(": it will be recomputed first"));
     case InstrKind::Bwd: {
       std::string s = "backward of " + name(v) + ": reads ";
       s += model_->has_grad_tensor(v) ? "G(" + name(v) + ")" : "the loss seed";
       if (!op.saved.empty()) s += " and " + names(op.saved);
+      if (op.aux_bytes > 0) s += " and aux(" + name(v) + ")";
       std::vector<int> writes;
       for (int u : op.inputs)
         if (model_->has_grad_tensor(u)) writes.push_back(u);

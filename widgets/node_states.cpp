@@ -26,7 +26,8 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
         break;
       case InstrKind::Bwd: bwd_[v] = i; break;
       case InstrKind::FreeAct: freed[v] = 1; break;
-      case InstrKind::FreeGrad: break;
+      case InstrKind::FreeGrad:
+      case InstrKind::FreeAux: break;
     }
   }
   for (int v : declared)
@@ -71,6 +72,7 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
   if (t >= schedule.code.size()) t = schedule.code.size() - 1;
   std::vector<uint8_t> act(n, 0);
   for (const TensorRef& r : index.resident_at(t)) {
+    if (r.aux) continue;  // aux(v) is not a node of the graph
     if (r.grad) s.grad_live[static_cast<std::size_t>(r.op)] = 1;
     else act[static_cast<std::size_t>(r.op)] = 1;
   }

@@ -71,6 +71,10 @@ struct MemoryStats {
 struct TensorTable {
   std::span<void* const> act;
   std::span<void* const> grad;
+  // aux(v): the op's private saved tensors (aux_bytes), allocated by the
+  // executor at fwd v and released at `free aux(v)`; LayerNorm keeps its row
+  // statistics there. nullptr for ops without aux.
+  std::span<void* const> aux = {};
 };
 
 class Backend {

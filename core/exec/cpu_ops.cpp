@@ -52,13 +52,12 @@ void bwd_activation(CpuOpState&, const OpCall& c) {
   cpu::act_bwd(kernel_act(c.op.kind), x_or_y, c.dy(), c.dx(0), c.op.numel(), c.acc(0));
 }
 
-// A(v) holds y (rows, cols), then the row statistics (2, rows).
+// aux(v) holds the row statistics (2, rows); the backward reads x and them, not y.
 void fwd_layernorm(CpuOpState& s, const OpCall& c) {
-  cpu::layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.out() + c.op.numel(), c.op.rows(),
-                     c.op.cols());
+  cpu::layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols());
 }
 void bwd_layernorm(CpuOpState& s, const OpCall& c) {
-  cpu::layernorm_bwd(c.in(0), c.self() + c.op.numel(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
+  cpu::layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
                      s.param_grad(c.v, 0), s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0));
 }
 

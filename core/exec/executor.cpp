@@ -18,11 +18,13 @@ namespace {
 // Releases whatever a run still holds, also when a kernel throws.
 struct Resident {
   Backend& backend;
-  std::vector<void*> act, grad;
-  Resident(Backend& b, int n) : backend(b), act(static_cast<std::size_t>(n), nullptr), grad(static_cast<std::size_t>(n), nullptr) {}
+  std::vector<void*> act, grad, aux;
+  Resident(Backend& b, int n)
+      : backend(b), act(static_cast<std::size_t>(n), nullptr), grad(static_cast<std::size_t>(n), nullptr),
+        aux(static_cast<std::size_t>(n), nullptr) {}
   ~Resident() { release_all(); }
   void release_all() {
-    for (auto* list : {&act, &grad}) {
+    for (auto* list : {&act, &grad, &aux}) {
       for (void*& p : *list) {
         if (p) backend.release(p);
         p = nullptr;
@@ -150,7 +152,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
     for (std::size_t run = 0; run < runs; ++run) {
       const bool timed = run > 0;
       Resident r(backend, n);
-      const TensorTable table{r.act, r.grad};
+      const TensorTable table{r.act, r.grad, r.aux};
       at = -1;
       backend.zero_param_grads();
       backend.reset_peaks();
@@ -167,6 +169,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
         switch (ins.kind) {
           case InstrKind::Fwd:
             r.act[v] = alloc(op.bytes, at);
+            if (op.aux_bytes > 0) r.aux[v] = alloc(op.aux_bytes, at);
             backend.forward(model, ins.op, table);
             break;
           case InstrKind::Bwd:
@@ -187,6 +190,10 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
           case InstrKind::FreeGrad:
             backend.release(r.grad[v]);
             r.grad[v] = nullptr;
+            break;
+          case InstrKind::FreeAux:
+            backend.release(r.aux[v]);
+            r.aux[v] = nullptr;
             break;
         }
         if (options.sync_each) backend.synchronize();

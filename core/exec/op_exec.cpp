@@ -131,4 +131,12 @@ const float* OpCall::need(int u) const {
   return static_cast<const float*>(p);
 }
 
+float* OpCall::aux() const {
+  void* p = static_cast<std::size_t>(v) < t_.aux.size() ? t_.aux[static_cast<std::size_t>(v)] : nullptr;
+  if (!p)
+    throw InternalError(op_label(model, v) + ": " + std::string(kind_name(op.kind)) +
+                        " reads aux(" + std::to_string(v) + ") which is not resident");
+  return static_cast<float*>(p);
+}
+
 }  // namespace remat

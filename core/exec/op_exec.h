@@ -95,6 +95,8 @@ class OpCall {
   }
   // Add into dx(k) (true) or overwrite it (false).
   bool acc(std::size_t k) const { return k < acc_.size() && acc_[k] != 0; }
+  // aux(v), op.aux_bytes of private saved tensors (LayerNorm: mean, rstd per row).
+  float* aux() const;
 
  private:
   const float* need(int u) const;

@@ -14,6 +14,7 @@ std::string_view held_for_name(HeldFor h) {
     case HeldFor::AwaitsBackward: return "waiting for its backward";
     case HeldFor::Recomputed: return "being recomputed";
     case HeldFor::Gradient: return "gradient";
+    case HeldFor::Private: return "private saved tensors (aux)";
   }
   return "?";
 }
@@ -52,14 +53,22 @@ PeakExplanation explain_peak(const Model& m, const Schedule& s) {
       for (int u : m.op(ins.op).inputs)
         if (open[static_cast<std::size_t>(u)]) feeds[static_cast<std::size_t>(u)] = 1;
   }
-  PeakGroup g[4] = {{HeldFor::Checkpoint, 0, {}}, {HeldFor::AwaitsBackward, 0, {}}, {HeldFor::Recomputed, 0, {}}, {HeldFor::Gradient, 0, {}}};
+  PeakGroup g[5] = {{HeldFor::Checkpoint, 0, {}}, {HeldFor::AwaitsBackward, 0, {}}, {HeldFor::Recomputed, 0, {}},
+                    {HeldFor::Gradient, 0, {}}, {HeldFor::Private, 0, {}}};
+  std::vector<uint8_t> counted(n, 0);  // storages already in a group
   for (std::size_t v = 0; v < n; ++v) {
     if (r.act[v]) {
       const HeldFor h = recomputed[v] ? HeldFor::Recomputed
                         : (v == 0 || feeds[v]) ? HeldFor::Checkpoint : HeldFor::AwaitsBackward;
       auto& gr = g[static_cast<int>(h)];
       gr.ops.push_back(static_cast<int>(v));
-      gr.bytes += m.op(static_cast<int>(v)).bytes;
+      const auto owner = static_cast<std::size_t>(m.storage(static_cast<int>(v)));
+      if (!counted[owner]) gr.bytes += m.op(static_cast<int>(owner)).bytes;
+      counted[owner] = 1;
+    }
+    if (r.aux[v]) {
+      g[4].ops.push_back(static_cast<int>(v));
+      g[4].bytes += m.op(static_cast<int>(v)).aux_bytes;
     }
   }
   for (std::size_t v = 0; v < n; ++v) {

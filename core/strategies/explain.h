@@ -18,13 +18,14 @@ enum class HeldFor : uint8_t {
   AwaitsBackward,  // kept from the forward pass only for backward steps still to come
   Recomputed,      // a recomputed copy, held for this backward phase
   Gradient,        // G(v): an activation gradient
+  Private,         // aux(v): statistics, indices, masks, copies an op's backward reads
 };
 std::string_view held_for_name(HeldFor h);
 
 struct PeakGroup {
   HeldFor reason;
   uint64_t bytes = 0;
-  std::vector<int> ops;  // in op order
+  std::vector<int> ops;  // in op order (a view's storage counts with its first resident alias)
 };
 
 struct PeakExplanation {

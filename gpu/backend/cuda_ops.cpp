@@ -52,13 +52,13 @@ void bwd_activation(CudaOpState& s, const OpCall& c) {
   act_bwd(kernel_act(c.op.kind), x_or_y, c.dy(), c.dx(0), c.op.numel(), c.acc(0), s.stream);
 }
 
-// A(v) holds y (rows, cols), then the row statistics (2, rows), as on the CPU.
+// aux(v) holds the row statistics (2, rows), as on the CPU.
 void fwd_layernorm(CudaOpState& s, const OpCall& c) {
-  layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.out() + c.op.numel(), c.op.rows(), c.op.cols(),
+  layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
                 s.stream);
 }
 void bwd_layernorm(CudaOpState& s, const OpCall& c) {
-  layernorm_bwd(c.in(0), c.self() + c.op.numel(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0),
+  layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0),
                 s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0), s.stream);
 }
 

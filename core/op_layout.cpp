@@ -1,0 +1,56 @@
+#include "core/op_layout.h"
+
+#include "core/op.h"
+
+namespace remat {
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (std::size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+std::vector<int64_t> layout_of(const Op& op) { return op.strides.empty() ? contiguous_strides(op.shape) : op.strides; }
+
+bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
+  int64_t expected = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+// Walks the old dimensions from the last, grouping runs that are contiguous
+// among themselves; each group of new dimensions must fill exactly one run.
+std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& old_shape,
+                                                 const std::vector<int64_t>& old_strides,
+                                                 const std::vector<int64_t>& shape) {
+  std::vector<int64_t> out(shape.size(), 1);
+  if (old_shape.empty()) return contiguous_strides(shape);
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
+    const auto du = static_cast<std::size_t>(d);
+    tensor_numel *= old_shape[du];
+    if (d == 0 || (old_shape[du - 1] != 1 && old_strides[du - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[static_cast<std::size_t>(view_d)] == 1)) {
+        out[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
+        view_numel *= shape[static_cast<std::size_t>(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = old_strides[du - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace remat

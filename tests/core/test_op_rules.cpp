@@ -1,0 +1,197 @@
+// The per-kind rules of op_rules.cpp: shapes, bytes, saved sets (PyTorch's),
+// aux sizes, parameters, layouts; each expected value derived in a comment.
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/model.h"
+#include "core/op_layout.h"
+
+using namespace remat;
+
+namespace {
+
+Op make(OpKind k, std::vector<int> in, std::vector<int64_t> shape = {}) {
+  Op op;
+  op.kind = k;
+  op.inputs = std::move(in);
+  op.shape = std::move(shape);
+  return op;
+}
+
+std::string error_of(Model& m, Op op) {
+  try {
+    m.add(std::move(op), "op X");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(OpRules, ConvShapeParamsFlops) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {8, 3, 32, 32}));
+  Op c = make(OpKind::Conv, {0});
+  c.attrs = {.channels = 64, .kernel = {7, 7}, .stride = {2, 2}, .pads = {3, 3, 3, 3}};
+  c.attrs.bias = false;
+  const int v = m.add(std::move(c));
+  // (32 + 3 + 3 - 7) / 2 + 1 = 16
+  EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{8, 64, 16, 16}));
+  EXPECT_EQ(m.op(v).bytes, 8u * 64 * 16 * 16 * 4);
+  EXPECT_EQ(m.op(v).param_bytes, 64u * 3 * 7 * 7 * 4);
+  EXPECT_DOUBLE_EQ(m.op(v).fwd_flops, 2.0 * 8 * 64 * 16 * 16 * (3 * 49));
+  EXPECT_EQ(m.op(v).saved, (std::vector<int>{0}));  // the input (grad of the weight), not the output
+  EXPECT_EQ(m.op(v).aux_bytes, 0u);
+}
+
+TEST(OpRules, Conv1dDilationGroups) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {1, 4, 10}));
+  Op c = make(OpKind::Conv, {0});
+  c.attrs = {.channels = 6, .kernel = {3}, .pads = {1, 1}, .dilation = {2}, .groups = 2};
+  const int v = m.add(std::move(c));
+  // (10 + 1 + 1 - 2*(3-1) - 1) / 1 + 1 = 8; weights 6 x (4/2) x 3 plus 6 biases
+  EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{1, 6, 8}));
+  EXPECT_EQ(m.op(v).param_bytes, (6u * 2 * 3 + 6) * 4);
+  Op bad = make(OpKind::Conv, {0});
+  bad.attrs = {.channels = 6, .kernel = {3}, .groups = 3};
+  EXPECT_NE(error_of(m, bad).find("groups 3 must divide the input channels 4"), std::string::npos);
+}
+
+TEST(OpRules, PoolsBatchNormGlobalPool) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {2, 3, 5, 5}));
+  Op mp = make(OpKind::MaxPool, {0});
+  mp.attrs.kernel = {2, 2};  // stride defaults to the kernel, as in torch
+  const int floor_pool = m.add(mp);
+  mp.attrs.ceil_mode = true;
+  mp.attrs.stride.clear();
+  const int ceil_pool = m.add(mp);
+  EXPECT_EQ(m.op(floor_pool).shape, (std::vector<int64_t>{2, 3, 2, 2}));  // floor(4/2)+1
+  EXPECT_EQ(m.op(ceil_pool).shape, (std::vector<int64_t>{2, 3, 3, 3}));   // ceil(3/2)+1 = 3
+  // MaxPool saves its input and the int64 argmax of every output element.
+  EXPECT_EQ(m.op(ceil_pool).saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(ceil_pool).aux_bytes, 2u * 3 * 3 * 3 * 8);
+  Op ap = make(OpKind::AvgPool, {0});
+  ap.attrs.kernel = {3, 3};
+  ap.attrs.stride = {1, 1};
+  const int avg = m.add(ap);
+  EXPECT_EQ(m.op(avg).shape, (std::vector<int64_t>{2, 3, 3, 3}));
+  EXPECT_EQ(m.op(avg).saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(avg).aux_bytes, 0u);
+  const int bn = m.add(make(OpKind::BatchNorm, {0}));
+  EXPECT_EQ(m.op(bn).saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(bn).aux_bytes, 2u * 3 * 4);  // batch mean and inverse std per channel
+  EXPECT_EQ(m.op(bn).param_bytes, 4u * 3 * 4);  // weight, bias, running mean, running var
+  const int gap = m.add(make(OpKind::GlobalAvgPool, {bn}));
+  EXPECT_EQ(m.op(gap).shape, (std::vector<int64_t>{2, 3, 1, 1}));
+  EXPECT_EQ(m.op(gap).saved, (std::vector<int>{bn}));
+}
+
+TEST(OpRules, ActivationsSaveWhatTheirDerivativeReads) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {4, 4}));
+  EXPECT_EQ(m.op(m.add(make(OpKind::Sigmoid, {0}))).saved, (std::vector<int>{1}));  // y(1-y)
+  EXPECT_EQ(m.op(m.add(make(OpKind::SiLU, {0}))).saved, (std::vector<int>{0}));     // x
+  Op sm = make(OpKind::Softmax, {0});
+  const int s = m.add(sm);
+  EXPECT_EQ(m.op(s).saved, (std::vector<int>{s}));
+  Op mul = make(OpKind::MulConst, {0});
+  mul.attrs.const_shape = {1, 4};
+  const int c = m.add(mul);
+  EXPECT_TRUE(m.op(c).saved.empty());
+  mul.attrs.const_shape = {2, 4};
+  EXPECT_NE(error_of(m, mul).find("does not broadcast onto [4,4]"), std::string::npos);
+}
+
+TEST(OpRules, MatMulSavesInputsOrTheCopiesTorchMakes) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {2, 3, 4, 5}));
+  const int r = m.add(make(OpKind::ReLU, {0}));
+  Op t = make(OpKind::Transpose, {r});
+  t.attrs.perm = {0, 2, 1, 3};  // [2,4,3,5], strides (60,5,20,1)
+  const int a = m.add(t);
+  t.attrs.perm = {0, 2, 3, 1};  // [2,4,5,3], strides (60,5,1,20)
+  const int b = m.add(t);
+  const int ab = m.add(make(OpKind::MatMul, {a, b}));
+  EXPECT_EQ(m.op(ab).shape, (std::vector<int64_t>{2, 4, 3, 3}));
+  // Neither folds into (8, rows, k) without a copy (batch strides 60 and 5 do
+  // not chain): bmm saves two copies of 120 floats.
+  EXPECT_TRUE(m.op(ab).saved.empty());
+  EXPECT_EQ(m.op(ab).aux_bytes, 2u * 120 * 4);
+  t.attrs.perm = {0, 1, 3, 2};  // [2,3,5,4], strides (60,20,1,5): batch dims still chain
+  const int rt = m.add(t);
+  const int rr = m.add(make(OpKind::MatMul, {r, rt}));
+  EXPECT_EQ(m.op(rr).saved, (std::vector<int>{r, rt}));
+  EXPECT_EQ(m.op(rr).aux_bytes, 0u);
+  EXPECT_EQ(m.op(rr).shape, (std::vector<int64_t>{2, 3, 4, 4}));
+  EXPECT_DOUBLE_EQ(m.op(rr).fwd_flops, 2.0 * 6 * 4 * 5 * 4);
+}
+
+TEST(OpRules, ViewsReshapeSliceExpand) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {6, 10}));
+  const int r = m.add(make(OpKind::Reshape, {0}, {3, 2, 10}));
+  EXPECT_TRUE(m.op(r).view);
+  EXPECT_EQ(m.op(r).bytes, 0u);
+  EXPECT_EQ(m.op(r).storage, 0);
+  Op t = make(OpKind::Transpose, {0});
+  const int tr = m.add(t);  // default: reversed axes, [10,6]
+  EXPECT_EQ(m.op(tr).shape, (std::vector<int64_t>{10, 6}));
+  const int flat = m.add(make(OpKind::Reshape, {tr}, {60}));
+  EXPECT_FALSE(m.op(flat).view);  // a transposed tensor cannot be flattened in place: a copy
+  EXPECT_EQ(m.op(flat).bytes, 240u);
+  Op s = make(OpKind::Slice, {0});
+  s.attrs = {.axis = 1, .start = 2, .end = 9, .step = 3};
+  const int sl = m.add(s);
+  EXPECT_EQ(m.op(sl).shape, (std::vector<int64_t>{6, 3}));  // columns 2, 5, 8
+  EXPECT_EQ(m.op(sl).strides, (std::vector<int64_t>{10, 3}));
+  EXPECT_EQ(m.op(sl).logical_bytes(), 6u * 3 * 4);  // the size of its gradient
+  const int row = m.add(make(OpKind::Reshape, {m.add([] {
+                                                Op o = make(OpKind::Slice, {0});
+                                                o.attrs = {.axis = 0, .start = 0, .end = 1};
+                                                return o;
+                                              }())},
+                             {1, 10}));
+  const int ex = m.add(make(OpKind::Expand, {row}, {4, 1, 10}));
+  EXPECT_EQ(m.op(ex).strides, (std::vector<int64_t>{0, 10, 1}));
+  EXPECT_EQ(m.storage(ex), 0);
+  Op bad = make(OpKind::Reshape, {0}, {7, 9});
+  EXPECT_NE(error_of(m, bad).find("changes the element count"), std::string::npos);
+  bad = make(OpKind::Transpose, {0});
+  bad.bytes = 8;
+  EXPECT_NE(error_of(m, bad).find("owns no bytes"), std::string::npos);
+}
+
+TEST(OpRules, EmbeddingConcatAndIntegerIds) {
+  Model m;
+  Op ids = make(OpKind::Input, {}, {2, 5});
+  ids.dtype = DType::I64;
+  m.add(ids);
+  Op e = make(OpKind::Embedding, {0}, {2, 5, 8});
+  e.attrs.vocab = 100;
+  const int emb = m.add(e);
+  EXPECT_EQ(m.op(emb).saved, (std::vector<int>{0}));  // the ids
+  EXPECT_EQ(m.op(emb).param_bytes, 100u * 8 * 4);
+  EXPECT_FALSE(m.has_grad_tensor(0));
+  Op c = make(OpKind::Concat, {emb, emb});
+  c.attrs.axis = -1;
+  const int cat = m.add(c);
+  EXPECT_EQ(m.op(cat).shape, (std::vector<int64_t>{2, 5, 16}));
+  EXPECT_TRUE(m.op(cat).saved.empty());
+  Op on_floats = make(OpKind::Embedding, {emb}, {2, 5, 8, 8});
+  on_floats.attrs.vocab = 10;
+  EXPECT_NE(error_of(m, on_floats).find("looks rows up by integer ids"), std::string::npos);
+}
+
+TEST(OpLayout, ViewStridesFollowTorch) {
+  // (B,T,H,hs) transposed to (B,H,T,hs) cannot merge B and H.
+  EXPECT_FALSE(view_strides({2, 4, 8, 16}, {512, 16, 128, 1}, {8, 8, 16}));
+  // A contiguous tensor views as anything of its size.
+  EXPECT_EQ(*view_strides({2, 3, 4}, {12, 4, 1}, {6, 4}), (std::vector<int64_t>{4, 1}));
+  // A slice of columns keeps its row stride when its rows are split.
+  EXPECT_EQ(*view_strides({4, 6}, {18, 1}, {2, 2, 6}), (std::vector<int64_t>{36, 18, 1}));
+  EXPECT_TRUE(is_contiguous({3, 1, 4}, {4, 99, 1}));
+  EXPECT_FALSE(is_contiguous({3, 4}, {1, 3}));
+}
