@@ -12,7 +12,7 @@ Model load_model(std::string_view spec_or_path) {
   const std::string path(spec_or_path);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError("model '" + path + "' is neither a preset (chain:N, mlp:N, transformer:L) nor a readable file");
+    throw InputError("model '" + path + "' is neither a preset (chain:N, mlp:N, transformer:L, gpt:L, resnet:DEPTH) nor a readable file");
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".onnx") return load_onnx_model(path);
   return load_json_model(path);

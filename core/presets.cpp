@@ -1,6 +1,7 @@
 #include "core/presets.h"
 
 #include "core/errors.h"
+#include "core/preset_models.h"
 #include "core/spec_parse.h"
 
 namespace remat {
@@ -107,7 +108,8 @@ Model transformer(const std::vector<std::string>& f, const std::string& spec) {
 }  // namespace
 
 bool is_preset_spec(std::string_view spec) {
-  return spec.starts_with("chain:") || spec.starts_with("mlp:") || spec.starts_with("transformer:");
+  return spec.starts_with("chain:") || spec.starts_with("mlp:") || spec.starts_with("transformer:") ||
+         spec.starts_with("gpt:") || spec.starts_with("resnet:");
 }
 
 Model make_preset(std::string_view spec_view) {
@@ -116,7 +118,9 @@ Model make_preset(std::string_view spec_view) {
   if (f[0] == "chain") return chain(f, spec);
   if (f[0] == "mlp") return mlp(f, spec);
   if (f[0] == "transformer") return transformer(f, spec);
-  throw InputError("unknown model spec '" + spec + "': expected chain:N[:BYTES], mlp:N[:WIDTH[:BATCH]] or transformer:L[:D[:SEQ[:BATCH]]]");
+  if (f[0] == "gpt") return gpt_preset(f, spec);
+  if (f[0] == "resnet") return resnet_preset(f, spec);
+  throw InputError("unknown model spec '" + spec + "': expected " + std::string(kPresetSpecs));
 }
 
 }  // namespace remat

@@ -4,13 +4,14 @@
 
 #include "app/cli/commands.h"
 #include "core/errors.h"
+#include "core/presets.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"remat: simulate, run and export gradient-checkpointing schedules"};
   app.require_subcommand(1);
-  app.footer(
-      "Models: chain:N[:BYTES], mlp:N[:WIDTH[:BATCH]], transformer:L[:D[:SEQ[:BATCH]]], or a .json/.onnx file.\n"
-      "Run 'remat COMMAND --help' for a command's options.");
+  app.footer("Models: " + std::string(remat::kPresetSpecs) +
+             ", or a .json/.onnx file.\n"
+             "Run 'remat COMMAND --help' for a command's options.");
   remat::cli::add_simulate_command(app);
   remat::cli::add_run_command(app);
   remat::cli::add_model_command(app);

@@ -65,12 +65,32 @@ TEST(Presets, TransformerIsADagWithResiduals) {
   EXPECT_EQ(res1.inputs, (std::vector<int>{0, 5}));  // skip edge from the block input
   EXPECT_EQ(m.consumers(0), (std::vector<int>{1, 6}));
   const Op& ln = m.op(1);
-  EXPECT_EQ(ln.bytes, rows * 32u * 4u + 2u * rows * 4u);  // y plus mean and rstd per row
-  EXPECT_EQ(ln.saved, (std::vector<int>{0, 1}));
+  EXPECT_EQ(ln.bytes, rows * 32u * 4u);     // y
+  EXPECT_EQ(ln.aux_bytes, 2u * rows * 4u);  // mean and rstd per row, private to its backward
+  EXPECT_EQ(ln.saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(5).aux_bytes, rows * 32u);  // the dropout mask, a byte per element
   EXPECT_EQ(m.op(8).shape, (std::vector<int64_t>{rows, 128}));  // MLP up-projection 4D
   EXPECT_EQ(m.op(9).saved, std::vector<int>{8});                // GELU reads its input
   EXPECT_FLOAT_EQ(m.op(5).dropout_p, 0.1f);
   EXPECT_EQ(m.op(m.loss()).kind, OpKind::SoftmaxCELoss);
+}
+
+TEST(Presets, Resnet18IsTorchvisions) {
+  const Model m = make_preset("resnet:18");
+  // Stem conv, bn, relu, pool; 8 blocks of (conv, bn, relu, conv, bn, add,
+  // relu) and 3 shortcuts of (conv, bn); pool, flatten, fc, loss.
+  ASSERT_EQ(m.size(), 1 + 4 + 8 * 7 + 3 * 2 + 4);
+  EXPECT_EQ(m.op(4).shape, (std::vector<int64_t>{8, 64, 8, 8}));  // after the 3x3/2 max pool
+  int gap = -1;
+  for (int v = 0; v < m.size(); ++v)
+    if (m.op(v).kind == OpKind::GlobalAvgPool) gap = v;
+  ASSERT_GT(gap, 0);
+  EXPECT_EQ(m.op(gap - 1).shape, (std::vector<int64_t>{8, 512, 1, 1}));  // 32 halved five times
+  EXPECT_TRUE(m.op(gap + 1).view);                                     // flatten
+  // torchvision's resnet18(num_classes=10) has 11,181,642 parameters; the
+  // running statistics of its 4,800 batch-norm channels are 2 x 4,800 more floats.
+  EXPECT_EQ(m.param_bytes(), 4u * (11'181'642 + 2 * 4'800));
+  EXPECT_FALSE(m.executable());
 }
 
 TEST(Presets, BadSpecsSayWhatAndWhere) {
@@ -78,6 +98,9 @@ TEST(Presets, BadSpecsSayWhatAndWhere) {
   EXPECT_EQ(error_of("chain:x"), "chain length N in 'chain:x' must be an integer, got 'x'");
   EXPECT_EQ(error_of("mlp:2:-3"), "WIDTH in 'mlp:2:-3' must be between 1 and 1048576, got -3");
   EXPECT_NE(error_of("transformer:1:2:3:4:5").find("expected transformer:L[:D[:SEQ[:BATCH]]]"), std::string::npos);
-  EXPECT_NE(error_of("resnet:5").find("unknown model spec 'resnet:5'"), std::string::npos);
+  EXPECT_NE(error_of("vgg:5").find("unknown model spec 'vgg:5'"), std::string::npos);
+  EXPECT_EQ(error_of("resnet:5"), "DEPTH in 'resnet:5' must be 10, 18 or 34 (ResNets of basic blocks), got 5");
+  EXPECT_EQ(error_of("gpt:2:100:3"), "model spec 'gpt:2:100:3': width D 100 is not a multiple of the head count 3");
+  EXPECT_EQ(error_of("gpt:2:96:3:8:1:i64"), "DTYPE in 'gpt:2:96:3:8:1:i64' must be f32, f16 or bf16, got 'i64'");
   EXPECT_NE(error_of("transformer:1:65536:1048576:65536").find("too large"), std::string::npos);
 }

@@ -9,7 +9,7 @@ using namespace remat;
 
 // Every step's answer equals a replay from zero, and its bytes the timeline's.
 TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
-  for (const char* model : {"chain:40", "transformer:2:8:2:1"}) {
+  for (const char* model : {"chain:40", "transformer:2:8:2:1", "gpt:1:16:2:4:1:f32:10", "resnet:10:4"}) {
     const Model m = make_preset(model);
     for (const char* spec : {"store-all", "recompute-all", "sqrt"}) {
       const Schedule s = make_strategy(spec)->schedule(m);
@@ -20,11 +20,12 @@ TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
         replay.apply(m, s.code[t]);
         const auto got = index.resident_at(t);
         uint64_t bytes = 0;
-        std::size_t acts = 0;
+        std::vector<uint8_t> counted(static_cast<std::size_t>(m.size()), 0);  // storages, once each
         for (const TensorRef& r : got) {
-          EXPECT_TRUE(r.grad ? replay.grad[r.op] : replay.act[r.op]);
-          bytes += r.grad ? m.grad_bytes(r.op) : m.op(r.op).bytes;
-          acts += !r.grad;
+          EXPECT_TRUE(r.aux ? replay.aux[r.op] : r.grad ? replay.grad[r.op] : replay.act[r.op]);
+          if (r.aux) bytes += m.op(r.op).aux_bytes;
+          else if (r.grad) bytes += m.grad_bytes(r.op);
+          else if (!counted[static_cast<std::size_t>(m.storage(r.op))]++) bytes += m.op(m.storage(r.op)).bytes;
         }
         EXPECT_EQ(got.size(), replay.count);
         EXPECT_EQ(bytes, sim.timeline[t]) << model << " " << spec << " t=" << t;

@@ -32,25 +32,44 @@ TEST(Examples, Chain16IsThePreset) {
   }
 }
 
-TEST(Examples, Gpt2SmallSizes) {
-  const Model m = load_model(kDir + "gpt2-small.json");
-  EXPECT_EQ(m.size(), 1 + 12 * 12 + 3);
-  EXPECT_EQ(m.op(0).shape, (std::vector<int64_t>{1024, 768}));
-  EXPECT_EQ(m.op(8).shape, (std::vector<int64_t>{1024, 3072}));  // b0.mlp.up
-  EXPECT_TRUE(m.executable());
-  EXPECT_EQ(m.param_bytes(), make_preset("transformer:12:768:1024:1").param_bytes());
+// A shipped model file reads back into exactly the preset it was written from.
+void expect_same(const Model& file, const Model& preset) {
+  ASSERT_EQ(file.size(), preset.size());
+  for (int v = 0; v < file.size(); ++v) {
+    const Op &a = file.op(v), &b = preset.op(v);
+    SCOPED_TRACE(b.name);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.inputs, b.inputs);
+    EXPECT_EQ(a.shape, b.shape);
+    EXPECT_EQ(a.bytes, b.bytes);
+    EXPECT_EQ(a.aux_bytes, b.aux_bytes);
+    EXPECT_EQ(a.saved, b.saved);
+    EXPECT_EQ(a.view, b.view);
+  }
+  EXPECT_EQ(file.saved_bytes(), preset.saved_bytes());
+  EXPECT_EQ(file.param_bytes(), preset.param_bytes());
 }
 
-TEST(Examples, ResnetIsSimulateOnlyWithExplicitCosts) {
+TEST(Examples, Gpt2SmallIsTheGptPreset) {
+  const Model m = load_model(kDir + "gpt2-small.json");
+  // ids, wte, wpe, drop; 28 ops per block; ln_f, lm_head, loss.
+  EXPECT_EQ(m.size(), 4 + 12 * 28 + 3);
+  EXPECT_EQ(m.op(0).dtype, DType::I64);
+  EXPECT_EQ(m.op(5).shape, (std::vector<int64_t>{1, 1024, 3 * 768}));  // h0.attn.c_attn
+  EXPECT_FALSE(m.executable());
+  expect_same(m, make_preset("gpt:12:768:12:1024:1:bf16"));
+}
+
+TEST(Examples, ResnetSmallIsResnet18) {
   const Model m = load_model(kDir + "resnet-small.json");
   EXPECT_FALSE(m.executable());
-  EXPECT_EQ(m.op(1).name, "stem.conv");
-  EXPECT_EQ(m.op(1).kind, OpKind::Generic);
-  EXPECT_TRUE(m.op(1).simulate_only);
-  EXPECT_EQ(m.op(1).bytes, 8u * 16 * 32 * 32 * 4);
-  EXPECT_EQ(m.op(1).fwd_flops, 2.0 * 8 * 16 * 32 * 32 * 3 * 9);
-  EXPECT_EQ(m.op(1).param_bytes, 16u * 3 * 9 * 4);
+  EXPECT_EQ(m.op(1).name, "conv1");
+  EXPECT_EQ(m.op(1).kind, OpKind::Conv);
+  EXPECT_EQ(m.op(1).bytes, 8u * 64 * 16 * 16 * 4);
+  EXPECT_EQ(m.op(1).param_bytes, 64u * 3 * 49 * 4);
   EXPECT_EQ(m.op(m.loss()).kind, OpKind::SoftmaxCELoss);
+  expect_same(m, make_preset("resnet:18"));
 }
 
 }  // namespace
@@ -68,9 +87,9 @@ TEST(Schema, KindsAndDtypesMatchTheLoader) {
   const auto s = nlohmann::json::parse(in);
   const auto& props = s["$defs"]["op"]["properties"];
   std::vector<std::string> kinds;
-  for (int k = 0; k <= static_cast<int>(OpKind::Generic); ++k) kinds.emplace_back(kind_name(static_cast<OpKind>(k)));
+  for (int k = 0; k <= static_cast<int>(OpKind::Expand); ++k) kinds.emplace_back(kind_name(static_cast<OpKind>(k)));
   EXPECT_EQ(props["kind"]["enum"].get<std::vector<std::string>>(), kinds);
-  EXPECT_EQ(props["dtype"]["enum"].get<std::vector<std::string>>(), (std::vector<std::string>{"f32", "f16", "bf16", "i32"}));
+  EXPECT_EQ(props["dtype"]["enum"].get<std::vector<std::string>>(), (std::vector<std::string>{"f32", "f16", "bf16", "i32", "i64"}));
   EXPECT_EQ(props["shape"]["maxItems"], 8);
   EXPECT_EQ(s["properties"]["format"]["const"], "remat-model");
 }
