@@ -37,8 +37,49 @@ std::string type_of(const json& v) {
 
 std::string kind_list() {
   std::string s;
-  for (int k = 0; k <= static_cast<int>(OpKind::Generic); ++k)
+  for (int k = 0; k <= static_cast<int>(OpKind::Expand); ++k)
     s += (k ? ", " : "") + std::string(kind_name(static_cast<OpKind>(k)));
+  return s;
+}
+
+// The attribute fields and the kinds that take them (op_rules.cpp reads them).
+struct AttrField {
+  std::string_view key;
+  std::initializer_list<OpKind> kinds;
+};
+using K = OpKind;
+const AttrField kAttrFields[] = {
+    {"channels", {K::Conv}},
+    {"vocab", {K::Embedding}},
+    {"kernel", {K::Conv, K::MaxPool, K::AvgPool}},
+    {"stride", {K::Conv, K::MaxPool, K::AvgPool}},
+    {"pads", {K::Conv, K::MaxPool, K::AvgPool}},
+    {"dilation", {K::Conv, K::MaxPool}},
+    {"groups", {K::Conv}},
+    {"ceil_mode", {K::MaxPool, K::AvgPool}},
+    {"bias", {K::Conv, K::Linear}},
+    {"axis", {K::Softmax, K::Concat, K::Slice}},
+    {"perm", {K::Transpose}},
+    {"start", {K::Slice}},
+    {"end", {K::Slice}},
+    {"step", {K::Slice}},
+    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
+};
+
+bool takes(OpKind kind, std::string_view key) {
+  for (const auto& f : kAttrFields)
+    if (f.key == key) return std::find(f.kinds.begin(), f.kinds.end(), kind) != f.kinds.end();
+  return false;
+}
+
+std::string takers(std::string_view key) {
+  if (std::none_of(std::begin(kAttrFields), std::end(kAttrFields), [&](const AttrField& f) { return f.key == key; }))
+    return {};
+  std::string s;
+  for (const auto& f : kAttrFields) {
+    if (f.key != key) continue;
+    for (OpKind k : f.kinds) s += (s.empty() ? "" : ", ") + std::string(kind_name(k));
+  }
   return s;
 }
 
@@ -62,6 +103,17 @@ struct Reader {
     if (!std::isfinite(x) || x < lo || x > hi)
       fail(origin, at, "value " + v.dump() + " is out of range [" + json(lo).dump() + ", " + json(hi).dump() + "]");
     return x;
+  }
+  bool boolean(const json& v, const std::string& at) const {
+    if (!v.is_boolean()) fail(origin, at, "expected a boolean, got " + type_of(v));
+    return v.get<bool>();
+  }
+  std::vector<int64_t> ints(const json& v, const std::string& at, int64_t lo, int64_t hi) const {
+    const auto& a = array(v, at);
+    if (a.size() > 2 * kMaxRank) fail(origin, at, "more than " + std::to_string(2 * kMaxRank) + " entries");
+    std::vector<int64_t> out;
+    for (std::size_t i = 0; i < a.size(); ++i) out.push_back(integer(a[i], at + "/" + std::to_string(i), lo, hi));
+    return out;
   }
   const std::string& string(const json& v, const std::string& at) const {
     if (!v.is_string()) fail(origin, at, "expected a string, got " + type_of(v));
@@ -96,12 +148,79 @@ bool known(std::string_view key, std::initializer_list<std::string_view> keys) {
   return false;
 }
 
+void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
+  constexpr int64_t kBig = int64_t{1} << 40;
+  for (const auto& [key, v] : j.items()) {
+    if (takers(key).empty()) continue;  // not an attribute
+    const std::string here = at + "/" + key;
+    if (!takes(op.kind, key)) fail(r.origin, here, "only " + takers(key) + " ops take '" + key + "'");
+    OpAttrs& a = op.attrs;
+    if (key == "channels") a.channels = r.integer(v, here, 1, kBig);
+    else if (key == "vocab") a.vocab = r.integer(v, here, 1, kBig);
+    else if (key == "kernel") a.kernel = r.ints(v, here, 1, kBig);
+    else if (key == "stride") a.stride = r.ints(v, here, 1, kBig);
+    else if (key == "pads") a.pads = r.ints(v, here, 0, kBig);
+    else if (key == "dilation") a.dilation = r.ints(v, here, 1, kBig);
+    else if (key == "groups") a.groups = r.integer(v, here, 1, kBig);
+    else if (key == "ceil_mode") a.ceil_mode = r.boolean(v, here);
+    else if (key == "bias") a.bias = r.boolean(v, here);
+    else if (key == "axis") a.axis = r.integer(v, here, -static_cast<int64_t>(kMaxRank), kMaxRank - 1);
+    else if (key == "perm") a.perm = r.ints(v, here, 0, kMaxRank - 1);
+    else if (key == "start") a.start = r.integer(v, here, -kBig, kBig);
+    else if (key == "end") a.end = r.integer(v, here, -kBig, kBig);
+    else if (key == "step") a.step = r.integer(v, here, 1, kBig);
+    else if (key == "const_shape") a.const_shape = r.ints(v, here, 1, kBig);
+  }
+}
+
+// The attributes of `op`'s kind, as derived (defaults filled in), so a file
+// reads back into the same op.
+void write_attrs(const Op& op, nlohmann::ordered_json& j) {
+  const OpAttrs& a = op.attrs;
+  switch (op.kind) {
+    case OpKind::Conv:
+      j["channels"] = a.channels;
+      j["groups"] = a.groups;
+      j["bias"] = a.bias;
+      [[fallthrough]];
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+      j["kernel"] = a.kernel;
+      j["stride"] = a.stride;
+      j["pads"] = a.pads;
+      if (op.kind != OpKind::AvgPool) j["dilation"] = a.dilation;
+      if (op.kind != OpKind::Conv) j["ceil_mode"] = a.ceil_mode;
+      break;
+    case OpKind::Linear:
+      if (!a.bias) j["bias"] = false;
+      break;
+    case OpKind::Softmax:
+    case OpKind::Concat: j["axis"] = a.axis; break;
+    case OpKind::Slice:
+      j["axis"] = a.axis;
+      j["start"] = a.start;
+      j["end"] = a.end;
+      j["step"] = a.step;
+      break;
+    case OpKind::Transpose: j["perm"] = a.perm; break;
+    case OpKind::MulConst:
+    case OpKind::DivConst:
+    case OpKind::AddConst:
+    case OpKind::MaskedFill:
+      if (!a.const_shape.empty()) j["const_shape"] = a.const_shape;
+      break;
+    case OpKind::Embedding: j["vocab"] = a.vocab; break;
+    default: break;
+  }
+}
+
 Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_saved) {
   const std::string at = "/ops/" + std::to_string(id);
   if (!j.is_object()) fail(r.origin, at, "expected an object, got " + type_of(j));
   for (const auto& [key, value] : j.items()) {
     if (!known(key, {"id", "name", "kind", "inputs", "shape", "dtype", "activation", "p", "bytes", "fwd_flops",
-                     "bwd_flops", "saved", "param_bytes", "simulate_only", "comment"}))
+                     "bwd_flops", "saved", "param_bytes", "aux_bytes", "simulate_only", "comment"}) &&
+        takers(key).empty())
       fail(r.origin, at + "/" + key, "unknown field '" + key + "'");
   }
   if (!j.contains("id")) fail(r.origin, at, "missing field 'id'");
@@ -122,7 +241,7 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
   }
   if (j.contains("dtype")) {
     const std::string& d = r.string(j["dtype"], at + "/dtype");
-    if (!parse_dtype(d, op.dtype)) fail(r.origin, at + "/dtype", "unknown dtype '" + d + "' (expected f32, f16, bf16 or i32)");
+    if (!parse_dtype(d, op.dtype)) fail(r.origin, at + "/dtype", "unknown dtype '" + d + "' (expected f32, f16, bf16, i32 or i64)");
   }
   try {
     (void)tensor_bytes(op.shape, op.dtype);  // before any rule multiplies the dimensions
@@ -140,7 +259,9 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
     if (p >= 1.0) fail(r.origin, at + "/p", "dropout p must be below 1");
     op.dropout_p = static_cast<float>(p);
   }
+  read_attrs(r, j, at, op);
   if (j.contains("bytes")) op.bytes = static_cast<uint64_t>(r.integer(j["bytes"], at + "/bytes", 1, int64_t{1} << 48));
+  if (j.contains("aux_bytes")) op.aux_bytes = static_cast<uint64_t>(r.integer(j["aux_bytes"], at + "/aux_bytes", 0, int64_t{1} << 48));
   if (j.contains("fwd_flops")) op.fwd_flops = r.number(j["fwd_flops"], at + "/fwd_flops", 0, 1e30);
   if (j.contains("bwd_flops")) op.bwd_flops = r.number(j["bwd_flops"], at + "/bwd_flops", 0, 1e30);
   if (j.contains("param_bytes")) op.param_bytes = static_cast<uint64_t>(r.integer(j["param_bytes"], at + "/param_bytes", 0, int64_t{1} << 48));
@@ -277,6 +398,7 @@ nlohmann::ordered_json model_to_json(const Model& model) {
     probe.dtype = op.dtype;
     probe.act = op.act;
     probe.dropout_p = op.dropout_p;
+    probe.attrs = op.attrs;
     derive_op(probe, rebuilt, "op " + std::to_string(v), false);
 
     ojson j;
@@ -288,6 +410,7 @@ nlohmann::ordered_json model_to_json(const Model& model) {
     if (op.dtype != DType::F32) j["dtype"] = std::string(dtype_name(op.dtype));
     if (op.kind == OpKind::Dense) j["activation"] = std::string(activation_name(op.act));
     if (op.kind == OpKind::Dropout) j["p"] = float_json(op.dropout_p);
+    write_attrs(op, j);
     if (op.bytes != probe.bytes) j["bytes"] = op.bytes;
     // A zero cost cannot be written explicitly (0 means "derive"); only custom
     // ops carry costs, and theirs are positive.
@@ -295,6 +418,7 @@ nlohmann::ordered_json model_to_json(const Model& model) {
     if (op.bwd_flops != probe.bwd_flops && op.bwd_flops > 0) j["bwd_flops"] = op.bwd_flops;
     if (op.saved != probe.saved) j["saved"] = op.saved;
     if (op.param_bytes != probe.param_bytes && op.param_bytes > 0) j["param_bytes"] = op.param_bytes;
+    if (op.aux_bytes != probe.aux_bytes && op.aux_bytes > 0) j["aux_bytes"] = op.aux_bytes;
     if (op.simulate_only && !probe.simulate_only) j["simulate_only"] = true;
     ops.push_back(std::move(j));
 

@@ -60,6 +60,10 @@ void expect_identical(const Model& a, const Model& b) {
     EXPECT_EQ(x.act, y.act);
     EXPECT_EQ(x.dropout_p, y.dropout_p);
     EXPECT_EQ(x.simulate_only, y.simulate_only);
+    EXPECT_EQ(x.aux_bytes, y.aux_bytes);
+    EXPECT_EQ(x.attrs, y.attrs);
+    EXPECT_EQ(x.view, y.view);
+    EXPECT_EQ(x.strides, y.strides);
   }
 }
 
@@ -78,7 +82,26 @@ TEST_P(PresetRoundTrip, WrittenAndReadBackIsIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, PresetRoundTrip,
-                         ::testing::Values("chain:16", "chain:8:64", "mlp:4:32:8", "transformer:2:32:8:2", "chain:5:3"));
+                         ::testing::Values("chain:16", "chain:8:64", "mlp:4:32:8", "transformer:2:32:8:2", "chain:5:3",
+                                           "gpt:2:32:4:8:2:bf16:50", "resnet:10:8"));
+
+TEST(JsonModel, AttributesOfTheNewKinds) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[2,3,8,8]},
+    {"id":1,"kind":"Conv","inputs":[0],"channels":4,"kernel":[3,3],"pads":[1,1,1,1],"bias":false},
+    {"id":2,"kind":"MaxPool","inputs":[1],"kernel":[2,2]},
+    {"id":3,"kind":"Reshape","inputs":[2],"shape":[2,64]},
+    {"id":4,"kind":"Slice","inputs":[3],"axis":1,"start":0,"end":32,"aux_bytes":7},
+    {"id":5,"kind":"MSELoss","inputs":[4]})"), "c.json");
+  EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 4, 8, 8}));
+  EXPECT_EQ(m.op(1).param_bytes, 4u * 3 * 9 * 4);
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 4, 4, 4}));  // stride defaults to the kernel
+  EXPECT_EQ(m.op(2).aux_bytes, 2u * 64 * 8);
+  EXPECT_TRUE(m.op(3).view);
+  EXPECT_EQ(m.op(4).shape, (std::vector<int64_t>{2, 32}));
+  EXPECT_EQ(m.op(4).aux_bytes, 7u);  // explicit
+  expect_identical(m, parse_json_model(model_to_json(m).dump(), "again"));
+}
 
 TEST(JsonModel, WriterKeepsOnlyOverridesThatDiffer) {
   const auto j = model_to_json(make_preset("chain:16"));
@@ -123,6 +146,7 @@ TEST_P(BadJson, OneClearError) {
 }
 
 const std::string kIn = R"({"id":0,"kind":"Input","shape":[4,8]})";
+// Cases of the new kinds' attributes are at the end of the list.
 const std::string kLoss1 = R"({"id":1,"kind":"MSELoss","inputs":[0]})";
 
 INSTANTIATE_TEST_SUITE_P(
@@ -190,7 +214,19 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"simulate_only type", doc(R"({"id":0,"kind":"Input","shape":[4],"simulate_only":1},)" + kLoss1), "/ops/0/simulate_only: expected a boolean, got an integer"},
         BadCase{"loss shape", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"shape":[1]})"), "/ops/1 ('MSELoss1'): a loss produces a scalar"},
         BadCase{"deep nesting", std::string(5000, '[') + std::string(5000, ']'), "not a model file: nesting deeper than 32 levels"},
-        BadCase{"id overflow", doc(R"({"id":18446744073709551615,"kind":"Input","shape":[4]},)" + kLoss1), "/ops/0/id: value 18446744073709551615 is out of range"}),
+        BadCase{"id overflow", doc(R"({"id":18446744073709551615,"kind":"Input","shape":[4]},)" + kLoss1), "/ops/0/id: value 18446744073709551615 is out of range"},
+        BadCase{"attribute on the wrong kind", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0],"kernel":[3]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/kernel: only Conv, MaxPool, AvgPool ops take 'kernel'"},
+        BadCase{"negative pads", doc(R"({"id":0,"kind":"Input","shape":[1,1,4]},{"id":1,"kind":"MaxPool","inputs":[0],"kernel":[2],"pads":[-1,0]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/pads/0: value -1 is out of range [0, 1099511627776]"},
+        BadCase{"conv kernel rank", doc(R"({"id":0,"kind":"Input","shape":[1,2,4,4]},{"id":1,"kind":"Conv","inputs":[0],"channels":2,"kernel":[3]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('Conv1'): Conv over a rank-4 input needs a kernel of 2 dimension(s), got [3]"},
+        BadCase{"bytes of a view", doc(kIn + R"(,{"id":1,"kind":"Transpose","inputs":[0],"bytes":4},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('Transpose1'): a Transpose is a view of its input: it owns no bytes (leave 'bytes' out)"},
+        BadCase{"matmul shapes", doc(kIn + R"(,{"id":1,"kind":"MatMul","inputs":[0,0]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('MatMul1'): MatMul inner dimensions differ: [4,8] @ [4,8]"},
+        BadCase{"bool attribute", doc(kIn + R"(,{"id":1,"kind":"Linear","inputs":[0],"shape":[4,8],"bias":0},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/bias: expected a boolean, got an integer"}),
     [](const ::testing::TestParamInfo<BadCase>& i) {
       std::string n = i.param.what;
       for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
