@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,7 +39,10 @@ struct Value {
 class Importer {
  public:
   Importer(onnx::ModelProto& proto, const std::string& origin, std::vector<std::string>* warnings)
-      : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {}
+      : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {
+    for (const auto& o : proto.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  }
 
   Model run(const std::string& default_name);
 
@@ -56,6 +60,10 @@ class Importer {
   std::vector<std::string> generic_;  // names of simulate-only ops
   bool softmax_head_ = false;         // the output is a Softmax of the logits
   std::string softmax_type_;
+  std::deque<TensorProto> folded_;    // constants computed here (a transposed weight)
+  int64_t opset_ = 17;                // of the default domain
+  bool has_batchnorm_ = false;        // any BatchNormalization node
+  std::vector<std::string> eval_mode_;  // nodes exported in inference mode
 
   [[noreturn]] void fail(const std::string& what) { throw InputError(origin_ + ": " + what); }
   void warn(const std::string& w) {
@@ -97,6 +105,13 @@ class Importer {
 
   // Values of a float/double tensor; nullopt when absent, external or malformed.
   std::optional<std::vector<float>> floats(const TensorProto* t) const;
+  // Values of an int64/int32 tensor (shapes, axes, split sizes).
+  std::optional<std::vector<int64_t>> ints(const TensorProto* t) const;
+  // A constant boolean (Dropout's training_mode).
+  std::optional<bool> flag(const std::string& name) const;
+  // Transpose of a known 2-D constant (torch writes a Linear's weight as
+  // Transpose(W) when constant folding is off, as in training-mode exports).
+  bool fold_constant(const NodeProto& n);
   std::optional<float> scalar(const std::string& name) const;
   bool scalar_is(const std::string& name, float x, float tol = 1e-4f) const {
     auto s = scalar(name);
@@ -148,10 +163,26 @@ class Importer {
 
   void import_node(int i);
   void alias(const NodeProto& n, int x);
+  // The elements of real networks (onnx_layers.cpp); false: not this pattern.
+  bool conv(const NodeProto& n, int x);
+  bool batchnorm(const NodeProto& n, int x);
+  bool pool(const NodeProto& n, int x);
+  bool softmax(const NodeProto& n, int x);
+  bool with_constant(const NodeProto& n, int x);  // Mul/Div/Add/Sub by a constant
+  bool masked_fill(const NodeProto& n, int x);    // Where(constant mask, constant, x)
+  bool embedding(const NodeProto& n, int ids);    // Gather(constant table, ids)
+  bool silu(const NodeProto& sigmoid, int x);     // x * Sigmoid(x)
+  bool view(const NodeProto& n, int x);           // Reshape, Flatten, (Un)Squeeze, Transpose, Expand, Slice
+  bool split(const NodeProto& n, int x);          // one Slice view per output
+  int add_kind(OpKind k, const NodeProto& n, std::vector<int> inputs, std::vector<int64_t> shape = {});
+  // add_op, or -1 (nothing added) when the kind's rule refuses the node.
+  int try_add(Op op, const std::string& output, const NodeProto& n);
+  std::optional<std::vector<int64_t>> known_shape(const std::string& name) const;
+  // A Reshape-like op that changes nothing on remat's (rows, features) view of
+  // a contiguous tensor (last dimension and element count kept) is folded into
+  // its input, as before views existed, so such models stay executable.
+  bool foldable_view(const NodeProto& n, const Op& in) const;
 
-  // Reshape-like ops are views on our (rows, features) layout when the last
-  // dimension and the element count are unchanged.
-  bool same_view(const NodeProto& n, const Op& in) const;
   bool identity_perm(const NodeProto& n) const;
   void dropout(const NodeProto& n, int x);
 
@@ -180,6 +211,8 @@ class Importer {
   // Anything else: a simulate-only op sized from its (inferred) output shape.
   void generic(const NodeProto& n, const std::vector<std::string>& acts);
   void add_loss();
+  // The `note:` for an export that lost its batch norms or dropout (eval mode).
+  void eval_mode_note();
 };
 
 }  // namespace remat::onnx_import

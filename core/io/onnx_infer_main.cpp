@@ -23,7 +23,16 @@ int main(int argc, char** argv) {
       out = "0the model handed over could not be parsed";
     } else {
       try {
-        onnx::shape_inference::InferShapes(proto);
+        // Data propagation computes Reshape targets made of shape arithmetic
+        // (torch's view(B, T, H, -1)); without it those shapes stay unknown.
+        try {
+          onnx::ModelProto copy = proto;
+          onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                             onnx::ShapeInferenceOptions(false, 0, true));
+          proto = std::move(copy);
+        } catch (const std::exception&) {
+          onnx::shape_inference::InferShapes(proto);
+        }
         out = "1" + proto.SerializeAsString();
       } catch (const std::exception& e) {
         out = std::string("0") + e.what();

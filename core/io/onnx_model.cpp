@@ -78,6 +78,7 @@ bool dtype_of(int32_t elem, DType& out) {
     case TensorProto::FLOAT16: out = DType::F16; return true;
     case TensorProto::BFLOAT16: out = DType::BF16; return true;
     case TensorProto::INT32: out = DType::I32; return true;
+    case TensorProto::INT64: out = DType::I64; return true;
     default: return false;
   }
 }
@@ -104,6 +105,7 @@ Model Importer::run(const std::string& default_name) {
   if (g_.node_size() > static_cast<int>(10'000'000)) fail("graph has more than 10 million nodes");
   collect_shapes();
   for (const auto& t : g_.initializer()) values_[t.name()] = {Value::Constant, -1, &t};
+  for (const auto& n : g_.node()) has_batchnorm_ = has_batchnorm_ || n.op_type() == "BatchNormalization";
   add_input();
   live_ = live_nodes();
   // Constants first: patterns look ahead at Constant nodes listed after them.
@@ -117,6 +119,7 @@ Model Importer::run(const std::string& default_name) {
   }
   add_loss();
   model_.finalize();
+  eval_mode_note();
   return std::move(model_);
 }
 
@@ -161,7 +164,8 @@ void Importer::add_input() {
   Op op;
   op.kind = OpKind::Input;
   op.name = name;
-  if (!dtype_of(tt.elem_type(), op.dtype)) fail("graph input '" + name + "' has an element type remat cannot hold (use float32)");
+  if (!dtype_of(tt.elem_type(), op.dtype))
+    fail("graph input '" + name + "' has an element type remat cannot hold (float32/16, bfloat16, or int32/64 ids)");
   if (tt.shape().dim_size() == 0) fail("graph input '" + name + "' has no shape");
   if (tt.shape().dim_size() > 8) fail("graph input '" + name + "' has rank " + std::to_string(tt.shape().dim_size()) + ", over the limit of 8");
   for (int i = 0; i < tt.shape().dim_size(); ++i) {
@@ -209,6 +213,12 @@ void Importer::consumers_index(int i) {
 
 int Importer::add_op(Op op, const std::string& output, const std::string& where) {
   if (model_.size() >= 10'000'000) fail("more than 10 million ops");
+  // The element type shape inference gives (f16 exports stay f16); views and
+  // Concat take their input's, the loss and the input are set by the caller.
+  if (auto et = elem_types_.find(output); et != elem_types_.end() && op.kind != OpKind::Input) {
+    DType d;
+    if (dtype_of(et->second, d) && !is_integer(d)) op.dtype = d;
+  }
   const int id = model_.add(std::move(op), origin_ + ": " + where);
   values_[output] = {Value::Activation, id, nullptr};
   return id;
@@ -251,6 +261,73 @@ std::optional<std::vector<float>> Importer::floats(const TensorProto* t) const {
   return out;
 }
 
+std::optional<std::vector<int64_t>> Importer::ints(const TensorProto* t) const {
+  if (!t || t->data_location() == TensorProto::EXTERNAL) return std::nullopt;
+  uint64_t n = 1;
+  for (int64_t d : t->dims()) {
+    if (d < 0 || (d > 0 && n > (uint64_t{1} << 24) / static_cast<uint64_t>(d))) return std::nullopt;
+    n *= static_cast<uint64_t>(d);
+  }
+  std::vector<int64_t> out;
+  if (t->data_type() == TensorProto::INT64) {
+    if (t->has_raw_data()) {
+      if (t->raw_data().size() != n * 8) return std::nullopt;
+      out.resize(n);
+      if (n) std::memcpy(out.data(), t->raw_data().data(), n * 8);
+    } else {
+      if (static_cast<uint64_t>(t->int64_data_size()) != n) return std::nullopt;
+      out.assign(t->int64_data().begin(), t->int64_data().end());
+    }
+  } else if (t->data_type() == TensorProto::INT32) {
+    if (t->has_raw_data()) {
+      if (t->raw_data().size() != n * 4) return std::nullopt;
+      for (uint64_t i = 0; i < n; ++i) {
+        int32_t x;
+        std::memcpy(&x, t->raw_data().data() + i * 4, 4);
+        out.push_back(x);
+      }
+    } else {
+      if (static_cast<uint64_t>(t->int32_data_size()) != n) return std::nullopt;
+      out.assign(t->int32_data().begin(), t->int32_data().end());
+    }
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<bool> Importer::flag(const std::string& name) const {
+  const TensorProto* t = constant(name);
+  if (!t) return std::nullopt;
+  if (t->data_type() == TensorProto::BOOL) {
+    if (t->has_raw_data()) return !t->raw_data().empty() && t->raw_data()[0] != 0;
+    if (t->int32_data_size() > 0) return t->int32_data(0) != 0;
+    return std::nullopt;
+  }
+  if (auto v = ints(t); v && !v->empty()) return (*v)[0] != 0;
+  if (auto v = floats(t); v && !v->empty()) return (*v)[0] != 0;
+  return std::nullopt;
+}
+
+bool Importer::fold_constant(const NodeProto& n) {
+  if (n.op_type() != "Transpose" || n.input_size() != 1) return false;
+  const TensorProto* t = constant(n.input(0));
+  if (!t || t->dims_size() != 2) return false;
+  const auto perm = attr_ints(n, "perm");
+  if (!perm.empty() && perm != std::vector<int64_t>{1, 0}) return false;
+  auto v = floats(t);
+  if (!v) return false;
+  const int64_t r = t->dims(0), c = t->dims(1);
+  TensorProto& out = folded_.emplace_back();
+  out.set_data_type(TensorProto::FLOAT);
+  out.add_dims(c);
+  out.add_dims(r);
+  for (int64_t j = 0; j < c; ++j)
+    for (int64_t i = 0; i < r; ++i) out.add_float_data((*v)[static_cast<std::size_t>(i * c + j)]);
+  values_[out0(n)] = {Value::Constant, -1, &out};
+  return true;
+}
+
 std::optional<float> Importer::scalar(const std::string& name) const {
   auto v = floats(constant(name));
   if (!v || v->size() != 1) return std::nullopt;
@@ -281,8 +358,9 @@ void Importer::import_node(int i) {
     return;
   }
   if (acts.empty()) {  // shape arithmetic and other constant subgraphs: no activation
-    for (const auto& o : n.output()) values_[o] = {Value::Constant, -1, nullptr};
     done_.insert(i);
+    if (fold_constant(n)) return;
+    for (const auto& o : n.output()) values_[o] = {Value::Constant, -1, nullptr};
     return;
   }
   done_.insert(i);
@@ -299,9 +377,11 @@ void Importer::import_node(int i) {
     if (type == "Relu") return (void)simple(OpKind::ReLU);
     if (type == "Tanh") return (void)simple(OpKind::Tanh);
     if (type == "Gelu" && attr_int(n, "approximate", 0) == 0) return (void)simple(OpKind::GELU);
+    if (type == "Sigmoid" && silu(n, x)) return;
+    if (type == "Sigmoid") return (void)simple(OpKind::Sigmoid);
     if (type == "Identity") return alias(n, x);
     if (type == "Dropout") return dropout(n, x);
-    if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && same_view(n, in))
+    if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && foldable_view(n, in))
       return alias(n, x);
     if (type == "Transpose" && identity_perm(n)) return alias(n, x);
     if ((type == "Softmax" || type == "LogSoftmax") && out0(n) == g_.output(0).name() && !consumers_.count(out0(n)) &&
@@ -316,6 +396,15 @@ void Importer::import_node(int i) {
     if (type == "Div" && gelu_erf(n, x)) return;
     if (type == "ReduceMean" && layernorm_decomposed(n, x)) return;
     if (type == "LayerNormalization" && layernorm(n, x)) return;
+    if (type == "Conv" && conv(n, x)) return;
+    if (type == "BatchNormalization" && batchnorm(n, x)) return;
+    if ((type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool") && pool(n, x)) return;
+    if (type == "Softmax" && softmax(n, x)) return;
+    if ((type == "Mul" || type == "Div" || type == "Add" || type == "Sub") && with_constant(n, x)) return;
+    if (type == "Where" && masked_fill(n, x)) return;
+    if (type == "Gather" && embedding(n, x)) return;
+    if (type == "Split" && split(n, x)) return;
+    if (view(n, x)) return;
   } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
     const int y = activation(acts[1]);
     if (model_.op(y).shape == in.shape) {
@@ -326,6 +415,18 @@ void Importer::import_node(int i) {
       add_op(std::move(op), out0(n), where(n));
       return;
     }
+  } else if (acts.size() == 2 && type == "MatMul" && n.input_size() == 2) {
+    if (add_kind(OpKind::MatMul, n, {x, activation(acts[1])}) >= 0) return;
+  }
+  if (type == "Concat" && acts.size() == static_cast<std::size_t>(n.input_size())) {
+    std::vector<int> in_ops;
+    for (const auto& a : acts) in_ops.push_back(activation(a));
+    Op op;
+    op.kind = OpKind::Concat;
+    op.name = op_name(n);
+    op.inputs = std::move(in_ops);
+    op.attrs.axis = attr_int(n, "axis", 0);
+    if (try_add(std::move(op), out0(n), n) >= 0) return;
   }
   generic(n, acts);
 }
@@ -335,14 +436,12 @@ void Importer::alias(const NodeProto& n, int x) {
   if (n.op_type() != "Identity") warn(where(n) + " keeps the (rows, features) layout: folded into its input");
 }
 
-// Reshape-like ops are views on our (rows, features) layout when the last
-// dimension and the element count are unchanged.
-bool Importer::same_view(const NodeProto& n, const Op& in) const {
+bool Importer::foldable_view(const NodeProto& n, const Op& in) const {
   auto it = shapes_.find(out0(n));
-  if (it == shapes_.end() || it->second.empty()) return false;
+  if (it == shapes_.end() || it->second.empty() || in.shape.size() > 2 || it->second.size() > 2) return false;
   int64_t numel = 1;
   for (int64_t d : it->second) numel *= d;
-  return it->second.back() == in.cols() && numel == in.numel();
+  return it->second.back() == in.cols() && numel == in.numel() && !in.view;
 }
 
 bool Importer::identity_perm(const NodeProto& n) const {
@@ -355,6 +454,16 @@ bool Importer::identity_perm(const NodeProto& n) const {
 }
 
 void Importer::dropout(const NodeProto& n, int x) {
+  // Opset 12+: a third input says training; absent or false, Dropout is the
+  // identity (an inference-mode export).
+  if (opset_ >= 12) {
+    const bool training = n.input_size() > 2 && !n.input(2).empty() && flag(n.input(2)).value_or(false);
+    if (!training) {
+      eval_mode_.push_back(where(n));
+      values_[out0(n)] = {Value::Activation, x, nullptr};
+      return;
+    }
+  }
   float p = attr_float(n, "ratio", 0.5f);  // opset < 12
   if (n.input_size() > 1 && !n.input(1).empty()) {
     auto r = scalar(n.input(1));

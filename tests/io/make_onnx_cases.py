@@ -55,6 +55,43 @@ def conv_net():  # an op we have no kernel for, and a Flatten that changes the f
                  name="conv_net")
 
 
+def attention_bits():  # the pieces of attention: views, two-activation MatMul, scale, mask, softmax, SiLU
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    mask = numpy_helper.from_array(np.triu(np.ones((3, 3), dtype=bool), 1), "mask")
+    return graph([helper.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[0, 2, 1]),
+                  helper.make_node("MatMul", ["x", "xt"], ["s"], name="scores"),
+                  helper.make_node("Mul", ["s", "scale"], ["ss"], name="scale"),
+                  helper.make_node("Where", ["mask", "ninf", "ss"], ["m"], name="mask"),
+                  helper.make_node("Softmax", ["m"], ["p"], name="softmax", axis=-1),
+                  helper.make_node("Sigmoid", ["p"], ["sg"], name="sigmoid"),
+                  helper.make_node("Mul", ["p", "sg"], ["y"], name="silu")],
+                 [x], [Y], [t("scale", 0.5), t("ninf", -np.inf), mask], name="attention_bits")
+
+
+def eval_conv():  # what an eval-mode export leaves: a batch norm folded into an exporter-made weight
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
+    return graph([helper.make_node("Conv", ["x", "onnx::Conv_7", "onnx::Conv_8"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", ["c"], ["y"], name="relu")],
+                 [x], [Y], [t("onnx::Conv_7", np.ones((3, 2, 3, 3))), t("onnx::Conv_8", np.zeros(3))], name="eval_conv")
+
+
+def eval_dropout():  # opset 13 Dropout without training_mode: the identity
+    return graph([helper.make_node("Gemm", ["x", "W", "B"], ["h"], name="fc", transB=1),
+                  helper.make_node("Dropout", ["h", "ratio"], ["d"], name="drop"),
+                  helper.make_node("Relu", ["d"], ["y"], name="relu")],
+                 [X], [Y], [t("W", W), t("B", B), t("ratio", 0.1)], name="eval_dropout")
+
+
+def embed_split():  # token ids -> Gather -> Split -> Concat -> Add of a constant
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 5])
+    return graph([helper.make_node("Gather", ["table", "ids"], ["e"], name="wte"),
+                  helper.make_node("Split", ["e", "sizes"], ["a", "b"], name="split", axis=2),
+                  helper.make_node("Concat", ["b", "a"], ["c"], name="cat", axis=2),
+                  helper.make_node("Add", ["c", "pos"], ["y"], name="pos")],
+                 [ids], [Y], [t("table", np.ones((10, 6))), numpy_helper.from_array(np.array([2, 4], dtype=np.int64), "sizes"),
+                              t("pos", np.ones((5, 6)))], name="embed_split")
+
+
 def dangling():
     return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
 
@@ -88,7 +125,8 @@ if __name__ == "__main__":
     os.makedirs(out, exist_ok=True)
     for name, make in [("tiny_mlp", tiny_mlp), ("gemm_no_trans", gemm_no_trans), ("conv_net", conv_net),
                        ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs),
-                       ("many_inputs", many_inputs), ("rank9", rank9)]:
+                       ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
+                       ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

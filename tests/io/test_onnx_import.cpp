@@ -102,15 +102,16 @@ TEST(OnnxTorch, MlpGemmsBecomeLinearsWithTheirWeights) {
 void expect_block(const std::string& name) {
   std::vector<std::string> notes;
   const Model m = load_onnx_model(kExports + "/" + name + ".onnx", &notes);
-  // rows = 2*5; LayerNorm keeps mean and rstd per row (8 bytes) beside y.
+  // rows = 2*5; LayerNorm keeps mean and rstd per row (8 bytes) as aux.
   expect_ops(m, {{OpKind::Input, {2, 5, 16}, 640},
-                 {OpKind::LayerNorm, {2, 5, 16}, 640 + 80},
+                 {OpKind::LayerNorm, {2, 5, 16}, 640},
                  {OpKind::Linear, {2, 5, 64}, 2560},
                  {OpKind::GELU, {2, 5, 64}, 2560},
                  {OpKind::Linear, {2, 5, 16}, 640},
                  {OpKind::Add, {2, 5, 16}, 640},
                  {OpKind::MSELoss, {}, 4}});
   EXPECT_EQ(m.op(5).inputs, (std::vector<int>{0, 4}));  // the residual
+  EXPECT_EQ(m.op(1).aux_bytes, 80u);
   EXPECT_EQ(m.op(3).name, "/GELU");
   expect_weights(m, name);
   EXPECT_EQ(notes.size(), 1u);  // only the appended loss: nothing simulate-only
@@ -206,7 +207,7 @@ TEST(OnnxCases, FinalSoftmaxBecomesCrossEntropy) {
   EXPECT_NE(notes[0].find("the final Softmax is taken as a classifier head"), std::string::npos);
 }
 
-TEST(OnnxCases, GemmWithoutTransposeAndUnknownOpsAreSimulateOnly) {
+TEST(OnnxCases, GemmWithoutTransposeTransposeViewAndMatMulOfActivations) {
   REQUIRE_ONNX();
   std::vector<std::string> notes;
   const Model m = load_onnx_model(kCases + "gemm_no_trans.onnx", &notes);
@@ -215,24 +216,85 @@ TEST(OnnxCases, GemmWithoutTransposeAndUnknownOpsAreSimulateOnly) {
   // Wt is (in, out) = W^T: the importer hands the kernels W (out, in).
   EXPECT_EQ((*m.op(1).param_init[0])[1], 0.1f);
   EXPECT_EQ((*m.op(1).param_init[0])[4], 0.4f);
-  EXPECT_EQ(m.op(2).kind, OpKind::Generic);  // a real Transpose is not a view
-  EXPECT_EQ(m.op(3).kind, OpKind::Generic);  // MatMul of two activations
+  EXPECT_EQ(m.op(2).kind, OpKind::Transpose);  // a view of h: no bytes of its own
+  EXPECT_EQ(m.op(2).bytes, 0u);
+  EXPECT_EQ(m.op(3).kind, OpKind::MatMul);  // h @ h^T
   EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 2}));
-  EXPECT_EQ(m.op(3).fwd_flops, 2.0 * 4 * 3);
-  EXPECT_TRUE(m.op(3).simulate_only);
-  EXPECT_EQ(notes.back(), "2 op(s) have no kernel here and were imported as simulate-only Generic ops "
-                          "(sized from their shapes, estimated costs): tr (Transpose), scores (MatMul)");
+  EXPECT_EQ(m.op(3).fwd_flops, 2.0 * 2 * 3 * 2);
+  EXPECT_EQ(m.op(3).saved, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(m.executable());
+  EXPECT_EQ(m.saved_bytes(), 2u * 4 * 4 + 2u * 3 * 4 + 2u * 2 * 4);  // x (for fc), h (one storage), the scores
+  for (const auto& n : notes) EXPECT_EQ(n.find("Generic"), std::string::npos) << n;
 }
 
-TEST(OnnxCases, ConvIsGenericWithShapeFromInference) {
+TEST(OnnxCases, ConvWithShapeFromItsAttributes) {
   REQUIRE_ONNX();
-  const Model m = load_model(kCases + "conv_net.onnx");
+  std::vector<std::string> notes;
+  const Model m = load_onnx_model(kCases + "conv_net.onnx", &notes);
   EXPECT_EQ(m.op(1).name, "conv");
+  EXPECT_EQ(m.op(1).kind, OpKind::Conv);
   EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{1, 3, 4, 4}));
   EXPECT_EQ(m.op(1).bytes, 192u);
   EXPECT_EQ(m.op(1).fwd_flops, 2.0 * 48 * 2 * 9);
-  EXPECT_EQ(m.op(1).param_bytes, 3u * 2 * 9 * 4);
+  EXPECT_EQ(m.op(1).param_bytes, 3u * 2 * 9 * 4);  // no bias input
+  EXPECT_EQ(m.op(3).kind, OpKind::Reshape);  // Flatten [1,48]: a view of the ReLU's output
+  EXPECT_TRUE(m.op(3).view);
+  EXPECT_EQ(m.op(4).kind, OpKind::MSELoss);  // Reshape to the same [1,48]: folded
   EXPECT_FALSE(m.executable());
+}
+
+TEST(OnnxCases, AttentionPieces) {
+  REQUIRE_ONNX();
+  std::vector<std::string> notes;
+  const Model m = load_onnx_model(kCases + "attention_bits.onnx", &notes);
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::MatMul, OpKind::MulConst,
+                                     OpKind::MaskedFill, OpKind::Softmax, OpKind::SiLU, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  EXPECT_EQ(m.op(4).attrs.const_shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(m.op(6).name, "sigmoid.SiLU");  // named after the pattern's first node
+  // x @ x^T over a batch of 2: x [2,3,4] and its transposed view [2,4,3]
+  // reshape to themselves, so bmm saves both as they are (one storage).
+  EXPECT_EQ(m.op(2).saved, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m.op(2).aux_bytes, 0u);
+}
+
+TEST(OnnxCases, EmbeddingSplitConcatAndAConstant) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "embed_split.onnx");
+  ASSERT_EQ(m.size(), 7);
+  EXPECT_EQ(m.op(0).dtype, DType::I64);
+  EXPECT_EQ(m.op(1).kind, OpKind::Embedding);
+  EXPECT_EQ(m.op(1).attrs.vocab, 10);
+  EXPECT_EQ(m.op(1).param_bytes, 10u * 6 * 4);
+  EXPECT_EQ(m.op(2).kind, OpKind::Slice);  // split output 0: [0, 2)
+  EXPECT_EQ(m.op(3).kind, OpKind::Slice);  // split output 1: [2, 6)
+  EXPECT_EQ(m.op(3).attrs.start, 2);
+  EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 5, 4}));
+  EXPECT_EQ(m.op(4).kind, OpKind::Concat);
+  EXPECT_EQ(m.op(4).inputs, (std::vector<int>{3, 2}));
+  EXPECT_EQ(m.op(5).kind, OpKind::AddConst);
+  EXPECT_EQ(m.op(5).param_bytes, 5u * 6 * 4);  // the constant tensor, an initializer
+}
+
+TEST(OnnxCases, EvalModeExportsSaySo) {
+  REQUIRE_ONNX();
+  std::vector<std::string> notes;
+  (void)load_onnx_model(kCases + "eval_conv.onnx", &notes);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("no BatchNormalization but convolution weights made by the exporter ('onnx::Conv_7')"),
+            std::string::npos) << notes.back();
+  EXPECT_NE(notes.back().find("training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False"), std::string::npos);
+  notes.clear();
+  const Model d = load_onnx_model(kCases + "eval_dropout.onnx", &notes);
+  ASSERT_EQ(d.size(), 4);  // x, fc, relu, loss: the inference-mode Dropout is the identity
+  EXPECT_EQ(d.op(2).kind, OpKind::ReLU);
+  EXPECT_EQ(d.op(2).inputs, (std::vector<int>{1}));
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes.back().rfind("exported in inference (eval) mode: node 'drop' (Dropout)", 0), 0u) << notes.back();
+  notes.clear();
+  (void)load_onnx_model(kCases + "tiny_mlp.onnx", &notes);
+  for (const auto& n : notes) EXPECT_EQ(n.find("eval"), std::string::npos) << n;
 }
 
 struct BadOnnx {

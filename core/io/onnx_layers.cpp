@@ -1,0 +1,299 @@
+// The elements of real networks, as torch.onnx.export writes them for
+// torchvision models and attention blocks (docs/model-format.md): Conv,
+// BatchNormalization, pooling, Softmax inside the graph, Mul/Div/Add/Sub by a
+// constant, Where with a constant mask, Gather from a table, x*Sigmoid(x),
+// and the views (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand,
+// Slice, Split). Each returns false (the node becomes Generic) when the node
+// is not the expected form.
+#ifdef REMAT_HAVE_ONNX
+#include <algorithm>
+
+#include "core/io/onnx_importer.h"
+#include "core/op_rules.h"
+
+namespace remat::onnx_import {
+
+std::optional<std::vector<int64_t>> Importer::known_shape(const std::string& name) const {
+  if (const TensorProto* t = constant(name)) return dims(t);
+  auto it = shapes_.find(name);
+  if (it == shapes_.end()) return std::nullopt;
+  return it->second;
+}
+
+int Importer::try_add(Op op, const std::string& output, const NodeProto& n) {
+  try {
+    return add_op(std::move(op), output, where(n));
+  } catch (const InputError&) {
+    return -1;  // attributes the kind's rule refuses: left to generic()
+  }
+}
+
+int Importer::add_kind(OpKind k, const NodeProto& n, std::vector<int> inputs, std::vector<int64_t> shape) {
+  Op op;
+  op.kind = k;
+  op.name = op_name(n);
+  op.inputs = std::move(inputs);
+  op.shape = std::move(shape);
+  return try_add(std::move(op), out0(n), n);
+}
+
+bool Importer::conv(const NodeProto& n, int x) {
+  if (n.input_size() < 2 || activation(n.input(0)) != x) return false;
+  const auto w = known_shape(n.input(1));
+  if (!w || w->size() < 3 || !is_constant(n.input(1))) return false;
+  std::string pad = "NOTSET";
+  for (const auto& a : n.attribute())
+    if (a.name() == "auto_pad") pad = a.s();
+  if (pad != "NOTSET") return false;
+  Op op;
+  op.kind = OpKind::Conv;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.channels = (*w)[0];
+  op.attrs.kernel = attr_ints(n, "kernel_shape");
+  if (op.attrs.kernel.empty()) op.attrs.kernel.assign(w->begin() + 2, w->end());
+  op.attrs.stride = attr_ints(n, "strides");
+  op.attrs.pads = attr_ints(n, "pads");
+  op.attrs.dilation = attr_ints(n, "dilations");
+  op.attrs.groups = attr_int(n, "group", 1);
+  op.attrs.bias = n.input_size() > 2 && !n.input(2).empty();
+  const Op& in = model_.op(x);
+  if (in.shape.size() < 3 || in.shape.size() > 4 || w->size() != in.shape.size()) return false;
+  if ((*w)[1] * op.attrs.groups != in.shape[1])
+    fail_node(origin_, n, "weight '" + n.input(1) + "' is " + shape_str(*w) + " but the input has " +
+                              std::to_string(in.shape[1]) + " channels in " + std::to_string(op.attrs.groups) + " group(s)");
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+bool Importer::batchnorm(const NodeProto& n, int x) {
+  if (n.input_size() != 5 || activation(n.input(0)) != x) return false;
+  for (int k = 1; k < 5; ++k)
+    if (!is_constant(n.input(k))) return false;
+  // Opset 14+ says so; before, a training export lists the running statistics
+  // as extra outputs.
+  const bool training = opset_ >= 14 ? attr_int(n, "training_mode", 0) != 0 : n.output_size() > 1;
+  if (!training) eval_mode_.push_back(where(n));
+  return add_kind(OpKind::BatchNorm, n, {x}) >= 0;
+}
+
+bool Importer::pool(const NodeProto& n, int x) {
+  const std::string& type = n.op_type();
+  if (type == "GlobalAveragePool") return add_kind(OpKind::GlobalAvgPool, n, {x}) >= 0;
+  if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) return false;  // indices used
+  for (const auto& a : n.attribute())
+    if (a.name() == "auto_pad" && a.s() != "NOTSET") return false;
+  Op op;
+  op.kind = type == "MaxPool" ? OpKind::MaxPool : OpKind::AvgPool;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.kernel = attr_ints(n, "kernel_shape");
+  op.attrs.stride = attr_ints(n, "strides");
+  if (op.attrs.stride.empty()) op.attrs.stride.assign(op.attrs.kernel.size(), 1);  // ONNX's default, not torch's
+  op.attrs.pads = attr_ints(n, "pads");
+  if (op.kind == OpKind::MaxPool) op.attrs.dilation = attr_ints(n, "dilations");
+  op.attrs.ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+bool Importer::softmax(const NodeProto& n, int x) {
+  const Op& in = model_.op(x);
+  const int64_t rank = static_cast<int64_t>(in.shape.size());
+  const int64_t axis = attr_int(n, "axis", opset_ >= 13 ? -1 : 1);
+  // Before opset 13 Softmax flattens to 2-D at `axis`: the same only on the last axis.
+  if (opset_ < 13 && axis != -1 && axis != rank - 1) return false;
+  Op op;
+  op.kind = OpKind::Softmax;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.axis = axis;
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+bool Importer::with_constant(const NodeProto& n, int x) {
+  if (n.input_size() != 2) return false;
+  const bool x_first = activation(n.input(0)) == x;
+  const std::string& c = x_first ? n.input(1) : n.input(0);
+  if (!is_constant(c)) return false;
+  const std::string& type = n.op_type();
+  // c - x and c / x are not "x by a constant".
+  if (!x_first && (type == "Sub" || type == "Div")) return false;
+  const auto cs = known_shape(c);
+  const auto out = known_shape(out0(n));
+  const Op& in = model_.op(x);
+  if (!cs || (out && *out != in.shape)) return false;  // a broadcast that grows x
+  Op op;
+  op.kind = type == "Mul" ? OpKind::MulConst : type == "Div" ? OpKind::DivConst : OpKind::AddConst;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.const_shape = *cs;
+  // A constant tensor (not a scalar) is a parameter or buffer: baseline.
+  uint64_t numel = 1;
+  for (int64_t d : *cs) numel *= static_cast<uint64_t>(std::max<int64_t>(d, 1));
+  if (numel > 1 && is_initializer(c)) op.param_bytes = numel * dtype_size(in.dtype);
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+bool Importer::masked_fill(const NodeProto& n, int x) {
+  if (n.input_size() != 3 || !is_constant(n.input(0))) return false;
+  const int on_false = activation(n.input(2)) == x ? 2 : activation(n.input(1)) == x ? 1 : -1;
+  if (on_false < 0 || !is_constant(n.input(3 - on_false))) return false;
+  const auto mask = known_shape(n.input(0));
+  const auto out = known_shape(out0(n));
+  if (!mask || (out && *out != model_.op(x).shape)) return false;
+  Op op;
+  op.kind = OpKind::MaskedFill;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.const_shape = *mask;
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+bool Importer::embedding(const NodeProto& n, int ids) {
+  if (n.input_size() != 2 || activation(n.input(1)) != ids || attr_int(n, "axis", 0) != 0) return false;
+  const auto table = known_shape(n.input(0));
+  if (!table || table->size() != 2 || !is_constant(n.input(0)) || !is_integer(model_.op(ids).dtype)) return false;
+  Op op;
+  op.kind = OpKind::Embedding;
+  op.name = op_name(n);
+  op.inputs = {ids};
+  op.attrs.vocab = (*table)[0];
+  op.shape = model_.op(ids).shape;
+  op.shape.push_back((*table)[1]);
+  if (auto et = elem_types_.find(n.input(0)); et != elem_types_.end()) dtype_of(et->second, op.dtype);
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+// torch exports nn.SiLU as Mul(x, Sigmoid(x)).
+bool Importer::silu(const NodeProto& sigmoid, int x) {
+  const int mul = sole_consumer(out0(sigmoid), "Mul");
+  if (mul < 0) return false;
+  const std::string* other_in = other(g_.node(mul), out0(sigmoid));
+  if (!other_in || activation(*other_in) != x) return false;
+  done_.insert(mul);
+  Op op;
+  op.kind = OpKind::SiLU;
+  op.name = pattern_name(sigmoid, "SiLU");
+  op.inputs = {x};
+  add_op(std::move(op), out0(g_.node(mul)), where(sigmoid));
+  return true;
+}
+
+bool Importer::view(const NodeProto& n, int x) {
+  const std::string& type = n.op_type();
+  const Op& in = model_.op(x);
+  if (type == "Transpose") {
+    Op op;
+    op.kind = OpKind::Transpose;
+    op.name = op_name(n);
+    op.inputs = {x};
+    op.attrs.perm = attr_ints(n, "perm");
+    return try_add(std::move(op), out0(n), n) >= 0;
+  }
+  if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" || type == "Expand") {
+    auto out = known_shape(out0(n));
+    if (!out || out->empty()) return false;
+    if (*out == in.shape) {
+      alias(n, x);
+      return true;
+    }
+    return add_kind(type == "Expand" ? OpKind::Expand : OpKind::Reshape, n, {x}, *out) >= 0;
+  }
+  if (type == "Slice") {
+    // Opset 10+: starts, ends, [axes, [steps]] as constant inputs; one view per axis.
+    if (n.input_size() < 3) return false;
+    auto starts = ints(constant(n.input(1)));
+    auto ends = ints(constant(n.input(2)));
+    std::optional<std::vector<int64_t>> axes, steps;
+    if (n.input_size() > 3 && !n.input(3).empty()) axes = ints(constant(n.input(3)));
+    if (n.input_size() > 4 && !n.input(4).empty()) steps = ints(constant(n.input(4)));
+    if (!starts || !ends || starts->size() != ends->size() || starts->empty()) return false;
+    if (!axes) {
+      axes.emplace();
+      for (std::size_t k = 0; k < starts->size(); ++k) axes->push_back(static_cast<int64_t>(k));
+    }
+    if (!steps) steps = std::vector<int64_t>(starts->size(), 1);
+    if (axes->size() != starts->size() || steps->size() != starts->size()) return false;
+    const int64_t rank = static_cast<int64_t>(in.shape.size());
+    for (std::size_t k = 0; k < starts->size(); ++k) {
+      const int64_t a = (*axes)[k];
+      if (a < -rank || a >= rank || (*steps)[k] <= 0) return false;  // negative steps: Generic
+    }
+    int y = x;
+    for (std::size_t k = 0; k < starts->size(); ++k) {
+      Op op;
+      op.kind = OpKind::Slice;
+      op.name = op_name(n) + (starts->size() > 1 ? "." + std::to_string(k) : "");
+      op.inputs = {y};
+      op.attrs.axis = (*axes)[k];
+      op.attrs.start = (*starts)[k];
+      op.attrs.end = std::clamp<int64_t>((*ends)[k], -(int64_t{1} << 40), int64_t{1} << 40);  // INT64_MAX: to the end
+      op.attrs.start = std::clamp<int64_t>(op.attrs.start, -(int64_t{1} << 40), int64_t{1} << 40);
+      op.attrs.step = (*steps)[k];
+      const int next = try_add(std::move(op), out0(n), n);
+      if (next < 0) {
+        if (y != x) fail_node(origin_, n, "a slice of axis " + std::to_string((*axes)[k]) + " is empty or out of range");
+        return false;
+      }
+      y = next;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool Importer::split(const NodeProto& n, int x) {
+  const Op& in = model_.op(x);
+  const int64_t axis = attr_int(n, "axis", 0);
+  if (axis < -static_cast<int64_t>(in.shape.size()) || axis >= static_cast<int64_t>(in.shape.size())) return false;
+  const auto ax = static_cast<std::size_t>(axis < 0 ? axis + static_cast<int64_t>(in.shape.size()) : axis);
+  // Sizes from the inferred outputs (the split input or attribute says the same).
+  std::vector<int64_t> sizes;
+  int64_t total = 0;
+  for (const auto& o : n.output()) {
+    auto s = known_shape(o);
+    if (!s || s->size() != in.shape.size() || (*s)[ax] <= 0) return false;
+    sizes.push_back((*s)[ax]);
+    total += (*s)[ax];
+  }
+  if (total != in.shape[ax]) return false;
+  int64_t start = 0;
+  for (int k = 0; k < n.output_size(); ++k) {
+    Op op;
+    op.kind = OpKind::Slice;
+    op.name = op_name(n) + "." + std::to_string(k);
+    op.inputs = {x};
+    op.attrs.axis = axis;
+    op.attrs.start = start;
+    op.attrs.end = start + sizes[static_cast<std::size_t>(k)];
+    start = op.attrs.end;
+    add_op(std::move(op), n.output(k), where(n));  // checked above: cannot fail
+  }
+  return true;
+}
+
+void Importer::eval_mode_note() {
+  const std::string how = "re-export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
+                          "do_constant_folding=False) for the memory of training";
+  if (!eval_mode_.empty()) {
+    std::string list;
+    for (std::size_t k = 0; k < eval_mode_.size() && k < 5; ++k) list += (k ? ", " : "") + eval_mode_[k];
+    if (eval_mode_.size() > 5) list += ", ... (" + std::to_string(eval_mode_.size() - 5) + " more)";
+    warn("exported in inference (eval) mode: " + list +
+         " (inference-mode Dropout is the identity here, and batch norms use their running statistics); " + how);
+    return;
+  }
+  // torch folds batch norms into the convolutions of an eval-mode export: the
+  // folded weights are new constants the exporter names "onnx::Conv_...".
+  if (has_batchnorm_) return;
+  for (const auto& node : g_.node()) {
+    if (node.op_type() == "Conv" && node.input_size() > 1 && node.input(1).rfind("onnx::", 0) == 0) {
+      warn("no BatchNormalization but convolution weights made by the exporter ('" + node.input(1) +
+           "'): this looks like an eval-mode export that folded batch norms into the convolutions and dropped "
+           "dropout, so their memory is missing; " + how);
+      return;
+    }
+  }
+}
+
+}  // namespace remat::onnx_import
+#endif
