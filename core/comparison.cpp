@@ -27,11 +27,16 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
 }
 
 nlohmann::json model_json(const Model& model) {
-  uint64_t act = 0;
-  for (int v = 0; v < model.size(); ++v) act += model.op(v).bytes;
+  uint64_t act = 0, aux = 0;
+  for (int v = 0; v < model.size(); ++v) {
+    act += model.op(v).bytes;
+    aux += model.op(v).aux_bytes;
+  }
   return {{"name", model.name},
           {"ops", model.size()},
           {"activation_bytes", act},
+          {"aux_bytes", aux},
+          {"saved_bytes", model.saved_bytes()},
           {"param_bytes", model.param_bytes()},
           {"unit_bytes", model.uniform_bytes()},
           {"forward_flops", model.forward_flops()},

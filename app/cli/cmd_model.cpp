@@ -9,6 +9,7 @@
 #include "core/io/graphviz.h"
 #include "core/io/onnx_model.h"
 #include "core/model_source.h"
+#include "core/op_rules.h"
 
 namespace remat::cli {
 namespace {
@@ -21,21 +22,28 @@ struct ModelOptions {
 
 void print_summary(const Model& m) {
   std::map<std::string, int> kinds;
-  uint64_t act = 0, largest = 0;
+  uint64_t act = 0, largest = 0, aux = 0;
+  int views = 0;
   std::vector<std::string> sim_only;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
     ++kinds[std::string(kind_name(op.kind))];
     act += op.bytes;
+    aux += op.aux_bytes;
+    views += op.view;
     largest = std::max(largest, op.bytes);
-    if (op.simulate_only) sim_only.push_back(op.name);
+    if (!executable(op)) sim_only.push_back(op.name);
   }
   std::printf("model %s: %d ops\n", m.name.c_str(), m.size());
   std::string k;
   for (const auto& [name, n] : kinds) k += (k.empty() ? "" : ", ") + std::to_string(n) + " " + name;
   std::printf("kinds: %s\n", k.c_str());
-  std::printf("activations: %s in all (largest %s), parameters: %s\n", format_bytes(act).c_str(),
-              format_bytes(largest).c_str(), format_bytes(m.param_bytes()).c_str());
+  const std::string view_note = views ? "; " + std::to_string(views) + " view(s) owning none" : "";
+  std::printf("activations: %s in all (largest %s%s), parameters: %s\n", format_bytes(act).c_str(),
+              format_bytes(largest).c_str(), view_note.c_str(), format_bytes(m.param_bytes()).c_str());
+  std::printf("saved for backward: %s (%llu bytes; store-all at the end of the forward pass; aux %s)\n",
+              format_bytes(m.saved_bytes()).c_str(), static_cast<unsigned long long>(m.saved_bytes()),
+              format_bytes(aux).c_str());
   std::printf("flops: forward %.4g, backward %.4g\n", m.forward_flops(), m.backward_flops());
   if (sim_only.empty()) {
     std::printf("simulate-only ops: none (executable with remat run)\n");
@@ -67,7 +75,7 @@ void run_model(const ModelOptions& o) {
 void add_model_command(CLI::App& app) {
   auto o = std::make_shared<ModelOptions>();
   auto* cmd = app.add_subcommand("model", "Summarise a model; write it as JSON (docs/model-format.md) or Graphviz DOT");
-  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12) or a .json/.onnx file")
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12, gpt:12, resnet:18) or a .json/.onnx file")
       ->required();
   cmd->add_option("--write", o->write, "Write the model in the JSON model format to this file");
   cmd->add_option("--dot", o->dot, "Write the graph in Graphviz DOT to this file (render: dot -Tsvg)");

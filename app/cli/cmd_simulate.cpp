@@ -24,8 +24,8 @@ struct SimulateOptions {
 
 void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
   const uint64_t unit = model.uniform_bytes();
-  std::printf("model %s: %d ops, %s of parameters\n", model.name.c_str(), model.size(),
-              format_bytes(model.param_bytes()).c_str());
+  std::printf("model %s: %d ops, %s of parameters, %s saved for backward\n", model.name.c_str(), model.size(),
+              format_bytes(model.param_bytes()).c_str(), format_bytes(model.saved_bytes()).c_str());
   std::printf("%-22s %14s %9s %10s %11s %9s %9s\n", "strategy", "peak", unit ? "tensors" : "", "fwd steps",
               "recomputed", "bwd steps", "overhead");
   for (const auto& r : runs) {
@@ -57,13 +57,14 @@ void run_simulate(const SimulateOptions& o) {
 void add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<SimulateOptions>();
   auto* cmd = app.add_subcommand("simulate", "Predict the memory timeline, peak and recomputation of strategies");
-  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12) or a .json/.onnx file")
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12, gpt:12, resnet:18) or a .json/.onnx file")
       ->required();
   std::string names;
   for (const auto& s : strategy_catalog()) names += "\n  " + s.name + (s.argument.empty() ? "" : ":" + s.argument) + "  " + s.help;
   cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies (default: store-all,recompute-all,sqrt):" + names)
       ->capture_default_str();
-  cmd->add_flag("--json", o->json, "Print JSON {model, strategies:[{name, peak_bytes, ..., timeline}]} instead of a table");
+  cmd->add_flag("--json", o->json,
+                "Print JSON {model: {..., saved_bytes}, strategies:[{name, peak_bytes, ..., timeline}]} instead of a table");
   cmd->add_option("--csv", o->csv, "Also write the timelines (bytes per instruction) to this CSV file");
   cmd->callback([o] { run_simulate(*o); });
 }
