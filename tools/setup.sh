@@ -20,7 +20,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   coinor-libcbc-dev libglpk-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-torch python3-onnx
+  python3 python3-numpy python3-torch python3-torchvision python3-onnx
   xvfb xauth
 )
 missing=()
