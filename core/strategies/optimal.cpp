@@ -228,11 +228,19 @@ class BranchAndBound {
         for (int u : m.op(ins.op).saved) read[static_cast<std::size_t>(u)] = 1;
     }
     uint64_t held = 0, crossing_read = 0;
+    std::vector<char> counted(static_cast<std::size_t>(m.size()), 0);  // storages, once each
     auto hold = [&](int t) {
+      // A checkpoint keeps its aux until its backward, which is settled.
+      held += m.op(t).aux_bytes;
       if (!read[static_cast<std::size_t>(t)]) return;
       const auto at = std::find(crossing.begin(), crossing.end(), t);
-      if (at != crossing.end()) crossing_read |= uint64_t{1} << (at - crossing.begin());
-      else held += m.op(t).bytes;
+      if (at != crossing.end()) {
+        crossing_read |= uint64_t{1} << (at - crossing.begin());
+        return;
+      }
+      const auto owner = static_cast<std::size_t>(m.storage(t));  // a view holds its owner's bytes
+      if (!counted[owner]) held += m.op(static_cast<int>(owner)).bytes;
+      counted[owner] = 1;
     };
     hold(0);  // the input is always kept
     for (int t : ckpt) hold(t);

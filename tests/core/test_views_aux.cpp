@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/model.h"
+#include "core/presets.h"
 #include "core/simulator.h"
 #include "core/strategy.h"
 
@@ -197,4 +198,19 @@ TEST(Aux, ValidatorNeedsAuxForTheBackward) {
   // A recompute while the previous forward's aux is still held.
   e = error_of(m, {{InstrKind::Fwd, 1}, {InstrKind::FreeAct, 1}, {InstrKind::Fwd, 1}});
   EXPECT_NE(e.find("of its previous forward is resident"), std::string::npos) << e;
+}
+
+// saved_bytes is defined from the saved sets and aux; the store-all schedule
+// must hold exactly that when the forward pass (the loss included) is done
+// and its frees have run, just before the first backward step.
+TEST(SavedBytes, EqualStoreAllsResidentBytesAfterTheForwardPass) {
+  for (const char* spec : {"mlp:3:8:4", "transformer:2:16:4:2", "gpt:2:32:4:8:2:bf16:50", "resnet:10:8:32:2"}) {
+    SCOPED_TRACE(spec);
+    const Model m = make_preset(spec);
+    Schedule s;
+    const Simulation sim = run(m, "store-all", &s);
+    std::size_t first_bwd = 0;
+    while (s.code[first_bwd].kind != InstrKind::Bwd) ++first_bwd;
+    EXPECT_EQ(sim.timeline[first_bwd - 1], m.saved_bytes());
+  }
 }
