@@ -11,7 +11,6 @@
 
 #include "core/errors.h"
 #include "core/preset_models.h"
-#include "core/spec_parse.h"
 
 namespace remat {
 
@@ -19,16 +18,14 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
   if (f.size() < 2 || f.size() > 8)
     throw InputError("model spec '" + spec + "': expected gpt:L[:D[:H[:SEQ[:BATCH[:DTYPE[:VOCAB]]]]]]");
   auto field = [&](std::size_t i, int64_t fallback, const char* what, int64_t hi) {
-    return i < f.size() ? parse_int(f[i], std::string(what) + " in '" + spec + "'", 1, hi) : fallback;
+    return spec_field(f, i, fallback, what, hi, spec);
   };
   const int layers = static_cast<int>(field(1, 0, "block count L", 10'000));
   const int64_t d = field(2, 768, "width D", 1 << 16);
   const int64_t heads = field(3, 12, "head count H", 1 << 10);
   const int64_t seq = field(4, 1024, "SEQ", 1 << 20);
   const int64_t batch = field(5, 1, "BATCH", 1 << 16);
-  DType dtype = DType::F32;
-  if (f.size() > 6 && (!parse_dtype(f[6], dtype) || is_integer(dtype)))
-    throw InputError("DTYPE in '" + spec + "' must be f32, f16 or bf16, got '" + f[6] + "'");
+  const DType dtype = spec_dtype(f, 6, spec);
   const int64_t vocab = field(7, 50257, "VOCAB", 1 << 24);
   if (d % heads != 0)
     throw InputError("model spec '" + spec + "': width D " + std::to_string(d) + " is not a multiple of the head count " + std::to_string(heads));

@@ -15,7 +15,7 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   if (f.size() < 2 || f.size() > 7)
     throw InputError("model spec '" + spec + "': expected resnet:DEPTH[:WIDTH[:IMAGE[:BATCH[:CLASSES[:DTYPE]]]]]");
   auto field = [&](std::size_t i, int64_t fallback, const char* what, int64_t hi) {
-    return i < f.size() ? parse_int(f[i], std::string(what) + " in '" + spec + "'", 1, hi) : fallback;
+    return spec_field(f, i, fallback, what, hi, spec);
   };
   const int64_t depth = field(1, 0, "DEPTH", 1000);
   std::vector<int> blocks;
@@ -27,9 +27,7 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   const int64_t image = field(3, 32, "IMAGE", 1 << 14);
   const int64_t batch = field(4, 8, "BATCH", 1 << 16);
   const int64_t classes = field(5, 10, "CLASSES", 1 << 20);
-  DType dtype = DType::F32;
-  if (f.size() > 6 && (!parse_dtype(f[6], dtype) || is_integer(dtype)))
-    throw InputError("DTYPE in '" + spec + "' must be f32, f16 or bf16, got '" + f[6] + "'");
+  const DType dtype = spec_dtype(f, 6, spec);
 
   Model m;
   m.name = spec;
