@@ -182,13 +182,15 @@ void rule_layernorm(Derivation& d) {
   d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(d.op.rows());  // mean and rstd per row
 }
 
+uint64_t batchnorm_buffer_bytes(int64_t channels) { return 2 * Derivation::kStatBytes * static_cast<uint64_t>(channels); }
+
 void rule_batchnorm(Derivation& d) {
   d.need_rank(d.in(0), 2, 8);
   d.same_shape();
   const int64_t c = d.op.shape[1];
   d.fwd = 5 * d.n();
   d.bwd = 8 * d.n();
-  d.params = 2 * tensor_bytes({c}, d.op.dtype) + 2 * Derivation::kStatBytes * static_cast<uint64_t>(c);  // + running stats
+  d.params = 2 * tensor_bytes({c}, d.op.dtype) + batchnorm_buffer_bytes(c);  // + running stats
   d.saved = {d.op.inputs[0]};
   d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(c);  // batch mean and inverse std per channel
 }
@@ -479,6 +481,11 @@ constexpr bool exec_listed(OpKind k) {
 }
 
 }  // namespace
+
+uint64_t buffer_bytes(const Op& op) {
+  if (op.kind != OpKind::BatchNorm || op.shape.size() < 2) return 0;
+  return std::min(op.param_bytes, batchnorm_buffer_bytes(op.shape[1]));
+}
 
 bool executable(const Op& op) {
   if (op.simulate_only || op.dtype != DType::F32 || op.view) return false;

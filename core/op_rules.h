@@ -22,6 +22,11 @@ void derive_op(Op& op, const Model& model, const std::string& where, bool explic
 // with the bytes their kernels write).
 bool executable(const Op& op);
 
+// The part of op.param_bytes that is not trained: BatchNorm's running mean and
+// variance (fp32 buffers, updated in place). They get no gradient and no
+// optimizer state (core/step_memory.h).
+uint64_t buffer_bytes(const Op& op);
+
 // Loss kinds end a model.
 inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
 

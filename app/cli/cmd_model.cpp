@@ -10,6 +10,7 @@
 #include "core/io/onnx_model.h"
 #include "core/model_source.h"
 #include "core/op_rules.h"
+#include "core/step_memory.h"
 
 namespace remat::cli {
 namespace {
@@ -18,6 +19,7 @@ struct ModelOptions {
   std::string model;
   std::string write;
   std::string dot;
+  std::string optimizer;  // empty: no whole-step line
 };
 
 void print_summary(const Model& m) {
@@ -55,11 +57,24 @@ void print_summary(const Model& m) {
   }
 }
 
+// What no strategy changes; the activations depend on the strategy (remat simulate --optimizer).
+void print_step_baseline(const Model& m, Optimizer optimizer) {
+  const StepMemory s = step_memory(m, optimizer, 0);
+  std::printf("whole step with %s, besides activations: %s (parameters %s, gradients %s, optimizer state %s",
+              std::string(optimizer_name(optimizer)).c_str(), format_bytes(s.baseline()).c_str(),
+              format_bytes(s.parameters).c_str(), format_bytes(s.parameter_grads).c_str(),
+              format_bytes(s.optimizer_state).c_str());
+  if (s.master_weights) std::printf(", fp32 master weights %s", format_bytes(s.master_weights).c_str());
+  std::printf(")\n");
+}
+
 void run_model(const ModelOptions& o) {
+  const Optimizer optimizer = optimizer_flag(o.optimizer);
   std::vector<std::string> notes;
   const Model m = load_model_with_notes(o.model, &notes);
   for (const auto& n : notes) std::fprintf(stderr, "remat: note: %s\n", n.c_str());
   print_summary(m);
+  if (!o.optimizer.empty()) print_step_baseline(m, optimizer);
   if (!o.write.empty()) {
     save_json_model(m, o.write);
     std::printf("wrote %s\n", o.write.c_str());
@@ -77,6 +92,9 @@ void add_model_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("model", "Summarise a model; write it as JSON (docs/model-format.md) or Graphviz DOT");
   cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12, gpt:12, resnet:18) or a .json/.onnx file")
       ->required();
+  cmd->add_option("--optimizer", o->optimizer,
+                  "Also print what the step holds besides activations: parameters, their gradients and this "
+                  "optimizer's state (" + optimizer_choices() + ")");
   cmd->add_option("--write", o->write, "Write the model in the JSON model format to this file");
   cmd->add_option("--dot", o->dot, "Write the graph in Graphviz DOT to this file (render: dot -Tsvg)");
   cmd->callback([o] { run_model(*o); });

@@ -10,6 +10,7 @@
 #include "core/comparison.h"
 #include "core/errors.h"
 #include "core/model_source.h"
+#include "core/step_memory.h"
 #include "core/strategy.h"
 
 namespace remat::cli {
@@ -20,6 +21,7 @@ struct SimulateOptions {
   std::string strategies = "store-all,recompute-all,sqrt";
   bool json = false;
   std::string csv;
+  std::string optimizer;  // empty: no whole-step table (JSON says sgd)
 };
 
 void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
@@ -39,7 +41,37 @@ void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
     if (!r.schedule.note.empty()) std::printf("note: %s: %s\n", r.name.c_str(), r.schedule.note.c_str());
 }
 
+// The whole step beside the activations: what checkpointing cannot change.
+void print_step_table(const Model& model, Optimizer optimizer, const std::vector<StrategyRun>& runs) {
+  const StepMemory base = step_memory(model, optimizer, 0);
+  std::printf("\nwhole step with %s: parameters %s, gradients %s, optimizer state %s",
+              std::string(optimizer_name(optimizer)).c_str(), format_bytes(base.parameters).c_str(),
+              format_bytes(base.parameter_grads).c_str(), format_bytes(base.optimizer_state).c_str());
+  if (base.master_weights) std::printf(", fp32 master weights %s", format_bytes(base.master_weights).c_str());
+  std::printf("\n%-22s %14s %14s %11s\n", "strategy", "activations", "step total", "share");
+  const StrategyRun* least = nullptr;
+  for (const auto& r : runs) {
+    const StepMemory m = step_memory(model, optimizer, r.sim.peak_bytes);
+    std::printf("%-22s %14s %14s %10.1f%%\n", r.name.c_str(), format_bytes(m.activations).c_str(),
+                format_bytes(m.total()).c_str(), m.total() ? 100.0 * double(m.activations) / double(m.total()) : 0.0);
+    if (!least || r.sim.peak_bytes < least->sim.peak_bytes) least = &r;
+  }
+  if (least) {
+    const std::string note = dominant_part_note(step_memory(model, optimizer, least->sim.peak_bytes));
+    if (!note.empty()) std::printf("note: at %s's peak, %s\n", least->name.c_str(), note.c_str());
+  }
+}
+
+// "step_memory" (the parts no strategy changes) and each strategy's step total.
+void add_step_memory_json(nlohmann::json& j, const Model& model, Optimizer optimizer,
+                          const std::vector<StrategyRun>& runs) {
+  j["step_memory"] = step_baseline_json(step_memory(model, optimizer, 0));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    j["strategies"][i]["step_total_bytes"] = step_memory(model, optimizer, runs[i].sim.peak_bytes).total();
+}
+
 void run_simulate(const SimulateOptions& o) {
+  const Optimizer optimizer = optimizer_flag(o.optimizer);
   const Model model = load_model(o.model);
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
@@ -48,8 +80,14 @@ void run_simulate(const SimulateOptions& o) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
   if (!o.csv.empty()) write_file_atomically(o.csv, [&](std::ostream& out) { write_timelines_csv(out, model, runs); });
-  if (o.json) std::cout << comparison_json(model, runs).dump() << "\n";
-  else print_table(model, runs);
+  if (o.json) {
+    nlohmann::json j = comparison_json(model, runs);
+    add_step_memory_json(j, model, optimizer, runs);
+    std::cout << j.dump() << "\n";
+  } else {
+    print_table(model, runs);
+    if (!o.optimizer.empty()) print_step_table(model, optimizer, runs);
+  }
 }
 
 }  // namespace
@@ -66,6 +104,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--json", o->json,
                 "Print JSON {model: {..., saved_bytes}, strategies:[{name, peak_bytes, ..., timeline}]} instead of a table");
   cmd->add_option("--csv", o->csv, "Also write the timelines (bytes per instruction) to this CSV file");
+  cmd->add_option("--optimizer", o->optimizer,
+                  "Also show the whole step's memory: parameters, their gradients and this optimizer's state (" +
+                      optimizer_choices() + "; fp32 master weights for f16/bf16 weights) beside each strategy's activations");
   cmd->callback([o] { run_simulate(*o); });
 }
 
