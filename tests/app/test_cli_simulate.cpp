@@ -88,3 +88,27 @@ TEST(CliSimulate, HelpListsEveryStrategy) {
   EXPECT_EQ(top.code, 0);
   for (const char* s : {"simulate", "run", "export", "model", "sweep", "explain"}) EXPECT_NE(top.out.find(s), std::string::npos) << s;
 }
+
+TEST(CliSimulate, OptimizerAddsTheWholeStep) {
+  const CliResult r = run_cli("simulate --model mlp:4:64:8 --strategy store-all,sqrt --optimizer adam --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& step = j["step_memory"];
+  const uint64_t params = j["model"]["param_bytes"];
+  EXPECT_EQ(step["optimizer"], "adam");
+  EXPECT_EQ(step["parameters_bytes"], params);
+  EXPECT_EQ(step["parameter_grads_bytes"], params);    // fp32 weights, no buffers
+  EXPECT_EQ(step["optimizer_state_bytes"], 2 * params);  // exp_avg and exp_avg_sq
+  EXPECT_EQ(step["master_weights_bytes"], 0);
+  for (const auto& s : j["strategies"])
+    EXPECT_EQ(s["step_total_bytes"].get<uint64_t>(), 4 * params + s["peak_bytes"].get<uint64_t>());
+
+  const CliResult table = run_cli("simulate --model mlp:4:64:8 --strategy store-all --optimizer momentum");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("whole step with momentum"), std::string::npos) << table.out;
+
+  const CliResult bad = run_cli("simulate --model mlp:4:64:8 --optimizer lion");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "remat: error: --optimizer: unknown optimizer 'lion' (expected sgd|momentum|adam|adamw)\n");
+  EXPECT_EQ(bad.out, "");
+}
