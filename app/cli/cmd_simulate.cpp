@@ -9,8 +9,10 @@
 #include "core/atomic_file.h"
 #include "core/comparison.h"
 #include "core/errors.h"
+#include "core/micro_batch.h"
 #include "core/model_source.h"
 #include "core/step_memory.h"
+#include "core/spec_parse.h"
 #include "core/strategy.h"
 
 namespace remat::cli {
@@ -22,7 +24,46 @@ struct SimulateOptions {
   bool json = false;
   std::string csv;
   std::string optimizer;  // empty: no whole-step table (JSON says sgd)
+  std::string micro_batches = "1";  // K, or K1,K2,... for a table over K
 };
+
+std::vector<int> parse_micro_batches(const std::string& s) {
+  std::vector<int> ks;
+  for (const std::string& item : split(s, ','))
+    ks.push_back(static_cast<int>(parse_int(item, "--micro-batches", 1, 1 << 20)));
+  if (ks.empty()) throw InputError("--micro-batches: empty list (e.g. 4 or 1,2,4,8)");
+  return ks;
+}
+
+// One row per K and strategy: what gradient accumulation trades, activations
+// for passes. The baseline (parameters, gradients, optimizer state) is the
+// same for every K: the gradients accumulate in place.
+void print_micro_batch_table(const Model& base, const std::vector<std::string>& specs, const std::vector<int>& ks,
+                             Optimizer optimizer, bool json) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json)
+    std::printf("%4s %7s %-22s %14s %14s %14s\n", "K", "batch", "strategy", "activations", "step total", "step flops");
+  for (int k : ks) {
+    const Model m = micro_batch(base, k);
+    for (const auto& r : simulate_strategies(m, specs)) {
+      if (!r.ok()) throw InputError("strategy '" + r.spec + "' with --micro-batches " + std::to_string(k) + ": " + r.error);
+      const StepMemory step = step_memory(m, optimizer, r.sim.peak_bytes);
+      const double flops = k * r.sim.flops;
+      if (json) {
+        rows.push_back({{"micro_batches", k}, {"batch", m.op(0).shape[0]}, {"strategy", r.name},
+                        {"peak_bytes", r.sim.peak_bytes}, {"step_total_bytes", step.total()}, {"step_flops", flops}});
+      } else {
+        std::printf("%4d %7lld %-22s %14s %14s %14.4g\n", k, static_cast<long long>(m.op(0).shape[0]), r.name.c_str(),
+                    format_bytes(r.sim.peak_bytes).c_str(), format_bytes(step.total()).c_str(), flops);
+      }
+    }
+  }
+  if (json)
+    std::cout << nlohmann::json{{"model", model_json(base)},
+                                {"step_memory", step_baseline_json(step_memory(base, optimizer, 0))},
+                                {"micro_batch_sweep", rows}}.dump()
+              << "\n";
+}
 
 void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
   const uint64_t unit = model.uniform_bytes();
@@ -72,9 +113,16 @@ void add_step_memory_json(nlohmann::json& j, const Model& model, Optimizer optim
 
 void run_simulate(const SimulateOptions& o) {
   const Optimizer optimizer = optimizer_flag(o.optimizer);
-  const Model model = load_model(o.model);
+  const std::vector<int> ks = parse_micro_batches(o.micro_batches);
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
+  if (ks.size() > 1) {
+    if (!o.csv.empty()) throw InputError("--csv takes one --micro-batches value, not a list");
+    print_micro_batch_table(load_model(o.model), specs, ks, optimizer, o.json);
+    return;
+  }
+  const int k = ks[0];
+  const Model model = micro_batch(load_model(o.model), k);
   const auto runs = simulate_strategies(model, specs);
   for (const auto& r : runs) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
@@ -83,8 +131,14 @@ void run_simulate(const SimulateOptions& o) {
   if (o.json) {
     nlohmann::json j = comparison_json(model, runs);
     add_step_memory_json(j, model, optimizer, runs);
+    j["micro_batches"] = k;
+    for (std::size_t i = 0; i < runs.size(); ++i) j["strategies"][i]["step_flops"] = k * runs[i].sim.flops;
     std::cout << j.dump() << "\n";
   } else {
+    if (k > 1)
+      std::printf("micro-batches: %d of batch %lld; the step runs %d forward and backward passes, the gradients "
+                  "accumulate in place\n",
+                  k, static_cast<long long>(model.op(0).shape[0]), k);
     print_table(model, runs);
     if (!o.optimizer.empty()) print_step_table(model, optimizer, runs);
   }
@@ -107,6 +161,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--optimizer", o->optimizer,
                   "Also show the whole step's memory: parameters, their gradients and this optimizer's state (" +
                       optimizer_choices() + "; fp32 master weights for f16/bf16 weights) beside each strategy's activations");
+  cmd->add_option("--micro-batches", o->micro_batches,
+                  "Gradient accumulation: simulate one micro-batch of batch/K (the step runs K passes); a list "
+                  "(1,2,4,8) prints a table over K")
+      ->capture_default_str();
   cmd->callback([o] { run_simulate(*o); });
 }
 

@@ -112,3 +112,31 @@ TEST(CliSimulate, OptimizerAddsTheWholeStep) {
   EXPECT_EQ(bad.err, "remat: error: --optimizer: unknown optimizer 'lion' (expected sgd|momentum|adam|adamw)\n");
   EXPECT_EQ(bad.out, "");
 }
+
+TEST(CliSimulate, MicroBatchesSimulateOneMicroBatchAndTabulateK) {
+  // K=2 of mlp:4:64:8 is mlp:4:64:4, simulated on its own.
+  const CliResult half = run_cli("simulate --model mlp:4:64:4 --strategy store-all,sqrt --json");
+  ASSERT_EQ(half.code, 0) << half.err;
+  const auto h = nlohmann::json::parse(half.out);
+
+  const CliResult one = run_cli("simulate --model mlp:4:64:8 --strategy store-all,sqrt --micro-batches 2 --json");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const auto j = nlohmann::json::parse(one.out);
+  EXPECT_EQ(j["micro_batches"], 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(j["strategies"][i]["peak_bytes"], h["strategies"][i]["peak_bytes"]);
+    EXPECT_DOUBLE_EQ(j["strategies"][i]["step_flops"].get<double>(), 2 * h["strategies"][i]["flops"].get<double>());
+  }
+
+  const CliResult table = run_cli("simulate --model mlp:4:64:8 --strategy store-all,sqrt --micro-batches 1,2 --json");
+  ASSERT_EQ(table.code, 0) << table.err;
+  const auto t = nlohmann::json::parse(table.out)["micro_batch_sweep"];
+  ASSERT_EQ(t.size(), 4u);  // K in {1, 2} x two strategies
+  EXPECT_EQ(t[2]["micro_batches"], 2);
+  EXPECT_EQ(t[2]["batch"], 4);
+  EXPECT_EQ(t[2]["peak_bytes"], h["strategies"][0]["peak_bytes"]);
+
+  const CliResult bad = run_cli("simulate --model mlp:4:64:8 --micro-batches 3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "remat: error: --micro-batches 3: does not divide the batch (8, the first dimension of the input [8,64])\n");
+}
