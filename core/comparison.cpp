@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/model.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 

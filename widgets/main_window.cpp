@@ -25,9 +25,9 @@
 #include <QVBoxLayout>
 
 #include "core/errors.h"
-#if __has_include("widgets/tradeoff_chart.h") && __has_include("core/strategies/sweep.h")
+#if __has_include("widgets/tradeoff_chart.h") && __has_include("core/analysis/sweep.h")
 #define REMAT_HAVE_TRADEOFF 1
-#include "core/strategies/sweep.h"
+#include "core/analysis/sweep.h"
 #include "widgets/tradeoff_chart.h"
 #endif
 #include "widgets/comparison_model.h"

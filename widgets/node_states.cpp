@@ -1,7 +1,7 @@
 #include "widgets/node_states.h"
 
 #include "core/model.h"
-#include "core/strategy.h"
+#include "core/strategies/checkpoint_sets.h"
 
 namespace remat {
 

@@ -5,7 +5,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "widgets/comparison_model.h"
 
 namespace remat {

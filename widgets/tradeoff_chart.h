@@ -1,5 +1,5 @@
 // The memory–time trade-off of one model: the best recompute overhead per
-// memory budget (a step line, the Pareto front from core/strategies/sweep.h)
+// memory budget (a step line, the Pareto front from core/analysis/sweep.h)
 // and the named strategies as labelled points. Clicking a point or a front
 // step emits its spec, so the window can add that strategy.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/strategies/sweep.h"
+#include "core/analysis/sweep.h"
 
 QT_BEGIN_NAMESPACE
 class QLineSeries;

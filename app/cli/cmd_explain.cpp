@@ -8,8 +8,8 @@
 #include "app/cli/commands.h"
 #include "core/errors.h"
 #include "core/model_source.h"
-#include "core/strategies/explain.h"
-#include "core/strategy.h"
+#include "core/analysis/explain.h"
+#include "core/strategies/registry.h"
 
 namespace remat::cli {
 namespace {

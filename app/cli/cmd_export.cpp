@@ -9,7 +9,7 @@
 #include "app/cli/commands.h"
 #include "core/errors.h"
 #include "core/model_source.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "widgets/exporter.h"
 
 namespace remat::cli {

@@ -20,7 +20,7 @@
 #include "core/exec/safetensors.h"
 #include "core/model_source.h"
 #include "core/spec_parse.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat::cli {
 namespace {
@@ -305,8 +305,7 @@ void add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Execute strategies on the CPU or GPU and measure memory and time");
   cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16:256, mlp:8:1024:64, transformer:2) or a .json/.onnx file")
       ->required();
-  std::string names;
-  for (const auto& s : strategy_catalog()) names += "\n  " + s.name + (s.argument.empty() ? "" : ":" + s.argument) + "  " + s.help;
+  const std::string names = strategy_help();
   cmd->add_option("-s,--strategy", o->strategies,
                   "Comma-separated strategies, or 'all' (every one that takes no argument):" + names)
       ->capture_default_str();

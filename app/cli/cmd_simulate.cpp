@@ -13,7 +13,7 @@
 #include "core/model_source.h"
 #include "core/step_memory.h"
 #include "core/spec_parse.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat::cli {
 namespace {
@@ -151,8 +151,7 @@ void add_simulate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate", "Predict the memory timeline, peak and recomputation of strategies");
   cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12, gpt:12, resnet:18) or a .json/.onnx file")
       ->required();
-  std::string names;
-  for (const auto& s : strategy_catalog()) names += "\n  " + s.name + (s.argument.empty() ? "" : ":" + s.argument) + "  " + s.help;
+  const std::string names = strategy_help();
   cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies (default: store-all,recompute-all,sqrt):" + names)
       ->capture_default_str();
   cmd->add_flag("--json", o->json,

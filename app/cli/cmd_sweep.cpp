@@ -11,7 +11,7 @@
 #include "app/cli/commands.h"
 #include "core/errors.h"
 #include "core/model_source.h"
-#include "core/strategies/sweep.h"
+#include "core/analysis/sweep.h"
 
 // --plot renders with Qt Charts: only when remat links remat_widgets
 // (REMAT_HAVE_GUI, defined by app/CMakeLists.txt in the GUI build).

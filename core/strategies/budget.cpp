@@ -1,12 +1,12 @@
 // budget:BYTES for chains of unequal layers: the checkpoint set with the least
 // recompute FLOPs whose peak fits (Chen et al. 2016's segment DP, made exact
 // for this project's memory model by chain_segments.h).
-#include "core/checkpoint_schedule.h"
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/strategies/chain_segments.h"
-#include "core/strategies/strategies.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/factories.h"
 
 namespace remat {
 namespace {

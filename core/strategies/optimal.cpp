@@ -7,11 +7,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/checkpoint_schedule.h"
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/simulator.h"
-#include "core/strategies/strategies.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/factories.h"
 
 namespace remat {
 namespace {
@@ -267,7 +267,9 @@ class BranchAndBound {
 class Optimal final : public Strategy {
  public:
   Optimal(uint64_t budget, double limit) : budget_(budget), limit_(limit) {}
-  std::string name() const override { return "optimal:" + std::to_string(budget_); }
+  std::string name() const override {
+    return "optimal:" + std::to_string(budget_) + (limit_ == kOptimalDefaultSeconds ? "" : ":" + std::to_string(static_cast<long long>(limit_)));
+  }
   Schedule schedule(const Model& m) const override {
     const OptimalResult r = optimal_search(m, budget_, limit_);
     const std::string least = r.evaluated ? "; the smallest peak seen is " + std::to_string(r.least_peak) + " bytes" : "";

@@ -25,6 +25,10 @@ struct OptimalResult {
 // quarter of the time limit); below, the branch and bound alone is faster.
 constexpr int kSeedSearchAboveOps = 18;
 
+// optimal:BYTES without :SECONDS. Someone is waiting for the answer: a few
+// seconds unless they ask for more.
+constexpr double kOptimalDefaultSeconds = 5.0;
+
 OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s);
 
 }  // namespace remat

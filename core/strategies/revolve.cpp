@@ -12,7 +12,9 @@
 
 #include "core/errors.h"
 #include "core/model.h"
-#include "core/strategies/strategies.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/factories.h"
+#include "core/strategies/revolve.h"
 
 namespace remat {
 namespace {
@@ -111,15 +113,6 @@ int64_t revolve_advances(int64_t n, int c) {
   if (n <= 1) return 0;
   const int64_t r = reps(n, c);
   return r * n - beta(c + 1, r - 1);
-}
-
-bool is_chain(const Model& model) {
-  for (int v = 1; v < model.size(); ++v) {
-    const auto& in = model.op(v).inputs;
-    if (in.size() != 1 || in[0] != v - 1) return false;
-    if (model.consumers(v - 1).size() != 1) return false;
-  }
-  return true;
 }
 
 std::unique_ptr<Strategy> make_revolve(int slots) { return std::make_unique<Revolve>(slots); }

@@ -21,7 +21,7 @@
 #include "core/exec/executor.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "gpu/backend/cuda_backend.h"
 #include "gpu/cuda_backend_factory.h"
 #include "gpu/cuda_check.h"

@@ -21,7 +21,7 @@
 #include "core/kernels/cpu_kernels.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include "core/presets.h"
 #include "core/resident_index.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 

@@ -10,7 +10,7 @@
 
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 

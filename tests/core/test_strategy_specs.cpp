@@ -3,7 +3,7 @@
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/spec_parse.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 
@@ -32,7 +32,7 @@ TEST(StrategySpecs, ListSplittingKeepsManualArguments) {
 TEST(StrategySpecs, BadSpecsSayWhat) {
   EXPECT_EQ(error_of("every-k:0"), "every-k: K must be between 1 and 1073741824, got 0");
   EXPECT_EQ(error_of("every-k:-2"), "every-k: K must be between 1 and 1073741824, got -2");
-  EXPECT_EQ(error_of("every-k"), "strategy 'every-k' needs an argument: every-k:...");
+  EXPECT_EQ(error_of("every-k"), "strategy 'every-k' needs an argument: every-k:K");
   EXPECT_EQ(error_of("manual:3,40"), "manual: checkpoint 40 is out of range 0..15 for model 'chain:16'");
   EXPECT_EQ(error_of("sqrt:3"), "strategy 'sqrt' takes no argument (got 'sqrt:3')");
   EXPECT_NE(error_of("fastest").find("unknown strategy 'fastest' (known: store-all, recompute-all, sqrt"), std::string::npos);

@@ -9,7 +9,7 @@
 #include "core/exec/op_exec.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat::testing {
 

@@ -14,7 +14,7 @@
 #include "core/exec/executor.h"
 #include "core/io/onnx_model.h"
 #include "core/model_source.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 namespace {

@@ -6,6 +6,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "core/strategies/registry.h"
 #include "tests/app/cli_runner.h"
 
 TEST(CliSweep, JsonFrontIsMonotone) {
@@ -33,7 +34,7 @@ TEST(CliSweep, JsonFrontIsMonotone) {
 TEST(CliSimulate, OptimalOutOfTimeSaysSo) {
   const CliResult t = run_cli("simulate --model transformer:12:16:4:2 --strategy optimal:18176:1");
   ASSERT_EQ(t.code, 0) << t.err;
-  EXPECT_NE(t.out.find("note: optimal:18176: the search stopped at its time limit (1 s)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("note: optimal:18176:1: the search stopped at its time limit (1 s)"), std::string::npos) << t.out;
   const CliResult j = run_cli("simulate --model transformer:12:16:4:2 --strategy optimal:18176:1 --json");
   ASSERT_EQ(j.code, 0) << j.err;
   const auto doc = nlohmann::json::parse(j.out);
@@ -85,4 +86,16 @@ TEST(CliStrategies, ChainOnlyStrategiesRefuseDags) {
   const long least = std::stol(b.err.substr(at + key.size()));
   EXPECT_EQ(run_cli("simulate --model chain:16 --strategy budget:" + std::to_string(least)).code, 0);
   EXPECT_EQ(run_cli("simulate --model chain:16 --strategy budget:" + std::to_string(least - 1)).code, 2);
+}
+
+// The --strategy help of simulate and run is the registry's table, line for line.
+TEST(CliStrategies, HelpListsEveryRegisteredStrategy) {
+  for (const char* cmd : {"simulate --help", "run --help"}) {
+    const CliResult r = run_cli(cmd);
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const remat::StrategyInfo& info : remat::strategy_catalog()) {
+      const std::string line = info.name + (info.argument.empty() ? "" : ":" + info.argument) + "  " + info.help + "\n";
+      EXPECT_NE(r.out.find(line), std::string::npos) << cmd << " lacks: " << line;
+    }
+  }
 }

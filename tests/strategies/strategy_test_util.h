@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/checkpoint_schedule.h"
+#include "core/strategies/checkpoint_sets.h"
 #include "core/model.h"
 #include "core/simulator.h"
 

@@ -7,8 +7,8 @@
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategies/strategies.h"
-#include "core/strategy.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 
@@ -29,18 +29,6 @@ TEST(AllStrategies, ValidOnPresets) {
   }
 }
 
-TEST(AllStrategies, CatalogNamesThemAll) {
-  std::vector<std::string> names;
-  for (const auto& i : strategy_catalog()) names.push_back(i.name);
-  for (const char* n : {"revolve", "budget", "auto", "optimal", "selective"})
-    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
-  EXPECT_EQ(make_strategy("revolve:4")->name(), "revolve:4");
-  EXPECT_EQ(make_strategy("budget:1K")->name(), "budget:1024");
-  EXPECT_THROW(make_strategy("auto:3"), InputError);
-  EXPECT_THROW(make_strategy("budget"), InputError);
-  EXPECT_THROW(make_strategy("optimal:1K:0"), InputError);
-}
-
 TEST(Auto, ChainsGetSqrtAndTransformersTheirResidualStream) {
   const Model c = make_preset("chain:25");
   EXPECT_EQ(auto_checkpoints(c), every_k_checkpoints(c, sqrt_interval(c)));
@@ -51,6 +39,47 @@ TEST(Auto, ChainsGetSqrtAndTransformersTheirResidualStream) {
       for (int u : t.op(w).inputs) EXPECT_FALSE(u < v && w > v) << t.op(v).name << " jumped by " << t.op(u).name << "->" << t.op(w).name;
   }
   EXPECT_FALSE(auto_checkpoints(t).empty());
+}
+
+namespace {
+
+// Connected components of the model's undirected graph without `removed`.
+int components_without(const Model& m, int removed) {
+  std::vector<std::vector<int>> adj(static_cast<std::size_t>(m.size()));
+  for (int v = 0; v < m.size(); ++v)
+    for (int u : m.op(v).inputs) {
+      adj[static_cast<std::size_t>(u)].push_back(v);
+      adj[static_cast<std::size_t>(v)].push_back(u);
+    }
+  std::vector<char> seen(static_cast<std::size_t>(m.size()), 0);
+  int count = 0;
+  for (int s = 0; s < m.size(); ++s) {
+    if (s == removed || seen[static_cast<std::size_t>(s)]) continue;
+    ++count;
+    std::vector<int> stack{s};
+    seen[static_cast<std::size_t>(s)] = 1;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (int w : adj[static_cast<std::size_t>(v)])
+        if (w != removed && !seen[static_cast<std::size_t>(w)]) seen[static_cast<std::size_t>(w)] = 1, stack.push_back(w);
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+// Boost's articulation points are exactly the ops whose removal splits the
+// undirected graph (checked by removing each op in turn).
+TEST(Auto, ArticulationPointsByDefinition) {
+  for (const char* spec : {"chain:12", "mlp:3", "transformer:2", "transformer:1:16:4:2"}) {
+    const Model m = make_preset(spec);
+    std::vector<int> expected;
+    for (int v = 1; v < m.loss(); ++v)
+      if (components_without(m, v) > 1) expected.push_back(v);
+    EXPECT_EQ(articulation_candidates(m), expected) << spec;
+  }
 }
 
 TEST(Selective, KeepsExactlyTheExpensiveOutputs) {

@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 #include "core/presets.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "tests/strategies/strategy_test_util.h"
 
 using namespace remat;

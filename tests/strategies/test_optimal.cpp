@@ -12,7 +12,7 @@
 #include "core/simulator.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/optimal.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "tests/strategies/strategy_test_util.h"
 
 using namespace remat;

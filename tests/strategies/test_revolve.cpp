@@ -14,8 +14,8 @@
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategies/strategies.h"
-#include "core/strategy.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 

@@ -7,9 +7,9 @@
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategies/explain.h"
-#include "core/strategies/sweep.h"
-#include "core/strategy.h"
+#include "core/analysis/explain.h"
+#include "core/analysis/sweep.h"
+#include "core/strategies/registry.h"
 #include "tests/strategies/strategy_test_util.h"
 
 using namespace remat;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model_source.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "widgets/instruction_caption.h"
 #include "widgets/node_states.h"
 

@@ -3,7 +3,7 @@
 #include "core/model_source.h"
 #include "core/resident_index.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "widgets/node_states.h"
 #include "widgets/studio_document.h"
 

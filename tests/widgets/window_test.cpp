@@ -7,7 +7,7 @@
 
 #include "core/model_source.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 #include "widgets/comparison_model.h"
 #include "widgets/graph_view.h"
 #include "widgets/main_window.h"

@@ -1,10 +1,89 @@
-#include "core/checkpoint_schedule.h"
+#include "core/strategies/checkpoint_sets.h"
 
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/biconnected_components.hpp>
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include "core/model.h"
 
 namespace remat {
+
+bool is_chain(const Model& model) {
+  for (int v = 1; v < model.size(); ++v) {
+    const auto& in = model.op(v).inputs;
+    if (in.size() != 1 || in[0] != v - 1) return false;
+    if (model.consumers(v - 1).size() != 1) return false;
+  }
+  return true;
+}
+
+std::vector<int> every_k_checkpoints(const Model& model, int k) {
+  std::vector<int> c;
+  for (int v = k; v < model.loss(); v += k) c.push_back(v);
+  return c;
+}
+
+int sqrt_interval(const Model& model) {
+  const int n = model.loss();  // ops after the input
+  return std::max(1, static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n)))));
+}
+
+// The model's graph is directed (bidirectionalS); articulation_points needs an
+// undirected one, so its edges are copied into an undirected view.
+std::vector<int> articulation_candidates(const Model& m) {
+  using Undirected = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  const Model::Graph& g = m.graph();
+  Undirected u(boost::num_vertices(g));
+  for (auto [e, end] = boost::edges(g); e != end; ++e) boost::add_edge(boost::source(*e, g), boost::target(*e, g), u);
+  std::vector<std::size_t> points;
+  boost::articulation_points(u, std::back_inserter(points));
+  std::vector<int> out;
+  for (std::size_t p : points) {
+    const int v = static_cast<int>(p);
+    if (v > 0 && v < m.loss()) out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<int> auto_checkpoints(const Model& m) {
+  const int k = sqrt_interval(m);
+  std::vector<int> picks;
+  int last = 0;
+  for (int v : articulation_candidates(m)) {
+    if (v - last >= k) {
+      picks.push_back(v);
+      last = v;
+    }
+  }
+  return picks;
+}
+
+namespace {
+
+bool cheap(OpKind k) {
+  switch (k) {
+    case OpKind::ReLU: case OpKind::GELU: case OpKind::Tanh: case OpKind::LayerNorm:
+    case OpKind::Add: case OpKind::Dropout:
+      return true;
+    default:  // Linear, Dense, losses, and Generic ops whose cost we do not trust
+      return false;
+  }
+}
+
+}  // namespace
+
+// Without the branch points one segment's recompute would run back along
+// every residual Add to the input.
+std::vector<int> selective_checkpoints(const Model& m) {
+  std::vector<int> keep;
+  for (int v = 1; v < m.loss(); ++v) {
+    if (!cheap(m.op(v).kind) || m.consumers(v).size() > 1) keep.push_back(v);
+  }
+  return keep;
+}
 
 Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
                              const std::vector<int>& phase_start, std::string strategy) {

@@ -1,19 +1,18 @@
-#include "core/strategies/sweep.h"
+#include "core/analysis/sweep.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
-#include "core/checkpoint_schedule.h"
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/spec_parse.h"
 #include "core/strategies/chain_segments.h"
+#include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/optimal.h"
-#include "core/strategies/strategies.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 namespace {

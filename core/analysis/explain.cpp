@@ -1,4 +1,4 @@
-#include "core/strategies/explain.h"
+#include "core/analysis/explain.h"
 
 #include <nlohmann/json.hpp>
 #include <sstream>

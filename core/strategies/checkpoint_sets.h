@@ -1,0 +1,57 @@
+// Checkpoint sets: how the named strategies choose them from a model, and the
+// one generator that turns a set into a schedule (store-all, recompute-all,
+// sqrt, every-k, manual, auto, selective, budget and optimal all end here).
+//
+// The generator: the forward pass computes every op once. Backward walks the
+// phases from the last to the first; before the backward steps of a phase it
+// recomputes, in topological order, every tensor those steps read that is
+// neither a checkpoint nor already recomputed in this phase (recursively, back
+// to checkpoints); an op with private saved tensors aux(v) is recomputed for
+// them unless it is a checkpoint (a checkpoint keeps its aux from the forward
+// pass). A checkpointed view keeps its storage, so the aliases down to the
+// owner are checkpoints too. The last phase reads what the forward pass left.
+// Frees then follow from liveness (schedule.h), so a segment's recomputed
+// tensors live only until the phase's last backward step reads them. Works on
+// any DAG.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+// True when every op but the input reads exactly the op before it and is read
+// only by the op after it (chain:N, mlp:N).
+bool is_chain(const Model& model);
+
+// Every k-th op (k, 2k, ... before the loss).
+std::vector<int> every_k_checkpoints(const Model& model, int k);
+// ceil(sqrt(n)) for the n ops after the input (at least 1).
+int sqrt_interval(const Model& model);
+
+// Articulation points of the model's graph seen undirected (Boost.Graph):
+// tensors whose removal disconnects the past from the future. Sorted; the
+// input and the loss are left out.
+std::vector<int> articulation_candidates(const Model& model);
+// From those, the first at least sqrt_interval() ops after the previous pick
+// (on a chain every op is a candidate, so this is exactly `sqrt`).
+std::vector<int> auto_checkpoints(const Model& model);
+
+// Expensive outputs (Linear, Dense, losses, Generic ops whose cost we do not
+// trust) and cheap ops read by several ops (a residual stream).
+std::vector<int> selective_checkpoints(const Model& model);
+
+// `checkpoint[v]` keeps A(v) from the forward pass to its last backward use (op
+// 0 is always kept). `phase_start` lists the first op of each backward phase in
+// increasing order, starting with 1: phase j covers [phase_start[j],
+// phase_start[j+1]).
+Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
+                             const std::vector<int>& phase_start, std::string strategy);
+
+// Segments between checkpoints: phases start right after each checkpoint.
+Schedule segment_schedule(const Model& model, const std::vector<int>& checkpoints, std::string strategy);
+
+}  // namespace remat

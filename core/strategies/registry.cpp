@@ -1,0 +1,98 @@
+#include "core/strategies/registry.h"
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/spec_parse.h"
+#include "core/strategies/factories.h"
+#include "core/strategies/optimal.h"
+
+namespace remat {
+namespace {
+
+std::unique_ptr<Strategy> manual_from(const std::string& a) {
+  std::vector<int> ops;
+  for (const auto& f : split(a, ',')) ops.push_back(static_cast<int>(parse_int(f, "manual: checkpoint index", 0, 1 << 30)));
+  std::sort(ops.begin(), ops.end());
+  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+  return make_manual(std::move(ops));
+}
+
+std::unique_ptr<Strategy> optimal_from(const std::string& a) {
+  const auto f = split(a, ':');
+  if (f.size() > 2) throw InputError("optimal: expected optimal:BYTES[:SECONDS] (got 'optimal:" + a + "')");
+  const double limit = f.size() == 2 ? static_cast<double>(parse_int(f[1], "optimal: SECONDS", 1, 86400)) : kOptimalDefaultSeconds;
+  return make_optimal(parse_bytes(f[0], "optimal: BYTES"), limit);
+}
+
+const StrategyInfo* find(std::string_view name) {
+  for (const auto& info : strategy_catalog())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<StrategyInfo>& strategy_catalog() {
+  static const std::vector<StrategyInfo> table = {
+      {"store-all", "", "", "keep every activation until its backward (as soon as possible)",
+       [](const std::string&) { return make_store_all(); }},
+      {"recompute-all", "", "", "keep only the input; recompute before every backward step (as late as possible)",
+       [](const std::string&) { return make_recompute_all(); }},
+      {"sqrt", "", "", "checkpoint every ceil(sqrt(n)) ops", [](const std::string&) { return make_every_k(0); }},
+      {"every-k", "K", "4", "checkpoint every K ops (K >= 1)",
+       [](const std::string& a) { return make_every_k(static_cast<int>(parse_int(a, "every-k: K", 1, 1 << 30))); }},
+      {"manual", "I,J,...", "0", "checkpoint the listed op ids (topological indices)", manual_from},
+      {"revolve", "C", "4",
+       "chains: least forward recomputation with C stored states, the input's included (binomial checkpointing)",
+       [](const std::string& a) {
+         return make_revolve(static_cast<int>(parse_int(a, "revolve: C (checkpoint slots)", 1, 1 << 20)));
+       }},
+      {"budget", "BYTES", "1M", "chains: least recompute FLOPs whose peak fits BYTES (nested checkpoints, dynamic programming)",
+       [](const std::string& a) { return make_budget(parse_bytes(a, "budget: BYTES")); }},
+      {"auto", "", "", "checkpoint articulation points of the DAG, spaced about sqrt(n)",
+       [](const std::string&) { return make_auto(); }},
+      {"optimal", "BYTES[:SECONDS]", "1M",
+       "least recompute FLOPs under BYTES (branch and bound over checkpoint sets, and a MILP over general schedules "
+       "when built with one; best found when the time limit, default 5 s, runs out)",
+       optimal_from},
+      {"selective", "", "", "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
+       [](const std::string&) { return make_selective(); }},
+  };
+  return table;
+}
+
+std::string strategy_help() {
+  std::string s;
+  for (const auto& i : strategy_catalog()) s += "\n  " + i.name + (i.argument.empty() ? "" : ":" + i.argument) + "  " + i.help;
+  return s;
+}
+
+std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
+  const std::string s(spec);
+  const auto colon = s.find(':');
+  const std::string head = s.substr(0, colon);
+  const StrategyInfo* info = find(head);
+  if (!info) {
+    std::string known;
+    for (const auto& i : strategy_catalog()) known += (known.empty() ? "" : ", ") + i.name;
+    throw InputError("unknown strategy '" + s + "' (known: " + known + ")");
+  }
+  if (info->argument.empty() && colon != std::string::npos)
+    throw InputError("strategy '" + head + "' takes no argument (got '" + s + "')");
+  if (!info->argument.empty() && (colon == std::string::npos || colon + 1 == s.size()))
+    throw InputError("strategy '" + s.substr(0, colon) + "' needs an argument: " + head + ":" + info->argument);
+  return info->make(colon == std::string::npos ? std::string() : s.substr(colon + 1));
+}
+
+std::vector<std::string> split_strategy_list(std::string_view list) {
+  std::vector<std::string> out;
+  for (auto& part : split(list, ',')) {
+    const bool number = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (number && !out.empty() && out.back().find(':') != std::string::npos) out.back() += "," + part;
+    else out.push_back(part);
+  }
+  return out;
+}
+
+}  // namespace remat

@@ -1,0 +1,34 @@
+// Every strategy the build knows, in one table: its name, argument, help line
+// and constructor. The catalog the window lists, the CLI's --help text and
+// make_strategy()'s dispatch all read this table, so they cannot disagree.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/strategy.h"
+
+namespace remat {
+
+struct StrategyInfo {
+  std::string name;      // "every-k"
+  std::string argument;  // "K", or "" when it takes none
+  std::string example;   // an argument it accepts ("4"), for the window's default; "" when it takes none
+  std::string help;      // one line for --help
+  // Builds the strategy from the text after "name:" (empty when it takes
+  // none); throws InputError on a bad argument.
+  std::unique_ptr<Strategy> (*make)(const std::string& argument);
+};
+
+// The table, in the order --help lists it.
+const std::vector<StrategyInfo>& strategy_catalog();
+// "\n  name:ARG  help" per entry: the --strategy option's help text.
+std::string strategy_help();
+// Throws InputError: unknown name, missing or bad argument.
+std::unique_ptr<Strategy> make_strategy(std::string_view spec);
+// Splits "store-all,manual:1,2,3,sqrt" into specs; bare integers continue the
+// argument list of the previous spec (manual's checkpoints use commas too).
+std::vector<std::string> split_strategy_list(std::string_view list);
+
+}  // namespace remat

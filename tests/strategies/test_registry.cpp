@@ -1,0 +1,81 @@
+// The registry is one table: every entry builds from its own example, its
+// name() recreates it, the argument rules follow the table, and the help text
+// and the "unknown strategy" message list exactly the table's names.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/errors.h"
+#include "core/presets.h"
+#include "core/simulator.h"
+#include "core/strategies/registry.h"
+
+using namespace remat;
+
+namespace {
+
+std::string spec_of(const StrategyInfo& info) {
+  return info.argument.empty() ? info.name : info.name + ":" + info.example;
+}
+
+std::string error_of(const std::string& spec) {
+  try {
+    make_strategy(spec);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Registry, EveryEntryBuildsRoundTripsAndSchedules) {
+  const Model m = make_preset("chain:16");
+  std::set<std::string> names;
+  for (const StrategyInfo& info : strategy_catalog()) {
+    EXPECT_TRUE(names.insert(info.name).second) << "listed twice: " << info.name;
+    ASSERT_NE(info.make, nullptr) << info.name;
+    EXPECT_FALSE(info.help.empty()) << info.name;
+    EXPECT_EQ(info.argument.empty(), info.example.empty()) << info.name << ": an example exactly when it takes an argument";
+    const auto s = make_strategy(spec_of(info));
+    const std::string name = s->name();
+    // The canonical name is this entry's, and building from it gives the same strategy.
+    EXPECT_EQ(name.substr(0, name.find(':')), info.name);
+    EXPECT_EQ(make_strategy(name)->name(), name);
+    const Schedule sched = s->schedule(m);
+    EXPECT_EQ(sched.strategy, name);
+    EXPECT_NO_THROW(validate(m, sched)) << name;
+  }
+  EXPECT_GE(names.size(), 10u);
+}
+
+TEST(Registry, ArgumentsFollowTheTable) {
+  for (const StrategyInfo& info : strategy_catalog()) {
+    if (info.argument.empty()) {
+      EXPECT_EQ(error_of(info.name + ":1"), "strategy '" + info.name + "' takes no argument (got '" + info.name + ":1')");
+    } else {
+      const std::string want = "strategy '" + info.name + "' needs an argument: " + info.name + ":" + info.argument;
+      EXPECT_EQ(error_of(info.name), want);
+      EXPECT_EQ(error_of(info.name + ":"), want);
+    }
+  }
+}
+
+TEST(Registry, HelpAndUnknownNamesListTheTableInOrder) {
+  std::string help_expected, known;
+  for (const StrategyInfo& info : strategy_catalog()) {
+    help_expected += "\n  " + info.name + (info.argument.empty() ? "" : ":" + info.argument) + "  " + info.help;
+    known += (known.empty() ? "" : ", ") + info.name;
+  }
+  EXPECT_EQ(strategy_help(), help_expected);
+  EXPECT_EQ(error_of("fastest"), "unknown strategy 'fastest' (known: " + known + ")");
+}
+
+// Non-default arguments survive the round trip too.
+TEST(Registry, NamesKeepTheirArguments) {
+  EXPECT_EQ(make_strategy("optimal:1K:7")->name(), "optimal:1024:7");
+  EXPECT_EQ(make_strategy("optimal:1K")->name(), "optimal:1024");
+  EXPECT_EQ(make_strategy("budget:2K")->name(), "budget:2048");
+  EXPECT_EQ(make_strategy("manual:9,3,3")->name(), "manual:3,9");
+  EXPECT_EQ(make_strategy("revolve:4")->name(), "revolve:4");
+}
