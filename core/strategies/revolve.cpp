@@ -1,12 +1,18 @@
-// Binomial checkpointing (Griewank & Walther, "Algorithm 799: Revolve").
+// Binomial checkpointing (Griewank & Walther, "Algorithm 799: Revolve"), in
+// this project's memory model.
 //
 // Textbook terms: states x_0..x_n, step i maps x_{i-1} to x_i; reversing step i
-// needs x_{i-1} and runs the forward of step i fused with its adjoint. Here step
-// i is op i of a chain (x_i = A(i)) and "reverse step i" is `fwd i; bwd i`. The
-// forward advances (fwd instructions not fused with a bwd) number
-// t(n, c) = r·n − β(c+1, r−1) with β(c, r) = binom(c+r, c) and r the least
-// integer with β(c, r) >= n: the minimum for c slots, x_0's included. The
-// simulator then counts forward_steps = t + n and recompute_steps = t.
+// needs x_{i-1} and re-runs the forward of step i fused with its adjoint. Here
+// the steps are the N-1 layers of a chain (op i, x_i = A(i)) and the loss N is
+// handled with the last layer. A backward step here reads both A(i-1) and A(i),
+// so A(i), read by `bwd i+1`, is still resident when `bwd i` comes: the fused
+// forward is not re-run, A(i) is held instead. That costs one tensor while the
+// advances to x_{i-1} run, exactly what `bwd i`'s second gradient costs, so
+// with C slots the peak stays C + 4 tensors and the count drops to
+//   forward_steps = t(N-1, C) + 2,
+// t the textbook advances (r·n − β(C+1, r−1)), plus the first computations of
+// A(N-1) and the loss. docs/strategies.md derives it; the tests check it is
+// the least of any schedule within that peak (exhaustive search).
 #include <algorithm>
 #include <limits>
 
@@ -51,44 +57,60 @@ class Revolve final : public Strategy {
     if (!is_chain(m))
       throw InputError("revolve needs a chain (every op reading only the one before it); model '" + m.name +
                        "' branches: use auto or optimal:BYTES");
-    const int64_t n = m.loss();
+    const int64_t loss = m.loss();
+    const int64_t n = loss - 1;  // layers: the textbook's steps
     const int64_t t = revolve_advances(n, slots_);
     if (t > 200'000'000)
-      throw InputError("revolve:" + std::to_string(slots_) + " on " + std::to_string(n) + " steps needs " +
+      throw InputError("revolve:" + std::to_string(slots_) + " on " + std::to_string(loss) + " steps needs " +
                        std::to_string(t) + " recomputations; give it more slots");
     std::vector<Instr> code;
-    code.reserve(static_cast<std::size_t>(t + 2 * n));
-    reverse(0, n, slots_, code);
+    code.reserve(static_cast<std::size_t>(t + 3 * loss));
+    if (n == 0) {  // the input straight into the loss
+      code.push_back({InstrKind::Fwd, 1});
+      code.push_back({InstrKind::Bwd, 1});
+    } else {
+      reverse(0, n, slots_, n, code);
+    }
     return with_frees(m, std::move(code), name());
   }
 
  private:
-  // Reverse steps s+1..e with x_s resident and c slots (x_s's included).
-  static void reverse(int64_t s, int64_t e, int c, std::vector<Instr>& code) {
+  // Reverse steps s+1..e with x_s resident and c slots (x_s's included);
+  // `last` is the last layer, reversed first, together with the loss.
+  static void reverse(int64_t s, int64_t e, int c, int64_t last, std::vector<Instr>& code) {
     while (e > s) {
       const int64_t l = e - s;
       if (l == 1) {
-        fused(s + 1, code);
+        step(s + 1, last, code);
         return;
       }
       if (c == 1) {  // nothing more to keep: advance from x_s for every step
         for (int64_t j = e; j > s; --j) {
-          for (int64_t v = s + 1; v < j; ++v) code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)});
-          fused(j, code);
+          for (int64_t v = s + 1; v < j; ++v) fwd(v, code);
+          step(j, last, code);
         }
         return;
       }
       const int64_t m = split(l, c);
-      for (int64_t v = s + 1; v <= s + m; ++v) code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)});
-      reverse(s + m, e, c - 1, code);  // x_{s+m} takes one slot
-      e = s + m;                       // then the rest with x_s and all c slots
+      for (int64_t v = s + 1; v <= s + m; ++v) fwd(v, code);
+      reverse(s + m, e, c - 1, last, code);  // x_{s+m} takes one slot
+      e = s + m;                             // then the rest with x_s and all c slots
     }
   }
 
-  static void fused(int64_t v, std::vector<Instr>& code) {
-    code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)});
-    code.push_back({InstrKind::Bwd, static_cast<int32_t>(v)});
+  // Reverse step j with x_{j-1} in hand. x_j is held from bwd j+1 (which read
+  // it as its input), so only the last layer, never computed yet, runs its
+  // forward: then the loss's forward and backward.
+  static void step(int64_t j, int64_t last, std::vector<Instr>& code) {
+    if (j == last) {
+      fwd(j, code);
+      fwd(j + 1, code);
+      code.push_back({InstrKind::Bwd, static_cast<int32_t>(j + 1)});
+    }
+    code.push_back({InstrKind::Bwd, static_cast<int32_t>(j)});
   }
+
+  static void fwd(int64_t v, std::vector<Instr>& code) { code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)}); }
 
   // Advances m before storing the next checkpoint such that
   // m + t(l-m, c-1) + t(m, c) = t(l, c): both parts on their optimal linear piece.

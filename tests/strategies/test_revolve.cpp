@@ -1,11 +1,15 @@
-// Revolve against the known minimum, computed here two independent ways.
+// Revolve in this memory model, against the textbook count (computed here
+// two independent ways) and against an exhaustive search over all schedules.
 //
-// Mapping to this project's counts on chain:N (ops 1..N after the input, op N
-// the loss): textbook step i is op i, state x_i is A(i), and "reverse step i"
-// is `fwd i; bwd i` (the forward fused with its backward). The simulator
-// counts every fwd: each op's first fwd is a forward step, any later one a
-// recompute. Revolve runs t advances plus N fused forwards, and every op is
-// computed at least once, so forward_steps = t + N and recompute_steps = t.
+// Mapping on chain:N (ops 1..N-1 the layers, op N the loss): textbook step i
+// is layer i, state x_i is A(i). A backward step reads A(i-1) and A(i); A(i)
+// is still resident from bwd i+1, so the textbook's fused forward of step i is
+// not re-run. What remains: the t(N-1, C) advances of the N-1 layer steps,
+// the first forward of the last layer (the textbook's only fused step that
+// computes something new) and the loss's forward: forward_steps =
+// t(N-1, C) + 2. The peak: C slots, the held A(i) and G(i) while advancing
+// (two working tensors), or A(i-1), A(i), G(i), G(i-1) at a backward step:
+// C + 4 tensors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +18,8 @@
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
+#include "tests/strategies/exhaustive_chain.h"
 
 using namespace remat;
 
@@ -67,16 +71,83 @@ TEST(Revolve, FormulaMatchesRecursion) {
     for (int c = 1; c <= 8; ++c) EXPECT_EQ(formula(n, c), t[static_cast<std::size_t>(n)][static_cast<std::size_t>(c)]) << n << "," << c;
 }
 
-TEST(Revolve, RecomputationIsTheMinimumOnChains) {
+namespace {
+// forward_steps = t(N-1, C) + 2 for N >= 2 (see the top of this file).
+int64_t expected_forward_steps(int n, int c) { return n == 1 ? 1 : formula(n - 1, c) + 2; }
+}  // namespace
+
+TEST(Revolve, ForwardStepsAreTheTextbookAdvancesPlusTwo) {
   for (int n : {1, 2, 3, 4, 5, 7, 10, 16, 21, 35, 50, 64, 100, 130}) {
     const Model m = make_preset("chain:" + std::to_string(n));
     for (int c : {1, 2, 3, 4, 5, 6, 8, 12, 20}) {
       const Simulation s = simulate(m, make_strategy("revolve:" + std::to_string(c))->schedule(m));
-      const int64_t t = formula(n, c);
-      EXPECT_EQ(s.recompute_steps, t) << "chain:" << n << " revolve:" << c;
-      EXPECT_EQ(s.forward_steps, t + n) << "chain:" << n << " revolve:" << c;
+      EXPECT_EQ(s.forward_steps, expected_forward_steps(n, c)) << "chain:" << n << " revolve:" << c;
+      EXPECT_EQ(s.recompute_steps, expected_forward_steps(n, c) - n) << "chain:" << n << " revolve:" << c;
       EXPECT_EQ(s.backward_steps, n);
+      EXPECT_LE(s.peak_bytes, static_cast<uint64_t>(c + 4)) << "chain:" << n << " revolve:" << c;
     }
+  }
+}
+
+// The example: on chain:10, revolve:3 peaks at 7 bytes like budget:7
+// and needs no more forward steps than it.
+TEST(Revolve, NotBeatenByTheBudgetSolverAtItsPeak) {
+  const Model m = make_preset("chain:10");
+  const Simulation r = simulate(m, make_strategy("revolve:3")->schedule(m));
+  EXPECT_EQ(r.peak_bytes, 7u);
+  EXPECT_EQ(r.forward_steps, formula(9, 3) + 2);
+  const Simulation b = simulate(m, make_strategy("budget:7")->schedule(m));
+  EXPECT_LE(b.peak_bytes, 7u);
+  EXPECT_GE(b.forward_steps, r.forward_steps);
+}
+
+// The heart: no schedule at all, within revolve:C's peak (or within C + 4
+// tensors, what C slots allow), needs fewer forward steps. Unit and 64-byte
+// tensors.
+TEST(Revolve, LeastForwardStepsOfAnyScheduleWithinItsPeak) {
+  for (int bytes : {1, 64}) {
+    for (int n = 1; n <= 11; ++n) {
+      const Model m = make_preset("chain:" + std::to_string(n) + ":" + std::to_string(bytes));
+      for (int c = 1; c <= 6; ++c) {
+        const Simulation s = simulate(m, make_strategy("revolve:" + std::to_string(c))->schedule(m));
+        const uint64_t slots_peak = static_cast<uint64_t>(c + 4) * static_cast<uint64_t>(bytes);
+        ASSERT_LE(s.peak_bytes, slots_peak);
+        EXPECT_EQ(static_cast<double>(s.forward_steps), test::least_chain_cost(m, s.peak_bytes, true))
+            << "chain:" << n << ":" << bytes << " revolve:" << c << " at its peak " << s.peak_bytes;
+        EXPECT_EQ(static_cast<double>(s.forward_steps), test::least_chain_cost(m, slots_peak, true))
+            << "chain:" << n << ":" << bytes << " revolve:" << c << " at " << c + 4 << " tensors";
+      }
+    }
+  }
+}
+
+// Every strategy the registry knows, at revolve:C's peak on a uniform chain:
+// none that fits takes fewer forward steps.
+TEST(Revolve, NoRegisteredStrategyBeatsItAtItsPeak) {
+  const Model m = make_preset("chain:40");
+  for (int c : {2, 3, 5, 7}) {
+    const Simulation r = simulate(m, make_strategy("revolve:" + std::to_string(c))->schedule(m));
+    std::vector<std::string> specs;
+    for (const StrategyInfo& info : strategy_catalog()) {
+      if (info.argument.empty()) specs.push_back(info.name);
+    }
+    for (int k = 2; k <= 10; ++k) specs.push_back("every-k:" + std::to_string(k));
+    for (int k = 1; k <= 10; ++k) specs.push_back("revolve:" + std::to_string(k));
+    specs.push_back("budget:" + std::to_string(r.peak_bytes));
+    specs.push_back("optimal:" + std::to_string(r.peak_bytes) + ":2");
+    int fitting = 0;
+    for (const auto& spec : specs) {
+      Simulation s;
+      try {
+        s = simulate(m, make_strategy(spec)->schedule(m));
+      } catch (const InputError&) {  // nothing fits within the peak
+        continue;
+      }
+      if (s.peak_bytes > r.peak_bytes) continue;
+      ++fitting;
+      EXPECT_GE(s.forward_steps, r.forward_steps) << spec << " beats revolve:" << c << " within " << r.peak_bytes;
+    }
+    EXPECT_GE(fitting, 3) << "revolve:" << c;
   }
 }
 
@@ -84,14 +155,20 @@ TEST(Revolve, LargerCasesAgainstFormula) {
   for (auto [n, c] : std::vector<std::pair<int, int>>{{1000, 10}, {2000, 3}, {5000, 50}}) {
     const Model m = make_preset("chain:" + std::to_string(n));
     const Simulation s = simulate(m, make_strategy("revolve:" + std::to_string(c))->schedule(m));
-    EXPECT_EQ(s.recompute_steps, formula(n, c)) << n << "," << c;
+    EXPECT_EQ(s.forward_steps, expected_forward_steps(n, c)) << n << "," << c;
   }
 }
 
-TEST(Revolve, OneSlotIsRecomputeAllAndMoreSlotsNeverCostMore) {
+// One slot keeps only the input, like recompute-all, and is never worse
+// than it at the same peak of 5 tensors: it holds A(i) instead of recomputing
+// it, (N-1)(N-2)/2 + 2 forward steps against N(N+1)/2.
+TEST(Revolve, OneSlotBeatsRecomputeAllAndMoreSlotsNeverCostMore) {
   const Model m = make_preset("chain:20");
-  EXPECT_EQ(simulate(m, make_strategy("revolve:1")->schedule(m)).forward_steps,
-            simulate(m, make_strategy("recompute-all")->schedule(m)).forward_steps);
+  const Simulation one = simulate(m, make_strategy("revolve:1")->schedule(m));
+  const Simulation all = simulate(m, make_strategy("recompute-all")->schedule(m));
+  EXPECT_EQ(one.peak_bytes, all.peak_bytes);
+  EXPECT_EQ(one.forward_steps, 19 * 18 / 2 + 2);
+  EXPECT_EQ(all.forward_steps, 20 * 21 / 2);
   int64_t prev = std::numeric_limits<int64_t>::max();
   for (int c = 1; c <= 25; ++c) {
     const int64_t r = simulate(m, make_strategy("revolve:" + std::to_string(c))->schedule(m)).recompute_steps;
