@@ -1,12 +1,15 @@
-// budget:BYTES for chains of unequal layers: the checkpoint set with the least
-// recompute FLOPs whose peak fits (Chen et al. 2016's segment DP, made exact
-// for this project's memory model by chain_segments.h).
+// budget:BYTES for chains: the least recompute FLOPs of a persistent nested
+// schedule whose peak fits (nested_checkpoints.h, Beaumont et al.'s DP in
+// this project's memory model). Where the chain is too long for the exact
+// tables, the grouped approximation is compared with the single-level
+// segment DP (chain_segments.h) and the better one is used.
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
+#include "core/strategies/nested_checkpoints.h"
 
 namespace remat {
 namespace {
@@ -21,12 +24,32 @@ class Budget final : public Strategy {
                        "' branches: use optimal:BYTES");
     if (m.loss() > 4000)
       throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
-                       " layers; the exact DP is limited to 4000");
+                       " layers; the dynamic program is limited to 4000");
+    const NestedPlan plan = plan_nested_chain(m, budget_);
+    if (plan.proven) {
+      if (!plan.found)
+        throw InputError("budget: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
+                         "'; the smallest feasible budget is " + std::to_string(nested_min_budget(m)) + " bytes");
+      return with_frees(m, plan.compute, name());
+    }
+    // Approximate: the better of the grouped nested plan and the checkpoint set.
+    Schedule best;
+    double best_flops = 0;
+    if (plan.found) best = with_frees(m, plan.compute, name()), best_flops = simulate(m, best).recompute_flops;
     std::vector<int> ckpt;
-    if (!chain_budget_dp(m, budget_, ckpt))
-      throw InputError("budget: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
-                       "'; the smallest feasible budget is " + std::to_string(chain_min_budget(m)) + " bytes");
-    return segment_schedule(m, ckpt, name());
+    if (chain_budget_dp(m, budget_, ckpt)) {
+      Schedule single = segment_schedule(m, ckpt, name());
+      const double f = simulate(m, single).recompute_flops;
+      if (!plan.found || f < best_flops) best = std::move(single), best_flops = f;
+    } else if (!plan.found) {
+      throw InputError("budget: no schedule within " + std::to_string(budget_) + " bytes was found for model '" + m.name +
+                       "' (at this size the search is approximate); the least budget it finds one for is " +
+                       std::to_string(std::min(nested_min_budget(m), chain_min_budget(m))) + " bytes");
+    }
+    best.note = "approximate at this size (" + std::to_string(plan.candidates) + " of " + std::to_string(m.loss() - 1) +
+                " layers as checkpoint candidates, memory in " + std::to_string(plan.unit) +
+                "-byte units): fits, not proven least";
+    return best;
   }
 
  private:

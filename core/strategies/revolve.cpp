@@ -48,6 +48,57 @@ int64_t reps(int64_t n, int c) {
   return r;
 }
 
+void fwd(int64_t v, std::vector<Instr>& code) { code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)}); }
+
+// Reverse step j with x_{j-1} in hand. x_j is held from bwd j+1 (which read
+// it as its input), so only the last layer, never computed yet, runs its
+// forward: then the loss's forward and backward.
+void step(int64_t j, int64_t last, std::vector<Instr>& code) {
+  if (j == last) {
+    fwd(j, code);
+    fwd(j + 1, code);
+    code.push_back({InstrKind::Bwd, static_cast<int32_t>(j + 1)});
+  }
+  code.push_back({InstrKind::Bwd, static_cast<int32_t>(j)});
+}
+
+// Advances m before storing the next checkpoint such that
+// m + t(l-m, c-1) + t(m, c) = t(l, c): both parts on their optimal linear piece.
+int64_t split(int64_t l, int c) {
+  const int64_t r = reps(l, c);
+  int64_t lo = std::max({int64_t{1}, beta(c, r - 2), l - beta(c - 1, r)});
+  int64_t hi = std::min({l - 1, beta(c, r - 1), l - beta(c - 1, r - 1)});
+  if (lo <= hi) return lo;
+  const int64_t want = revolve_advances(l, c);  // fallback: search (never taken in tests)
+  for (int64_t m = 1; m < l; ++m) {
+    if (m + revolve_advances(l - m, c - 1) + revolve_advances(m, c) == want) return m;
+  }
+  return 1;
+}
+
+// Reverse steps s+1..e with x_s resident and c slots (x_s's included);
+// `last` is the last layer, reversed first, together with the loss.
+void reverse(int64_t s, int64_t e, int c, int64_t last, std::vector<Instr>& code) {
+  while (e > s) {
+    const int64_t l = e - s;
+    if (l == 1) {
+      step(s + 1, last, code);
+      return;
+    }
+    if (c == 1) {  // nothing more to keep: advance from x_s for every step
+      for (int64_t j = e; j > s; --j) {
+        for (int64_t v = s + 1; v < j; ++v) fwd(v, code);
+        step(j, last, code);
+      }
+      return;
+    }
+    const int64_t m = split(l, c);
+    for (int64_t v = s + 1; v <= s + m; ++v) fwd(v, code);
+    reverse(s + m, e, c - 1, last, code);  // x_{s+m} takes one slot
+    e = s + m;                             // then the rest with x_s and all c slots
+  }
+}
+
 class Revolve final : public Strategy {
  public:
   explicit Revolve(int slots) : slots_(slots) {}
@@ -57,75 +108,14 @@ class Revolve final : public Strategy {
     if (!is_chain(m))
       throw InputError("revolve needs a chain (every op reading only the one before it); model '" + m.name +
                        "' branches: use auto or optimal:BYTES");
-    const int64_t loss = m.loss();
-    const int64_t n = loss - 1;  // layers: the textbook's steps
-    const int64_t t = revolve_advances(n, slots_);
+    const int64_t t = revolve_advances(m.loss() - 1, slots_);
     if (t > 200'000'000)
-      throw InputError("revolve:" + std::to_string(slots_) + " on " + std::to_string(loss) + " steps needs " +
+      throw InputError("revolve:" + std::to_string(slots_) + " on " + std::to_string(m.loss()) + " steps needs " +
                        std::to_string(t) + " recomputations; give it more slots");
-    std::vector<Instr> code;
-    code.reserve(static_cast<std::size_t>(t + 3 * loss));
-    if (n == 0) {  // the input straight into the loss
-      code.push_back({InstrKind::Fwd, 1});
-      code.push_back({InstrKind::Bwd, 1});
-    } else {
-      reverse(0, n, slots_, n, code);
-    }
-    return with_frees(m, std::move(code), name());
+    return with_frees(m, revolve_program(m.loss(), slots_), name());
   }
 
  private:
-  // Reverse steps s+1..e with x_s resident and c slots (x_s's included);
-  // `last` is the last layer, reversed first, together with the loss.
-  static void reverse(int64_t s, int64_t e, int c, int64_t last, std::vector<Instr>& code) {
-    while (e > s) {
-      const int64_t l = e - s;
-      if (l == 1) {
-        step(s + 1, last, code);
-        return;
-      }
-      if (c == 1) {  // nothing more to keep: advance from x_s for every step
-        for (int64_t j = e; j > s; --j) {
-          for (int64_t v = s + 1; v < j; ++v) fwd(v, code);
-          step(j, last, code);
-        }
-        return;
-      }
-      const int64_t m = split(l, c);
-      for (int64_t v = s + 1; v <= s + m; ++v) fwd(v, code);
-      reverse(s + m, e, c - 1, last, code);  // x_{s+m} takes one slot
-      e = s + m;                             // then the rest with x_s and all c slots
-    }
-  }
-
-  // Reverse step j with x_{j-1} in hand. x_j is held from bwd j+1 (which read
-  // it as its input), so only the last layer, never computed yet, runs its
-  // forward: then the loss's forward and backward.
-  static void step(int64_t j, int64_t last, std::vector<Instr>& code) {
-    if (j == last) {
-      fwd(j, code);
-      fwd(j + 1, code);
-      code.push_back({InstrKind::Bwd, static_cast<int32_t>(j + 1)});
-    }
-    code.push_back({InstrKind::Bwd, static_cast<int32_t>(j)});
-  }
-
-  static void fwd(int64_t v, std::vector<Instr>& code) { code.push_back({InstrKind::Fwd, static_cast<int32_t>(v)}); }
-
-  // Advances m before storing the next checkpoint such that
-  // m + t(l-m, c-1) + t(m, c) = t(l, c): both parts on their optimal linear piece.
-  static int64_t split(int64_t l, int c) {
-    const int64_t r = reps(l, c);
-    int64_t lo = std::max({int64_t{1}, beta(c, r - 2), l - beta(c - 1, r)});
-    int64_t hi = std::min({l - 1, beta(c, r - 1), l - beta(c - 1, r - 1)});
-    if (lo <= hi) return lo;
-    const int64_t want = revolve_advances(l, c);  // fallback: search (never taken in tests)
-    for (int64_t m = 1; m < l; ++m) {
-      if (m + revolve_advances(l - m, c - 1) + revolve_advances(m, c) == want) return m;
-    }
-    return 1;
-  }
-
   int slots_;
 };
 
@@ -135,6 +125,18 @@ int64_t revolve_advances(int64_t n, int c) {
   if (n <= 1) return 0;
   const int64_t r = reps(n, c);
   return r * n - beta(c + 1, r - 1);
+}
+
+std::vector<Instr> revolve_program(int64_t loss, int slots) {
+  std::vector<Instr> code;
+  code.reserve(static_cast<std::size_t>(revolve_advances(loss - 1, slots) + 3 * loss));
+  if (loss == 1) {  // the input straight into the loss
+    code.push_back({InstrKind::Fwd, 1});
+    code.push_back({InstrKind::Bwd, 1});
+  } else {
+    reverse(0, loss - 1, slots, loss - 1, code);
+  }
+  return code;
 }
 
 std::unique_ptr<Strategy> make_revolve(int slots) { return std::make_unique<Revolve>(slots); }

@@ -43,6 +43,34 @@ inline Model unequal_chain(const std::vector<int64_t>& widths, const std::string
   return m;
 }
 
+// A chain of the given kinds (Dense, Linear, ReLU, Tanh, GELU, LayerNorm,
+// Dropout) after an input of width widths[0]; Dense and Linear take the next
+// width from `widths`, the others keep their input's. Their backward steps
+// read their input, their output, both or neither.
+inline Model mixed_chain(const std::vector<OpKind>& kinds, const std::vector<int64_t>& widths,
+                         const std::string& name = "mixed") {
+  Model m;
+  m.name = name;
+  Op in;
+  in.kind = OpKind::Input;
+  in.name = "x";
+  in.shape = {1, widths[0]};
+  int prev = m.add(in);
+  std::size_t w = 1;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    Op op;
+    op.kind = kinds[i];
+    op.name = "v" + std::to_string(i + 1);
+    op.inputs = {prev};
+    if (op.kind == OpKind::Dense) op.act = Activation::Tanh;
+    if (op.kind == OpKind::Dropout) op.dropout_p = 0.1f;
+    if (op.kind == OpKind::Dense || op.kind == OpKind::Linear) op.shape = {1, widths[w++ % widths.size()]};
+    prev = m.add(op);
+  }
+  finish_with_mse_loss(m, prev);
+  return m;
+}
+
 struct SetResult {
   std::vector<int> checkpoints;
   Simulation sim;
