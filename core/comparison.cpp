@@ -16,7 +16,7 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
     try {
       const auto strategy = make_strategy(spec);
       run.name = strategy->name();
-      run.schedule = strategy->schedule(model);
+      run.schedule = strategy->schedule_with_record(model, run.solvers);
       run.sim = simulate(model, run.schedule);
     } catch (const std::exception& e) {
       run.error = e.what();
@@ -61,6 +61,17 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
             {"recompute_flops", s.recompute_flops},
             {"overhead", s.overhead}});
   if (!run.schedule.note.empty()) j["note"] = run.schedule.note;
+  if (!run.solvers.empty()) {
+    j["solvers"] = nlohmann::json::array();
+    for (const SolverRecord& r : run.solvers) {
+      nlohmann::json e{{"solver", r.solver}, {"family", r.family}, {"status", r.status}, {"chosen", r.chosen},
+                       {"seconds", r.seconds}};
+      if (r.recompute_flops >= 0) e["recompute_flops"] = r.recompute_flops;
+      if (r.bound >= 0) e["bound"] = r.bound;
+      if (r.gap >= 0) e["gap"] = r.gap;
+      j["solvers"].push_back(e);
+    }
+  }
   if (with_timeline) j["timeline"] = s.timeline;
   return j;
 }

@@ -9,6 +9,7 @@
 
 #include "core/schedule.h"
 #include "core/simulator.h"
+#include "core/strategy.h"
 
 namespace remat {
 
@@ -19,6 +20,7 @@ struct StrategyRun {
   std::string name;   // canonical ("sqrt", "every-k:4")
   Schedule schedule;
   Simulation sim;
+  std::vector<SolverRecord> solvers;  // what the searches behind it proved (optimal, budget)
   std::string error;  // why this strategy does not apply to the model; empty when it does
   // Still being computed elsewhere (the window's background searches); `error`
   // then says what is under way.
@@ -33,7 +35,7 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);
 // {"name","peak_bytes","forward_steps","backward_steps","recompute_steps",
-//  "flops","overhead","timeline"?}
+//  "flops","overhead","note"?,"solvers"?,"timeline"?}
 nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline = true);
 // {"model":{...},"strategies":[...]}: the CLI's --json, the GUI's JSON export.
 nlohmann::json comparison_json(const Model& model, const std::vector<StrategyRun>& runs, bool with_timeline = true);

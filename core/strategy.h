@@ -4,12 +4,26 @@
 // ("sqrt", "every-k:4", "manual:3,7,11").
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/schedule.h"
 
 namespace remat {
 
 struct Model;
+
+// What one solver behind a schedule proved (optimal, budget); the JSON output
+// lists them ("solvers") so a user sees which solver proved what.
+struct SolverRecord {
+  std::string solver;   // "branch and bound", "MILP (CBC 2.10.8)", "nested DP", ...
+  std::string family;   // the schedules it searched: "checkpoint sets", "general schedules", ...
+  std::string status;   // "proven", "time limit", "infeasible", "no schedule found", "approximate", "not in this build"
+  bool chosen = false;  // the schedule returned is this solver's
+  double recompute_flops = -1;  // of its best schedule; -1: none
+  double bound = -1;            // a proven lower bound on its family's least recompute FLOPs; -1: none
+  double gap = -1;              // (recompute_flops - bound) / recompute_flops; -1: none
+  double seconds = 0;
+};
 
 class Strategy {
  public:
@@ -19,6 +33,12 @@ class Strategy {
   // Throws InputError when the strategy cannot apply to this model (e.g. a
   // checkpoint index out of range).
   virtual Schedule schedule(const Model& model) const = 0;
+  // The same schedule, and what the solvers behind it proved: searches append
+  // their records, other strategies leave `records` alone.
+  virtual Schedule schedule_with_record(const Model& model, std::vector<SolverRecord>& records) const {
+    (void)records;
+    return schedule(model);
+  }
 };
 
 }  // namespace remat

@@ -7,11 +7,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/errors.h"
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
-#include "core/strategies/factories.h"
 
 namespace remat {
 namespace {
@@ -264,34 +262,6 @@ class BranchAndBound {
   std::vector<std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, double>>>> labels_;
 };
 
-class Optimal final : public Strategy {
- public:
-  Optimal(uint64_t budget, double limit) : budget_(budget), limit_(limit) {}
-  std::string name() const override {
-    return "optimal:" + std::to_string(budget_) + (limit_ == kOptimalDefaultSeconds ? "" : ":" + std::to_string(static_cast<long long>(limit_)));
-  }
-  Schedule schedule(const Model& m) const override {
-    const OptimalResult r = optimal_search(m, budget_, limit_);
-    const std::string least = r.evaluated ? "; the smallest peak seen is " + std::to_string(r.least_peak) + " bytes" : "";
-    if (!r.found && r.proven)
-      throw InputError("optimal: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name + "'" + least);
-    if (!r.found)
-      throw InputError("optimal: no checkpoint set within " + std::to_string(budget_) + " bytes was found for model '" +
-                       m.name + "' in " + std::to_string(static_cast<long long>(limit_)) + " s" + least +
-                       " (optimal:" + std::to_string(budget_) + ":SECONDS gives it longer)");
-    Schedule s = segment_schedule(m, r.checkpoints, name());
-    if (!r.proven)
-      s.note = "the search stopped at its time limit (" + std::to_string(static_cast<long long>(limit_)) + " s) after " +
-               std::to_string(r.evaluated) + " checkpoint sets: the best found, not proven least (optimal:" +
-               std::to_string(budget_) + ":SECONDS gives it longer)";
-    return s;
-  }
-
- private:
-  uint64_t budget_;
-  double limit_;
-};
-
 }  // namespace
 
 OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s) {
@@ -310,10 +280,6 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   if (n - 1 > kSeedSearchAboveOps) local_search(s, start + (deadline - start) / 4);
   r.proven = BranchAndBound(s, deadline).run();
   return r;
-}
-
-std::unique_ptr<Strategy> make_optimal(uint64_t budget, double time_limit_s) {
-  return std::make_unique<Optimal>(budget, time_limit_s);
 }
 
 }  // namespace remat

@@ -1,5 +1,6 @@
-// optimal:BYTES — the least recompute FLOPs under a byte budget among the
-// schedules checkpoint_schedule makes from a checkpoint set (segment phases).
+// The branch and bound behind optimal:BYTES (optimal_schedule.h adds the
+// MILP): the least recompute FLOPs under a byte budget among the schedules
+// checkpoint_schedule makes from a checkpoint set (segment phases).
 // A branch and bound over every set, seeded with the other strategies (and,
 // above kSeedSearchAboveOps candidate ops, an iterated local search): `proven` when
 // it finished within the time limit, else the best set found so far.

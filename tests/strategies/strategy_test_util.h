@@ -2,6 +2,7 @@
 // has them) and the checkpoint-set brute force the exact strategies are held to.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,131 @@ inline Model mixed_chain(const std::vector<OpKind>& kinds, const std::vector<int
     prev = m.add(op);
   }
   finish_with_mse_loss(m, prev);
+  return m;
+}
+
+// A random DAG of same-shaped tensors: Linear/Tanh/ReLU/LayerNorm/Add reading
+// random earlier ops (skip edges of any length), ops nothing reads summed into
+// the last one so everything reaches the loss.
+inline Model random_dag(unsigned seed, int ops) {
+  std::mt19937 rng(seed);
+  Model m;
+  m.name = "random" + std::to_string(seed);
+  auto make = [](OpKind k, std::vector<int> in) {
+    Op op;
+    op.kind = k;
+    op.name = "v";
+    op.inputs = std::move(in);
+    if (k == OpKind::Input || k == OpKind::Linear) op.shape = {2, 8};
+    return op;
+  };
+  m.add(make(OpKind::Input, {}));
+  std::vector<char> read(1, 0);
+  const OpKind kinds[] = {OpKind::Linear, OpKind::Tanh, OpKind::ReLU, OpKind::LayerNorm, OpKind::Add, OpKind::Add};
+  for (int i = 1; i < ops; ++i) {
+    const OpKind k = kinds[rng() % 6];
+    const int a = static_cast<int>(rng() % static_cast<unsigned>(i));
+    const int b = std::max(0, i - 1 - static_cast<int>(rng() % 3));
+    std::vector<int> in = k == OpKind::Add ? std::vector<int>{a, b} : std::vector<int>{rng() % 2 ? a : i - 1};
+    if (k == OpKind::Add && a == b) in = {a};
+    for (int u : in) read[static_cast<std::size_t>(u)] = 1;
+    m.add(make(in.size() == 1 && k == OpKind::Add ? OpKind::Tanh : k, in));
+    read.push_back(0);
+  }
+  int last = ops - 1;
+  for (int u = 0; u < ops - 1; ++u)
+    if (!read[static_cast<std::size_t>(u)]) last = m.add(make(OpKind::Add, {last, u}));
+  test::finish_with_mse_loss(m, last);
+  return m;
+}
+
+// The same with tensors of three widths (Linear changes it; Adds join equal
+// widths), so held bytes and FLOPs trade off between checkpoints.
+inline Model mixed_width_dag(unsigned seed, int ops) {
+  std::mt19937 rng(seed);
+  Model m;
+  m.name = "mixed" + std::to_string(seed);
+  const int64_t widths[] = {4, 16, 64};
+  std::vector<int64_t> w;  // per op
+  auto add = [&](OpKind k, std::vector<int> in, int64_t width) {
+    Op op;
+    op.kind = k;
+    op.name = "v";
+    op.inputs = std::move(in);
+    if (k == OpKind::Input || k == OpKind::Linear) op.shape = {2, width};
+    w.push_back(width);
+    return m.add(std::move(op));
+  };
+  add(OpKind::Input, {}, 16);
+  std::vector<char> read(1, 0);
+  for (int i = 1; i < ops; ++i) {
+    const unsigned kind = rng() % 6;
+    const int a = static_cast<int>(rng() % static_cast<unsigned>(i));
+    const int prev = std::max(0, i - 1 - static_cast<int>(rng() % 3));
+    std::vector<int> in;
+    if (kind == 0) {
+      in = {rng() % 2 ? a : i - 1};
+      add(OpKind::Linear, in, widths[rng() % 3]);
+    } else if (kind <= 3) {
+      in = {rng() % 2 ? a : i - 1};
+      add(kind == 1 ? OpKind::Tanh : kind == 2 ? OpKind::ReLU : OpKind::LayerNorm, in, w[static_cast<std::size_t>(in[0])]);
+    } else {
+      int b = -1;
+      for (int t = 0; t < 8 && b < 0; ++t) {
+        const int x = static_cast<int>(rng() % static_cast<unsigned>(i));
+        if (x != prev && w[static_cast<std::size_t>(x)] == w[static_cast<std::size_t>(prev)]) b = x;
+      }
+      in = b < 0 ? std::vector<int>{prev} : std::vector<int>{prev, b};
+      add(b < 0 ? OpKind::Tanh : OpKind::Add, in, w[static_cast<std::size_t>(prev)]);
+    }
+    for (int u : in) read[static_cast<std::size_t>(u)] = 1;
+    read.push_back(0);
+  }
+  int last = ops - 1;
+  for (int u = 0; u < ops - 1; ++u) {
+    if (read[static_cast<std::size_t>(u)]) continue;
+    const int64_t width = w[static_cast<std::size_t>(last)];
+    const int x = w[static_cast<std::size_t>(u)] == width ? u : add(OpKind::Linear, {u}, width);
+    last = add(OpKind::Add, {last, x}, width);
+  }
+  test::finish_with_mse_loss(m, last);
+  return m;
+}
+
+// A random DAG of 4x4 tensors with views and private saved tensors:
+// Transpose (a view, chains of views included), Dropout and LayerNorm (aux),
+// MatMul (saves both inputs, often two aliases of one storage), Linear, ReLU,
+// Add; ops nothing reads are summed into the last one.
+inline Model views_aux_dag(unsigned seed, int ops) {
+  std::mt19937 rng(seed);
+  Model m;
+  m.name = "views" + std::to_string(seed);
+  auto add = [&](OpKind k, std::vector<int> in) {
+    Op op;
+    op.kind = k;
+    op.name = std::string(kind_name(k)) + std::to_string(m.size());
+    op.inputs = std::move(in);
+    if (k == OpKind::Input || k == OpKind::Linear) op.shape = {4, 4};
+    if (k == OpKind::Dropout) op.dropout_p = 0.5f;
+    return m.add(std::move(op));
+  };
+  add(OpKind::Input, {});
+  std::vector<char> read(1, 0);
+  const OpKind kinds[] = {OpKind::Transpose, OpKind::Transpose, OpKind::Dropout, OpKind::LayerNorm,
+                          OpKind::MatMul,    OpKind::Linear,    OpKind::ReLU,    OpKind::Add};
+  for (int i = 1; i < ops; ++i) {
+    const OpKind k = kinds[rng() % 8];
+    const int a = static_cast<int>(rng() % static_cast<unsigned>(i));
+    const int prev = i - 1;
+    std::vector<int> in = k == OpKind::MatMul || k == OpKind::Add ? std::vector<int>{prev, a} : std::vector<int>{rng() % 2 ? a : prev};
+    for (int u : in) read[static_cast<std::size_t>(u)] = 1;
+    add(k, in);
+    read.push_back(0);
+  }
+  int last = ops - 1;
+  for (int u = 0; u < ops - 1; ++u)
+    if (!read[static_cast<std::size_t>(u)]) last = add(OpKind::Add, {last, u});
+  finish_with_mse_loss(m, last);
   return m;
 }
 

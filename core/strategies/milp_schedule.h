@@ -1,0 +1,60 @@
+// Rematerialization of any DAG as a mixed-integer program (Checkmate, Jain et
+// al. 2020) in this project's memory model, solved with CBC when the build has
+// it (REMAT_WITH_MILP; docs/strategies.md gives the formulation).
+//
+// The family it searches, "general schedules": the forward pass computes each
+// op once, in op order; the backward steps run in reverse op order; before
+// each backward step any ops may be recomputed (each at most once, in op
+// order) and any tensor kept or freed. Every schedule the app's other
+// strategies make is one of them; a checkpoint set is the special case where
+// a tensor, once recomputed, is kept until its segment's backward is done.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+// The formulation grows as the square of the ops (a stage per backward step,
+// a decision per op in each), and CBC's root LP ignores the time limit: on
+// transformer:12:16:4:2 (150 ops) it ran for minutes. Beyond this many ops
+// the MILP is not attempted (status TooLarge), so a time limit holds.
+constexpr int kMilpMaxOps = 64;
+
+struct MilpResult {
+  enum class Status {
+    NotBuilt,    // this build has no MILP solver
+    Optimal,     // proven least recompute FLOPs over the family
+    Feasible,    // the time limit stopped it: a schedule, `gap` from the bound
+    Infeasible,  // proven: no schedule of the family fits
+    NoSolution,  // the time limit stopped it before any schedule was found
+    TooLarge,    // more than kMilpMaxOps ops: not attempted
+  };
+  Status status = Status::NotBuilt;
+  std::vector<Instr> compute;    // fwd/bwd program (with_frees adds the frees)
+  double recompute_flops = 0;    // of `compute`
+  double bound = 0;              // lower bound on the family's least recompute FLOPs
+  double gap = 0;                // (recompute_flops - bound) / recompute_flops, 0 when proven
+  uint64_t peak = 0;             // the peak the MILP's own memory accounting gives `compute`
+  int binaries = 0, rows = 0;
+  double seconds = 0;
+};
+
+// "CBC 2.10.8", or "" when the build has no MILP solver.
+std::string milp_solver_name();
+
+// Least recompute FLOPs within `budget` bytes. `warm_start`: a fwd/bwd program
+// of the family (e.g. the branch and bound's) the solver starts from; ignored
+// when it is not one.
+MilpResult solve_milp(const Model& model, uint64_t budget, double seconds, const std::vector<Instr>* warm_start = nullptr);
+
+// The memory the MILP's accounting gives a program of the family (peak), for
+// checking it against the simulator; throws std::invalid_argument when the
+// program is not of the family.
+uint64_t milp_accounted_peak(const Model& model, const std::vector<Instr>& compute);
+
+}  // namespace remat

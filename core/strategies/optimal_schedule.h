@@ -1,0 +1,42 @@
+// optimal:BYTES[:SECONDS]: both searches behind one name. The branch and bound
+// (optimal.h) is exact over checkpoint sets; the MILP (milp_schedule.h), when
+// the build has one, searches the wider family of general schedules, starting
+// from the branch and bound's answer. The schedule returned is the one with
+// fewer recompute FLOPs; the records say which solver proved what.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "core/strategies/milp_schedule.h"
+#include "core/strategies/optimal.h"
+#include "core/strategy.h"
+
+namespace remat {
+
+struct Model;
+
+struct OptimalOutcome {
+  bool found = false;
+  std::vector<Instr> compute;   // the chosen fwd/bwd program (with_frees adds the frees)
+  double recompute_flops = 0;
+  bool from_milp = false;
+  OptimalResult sets;           // the branch and bound's
+  MilpResult milp;              // status NotBuilt without a MILP
+  std::vector<SolverRecord> records;
+  // Why nothing fits, or what is not proven (empty when the answer is proven
+  // by the solver that found it).
+  std::string infeasible, note;
+};
+
+// `seconds` in all: a quarter for the branch and bound when there is a MILP
+// (it gets the rest and the branch and bound's schedule as its start).
+OptimalOutcome optimal_schedule(const Model& model, uint64_t budget, double seconds);
+
+// A peak no schedule of `model` can go below: the largest instruction on its
+// own (the storages of a fwd's inputs and output, and its aux; the storages a
+// bwd saves, its aux and G). `what` names it.
+uint64_t least_possible_peak(const Model& model, std::string* what = nullptr);
+
+}  // namespace remat

@@ -1,0 +1,170 @@
+// The MILP over general schedules (milp_schedule.h): on small random DAGs its
+// proven answer is the exhaustive search's over the same family, and that is
+// the least of ALL schedules whose backward runs in reverse op order
+// (recomputing anything, any number of times, in any order, also during the
+// forward pass); never more than the branch and bound's (checkpoint sets);
+// and its schedule peaks in the simulator exactly where its own memory
+// accounting says.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
+
+#include "core/errors.h"
+#include "core/presets.h"
+#include "core/simulator.h"
+#include "core/strategies/milp_schedule.h"
+#include "core/strategies/optimal.h"
+#include "core/strategies/optimal_schedule.h"
+#include "core/strategies/registry.h"
+#include "tests/strategies/exhaustive_dag.h"
+#include "tests/strategies/strategy_test_util.h"
+
+using namespace remat;
+
+namespace {
+
+constexpr double kNone = std::numeric_limits<double>::infinity();
+
+#define SKIP_WITHOUT_MILP() \
+  if (milp_solver_name().empty()) GTEST_SKIP() << "this build has no MILP solver (REMAT_WITH_MILP: CBC not found)"
+
+// Every budget a checkpoint set reaches, one byte below each, and the least
+// any schedule could need (infeasible below it).
+std::set<uint64_t> budgets_of(const Model& m) {
+  std::set<uint64_t> b;
+  for (const auto& r : test::all_checkpoint_sets(m)) b.insert(r.sim.peak_bytes), b.insert(r.sim.peak_bytes - 1);
+  b.insert(least_possible_peak(m));
+  return b;
+}
+
+// Solves, checks the schedule against the simulator, returns its FLOPs (+inf: infeasible).
+double milp_least(const Model& m, uint64_t budget) {
+  const MilpResult r = solve_milp(m, budget, 60);
+  if (r.status == MilpResult::Status::Infeasible) return kNone;
+  EXPECT_EQ(r.status, MilpResult::Status::Optimal) << m.name << " budget " << budget;
+  const Simulation s = simulate(m, with_frees(m, r.compute, "milp"));
+  EXPECT_EQ(s.peak_bytes, r.peak) << m.name << " budget " << budget;
+  EXPECT_LE(s.peak_bytes, budget) << m.name;
+  EXPECT_DOUBLE_EQ(s.recompute_flops, r.recompute_flops) << m.name;
+  EXPECT_EQ(r.gap, 0.0);
+  return r.recompute_flops;
+}
+
+void expect_exhaustive_optimum(const Model& m) {
+  ASSERT_LE(m.size(), 16) << m.name;
+  for (uint64_t budget : budgets_of(m)) {
+    const double family = test::least_dag_recompute(m, budget, true);
+    const double got = milp_least(m, budget);
+    EXPECT_EQ(got, family) << m.name << " budget " << budget;
+    EXPECT_EQ(family, test::least_dag_recompute(m, budget, false)) << m.name << " budget " << budget << ": all schedules";
+    const OptimalResult sets = optimal_search(m, budget, 60);
+    if (sets.found) EXPECT_LE(got, sets.recompute_flops) << m.name << " budget " << budget;
+  }
+}
+
+}  // namespace
+
+// (Searched beyond this test: 120 such DAGs, 1,140 budgets, all schedules
+// never below the family.)
+TEST(Milp, MatchesExhaustiveSearchOnRandomDags) {
+  SKIP_WITHOUT_MILP();
+  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::random_dag(seed, 7));
+}
+
+TEST(Milp, MatchesExhaustiveSearchOnMixedWidthDags) {
+  SKIP_WITHOUT_MILP();
+  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::mixed_width_dag(seed, 7));
+}
+
+TEST(Milp, MatchesExhaustiveSearchOnPresets) {
+  SKIP_WITHOUT_MILP();
+  expect_exhaustive_optimum(make_preset("chain:8"));
+  expect_exhaustive_optimum(make_preset("mlp:3:16:4"));
+}
+
+// Views (storages counted once, an owner not recomputed under its views) and
+// aux(v) (made by each fwd v, kept from the last one to bwd v): the MILP's
+// accounting is the simulator's, and its optimum the exhaustive search's.
+TEST(Milp, MatchesExhaustiveSearchWithViewsAndAux) {
+  SKIP_WITHOUT_MILP();
+  int views = 0, aux = 0;
+  for (unsigned seed = 1; seed <= 8; ++seed) {
+    const Model m = test::views_aux_dag(seed, 7);
+    for (int v = 0; v < m.size(); ++v) views += m.op(v).view, aux += m.op(v).aux_bytes > 0;
+    expect_exhaustive_optimum(m);
+  }
+  EXPECT_GT(views, 8);  // the generator makes what this test is about
+  EXPECT_GT(aux, 8);
+}
+
+// The wider family pays off: on a transformer block at recompute-all's peak no
+// checkpoint set fits, the MILP finds a schedule, and cheaper than recompute-all.
+TEST(Milp, FitsWhereNoCheckpointSetDoes) {
+  SKIP_WITHOUT_MILP();
+  const Model m = make_preset("transformer:1:16:4:2");
+  const Simulation all = simulate(m, make_strategy("recompute-all")->schedule(m));
+  EXPECT_FALSE(optimal_search(m, all.peak_bytes, 60).found);
+  const double f = milp_least(m, all.peak_bytes);
+  EXPECT_LT(f, all.recompute_flops);
+  // (Its LayerNorms' aux makes the exhaustive search's states too many here.)
+}
+
+// A warm start from the branch and bound's schedule changes nothing but the
+// time; a program outside the family is ignored.
+TEST(Milp, WarmStartKeepsTheOptimum) {
+  SKIP_WITHOUT_MILP();
+  const Model m = test::mixed_width_dag(3, 7);
+  for (uint64_t budget : budgets_of(m)) {
+    const OptimalResult sets = optimal_search(m, budget, 60);
+    if (!sets.found) continue;
+    const Schedule s = segment_schedule(m, sets.checkpoints, "warm");
+    std::vector<Instr> warm;
+    for (const Instr& i : s.code)
+      if (i.kind == InstrKind::Fwd || i.kind == InstrKind::Bwd) warm.push_back(i);
+    EXPECT_EQ(milp_accounted_peak(m, warm), simulate(m, s).peak_bytes);
+    const MilpResult r = solve_milp(m, budget, 60, &warm);
+    ASSERT_EQ(r.status, MilpResult::Status::Optimal);
+    EXPECT_EQ(r.recompute_flops, solve_milp(m, budget, 60).recompute_flops);
+  }
+  const std::vector<Instr> backwards{{InstrKind::Bwd, 1}};
+  EXPECT_THROW(milp_accounted_peak(m, backwards), std::invalid_argument);
+}
+
+// optimal:BYTES says in its records which solver proved what, and which
+// schedule it returned.
+TEST(Milp, OptimalRecordsBothSolvers) {
+  const Model m = make_preset("transformer:1:16:4:2");
+  const uint64_t sqrt_peak = simulate(m, make_strategy("sqrt")->schedule(m)).peak_bytes;
+  std::vector<SolverRecord> records;
+  const Schedule s = make_strategy("optimal:" + std::to_string(sqrt_peak) + ":30")->schedule_with_record(m, records);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].solver, "branch and bound");
+  EXPECT_EQ(records[0].family, "checkpoint sets");
+  EXPECT_EQ(records[0].status, "proven");
+  EXPECT_EQ(records[1].family, "general schedules");
+  EXPECT_NE(records[0].chosen, records[1].chosen);
+  const double chosen = records[0].chosen ? records[0].recompute_flops : records[1].recompute_flops;
+  EXPECT_DOUBLE_EQ(simulate(m, s).recompute_flops, chosen);
+  if (milp_solver_name().empty()) {
+    EXPECT_EQ(records[1].status, "not in this build");
+  } else {
+    EXPECT_EQ(records[1].status, "proven");
+    EXPECT_LE(records[1].recompute_flops, records[0].recompute_flops);
+    EXPECT_EQ(s.note, "");
+  }
+}
+
+// Below what one instruction needs on its own, no solver is asked.
+TEST(Milp, InfeasibleBelowTheLargestInstruction) {
+  std::string what;
+  const Model m = make_preset("chain:8");
+  const uint64_t floor = least_possible_peak(m, &what);
+  try {
+    make_strategy("optimal:" + std::to_string(floor - 1))->schedule(m);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "optimal: " + std::to_string(floor - 1) + " bytes is infeasible for model 'chain:8': " +
+                                         what + " alone needs " + std::to_string(floor) + " bytes");
+  }
+}
