@@ -25,7 +25,15 @@ class Budget final : public Strategy {
     if (m.loss() > 4000)
       throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
                        " layers; the dynamic program is limited to 4000");
-    const NestedPlan plan = plan_nested_chain(m, budget_);
+    NestedPlan plan = plan_nested_chain(m, budget_);
+    // The DP counts A(v) and G(v) only: with aux(v) or views in the chain its
+    // plan is a candidate the simulator must confirm, never a proof.
+    bool plain = true;
+    for (int v = 0; v < m.size(); ++v) plain = plain && m.op(v).aux_bytes == 0 && !m.op(v).view;
+    if (!plain) {
+      plan.proven = false;
+      if (plan.found && simulate(m, with_frees(m, plan.compute, name())).peak_bytes > budget_) plan.found = false;
+    }
     if (plan.proven) {
       if (!plan.found)
         throw InputError("budget: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
@@ -37,14 +45,25 @@ class Budget final : public Strategy {
     double best_flops = 0;
     if (plan.found) best = with_frees(m, plan.compute, name()), best_flops = simulate(m, best).recompute_flops;
     std::vector<int> ckpt;
+    bool single_fits = false;
     if (chain_budget_dp(m, budget_, ckpt)) {
       Schedule single = segment_schedule(m, ckpt, name());
-      const double f = simulate(m, single).recompute_flops;
-      if (!plan.found || f < best_flops) best = std::move(single), best_flops = f;
-    } else if (!plan.found) {
+      const Simulation sim = simulate(m, single);
+      single_fits = sim.peak_bytes <= budget_;
+      if (single_fits && (!plan.found || sim.recompute_flops < best_flops)) best = std::move(single), best_flops = sim.recompute_flops;
+    }
+    if (!plan.found && !single_fits && !plain)
+      throw InputError("budget: no schedule within " + std::to_string(budget_) + " bytes was found for model '" + m.name +
+                       "' (its dynamic programs do not count aux(v) or views; optimal:" + std::to_string(budget_) +
+                       " searches exactly)");
+    if (!plan.found && !single_fits) {
       throw InputError("budget: no schedule within " + std::to_string(budget_) + " bytes was found for model '" + m.name +
                        "' (at this size the search is approximate); the least budget it finds one for is " +
                        std::to_string(std::min(nested_min_budget(m), chain_min_budget(m))) + " bytes");
+    }
+    if (!plain) {
+      best.note = "approximate: the dynamic programs do not count aux(v) or views; the simulator confirms it fits, not proven least";
+      return best;
     }
     best.note = "approximate at this size (" + std::to_string(plan.candidates) + " of " + std::to_string(m.loss() - 1) +
                 " layers as checkpoint candidates, memory in " + std::to_string(plan.unit) +

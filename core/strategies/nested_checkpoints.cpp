@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/model.h"
+#include "core/simulator.h"
 #include "core/strategies/revolve.h"
 
 namespace remat {
@@ -17,10 +18,18 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // about a second). Beyond it the chain is grouped and memory counted coarser.
 constexpr double kMaxCells = 1.5e7;
 constexpr double kMaxWork = 4.0e8;
+// When even that cannot be exact, the grouped tables are only a candidate
+// beside the single-level DP (budget.cpp): a quarter of the work.
+constexpr double kMaxApproxWork = 1.0e8;
 constexpr int64_t kCoarseLevels = 256;
 
 // The chain in memory units: A(v) and G(v) rounded up to the unit. in[v]: bwd
 // v reads A(v-1); self[v]: bwd v reads A(v). Op N is the loss.
+//
+// The loss's output (a scalar, say 4 bytes) is the one size that need not be
+// a multiple of the unit: every sum it joins is a multiple of the unit plus
+// A(N), and that sum fits `budget` exactly when the multiple fits
+// floor(budget / unit) - ceil((A(N) - budget mod unit) / unit) units.
 struct Chain {
   int n = 0;
   std::vector<int64_t> a, g;
@@ -28,7 +37,7 @@ struct Chain {
   std::vector<char> in, self;
   std::vector<int> in_count, self_count;  // prefix counts over 1..k
 
-  Chain(const Model& m, uint64_t unit) : n(m.loss()) {
+  Chain(const Model& m, uint64_t unit, uint64_t budget) : n(m.loss()) {
     const auto size = static_cast<std::size_t>(n) + 1;
     a.resize(size), g.resize(size), f.assign(size, 0), f_sum.assign(size, 0);
     in.assign(size, 0), self.assign(size, 0), in_count.assign(size, 0), self_count.assign(size, 0);
@@ -36,6 +45,10 @@ struct Chain {
     for (int v = 0; v <= n; ++v) {
       const auto i = static_cast<std::size_t>(v);
       a[i] = units(m.op(v).bytes);
+      if (v == n) {
+        const uint64_t rest = budget % unit, loss = m.op(v).bytes;
+        a[i] = loss <= rest ? 0 : units(loss - rest);
+      }
       g[i] = units(m.grad_bytes(v));
       if (v == 0) continue;
       f[i] = m.op(v).fwd_flops;
@@ -313,9 +326,10 @@ void emit(const NestedTables& t, const Chain& c, int s, int e, bool h, bool p, i
   }
 }
 
+// The gcd of the tensor sizes but the loss's output (Chain counts it exactly).
 uint64_t gcd_of_sizes(const Model& m) {
   uint64_t q = 0;
-  for (int v = 0; v < m.size(); ++v) q = std::gcd(q, std::gcd(m.op(v).bytes, m.grad_bytes(v)));
+  for (int v = 0; v < m.size(); ++v) q = std::gcd(q, std::gcd(v == m.loss() ? 0 : m.op(v).bytes, m.grad_bytes(v)));
   return std::max<uint64_t>(q, 1);
 }
 
@@ -360,6 +374,15 @@ std::vector<int> group_positions(const Model& m, int count) {
 NestedPlan plan_nested_chain(const Model& m, uint64_t budget, bool closed_form) {
   NestedPlan plan;
   const int n = m.loss();
+  // Room for everything: nothing to recompute, nothing to search.
+  std::vector<Instr> store_all;
+  for (int v = 1; v <= n; ++v) store_all.push_back({InstrKind::Fwd, v});
+  for (int v = n; v >= 1; --v) store_all.push_back({InstrKind::Bwd, v});
+  if (simulate(m, with_frees(m, store_all, "store-all")).peak_bytes <= budget) {
+    plan.found = plan.proven = true, plan.unit = 1, plan.candidates = n - 1;
+    plan.compute = std::move(store_all);
+    return plan;
+  }
   if (closed_form && uniform_chain(m)) {
     const uint64_t unit = m.op(0).bytes;
     plan.unit = unit, plan.candidates = n - 1, plan.proven = true;
@@ -374,15 +397,17 @@ NestedPlan plan_nested_chain(const Model& m, uint64_t budget, bool closed_form) 
   plan.unit = gcd_of_sizes(m);
   auto levels = static_cast<int64_t>(budget / plan.unit);
   int positions = n;  // 0..N-1
-  if (cells(positions, static_cast<double>(levels)) > kMaxCells || work(positions, static_cast<double>(levels)) > kMaxWork) {
-    levels = std::min(levels, kCoarseLevels);
-    plan.unit = std::max(plan.unit, (budget + static_cast<uint64_t>(levels) - 1) / static_cast<uint64_t>(std::max<int64_t>(levels, 1)));
+  double max_work = kMaxWork;
+  auto too_big = [&] {
+    return cells(positions, static_cast<double>(levels)) > kMaxCells || work(positions, static_cast<double>(levels)) > max_work;
+  };
+  if (too_big()) {  // count coarser, then group ops until the tables fit the smaller budget
+    max_work = kMaxApproxWork;
+    if (levels > kCoarseLevels) plan.unit = (budget + kCoarseLevels - 1) / kCoarseLevels;
     levels = static_cast<int64_t>(budget / plan.unit);
-    while (positions > 2 && (cells(positions, static_cast<double>(levels)) > kMaxCells ||
-                             work(positions, static_cast<double>(levels)) > kMaxWork))
-      positions = positions * 9 / 10;
+    while (positions > 2 && too_big()) positions = positions * 9 / 10;
   }
-  const Chain c(m, plan.unit);
+  const Chain c(m, plan.unit, budget);
   std::vector<int> pos;
   if (positions == n) {
     pos.resize(static_cast<std::size_t>(n));

@@ -6,6 +6,9 @@
 #include "core/model.h"
 #include "core/presets.h"
 #include "core/simulator.h"
+#include "core/strategies/chain_segments.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/nested_checkpoints.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/registry.h"
 
@@ -47,17 +50,31 @@ void BM_Revolve(benchmark::State& state) {
 }
 BENCHMARK(BM_Revolve)->Args({100'000, 100})->Unit(benchmark::kMillisecond);
 
+// budget:BYTES (nested DP) on unequal chains at a fraction (percent) of
+// store-all's peak; single_pct: the single-level checkpoint-set DP at the
+// same budget, for comparison.
 void BM_BudgetDP(benchmark::State& state) {
   const Model m = unequal_chain(static_cast<int>(state.range(0)));
   const uint64_t store = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
-  const auto s = make_strategy("budget:" + std::to_string(store / 4));
+  const uint64_t budget = store * static_cast<uint64_t>(state.range(1)) / 100;
+  const auto s = make_strategy("budget:" + std::to_string(budget));
   for (auto _ : state) {
     const Simulation sim = simulate(m, s->schedule(m));
     state.counters["overhead_pct"] = 100 * sim.overhead;
-    state.counters["peak_over_budget"] = static_cast<double>(sim.peak_bytes) / static_cast<double>(store / 4);
+    state.counters["peak_over_budget"] = static_cast<double>(sim.peak_bytes) / static_cast<double>(budget);
   }
+  std::vector<int> ckpt;
+  if (chain_budget_dp(m, budget, ckpt))
+    state.counters["single_pct"] = 100 * simulate(m, segment_schedule(m, ckpt, "single")).overhead;
+  const NestedPlan plan = plan_nested_chain(m, budget);
+  if (plan.found) state.counters["nested_pct"] = 100 * simulate(m, with_frees(m, plan.compute, "nested")).overhead;
+  state.counters["proven"] = plan.proven;
+  state.counters["unit"] = static_cast<double>(plan.unit);
+  state.counters["candidates"] = plan.candidates;
 }
-BENCHMARK(BM_BudgetDP)->Arg(300)->Arg(1000)->Unit(benchmark::kMillisecond);  // 300: the exact regime
+BENCHMARK(BM_BudgetDP)
+    ->Args({100, 25})->Args({300, 25})->Args({1000, 10})->Args({1000, 25})->Args({1000, 50})
+    ->Unit(benchmark::kMillisecond);
 
 void BM_OptimalTransformer(benchmark::State& state) {
   const Model m = make_preset("transformer:12");

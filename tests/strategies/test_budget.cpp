@@ -72,13 +72,34 @@ TEST(NestedChain, LeastOverEveryPersistentScheduleOfUnequalChains) {
 }
 
 // Backward steps that read their input only (Linear, GELU), their output only
-// (ReLU, Tanh), both (Dense, LayerNorm) or nothing (Dropout).
+// (ReLU, Tanh) or both (Dense). (LayerNorm and Dropout keep aux(v), which the
+// tables do not count: budget then only offers what the simulator confirms.)
 TEST(NestedChain, LeastOverEveryPersistentScheduleOfMixedChains) {
   using K = OpKind;
   expect_least_over_family(make_preset("mlp:3:16:4"));
-  expect_least_over_family(test::mixed_chain({K::Linear, K::ReLU, K::Linear, K::Dropout, K::LayerNorm, K::Tanh}, {16, 64, 8}, "m1"));
-  expect_least_over_family(test::mixed_chain({K::GELU, K::Dense, K::Tanh, K::Linear, K::Dropout, K::Dense}, {32, 8, 96, 4}, "m2"));
-  expect_least_over_family(test::mixed_chain({K::Dropout, K::Linear, K::Dropout, K::ReLU, K::GELU, K::Linear}, {8, 40, 12}, "m3"));
+  expect_least_over_family(test::mixed_chain({K::Linear, K::ReLU, K::Linear, K::GELU, K::Dense, K::Tanh}, {16, 64, 8}, "m1"));
+  expect_least_over_family(test::mixed_chain({K::GELU, K::Dense, K::Tanh, K::Linear, K::ReLU, K::Dense}, {32, 8, 96, 4}, "m2"));
+  expect_least_over_family(test::mixed_chain({K::Tanh, K::Linear, K::GELU, K::ReLU, K::GELU, K::Linear}, {8, 40, 12}, "m3"));
+}
+
+// With aux(v) in the chain the plan is never called proven nor infeasible;
+// what budget returns fits (the simulator says so), and says it is approximate.
+TEST(NestedChain, ChainsWithAuxAreOnlyApproximate) {
+  using K = OpKind;
+  const Model m = test::mixed_chain({K::Linear, K::Dropout, K::LayerNorm, K::Tanh, K::Linear, K::Dropout}, {16, 64, 8}, "aux");
+  const uint64_t store = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
+  int fitted = 0;
+  for (uint64_t budget = store / 2; budget <= store; budget += store / 16) {
+    try {
+      const Schedule s = make_strategy("budget:" + std::to_string(budget))->schedule(m);
+      EXPECT_LE(simulate(m, s).peak_bytes, budget);
+      EXPECT_NE(s.note.find("do not count aux(v)"), std::string::npos) << s.note;
+      ++fitted;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find("infeasible"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(fitted, 0);
 }
 
 // Random kinds and widths (fixed seed): the tables' memory arithmetic meets
@@ -88,12 +109,12 @@ TEST(NestedChain, LeastOverEveryPersistentScheduleOfMixedChains) {
 // gradient or base fails here, on 2 of the 400).
 TEST(NestedChain, LeastOverEveryPersistentScheduleOfRandomChains) {
   using K = OpKind;
-  const K kinds[] = {K::Dense, K::Linear, K::ReLU, K::Tanh, K::GELU, K::LayerNorm, K::Dropout};
+  const K kinds[] = {K::Dense, K::Linear, K::ReLU, K::Tanh, K::GELU};
   std::mt19937 rng(7);
   for (int trial = 0; trial < 400; ++trial) {
     std::vector<K> ops;
     const int layers = 3 + static_cast<int>(rng() % 4);
-    for (int i = 0; i < layers; ++i) ops.push_back(kinds[rng() % 7]);
+    for (int i = 0; i < layers; ++i) ops.push_back(kinds[rng() % 5]);
     std::vector<int64_t> widths;
     for (int i = 0; i < 4; ++i) widths.push_back(int64_t{4} << (rng() % 6));
     expect_least_over_family(test::mixed_chain(ops, widths, "random" + std::to_string(trial)));
