@@ -6,6 +6,7 @@
 #include <QImage>
 #include <QLineSeries>
 #include <QPainter>
+#include <QPen>
 #include <QScatterSeries>
 #include <QSvgGenerator>
 #include <QValueAxis>
@@ -48,6 +49,8 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   for (const auto& p : r.budgets)
     if (p.feasible) maxBytes = std::max(maxBytes, p.budget), maxOverhead = std::max(maxOverhead, p.overhead);
   for (const auto& n : r.named) maxBytes = std::max(maxBytes, n.peak), maxOverhead = std::max(maxOverhead, n.overhead);
+  for (const auto& p : r.single_level)
+    if (p.feasible) maxOverhead = std::max(maxOverhead, p.overhead);
   const auto [unit, unitName] = unit_for(maxBytes);
 
   front_ = new QLineSeries;
@@ -66,6 +69,22 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     frontSpecs_.push_back(QString::fromStdString(p.spec));
     prev = &p;
   }
+  single_ = nullptr;
+  if (!r.single_level.empty()) {
+    single_ = new QLineSeries;
+    single_->setName("one level of checkpoints");
+    QPen pen = single_->pen();
+    pen.setStyle(Qt::DashLine);
+    single_->setPen(pen);
+    const SweepPoint* before = nullptr;
+    for (const auto& p : r.single_level) {
+      if (!p.feasible) continue;
+      const double x = double(p.budget) / unit, y = 100.0 * p.overhead;
+      if (before) single_->append(x, 100.0 * before->overhead);
+      single_->append(x, y);
+      before = &p;
+    }
+  }
   // One series per strategy: its label and legend entry name it (per-point
   // label formats need Qt 6.5; Debian 12 has 6.4).
   named_.clear();
@@ -83,6 +102,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     named_.push_back(sp);
     namedSpecs_.push_back(spec);
   }
+  if (single_) c->addSeries(single_);
   c->addSeries(front_);
   c->addSeries(frontPoints_);
   for (auto* sp : named_) c->addSeries(sp);

@@ -1,6 +1,7 @@
 // The memory–time trade-off of one model: the best recompute overhead per
 // memory budget (a step line, the Pareto front from core/analysis/sweep.h)
-// and the named strategies as labelled points. Clicking a point or a front
+// and the named strategies as labelled points; on chains also the front with
+// one level of checkpoints, so the gain of nesting them shows. Clicking a point or a front
 // step emits its spec, so the window can add that strategy.
 #pragma once
 #include <QChartView>
@@ -24,6 +25,9 @@ class TradeoffChart : public QChartView {
   void setSweep(const QString& title, const SweepResult& result);
   QLineSeries* frontSeries() const { return front_; }
   QScatterSeries* frontPoints() const { return frontPoints_; }
+  // Chains: the front with one level of checkpoints (dashed), above or on the
+  // nested one; null on other models.
+  QLineSeries* singleLevelSeries() const { return single_; }
   // One labelled series per named strategy, in namedSpecs() order.
   const std::vector<QScatterSeries*>& namedPoints() const { return named_; }
   // Specs of namedPoints() and of frontPoints()' points, in order.
@@ -35,6 +39,7 @@ class TradeoffChart : public QChartView {
 
  private:
   QLineSeries* front_ = nullptr;
+  QLineSeries* single_ = nullptr;
   QScatterSeries* frontPoints_ = nullptr;
   std::vector<QScatterSeries*> named_;
   std::vector<QString> namedSpecs_, frontSpecs_;

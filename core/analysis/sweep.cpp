@@ -12,6 +12,7 @@
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/optimal.h"
+#include "core/strategies/optimal_schedule.h"
 #include "core/strategies/registry.h"
 
 namespace remat {
@@ -96,14 +97,36 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
     };
     for (const auto& n : r.named) take(n.spec, n.peak, n.recompute_flops);
     if (chain) {
+      SweepPoint single{p.budget};
       std::vector<int> ckpt;
       if (chain_budget_dp(m, p.budget, ckpt)) {
         const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"));
-        take("budget:" + std::to_string(p.budget), s.peak_bytes, s.recompute_flops);
+        single = {p.budget, true, manual_spec(ckpt), s.peak_bytes, overhead(s.recompute_flops), s.recompute_flops};
+        take(single.spec, s.peak_bytes, s.recompute_flops);
+      }
+      if (!r.single_level.empty() && r.single_level.back().feasible &&
+          (!single.feasible || r.single_level.back().recompute_flops < single.recompute_flops)) {
+        single = r.single_level.back();
+        single.budget = p.budget;
+      }
+      r.single_level.push_back(single);
+      // budget:B nests checkpoints (multi-level); it is never above one level.
+      const std::string spec = "budget:" + std::to_string(p.budget);
+      try {
+        const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
+        take(spec, s.peak_bytes, s.recompute_flops);
+      } catch (const InputError&) {  // nothing fits this budget
       }
     } else {
-      const OptimalResult opt = optimal_search(m, p.budget, o.optimal_seconds);
-      if (opt.found) take(manual_spec(opt.checkpoints), opt.peak, opt.recompute_flops);
+      const OptimalOutcome opt = optimal_schedule(m, p.budget, o.optimal_seconds);
+      if (opt.found) {
+        // A proven or chosen checkpoint set is recreated by manual:...; the
+        // MILP's schedule by the optimal spec that found it.
+        const std::string spec = opt.from_milp ? "optimal:" + std::to_string(p.budget) + ":" +
+                                                     std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
+                                               : manual_spec(opt.sets.checkpoints);
+        take(spec, simulate(m, with_frees(m, opt.compute, "optimal")).peak_bytes, opt.recompute_flops);
+      }
     }
     // A schedule that fits a smaller budget fits this one: keep the front monotone.
     if (!r.budgets.empty() && r.budgets.back().feasible &&

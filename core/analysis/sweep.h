@@ -32,10 +32,13 @@ struct NamedPoint {
 struct SweepResult {
   std::vector<SweepPoint> budgets;  // increasing budgets; overhead non-increasing
   std::vector<NamedPoint> named;
+  // Chains only: the same budgets with one level of checkpoints (checkpoint
+  // sets, the single-level DP), so the window can show what nesting buys.
+  std::vector<SweepPoint> single_level;
 };
 
 struct SweepOptions {
-  double optimal_seconds = 1.0;  // per budget, DAGs only (chains use the exact DP)
+  double optimal_seconds = 1.0;  // per budget, DAGs only (optimal: branch and bound, then the MILP; chains use budget's DP)
   std::function<void(int done, int total)> progress;  // optional
   const std::atomic<bool>* cancel = nullptr;          // optional: stop and return what is done
   // named_points(m) when the caller already has them (auto budgets need them

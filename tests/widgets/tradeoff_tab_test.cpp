@@ -9,6 +9,13 @@
 #include "widgets/studio_document.h"
 
 #if __has_include("widgets/tradeoff_chart.h")
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <limits>
+
+#include "core/analysis/sweep.h"
+#include "core/presets.h"
+#include "core/strategies/registry.h"
 #include "widgets/tradeoff_chart.h"
 #endif
 
@@ -82,3 +89,42 @@ TEST(StudioDocument, SearchOfAReplacedModelIsDropped) {
   EXPECT_EQ(doc.runs()[0].sim.peak_bytes, simulate(doc.model(), doc.runs()[0].schedule).peak_bytes);
   EXPECT_LE(doc.runs()[0].sim.peak_bytes, 18176u);
 }
+
+#if __has_include("widgets/tradeoff_chart.h")
+// On a chain the staircase of nested checkpoints (budget:B) lies on or below
+// the one-level staircase (checkpoint sets) at every budget, and strictly
+// below somewhere: at low budgets one level recomputes more or does not fit.
+TEST(TradeoffChart, ChainShowsNestedCheckpointsBelowOneLevel) {
+  const Model m = make_preset("chain:30");
+  const SweepResult r = sweep(m, auto_budgets(named_points(m)));
+  TradeoffChart chart;
+  chart.resize(800, 600);
+  chart.setSweep("chain:30", r);
+  QLineSeries* one = chart.singleLevelSeries();
+  ASSERT_NE(one, nullptr);
+  // A step line's level at x: its last point at or before x (+inf before its
+  // first point: nothing with one level fits there).
+  auto level = [](const QLineSeries* s, double x) {
+    double y = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < s->count(); ++i)
+      if (s->at(i).x() <= x + 1e-12) y = s->at(i).y();
+    return y;
+  };
+  const QScatterSeries* front = chart.frontPoints();
+  ASSERT_GT(front->count(), 3);
+  int below = 0;
+  for (int i = 0; i < front->count(); ++i) {
+    const QPointF p = front->at(i);
+    EXPECT_LE(p.y(), level(one, p.x()) + 1e-9) << "budget " << p.x();
+    below += p.y() < level(one, p.x()) - 1e-9;
+  }
+  EXPECT_GT(below, 0);
+  EXPECT_EQ(one->name(), "one level of checkpoints");
+  // Not on a DAG: nesting is a chain's.
+  const Model t = make_preset("transformer:1:16:4:2");
+  SweepOptions o;
+  o.optimal_seconds = 0.5;
+  chart.setSweep("transformer", sweep(t, {simulate(t, make_strategy("sqrt")->schedule(t)).peak_bytes}, o));
+  EXPECT_EQ(chart.singleLevelSeries(), nullptr);
+}
+#endif
