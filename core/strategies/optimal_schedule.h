@@ -30,8 +30,9 @@ struct OptimalOutcome {
   std::string infeasible, note;
 };
 
-// `seconds` in all: a quarter for the branch and bound when there is a MILP
-// (it gets the rest and the branch and bound's schedule as its start).
+// `seconds` in all: a quarter for the branch and bound when the MILP runs
+// (a build with CBC, at most kMilpMaxOps ops; it gets the rest and the branch
+// and bound's schedule as its start), else all of it.
 OptimalOutcome optimal_schedule(const Model& model, uint64_t budget, double seconds);
 
 // A peak no schedule of `model` can go below: the largest instruction on its
