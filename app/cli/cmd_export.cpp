@@ -23,6 +23,7 @@ struct ExportOptions {
   double scale = 1;
   long long step = 0;
   bool stepSet = false;
+  InstructionLimit limit;
 };
 
 void run_export(const ExportOptions& o) {
@@ -36,7 +37,7 @@ void run_export(const ExportOptions& o) {
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);
   const Model model = load_model(o.model);
-  const auto runs = simulate_strategies(model, specs);
+  const auto runs = simulate_strategies(model, specs, {.limit = o.limit});
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
 
@@ -93,6 +94,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--scale", o->scale, "PNG device pixel ratio (2: twice the pixels, for HiDPI)")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the timelines as CSV");
   cmd->add_option("--json", o->json, "Also write the comparison as JSON");
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o, step] {
     o->stepSet = step->count() > 0;
     run_export(*o);

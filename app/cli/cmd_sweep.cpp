@@ -32,6 +32,7 @@ struct SweepOptions_ {
   bool json = false;
   std::string plot;
   int seconds = 1;
+  InstructionLimit limit;
 };
 
 void print_table(const Model& model, const SweepResult& r) {
@@ -48,6 +49,7 @@ void print_table(const Model& model, const SweepResult& r) {
   std::printf("named strategies:\n");
   for (const auto& n : r.named)
     std::printf("%14s %14s %9.1f%%  %s\n", "", format_bytes(n.peak).c_str(), 100.0 * n.overhead, n.spec.c_str());
+  for (const auto& note : r.notes) std::printf("note: %s\n", note.c_str());
 }
 
 void run_sweep(const SweepOptions_& o) {
@@ -62,7 +64,8 @@ void run_sweep(const SweepOptions_& o) {
   }
   const Model model = load_model(o.model);
   SweepOptions so;
-  if (o.budgets == "auto") so.named = named_points(model);  // a list is checked before any simulation
+  so.limit = o.limit;
+  if (o.budgets == "auto") so.named = named_points(model, so.limit, &so.notes);  // a list is checked before any simulation
   const auto budgets = parse_budgets(so.named, o.budgets);
   so.optimal_seconds = o.seconds;
   const SweepResult r = sweep(model, budgets, so);
@@ -100,6 +103,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--seconds", o->seconds, "DAGs: search time per budget in seconds")->check(CLI::Range(1, 3600))->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON {model, budgets:[{budget_bytes, feasible, spec, peak_bytes, overhead}], strategies:[...]}");
   cmd->add_option("--plot", o->plot, "Also draw the trade-off to this .png or .svg (GUI build only)");
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o] { run_sweep(*o); });
 }
 
