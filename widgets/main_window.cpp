@@ -157,6 +157,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
+  if (const qulonglong max = settings.value("simulation/maxInstructions").toULongLong(); max > 0)
+    doc_->setMaxInstructions(max);
   const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
   doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
   if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
@@ -394,14 +396,15 @@ void MainWindow::startSweep() {
   const Model model = doc_->model();
   auto cancel = sweepCancel_;
   statusBar()->showMessage(tr("Computing the memory-time trade-off..."));
-  QThread* t = QThread::create([this, model, cancel, generation] {
+  QThread* t = QThread::create([this, model, cancel, generation, max = doc_->maxInstructions()] {
     SweepResult r;
     QString error;
     try {
       SweepOptions o;
       o.optimal_seconds = 0.25;
       o.cancel = cancel.get();
-      o.named = named_points(model);
+      o.limit.max = max;  // a strategy too large to simulate is left out, with a note
+      o.named = named_points(model, o.limit, &o.notes);
       r = sweep(model, auto_budgets(o.named), o);
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
@@ -416,7 +419,8 @@ void MainWindow::startSweep() {
             return;
           }
           static_cast<TradeoffChart*>(tradeoff_)->setSweep(QString::fromStdString(doc_->model().name), r);
-          statusBar()->showMessage(tr("Trade-off ready"), 3000);
+          if (r.notes.empty()) statusBar()->showMessage(tr("Trade-off ready"), 3000);
+          else statusBar()->showMessage(tr("Trade-off ready; %1").arg(QString::fromStdString(r.notes.front())), 8000);
         },
         Qt::QueuedConnection);
   });
