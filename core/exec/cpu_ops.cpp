@@ -110,22 +110,15 @@ void bwd_conv(CpuOpState& s, const OpCall& c) {
                   c.dx(0) && c.acc(0), s.scratch[kConvColumns]);
 }
 
-// (N, C, spatial...): one channel's statistics over N and the spatial extent.
-struct NCS {
-  int64_t n, c, hw;
-};
-NCS ncs(const Op& op) { return {op.shape.at(0), op.shape.at(1), op.numel() / (op.shape.at(0) * op.shape.at(1))}; }
-
 // aux(v) holds the batch mean then the inverse std, one float per channel.
-// PyTorch's defaults: eps 1e-5 (the running statistics are not kept: op_exec).
-constexpr float kBatchNormEps = 1e-5f;
+// eps: PyTorch's default (op_exec.h); the running statistics are not kept (op_exec).
 void fwd_batchnorm(CpuOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.op);
+  const NCS d = ncs_of(c.op);
   cpu::batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                      d.c, d.hw, kBatchNormEps, 0.1f);
 }
 void bwd_batchnorm(CpuOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.op);
+  const NCS d = ncs_of(c.op);
   cpu::batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c),
                      s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0));
 }
@@ -145,11 +138,11 @@ void bwd_avgpool(CpuOpState&, const OpCall& c) {
 }
 
 void fwd_global_avgpool(CpuOpState&, const OpCall& c) {
-  const NCS d = ncs(c.in_op(0));
+  const NCS d = ncs_of(c.in_op(0));
   cpu::global_avgpool_fwd(c.in(0), c.out(), d.n * d.c, d.hw);
 }
 void bwd_global_avgpool(CpuOpState&, const OpCall& c) {
-  const NCS d = ncs(c.in_op(0));
+  const NCS d = ncs_of(c.in_op(0));
   if (c.dx(0)) cpu::global_avgpool_bwd(c.dy(), c.dx(0), d.n * d.c, d.hw, c.acc(0));
 }
 
@@ -158,30 +151,14 @@ void bwd_softmax(CpuOpState&, const OpCall& c) {
   if (c.dx(0)) cpu::softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0));
 }
 
-// Concat along axis a: outer = the dimensions before a, inner = those after.
-struct ConcatDims {
-  int64_t outer = 1, inner = 1;
-  std::vector<int64_t> widths;
-};
-ConcatDims concat_dims(const OpCall& c) {
-  const auto rank = static_cast<int64_t>(c.op.shape.size());
-  const auto ax = static_cast<std::size_t>(c.op.attrs.axis < 0 ? c.op.attrs.axis + rank : c.op.attrs.axis);
-  ConcatDims d;
-  for (std::size_t i = 0; i < c.op.shape.size(); ++i) {
-    if (i < ax) d.outer *= c.op.shape[i];
-    if (i > ax) d.inner *= c.op.shape[i];
-  }
-  for (std::size_t k = 0; k < c.op.inputs.size(); ++k) d.widths.push_back(c.in_op(k).shape.at(ax));
-  return d;
-}
 void fwd_concat(CpuOpState&, const OpCall& c) {
-  const ConcatDims d = concat_dims(c);
+  const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
   cpu::concat_fwd(xs.data(), d.widths.data(), static_cast<int64_t>(xs.size()), c.out(), d.outer, d.inner);
 }
 void bwd_concat(CpuOpState&, const OpCall& c) {
-  const ConcatDims d = concat_dims(c);
+  const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<float*> dxs;  // nullptr: an input without gradient, skipped
   std::vector<uint8_t> acc;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {

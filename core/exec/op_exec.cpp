@@ -226,6 +226,24 @@ cpu::PoolGeom pool_geom(const Model& m, int v) {
   return g;
 }
 
+NCS ncs_of(const Op& op) {
+  const int64_t n = op.shape.at(0), c = op.shape.at(1);
+  return {n, c, op.numel() / (n * c)};
+}
+
+ConcatDims concat_dims(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const auto rank = static_cast<int64_t>(op.shape.size());
+  const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+  ConcatDims d;
+  for (std::size_t i = 0; i < op.shape.size(); ++i) {
+    if (i < ax) d.outer *= op.shape[i];
+    if (i > ax) d.inner *= op.shape[i];
+  }
+  for (const int u : op.inputs) d.widths.push_back(m.op(u).shape.at(ax));
+  return d;
+}
+
 ViewMap view_map(const Model& m, int v) {
   const Op& op = m.op(v);
   const Op& x = m.op(op.inputs.at(0));

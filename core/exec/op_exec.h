@@ -74,6 +74,22 @@ cpu::PoolGeom pool_geom(const Model& model, int v);
 // Why the kernels cannot run op v's attributes, or "" when they can.
 std::string kernel_attr_problem(const Op& op);
 
+// (N, C, spatial...) as the batch norm and pooling kernels take it: hw is the
+// product of the spatial dimensions (1 for (N, C)).
+struct NCS {
+  int64_t n, c, hw;
+};
+NCS ncs_of(const Op& op);
+// Concat along its axis: outer = the dimensions before it, inner = those after,
+// widths = each input's extent along it.
+struct ConcatDims {
+  int64_t outer = 1, inner = 1;
+  std::vector<int64_t> widths;
+};
+ConcatDims concat_dims(const Model& model, int v);
+// PyTorch's default batch norm epsilon (both backends).
+constexpr float kBatchNormEps = 1e-5f;
+
 // Where a view's elements are in its input, both in logical row-major order:
 // element i of the view (row-major over view_shape) is element
 // base + Σ index_j · stride_j of the input. A Reshape is the identity, a

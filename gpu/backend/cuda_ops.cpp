@@ -113,19 +113,14 @@ void bwd_conv(CudaOpState& s, const OpCall& c) {
              c.dx(0) && c.acc(0), conv_context(s));
 }
 
-struct NCS {
-  int64_t n, c, hw;
-};
-NCS ncs(const Op& op) { return {op.shape.at(0), op.shape.at(1), op.numel() / (op.shape.at(0) * op.shape.at(1))}; }
-
 // aux(v): batch mean then inverse std per channel; eps as on the CPU (cpu_ops.cpp).
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.op);
+  const NCS d = ncs_of(c.op);
   batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
-                d.c, d.hw, 1e-5f, 0.1f, s.stream);
+                d.c, d.hw, kBatchNormEps, 0.1f, s.stream);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.op);
+  const NCS d = ncs_of(c.op);
   batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), s.param_grad(c.v, 0),
                 s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream);
 }
@@ -143,11 +138,11 @@ void bwd_avgpool(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) avgpool2d_bwd(pool_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0), s.stream);
 }
 void fwd_global_avgpool(CudaOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.in_op(0));
+  const NCS d = ncs_of(c.in_op(0));
   global_avgpool_fwd(c.in(0), c.out(), d.n * d.c, d.hw, s.stream);
 }
 void bwd_global_avgpool(CudaOpState& s, const OpCall& c) {
-  const NCS d = ncs(c.in_op(0));
+  const NCS d = ncs_of(c.in_op(0));
   if (c.dx(0)) global_avgpool_bwd(c.dy(), c.dx(0), d.n * d.c, d.hw, c.acc(0), s.stream);
 }
 
@@ -156,29 +151,14 @@ void bwd_softmax(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0), s.stream);
 }
 
-struct ConcatDims {
-  int64_t outer = 1, inner = 1;
-  std::vector<int64_t> widths;
-};
-ConcatDims concat_dims(const OpCall& c) {
-  const auto rank = static_cast<int64_t>(c.op.shape.size());
-  const auto ax = static_cast<std::size_t>(c.op.attrs.axis < 0 ? c.op.attrs.axis + rank : c.op.attrs.axis);
-  ConcatDims d;
-  for (std::size_t i = 0; i < c.op.shape.size(); ++i) {
-    if (i < ax) d.outer *= c.op.shape[i];
-    if (i > ax) d.inner *= c.op.shape[i];
-  }
-  for (std::size_t k = 0; k < c.op.inputs.size(); ++k) d.widths.push_back(c.in_op(k).shape.at(ax));
-  return d;
-}
 void fwd_concat(CudaOpState& s, const OpCall& c) {
-  const ConcatDims d = concat_dims(c);
+  const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
   concat_fwd(xs.data(), d.widths.data(), static_cast<int64_t>(xs.size()), c.out(), d.outer, d.inner, s.stream);
 }
 void bwd_concat(CudaOpState& s, const OpCall& c) {
-  const ConcatDims d = concat_dims(c);
+  const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<float*> dxs;
   std::vector<uint8_t> acc;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
