@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/cli/commands.h"
+#include "app/cli/export_snapshot.h"
 #include "core/errors.h"
 #include "core/model_source.h"
 #include "core/strategy.h"
@@ -23,11 +24,13 @@ struct ExportOptions {
   double scale = 1;
   long long step = 0;
   bool stepSet = false;
+  SnapshotExportOptions snapshot;
 };
 
 void run_export(const ExportOptions& o) {
-  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty())
-    throw InputError("nothing to export: give --timeline, --graph, --csv or --json");
+  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty() && o.snapshot.path.empty())
+    throw InputError("nothing to export: give --timeline, --graph, --csv, --json or --memory-snapshot");
+  check_snapshot_export(o.snapshot);
   // Check every argument before any work or any file.
   if (!o.timeline.empty()) (void)image_format_of(o.timeline);
   if (!o.graph.empty()) (void)image_format_of(o.graph);
@@ -93,6 +96,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--scale", o->scale, "PNG device pixel ratio (2: twice the pixels, for HiDPI)")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the timelines as CSV");
   cmd->add_option("--json", o->json, "Also write the comparison as JSON");
+  add_snapshot_export_options(cmd, o->snapshot);
   cmd->callback([o, step] {
     o->stepSet = step->count() > 0;
     run_export(*o);
