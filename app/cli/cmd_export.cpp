@@ -9,6 +9,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/export_snapshot.h"
 #include "core/errors.h"
+#include "core/exec/executor.h"
 #include "core/model_source.h"
 #include "core/strategy.h"
 #include "widgets/exporter.h"
@@ -42,6 +43,11 @@ void run_export(const ExportOptions& o) {
   const auto runs = simulate_strategies(model, specs);
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
+  if (o.snapshot.measured) check_executable(model);  // before any file is written
+
+  // The snapshot first: it needs no Qt, and --measured (a run) is what can still fail.
+  if (!o.snapshot.path.empty()) export_memory_snapshot(model, runs.front(), o.snapshot);
+  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty()) return;
 
   // Charts need a QApplication; without a display, render offscreen.
   if (!std::getenv("QT_QPA_PLATFORM") && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
