@@ -27,6 +27,7 @@ void RunRecorder::mark(std::size_t index) {
   // The allocator's high-water mark since the previous mark, then a fresh
   // start for the next instruction.
   run().intervals.push_back(inner().memory_stats());
+  tracked_peak_ = std::max(tracked_peak_, inner().peak_bytes());
   inner().reset_peaks();
   instruction_ = index;
 }
@@ -60,6 +61,13 @@ void RunRecorder::release(void* p) {
   }
   inner().release(p);
 }
+
+void RunRecorder::reset_peaks() {
+  inner().reset_peaks();
+  tracked_peak_ = 0;
+}
+
+uint64_t RunRecorder::peak_bytes() const { return std::max(tracked_peak_, inner().peak_bytes()); }
 
 MemoryStats RunRecorder::memory_stats() const {
   MemoryStats whole = inner().memory_stats();  // the interval since the last mark

@@ -39,6 +39,10 @@ class RunRecorder : public ForwardingBackend {
   void* allocate(uint64_t bytes) override;
   void release(void* p) override;
   MemoryStats memory_stats() const override;
+  // The inner peaks are reset at every mark: the run's tracked peak is the
+  // maximum of the per-instruction ones, kept here since the executor's reset.
+  void reset_peaks() override;
+  uint64_t peak_bytes() const override;
 
  private:
   RecordedRun& run();
@@ -47,6 +51,7 @@ class RunRecorder : public ForwardingBackend {
   std::unordered_map<void*, uint64_t> live_;  // bytes of each live allocation
   std::size_t instruction_ = AllocEvent::kBeforeStep;
   double last_mark_us_ = -1;
+  uint64_t tracked_peak_ = 0;  // tracked high-water mark of the intervals closed since reset_peaks()
 };
 
 // Labels the measured events with the simulated ones of the same schedule:
