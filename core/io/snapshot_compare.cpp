@@ -11,9 +11,14 @@
 namespace remat {
 namespace {
 
+// Sizes in the unit that keeps them readable: a 100-byte rounding must not
+// read "0.00 MiB" next to a 2 GiB peak.
 std::string mib(int64_t b) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  const double a = std::fabs(static_cast<double>(b));
+  if (a >= 1024.0 * 1024.0) std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(b) / (1024.0 * 1024.0));
+  else if (a >= 1024.0) std::snprintf(buf, sizeof buf, "%.2f KiB", static_cast<double>(b) / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(b));
   return buf;
 }
 

@@ -111,8 +111,9 @@ def main():
         check(xs[first_bwd] == c["predicted_backward_instruction"] and xs[first_bwd - 1] < xs[first_bwd],
               f"{what}: the recording's backward starts on the prediction's first bwd")
         check(any("autograd's backward" in line for line in c["explanation"]), f"{what}: says how the phases were split")
-        check(any("rounding" in line and "0.00 MiB" not in line for line in c["explanation"]),
-              f"{what}: names the allocator rounding of the active blocks (100 bytes)")
+        rounding = snap["segments"][0]["blocks"][0]["size"] - snap["segments"][0]["blocks"][0]["requested_size"]
+        check(any("rounding" in line and f" {rounding} bytes " in line for line in c["explanation"]),
+              f"{what}: names the allocator rounding of the active blocks ({rounding} bytes)")
         with open(svg) as f:
             text = f.read()
         check(text.count("<polyline") == 2 and "backward" in text, f"{what}: the SVG draws both curves and the phases")
