@@ -53,8 +53,9 @@ def capture(module, example_input, loss_fn=None, name=None):
     rec, loss = record(module, step)
     if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
         raise ValueError("the loss must be a scalar tensor")
-    torch_count = _count(rec, module, targets)
-    ops, notes = Builder(rec, module, example_input, targets).build(loss)
+    builder = Builder(rec, module, example_input, targets)
+    ops, notes = builder.build(loss)
+    torch_count = _count(rec, module, targets, builder.loss_targets)
     loss.backward()  # the step completes: what was saved sufficed
     doc = {"format": "remat-model", "version": 1,
            "name": name or type(module).__name__,
@@ -67,10 +68,12 @@ def capture(module, example_input, loss_fn=None, name=None):
     return doc
 
 
-def _count(rec, module, targets):
+def _count(rec, module, targets, loss_targets):
     """PyTorch's own count: unique storages of every saved tensor, parameters,
-    buffers and the target left out (the figure docs/model-format.md quotes)."""
+    buffers and the loss's target (labels, regression targets: storage keys in
+    loss_targets) left out (the figure docs/model-format.md quotes)."""
     excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers()) + targets}
+    excluded |= loss_targets
     seen = {}
     for p in rec.packs:
         key = storage_key(p.tensor)

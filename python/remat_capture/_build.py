@@ -67,6 +67,10 @@ class Builder:
         self.notes = []
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.targets = {storage_key(t) for t in targets}
+        # What a loss compares against (its arguments after the first that are
+        # not activations): baseline like the parameters, in the file and in
+        # PyTorch's count alike. Filled by build().
+        self.loss_targets = set()
         self.names = {}
         x = example_input
         self._new({"kind": "Input", "name": "x", "shape": list(x.shape), "dtype": self._dtype(x)}, [], x,
@@ -124,6 +128,8 @@ class Builder:
             if ev.index in self.fused_into:
                 continue
             acts = [(pos, t) for pos, t in ev.tensor_args() if self._act(t)]
+            if ev.name in LOSS_OPS:
+                self.loss_targets.update(storage_key(t) for pos, t in ev.tensor_args() if pos >= 1 and not self._act(t))
             if ev.index in self.fused_into.values() and self._op_nll_loss_forward(ev):
                 continue  # its input, the log-softmax, was folded into it
             if not acts or ev.name in FACTORY_LIKE:

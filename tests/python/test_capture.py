@@ -75,6 +75,32 @@ def remat(args, *cmd, ok=True):
     return out
 
 
+def check_run(args, name, path, executable):
+    """Ops with kernels run: an executable capture runs under every strategy,
+    bit-identical to store-all, its tracked peak the predicted one. One with
+    kinds no backend runs yet is refused by `remat run` with one line naming
+    the first of them (the same list `remat model` prints)."""
+    if name == "mlp":
+        check(executable, "mlp: every op has a kernel (Linear, ReLU, Dropout, Tanh, MSELoss)")
+    run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json",
+                ok=False)
+    if executable:
+        check(run.returncode == 0, f"{name}: remat run exits 0 ({run.stderr.strip()[:200]})")
+        if run.returncode == 0:
+            res = json.loads(run.stdout)["strategies"]
+            check(all(s["status"] == "ok" and s["matches_store_all"] for s in res),
+                  f"{name}: every strategy ran and matches store-all bit for bit")
+            check(all(s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in res),
+                  f"{name}: tracked peak == predicted peak")
+        return
+    listed = remat(args, "model", "--model", path).stdout
+    line = next(l for l in listed.splitlines() if l.startswith("simulate-only ops"))
+    first = line.split(": ", 1)[1].split(",")[0].strip()
+    check(run.returncode == 2 and run.stderr.count("\n") == 1 and "simulate-only ops" in run.stderr
+          and f"{first} (op " in run.stderr and not run.stdout,
+          f"{name}: remat run refuses it in one line naming '{first}' ({run.stderr.strip()[:160]})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--remat", required=True)
@@ -96,6 +122,7 @@ def main():
         check(all("peak_bytes" in s for s in sim["strategies"]), f"{name}: simulates under store-all, recompute-all, sqrt")
         kinds = [op["kind"] for op in doc["ops"]]
         check(kinds[0] == "Input", f"{name}: op 0 is the Input")
+        check_run(args, name, path, sim["model"]["executable"])
         if name == "mlp":
             check(kinds == ["Input", "Linear", "ReLU", "Dropout", "Linear", "Tanh", "Linear", "MSELoss"],
                   f"mlp: one op per layer: {kinds}")
@@ -105,14 +132,6 @@ def main():
             check(saved == [[0], [2], [], [3], [5], [5], [6]], f"mlp: saved sets {saved}")
             check(doc["ops"][3].get("aux_bytes") == 8 * 128 * 4 and abs(doc["ops"][3]["p"] - 0.1) < 1e-9,
                   "mlp: dropout p 0.1 with its 4-byte noise as aux")
-            run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json", ok=False)
-            check(run.returncode == 0, f"mlp: remat run exits 0 ({run.stderr.strip()[:200]})")
-            if run.returncode == 0:
-                res = json.loads(run.stdout)["strategies"]
-                check(all(s["status"] == "ok" and s["matches_store_all"] for s in res),
-                      "mlp: every strategy ran and matches store-all bit for bit")
-                check(all(s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in res),
-                      "mlp: tracked peak == predicted peak")
         if name == "resnet18":
             for kind, n in (("Conv", 20), ("BatchNorm", 20), ("MaxPool", 1), ("GlobalAvgPool", 1), ("Add", 8),
                             ("ReLU", 17), ("Linear", 1), ("Reshape", 1), ("SoftmaxCELoss", 1)):
@@ -127,7 +146,8 @@ def main():
                          "SoftmaxCELoss"):
                 check(kind in kinds, f"gpt_block: has {kind}")
             model = remat(args, "model", "--model", path).stdout
-            check("views" in model, "gpt_block: remat model loads it and counts its views")
+            check(f"{len(views)} view(s) owning none" in model,
+                  f"gpt_block: remat model loads it and counts its {len(views)} views")
 
     # The command line writes what capture() returns.
     cli_path = os.path.join(args.out, "cli_mlp.json")
