@@ -28,7 +28,6 @@ TEST(Pickle, RoundTripsPlainData) {
   const std::string p = to_pickle(v);
   ASSERT_EQ(static_cast<uint8_t>(p[0]), 0x80);
   ASSERT_EQ(p[1], 4);
-  json back = from_pickle(p, "t");
   // UINT64_MAX does not fit int64: written as a 9-byte LONG1, refused on reading.
   EXPECT_THROW((void)from_pickle(to_pickle(json{{"u64", UINT64_MAX}}), "t"), InputError);
   json w = v;
@@ -104,7 +103,7 @@ void expect_trace_matches_timeline(const std::string& spec, const std::string& s
 }
 
 TEST(SimulatedAllocations, EqualTheTimelineEveryInstruction) {
-  for (const char* spec : {"chain:16", "mlp:4:64:8", "transformer:2:32:8:2", "gpt:1:32:2:16:1:f32:40", "resnet:10:8:16:2"})
+  for (const char* spec : {"chain:16", "mlp:4:64:8", "transformer:2:32:8:2", "gpt:1:32:2:16:1:f32:40", "resnet:10:8:32:2"})
     for (const char* strategy : {"store-all", "recompute-all", "sqrt"}) expect_trace_matches_timeline(spec, strategy);
 }
 

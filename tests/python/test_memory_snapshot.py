@@ -79,7 +79,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     print(f"PyTorch {torch.__version__}")
     cases = [("mlp:4:64:8", "sqrt"), ("mlp:4:64:8", "recompute-all"), ("gpt:1:32:2:16:1:f32:40", "sqrt"),
-             ("resnet:10:8:16:2", "recompute-all")]
+             ("resnet:10:8:32:2", "recompute-all")]
     for model, strategy in cases:
         name = f"{model} {strategy}"
         base = os.path.join(args.out, model.replace(":", "_") + "_" + strategy)
