@@ -25,7 +25,7 @@ struct CompareOptions {
 void run_compare(const CompareOptions& o) {
   if (split_strategy_list(o.strategy).size() != 1) throw InputError("--strategy: give one strategy");
   (void)make_strategy(o.strategy);
-  if (!o.svg.empty() && o.svg.size() < 4) throw InputError("--svg '" + o.svg + "': give a file name ending in .svg");
+  if (!o.svg.empty()) check_output_path("--svg", o.svg, ".svg", "the picture is SVG");
   const Model model = load_model(o.model);
   const auto runs = simulate_strategies(model, {o.strategy});
   if (!runs[0].ok()) throw InputError("strategy '" + o.strategy + "': " + runs[0].error);

@@ -1,6 +1,5 @@
 #include "core/io/run_trace.h"
 
-#include <filesystem>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -8,13 +7,7 @@
 
 namespace remat {
 
-void check_trace_path(const std::string& path) {
-  const std::filesystem::path p(path);
-  if (p.extension() != ".json") throw InputError("--trace '" + path + "': the trace is JSON; give a file ending in .json");
-  const auto dir = p.parent_path();
-  if (!dir.empty() && !std::filesystem::is_directory(dir))
-    throw InputError("--trace '" + path + "': folder '" + dir.string() + "' does not exist");
-}
+void check_trace_path(const std::string& path) { check_output_path("--trace", path, ".json", "the trace is JSON"); }
 
 void write_run_trace(const std::string& path, const Model& model, const std::string& backend,
                      const std::vector<StrategyRun>& sims, const std::vector<ExecResult>& results,

@@ -226,6 +226,7 @@ void check_snapshot_path(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".pickle" && ext != ".pkl" && ext != ".json")
     throw InputError("--memory-snapshot '" + path + "': the file must end in .pickle (PyTorch's format) or .json");
+  check_output_path("--memory-snapshot", path, ext, "");
 }
 
 void write_torch_snapshot(const nlohmann::json& snapshot, const std::string& path) {
@@ -258,6 +259,9 @@ SnapshotCurve snapshot_curve(const nlohmann::json& snap, const std::string& orig
   using nlohmann::json;
   SnapshotCurve c;
   if (snap.is_array()) throw InputError(origin + ": a list of segments without a trace (PyTorch before 2.0, or torch.cuda.memory_snapshot()); record with torch.cuda.memory._record_memory_history() and save with _dump_snapshot()");
+  if (snap.is_object() && !snap.contains("device_traces"))
+    throw InputError(origin + ": no 'device_traces' (a snapshot without the allocation trace); record with "
+                     "torch.cuda.memory._record_memory_history() before the step and save with _dump_snapshot()");
   const json& traces = field(snap, "device_traces", "the snapshot", origin);
   const json& segments = field(snap, "segments", "the snapshot", origin);
   if (!traces.is_array() || !segments.is_array()) throw InputError(origin + ": 'device_traces' and 'segments' must be lists");

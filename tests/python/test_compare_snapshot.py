@@ -129,16 +129,30 @@ def main():
     out = subprocess.run([args.remat, "compare-snapshot", "-m", "mlp:4:64:8", evil], capture_output=True, text=True)
     check(out.returncode == 2 and "Python object" in out.stderr and out.stderr.count("\n") == 1,
           f"a pickled function: exit 2, one line ({out.stderr.strip()})")
+    # Bad input: one line, exit 2, no --svg file left behind.
     cut = os.path.join(args.out, "cut.pickle")
     with open(paths["pickle protocol 4"], "rb") as f, open(cut, "wb") as g:
         g.write(f.read()[:200])
-    out = subprocess.run([args.remat, "compare-snapshot", "-m", "mlp:4:64:8", cut], capture_output=True, text=True)
-    check(out.returncode == 2 and "byte" in out.stderr, f"a truncated pickle: exit 2 naming the byte ({out.stderr.strip()})")
     old = os.path.join(args.out, "old.pickle")
     with open(old, "wb") as f:
         pickle.dump(snap["segments"], f)
-    out = subprocess.run([args.remat, "compare-snapshot", "-m", "mlp:4:64:8", old], capture_output=True, text=True)
-    check(out.returncode == 2 and "_record_memory_history" in out.stderr, f"a list of segments (no trace): exit 2 ({out.stderr.strip()})")
+    no_trace = os.path.join(args.out, "no_trace.pickle")
+    with open(no_trace, "wb") as f:
+        pickle.dump({"segments": snap["segments"]}, f, protocol=4)
+    for path, says, what in ((cut, "at byte 200", "a truncated pickle"),
+                             (old, "_record_memory_history", "a list of segments (PyTorch 1.x, no trace)"),
+                             (no_trace, "no 'device_traces'", "a snapshot without device_traces")):
+        svg = os.path.join(args.out, "bad_input.svg")
+        out = subprocess.run([args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--svg", svg],
+                             capture_output=True, text=True)
+        check(out.returncode == 2 and out.stderr.count("\n") == 1 and says in out.stderr and path in out.stderr
+              and not os.path.exists(svg), f"{what}: exit 2, one line naming the file, no SVG ({out.stderr.strip()})")
+    for svg, says in ((os.path.join(args.out, "picture.png"), "ending in .svg"),
+                      (os.path.join(args.out, "no", "such", "x.svg"), "does not exist")):
+        out = subprocess.run([args.remat, "compare-snapshot", "-m", "mlp:4:64:8", paths["json"], "--svg", svg],
+                             capture_output=True, text=True)
+        check(out.returncode == 2 and out.stderr.count("\n") == 1 and "--svg" in out.stderr and says in out.stderr
+              and not os.path.exists(svg), f"--svg {os.path.relpath(svg, args.out)}: exit 2, no file ({out.stderr.strip()})")
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
 

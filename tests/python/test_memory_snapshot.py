@@ -123,10 +123,16 @@ def main():
     check(len(times) > 0 and times == sorted(times), "--measured: entries carry measured times, in order")
     verify_with_torch(measured, "--measured")
 
-    bad = os.path.join(args.out, "bad.txt")
-    out = remat(args, "export", "--model", "mlp:4:64:8", "--memory-snapshot", bad)
-    check(out.returncode == 2 and not os.path.exists(bad) and "pickle" in out.stderr,
-          f"a .txt snapshot: exit 2, no file ({out.stderr.strip()})")
+    for bad, says in ((os.path.join(args.out, "bad.txt"), ".pickle"),
+                      (os.path.join(args.out, "no", "such", "s.pickle"), "does not exist")):
+        out = remat(args, "export", "--model", "mlp:4:64:8", "--memory-snapshot", bad, "--measured", "--backend", "cpu")
+        check(out.returncode == 2 and out.stderr.count("\n") == 1 and says in out.stderr and not os.path.exists(bad),
+              f"--memory-snapshot {os.path.relpath(bad, args.out)}: exit 2, one line, no file ({out.stderr.strip()})")
+    # --measured of a model no backend runs: refused before any file.
+    out = remat(args, "export", "--model", "resnet:10:8:32:2", "--memory-snapshot", base + "_resnet.pickle",
+                "--measured", "--backend", "cpu")
+    check(out.returncode == 2 and "simulate-only" in out.stderr and not os.path.exists(base + "_resnet.pickle"),
+          f"--measured of a simulate-only model: exit 2, no file ({out.stderr.strip()[:120]})")
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
 

@@ -91,7 +91,8 @@ def main():
     for bad in (os.path.join(args.out, "trace.txt"), os.path.join(args.out, "no", "such", "dir", "t.json")):
         out = subprocess.run([args.remat, "run", "--model", model, "--strategy", "sqrt", "--trace", bad],
                              capture_output=True, text=True)
-        check(out.returncode == 2 and "--trace" in out.stderr and not os.path.exists(bad),
+        check(out.returncode == 2 and out.stderr.count("\n") == 1 and "--trace" in out.stderr and not out.stdout
+              and not os.path.exists(bad),
               f"--trace {os.path.basename(bad)}: exit 2 before running ({out.stderr.strip()})")
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
