@@ -53,7 +53,12 @@ def parse_input(text):
     if dtype in ("int64", "i64", "int32", "i32"):
         if len(parts) < 3:
             fail(f"--input '{text}': integer ids need their range, e.g. 2,1024:int64:50257")
-        high = int(parts[2])
+        try:
+            high = int(parts[2])
+        except ValueError:
+            high = 0
+        if high < 1:
+            fail(f"--input '{text}': the id range '{parts[2]}' must be a positive integer")
         t = torch.randint(0, high, shape, generator=g)
         return t if dtype in ("int64", "i64") else t.int()
     fail(f"--input '{text}': dtype '{dtype}' (expected float32, int64 or int32)")

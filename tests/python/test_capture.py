@@ -161,11 +161,17 @@ def main():
         with open(os.path.join(args.out, "mlp.json")) as f:
             api_doc = json.load(f)
         check(cli_doc["ops"] == api_doc["ops"], "the CLI's file has the same ops as capture()'s")
-    bad = subprocess.run([sys.executable, "-m", "remat_capture", "nope.py:build", "-o", cli_path, "--input", "2,x"],
-                         capture_output=True, text=True,
-                         env=dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python")))
-    check(bad.returncode == 2 and bad.stderr.count("\n") == 1 and "nope.py" in bad.stderr,
-          f"a missing file: exit 2, one line ({bad.stderr.strip()})")
+    models_py = os.path.join(HERE, "capture_models.py")
+    bad_out = os.path.join(args.out, "bad_capture.json")
+    for argv, says, what in ((["nope.py:build", "--input", "2,x"], "nope.py", "a missing file"),
+                             ([models_py + ":build", "--input", "2,x"], "--input '2,x'", "a shape that is not integers"),
+                             ([models_py + ":build", "--input", "2,4:int64:many"], "'many'", "an id range that is not a number"),
+                             ([models_py + ":no_such", "--input", "2,4"], "no_such", "a missing function"),
+                             ([models_py + ":Block"], "no example input", "a module without an example input")):
+        bad = subprocess.run([sys.executable, "-m", "remat_capture", *argv, "-o", bad_out], capture_output=True,
+                             text=True, env=dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python")))
+        check(bad.returncode == 2 and bad.stderr.count("\n") == 1 and says in bad.stderr
+              and not os.path.exists(bad_out), f"{what}: exit 2, one line, no file ({bad.stderr.strip()})")
 
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
