@@ -35,6 +35,7 @@
 #include "widgets/graph_view.h"
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
+#include "widgets/snapshot_dialog.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
 #include "widgets/timeline_chart.h"
@@ -216,6 +217,19 @@ void MainWindow::onRunsChanged() {
   caption_->setText(doc_->caption());
 }
 
+void MainWindow::openSnapshot() {
+  const StrategyRun* run = doc_->current();
+  if (!run || !run->ok()) {
+    QMessageBox::information(this, tr("PyTorch snapshot"), tr("Select a strategy to compare the snapshot with first."));
+    return;
+  }
+  QSettings s;
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open PyTorch memory snapshot"), s.value("lastDir").toString(),
+                                                    tr("Snapshots (*.pickle *.pkl *.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  (new SnapshotDialog(doc_->model(), *run, path, this))->show();
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open model..."), this, [this] {
@@ -240,6 +254,7 @@ void MainWindow::buildMenus() {
                                             QLineEdit::Normal, doc_->source(), &ok);
     if (ok) openModel(s.trimmed());
   });
+  file->addAction(tr("Open PyTorch &snapshot..."), this, &MainWindow::openSnapshot);
   file->addSeparator();
   QMenu* exp = file->addMenu(tr("&Export"));
   exp->addAction(tr("Timeline as PNG..."), this, [this] { exportTimeline("png"); });

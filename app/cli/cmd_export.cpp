@@ -8,7 +8,9 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/render_module.h"
+#include "app/cli/export_snapshot.h"
 #include "core/errors.h"
+#include "core/exec/executor.h"
 #include "core/model_source.h"
 #include "core/strategy.h"
 
@@ -24,15 +26,18 @@ struct ExportOptions {
   long long step = 0;
   bool stepSet = false;
   InstructionLimit limit;
+  SnapshotExportOptions snapshot;
 };
 
 void run_export(const ExportOptions& o) {
-  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty())
-    throw InputError("nothing to export: give --timeline, --graph, --csv or --json");
+  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty() && o.snapshot.path.empty())
+    throw InputError("nothing to export: give --timeline, --graph, --csv, --json or --memory-snapshot");
+  check_snapshot_export(o.snapshot);
   // Check every argument before any work or any file.
   const ExportFiles files{o.timeline, o.graph, o.csv, o.json, o.size, o.scale, o.step};
-  const RenderModule& render = render_module();
-  render.check_export(files);
+  const bool pictures = !(o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty());
+  const RenderModule* render = pictures ? &render_module() : nullptr;  // a snapshot alone needs no Qt
+  if (render) render->check_export(files);
   if (o.stepSet && o.graph.empty()) throw InputError("--step needs --graph");
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);
@@ -40,7 +45,12 @@ void run_export(const ExportOptions& o) {
   const auto runs = simulate_strategies(model, specs, {.limit = o.limit});
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
-  render.write_export(model, runs, files, std::cout);
+  if (o.snapshot.measured) check_executable(model);  // before any file is written
+
+  // The snapshot first: it needs no Qt (nor the picture module), and
+  // --measured (a run) is what can still fail.
+  if (!o.snapshot.path.empty()) export_memory_snapshot(model, runs.front(), o.snapshot);
+  if (render) render->write_export(model, runs, files, std::cout);
 }
 
 }  // namespace
@@ -60,6 +70,7 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Also write the timelines as CSV");
   cmd->add_option("--json", o->json, "Also write the comparison as JSON");
   add_max_instructions_option(cmd, o->limit);
+  add_snapshot_export_options(cmd, o->snapshot);
   cmd->callback([o, step] {
     o->stepSet = step->count() > 0;
     run_export(*o);

@@ -25,6 +25,7 @@ void add_model_command(CLI::App& app);     // cmd_model.cpp: write/inspect model
 void add_export_command(CLI::App& app);    // cmd_export.cpp: PNG/SVG (needs the GUI build)
 void add_sweep_command(CLI::App& app);     // cmd_sweep.cpp: budget sweep
 void add_explain_command(CLI::App& app);   // cmd_explain.cpp: why the peak is where it is
+void add_compare_snapshot_command(CLI::App& app);  // cmd_compare_snapshot.cpp: a PyTorch snapshot against the prediction
 
 // --max-instructions N for a command that makes schedules: a strategy whose
 // schedule is longer is refused (exit 2) with its length and memory
