@@ -20,6 +20,16 @@ std::string temp_beside(const std::string& path) {
 
 }  // namespace
 
+void check_output_path(const std::string& option, const std::string& path, const std::string& extension,
+                       const std::string& why_extension) {
+  const std::filesystem::path p(path);
+  if (p.extension() != extension)
+    throw InputError(option + " '" + path + "': " + why_extension + "; give a file ending in " + extension);
+  const auto dir = p.parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir))
+    throw InputError(option + " '" + path + "': folder '" + dir.string() + "' does not exist");
+}
+
 void replace_file_atomically(const std::string& path, const std::function<bool(const std::string&)>& write) {
   if (path.empty()) throw InputError("output path is empty");
   const std::string tmp = temp_beside(path);

@@ -5,12 +5,13 @@
 
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
+#include "core/exec/op_exec.h"
 #include "core/model.h"
 #include "core/op_layout.h"
 
 namespace remat {
 
-std::string shape_string(const std::vector<int64_t>& s) {
+std::string shape_string(std::span<const int64_t> s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";
@@ -488,9 +489,16 @@ uint64_t buffer_bytes(const Op& op) {
 }
 
 bool executable(const Op& op) {
-  if (op.simulate_only || op.dtype != DType::F32 || op.view) return false;
+  if (op.simulate_only || op.dtype != DType::F32) return false;
   if (op.kind != OpKind::Input && !exec_listed(op.kind)) return false;
-  if (op.bytes < tensor_bytes(op.shape, op.dtype)) return false;
+  if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return false;
+  if (!kernel_attr_problem(op).empty()) return false;
+  // A Linear that PyTorch would feed a contiguous copy of its input keeps it in
+  // aux(v); the kernels multiply their input in place and fill no such copy.
+  if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0) return false;
+  // The softmax kernel normalises rows: the last axis only.
+  if (op.kind == OpKind::Softmax && op.attrs.axis != -1 && op.attrs.axis != static_cast<int64_t>(op.shape.size()) - 1)
+    return false;
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }

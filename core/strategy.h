@@ -3,6 +3,7 @@
 // strategies themselves live in core/strategies/; registry.h names them
 // ("sqrt", "every-k:4", "manual:3,7,11").
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ class Strategy {
     (void)records;
     return schedule(model);
   }
+  // The length of schedule(model), stated before it is made
+  // (instruction_limit.h refuses the ones that would not fit): exact, or an
+  // upper bound for searches; counting may stop once it passes `limit`
+  // (Bound::AtLeast). Cheap next to schedule(). Throws as schedule() would.
+  virtual ScheduleSize size(const Model& model, uint64_t limit) const = 0;
 };
 
 }  // namespace remat

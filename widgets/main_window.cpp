@@ -35,6 +35,7 @@
 #include "widgets/graph_view.h"
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
+#include "widgets/snapshot_dialog.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
 #include "widgets/timeline_chart.h"
@@ -157,6 +158,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   buildMenus();
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
+  if (const qulonglong max = settings.value("simulation/maxInstructions").toULongLong(); max > 0)
+    doc_->setMaxInstructions(max);
   const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
   doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
   if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
@@ -214,6 +217,19 @@ void MainWindow::onRunsChanged() {
   caption_->setText(doc_->caption());
 }
 
+void MainWindow::openSnapshot() {
+  const StrategyRun* run = doc_->current();
+  if (!run || !run->ok()) {
+    QMessageBox::information(this, tr("PyTorch snapshot"), tr("Select a strategy to compare the snapshot with first."));
+    return;
+  }
+  QSettings s;
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open PyTorch memory snapshot"), s.value("lastDir").toString(),
+                                                    tr("Snapshots (*.pickle *.pkl *.json);;All files (*)"));
+  if (path.isEmpty()) return;
+  (new SnapshotDialog(doc_->model(), *run, path, this))->show();
+}
+
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* open = file->addAction(tr("&Open model..."), this, [this] {
@@ -238,6 +254,7 @@ void MainWindow::buildMenus() {
                                             QLineEdit::Normal, doc_->source(), &ok);
     if (ok) openModel(s.trimmed());
   });
+  file->addAction(tr("Open PyTorch &snapshot..."), this, &MainWindow::openSnapshot);
   file->addSeparator();
   QMenu* exp = file->addMenu(tr("&Export"));
   exp->addAction(tr("Timeline as PNG..."), this, [this] { exportTimeline("png"); });
@@ -394,14 +411,15 @@ void MainWindow::startSweep() {
   const Model model = doc_->model();
   auto cancel = sweepCancel_;
   statusBar()->showMessage(tr("Computing the memory-time trade-off..."));
-  QThread* t = QThread::create([this, model, cancel, generation] {
+  QThread* t = QThread::create([this, model, cancel, generation, max = doc_->maxInstructions()] {
     SweepResult r;
     QString error;
     try {
       SweepOptions o;
       o.optimal_seconds = 0.25;
       o.cancel = cancel.get();
-      o.named = named_points(model);
+      o.limit.max = max;  // a strategy too large to simulate is left out, with a note
+      o.named = named_points(model, o.limit, &o.notes);
       r = sweep(model, auto_budgets(o.named), o);
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
@@ -416,7 +434,8 @@ void MainWindow::startSweep() {
             return;
           }
           static_cast<TradeoffChart*>(tradeoff_)->setSweep(QString::fromStdString(doc_->model().name), r);
-          statusBar()->showMessage(tr("Trade-off ready"), 3000);
+          if (r.notes.empty()) statusBar()->showMessage(tr("Trade-off ready"), 3000);
+          else statusBar()->showMessage(tr("Trade-off ready; %1").arg(QString::fromStdString(r.notes.front())), 8000);
         },
         Qt::QueuedConnection);
   });

@@ -51,6 +51,8 @@ class MainWindow : public QMainWindow {
   RunController* runner() const { return runner_; }
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
+  // File › Open PyTorch snapshot: against the current strategy (SnapshotDialog).
+  void openSnapshot();
 
  protected:
   void closeEvent(QCloseEvent* e) override;

@@ -9,7 +9,20 @@
 
 namespace remat {
 
-StudioDocument::StudioDocument(QObject* parent) : QObject(parent), specs_(defaultSpecs()) {}
+StudioDocument::StudioDocument(QObject* parent) : QObject(parent), specs_(defaultSpecs()) {
+  limit_.max = defaultMaxInstructions();
+  limit_.bytes_per_instruction = kBytesPerInstruction;
+  limit_.how_to_change = "setting simulation/maxInstructions";
+}
+
+uint64_t StudioDocument::defaultMaxInstructions() {
+  return std::min(kMaxWindowInstructions, default_max_instructions(kBytesPerInstruction));
+}
+
+void StudioDocument::setMaxInstructions(uint64_t max) {
+  limit_.max = max;
+  if (model_.size() > 0) resimulate();
+}
 StudioDocument::~StudioDocument() = default;
 
 void StudioDocument::loadModel(const QString& specOrPath) {
@@ -40,27 +53,19 @@ void StudioDocument::setSpecs(const QStringList& specs) {
 
 void StudioDocument::resimulate() {
   const std::string shownName = current() ? current()->spec : std::string();
-  // recompute-all is quadratic: on a 10,000-op model it is 100M instructions,
-  // more than the window should hold. It is refused here with the reason (the
-  // CLI still simulates it).
-  const double n = model_.size();
-  const bool quadraticTooLong = n * n / 2 > kMaxWindowInstructions;
+  // A strategy longer than the limit (recompute-all is quadratic) comes back
+  // as a run saying "too large to simulate (N instructions ...)", unmade.
   auto isSearch = [](const QString& s) { return s.startsWith("optimal:"); };
   std::vector<std::string> specs;
   for (const QString& s : specs_)
-    if (!(quadraticTooLong && s == "recompute-all") && !isSearch(s)) specs.push_back(s.toStdString());
-  std::vector<StrategyRun> runs = model_.size() > 0 ? simulate_strategies(model_, specs) : std::vector<StrategyRun>{};
+    if (!isSearch(s)) specs.push_back(s.toStdString());
+  std::vector<StrategyRun> runs =
+      model_.size() > 0 ? simulate_strategies(model_, specs, {.limit = limit_}) : std::vector<StrategyRun>{};
   runs_.clear();
   std::size_t next = 0;
   for (const QString& s : specs_) {
     if (isSearch(s) && model_.size() > 0) {
       runs_.push_back(searched(s));
-    } else if (quadraticTooLong && s == "recompute-all") {
-      StrategyRun r;
-      r.spec = r.name = "recompute-all";
-      r.error = "not simulated in the window: about " + std::to_string(static_cast<long long>(n * n / 2)) +
-                " forward steps on " + std::to_string(model_.size()) + " ops (use 'remat simulate')";
-      runs_.push_back(std::move(r));
     } else if (next < runs.size()) {
       runs_.push_back(std::move(runs[next++]));
     }
@@ -97,8 +102,8 @@ StrategyRun StudioDocument::searched(const QString& spec) {
   // The worker owns copies only; the result comes back through `finished`,
   // queued to this object and dropped with it (or when the model changed).
   auto result = std::make_shared<std::vector<StrategyRun>>();
-  QThread* t = QThread::create([model = model_, s = spec.toStdString(), result] {
-    *result = simulate_strategies(model, {s});
+  QThread* t = QThread::create([model = model_, s = spec.toStdString(), result, limit = limit_] {
+    *result = simulate_strategies(model, {s}, {.limit = limit});
   });
   connect(t, &QThread::finished, this, [this, spec, result, generation = generation_] {
     if (generation != generation_ || result->empty()) return;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "core/instruction_limit.h"
 #include "core/model.h"
 #include "core/resident_index.h"
 #include "widgets/node_states.h"
@@ -25,8 +26,17 @@ class StudioDocument : public QObject {
   explicit StudioDocument(QObject* parent = nullptr);
   ~StudioDocument() override;
 
-  // recompute-all beyond this many forward steps is not simulated in the window.
-  static constexpr double kMaxWindowInstructions = 20e6;
+  // A strategy whose schedule is longer (its stated length, Strategy::size) is
+  // shown as "too large to simulate (N instructions)" instead of being made:
+  // the window simulates on the GUI thread and keeps an index, the facts and
+  // the chart per run (about kBytesPerInstruction). The default is the lesser
+  // of kMaxWindowInstructions and what a quarter of the available memory
+  // holds; QSettings "simulation/maxInstructions" overrides it (main_window).
+  static constexpr uint64_t kMaxWindowInstructions = 20'000'000;
+  static constexpr uint64_t kBytesPerInstruction = 40;
+  static uint64_t defaultMaxInstructions();
+  void setMaxInstructions(uint64_t max);
+  uint64_t maxInstructions() const { return limit_.max; }
   static QStringList defaultSpecs() { return {"store-all", "recompute-all", "sqrt"}; }
 
   // Throws InputError (core's message) and leaves the document as it was.
@@ -78,6 +88,7 @@ class StudioDocument : public QObject {
   QHash<QString, StrategyRun> searched_;
   QSet<QString> searching_;
   int generation_ = 0;  // of the model: results for an older one are dropped
+  InstructionLimit limit_;
   Model model_;
   QString source_;
   QStringList specs_;

@@ -1,16 +1,18 @@
 // remat export: the memory timeline and the graph at a step as PNG or SVG,
-// rendered headless by the same code as the window (widgets/exporter.h).
-// Built only with the GUI; cmd_export_nogui.cpp stands in otherwise.
-#include <QApplication>
-#include <cstdlib>
+// rendered headless by the same code as the window (widgets/exporter.h), in
+// the picture module that only this command and sweep --plot open
+// (render_module.h). Built only with the GUI; cmd_export_nogui.cpp stands in
+// otherwise.
 #include <iostream>
 #include <memory>
 
 #include "app/cli/commands.h"
+#include "app/cli/render_module.h"
+#include "app/cli/export_snapshot.h"
 #include "core/errors.h"
+#include "core/exec/executor.h"
 #include "core/model_source.h"
 #include "core/strategies/registry.h"
-#include "widgets/exporter.h"
 
 namespace remat::cli {
 namespace {
@@ -23,58 +25,32 @@ struct ExportOptions {
   double scale = 1;
   long long step = 0;
   bool stepSet = false;
+  InstructionLimit limit;
+  SnapshotExportOptions snapshot;
 };
 
 void run_export(const ExportOptions& o) {
-  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty())
-    throw InputError("nothing to export: give --timeline, --graph, --csv or --json");
+  if (o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty() && o.snapshot.path.empty())
+    throw InputError("nothing to export: give --timeline, --graph, --csv, --json or --memory-snapshot");
+  check_snapshot_export(o.snapshot);
   // Check every argument before any work or any file.
-  if (!o.timeline.empty()) (void)image_format_of(o.timeline);
-  if (!o.graph.empty()) (void)image_format_of(o.graph);
-  const QSize size = parse_size(o.size);
+  const ExportFiles files{o.timeline, o.graph, o.csv, o.json, o.size, o.scale, o.step};
+  const bool pictures = !(o.timeline.empty() && o.graph.empty() && o.csv.empty() && o.json.empty());
+  const RenderModule* render = pictures ? &render_module() : nullptr;  // a snapshot alone needs no Qt
+  if (render) render->check_export(files);
   if (o.stepSet && o.graph.empty()) throw InputError("--step needs --graph");
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);
   const Model model = load_model(o.model);
-  const auto runs = simulate_strategies(model, specs);
+  const auto runs = simulate_strategies(model, specs, {.limit = o.limit});
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
+  if (o.snapshot.measured) check_executable(model);  // before any file is written
 
-  // Charts need a QApplication; without a display, render offscreen.
-  if (!std::getenv("QT_QPA_PLATFORM") && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
-    setenv("QT_QPA_PLATFORM", "offscreen", 1);
-  static int argc = 1;
-  static char name[] = "remat";
-  static char* argv[] = {name, nullptr};
-  // Qt's platform chatter (offscreen plugin, runtime dir) is not for the CLI's user.
-  qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
-    if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "remat: qt: " << msg.toStdString() << "\n";
-  });
-  std::unique_ptr<QApplication> app;
-  if (!QCoreApplication::instance()) app = std::make_unique<QApplication>(argc, argv);
-
-  if (!o.timeline.empty()) {
-    TimelineExport t;
-    t.size = size;
-    t.devicePixelRatio = o.scale;
-    t.title = QString::fromStdString(model.name);
-    export_timeline(runs, o.timeline, t);
-    std::cout << "wrote " << o.timeline << "\n";
-  }
-  if (!o.graph.empty()) {
-    const StrategyRun& r = runs.front();
-    if (o.step < 0) throw InputError("--step must be >= 0");
-    export_graph(model, r, std::size_t(o.step), o.graph, size, o.scale);
-    std::cout << "wrote " << o.graph << " (" << r.name << ", step " << o.step << ")\n";
-  }
-  if (!o.csv.empty()) {
-    export_csv(model, runs, o.csv);
-    std::cout << "wrote " << o.csv << "\n";
-  }
-  if (!o.json.empty()) {
-    export_json(model, runs, o.json);
-    std::cout << "wrote " << o.json << "\n";
-  }
+  // The snapshot first: it needs no Qt (nor the picture module), and
+  // --measured (a run) is what can still fail.
+  if (!o.snapshot.path.empty()) export_memory_snapshot(model, runs.front(), o.snapshot);
+  if (render) render->write_export(model, runs, files, std::cout);
 }
 
 }  // namespace
@@ -93,6 +69,8 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--scale", o->scale, "PNG device pixel ratio (2: twice the pixels, for HiDPI)")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the timelines as CSV");
   cmd->add_option("--json", o->json, "Also write the comparison as JSON");
+  add_max_instructions_option(cmd, o->limit);
+  add_snapshot_export_options(cmd, o->snapshot);
   cmd->callback([o, step] {
     o->stepSet = step->count() > 0;
     run_export(*o);

@@ -1,17 +1,39 @@
-// remat export without the GUI build: pictures need Qt, so say so clearly.
-// app/CMakeLists.txt picks this file or cmd_export.cpp.
+// remat export without the GUI build: pictures need Qt, so say so clearly;
+// the memory snapshot needs none and works. app/CMakeLists.txt picks this
+// file or cmd_export.cpp.
 #include "app/cli/commands.h"
+#include "app/cli/export_snapshot.h"
 #include "core/errors.h"
+#include "core/model_source.h"
+#include "core/strategies/registry.h"
 
 namespace remat::cli {
 
 void add_export_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("export", "Export timeline and graph pictures (PNG/SVG); needs the GUI build");
+  struct Options {
+    std::string model, strategies = "store-all";
+    SnapshotExportOptions snapshot;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("export", "Export a PyTorch memory snapshot; pictures (PNG/SVG) need the GUI build");
+  cmd->add_option("-m,--model", o->model, "Model: a preset spec or a .json/.onnx file");
+  cmd->add_option("-s,--strategy", o->strategies, "Strategy (the snapshot shows the first)")->capture_default_str();
+  add_snapshot_export_options(cmd, o->snapshot);
   cmd->allow_extras();
-  cmd->callback([] {
-    throw InputError(
-        "remat was built without the GUI (REMAT_BUILD_GUI=OFF): 'remat export' needs Qt; "
-        "rebuild with -DREMAT_BUILD_GUI=ON, or use 'remat simulate --json/--csv' for the data");
+  cmd->callback([o, cmd] {
+    if (!cmd->remaining().empty() || o->snapshot.path.empty())
+      throw InputError(
+          "remat was built without the GUI (REMAT_BUILD_GUI=OFF): pictures need Qt; rebuild with "
+          "-DREMAT_BUILD_GUI=ON, or use 'remat simulate --json/--csv' for the data ('--memory-snapshot' works here)");
+    if (o->model.empty()) throw InputError("--model is required");
+    check_snapshot_export(o->snapshot);
+    const auto specs = split_strategy_list(o->strategies);
+    for (const auto& spec : specs) (void)make_strategy(spec);
+    const Model model = load_model(o->model);
+    const auto runs = simulate_strategies(model, specs);
+    for (const auto& r : runs)
+      if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
+    export_memory_snapshot(model, runs.front(), o->snapshot);
   });
 }
 

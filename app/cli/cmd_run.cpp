@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/exec/executor.h"
 #include "core/exec/safetensors.h"
+#include "core/io/run_trace.h"
 #include "core/model_source.h"
 #include "core/spec_parse.h"
 #include "core/strategies/registry.h"
@@ -35,6 +36,8 @@ struct RunOptions {
   std::string dump;
   std::string memory_limit;
   bool sync_each = false;
+  InstructionLimit limit;
+  std::string trace;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -210,6 +213,7 @@ void run_run(const RunOptions& o) {
   if (o.seed >= (uint64_t{1} << 32)) throw InputError("--seed must be below 2^32 (4294967296)");
   const uint64_t limit = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
   if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive");
+  if (!o.trace.empty()) check_trace_path(o.trace);
   const Model model = load_model(o.model);
   check_executable(model);
   auto specs = strategy_specs(o.strategies);
@@ -224,7 +228,7 @@ void run_run(const RunOptions& o) {
     specs.insert(specs.begin(), "store-all");
     added_reference = true;
   }
-  const auto sims = simulate_strategies(model, specs);
+  const auto sims = simulate_strategies(model, specs, {.limit = o.limit});
   for (const auto& r : sims) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
@@ -249,8 +253,9 @@ void run_run(const RunOptions& o) {
   eo.sync_each = o.sync_each;
   std::vector<ExecResult> results;
   HostData data;
+  RunRecorder recorder(*backend);  // --trace: what each instruction allocated and measured
   try {
-    results = execute_strategies(model, schedules, *backend, eo, &data);
+    results = execute_strategies(model, schedules, o.trace.empty() ? *backend : recorder, eo, &data);
   } catch (...) {
     bar.finish();
     std::signal(SIGINT, previous);
@@ -278,6 +283,7 @@ void run_run(const RunOptions& o) {
     if (!warning.empty()) std::cerr << "remat: warning: " << warning << "\n";
   }
 
+  if (!o.trace.empty()) write_run_trace(o.trace, model, backend->name(), sims, results, recorder);
   if (o.json) std::cout << run_json(model, *backend, o, limit, rows, ref).dump() << "\n";
   else print_table(model, *backend, o, rows, ref);
   std::cout.flush();
@@ -323,6 +329,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--sync-each", o->sync_each,
                 "Wait for the device after every instruction, so that a kernel fault names the instruction that "
                 "launched it (slower; CUDA)");
+  add_max_instructions_option(cmd, o->limit);
+  cmd->add_option("--trace", o->trace,
+                  "Write a Chrome/Perfetto trace (.json): a slice per instruction with measured times, counters of "
+                  "resident bytes predicted and measured (docs/pytorch.md)");
   cmd->callback([o] { run_run(*o); });
 }
 

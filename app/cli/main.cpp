@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   remat::cli::add_export_command(app);
   remat::cli::add_sweep_command(app);
   remat::cli::add_explain_command(app);
+  remat::cli::add_compare_snapshot_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

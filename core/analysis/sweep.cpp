@@ -11,6 +11,7 @@
 #include "core/spec_parse.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/factories.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/optimal_schedule.h"
 #include "core/strategies/registry.h"
@@ -38,12 +39,14 @@ std::string manual_spec(const std::vector<int>& ckpt) {
 
 }  // namespace
 
-std::vector<NamedPoint> named_points(const Model& m) {
+std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit, std::vector<std::string>* notes) {
   std::vector<NamedPoint> named;
   for (const auto& spec : named_specs(m)) {
     try {
-      const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
+      const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, limit), {.timeline = false});
       named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops});
+    } catch (const ScheduleTooLarge& e) {
+      if (notes) notes->push_back(spec + " left out: " + e.what());
     } catch (const InputError&) {  // chain-only strategies on a DAG
     }
   }
@@ -56,7 +59,15 @@ std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int cou
       if (n.spec == spec) return n.peak;
     throw std::logic_error("auto_budgets: no " + spec + " among the named points");
   };
-  const uint64_t lo = peak_of("recompute-all"), hi = peak_of("store-all");
+  if (std::none_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "store-all"; }))
+    throw InputError("automatic budgets run up to store-all's peak, and store-all was left out as too large to "
+                     "simulate; give the budgets (B1,B2,...) instead");
+  // recompute-all (the least memory) may have been left out as too large.
+  const bool has_recompute = std::any_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "recompute-all"; });
+  const uint64_t least = std::min_element(named.begin(), named.end(), [](const NamedPoint& a, const NamedPoint& b) {
+                           return a.peak < b.peak;
+                         })->peak;
+  const uint64_t lo = has_recompute ? peak_of("recompute-all") : least, hi = peak_of("store-all");
   std::vector<uint64_t> b;
   for (int i = 0; i < count; ++i)
     b.push_back(lo + static_cast<uint64_t>(std::llround(static_cast<double>(hi - lo) * i / std::max(1, count - 1))));
@@ -83,8 +94,17 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   SweepResult r;
   const double denom = m.forward_flops() + m.backward_flops();
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
-  r.named = o.named.empty() ? named_points(m) : o.named;
+  r.notes = o.notes;
+  r.named = o.named.empty() ? named_points(m, o.limit, &r.notes) : o.named;
   const bool chain = is_chain(m) && m.loss() <= 4000;
+  // The DAG search (optimal's branch and bound, then the MILP) is left out
+  // when the longest schedule it could return is over the limit.
+  const ScheduleSize longest = make_optimal(0, o.optimal_seconds)->size(m, o.limit.max);
+  const bool dag_search = !chain && longest.instructions <= o.limit.max;
+  if (!chain && !dag_search)
+    r.notes.push_back(std::string("the optimal search per budget left out: ") + ScheduleTooLarge(longest, o.limit).what() +
+                      "; the budgets show the named strategies only");
+  bool nested_left_out = false;  // one note, not one per budget
   const int total = static_cast<int>(budgets.size());
   for (int i = 0; i < total; ++i) {
     if (o.cancel && o.cancel->load()) break;
@@ -97,10 +117,13 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
     };
     for (const auto& n : r.named) take(n.spec, n.peak, n.recompute_flops);
     if (chain) {
-      SweepPoint single{p.budget};
+      SweepPoint single;
+      single.budget = p.budget;
       std::vector<int> ckpt;
       if (chain_budget_dp(m, p.budget, ckpt)) {
-        const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"));
+        // A chain's segment schedules are at most twice its forward pass
+        // (segment_schedule_bound): not checked against the limit.
+        const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"), {.timeline = false});
         single = {p.budget, true, manual_spec(ckpt), s.peak_bytes, overhead(s.recompute_flops), s.recompute_flops};
         take(single.spec, s.peak_bytes, s.recompute_flops);
       }
@@ -113,11 +136,16 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       // budget:B nests checkpoints (multi-level); it is never above one level.
       const std::string spec = "budget:" + std::to_string(p.budget);
       try {
-        const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
+        const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, o.limit), {.timeline = false});
         take(spec, s.peak_bytes, s.recompute_flops);
+      } catch (const ScheduleTooLarge& e) {
+        if (!nested_left_out)
+          r.notes.push_back(std::string("nested checkpoints (budget:B) left out: ") + e.what() +
+                            "; the budgets show one level of checkpoints only");
+        nested_left_out = true;
       } catch (const InputError&) {  // nothing fits this budget
       }
-    } else {
+    } else if (dag_search) {
       const OptimalOutcome opt = optimal_schedule(m, p.budget, o.optimal_seconds);
       if (opt.found) {
         // A proven or chosen checkpoint set is recreated by manual:...; the
@@ -125,7 +153,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         const std::string spec = opt.from_milp ? "optimal:" + std::to_string(p.budget) + ":" +
                                                      std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
                                                : manual_spec(opt.sets.checkpoints);
-        take(spec, simulate(m, with_frees(m, opt.compute, "optimal")).peak_bytes, opt.recompute_flops);
+        take(spec, simulate(m, with_frees(m, opt.compute, "optimal"), {.timeline = false}).peak_bytes, opt.recompute_flops);
       }
     }
     // A schedule that fits a smaller budget fits this one: keep the front monotone.
@@ -156,6 +184,7 @@ nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
   }
   j["strategies"] = nlohmann::json::array();
   for (const auto& n : r.named) j["strategies"].push_back({{"spec", n.spec}, {"peak_bytes", n.peak}, {"overhead", n.overhead}});
+  if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
 }
 

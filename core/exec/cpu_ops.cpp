@@ -1,11 +1,14 @@
 #include "core/exec/cpu_ops.h"
 
 #include <array>
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/kernels/cpu_kernels.h"
+#include "core/op_layout.h"
 #include "core/op_rules.h"
 
 namespace remat {
@@ -47,8 +50,10 @@ void bwd_dense(CpuOpState& s, const OpCall& c) {
 void fwd_activation(CpuOpState&, const OpCall& c) { cpu::act_fwd(kernel_act(c.op.kind), c.in(0), c.out(), c.op.numel()); }
 void bwd_activation(CpuOpState&, const OpCall& c) {
   if (!c.dx(0)) return;
-  // ReLU and Tanh differentiate from their output, GELU from its input (op_rules' saved sets).
-  const float* x_or_y = c.op.kind == OpKind::GELU ? c.in(0) : c.self();
+  // ReLU, Tanh and Sigmoid differentiate from their output, GELU and SiLU from
+  // their input (op_rules' saved sets).
+  const bool from_input = c.op.kind == OpKind::GELU || c.op.kind == OpKind::SiLU;
+  const float* x_or_y = from_input ? c.in(0) : c.self();
   cpu::act_bwd(kernel_act(c.op.kind), x_or_y, c.dy(), c.dx(0), c.op.numel(), c.acc(0));
 }
 
@@ -93,6 +98,105 @@ void bwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (c.dx(0)) cpu::softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
 }
+
+void fwd_conv(CpuOpState& s, const OpCall& c) {
+  const float* bias = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  cpu::conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), s.scratch[kConvColumns]);
+}
+void bwd_conv(CpuOpState& s, const OpCall& c) {
+  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  // No dx for the model input: the kernel then skips that product.
+  cpu::conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
+                  c.dx(0) && c.acc(0), s.scratch[kConvColumns]);
+}
+
+// aux(v) holds the batch mean then the inverse std, one float per channel.
+// eps: PyTorch's default (op_exec.h); the running statistics are not kept (op_exec).
+void fwd_batchnorm(CpuOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  cpu::batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
+                     d.c, d.hw, kBatchNormEps, 0.1f);
+}
+void bwd_batchnorm(CpuOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  cpu::batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c),
+                     s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0));
+}
+
+// aux(v) holds the int64 index of each output's maximum in its plane.
+void fwd_maxpool(CpuOpState&, const OpCall& c) {
+  cpu::maxpool2d_fwd(pool_geom(c.model, c.v), c.in(0), c.out(), reinterpret_cast<int64_t*>(c.aux()));
+}
+void bwd_maxpool(CpuOpState&, const OpCall& c) {
+  if (c.dx(0))
+    cpu::maxpool2d_bwd(pool_geom(c.model, c.v), c.dy(), reinterpret_cast<const int64_t*>(c.aux()), c.dx(0), c.acc(0));
+}
+
+void fwd_avgpool(CpuOpState&, const OpCall& c) { cpu::avgpool2d_fwd(pool_geom(c.model, c.v), c.in(0), c.out()); }
+void bwd_avgpool(CpuOpState&, const OpCall& c) {
+  if (c.dx(0)) cpu::avgpool2d_bwd(pool_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0));
+}
+
+void fwd_global_avgpool(CpuOpState&, const OpCall& c) {
+  const NCS d = ncs_of(c.in_op(0));
+  cpu::global_avgpool_fwd(c.in(0), c.out(), d.n * d.c, d.hw);
+}
+void bwd_global_avgpool(CpuOpState&, const OpCall& c) {
+  const NCS d = ncs_of(c.in_op(0));
+  if (c.dx(0)) cpu::global_avgpool_bwd(c.dy(), c.dx(0), d.n * d.c, d.hw, c.acc(0));
+}
+
+void fwd_softmax(CpuOpState&, const OpCall& c) { cpu::softmax_fwd(c.in(0), c.out(), c.op.rows(), c.op.cols()); }
+void bwd_softmax(CpuOpState&, const OpCall& c) {
+  if (c.dx(0)) cpu::softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0));
+}
+
+void fwd_concat(CpuOpState&, const OpCall& c) {
+  const ConcatDims d = concat_dims(c.model, c.v);
+  std::vector<const float*> xs;
+  for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
+  cpu::concat_fwd(xs.data(), d.widths.data(), static_cast<int64_t>(xs.size()), c.out(), d.outer, d.inner);
+}
+void bwd_concat(CpuOpState&, const OpCall& c) {
+  const ConcatDims d = concat_dims(c.model, c.v);
+  std::vector<float*> dxs;  // nullptr: an input without gradient, skipped
+  std::vector<uint8_t> acc;
+  for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
+    dxs.push_back(c.dx(k));
+    acc.push_back(c.acc(k) ? 1 : 0);
+  }
+  cpu::concat_bwd(c.dy(), dxs.data(), d.widths.data(), static_cast<int64_t>(dxs.size()), d.outer, d.inner, acc.data());
+}
+
+// A view computes nothing forward (the executor points it into its input's
+// storage). A copying Reshape gathers its input, whatever its strides, into
+// its own contiguous storage; the logical order does not change.
+void fwd_reshape(CpuOpState&, const OpCall& c) {
+  if (c.op.view) return;
+  const Op& x = c.in_op(0);
+  const ViewMap strided{x.shape, layout_of(x), 0};
+  const float* src = c.in(0);
+  float* dst = c.out();
+  for_each_mapped(strided, [&](int64_t i, int64_t at) { dst[i] = src[at]; });
+}
+void fwd_view(CpuOpState&, const OpCall&) {}
+
+// G(view) is a tensor of its own in the view's logical shape: scatter it back
+// onto G(input) through the view's map (a Reshape's map is the identity).
+void view_bwd(const OpCall& c) {
+  float* dx = c.dx(0);
+  if (!dx) return;
+  const float* dy = c.dy();
+  const int64_t n = c.in_op(0).numel();
+  if (c.op.kind == OpKind::Reshape) {
+    cpu::add_into(dy, dx, n, c.acc(0));
+    return;
+  }
+  if (!c.acc(0)) std::fill(dx, dx + n, 0.0f);  // a Slice leaves the rest of the input without gradient
+  for_each_mapped(view_map(c.model, c.v), [&](int64_t i, int64_t at) { dx[at] += dy[i]; });
+}
+void bwd_reshape(CpuOpState&, const OpCall& c) { view_bwd(c); }
+void bwd_view(CpuOpState&, const OpCall& c) { view_bwd(c); }
 
 #define REMAT_CPU_ROW(Kind, entry) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCpuKernels = {REMAT_EXEC_KINDS(REMAT_CPU_ROW)};

@@ -6,7 +6,9 @@
 //   gpu/backend/cuda_kernel_table.cpp): fwd_<entry> and bwd_<entry>.
 // Adding an executable kind is one line here, and the compiler then asks for
 // its entry points in every backend. Kinds not listed are simulate-only.
-// Kinds sharing an entry (the activations) tell themselves apart by op.kind.
+// Kinds sharing an entry (the activations, the strided views) tell themselves
+// apart by op.kind. A view's forward computes nothing (the executor points it
+// into its input's storage); its backward maps G(view) back onto G(input).
 #pragma once
 
 #define REMAT_EXEC_KINDS(X) \
@@ -19,4 +21,17 @@
   X(Add, add)               \
   X(Dropout, dropout)       \
   X(MSELoss, mse)           \
-  X(SoftmaxCELoss, softmax_ce)
+  X(SoftmaxCELoss, softmax_ce) \
+  X(Sigmoid, activation)    \
+  X(SiLU, activation)       \
+  X(Conv, conv)             \
+  X(BatchNorm, batchnorm)   \
+  X(MaxPool, maxpool)       \
+  X(AvgPool, avgpool)       \
+  X(GlobalAvgPool, global_avgpool) \
+  X(Softmax, softmax)       \
+  X(Concat, concat)         \
+  X(Reshape, reshape)       \
+  X(Transpose, view)        \
+  X(Slice, view)            \
+  X(Expand, view)

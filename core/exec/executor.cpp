@@ -16,19 +16,36 @@ namespace remat {
 namespace {
 
 // Releases whatever a run still holds, also when a kernel throws.
+// act[v] is where A(v)'s elements start: its own storage for an owner, a
+// pointer into the owner's storage for a view. Only storages are allocated and
+// released; a storage stays while any op aliasing it (the owner or a view) is
+// resident, as the simulator counts it (holders).
 struct Resident {
   Backend& backend;
-  std::vector<void*> act, grad, aux;
+  std::vector<void*> act, grad, aux, storage;
+  std::vector<int32_t> holders;
   Resident(Backend& b, int n)
       : backend(b), act(static_cast<std::size_t>(n), nullptr), grad(static_cast<std::size_t>(n), nullptr),
-        aux(static_cast<std::size_t>(n), nullptr) {}
+        aux(static_cast<std::size_t>(n), nullptr), storage(static_cast<std::size_t>(n), nullptr),
+        holders(static_cast<std::size_t>(n), 0) {}
   ~Resident() { release_all(); }
   void release_all() {
-    for (auto* list : {&act, &grad, &aux}) {
+    for (auto* list : {&storage, &grad, &aux}) {
       for (void*& p : *list) {
         if (p) backend.release(p);
         p = nullptr;
       }
+    }
+    std::fill(act.begin(), act.end(), nullptr);
+    std::fill(holders.begin(), holders.end(), 0);
+  }
+  // A(v) is no longer needed: its storage goes when its last holder does.
+  void drop_act(const Model& model, std::size_t v) {
+    act[v] = nullptr;
+    const auto s = static_cast<std::size_t>(model.storage(static_cast<int>(v)));
+    if (--holders[s] == 0) {
+      backend.release(storage[s]);
+      storage[s] = nullptr;
     }
   }
 };
@@ -115,6 +132,8 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   res.backend = backend.name();
   res.baseline_bytes = backend.baseline_bytes();
   const std::vector<uint8_t> recompute = recompute_flags(model, schedule);
+  std::vector<int64_t> view_offset(static_cast<std::size_t>(n), 0);  // f32 elements into the storage
+  for (int v = 0; v < n; ++v) view_offset[static_cast<std::size_t>(v)] = storage_offset(model, v);
 
   const std::size_t runs = static_cast<std::size_t>(options.repeat) + 1;
   const double total_units = static_cast<double>(runs * (code.size() + 1));
@@ -158,7 +177,8 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
       backend.reset_peaks();
       backend.begin_marks(code.size() + 1);
       check_cancel();
-      r.act[0] = alloc(model.op(0).bytes, -1);
+      r.storage[0] = r.act[0] = alloc(model.op(0).bytes, -1);
+      r.holders[0] = 1;
       backend.upload(r.act[0], input.data(), 4 * input.size());
       backend.mark(0);
       for (std::size_t i = 0; i < code.size(); ++i) {
@@ -168,7 +188,15 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
         at = static_cast<int64_t>(i);
         switch (ins.kind) {
           case InstrKind::Fwd:
-            r.act[v] = alloc(op.bytes, at);
+            if (op.view) {
+              // No bytes: the input (resident, as simulate() checked) holds the storage.
+              const auto s = static_cast<std::size_t>(op.storage);
+              ++r.holders[s];
+              r.act[v] = static_cast<char*>(r.storage[s]) + 4 * view_offset[v];
+            } else {
+              r.storage[v] = r.act[v] = alloc(op.bytes, at);
+              r.holders[v] = 1;
+            }
             if (op.aux_bytes > 0) r.aux[v] = alloc(op.aux_bytes, at);
             backend.forward(model, ins.op, table);
             break;
@@ -184,8 +212,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
             backend.backward(model, ins.op, table, acc);
             break;
           case InstrKind::FreeAct:
-            backend.release(r.act[v]);
-            r.act[v] = nullptr;
+            r.drop_act(model, v);
             break;
           case InstrKind::FreeGrad:
             backend.release(r.grad[v]);

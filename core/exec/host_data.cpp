@@ -7,6 +7,7 @@
 #include "core/exec/executor.h"
 #include "core/exec/op_exec.h"
 #include "core/kernels/rng.h"
+#include "core/op_layout.h"
 #include "core/op_rules.h"
 
 namespace remat {
@@ -64,6 +65,20 @@ void check_executable(const Model& model) {
   if (bad)
     throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
                      executable_kinds_list() + " with whole-float sizes can be executed)");
+  // The kernels read dense row-major inputs; a view is handed over as a pointer
+  // into its storage, so only a contiguous one can feed a kernel. A copying
+  // Reshape and the views themselves read any strides.
+  for (int v = 1; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    if (op.view || op.kind == OpKind::Reshape) continue;
+    for (const int u : op.inputs) {
+      const Op& in = model.op(u);
+      if (in.view && !is_contiguous(in.shape, in.strides))
+        throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
+                         ") reads the non-contiguous view " + op_label(model, u) +
+                         ", which the kernels cannot run yet (simulate it instead)");
+    }
+  }
 }
 
 uint64_t baseline_bytes_of(const Model& model) {
@@ -111,7 +126,12 @@ HostData make_host_data(const Model& model, uint64_t seed) {
       const uint64_t stream = kParams + k;
       const ParamInit init = op_params(model, p.op).at(static_cast<std::size_t>(p.slot)).init;
       float scale = 0.1f, base = 0.0f;
-      if (init == ParamInit::FanIn) scale = 1.0f / std::sqrt(static_cast<float>(model.op(op.inputs.at(0)).cols()));
+      if (init == ParamInit::FanIn) {
+        const std::vector<int64_t> w = op_params(model, p.op).at(0).shape;  // (out, in...) of slot 0
+        int64_t fan_in = 1;
+        for (std::size_t i = 1; i < w.size(); ++i) fan_in *= w[i];
+        scale = 1.0f / std::sqrt(static_cast<float>(fan_in));
+      }
       if (init == ParamInit::NearOne) base = 1.0f;
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = base + scale * uniform(seed, stream, i);
     }

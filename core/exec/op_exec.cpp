@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/exec/exec_kinds.h"
+#include "core/op_layout.h"
 
 namespace remat {
 namespace {
@@ -20,6 +21,21 @@ std::vector<ParamSpec> params_layernorm(const Model& m, int v) {
   const int64_t cols = m.op(v).cols();
   return {{"gamma", {cols}, ParamInit::NearOne}, {"beta", {cols}, ParamInit::NearZero}};
 }
+std::vector<ParamSpec> params_conv(const Model& m, int v) {
+  const Op& op = m.op(v);
+  std::vector<int64_t> w = {op.attrs.channels, m.op(op.inputs.at(0)).shape.at(1) / op.attrs.groups};
+  w.insert(w.end(), op.attrs.kernel.begin(), op.attrs.kernel.end());
+  std::vector<ParamSpec> out = {{"weight", std::move(w), ParamInit::FanIn}};
+  if (op.attrs.bias) out.push_back({"bias", {op.attrs.channels}, ParamInit::FanIn});
+  return out;
+}
+// Batch statistics only: the running statistics (buffers, no gradient) are
+// not kept, as no loss or gradient of a training step reads them.
+std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
+  const int64_t c = m.op(v).shape.at(1);
+  return {{"gamma", {c}, ParamInit::NearOne}, {"beta", {c}, ParamInit::NearZero}};
+}
+std::vector<ParamSpec> params_none(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_activation(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_add(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_dropout(const Model&, int) { return {}; }
@@ -45,11 +61,30 @@ ScratchFloats scratch_dense(const Model& m, int v) {
   return {pre, scratch_linear(m, v)[kDiscardedDx]};
 }
 ScratchFloats scratch_layernorm(const Model& m, int v) { return {0, discarded_dx(m, v, m.op(v).numel())}; }
+ScratchFloats scratch_conv(const Model& m, int v) {
+  ScratchFloats s{};
+  s[kConvColumns] = cpu::conv2d_scratch_floats(conv_geom(m, v));
+  return s;
+}
+ScratchFloats scratch_batchnorm(const Model& m, int v) { return {0, discarded_dx(m, v, m.op(v).numel())}; }
+ScratchFloats scratch_none(const Model&, int) { return {}; }
 ScratchFloats scratch_activation(const Model&, int) { return {}; }
 ScratchFloats scratch_add(const Model&, int) { return {}; }
 ScratchFloats scratch_dropout(const Model&, int) { return {}; }
 ScratchFloats scratch_mse(const Model&, int) { return {}; }
 ScratchFloats scratch_softmax_ce(const Model&, int) { return {}; }
+
+#define REMAT_NO_PARAMS_NO_SCRATCH(entry) \
+  constexpr auto params_##entry = &params_none; \
+  constexpr auto scratch_##entry = &scratch_none;
+REMAT_NO_PARAMS_NO_SCRATCH(maxpool)
+REMAT_NO_PARAMS_NO_SCRATCH(avgpool)
+REMAT_NO_PARAMS_NO_SCRATCH(global_avgpool)
+REMAT_NO_PARAMS_NO_SCRATCH(softmax)
+REMAT_NO_PARAMS_NO_SCRATCH(concat)
+REMAT_NO_PARAMS_NO_SCRATCH(reshape)
+REMAT_NO_PARAMS_NO_SCRATCH(view)
+#undef REMAT_NO_PARAMS_NO_SCRATCH
 
 struct ExecKind {
   OpKind kind;
@@ -57,7 +92,7 @@ struct ExecKind {
   ScratchFloats (*scratch)(const Model&, int);
 };
 
-#define REMAT_EXEC_KIND_ROW(Kind, entry) ExecKind{OpKind::Kind, &params_##entry, &scratch_##entry},
+#define REMAT_EXEC_KIND_ROW(Kind, entry) ExecKind{OpKind::Kind, params_##entry, scratch_##entry},
 constexpr ExecKind kExecKinds[] = {REMAT_EXEC_KINDS(REMAT_EXEC_KIND_ROW)};
 #undef REMAT_EXEC_KIND_ROW
 
@@ -104,6 +139,8 @@ cpu::Act kernel_act(OpKind kind) {
     case OpKind::ReLU: return cpu::Act::ReLU;
     case OpKind::Tanh: return cpu::Act::Tanh;
     case OpKind::GELU: return cpu::Act::GELU;
+    case OpKind::Sigmoid: return cpu::Act::Sigmoid;
+    case OpKind::SiLU: return cpu::Act::SiLU;
     default: break;
   }
   throw InternalError("kernel_act: " + std::string(kind_name(kind)) + " is not an activation");
@@ -116,6 +153,146 @@ cpu::Act kernel_act(Activation a) {
     case Activation::None: break;
   }
   return cpu::Act::None;
+}
+
+namespace {
+
+// Begin and end pads of spatial dimension i (ONNX order: all begins, then all ends).
+std::pair<int64_t, int64_t> pads_of(const OpAttrs& a, std::size_t i) {
+  const std::size_t sp = a.kernel.size();
+  return {a.pads.at(i), a.pads.at(sp + i)};
+}
+
+}  // namespace
+
+std::string kernel_attr_problem(const Op& op) {
+  const bool conv = op.kind == OpKind::Conv;
+  if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
+  const OpAttrs& a = op.attrs;
+  for (std::size_t i = 0; i < a.kernel.size(); ++i) {
+    const auto [b, e] = pads_of(a, i);
+    if (b != e) return "pads that differ at the two ends of a dimension";
+  }
+  if (conv) return {};
+  for (const int64_t d : a.dilation)
+    if (d != 1) return "a pooling window with dilation";
+  if (a.ceil_mode) return "ceil_mode";
+  return {};
+}
+
+cpu::ConvGeom conv_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  if (const std::string why = kernel_attr_problem(op); !why.empty())
+    throw InputError(op_label(m, v) + ": the kernels cannot run a Conv with " + why);
+  const OpAttrs& a = op.attrs;
+  const bool two_d = a.kernel.size() == 2;  // else 1-D: H = 1, one kernel row
+  cpu::ConvGeom g;
+  g.n = x.shape.at(0);
+  g.c = x.shape.at(1);
+  g.h = two_d ? x.shape.at(2) : 1;
+  g.w = x.shape.back();
+  g.k = a.channels;
+  g.r = two_d ? a.kernel[0] : 1;
+  g.s = a.kernel.back();
+  g.stride_h = two_d ? a.stride[0] : 1;
+  g.stride_w = a.stride.back();
+  g.pad_h = two_d ? a.pads[0] : 0;
+  g.pad_w = pads_of(a, a.kernel.size() - 1).first;
+  g.dil_h = two_d ? a.dilation[0] : 1;
+  g.dil_w = a.dilation.back();
+  g.groups = a.groups;
+  return g;
+}
+
+cpu::PoolGeom pool_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  if (const std::string why = kernel_attr_problem(op); !why.empty())
+    throw InputError(op_label(m, v) + ": the kernels cannot run a " + std::string(kind_name(op.kind)) + " with " + why);
+  const OpAttrs& a = op.attrs;
+  const bool two_d = a.kernel.size() == 2;
+  cpu::PoolGeom g;
+  g.n = x.shape.at(0);
+  g.c = x.shape.at(1);
+  g.h = two_d ? x.shape.at(2) : 1;
+  g.w = x.shape.back();
+  g.kh = two_d ? a.kernel[0] : 1;
+  g.kw = a.kernel.back();
+  g.stride_h = two_d ? a.stride[0] : 1;
+  g.stride_w = a.stride.back();
+  g.pad_h = two_d ? a.pads[0] : 0;
+  g.pad_w = pads_of(a, a.kernel.size() - 1).first;
+  return g;
+}
+
+NCS ncs_of(const Op& op) {
+  const int64_t n = op.shape.at(0), c = op.shape.at(1);
+  return {n, c, op.numel() / (n * c)};
+}
+
+ConcatDims concat_dims(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const auto rank = static_cast<int64_t>(op.shape.size());
+  const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+  ConcatDims d;
+  for (std::size_t i = 0; i < op.shape.size(); ++i) {
+    if (i < ax) d.outer *= op.shape[i];
+    if (i > ax) d.inner *= op.shape[i];
+  }
+  for (const int u : op.inputs) d.widths.push_back(m.op(u).shape.at(ax));
+  return d;
+}
+
+ViewMap view_map(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  const std::vector<int64_t> cs = contiguous_strides(x.shape);
+  ViewMap out;
+  out.shape = op.shape;
+  switch (op.kind) {
+    case OpKind::Transpose:
+      for (const int64_t p : op.attrs.perm) out.stride.push_back(cs.at(static_cast<std::size_t>(p)));
+      break;
+    case OpKind::Slice: {
+      const auto rank = static_cast<int64_t>(x.shape.size());
+      const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+      const int64_t dim = x.shape[ax];
+      const int64_t start = std::clamp(op.attrs.start < 0 ? op.attrs.start + dim : op.attrs.start, int64_t{0}, dim);
+      out.stride = cs;
+      out.stride[ax] *= op.attrs.step;
+      out.base = start * cs[ax];
+      break;
+    }
+    case OpKind::Expand: {
+      const std::size_t lead = op.shape.size() - x.shape.size();
+      out.stride.assign(op.shape.size(), 0);
+      for (std::size_t i = 0; i < x.shape.size(); ++i)
+        out.stride[lead + i] = x.shape[i] == op.shape[lead + i] ? cs[i] : 0;
+      break;
+    }
+    default:  // Reshape: the same elements in the same order
+      out.stride = contiguous_strides(op.shape);
+      break;
+  }
+  return out;
+}
+
+int64_t storage_offset(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (!op.view) return 0;
+  const int u = op.inputs.at(0);
+  int64_t off = storage_offset(m, u);
+  if (op.kind == OpKind::Slice) {
+    // The slice's first element, in the input's storage strides.
+    const Op& x = m.op(u);
+    const std::vector<int64_t> st = layout_of(x);
+    const auto rank = static_cast<int64_t>(x.shape.size());
+    const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+    const int64_t dim = x.shape[ax];
+    off += std::clamp(op.attrs.start < 0 ? op.attrs.start + dim : op.attrs.start, int64_t{0}, dim) * st[ax];
+  }
+  return off;
 }
 
 std::string op_label(const Model& m, int v) {

@@ -19,7 +19,9 @@ namespace remat {
 
 // How the executor draws a parameter's initial values (make_host_data).
 enum class ParamInit : uint8_t {
-  FanIn,     // uniform in ±1/sqrt(fan_in), fan_in = the input's features
+  FanIn,     // uniform in ±1/sqrt(fan_in), fan_in = the elements of one output
+             // unit's weights (slot 0's shape without its first dimension), as
+             // PyTorch's default for Linear and Conv (bias included)
   NearOne,   // 1 + U(±0.1)  (LayerNorm gamma)
   NearZero,  // U(±0.1)      (LayerNorm beta)
 };
@@ -35,7 +37,8 @@ struct ParamSpec {
 enum ScratchSlot : int {
   kPreActGrad = 0,  // Dense: the gradient of the pre-activation (rows, out)
   kDiscardedDx = 1, // the input gradient of an op whose input has none (the model input)
-  kScratchSlots = 2,
+  kConvColumns = 2, // Conv: one (image, group)'s im2col columns, forward and backward
+  kScratchSlots = 3,
 };
 using ScratchFloats = std::array<int64_t, kScratchSlots>;
 
@@ -62,6 +65,60 @@ class ParamSlots {
  private:
   std::vector<int> first_;  // per op: index of its first parameter tensor, -1 when none
 };
+
+// The kernels' geometry of a Conv, MaxPool or AvgPool op (NCHW; a 1-D op is
+// H = 1). InputError when the op needs what the kernels lack (asymmetric pads,
+// pooling with dilation or ceil_mode): executable() refuses those ops first.
+cpu::ConvGeom conv_geom(const Model& model, int v);
+cpu::PoolGeom pool_geom(const Model& model, int v);
+// Why the kernels cannot run op v's attributes, or "" when they can.
+std::string kernel_attr_problem(const Op& op);
+
+// (N, C, spatial...) as the batch norm and pooling kernels take it: hw is the
+// product of the spatial dimensions (1 for (N, C)).
+struct NCS {
+  int64_t n, c, hw;
+};
+NCS ncs_of(const Op& op);
+// Concat along its axis: outer = the dimensions before it, inner = those after,
+// widths = each input's extent along it.
+struct ConcatDims {
+  int64_t outer = 1, inner = 1;
+  std::vector<int64_t> widths;
+};
+ConcatDims concat_dims(const Model& model, int v);
+// PyTorch's default batch norm epsilon (both backends).
+constexpr float kBatchNormEps = 1e-5f;
+
+// Where a view's elements are in its input, both in logical row-major order:
+// element i of the view (row-major over view_shape) is element
+// base + Σ index_j · stride_j of the input. A Reshape is the identity, a
+// Transpose permutes, a Slice steps, an Expand repeats (stride 0).
+struct ViewMap {
+  std::vector<int64_t> shape, stride;
+  int64_t base = 0;
+};
+ViewMap view_map(const Model& model, int v);
+// Element offset of view v's first element in its storage (0 for an owner).
+int64_t storage_offset(const Model& model, int v);
+// Calls f(view_index, input_index) for every element of the map, in the view's order.
+template <class F>
+void for_each_mapped(const ViewMap& m, F f) {
+  const std::size_t r = m.shape.size();
+  int64_t n = 1;
+  for (const int64_t d : m.shape) n *= d;
+  std::vector<int64_t> idx(r, 0);
+  int64_t at = m.base;
+  for (int64_t i = 0; i < n; ++i) {
+    f(i, at);
+    for (std::size_t j = r; j-- > 0;) {  // odometer, last axis fastest
+      at += m.stride[j];
+      if (++idx[j] < m.shape[j]) break;
+      at -= m.stride[j] * m.shape[j];
+      idx[j] = 0;
+    }
+  }
+}
 
 // The activation a kernel applies for an activation op or a Dense.
 cpu::Act kernel_act(OpKind kind);

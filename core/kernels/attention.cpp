@@ -93,8 +93,12 @@ void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols) {
     // masked) becomes NaN, as in PyTorch.
     float mx = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
-    for (int64_t i = 0; i < cols; ++i) yr[i] = std::exp(xr[i] - mx);
-    const float inv = static_cast<float>(1.0 / sum_f64(yr, cols));
+    // exp and the sum in one pass (lane_sum's order, as sum_f64 sums).
+    const double sum = lane_sum(cols, [xr, yr, mx](int64_t i) {
+      yr[i] = std::exp(xr[i] - mx);
+      return static_cast<double>(yr[i]);
+    });
+    const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < cols; ++i) yr[i] *= inv;
   }
 }

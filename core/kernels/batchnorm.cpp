@@ -67,8 +67,12 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
     for (int64_t img = 0; img < n; ++img) {
       const float* xr = x + (img * c + ch) * hw;
       const float* dyr = dy + (img * c + ch) * hw;
-      sum_dy += sum_f64(dyr, hw);
-      dot += lane_sum(hw, [xr, dyr, mean](int64_t i) { return static_cast<double>(xr[i] - mean) * dyr[i]; });
+      double s = 0.0, d = 0.0;
+      lane_sum2(
+          hw, [dyr](int64_t i) { return static_cast<double>(dyr[i]); },
+          [xr, dyr, mean](int64_t i) { return static_cast<double>(xr[i] - mean) * dyr[i]; }, s, d);
+      sum_dy += s;
+      dot += d;
     }
     dgamma[ch] += static_cast<float>(dot * invstd);
     dbeta[ch] += static_cast<float>(sum_dy);

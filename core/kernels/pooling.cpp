@@ -1,14 +1,17 @@
 // Max, average and global average pooling over NCHW planes. The backwards
-// gather: each input element sums the windows that cover it, in increasing
-// output order, then is stored or added once. That is the order in which
-// PyTorch's CPU kernels scatter (so the sums agree bit for bit from zero),
-// accumulate == true is exactly dx + the fresh gradient, and no atomics or
-// second buffer are needed on any backend.
+// scatter each output's gradient, in increasing output order, into a zeroed
+// plane, as PyTorch's CPU kernels do, so each input element's sum is formed
+// in the same order from zero and agrees with PyTorch bit for bit. A backend
+// that gathers instead (each input summing the windows that cover it, in
+// increasing output order: no atomics) gets the same bits. With accumulate ==
+// true the plane is formed aside and then added, so the result is exactly dx
+// plus the fresh gradient.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/kernels/cpu_kernels.h"
 #include "core/kernels/reduce.h"
@@ -22,16 +25,9 @@ void require_positive(const char* field, int64_t v) {
   if (v <= 0) bad(std::string(field) + " must be positive (got " + std::to_string(v) + ")");
 }
 
-// The windows o ∈ [lo, hi) whose span [o·stride − pad, o·stride − pad + k) holds input i.
 struct Range {
   int64_t lo, hi;
 };
-Range covering(int64_t i, int64_t k, int64_t stride, int64_t pad, int64_t out_len) {
-  const int64_t first = i + pad - k + 1;  // o·stride must reach at least this
-  const int64_t lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  const int64_t hi = std::min(out_len, (i + pad) / stride + 1);
-  return {lo, std::max(lo, hi)};
-}
 
 // The part of window o that lies inside the input, [start, end).
 Range window(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t in_len) {
@@ -39,21 +35,19 @@ Range window(int64_t o, int64_t k, int64_t stride, int64_t pad, int64_t in_len) 
   return {std::max<int64_t>(start, 0), std::min(start + k, in_len)};
 }
 
-template <class PerElement>
-void gather_bwd(const PoolGeom& g, float* dx, bool accumulate, PerElement contribution) {
-  const int64_t oh = g.oh(), ow = g.ow();
+// For every plane: zero `out` (h·w floats), let scatter(plane, out) add the
+// plane's gradient into it, then store it in dx or add it to dx.
+template <class Scatter>
+void plane_bwd(const PoolGeom& g, float* dx, bool accumulate, Scatter scatter) {
+  const int64_t hw = g.h * g.w;
+  std::vector<float> aside(accumulate ? hw : 0);
   for (int64_t plane = 0; plane < g.n * g.c; ++plane) {
-    float* dxp = dx + plane * g.h * g.w;
-    for (int64_t ih = 0; ih < g.h; ++ih) {
-      const Range ys = covering(ih, g.kh, g.stride_h, g.pad_h, oh);
-      for (int64_t iw = 0; iw < g.w; ++iw) {
-        const Range xs = covering(iw, g.kw, g.stride_w, g.pad_w, ow);
-        float sum = 0.0f;
-        for (int64_t oy = ys.lo; oy < ys.hi; ++oy)
-          for (int64_t ox = xs.lo; ox < xs.hi; ++ox) sum += contribution(plane, oy * ow + ox, ih * g.w + iw);
-        float& d = dxp[ih * g.w + iw];
-        d = accumulate ? d + sum : sum;
-      }
+    float* dxp = dx + plane * hw;
+    float* out = accumulate ? aside.data() : dxp;
+    std::fill(out, out + hw, 0.0f);
+    scatter(plane, out);
+    if (accumulate) {
+      for (int64_t i = 0; i < hw; ++i) dxp[i] += out[i];
     }
   }
 }
@@ -113,10 +107,19 @@ void maxpool2d_fwd(const PoolGeom& g, const float* x, float* y, int64_t* indices
 
 void maxpool2d_bwd(const PoolGeom& g, const float* dy, const int64_t* indices, float* dx, bool accumulate) {
   check_pool(g);
-  const int64_t ohw = g.oh() * g.ow();
-  gather_bwd(g, dx, accumulate, [dy, indices, ohw](int64_t plane, int64_t out, int64_t in) {
-    const int64_t at = plane * ohw + out;
-    return indices[at] == in ? dy[at] : 0.0f;
+  const int64_t ohw = g.oh() * g.ow(), hw = g.h * g.w;
+  plane_bwd(g, dx, accumulate, [&](int64_t plane, float* out) {
+    const float* dyp = dy + plane * ohw;
+    const int64_t* ip = indices + plane * ohw;
+    for (int64_t o = 0; o < ohw; ++o) {
+      // Indices come from maxpool2d_fwd; one outside the plane is a caller's bug
+      // that must not become a write elsewhere.
+      if (ip[o] < 0 || ip[o] >= hw) {
+        throw std::invalid_argument("maxpool2d_bwd: index " + std::to_string(ip[o]) + " outside the " +
+                                    std::to_string(g.h) + "x" + std::to_string(g.w) + " plane");
+      }
+      out[ip[o]] += dyp[o];
+    }
   });
 }
 
@@ -143,10 +146,19 @@ void avgpool2d_fwd(const PoolGeom& g, const float* x, float* y) {
 
 void avgpool2d_bwd(const PoolGeom& g, const float* dy, float* dx, bool accumulate) {
   check_pool(g);
-  const int64_t ohw = g.oh() * g.ow();
+  const int64_t oh = g.oh(), ow = g.ow();
   const float divisor = static_cast<float>(g.kh * g.kw);
-  gather_bwd(g, dx, accumulate, [dy, ohw, divisor](int64_t plane, int64_t out, int64_t) {
-    return dy[plane * ohw + out] / divisor;
+  plane_bwd(g, dx, accumulate, [&](int64_t plane, float* out) {
+    const float* dyp = dy + plane * oh * ow;
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      const Range ys = window(oy, g.kh, g.stride_h, g.pad_h, g.h);
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const Range xs = window(ox, g.kw, g.stride_w, g.pad_w, g.w);
+        const float share = dyp[oy * ow + ox] / divisor;
+        for (int64_t ih = ys.lo; ih < ys.hi; ++ih)
+          for (int64_t iw = xs.lo; iw < xs.hi; ++iw) out[ih * g.w + iw] += share;
+      }
+    }
   });
 }
 

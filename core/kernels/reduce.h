@@ -23,6 +23,30 @@ inline double lane_sum(int64_t n, F f) {
   return sum;
 }
 
+// Σ f(i) and Σ g(i) in one pass over the data, each as lane_sum would.
+template <class F, class G>
+inline void lane_sum2(int64_t n, F f, G g, double& sum_f, double& sum_g) {
+  constexpr int64_t kLanes = 8;
+  double lf[kLanes] = {}, lg[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      lf[j] += f(i + j);
+      lg[j] += g(i + j);
+    }
+  }
+  sum_f = 0.0;
+  sum_g = 0.0;
+  for (int64_t j = 0; j < kLanes; ++j) {
+    sum_f += lf[j];
+    sum_g += lg[j];
+  }
+  for (; i < n; ++i) {
+    sum_f += f(i);
+    sum_g += g(i);
+  }
+}
+
 // Σ x[i].
 inline double sum_f64(const float* x, int64_t n) {
   return lane_sum(n, [x](int64_t i) { return static_cast<double>(x[i]); });

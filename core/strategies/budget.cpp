@@ -19,12 +19,7 @@ class Budget final : public Strategy {
   explicit Budget(uint64_t budget) : budget_(budget) {}
   std::string name() const override { return "budget:" + std::to_string(budget_); }
   Schedule schedule(const Model& m) const override {
-    if (!is_chain(m))
-      throw InputError("budget needs a chain (every op reading only the one before it); model '" + m.name +
-                       "' branches: use optimal:BYTES");
-    if (m.loss() > 4000)
-      throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
-                       " layers; the dynamic program is limited to 4000");
+    check(m);
     NestedPlan plan = plan_nested_chain(m, budget_);
     // The DP counts A(v) and G(v) only: with aux(v) or views in the chain its
     // plan is a candidate the simulator must confirm, never a proof.
@@ -71,7 +66,31 @@ class Budget final : public Strategy {
     return best;
   }
 
+  // The plan comes out of the DP: bounded, not counted (running the DP to
+  // count would cost as much as schedule()). Every plan here, nested, grouped
+  // or single-level, is n backward steps (n = the loss), each preceded by a
+  // run of forward steps in increasing op order from a stored tensor: at most
+  // j ops before bwd j, so at most n(n+1)/2 forward steps in all (what
+  // recompute-all takes), every one of an op with aux(v) when the chain has
+  // any.
+  ScheduleSize size(const Model& m, uint64_t) const override {
+    check(m);
+    const auto n = static_cast<uint64_t>(m.loss());
+    const uint64_t fwd = n * (n + 1) / 2;
+    bool aux = false;
+    for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+    return {instructions_with_frees(m, fwd, aux ? fwd : 0), ScheduleSize::Bound::AtMost};
+  }
+
  private:
+  static void check(const Model& m) {
+    if (!is_chain(m))
+      throw InputError("budget needs a chain (every op reading only the one before it); model '" + m.name +
+                       "' branches: use optimal:BYTES");
+    if (m.loss() > 4000)
+      throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
+                       " layers; the dynamic program is limited to 4000");
+  }
   uint64_t budget_;
 };
 

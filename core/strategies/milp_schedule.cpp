@@ -464,7 +464,11 @@ class Formulation {
 }  // namespace
 
 MilpResult solve_milp(const Model& m, uint64_t budget, double seconds, const std::vector<Instr>* warm_start) {
-  if (m.size() > kMilpMaxOps) return {MilpResult::Status::TooLarge};
+  if (m.size() > kMilpMaxOps) {
+    MilpResult too_large;
+    too_large.status = MilpResult::Status::TooLarge;
+    return too_large;
+  }
   const auto start = std::chrono::steady_clock::now();
   const Facts x(m);
   const Formulation form(x, budget);

@@ -50,6 +50,24 @@ class Optimal final : public Strategy {
     return s;
   }
 
+  // An upper bound: what the searches return is not known before they run.
+  // Every set the branch and bound tries is a segment schedule (bounded by
+  // the longest); the MILP's schedules (at most kMilpMaxOps ops) are the
+  // forward pass, then before each bwd b at most the b ops up to it:
+  // L + L(L+1)/2 forward steps for the loss L, each of an op with aux(v) when
+  // the model has any.
+  ScheduleSize size(const Model& m, uint64_t) const override {
+    ScheduleSize bound = segment_schedule_bound(m);
+    if (m.size() <= kMilpMaxOps) {
+      const auto L = static_cast<uint64_t>(m.loss());
+      const uint64_t fwd = L + L * (L + 1) / 2;
+      bool aux = false;
+      for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+      bound.instructions = std::max(bound.instructions, instructions_with_frees(m, fwd, aux ? fwd : 0));
+    }
+    return bound;
+  }
+
  private:
   uint64_t budget_;
   double limit_;

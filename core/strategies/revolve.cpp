@@ -105,6 +105,26 @@ class Revolve final : public Strategy {
   std::string name() const override { return "revolve:" + std::to_string(slots_); }
 
   Schedule schedule(const Model& m) const override {
+    check(m);
+    return with_frees(m, revolve_program(m.loss(), slots_), name());
+  }
+
+  // The program's forward steps are t(N-1, C) + 2 (the header's count; 1 when
+  // the input goes straight into the loss). Each forward step of an op with
+  // aux(v) adds its free; how many of the advances are of such ops is not
+  // counted, so with any the size is an upper bound.
+  ScheduleSize size(const Model& m, uint64_t) const override {
+    const int64_t t = check(m);
+    const auto fwd = static_cast<uint64_t>(m.loss() == 1 ? 1 : t + 2);
+    bool aux = false;
+    for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+    if (!aux) return {instructions_with_frees(m, fwd, 0)};
+    return {instructions_with_frees(m, fwd, fwd), ScheduleSize::Bound::AtMost};
+  }
+
+ private:
+  // Throws InputError where revolve does not apply; returns t(N-1, C).
+  int64_t check(const Model& m) const {
     if (!is_chain(m))
       throw InputError("revolve needs a chain (every op reading only the one before it); model '" + m.name +
                        "' branches: use auto or optimal:BYTES");
@@ -112,10 +132,9 @@ class Revolve final : public Strategy {
     if (t > 200'000'000)
       throw InputError("revolve:" + std::to_string(slots_) + " on " + std::to_string(m.loss()) + " steps needs " +
                        std::to_string(t) + " recomputations; give it more slots");
-    return with_frees(m, revolve_program(m.loss(), slots_), name());
+    return t;
   }
 
- private:
   int slots_;
 };
 

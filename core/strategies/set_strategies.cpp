@@ -14,16 +14,24 @@ class StoreAll final : public Strategy {
   std::string name() const override { return "store-all"; }
   // One backward phase: everything the forward pass made stays until used.
   Schedule schedule(const Model& m) const override { return segment_schedule(m, {}, name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override { return segment_schedule_size(m, {}, limit); }
 };
 
 class RecomputeAll final : public Strategy {
  public:
   std::string name() const override { return "recompute-all"; }
   // Only the input is kept; every backward step recomputes what it reads from it.
-  Schedule schedule(const Model& m) const override {
+  Schedule schedule(const Model& m) const override { return checkpoint_schedule(m, {1}, phases(m), name()); }
+  // n(n+1)/2 forward steps on a chain of n ops after the input.
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return checkpoint_schedule_size(m, {1}, phases(m), limit);
+  }
+
+ private:
+  static std::vector<int> phases(const Model& m) {  // one per op
     std::vector<int> starts;
     for (int v = 1; v < m.size(); ++v) starts.push_back(v);
-    return checkpoint_schedule(m, {1}, starts, name());
+    return starts;
   }
 };
 
@@ -31,11 +39,13 @@ class EveryK final : public Strategy {
  public:
   explicit EveryK(int k) : k_(k) {}
   std::string name() const override { return k_ ? "every-k:" + std::to_string(k_) : "sqrt"; }
-  Schedule schedule(const Model& m) const override {
-    return segment_schedule(m, every_k_checkpoints(m, k_ ? k_ : sqrt_interval(m)), name());
+  Schedule schedule(const Model& m) const override { return segment_schedule(m, checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, checkpoints(m), limit);
   }
 
  private:
+  std::vector<int> checkpoints(const Model& m) const { return every_k_checkpoints(m, k_ ? k_ : sqrt_interval(m)); }
   int k_;  // 0: ⌈√n⌉ for the model at hand
 };
 
@@ -48,15 +58,22 @@ class Manual final : public Strategy {
     return s;
   }
   Schedule schedule(const Model& m) const override {
+    check(m);
+    return segment_schedule(m, ops_, name());
+  }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    check(m);
+    return segment_schedule_size(m, ops_, limit);
+  }
+
+ private:
+  void check(const Model& m) const {
     for (int v : ops_) {
       if (v < 0 || v >= m.loss())
         throw InputError("manual: checkpoint " + std::to_string(v) + " is out of range 0.." +
                          std::to_string(m.loss() - 1) + " for model '" + m.name + "'");
     }
-    return segment_schedule(m, ops_, name());
   }
-
- private:
   std::vector<int> ops_;
 };
 
@@ -64,12 +81,18 @@ class Auto final : public Strategy {
  public:
   std::string name() const override { return "auto"; }
   Schedule schedule(const Model& m) const override { return segment_schedule(m, auto_checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, auto_checkpoints(m), limit);
+  }
 };
 
 class Selective final : public Strategy {
  public:
   std::string name() const override { return "selective"; }
   Schedule schedule(const Model& m) const override { return segment_schedule(m, selective_checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, selective_checkpoints(m), limit);
+  }
 };
 
 }  // namespace

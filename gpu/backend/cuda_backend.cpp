@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "gpu/cuda_check.h"
+#include "gpu/kernels/cuda_kernels.h"
 
 namespace remat::cuda {
 namespace {
@@ -44,6 +45,7 @@ void CudaBackend::create() {
     void* ws = pool_->allocate(workspace_bytes_, MemoryUse::Workspace);
     if (!ws) throw DeviceOutOfMemory("the cuBLAS workspace", workspace_bytes_, 0);
     CUBLAS_CHECK_THROW(cublasSetWorkspace(state_.cublas, ws, workspace_bytes_));
+    if (cudnn_available()) state_.cudnn = cudnn_create(state_.stream);
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
   } catch (...) {
     destroy();
@@ -57,6 +59,7 @@ void CudaBackend::destroy() {
   timer_.reset();
   held_.clear();
   pool_.reset();  // frees everything still held (workspace, baseline, tensors), in stream order
+  if (state_.cudnn) cudnn_destroy(state_.cudnn);
   if (state_.cublas) (void)cublasDestroy(state_.cublas);
   if (state_.stream) (void)cudaStreamDestroy(state_.stream);
   state_ = CudaOpState{};
@@ -97,9 +100,11 @@ void CudaBackend::drop_baseline() {
   held_.clear();
   const cudaStream_t stream = state_.stream;
   const cublasHandle_t cublas = state_.cublas;
+  void* const cudnn = state_.cudnn;
   state_ = CudaOpState{};
   state_.stream = stream;
   state_.cublas = cublas;
+  state_.cudnn = cudnn;
   numel_.clear();
   baseline_bytes_ = grads_bytes_ = 0;
   loaded_ = false;
@@ -155,9 +160,19 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       state_.seed = data.seed;
       baseline_bytes_ = bytes + 4 * state_.target_n + 4 * state_.labels_n + 4;  // the CPU's figure
       const ScratchFloats scratch = model_scratch(model);
-      for (int i = 0; i < kScratchSlots; ++i)
+      for (int i = 0; i < kScratchSlots; ++i) {
+        if (i == kConvColumns) continue;  // the convolution workspace below takes its place
         state_.scratch[i] =
             static_cast<float*>(hold(4 * static_cast<uint64_t>(scratch[i]), MemoryUse::Scratch, "backward scratch"));
+      }
+      // One workspace for every Conv (they run one at a time on the stream), from
+      // the pool, so that it is counted as MemoryUse::Workspace.
+      size_t conv_ws = 0;
+      const ConvContext probe{state_.cublas, state_.cudnn, state_.stream, nullptr, 0};
+      for (int v = 1; v < model.size(); ++v)
+        if (model.op(v).kind == OpKind::Conv) conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_geom(model, v), probe));
+      state_.conv_workspace = hold(conv_ws, MemoryUse::Workspace, "the convolution workspace");
+      state_.conv_workspace_bytes = conv_ws;
       grads_bytes_ = grads ? 4 * floats : 0;
       if (grads) CUDA_CHECK_THROW(cudaMemsetAsync(grads, 0, grads_bytes_, state_.stream));
       CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));  // the host vectors may go now

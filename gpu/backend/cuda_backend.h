@@ -72,6 +72,8 @@ class CudaBackend final : public remat::Backend {
   cudaStream_t stream() const { return state_.stream; }
   cublasHandle_t cublas() const { return state_.cublas; }
   uint64_t cublas_workspace_bytes() const { return workspace_bytes_; }
+  // The loaded model's convolution workspace (0 without a Conv).
+  uint64_t conv_workspace_bytes() const { return state_.conv_workspace_bytes; }
 
  private:
   void create();   // stream, handle, pool, workspace, timer; throws CudaError

@@ -17,7 +17,12 @@ struct CudaOpState {
   cublasHandle_t cublas = nullptr;
   std::vector<float*> params, grads;  // per parameter tensor, device pointers
   ParamSlots param_slots;  // not "slots": Qt defines that word as a macro
-  float* scratch[kScratchSlots] = {nullptr, nullptr};
+  float* scratch[kScratchSlots] = {};  // kConvColumns stays null: ConvContext's workspace serves
+  void* cudnn = nullptr;                // a cudnnHandle_t on `stream` when the build has cuDNN
+  // The convolutions' workspace (cuDNN's, or im2col columns), held from the
+  // backend's pool (MemoryUse::Workspace) at load(), sized for the largest Conv.
+  void* conv_workspace = nullptr;
+  size_t conv_workspace_bytes = 0;
   const float* target = nullptr;
   const int32_t* labels = nullptr;
   uint64_t target_n = 0, labels_n = 0;

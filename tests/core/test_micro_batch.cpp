@@ -6,7 +6,7 @@
 #include "core/micro_batch.h"
 #include "core/presets.h"
 #include "core/simulator.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 

@@ -7,7 +7,7 @@
 #include "core/presets.h"
 #include "core/simulator.h"
 #include "core/step_memory.h"
-#include "core/strategy.h"
+#include "core/strategies/registry.h"
 
 using namespace remat;
 

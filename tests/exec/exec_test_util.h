@@ -26,7 +26,11 @@ inline uint64_t cpu_block(uint64_t bytes, bool exact) {
 // the allocator's view of the tracked tensors.
 inline Model allocated_model(const Model& m, bool exact) {
   Model r = m;
-  for (int v = 0; v < r.size(); ++v) r.mutable_op(v).bytes = cpu_block(m.op(v).bytes, exact);
+  for (int v = 0; v < r.size(); ++v) {
+    Op& op = r.mutable_op(v);
+    if (!op.view) op.bytes = cpu_block(op.bytes, exact);  // a view allocates nothing
+    if (op.aux_bytes) op.aux_bytes = cpu_block(op.aux_bytes, exact);
+  }
   return r;
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Cross-checks `remat run --dump` against PyTorch autograd.
+"""Cross-checks `remat run --dump` against PyTorch autograd (MLPs, transformers without
+attention, ResNets: convolution, batch norm, pooling, views).
 
 Runs remat on a model with a recomputing strategy, reads DIR/model.json (or the
 graph in the safetensors metadata when model.json is absent) and
@@ -55,6 +56,92 @@ def load_graph(d, meta):
     return json.loads(meta["ops"])
 
 
+def spatial(op, x):
+    """Stride, symmetric padding and dilation of a Conv or pooling op (ONNX pads: begins, then ends)."""
+    sp = x.dim() - 2
+    stride = op.get("stride") or [1] * sp
+    pads = op.get("pads") or [0] * (2 * sp)
+    if pads[:sp] != pads[sp:]:
+        raise SystemExit(f"op {op['id']}: asymmetric pads {pads}")
+    return stride, pads[:sp], op.get("dilation") or [1] * sp
+
+
+def conv(op, x, w, b):
+    stride, pad, dil = spatial(op, x)
+    f = F.conv1d if x.dim() == 3 else F.conv2d
+    return f(x, w, b, stride=stride, padding=pad, dilation=dil, groups=op.get("groups", 1))
+
+
+def pool(op, x):
+    stride, pad, dil = spatial(op, x)
+    k, ceil = op["kernel"], op.get("ceil_mode", False)
+    two = x.dim() == 4
+    if op["kind"] == "MaxPool":
+        f = F.max_pool2d if two else F.max_pool1d
+        return f(x, k, stride, pad, dilation=dil, ceil_mode=ceil)
+    f = F.avg_pool2d if two else F.avg_pool1d
+    return f(x, k, stride, pad, ceil_mode=ceil, count_include_pad=True)
+
+
+def apply_op(op, acts, param, t):
+    """The output of a non-loss op from its inputs' outputs (acts), in the inputs'
+    dtype; param(v, slot) gives a parameter tensor, t the dump (dropout masks)."""
+    v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
+    x = acts[ins[0]] if ins else None
+    if kind in ("Linear", "Dense"):
+        y = F.linear(x, param(v, "weight"), param(v, "bias"))
+        a = op.get("activation", "none")
+        if kind == "Dense" and a == "relu":
+            y = torch.relu(y)
+        elif kind == "Dense" and a == "tanh":
+            y = torch.tanh(y)
+    elif kind == "ReLU":
+        y = torch.relu(x)
+    elif kind == "Tanh":
+        y = torch.tanh(x)
+    elif kind == "GELU":
+        y = F.gelu(x)  # exact (erf) form
+    elif kind == "LayerNorm":
+        y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=1e-5)
+    elif kind == "Add":
+        y = x + acts[ins[1]]
+    elif kind == "Dropout":
+        mask = torch.tensor(t[f"mask.{v}"].astype(np.float64), dtype=x.dtype)
+        y = x * mask / (1.0 - op["p"])
+    elif kind == "Sigmoid":
+        y = torch.sigmoid(x)
+    elif kind == "SiLU":
+        y = F.silu(x)
+    elif kind == "Conv":
+        y = conv(op, x, param(v, "weight"), param(v, "bias") if op.get("bias", True) else None)
+    elif kind == "BatchNorm":
+        # Training mode: batch statistics (the running ones are not compared).
+        y = F.batch_norm(x, None, None, param(v, "gamma"), param(v, "beta"), training=True, eps=1e-5)
+    elif kind in ("MaxPool", "AvgPool"):
+        y = pool(op, x)
+    elif kind == "GlobalAvgPool":
+        y = x.mean(dim=tuple(range(2, x.dim())), keepdim=True)
+    elif kind == "Softmax":
+        y = torch.softmax(x, dim=op.get("axis", -1))
+    elif kind == "Concat":
+        y = torch.cat([acts[u] for u in ins], dim=op.get("axis", -1))
+    elif kind == "Reshape":
+        y = x.reshape(op["shape"])
+    elif kind == "Transpose":
+        y = x.permute(*(op.get("perm") or list(reversed(range(x.dim())))))
+    elif kind == "Slice":
+        idx = [slice(None)] * x.dim()
+        idx[op.get("axis", -1) % x.dim()] = slice(op.get("start", 0), op.get("end"), op.get("step", 1))
+        y = x[tuple(idx)]
+    elif kind == "Expand":
+        y = x.expand(op["shape"])
+    else:
+        raise SystemExit(f"op {v}: cannot rebuild a {kind}")
+    if "shape" in op and op["shape"]:
+        y = y.reshape(op["shape"])
+    return y
+
+
 def rebuild(ops, t):
     """Loss and {param name: leaf tensor} of the step, in float64."""
     leaves = {}
@@ -70,37 +157,14 @@ def rebuild(ops, t):
         v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
         x = acts[ins[0]] if ins else None
         if kind == "Input":
-            y = torch.tensor(t["input"], dtype=torch.float64)
-        elif kind in ("Linear", "Dense"):
-            y = F.linear(x, param(v, "weight"), param(v, "bias"))
-            a = op.get("activation", "none")
-            if kind == "Dense" and a == "relu":
-                y = torch.relu(y)
-            elif kind == "Dense" and a == "tanh":
-                y = torch.tanh(y)
-        elif kind == "ReLU":
-            y = torch.relu(x)
-        elif kind == "Tanh":
-            y = torch.tanh(x)
-        elif kind == "GELU":
-            y = F.gelu(x)  # exact (erf) form
-        elif kind == "LayerNorm":
-            y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=1e-5)
-        elif kind == "Add":
-            y = x + acts[ins[1]]
-        elif kind == "Dropout":
-            mask = torch.tensor(t[f"mask.{v}"].astype(np.float64))
-            y = x * mask / (1.0 - op["p"])
-        elif kind == "MSELoss":
+            acts[v] = torch.tensor(t["input"], dtype=torch.float64)
+            continue
+        if kind == "MSELoss":
             return F.mse_loss(x, torch.tensor(t["target"], dtype=torch.float64)), leaves
-        elif kind == "SoftmaxCELoss":
+        if kind == "SoftmaxCELoss":
             labels = torch.tensor(t["labels"].astype(np.int64))
             return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels), leaves
-        else:
-            raise SystemExit(f"op {v}: cannot rebuild a {kind}")
-        if "shape" in op and op["shape"]:
-            y = y.reshape(op["shape"])
-        acts[v] = y
+        acts[v] = apply_op(op, acts, param, t)
     raise SystemExit("the graph has no loss")
 
 

@@ -114,7 +114,8 @@ TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
     const MemoryStats& mem = r.memory;
     EXPECT_EQ(mem.baseline, r.baseline_bytes);
     EXPECT_EQ(mem.tensors, r.tracked_peak_bytes);
-    EXPECT_EQ(mem.workspace, dynamic_cast<cuda::CudaBackend&>(gpu).cublas_workspace_bytes());
+    const auto& cuda_backend = dynamic_cast<cuda::CudaBackend&>(gpu);
+    EXPECT_EQ(mem.workspace, cuda_backend.cublas_workspace_bytes() + cuda_backend.conv_workspace_bytes());
     EXPECT_GE(mem.allocator_peak, mem.baseline + mem.tensors + mem.scratch + mem.workspace);
     EXPECT_GE(mem.reserved_peak, mem.allocator_peak);
     EXPECT_GT(mem.device_used, mem.reserved_peak);  // the context and the code are on the device too
@@ -133,7 +134,8 @@ TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
-                         ::testing::Values("chain:12:256", "mlp:4:64:8", "transformer:2:32:8:2"),
+                         ::testing::Values("chain:12:256", "mlp:4:64:8", "transformer:2:32:8:2",
+                                           "resnet:10:4:64:4:5"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) if (c == ':') c = '_';

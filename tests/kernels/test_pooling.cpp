@@ -233,6 +233,16 @@ TEST(MaxPool, PaddingNeverWinsAndNaNPropagates) {
   EXPECT_EQ(idx[1], 2);
 }
 
+TEST(MaxPool, BackwardRejectsAnIndexOutsideThePlane) {
+  const PoolGeom g = pool(1, 1, 2, 2, 2, 2, 2, 2, 0, 0);  // one output
+  const float dy[] = {1.0f};
+  float dx[4];
+  for (const int64_t bad : {int64_t{4}, int64_t{-1}}) {
+    const int64_t idx[] = {bad};
+    EXPECT_THROW(maxpool2d_bwd(g, dy, idx, dx, false), std::invalid_argument) << bad;
+  }
+}
+
 TEST(AvgPool, PaddingCountsInTheDivisor) {
   const PoolGeom g = pool(1, 1, 2, 2, 2, 2, 1, 1, 1, 1);  // 3×3 output
   const float x[] = {1, 2, 3, 4};

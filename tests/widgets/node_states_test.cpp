@@ -102,14 +102,34 @@ TEST(StudioDocument, OpensAndKeepsTheModelOnABadSpec) {
   EXPECT_EQ(doc.currentRun(), 0);
 }
 
+// recompute-all on chain:N: N(N+1)/2 forward steps, N backward, a free per
+// forward, per gradient (N-1) and for the input.
+uint64_t recompute_all_instructions(uint64_t N) { return 2 * (N * (N + 1) / 2) + 2 * (N + 1) - 2; }
+
 TEST(StudioDocument, RefusesQuadraticRecomputeAllOnHugeModels) {
   StudioDocument doc;
   doc.loadModel("chain:10000");
   ASSERT_EQ(doc.runCount(), 3);
   EXPECT_TRUE(doc.runs()[0].ok());
+  const uint64_t instructions = recompute_all_instructions(10000);
+  ASSERT_GT(instructions, doc.maxInstructions());
   EXPECT_FALSE(doc.runs()[1].ok());
-  EXPECT_NE(doc.runs()[1].error.find("remat simulate"), std::string::npos);
+  EXPECT_TRUE(doc.runs()[1].too_large);
+  EXPECT_EQ(doc.runs()[1].error.rfind("too large to simulate (" + std::to_string(instructions) + " instructions", 0), 0u)
+      << doc.runs()[1].error;
+  EXPECT_TRUE(doc.runs()[1].schedule.code.empty());  // refused before it was made
   EXPECT_TRUE(doc.runs()[2].ok());
+}
+
+TEST(StudioDocument, TheLimitIsTheStatedLength) {
+  StudioDocument doc;
+  doc.loadModel("chain:100");
+  const uint64_t instructions = recompute_all_instructions(100);
+  doc.setMaxInstructions(instructions - 1);
+  EXPECT_TRUE(doc.runs()[1].too_large) << doc.runs()[1].error;
+  doc.setMaxInstructions(instructions);
+  ASSERT_TRUE(doc.runs()[1].ok()) << doc.runs()[1].error;
+  EXPECT_EQ(doc.runs()[1].schedule.code.size(), instructions);
 }
 
 TEST(StudioDocument, ToggleStartsFromTheShownRunsCheckpoints) {

@@ -1,0 +1,625 @@
+"""From a Recording (_trace.py) to the project's JSON model format
+(docs/model-format.md): one op per aten op that computes on activations,
+views as views, and per op the tensors its autograd node saved.
+
+An *activation* is the example input or anything an op computes from one.
+Parameters, buffers and what is computed from them alone (a transposed
+weight, a position embedding, a dropout's random noise) are constants: not
+ops, and their bytes are the baseline.
+
+What each op saves is what autograd saved, never a rule: a saved tensor that
+is one of the op's (remat-level) inputs or its output goes into `saved`;
+anything else that is not a parameter, buffer or loss target (normalisation
+statistics, pooling indices, dropout noise, a log-softmax kept inside a fused
+cross-entropy, 0-dim scalars, the ids of a position embedding) is private to
+the op and counted in `aux_bytes`. Each storage is counted once, as PyTorch's
+own count over unique storages does. So remat's saved_bytes of the file equals
+PyTorch's count exactly.
+"""
+import torch
+
+from ._trace import storage_key, storage_nbytes
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
+# remat has no dtype for these: the nearest is written with the exact bytes.
+NEAREST = {torch.float64: "i64", torch.bool: "i32", torch.uint8: "i32", torch.int8: "i32", torch.int16: "i32"}
+
+VIEW_RESHAPES = {"view", "_unsafe_view", "_reshape_alias", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze",
+                 "view_as", "reshape_as"}
+ALIASES = {"detach", "alias", "lift_fresh", "lift_fresh_copy", "contiguous"}
+# Take an activation only for its shape, dtype or device: their results are constants.
+FACTORY_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like",
+                "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided", "empty_strided", "size",
+                "sym_size", "stride", "sym_stride", "is_same_size", "_local_scalar_dense"}
+LOSS_OPS = {"mse_loss", "nll_loss_forward", "nll_loss2d_forward", "binary_cross_entropy",
+            "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
+            "soft_margin_loss", "cross_entropy_loss"}
+ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh", "sigmoid": "Sigmoid",
+               "sigmoid_": "Sigmoid", "silu": "SiLU", "silu_": "SiLU"}
+CONST_KINDS = {"add": "AddConst", "add_": "AddConst", "sub": "AddConst", "sub_": "AddConst", "mul": "MulConst",
+               "mul_": "MulConst", "div": "DivConst", "div_": "DivConst"}
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _ints(v, n):
+    """An aten int[] argument (may be a single int or a 1-list) as n ints."""
+    if isinstance(v, int):
+        return [v] * n
+    v = [int(x) for x in v]
+    return v * n if len(v) == 1 else v
+
+
+class Builder:
+    def __init__(self, rec, module, example_input, targets):
+        self.rec = rec
+        self.ops = []             # remat ops (dicts); private keys start with "_"
+        self.rid = {}             # id(tensor) -> remat op id of that alias
+        self.noise = {}           # id(tensor) -> keep probability of a dropout's noise
+        self.event_op = {}        # OpEvent index -> remat op id
+        self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
+        self.owner = {}           # storage key -> remat op id owning it (the latest writer)
+        self.notes = []
+        self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
+        self.targets = {storage_key(t) for t in targets}
+        # What a loss compares against (its arguments after the first that are
+        # not activations): baseline like the parameters, in the file and in
+        # PyTorch's count alike. Filled by build().
+        self.loss_targets = set()
+        self.names = {}
+        x = example_input
+        self._new({"kind": "Input", "name": "x", "shape": list(x.shape), "dtype": self._dtype(x)}, [], x,
+                  view=False)
+
+    # ---- helpers --------------------------------------------------------------
+
+    def _dtype(self, t):
+        if t.dtype in DTYPES:
+            return DTYPES[t.dtype]
+        return NEAREST.get(t.dtype, "f32")
+
+    def _unique_name(self, base):
+        n = self.names.get(base, 0)
+        self.names[base] = n + 1
+        return base if n == 0 else f"{base}.{n}"
+
+    def _new(self, op, inputs, out, view, event=None, label=None):
+        """Appends a remat op producing `out` (a view owns no bytes)."""
+        op = dict(op)
+        op["id"] = len(self.ops)
+        op["inputs"] = inputs
+        if label is not None:
+            op["name"] = self._unique_name(label)
+        op.setdefault("_saved", [])
+        op["_aux"] = 0
+        op["_view"] = view
+        if out is not None and "shape" not in op and op["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+            op["shape"] = list(out.shape) or [1]
+        if out is not None and out.dtype not in DTYPES and not view and op["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+            op["bytes"] = max(1, out.numel() * out.element_size())
+            op["comment"] = f"{out.dtype} written as {self._dtype(out)} with its exact bytes"
+        if out is not None and op["kind"] not in ("MSELoss", "SoftmaxCELoss") and "dtype" not in op and not view:
+            op["dtype"] = self._dtype(out)
+        self.ops.append(op)
+        if out is not None:
+            self.rid[id(out)] = op["id"]
+            if not view:
+                self.owner[storage_key(out)] = op["id"]
+        if event is not None:
+            self.event_op[event.index] = op["id"]
+        return op["id"]
+
+    def _label(self, ev, what):
+        return f"{ev.module}.{what}" if ev.module else what
+
+    def _act(self, t):
+        return isinstance(t, torch.Tensor) and id(t) in self.rid
+
+    # ---- the pass over the recorded ops ----------------------------------------
+
+    def build(self, loss):
+        self._plan_fusions()
+        for ev in self.rec.ops:
+            if ev.index in self.fused_into:
+                continue
+            acts = [(pos, t) for pos, t in ev.tensor_args() if self._act(t)]
+            if ev.name in LOSS_OPS:
+                self.loss_targets.update(storage_key(t) for pos, t in ev.tensor_args() if pos >= 1 and not self._act(t))
+            if ev.index in self.fused_into.values() and self._op_nll_loss_forward(ev):
+                continue  # its input, the log-softmax, was folded into it
+            if not acts or ev.name in FACTORY_LIKE:
+                self._constant(ev)
+                continue
+            if ev.name in ALIASES and ev.outputs:
+                self.rid[id(ev.outputs[0])] = self.rid[id(acts[0][1])]
+                continue
+            handler = getattr(self, "_op_" + ev.name.rstrip("_"), None)
+            if handler is None or not handler(ev):
+                self._generic(ev)
+        if not self._act(loss):
+            raise ValueError("the loss does not depend on the example input")
+        return self._finish(self.rid[id(loss)])
+
+    def _plan_fusions(self):
+        """log_softmax whose only reader is nll_loss: one SoftmaxCELoss."""
+        readers = {}
+        for ev in self.rec.ops:
+            for _, t in ev.tensor_args():
+                readers.setdefault(id(t), []).append(ev)
+        for ev in self.rec.ops:
+            if ev.name != "_log_softmax" or not ev.outputs:
+                continue
+            r = readers.get(id(ev.outputs[0]), [])
+            if len(r) == 1 and r[0].name == "nll_loss_forward" and ev.outputs[0].dim() == 2 and ev.args[1] in (1, -1):
+                self.fused_into[ev.index] = r[0].index
+
+    def _constant(self, ev):
+        if ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
+            self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
+        elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
+            pass  # noise /= keep: still the noise
+
+    def _generic(self, ev):
+        outs = [o for o in ev.outputs if isinstance(o, torch.Tensor)]
+        inputs = list(dict.fromkeys(self._inputs(ev)))  # Generic: each input once
+        out = outs[0] if outs else None
+        if out is None:
+            return
+        shares = any(storage_key(out) == storage_key(t) for _, t in ev.tensor_args() if self._act(t))
+        if shares and ev.name not in VIEW_RESHAPES and not ev.name.endswith("_"):
+            self.notes.append(f"{ev.name}: a view remat has no kind for; written as a copy")
+        fwd, bwd = _flops(ev, out)
+        op = {"kind": "Generic", "fwd_flops": fwd, "bwd_flops": bwd, "simulate_only": True,
+              "comment": f"aten.{ev.name}"}
+        self._new(op, inputs, out, view=False, event=ev, label=self._label(ev, ev.name.rstrip("_")))
+        # Further differentiable outputs read later get ops of their own.
+        for extra in outs[1:]:
+            if extra.requires_grad:
+                self._new({"kind": "Generic", "fwd_flops": 1, "bwd_flops": 1, "simulate_only": True,
+                           "comment": f"aten.{ev.name}, another output"}, inputs, extra, view=False,
+                          label=self._label(ev, ev.name.rstrip("_")))
+                self.ops[-1]["_saved_explicit_empty"] = True
+
+    def _inputs(self, ev):
+        ids = []
+        for _, t in ev.tensor_args():
+            if self._act(t):
+                ids.append(self.rid[id(t)])
+        return ids
+
+    # ---- kinds -----------------------------------------------------------------
+
+    def _simple(self, ev, kind, extra=None, inputs=None):
+        out = ev.outputs[0]
+        op = {"kind": kind}
+        op.update(extra or {})
+        self._new(op, inputs if inputs is not None else self._inputs(ev)[:1], out, view=False, event=ev,
+                  label=self._label(ev, kind.lower()))
+        return True
+
+    def _one_act(self, ev, pos=0):
+        """The op reads one activation, at argument position `pos`."""
+        acts = [(p, t) for p, t in ev.tensor_args() if self._act(t)]
+        return len(acts) == 1 and acts[0][0] == pos
+
+    def _op_relu(self, ev):
+        return self._one_act(ev) and self._simple(ev, ACTIVATIONS[ev.name])
+
+    _op_tanh = _op_sigmoid = _op_silu = _op_relu
+
+    def _op_gelu(self, ev):
+        if not self._one_act(ev) or ev.kwargs.get("approximate", ev.args[1] if len(ev.args) > 1 else "none") != "none":
+            return False
+        return self._simple(ev, "GELU")
+
+    def _op_addmm(self, ev):
+        # Linear: addmm(bias, x, W^T) with a constant weight, x (rows, in).
+        bias, x, w = ev.args[0], ev.args[1], ev.args[2]
+        if not (self._one_act(ev, 1) and x.dim() == 2 and ev.kwargs.get("beta", 1) == 1 and ev.kwargs.get("alpha", 1) == 1):
+            return False
+        if bias.dim() != 1 or bias.shape[0] != w.shape[1]:
+            return False
+        return self._simple(ev, "Linear", inputs=[self.rid[id(x)]])
+
+    def _op_mm(self, ev):
+        a, b = ev.args[0], ev.args[1]
+        if self._act(a) and self._act(b):
+            return self._simple(ev, "MatMul", inputs=[self.rid[id(a)], self.rid[id(b)]])
+        if self._one_act(ev, 0):
+            return self._simple(ev, "Linear", {"bias": False}, inputs=[self.rid[id(a)]])
+        return False
+
+    def _op_bmm(self, ev):
+        a, b = ev.args[0], ev.args[1]
+        if self._act(a) and self._act(b):
+            return self._simple(ev, "MatMul", inputs=[self.rid[id(a)], self.rid[id(b)]])
+        return False
+
+    def _op_convolution(self, ev):
+        x, w, b, stride, padding, dilation, transposed, _output_padding, groups = ev.args[:9]
+        if not self._one_act(ev) or transposed or x.dim() not in (3, 4):
+            return False
+        sp = x.dim() - 2
+        pads = _ints(padding, sp)
+        return self._simple(ev, "Conv", {"channels": int(w.shape[0]), "kernel": [int(k) for k in w.shape[2:]],
+                                         "stride": _ints(stride, sp), "pads": pads + pads,
+                                         "dilation": _ints(dilation, sp), "groups": int(groups),
+                                         "bias": b is not None})
+
+    def _op_native_batch_norm(self, ev):
+        if not self._one_act(ev) or not ev.args[5]:  # training
+            return False
+        return self._simple(ev, "BatchNorm")
+
+    _op__native_batch_norm_legit = _op_native_batch_norm
+
+    def _op_native_layer_norm(self, ev):
+        x, shape = ev.args[0], ev.args[1]
+        if not self._one_act(ev) or len(shape) != 1 or int(shape[0]) != x.shape[-1]:
+            return False
+        if ev.args[2] is None or ev.args[3] is None:  # remat's LayerNorm has gamma and beta
+            return False
+        return self._simple(ev, "LayerNorm")
+
+    def _op_max_pool2d_with_indices(self, ev):
+        x = ev.args[0]
+        a = list(ev.args) + [None] * 6
+        kernel = _ints(a[1], 2)
+        stride = _ints(a[2], 2) if a[2] else kernel
+        pad = _ints(a[3] if a[3] is not None else 0, 2)
+        dil = _ints(a[4] if a[4] is not None else 1, 2)
+        if not self._one_act(ev) or x.dim() != 4:
+            return False
+        return self._simple(ev, "MaxPool", {"kernel": kernel, "stride": stride, "pads": pad + pad, "dilation": dil,
+                                            "ceil_mode": bool(a[5])})
+
+    def _op_avg_pool2d(self, ev):
+        x = ev.args[0]
+        a = list(ev.args) + [None] * 7
+        kernel = _ints(a[1], 2)
+        stride = _ints(a[2], 2) if a[2] else kernel
+        pad = _ints(a[3] if a[3] is not None else 0, 2)
+        if not self._one_act(ev) or x.dim() != 4:
+            return False
+        return self._simple(ev, "AvgPool", {"kernel": kernel, "stride": stride, "pads": pad + pad,
+                                            "ceil_mode": bool(a[4])})
+
+    def _op_mean(self, ev):
+        # Global average pooling: mean over every spatial dim, keepdim.
+        x = ev.args[0]
+        if not self._one_act(ev) or x.dim() < 3 or len(ev.args) < 3 or not ev.args[2]:
+            return False
+        dims = sorted(d % x.dim() for d in ev.args[1])
+        if dims != list(range(2, x.dim())):
+            return False
+        return self._simple(ev, "GlobalAvgPool")
+
+    def _op__adaptive_avg_pool2d(self, ev):
+        if not self._one_act(ev) or list(ev.outputs[0].shape[2:]) != [1, 1]:
+            return False
+        return self._simple(ev, "GlobalAvgPool")
+
+    def _op__softmax(self, ev):
+        return self._one_act(ev) and self._simple(ev, "Softmax", {"axis": int(ev.args[1])})
+
+    def _op_masked_fill(self, ev):
+        mask = ev.args[1]
+        if not self._one_act(ev):
+            return False
+        extra = {"const_shape": list(mask.shape)} if mask.dim() > 0 else {}
+        return self._simple(ev, "MaskedFill", extra)
+
+    def _op_embedding(self, ev):
+        w, ids = ev.args[0], ev.args[1]
+        if not self._one_act(ev, 1):
+            return False
+        return self._simple(ev, "Embedding", {"vocab": int(w.shape[0])}, inputs=[self.rid[id(ids)]])
+
+    def _op_cat(self, ev):
+        ts = ev.args[0]
+        if not all(self._act(t) for t in ts):
+            return False
+        dim = int(ev.args[1]) if len(ev.args) > 1 else int(ev.kwargs.get("dim", 0))
+        return self._simple(ev, "Concat", {"axis": dim}, inputs=[self.rid[id(t)] for t in ts])
+
+    def _binary(self, ev):
+        a = ev.args[0]
+        b = ev.args[1] if len(ev.args) > 1 else None
+        alpha = ev.kwargs.get("alpha", ev.args[2] if len(ev.args) > 2 else 1)
+        if alpha != 1 or not self._act(a):
+            return False
+        out = ev.outputs[0]
+        if ev.name.rstrip("_") in ("add",) and self._act(b):
+            if list(a.shape) != list(b.shape) or list(out.shape) != list(a.shape):
+                return False
+            return self._simple(ev, "Add", inputs=[self.rid[id(a)], self.rid[id(b)]])
+        if self._act(b):
+            return False
+        if list(out.shape) != list(a.shape):
+            return False
+        # Dropout: x * noise, the noise drawn by bernoulli_ (CPU, unfused).
+        if ev.name.rstrip("_") == "mul" and isinstance(b, torch.Tensor) and id(b) in self.noise:
+            if list(b.shape) == list(a.shape):
+                return self._simple(ev, "Dropout", {"p": round(1.0 - self.noise[id(b)], 12)})
+            return False
+        if isinstance(b, torch.Tensor) and b.dim() > len(a.shape):
+            return False
+        extra = {"const_shape": list(b.shape)} if isinstance(b, torch.Tensor) and b.dim() > 0 else {}
+        return self._simple(ev, CONST_KINDS[ev.name], extra)
+
+    _op_add = _op_sub = _op_mul = _op_div = _binary
+
+    def _op_native_dropout(self, ev):
+        if not self._one_act(ev):
+            return False
+        return self._simple(ev, "Dropout", {"p": float(ev.args[1])})
+
+    def _op_mse_loss(self, ev):
+        if not self._one_act(ev):
+            return False
+        self._new({"kind": "MSELoss"}, [self.rid[id(ev.args[0])]], ev.outputs[0], view=False, event=ev,
+                  label=self._label(ev, "mse_loss"))
+        return True
+
+    def _op_nll_loss_forward(self, ev):
+        fused = [i for i, j in self.fused_into.items() if j == ev.index]
+        if not fused:
+            return False
+        ls = self.rec.ops[fused[0]]
+        logits = ls.args[0]
+        if not self._act(logits) or ev.args[2] is not None:  # class weights: not remat's loss
+            return False
+        self._new({"kind": "SoftmaxCELoss"}, [self.rid[id(logits)]], ev.outputs[0], view=False, event=ev,
+                  label=self._label(ev, "cross_entropy"))
+        self.event_op[ls.index] = self.event_op[ev.index]
+        return True
+
+    # ---- views -------------------------------------------------------------------
+
+    def _view(self, ev, kind, extra, src=None, out=None, label=None):
+        src = ev.args[0] if src is None else src
+        out = ev.outputs[0] if out is None else out
+        op = {"kind": kind}
+        op.update(extra)
+        self._new(op, [self.rid[id(src)]], out, view=True, event=ev, label=self._label(ev, label or kind.lower()))
+        return True
+
+    def _reshape(self, ev):
+        if not self._one_act(ev):
+            return False
+        return self._view(ev, "Reshape", {"shape": list(ev.outputs[0].shape) or [1]})
+
+    _op_view = _op__unsafe_view = _op__reshape_alias = _op_reshape = _op_flatten = _op_unflatten = _reshape
+    _op_squeeze = _op_unsqueeze = _op_view_as = _op_reshape_as = _reshape
+
+    def _op_t(self, ev):
+        if not self._one_act(ev):
+            return False
+        return self._view(ev, "Transpose", {"perm": list(range(ev.args[0].dim()))[::-1]})
+
+    def _op_transpose(self, ev):
+        if not self._one_act(ev):
+            return False
+        r = ev.args[0].dim()
+        perm = list(range(r))
+        a, b = ev.args[1] % r, ev.args[2] % r
+        perm[a], perm[b] = perm[b], perm[a]
+        return self._view(ev, "Transpose", {"perm": perm})
+
+    def _op_permute(self, ev):
+        if not self._one_act(ev):
+            return False
+        r = ev.args[0].dim()
+        return self._view(ev, "Transpose", {"perm": [d % r for d in ev.args[1]]})
+
+    def _op_expand(self, ev):
+        if not self._one_act(ev):
+            return False
+        return self._view(ev, "Expand", {"shape": list(ev.outputs[0].shape)})
+
+    def _slice_attrs(self, x, dim, start, end, step):
+        size = x.shape[dim]
+        start = 0 if start is None else start
+        end = size if end is None or end > size else end
+        return {"axis": dim, "start": int(start), "end": int(end), "step": int(step)}
+
+    def _op_slice(self, ev):
+        if not self._one_act(ev):
+            return False
+        x = ev.args[0]
+        a = list(ev.args) + [None] * 5
+        dim = (a[1] if a[1] is not None else 0) % x.dim()
+        attrs = self._slice_attrs(x, dim, a[2], a[3], a[4] if a[4] is not None else 1)
+        if attrs["start"] == 0 and attrs["end"] == x.shape[dim] and attrs["step"] == 1:
+            self.rid[id(ev.outputs[0])] = self.rid[id(x)]  # the whole axis: the same tensor
+            return True
+        return self._view(ev, "Slice", attrs)
+
+    def _select(self, ev, x, dim, i, out):
+        """x.select(dim, i): a one-wide Slice, then a Reshape dropping the axis."""
+        part = list(x.shape[:dim]) + [1] + list(x.shape[dim + 1:])
+        sid = self._new({"kind": "Slice", "axis": dim, "start": int(i), "end": int(i) + 1, "step": 1,
+                         "shape": part}, [self.rid[id(x)]], None, view=True, label=self._label(ev, "select"))
+        self._new({"kind": "Reshape", "shape": list(out.shape) or [1]}, [sid], out, view=True, event=ev,
+                  label=self._label(ev, "select"))
+        return True
+
+    def _op_select(self, ev):
+        if not self._one_act(ev):
+            return False
+        x = ev.args[0]
+        dim = ev.args[1] % x.dim()
+        return self._select(ev, x, dim, ev.args[2] % x.shape[dim], ev.outputs[0])
+
+    def _split(self, ev, sizes, dim):
+        x = ev.args[0]
+        dim = dim % x.dim()
+        start = 0
+        for out, n in zip(ev.outputs, sizes):
+            self._view(ev, "Slice", {"axis": dim, "start": start, "end": start + n, "step": 1}, src=x, out=out,
+                       label="split")
+            start += n
+        return True
+
+    def _op_split(self, ev):
+        if not self._one_act(ev):
+            return False
+        dim = ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dim", 0)
+        return self._split(ev, [o.shape[dim] for o in ev.outputs], dim)
+
+    _op_split_with_sizes = _op_split
+
+    def _op_unbind(self, ev):
+        if not self._one_act(ev):
+            return False
+        x = ev.args[0]
+        dim = (ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("dim", 0)) % x.dim()
+        for i, out in enumerate(ev.outputs):
+            self._select(ev, x, dim, i, out)
+        return True
+
+    # ---- saved tensors -------------------------------------------------------------
+
+    def _attach_saves(self):
+        counted = set()
+        later = []
+        # Saves of ops on constants alone (a position embedding keeps its ids)
+        # are charged to the next op: they live as long as the step does.
+        next_op = [None] * (len(self.rec.ops) + 1)
+        for i in range(len(self.rec.ops) - 1, -1, -1):
+            v = self.event_op.get(i)
+            next_op[i] = v if v is not None else next_op[i + 1]
+        for index, t in sorted(self.rec.attribute_saves(), key=lambda e: e[0]):
+            key = storage_key(t)
+            if key in self.excluded or key in self.targets:
+                continue
+            ev = self.rec.ops[index]
+            v = self.event_op.get(index)
+            if v is None:
+                v = next_op[index] if next_op[index] is not None else len(self.ops) - 1
+                self._private(v, t, counted)
+                continue
+            if ev.name in LOSS_OPS and not self._act(t) and any(t is a for a in ev.args[1:]):
+                continue  # the loss target: baseline
+            self._save(v, t, counted, later)
+        for v, t in later:
+            key = storage_key(t)
+            if key not in counted:
+                self._private(v, t, counted)
+
+    def _save(self, v, t, counted, later):
+        op = self.ops[v]
+        cands = [op["id"]] + op["inputs"]
+        alias = self.rid.get(id(t))
+        key = storage_key(t)
+        if alias is None and key not in self.owner:
+            self._private(v, t, counted)
+            return
+        chosen = alias if alias in cands else None
+        if chosen is None:
+            for c in cands:
+                if self._storage_of(c) == self.owner.get(key):
+                    chosen = c
+                    break
+        if chosen is None or self.ops[v]["kind"] == "SoftmaxCELoss" and chosen == v:
+            later.append((v, t))
+            return
+        if chosen not in op["_saved"]:
+            op["_saved"].append(chosen)
+        counted.add(key)
+
+    def _storage_of(self, v):
+        while self.ops[v]["_view"]:
+            v = self.ops[v]["inputs"][0]
+        return v
+
+    def _private(self, v, t, counted):
+        key = storage_key(t)
+        if key in counted:
+            return
+        counted.add(key)
+        self.ops[v]["_aux"] += storage_nbytes(t)
+
+    # ---- the file ----------------------------------------------------------------------
+
+    def _finish(self, loss_id):
+        self._attach_saves()
+        # Only what leads to the loss: remat requires it, and the rest has no backward.
+        keep = [False] * len(self.ops)
+        keep[loss_id] = True
+        for v in range(loss_id, -1, -1):
+            if keep[v]:
+                for u in self.ops[v]["inputs"]:
+                    keep[u] = True
+        dropped = [op for op in self.ops[:loss_id] if not keep[op["id"]]]
+        lost = sum(op["_aux"] for op in dropped)
+        if any(op["_saved"] or op["_aux"] for op in dropped):
+            self.notes.append(f"{len(dropped)} op(s) do not lead to the loss; what they saved ({lost} private bytes) "
+                              "is left out")
+        renum = {}
+        out = []
+        for op in self.ops[:loss_id + 1]:
+            if not keep[op["id"]]:
+                continue
+            renum[op["id"]] = len(out)
+            out.append(op)
+        loss = out[-1]
+        if loss["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+            # Any other scalar: a Generic last op (remat needs a shape: [1]).
+            if loss["kind"] != "Generic":
+                loss.update({"kind": "Generic", "simulate_only": True, "fwd_flops": 1, "bwd_flops": 1})
+                for k in ("perm", "axis", "start", "end", "step"):
+                    loss.pop(k, None)
+            loss["shape"] = [1]
+        ops = []
+        for op in out:
+            j = {"id": renum[op["id"]]}
+            for k, val in op.items():
+                if k.startswith("_") or k == "id":
+                    continue
+                j[k] = val
+            if op["inputs"]:
+                j["inputs"] = [renum[u] for u in op["inputs"]]
+            else:
+                j.pop("inputs", None)
+            if op["kind"] != "Input":
+                j["saved"] = sorted(renum[s] for s in op["_saved"])
+            if op["_aux"]:
+                j["aux_bytes"] = op["_aux"]
+            if op["_view"] or op["kind"] in ("MSELoss", "SoftmaxCELoss"):
+                j.pop("dtype", None)
+            if op["kind"] in ("MSELoss", "SoftmaxCELoss"):
+                j.pop("shape", None)
+            ops.append(j)
+        return ops, self.notes
+
+
+def _flops(ev, out):
+    """Forward and backward FLOP estimates of an op remat has no kind for:
+    products count 2 per multiply-add, everything else one per output
+    element; the backward twice the forward."""
+    n = float(max(1, out.numel()))
+    name = ev.name.rstrip("_")
+    a = ev.args
+    try:
+        if name in ("mm", "bmm", "addmm", "baddbmm", "matmul"):
+            x, y = (a[1], a[2]) if name in ("addmm", "baddbmm") else (a[0], a[1])
+            f = 2.0 * n * x.shape[-1]
+        elif name == "convolution":
+            w = a[1]
+            f = 2.0 * n * _numel(w.shape[1:])
+        elif name in ("_log_softmax", "_softmax", "log_softmax", "softmax"):
+            f = 4.0 * n
+        elif name in ("sum", "mean", "amax", "amin", "max", "min", "norm", "var", "std"):
+            f = float(a[0].numel())
+        else:
+            f = n
+    except (AttributeError, IndexError, TypeError):
+        f = n
+    return f, 2.0 * f
+

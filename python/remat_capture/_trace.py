@@ -1,0 +1,179 @@
+"""One training step of a module, recorded at the level PyTorch dispatches to
+kernels: every aten op with its arguments and outputs (TorchDispatchMode),
+every tensor autograd saves for backward (saved_tensors_hooks), and the module
+each op ran in (forward hooks). The raw material of _build.py.
+
+Why the dispatch level: it is below autograd, so composite functions
+(F.linear, F.cross_entropy, matmul) arrive as the ops autograd records and
+saves for (addmm, _log_softmax, nll_loss_forward, bmm), views arrive as views,
+and nothing is guessed.
+
+Why the order of events matters: autograd's kernel for an op saves its inputs
+*before* it dispatches the op and its outputs *after*, so a saved tensor
+belongs to the next op when it is one of that op's arguments and to the
+previous op when it is one of that op's outputs (attribute_saves below).
+"""
+import torch
+
+try:  # PyTorch 1.13 and 2.x
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - older PyTorch
+    TorchDispatchMode = None
+
+
+def storage_of(t):
+    """The storage a tensor's bytes live in (2.x: untyped_storage; 1.13: storage)."""
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage()
+    return t.storage()
+
+
+def storage_key(t):
+    """Identity of a storage while it is alive (every traced tensor is kept
+    alive until the capture ends, so no address is reused meanwhile)."""
+    return storage_of(t).data_ptr()
+
+
+def storage_nbytes(t):
+    return storage_of(t).nbytes()
+
+
+class OpEvent:
+    __slots__ = ("index", "func", "name", "args", "kwargs", "outputs", "module", "saves_output")
+
+    def __init__(self, index, func, args, kwargs, out, module):
+        self.index = index
+        self.func = func
+        self.name = func.overloadpacket.__name__  # "addmm", "relu_", "native_batch_norm"
+        self.args = args
+        self.kwargs = kwargs
+        if isinstance(out, torch.Tensor):
+            self.outputs = [out]
+        elif isinstance(out, (tuple, list)):
+            self.outputs = list(out)
+        else:
+            self.outputs = []
+        self.module = module
+        self.saves_output = None  # per output: whether its autograd node keeps it (note_history)
+
+    def note_history(self):
+        """Which outputs this op's autograd node saves (grad_fn._saved_result,
+        _saved_result0, ...), read once autograd has set the outputs' history
+        and before a later in-place op replaces it."""
+        if self.saves_output is not None:
+            return
+        # One node for all outputs (non-differentiable ones have no grad_fn of their own).
+        node = next((o.grad_fn for o in self.outputs if isinstance(o, torch.Tensor) and o.grad_fn is not None), None)
+        names = set(dir(node)) if node is not None else set()
+        single = len(self.outputs) == 1
+        flags = [("_saved_result" in names if single else f"_saved_result{j}" in names)
+                 for j in range(len(self.outputs))]
+        self.saves_output = flags
+
+    def tensor_args(self):
+        """(position, tensor) of every tensor argument, lists flattened."""
+        found = []
+        for i, a in enumerate(list(self.args) + list(self.kwargs.values())):
+            if isinstance(a, torch.Tensor):
+                found.append((i, a))
+            elif isinstance(a, (list, tuple)):
+                found.extend((i, x) for x in a if isinstance(x, torch.Tensor))
+        return found
+
+
+class PackEvent:
+    __slots__ = ("after", "tensor")
+
+    def __init__(self, after, tensor):
+        self.after = after  # index of the last OpEvent before this save (-1: none)
+        self.tensor = tensor
+
+
+class Recording:
+    def __init__(self):
+        self.ops = []
+        self.packs = []
+        self.module_stack = [""]
+
+    def attribute_saves(self):
+        """[(op index, tensor)] for every saved tensor: the op whose autograd
+        node saved it (see the module docstring). Between two ops, the saves
+        of the first one's outputs come first; a tensor that is both its
+        output and the next op's input belongs to the first op only when its
+        node keeps that output (ReLU keeps its result, Add does not)."""
+        result = []
+        expected = {}
+        for p in self.packs:
+            k = p.after
+            if k >= 0 and k not in expected:
+                prev = self.ops[k]
+                prev.note_history()
+                expected[k] = [o for o, keeps in zip(prev.outputs, prev.saves_output) if keeps]
+            mine = expected.get(k, [])
+            hit = next((i for i, o in enumerate(mine) if o is p.tensor), None)
+            if hit is not None:
+                del mine[hit]
+                result.append((k, p.tensor))
+            elif k + 1 < len(self.ops):
+                result.append((k + 1, p.tensor))
+            else:
+                result.append((max(k, 0), p.tensor))
+        return result
+
+
+if TorchDispatchMode is not None:
+    class _Recorder(TorchDispatchMode):
+        def __init__(self, rec):
+            super().__init__()
+            self.rec = rec
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            rec = self.rec
+            if rec.ops:
+                rec.ops[-1].note_history()
+            out = func(*args, **kwargs)
+            rec.ops.append(OpEvent(len(rec.ops), func, args, kwargs, out, rec.module_stack[-1]))
+            return out
+
+
+def record(module, run_step):
+    """Runs run_step() (forward and loss) with the recorders on; returns
+    (Recording, run_step's result). The backward pass is the caller's."""
+    if TorchDispatchMode is None:
+        raise RuntimeError(
+            f"PyTorch {torch.__version__} has no TorchDispatchMode (torch.utils._python_dispatch); "
+            "remat_capture needs PyTorch 1.13 or later")
+    rec = Recording()
+
+    def pack(t):
+        if rec.ops:
+            rec.ops[-1].note_history()
+        rec.packs.append(PackEvent(len(rec.ops) - 1, t))
+        return t
+
+    def unpack(t):
+        return t
+
+    handles = []
+    names = {m: n for n, m in module.named_modules()}
+
+    def pre(m, _inputs):
+        rec.module_stack.append(names.get(m, rec.module_stack[-1]))
+
+    def post(_m, _inputs, _output):
+        rec.module_stack.pop()
+
+    for m in names:
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            with _Recorder(rec):
+                result = run_step()
+        if rec.ops:
+            rec.ops[-1].note_history()
+    finally:
+        for h in handles:
+            h.remove()
+    return rec, result

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""`remat run` on the CPU against PyTorch CPU running the same model, store-all
+and sqrt (torch.utils.checkpoint at remat's sqrt checkpoints), one thread each.
+
+remat: `remat run --model M --strategy store-all,sqrt --backend cpu --repeat R
+--json`: time_ms is the median of R timed training steps (forward and backward
+of the whole schedule, after a warm-up); the command's own wall time, end to
+end (model build, parameter init, warm-up, R runs), is printed too.
+PyTorch: the graph from `remat model --write` rebuilt op for op (the
+cross-check's apply_op), float32, torch.set_num_threads(1); a step is forward,
+loss and backward with fresh parameter gradients; the median of R steps after
+one warm-up. Under sqrt, every segment between remat's sqrt checkpoints (op
+ids k, 2k, ... with k = ceil(sqrt(ops after the input))) runs inside
+torch.utils.checkpoint (use_reentrant=False), taking the earlier tensors it
+reads as inputs and returning those later ops read.
+
+Usage: tests/with_torch_python.sh tests/bench/bench_run_vs_torch.py --remat build/app/remat
+         [--model resnet:18:16:64:8:10 ...] [--repeat 5]
+A measurement, never a test.
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "exec"))
+from torch_crosscheck import apply_op  # noqa: E402
+
+
+def remat_times(remat, model, repeat):
+    cmd = [remat, "run", "--model", model, "--strategy", "store-all,sqrt", "--backend", "cpu",
+           "--repeat", str(repeat), "--json"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    wall = time.perf_counter() - t0
+    return {s["name"].rstrip("*"): s["time_ms"] for s in json.loads(out)["strategies"]}, wall
+
+
+def torch_step_fn(ops, sqrt):
+    params = {}
+    shapes = {}
+
+    def param(v, slot):
+        key = f"{v}.{slot}"
+        if key not in params:
+            raise KeyError(key)
+        return params[key]
+
+    # Parameters: remat's shapes (ParamSpec), drawn once; values do not change the time.
+    n = len(ops) - 1
+    for op in ops:
+        v, kind = op["id"], op["kind"]
+        if kind == "Conv":
+            cin = shapes[op["inputs"][0]][1]
+            w = [op["channels"], cin // op.get("groups", 1)] + op["kernel"]
+            params[f"{v}.weight"] = (torch.rand(w) - 0.5).requires_grad_()
+            if op.get("bias", True):
+                params[f"{v}.bias"] = (torch.rand(op["channels"]) - 0.5).requires_grad_()
+        elif kind in ("Linear", "Dense"):
+            params[f"{v}.weight"] = (torch.rand(op["shape"][-1], shapes[op["inputs"][0]][-1]) - 0.5).requires_grad_()
+            params[f"{v}.bias"] = (torch.rand(op["shape"][-1]) - 0.5).requires_grad_()
+        elif kind in ("BatchNorm", "LayerNorm"):
+            c = shapes[op["inputs"][0]][1 if kind == "BatchNorm" else -1]
+            params[f"{v}.gamma"] = (1 + 0.1 * torch.rand(c)).requires_grad_()
+            params[f"{v}.beta"] = (0.1 * torch.rand(c)).requires_grad_()
+        if kind == "Input":
+            shapes[v] = op["shape"]
+        elif kind not in ("MSELoss", "SoftmaxCELoss"):
+            with torch.no_grad():
+                acts = {u: torch.zeros(shapes[u]) for u in op["inputs"]}
+                shapes[v] = list(apply_op(op, acts, param, None).shape)
+    x0 = torch.rand(ops[0]["shape"]) * 2 - 1
+    last = ops[-1]
+    logits_shape = shapes[last["inputs"][0]]
+    labels = torch.randint(0, logits_shape[-1], (math.prod(logits_shape[:-1]),))
+
+    k = max(1, math.ceil(math.sqrt(n)))
+    bounds = list(range(k, n, k)) if sqrt else []
+    segments = []  # [first, last] op ids, the last segment ends before the loss
+    first = 1
+    for b in bounds + [n - 1]:
+        segments.append((first, b))
+        first = b + 1
+    readers = {}
+    for op in ops:
+        for u in op.get("inputs", []):
+            readers.setdefault(u, []).append(op["id"])
+
+    def run_segment(lo, hi, in_ids, out_ids, *xs):
+        acts = dict(zip(in_ids, xs))
+        for v in range(lo, hi + 1):
+            acts[v] = apply_op(ops[v], acts, param, None)
+        return tuple(acts[v] for v in out_ids)
+
+    def step():
+        for p in params.values():
+            p.grad = None
+        acts = {0: x0}
+        for lo, hi in segments:
+            in_ids = sorted({u for v in range(lo, hi + 1) for u in ops[v].get("inputs", []) if u < lo})
+            out_ids = [v for v in range(lo, hi + 1) if any(r > hi for r in readers.get(v, []))]
+            xs = [acts[u] for u in in_ids]
+            if sqrt and lo > 1:
+                ys = checkpoint(run_segment, lo, hi, in_ids, out_ids, *xs, use_reentrant=False)
+            else:  # the first segment reads only the input: nothing to recompute from (as remat)
+                ys = run_segment(lo, hi, in_ids, out_ids, *xs)
+            acts.update(zip(out_ids, ys))
+        logits = acts[last["inputs"][0]]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
+        loss.backward()
+
+    return step
+
+
+def torch_time(ops, sqrt, repeat):
+    step = torch_step_fn(ops, sqrt)
+    step()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remat", required=True)
+    ap.add_argument("--model", action="append")
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    models = a.model or ["resnet:18:16:64:8:10", "resnet:10:32:64:8:10"]
+    print(f"{'model':<24}{'strategy':<11}{'remat ms':>10}{'torch ms':>10}{'remat/torch':>13}")
+    for m in models:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "m.json")
+            subprocess.run([a.remat, "model", "--model", m, "--write", path], check=True, capture_output=True)
+            with open(path) as f:
+                ops = json.load(f)["ops"]
+        r, wall = remat_times(a.remat, m, a.repeat)
+        t = {"store-all": torch_time(ops, False, a.repeat), "sqrt": torch_time(ops, True, a.repeat)}
+        for s in ("store-all", "sqrt"):
+            print(f"{m:<24}{s:<11}{r[s]:>10.1f}{t[s]:>10.1f}{r[s] / t[s]:>13.2f}")
+        print(f"{m:<24}{'sqrt/store':<11}{r['sqrt'] / r['store-all']:>10.3f}{t['sqrt'] / t['store-all']:>10.3f}"
+              f"   (remat run wall, end to end: {wall:.2f} s for {a.repeat + 1} steps of each)")
+
+
+if __name__ == "__main__":
+    main()

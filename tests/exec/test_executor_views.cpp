@@ -1,0 +1,145 @@
+// Real-model kinds in the executor: views alias their input's storage (no
+// bytes, no copy), aux(v) lives from fwd v to its free, and the tracked bytes
+// equal the simulator's count after every instruction.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/errors.h"
+#include "core/exec/forwarding_backend.h"
+#include "core/model_source.h"
+#include "tests/exec/exec_test_util.h"
+
+namespace remat {
+namespace {
+
+using testing::quick;
+using testing::schedule_of;
+
+const std::string kViewsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/views_small.json";
+
+// Records the tracked bytes at every mark and checks where views point.
+class Recorder : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::vector<uint64_t> live;  // live_bytes() at mark i of the latest run
+  int views_checked = 0;
+  std::vector<int64_t> offsets;  // storage_offset per op, in floats
+
+  void begin_marks(std::size_t count) override {
+    live.clear();
+    ForwardingBackend::begin_marks(count);
+  }
+  void mark(std::size_t index) override {
+    EXPECT_EQ(index, live.size());
+    live.push_back(live_bytes());
+    ForwardingBackend::mark(index);
+  }
+  void forward(const Model& m, int v, const TensorTable& t) override {
+    const Op& op = m.op(v);
+    const auto s = static_cast<std::size_t>(op.storage);
+    // A view is a pointer into its owner's storage, wherever the owner's own
+    // pointer is still resident to compare with.
+    if (op.view && t.act[s] != nullptr) {
+      EXPECT_EQ(t.act[static_cast<std::size_t>(v)], static_cast<char*>(t.act[s]) + 4 * offsets.at(static_cast<std::size_t>(v)))
+          << op_label(m, v);
+      ++views_checked;
+    }
+    ForwardingBackend::forward(m, v, t);
+  }
+};
+
+class ViewsAndAux : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResultsMatchStoreAll) {
+  const Model m = load_model(GetParam());
+  CpuBackend cpu;
+  Recorder rec(cpu);
+  for (int v = 0; v < m.size(); ++v) rec.offsets.push_back(storage_offset(m, v));
+  const ExecResult base = execute(m, schedule_of(m, "store-all"), rec, quick());
+  ASSERT_TRUE(base.ok()) << base.message;
+  EXPECT_GT(rec.views_checked, 0);
+  for (const std::string spec : {"store-all", "sqrt", "recompute-all", "every-k:2", "every-k:3", "auto", "selective"}) {
+    SCOPED_TRACE(spec);
+    const Schedule s = schedule_of(m, spec);
+    const Simulation sim = simulate(m, s);
+    const ExecResult r = execute(m, s, rec, quick());
+    ASSERT_TRUE(r.ok()) << r.message;
+    ASSERT_EQ(rec.live.size(), s.code.size() + 1);
+    EXPECT_EQ(rec.live[0], m.op(0).bytes);  // the input batch only
+    for (std::size_t i = 0; i < s.code.size(); ++i)
+      ASSERT_EQ(rec.live[i + 1], sim.timeline[i]) << "after instruction " << i << " (" << to_string(s.code[i], m) << ")";
+    EXPECT_EQ(r.tracked_peak_bytes, sim.peak_bytes);
+    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0);
+    ASSERT_EQ(r.param_grads.size(), base.param_grads.size());
+    for (std::size_t k = 0; k < r.param_grads.size(); ++k)
+      EXPECT_EQ(std::memcmp(r.param_grads[k].data(), base.param_grads[k].data(), 4 * r.param_grads[k].size()), 0) << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux, ::testing::Values("resnet:10:4:32:2:5", kViewsModel),
+                         [](const auto& info) { return info.index == 0 ? std::string("resnet10") : std::string("views"); });
+
+// The maps a view's backward scatters through, derived by hand: element i of
+// the view is element base + Σ index·stride of its input.
+TEST(ViewMap, SliceTransposeAndExpandPointWhereTheirDefinitionsSay) {
+  const Model m = load_model(kViewsModel);
+  // hi = silu[:, :, 1:9:2] of a (2, 4, 9) input: strides (36, 9, 2), base 1.
+  const ViewMap hi = view_map(m, 5);
+  EXPECT_EQ(hi.shape, (std::vector<int64_t>{2, 4, 4}));
+  EXPECT_EQ(hi.stride, (std::vector<int64_t>{36, 9, 2}));
+  EXPECT_EQ(hi.base, 1);
+  // lo.T = lo.permute(0, 2, 1) of a (2, 2, 9) input: strides (18, 1, 9).
+  const ViewMap t = view_map(m, 6);
+  EXPECT_EQ(t.stride, (std::vector<int64_t>{18, 1, 9}));
+  // rows = row.expand(2, 3, 34) of (2, 1, 34): the broadcast axis has stride 0.
+  EXPECT_EQ(view_map(m, 12).stride, (std::vector<int64_t>{34, 0, 1}));
+  // Storage offsets: hi starts one element into silu's storage; lo at its start.
+  EXPECT_EQ(storage_offset(m, 5), 1);
+  EXPECT_EQ(storage_offset(m, 4), 0);
+  std::vector<int64_t> at;
+  for_each_mapped(ViewMap{{2, 2}, {1, 3}, 5}, [&](int64_t i, int64_t a) {
+    EXPECT_EQ(i, static_cast<int64_t>(at.size()));
+    at.push_back(a);
+  });
+  EXPECT_EQ(at, (std::vector<int64_t>{5, 8, 6, 9}));
+}
+
+TEST(Executor, AKernelFedANonContiguousViewIsRefusedWithTheOpsNamed) {
+  Model m;
+  m.name = "t";
+  Op x;
+  x.kind = OpKind::Input;
+  x.shape = {2, 3, 4};
+  m.add(x);
+  Op t;
+  t.kind = OpKind::Transpose;
+  t.name = "swap";
+  t.inputs = {0};
+  t.attrs.perm = {0, 2, 1};
+  m.add(t);
+  Op r;
+  r.kind = OpKind::ReLU;
+  r.name = "act";
+  r.inputs = {1};
+  m.add(r);
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.inputs = {2};
+  m.add(loss);
+  m.finalize();
+  CpuBackend cpu;
+  try {
+    (void)execute(m, schedule_of(m, "store-all"), cpu, quick());
+    FAIL() << "no InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("op 2 ('act')"), std::string::npos) << what;
+    EXPECT_NE(what.find("non-contiguous view op 1 ('swap')"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace remat

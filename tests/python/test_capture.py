@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""remat_capture against PyTorch's own count and against remat.
+
+For an MLP, torchvision's ResNet-18 and a GPT-2-style block with attention:
+capture one training step into the JSON model format, then
+- PyTorch's count of what autograd saves for backward, taken here on a fresh
+  forward pass (saved_tensors_hooks, unique storages, parameters, buffers and
+  the target left out), equals remat's saved_bytes of the captured file
+  exactly;
+- the file loads (`remat model`) and simulates under every strategy that
+  takes no argument (`remat simulate`);
+- ops with kernels run: the MLP is executable, `remat run` executes it and
+  every strategy matches store-all bit for bit;
+- views are views: the GPT block's q, k, v are Slices and Transposes owning no bytes.
+Also the command line: `python3 -m remat_capture FILE:FUNCTION --input ...`
+writes the same model, and bad arguments exit 2 with one line.
+
+  test_capture.py --remat PATH --out DIR
+Exit 77 (CTest: skipped) without torch/torchvision, unless CI=true."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, HERE)
+try:
+    import torch
+    import torchvision  # noqa: F401 - ResNet-18
+except Exception as e:  # noqa: BLE001
+    print(f"SKIP: torch/torchvision not importable with {sys.executable}: {e}")
+    sys.exit(1 if os.environ.get("CI") == "true" else 77)
+
+import remat_capture  # noqa: E402
+from capture_models import MODELS  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def storage(t):
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+
+
+def torch_count(net, x, loss_fn, target):
+    """PyTorch's own count, independently of remat_capture: the unique
+    storages of every tensor autograd packs during forward and loss."""
+    net.train()
+    excluded = {storage(t).data_ptr() for t in list(net.parameters()) + list(net.buffers()) + [target]}
+    seen = {}
+
+    def pack(t):
+        s = storage(t)
+        if s.data_ptr() not in excluded:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = loss_fn(net(x))
+    loss.backward()
+    return sum(seen.values())
+
+
+def remat(args, *cmd, ok=True):
+    out = subprocess.run([args.remat, *cmd], capture_output=True, text=True)
+    if ok and out.returncode != 0:
+        raise RuntimeError(f"remat {' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()}")
+    return out
+
+
+def check_run(args, name, path, executable):
+    """Ops with kernels run: an executable capture runs under every strategy,
+    bit-identical to store-all, its tracked peak the predicted one. One with
+    kinds no backend runs yet is refused by `remat run` with one line naming
+    the first of them (the same list `remat model` prints)."""
+    if name == "mlp":
+        check(executable, "mlp: every op has a kernel (Linear, ReLU, Dropout, Tanh, MSELoss)")
+    run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json",
+                ok=False)
+    if executable:
+        check(run.returncode == 0, f"{name}: remat run exits 0 ({run.stderr.strip()[:200]})")
+        if run.returncode == 0:
+            res = json.loads(run.stdout)["strategies"]
+            check(all(s["status"] == "ok" and s["matches_store_all"] for s in res),
+                  f"{name}: every strategy ran and matches store-all bit for bit")
+            check(all(s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in res),
+                  f"{name}: tracked peak == predicted peak")
+        return
+    listed = remat(args, "model", "--model", path).stdout
+    line = next(l for l in listed.splitlines() if l.startswith("simulate-only ops"))
+    first = line.split(": ", 1)[1].split(",")[0].strip()
+    check(run.returncode == 2 and run.stderr.count("\n") == 1 and "simulate-only ops" in run.stderr
+          and f"{first} (op " in run.stderr and not run.stdout,
+          f"{name}: remat run refuses it in one line naming '{first}' ({run.stderr.strip()[:160]})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remat", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    for name, builder in MODELS.items():
+        net, x, loss_fn, target = builder()
+        want = torch_count(net, x, loss_fn, target)
+        doc = remat_capture.capture(net, x, loss_fn, name=name)
+        path = os.path.join(args.out, name + ".json")
+        remat_capture.save(doc, path)
+        sim = json.loads(remat(args, "simulate", "--model", path, "--strategy", "store-all,recompute-all,sqrt",
+                               "--json").stdout)
+        got = sim["model"]["saved_bytes"]
+        check(got == want, f"{name}: remat saved_bytes {got} == PyTorch's count {want}")
+        check(remat_capture.torch_saved_bytes(doc) == want, f"{name}: the file's description quotes {want}")
+        check(all("peak_bytes" in s for s in sim["strategies"]), f"{name}: simulates under store-all, recompute-all, sqrt")
+        kinds = [op["kind"] for op in doc["ops"]]
+        check(kinds[0] == "Input", f"{name}: op 0 is the Input")
+        check_run(args, name, path, sim["model"]["executable"])
+        if name == "mlp":
+            check(kinds == ["Input", "Linear", "ReLU", "Dropout", "Linear", "Tanh", "Linear", "MSELoss"],
+                  f"mlp: one op per layer: {kinds}")
+            # Linear saves its input, ReLU and Tanh their output, the CPU's
+            # dropout its float noise (4 bytes per element), MSE its input.
+            saved = [op.get("saved") for op in doc["ops"][1:]]
+            check(saved == [[0], [2], [], [3], [5], [5], [6]], f"mlp: saved sets {saved}")
+            check(doc["ops"][3].get("aux_bytes") == 8 * 128 * 4 and abs(doc["ops"][3]["p"] - 0.1) < 1e-9,
+                  "mlp: dropout p 0.1 with its 4-byte noise as aux")
+        if name == "resnet18":
+            for kind, n in (("Conv", 20), ("BatchNorm", 20), ("MaxPool", 1), ("GlobalAvgPool", 1), ("Add", 8),
+                            ("ReLU", 17), ("Linear", 1), ("Reshape", 1), ("SoftmaxCELoss", 1)):
+                check(kinds.count(kind) == n, f"resnet18: {n} {kind} ops (got {kinds.count(kind)})")
+            check("Generic" not in kinds, "resnet18: every op has a kind remat knows")
+        if name == "gpt_block":
+            ops = doc["ops"]
+            views = [op for op in ops if op["kind"] in ("Reshape", "Transpose", "Slice", "Expand")]
+            check(len([op for op in views if op["kind"] == "Slice"]) >= 3, "gpt_block: split into q, k, v Slices")
+            check(all("bytes" not in op for op in views), "gpt_block: views own no bytes")
+            for kind in ("Embedding", "LayerNorm", "MatMul", "Softmax", "MaskedFill", "GELU", "Dropout", "AddConst",
+                         "SoftmaxCELoss"):
+                check(kind in kinds, f"gpt_block: has {kind}")
+            model = remat(args, "model", "--model", path).stdout
+            check(f"{len(views)} view(s) owning none" in model,
+                  f"gpt_block: remat model loads it and counts its {len(views)} views")
+
+    # The command line writes what capture() returns.
+    cli_path = os.path.join(args.out, "cli_mlp.json")
+    out = subprocess.run([sys.executable, "-m", "remat_capture", os.path.join(HERE, "capture_models.py") + ":build",
+                          "-o", cli_path, "--name", "mlp"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python")))
+    check(out.returncode == 0, f"python3 -m remat_capture exits 0 ({out.stderr.strip()[:200]})")
+    if out.returncode == 0:
+        with open(cli_path) as f:
+            cli_doc = json.load(f)
+        with open(os.path.join(args.out, "mlp.json")) as f:
+            api_doc = json.load(f)
+        check(cli_doc["ops"] == api_doc["ops"], "the CLI's file has the same ops as capture()'s")
+    models_py = os.path.join(HERE, "capture_models.py")
+    bad_out = os.path.join(args.out, "bad_capture.json")
+    for argv, says, what in ((["nope.py:build", "--input", "2,x"], "nope.py", "a missing file"),
+                             ([models_py + ":build", "--input", "2,x"], "--input '2,x'", "a shape that is not integers"),
+                             ([models_py + ":build", "--input", "2,4:int64:many"], "'many'", "an id range that is not a number"),
+                             ([models_py + ":no_such", "--input", "2,4"], "no_such", "a missing function"),
+                             ([models_py + ":Block"], "no example input", "a module without an example input")):
+        bad = subprocess.run([sys.executable, "-m", "remat_capture", *argv, "-o", bad_out], capture_output=True,
+                             text=True, env=dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python")))
+        check(bad.returncode == 2 and bad.stderr.count("\n") == 1 and says in bad.stderr
+              and not os.path.exists(bad_out), f"{what}: exit 2, one line, no file ({bad.stderr.strip()})")
+
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
