@@ -136,7 +136,14 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       // budget:B nests checkpoints (multi-level); it is never above one level.
       const std::string spec = "budget:" + std::to_string(p.budget);
       try {
-        const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, o.limit), {.timeline = false});
+        // budget's stated length is a bound, recompute-all's N(N+1)/2 forward
+        // steps, far above what its plans take. On a chain of at most 4000
+        // ops the schedule is at most ~16M instructions: it is made, and its
+        // real length checked against the limit before it is simulated.
+        const Schedule schedule = make_strategy(spec)->schedule(m);
+        if (schedule.code.size() > o.limit.max)
+          throw ScheduleTooLarge({schedule.code.size(), ScheduleSize::Bound::Exact}, o.limit);
+        const Simulation s = simulate(m, schedule, {.timeline = false});
         take(spec, s.peak_bytes, s.recompute_flops);
       } catch (const ScheduleTooLarge& e) {
         if (!nested_left_out)
