@@ -95,7 +95,7 @@ QSize parse_size(const std::string& text) {
   }
 }
 
-void export_timeline(const std::vector<StrategyRun>& runs, const std::string& path, const TimelineExport& o) {
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
   checkSize(o.size, path);
   TimelineChart chart;
   chart.setAttribute(Qt::WA_DontShowOnScreen);

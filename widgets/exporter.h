@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
 
 namespace remat {
 struct Model;
@@ -27,7 +28,7 @@ struct TimelineExport {
   long long cursor = -1;  // step to mark; -1: none
   std::map<std::string, std::vector<uint64_t>> measured;
 };
-void export_timeline(const std::vector<StrategyRun>& runs, const std::string& path, const TimelineExport& options);
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& options);
 
 // The graph of `run` at `step` with its caption.
 void export_graph(const Model& model, const StrategyRun& run, std::size_t step, const std::string& path, QSize size,

@@ -25,11 +25,7 @@
 #include <QVBoxLayout>
 
 #include "core/errors.h"
-#if __has_include("widgets/tradeoff_chart.h") && __has_include("core/strategies/sweep.h")
-#define REMAT_HAVE_TRADEOFF 1
-#include "core/strategies/sweep.h"
-#include "widgets/tradeoff_chart.h"
-#endif
+#include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
 #include "widgets/exporter.h"
 #include "widgets/graph_view.h"
@@ -37,7 +33,9 @@
 #include "widgets/run_controller.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
+#include "widgets/sweep_controller.h"
 #include "widgets/timeline_chart.h"
+#include "widgets/tradeoff_chart.h"
 #include "widgets/transport_bar.h"
 
 namespace remat {
@@ -47,6 +45,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   doc_ = new StudioDocument(this);
   player_ = new PlaybackController(doc_, this);
   runner_ = new RunController(this);
+  sweeper_ = new SweepController(this);
 
   // Top: graph, caption, transport.
   auto* top = new QWidget(this);
@@ -110,22 +109,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   bar->addWidget(shownRun_);
   connect(shownRun_, &QComboBox::activated, this, [this](int i) { doc_->setCurrentRun(shownRun_->itemData(i).toInt()); });
 
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 1000);
-  progress_->setMaximumWidth(220);
-  progress_->hide();
-  cancel_ = new QPushButton(tr("Cancel"), this);
-  cancel_->hide();
-  statusBar()->addPermanentWidget(progress_);
-  statusBar()->addPermanentWidget(cancel_);
-  connect(cancel_, &QPushButton::clicked, runner_, &RunController::cancel);
-  connect(runner_, &RunController::progress, this, [this](double f) { progress_->setValue(int(f * 1000)); });
+  activity_ = new ActivityBar(this);
+  statusBar()->addPermanentWidget(activity_);
+  connect(activity_, &ActivityBar::cancelRequested, this, &MainWindow::cancelAll);
+  connect(runner_, &RunController::progress, this,
+          [this](double f) { activity_->set("run", tr("Running on the CPU"), f); });
+  connect(runner_, &RunController::cancelled, this, [this] {
+    activity_->clear("run");
+    updateRunAction();
+    statusBar()->showMessage(tr("Run cancelled"), 5000);
+  });
   connect(runner_, &RunController::finished, this,
           [this](const std::map<std::string, MeasuredRun>& measured, const QString& error) {
-            progress_->hide();
-            cancel_->hide();
-            if (runAction_) runAction_->setEnabled(true);
+            activity_->clear("run");
+            updateRunAction();
             if (!error.isEmpty()) {
+              statusBar()->showMessage(tr("Run: %1").arg(error), 8000);
               QMessageBox::warning(this, tr("Run"), error);
               return;
             }
@@ -136,6 +135,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             tabs_->setCurrentWidget(tableView_);
             statusBar()->showMessage(tr("Run finished on the CPU"), 5000);
           });
+  connect(doc_, &StudioDocument::computingChanged, this, [this](int n) {
+    if (n) activity_->set("strategies", tr("Computing %n strateg(y/ies)", "", n));
+    else activity_->clear("strategies");
+  });
 
   connect(doc_, &StudioDocument::runsChanged, this, &MainWindow::onRunsChanged);
   connect(doc_, &StudioDocument::stepChanged, this, [this](std::size_t s) {
@@ -150,6 +153,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     specEdit_->setText(doc_->source());
     setWindowTitle(tr("Remat Studio: %1").arg(doc_->source()));
+    table_->setMeasured({});  // measurements of another model
+    updateRunAction();
   });
   connect(panel_, &StrategyPanel::specsChanged, this, [this](const QStringList& s) { doc_->setSpecs(s); });
   connect(graph_, &GraphView::nodeClicked, doc_, &StudioDocument::toggleCheckpoint);
@@ -160,18 +165,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
   doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
   if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
-  maybeAddTradeoffTab();
+  addTradeoffTab();
   resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
 }
 
-MainWindow::~MainWindow() {
-  if (sweepCancel_) *sweepCancel_ = true;
-  for (auto& t : sweeps_)
-    if (t) t->wait();
+MainWindow::~MainWindow() = default;
+
+void MainWindow::cancelAll() {
+  runner_->cancel();
+  sweeper_->cancel();
+  doc_->cancelComputing();
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  runner_->cancel();
+  cancelAll();
   QSettings settings;
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("model", doc_->source());
@@ -190,6 +197,7 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
     QApplication::restoreOverrideCursor();
   } catch (const std::exception& e) {
     QApplication::restoreOverrideCursor();
+    specEdit_->setText(doc_->source());  // the box names the model that is drawn
     if (!quiet) QMessageBox::warning(this, tr("Open model"), QString::fromStdString(e.what()));
     return false;
   }
@@ -198,7 +206,7 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 }
 
 void MainWindow::onRunsChanged() {
-  table_->setRuns(&doc_->model(), &doc_->runs());
+  table_->setRuns(&doc_->model(), doc_->runs());
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
   chart_->setCursor(doc_->step());
   panel_->setSpecs(doc_->specs());
@@ -273,20 +281,24 @@ void MainWindow::buildMenus() {
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   runAction_ = run->addAction(tr("Run selected strategies on the CPU"), this, &MainWindow::startRun);
   runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
-  if (!RunController::available()) {
-    runAction_->setEnabled(false);
-    runAction_->setText(tr("Run (this build has no executor)"));
-  }
+  updateRunAction();
+}
+
+void MainWindow::updateRunAction() {
+  if (!runAction_) return;
+  // Say why Run cannot execute this model before it is pressed.
+  const QString why = RunController::cannotRun(doc_->model());
+  runAction_->setEnabled(why.isEmpty() && !runner_->running());
+  runAction_->setText(why.isEmpty() ? tr("Run selected strategies on the CPU") : tr("Run (cannot: %1)").arg(why));
+  runAction_->setToolTip(why.isEmpty() ? tr("Execute the compared strategies for real and measure them") : why);
+  runAction_->setStatusTip(runAction_->toolTip());
 }
 
 void MainWindow::startRun() {
-  if (runner_->running()) return;
+  if (runner_->running() || !RunController::cannotRun(doc_->model()).isEmpty()) return;
   if (!runner_->start(doc_->model(), doc_->runs())) return;
   runAction_->setEnabled(false);
-  progress_->setValue(0);
-  progress_->show();
-  cancel_->show();
-  statusBar()->showMessage(tr("Running on the CPU..."));
+  activity_->set("run", tr("Running on the CPU"), 0);
 }
 
 void MainWindow::addRecent(const QString& path) {
@@ -358,74 +370,49 @@ void MainWindow::exportData(const QString& ext) {
   const QString path = askExportPath(ext == "csv" ? "timelines" : "comparison", ext);
   if (path.isEmpty()) return;
   try {
-    if (ext == "csv") export_csv(doc_->model(), doc_->runs(), path.toStdString());
-    else export_json(doc_->model(), doc_->runs(), path.toStdString());
+    if (ext == "csv") export_csv(doc_->model(), doc_->runs().copy(), path.toStdString());
+    else export_json(doc_->model(), doc_->runs().copy(), path.toStdString());
     statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
   }
 }
 
-void MainWindow::maybeAddTradeoffTab() {
-#ifdef REMAT_HAVE_TRADEOFF
-  auto* chart = new TradeoffChart(tabs_);
-  tradeoff_ = chart;
-  tabs_->addTab(chart, tr("Trade-off"));
+void MainWindow::addTradeoffTab() {
+  tradeoff_ = new TradeoffChart(tabs_);
+  tabs_->addTab(tradeoff_, tr("Trade-off"));
   // A clicked point (a named strategy or a budget on the front) becomes a
   // compared strategy and is shown in the graph.
-  connect(chart, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  connect(tradeoff_, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  // The sweep is computed for the tab when it is shown: a new model only marks it stale.
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
+    sweeper_->cancel();
+    tradeoffStale_ = true;
     if (tabs_->currentWidget() == tradeoff_) startSweep();
-    else tradeoff_->setProperty("stale", true);
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
-    if (tabs_->currentWidget() == tradeoff_ && tradeoff_->property("stale").toBool()) startSweep();
+    if (tabs_->currentWidget() == tradeoff_ && tradeoffStale_) startSweep();
   });
-  tradeoff_->setProperty("stale", true);
-#endif
+  connect(sweeper_, &SweepController::progress, this,
+          [this](double f) { activity_->set("sweep", tr("Computing the trade-off"), f); });
+  connect(sweeper_, &SweepController::ready, this, [this](const QString& title, const SweepResult& r) {
+    activity_->clear("sweep");
+    tradeoff_->setSweep(title, r);
+  });
+  connect(sweeper_, &SweepController::failed, this, [this](const QString& m) {
+    activity_->clear("sweep");
+    statusBar()->showMessage(tr("Trade-off: %1").arg(m), 8000);
+  });
+  connect(sweeper_, &SweepController::cancelled, this, [this] {
+    activity_->clear("sweep");
+    tradeoffStale_ = true;  // computed again when the tab is shown again
+  });
 }
 
 void MainWindow::startSweep() {
-#ifdef REMAT_HAVE_TRADEOFF
-  tradeoff_->setProperty("stale", false);
-  if (sweepCancel_) *sweepCancel_ = true;
-  sweepCancel_ = std::make_shared<std::atomic<bool>>(false);
-  const int generation = ++sweepGeneration_;
-  const Model model = doc_->model();
-  auto cancel = sweepCancel_;
-  statusBar()->showMessage(tr("Computing the memory-time trade-off..."));
-  QThread* t = QThread::create([this, model, cancel, generation] {
-    SweepResult r;
-    QString error;
-    try {
-      SweepOptions o;
-      o.optimal_seconds = 0.25;
-      o.cancel = cancel.get();
-      o.named = named_points(model);
-      r = sweep(model, auto_budgets(o.named), o);
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
-    if (*cancel) return;
-    QMetaObject::invokeMethod(
-        this,
-        [this, r, error, generation] {
-          if (generation != sweepGeneration_) return;
-          if (!error.isEmpty()) {
-            statusBar()->showMessage(tr("Trade-off: %1").arg(error), 8000);
-            return;
-          }
-          static_cast<TradeoffChart*>(tradeoff_)->setSweep(QString::fromStdString(doc_->model().name), r);
-          statusBar()->showMessage(tr("Trade-off ready"), 3000);
-        },
-        Qt::QueuedConnection);
-  });
-  connect(t, &QThread::finished, t, &QObject::deleteLater);
-  sweeps_.erase(std::remove_if(sweeps_.begin(), sweeps_.end(), [](const QPointer<QThread>& p) { return p.isNull(); }),
-                sweeps_.end());
-  sweeps_.push_back(t);
-  t->start();
-#endif
+  tradeoffStale_ = false;
+  activity_->set("sweep", tr("Computing the trade-off"), 0);
+  sweeper_->start(doc_->sharedModel());
 }
 
 }  // namespace remat

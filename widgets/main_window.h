@@ -5,28 +5,24 @@
 // RunController; this class wires them to widgets and remembers settings.
 #pragma once
 #include <QMainWindow>
-#include <QPointer>
-#include <QThread>
-#include <atomic>
-#include <memory>
-#include <vector>
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QMenu;
-class QProgressBar;
-class QPushButton;
 class QTabWidget;
 class QTableView;
 
 namespace remat {
+class ActivityBar;
 class ComparisonModel;
 class GraphView;
 class PlaybackController;
 class RunController;
 class StrategyPanel;
 class StudioDocument;
+class SweepController;
+class TradeoffChart;
 class TimelineChart;
 class TransportBar;
 
@@ -47,10 +43,15 @@ class MainWindow : public QMainWindow {
   StrategyPanel* strategyPanel() const { return panel_; }
   QLabel* captionLabel() const { return caption_; }
   QTabWidget* tabs() const { return tabs_; }
-  QWidget* tradeoffTab() const { return tradeoff_; }  // nullptr when the build has none
+  TradeoffChart* tradeoffTab() const { return tradeoff_; }
   RunController* runner() const { return runner_; }
+  SweepController* sweeper() const { return sweeper_; }
+  ActivityBar* activity() const { return activity_; }
+  QAction* runAction() const { return runAction_; }
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
+  // Stops the run, the sweep and the strategies still computing.
+  void cancelAll();
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -64,7 +65,9 @@ class MainWindow : public QMainWindow {
   void exportGraph(const QString& ext);
   void exportData(const QString& ext);
   QString askExportPath(const QString& what, const QString& ext);
-  void maybeAddTradeoffTab();
+  void addTradeoffTab();
+  void startSweep();
+  void updateRunAction();
 
   StudioDocument* doc_;
   PlaybackController* player_;
@@ -80,16 +83,12 @@ class MainWindow : public QMainWindow {
   QComboBox* shownRun_;
   QMenu* recentMenu_ = nullptr;
   RunController* runner_;
-  QProgressBar* progress_;
-  QPushButton* cancel_;
+  SweepController* sweeper_;
+  ActivityBar* activity_;
   QAction* runAction_ = nullptr;
-  // Trade-off tab (widgets/tradeoff_chart.h, when the build has it): the sweep
-  // runs in a worker per model; older sweeps are cancelled.
-  QWidget* tradeoff_ = nullptr;
-  void startSweep();
-  std::vector<QPointer<QThread>> sweeps_;
-  std::shared_ptr<std::atomic<bool>> sweepCancel_;
-  int sweepGeneration_ = 0;
+  // Trade-off tab: swept for the model when the tab is shown.
+  TradeoffChart* tradeoff_ = nullptr;
+  bool tradeoffStale_ = true;
 };
 
 }  // namespace remat

@@ -78,7 +78,7 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
   updating_ = false;
 }
 
-void StrategyPanel::setRuns(const std::vector<StrategyRun>& runs) {
+void StrategyPanel::setRuns(const RunList& runs) {
   updating_ = true;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
 
 class QTreeWidget;
 class QTreeWidgetItem;
@@ -20,7 +21,7 @@ class StrategyPanel : public QWidget {
   QStringList specs() const;
   // Checks the rows of `specs` and fills their parameters, without emitting.
   void setSpecs(const QStringList& specs);
-  void setRuns(const std::vector<StrategyRun>& runs);
+  void setRuns(const RunList& runs);
   QTreeWidget* tree() const { return tree_; }
 
  signals:

@@ -38,7 +38,7 @@ int TimelineChart::buckets() const {
   return std::max(w > 10 ? w : width(), 50);
 }
 
-void TimelineChart::setRuns(const std::vector<StrategyRun>& runs, const QString& title) {
+void TimelineChart::setRuns(const RunList& runs, const QString& title) {
   QChart* c = chart();
   c->removeAllSeries();  // deletes them
   series_.clear();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
 
 QT_BEGIN_NAMESPACE
 class QLineSeries;
@@ -23,7 +24,7 @@ class TimelineChart : public QChartView {
   Q_OBJECT
  public:
   explicit TimelineChart(QWidget* parent = nullptr);
-  void setRuns(const std::vector<StrategyRun>& runs, const QString& title = {});
+  void setRuns(const RunList& runs, const QString& title = {});
   // Measured bytes per instruction, by spec (empty map removes them).
   void setMeasured(const std::map<std::string, std::vector<uint64_t>>& measured);
   void setCursor(std::size_t step);

@@ -45,7 +45,7 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
   l->addWidget(speed_);
   connect(speed_, &QComboBox::currentIndexChanged, this,
           [this](int i) { player_->setSpeed(speed_->itemData(i).toDouble()); });
-  connect(slider_, &QSlider::valueChanged, this, [this](int v) { doc_->setStep(std::size_t(v)); });
+  connect(slider_, &QSlider::valueChanged, this, [this](int v) { doc_->setShownStep(std::size_t(v)); });
   connect(player_, &PlaybackController::playingChanged, this, [this](bool playing) {
     play_->setIcon(style()->standardIcon(playing ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
   });
@@ -55,11 +55,11 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
 }
 
 void TransportBar::sync() {
-  const int n = static_cast<int>(doc_->stepCount());
+  const int n = static_cast<int>(doc_->shownStepCount());
   const QSignalBlocker block(slider_);
   slider_->setRange(0, std::max(0, n - 1));
-  slider_->setValue(static_cast<int>(doc_->step()));
-  label_->setText(tr("step %1 / %2").arg(n ? doc_->step() + 1 : 0).arg(n));
+  slider_->setValue(static_cast<int>(doc_->shownStep()));
+  label_->setText(tr("step %1 / %2").arg(n ? doc_->shownStep() + 1 : 0).arg(n));
 }
 
 }  // namespace remat

@@ -1,3 +1,4 @@
+#include <QTest>
 #include <gtest/gtest.h>
 
 #include "core/model_source.h"
@@ -106,6 +107,11 @@ TEST(StudioDocument, RefusesQuadraticRecomputeAllOnHugeModels) {
   StudioDocument doc;
   doc.loadModel("chain:10000");
   ASSERT_EQ(doc.runCount(), 3);
+  // Refused at once; the others are computed in the background (a large model).
+  EXPECT_FALSE(doc.runs()[1].pending);
+  EXPECT_TRUE(doc.runs()[0].pending);
+  EXPECT_EQ(doc.computing(), 2);
+  ASSERT_TRUE(QTest::qWaitFor([&] { return doc.computing() == 0; }, 60000));
   EXPECT_TRUE(doc.runs()[0].ok());
   EXPECT_FALSE(doc.runs()[1].ok());
   EXPECT_NE(doc.runs()[1].error.find("remat simulate"), std::string::npos);
