@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
-#ifdef REMAT_CLI
 namespace {
 struct Result {
   int code;
@@ -55,4 +54,3 @@ TEST(CliExport, FailuresSaySoAndLeaveNoFile) {
   EXPECT_TRUE(r.err.contains("beyond the last step"));
   EXPECT_TRUE(std::filesystem::is_empty(dir.path().toStdString()));
 }
-#endif
