@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/resident_index.h"
+#include "widgets/comparison_model.h"
 #include "widgets/graph_layout.h"
 #include "widgets/graph_painter.h"
 #include "widgets/instruction_caption.h"
@@ -130,7 +131,11 @@ void export_graph(const Model& model, const StrategyRun& run, std::size_t step, 
                               .arg(QString::fromStdString(InstructionCaption(model, run.schedule, facts).text(step)));
   writePicture(path, size, dpr, caption, [&](QPainter& p, const QRectF& r) {
     const QRectF area = r.adjusted(0, 0, 0, -28);
-    paint_graph(p, model, layout, states, fit_transform(layout, area), area);
+    GraphPaintOptions go;
+    go.readout = QString("resident %1 · peak %2")
+                     .arg(format_bytes(run.sim.timeline[step]), format_bytes(run.sim.peak_bytes));
+    go.atPeak = run.sim.timeline[step] == run.sim.peak_bytes;
+    paint_graph(p, model, layout, states, fit_transform(layout, graph_area(area, go)), area, go);
     QFont f = p.font();
     f.setPixelSize(13);
     p.setFont(f);

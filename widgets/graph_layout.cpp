@@ -6,7 +6,13 @@
 
 namespace remat {
 
-int GraphLayout::modelSize(const Model& model) { return model.size(); }
+GraphLayout::GraphLayout(const Model& model) : n_(model.size()), blocks_(model_blocks(model)) {
+  const bool types = shows_type_labels(model);
+  for (int v = 0; v < n_; ++v) {
+    labels_ << node_label(model, v);
+    if (types) typeLabels_ << op_type_label(model, v);
+  }
+}
 
 QRectF GraphLayout::bounds() const {
   const double w = std::max(0, n_ - 1) * kDx;

@@ -1,5 +1,6 @@
 #include "widgets/node_states.h"
 
+#include "core/instr_reads.h"
 #include "core/model.h"
 #include "core/strategy.h"
 
@@ -85,6 +86,9 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
   }
   const Instr ins = schedule.code[t];
   const auto v = static_cast<std::size_t>(ins.op);
+  s.has_running = true;
+  s.running = ins;
+  s.reads = tensors_read(model, ins);
   if (ins.kind == InstrKind::Fwd) s.fwd[v] = facts.first_fwd(ins.op) == t ? FwdState::Computing : FwdState::Recomputing;
   if (ins.kind == InstrKind::Bwd) s.bwd[v] = BwdState::Running;
   return s;
