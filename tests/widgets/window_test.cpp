@@ -120,7 +120,9 @@ TEST(TimelineChart, OneSeriesPerStrategyWithTheRightPeak) {
   const auto series = t.w.timeline()->strategySeries();
   ASSERT_EQ(series.size(), 3);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(series[i]->name().toStdString(), runs[std::size_t(i)].name);
+    const StrategyRun& r = runs[std::size_t(i)];
+    EXPECT_EQ(series[i]->name(), QString("%1 · peak %2")
+                                     .arg(QString::fromStdString(r.name), format_bytes(r.sim.peak_bytes)));
     EXPECT_EQ(maxY(series[i]), double(runs[std::size_t(i)].sim.peak_bytes));
     EXPECT_EQ(std::size_t(series[i]->count()), runs[std::size_t(i)].sim.timeline.size());  // short: not reduced
   }
@@ -129,7 +131,7 @@ TEST(TimelineChart, OneSeriesPerStrategyWithTheRightPeak) {
 
 TEST(TimelineChart, DownsamplingKeepsThePeak) {
   // 100k+ instructions: recompute-all on chain:450.
-  const Model m = load_model("chain:450:4096");  // 4 KiB tensors: the axis counts in KiB
+  const Model m = load_model("chain:450:4096");  // 4 KiB tensors
   const auto runs = simulate_strategies(m, {"store-all", "recompute-all", "sqrt"});
   ASSERT_GT(runs[1].sim.timeline.size(), 100000u);
   TimelineChart chart;
@@ -139,8 +141,12 @@ TEST(TimelineChart, DownsamplingKeepsThePeak) {
   chart.setRuns(runs);
   const auto series = chart.strategySeries();
   ASSERT_EQ(series.size(), 3);
+  // One unit for the axis: the largest power of 1024 the highest peak reaches (MiB here).
+  double unit = 1;
+  while (double(runs[0].sim.peak_bytes) >= unit * 1024) unit *= 1024;
+  ASSERT_EQ(unit, 1024.0 * 1024.0);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(chart.unitBytes(), 1024.0);
+    EXPECT_EQ(chart.unitBytes(), unit);
     EXPECT_DOUBLE_EQ(maxY(series[i]) * chart.unitBytes(), double(runs[std::size_t(i)].sim.peak_bytes))
         << runs[std::size_t(i)].name;
     EXPECT_LE(series[i]->count(), 2 * chart.buckets());
@@ -254,7 +260,7 @@ TEST(MainWindow, RunSaysWhyBeforeAndTheStatusNeverStaysRunning) {
 
 TEST(MainWindow, AFailedLoadKeepsTheBoxOnTheDrawnModel) {
   Window t;
-  auto* box = t.w.findChild<QLineEdit*>();
+  auto* box = t.w.findChild<QLineEdit*>("modelSpec");
   ASSERT_NE(box, nullptr);
   box->setText("chain:banana");
   EXPECT_FALSE(t.w.openModel("chain:banana", true));
