@@ -25,6 +25,8 @@ class GraphLayout {
   QPointF fwd(int op) const { return op == n_ - 1 ? QPointF(op * kDx, kRow / 2) : QPointF(op * kDx, 0); }
   QPointF bwd(int op) const { return op == n_ - 1 ? fwd(op) : QPointF(op * kDx, kRow); }
   QRectF bounds() const;  // nodes, labels and arcs, with a margin
+  // Height of the arcs a skip edge draws above the forward row (and below the backward row).
+  static double arcHeight(int span);
   // The op whose node contains `scene` (-1: none); `backward` tells which row.
   int opAt(QPointF scene, bool* backward) const;
 
@@ -34,6 +36,7 @@ class GraphLayout {
 
  private:
   int n_ = 0;
+  double arcs_ = 0;  // the highest skip arc
   QStringList labels_, typeLabels_;
   std::vector<ModelBlock> blocks_;
 };

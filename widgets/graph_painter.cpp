@@ -3,6 +3,7 @@
 #include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
+#include <QStringList>
 #include <algorithm>
 #include <cmath>
 
@@ -89,6 +90,38 @@ void paintLegend(QPainter& p, const QRectF& band, double fs, GraphPaintReport* r
   }
 }
 
+constexpr double kSideHeader = 170;  // px at font scale 1
+
+// Title, then the readout on two lines, in a column at the left.
+void paintSideHeader(QPainter& p, const QRectF& target, const GraphPaintOptions& o, GraphPaintReport* report) {
+  const double fs = o.fontScale;
+  const double w = kSideHeader * fs;
+  double y = target.top() + 6;
+  if (!o.title.isEmpty()) {
+    p.setFont(pixelFont(p, 16 * fs, true));
+    p.setPen(QColor(20, 20, 20));
+    const double h = QFontMetricsF(p.font()).height();
+    text(p, QRectF(target.left() + 12, y, w - 16, h), Qt::AlignLeft | Qt::AlignVCenter,
+         QFontMetricsF(p.font()).elidedText(o.title, Qt::ElideRight, w - 16), report);
+    y += h + 4;
+  }
+  if (o.readout.isEmpty()) return;
+  // "resident 9 B · peak 9 B" -> "resident 9 B" / "peak 9 B".
+  const QStringList parts = o.readout.split(" · ");
+  p.setFont(pixelFont(p, 15 * fs, true));
+  const double h = QFontMetricsF(p.font()).height();
+  const QRectF box(target.left() + 8, y, w - 12, h * parts.size() + 6);
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(Qt::NoPen);
+  p.setBrush(o.atPeak ? okabe_ito::vermillion() : QColor(255, 255, 255, 230));
+  p.drawRoundedRect(box, 5 * fs, 5 * fs);
+  p.setPen(o.atPeak ? QColor(Qt::white) : QColor(20, 20, 20));
+  for (int i = 0; i < parts.size(); ++i)
+    text(p, QRectF(box.left() + 6, box.top() + 3 + i * h, box.width() - 8, h), Qt::AlignLeft | Qt::AlignVCenter,
+         parts[i], report);
+  if (report) report->readout = box;
+}
+
 void paintReadout(QPainter& p, const QRectF& target, const GraphPaintOptions& o, GraphPaintReport* report) {
   const double fs = o.fontScale;
   p.setFont(pixelFont(p, 20 * fs, true));
@@ -166,14 +199,25 @@ QColor stripColor(NodeLook look) {
 
 }  // namespace
 
+double legend_height(double width, double fontScale) {
+  QFont f;
+  f.setPixelSize(std::max(6, static_cast<int>(std::lround(11 * fontScale))));
+  return legendRows(QRectF(0, 0, width, 1), fontScale, f) * kLegendRow * fontScale + 4;
+}
+
+void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report) {
+  p.save();
+  paintLegend(p, band.adjusted(0, 2, 0, 0), fontScale, report);
+  p.restore();
+}
+
 QRectF graph_area(const QRectF& target, const GraphPaintOptions& o) {
   QRectF a = target;
-  if (o.legend) {
-    QFont f;
-    f.setPixelSize(std::max(6, static_cast<int>(std::lround(11 * o.fontScale))));
-    a.setBottom(a.bottom() - legendRows(target, o.fontScale, f) * kLegendRow * o.fontScale - 4);
+  if (o.legend) a.setBottom(a.bottom() - legend_height(target.width(), o.fontScale));
+  if (!o.readout.isEmpty() || !o.title.isEmpty()) {
+    if (o.sideHeader) a.setLeft(a.left() + kSideHeader * o.fontScale);
+    else a.setTop(a.top() + 34 * o.fontScale);
   }
-  if (!o.readout.isEmpty() || !o.title.isEmpty()) a.setTop(a.top() + 34 * o.fontScale);
   return a;
 }
 
@@ -256,7 +300,7 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
     for (int v = lo; v <= hi; ++v) {
       for (int u : model.op(v).inputs) {
         const bool loss = v == n - 1;
-        const double h = std::min(GraphLayout::kRow * 0.6, 8.0 + 6.0 * (v - u)) * sy;
+        const double h = GraphLayout::arcHeight(v - u) * sy;
         const QPointF a = fwdAt(u), b = fwdAt(v);
         if (v - u == 1 || loss) {
           p.drawLine(a, b);
@@ -368,19 +412,20 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
   }
   p.restore();
 
-  if (!o.title.isEmpty()) {
-    p.setFont(pixelFont(p, 15 * fs, true));
-    p.setPen(QColor(20, 20, 20));
-    text(p, QRectF(target.left() + 8, target.top() + 6, target.width() / 2, 26 * fs), Qt::AlignLeft | Qt::AlignVCenter,
-         o.title, report);
+  if (o.sideHeader) {
+    paintSideHeader(p, target, o, report);
+  } else {
+    if (!o.title.isEmpty()) {
+      p.setFont(pixelFont(p, 15 * fs, true));
+      p.setPen(QColor(20, 20, 20));
+      text(p, QRectF(target.left() + 8, target.top() + 6, target.width() / 2, 26 * fs),
+           Qt::AlignLeft | Qt::AlignVCenter, o.title, report);
+    }
+    if (!o.readout.isEmpty()) paintReadout(p, target, o, report);
   }
-  if (!o.readout.isEmpty()) paintReadout(p, target, o, report);
   if (o.legend) {
-    QFont f = pixelFont(p, 11 * fs);
-    const int rows = legendRows(target, fs, f);
-    paintLegend(p, QRectF(target.left(), target.bottom() - rows * kLegendRow * fs - 2, target.width(),
-                          rows * kLegendRow * fs),
-                fs, report);
+    const double h = legend_height(target.width(), fs);
+    paint_legend(p, QRectF(target.left(), target.bottom() - h, target.width(), h), fs, report);
   }
   p.restore();
 }

@@ -33,6 +33,9 @@ struct GraphPaintOptions {
   bool atPeak = false;   // the readout says so
   QString title;         // a side-by-side lane's strategy, top left
   bool arrows = true;
+  // Title and readout in a column at the left instead of a band on top (the
+  // wide, short side-by-side lanes).
+  bool sideHeader = false;
 };
 
 // What was drawn, for tests and tooltips: every text with its box, the arrows,
@@ -53,6 +56,10 @@ QRectF graph_area(const QRectF& target, const GraphPaintOptions& options);
 void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, const NodeStates& states,
                  const QTransform& sceneToTarget, const QRectF& target, const GraphPaintOptions& options = {},
                  GraphPaintReport* report = nullptr);
+// The legend alone (the side-by-side lanes share one): its height for a width,
+// and its painting into a band of that height.
+double legend_height(double width, double fontScale);
+void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report = nullptr);
 // Scales and centres the whole layout into `area` (at most `maxScale`).
 QTransform fit_transform(const GraphLayout& layout, const QRectF& area, double maxScale = 1.5);
 

@@ -13,20 +13,20 @@ const QColor kThin(0x8C, 0x8C, 0x8C);
 const NodeStyle kStyles[] = {
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "not computed yet"},
     {okabe_ito::blue(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
-     "activation in memory"},
+     "in memory"},
     {okabe_ito::blue(), Qt::NoBrush, {}, okabe_ito::black(), 0.32, Qt::SolidLine, NodeMark::None, true,
-     "checkpoint (kept)"},
+     "checkpoint"},
     {okabe_ito::orange(), Qt::NoBrush, {}, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::Forward, true,
      "computing"},
     {okabe_ito::vermillion(), Qt::BDiagPattern, Qt::white, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::Forward,
-     true, "recomputing (hatched)"},
+     true, "recomputing"},
     {kPale, Qt::NoBrush, {}, kThin, 0.09, Qt::DashLine, NodeMark::None, false, "freed"},
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "gradient not yet"},
     {okabe_ito::bluishGreen(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
      "gradient in memory"},
     {okabe_ito::reddishPurple(), Qt::NoBrush, {}, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::Backward, true,
      "backward running"},
-    {kPale, Qt::NoBrush, {}, kThin, 0.09, Qt::DashLine, NodeMark::Tick, false, "backward done, gradient freed"},
+    {kPale, Qt::NoBrush, {}, kThin, 0.09, Qt::DashLine, NodeMark::Tick, false, "done, gradient freed"},
 };
 static_assert(sizeof(kStyles) / sizeof(kStyles[0]) == static_cast<std::size_t>(NodeLook::Count));
 

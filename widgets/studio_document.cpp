@@ -5,9 +5,10 @@
 
 #include "core/cancel_scope.h"
 #include "core/model_source.h"
-#include "widgets/comparison_model.h"
 #include "widgets/instruction_caption.h"
+#include "widgets/lanes_painter.h"
 #include "widgets/prepared_run.h"
+#include "widgets/strategy_defaults.h"
 
 namespace remat {
 namespace {
@@ -33,9 +34,17 @@ void StudioDocument::setModel(Model model, const QString& source) {
   model_ = std::make_shared<const Model>(std::move(model));
   source_ = source;
   manual_.clear();
+  // Parameters do not carry over: a budget or a K meant for the last model
+  // becomes this model's default; manual sets and strategies that cannot
+  // apply here are dropped.
+  const StrategyDefaults d = strategy_defaults(*model_);
   QStringList kept;
-  for (const QString& s : specs_)
-    if (!s.startsWith("manual:")) kept << s;
+  for (const QString& s : specs_) {
+    const QString head = s.section(':', 0, 0);
+    if (head == "manual" || !not_applicable(head, *model_).isEmpty()) continue;
+    const QString spec = s.contains(':') ? default_spec(head, d) : s;
+    if (!kept.contains(spec)) kept << spec;
+  }
   specs_ = kept.isEmpty() ? defaultSpecs() : kept;
   step_ = 0;
   current_ = 0;
@@ -167,6 +176,10 @@ RunList StudioDocument::runs() const {
 const PreparedRun* StudioDocument::entry(int run) const {
   return run >= 0 && run < runCount() ? entries_[static_cast<std::size_t>(run)].get() : nullptr;
 }
+std::shared_ptr<const PreparedRun> StudioDocument::prepared(int run) const {
+  return run >= 0 && run < runCount() ? entries_[static_cast<std::size_t>(run)] : nullptr;
+}
+
 const ResidentIndex* StudioDocument::residentIndex(int run) const {
   const PreparedRun* e = entry(run);
   return e ? e->index.get() : nullptr;
@@ -269,8 +282,7 @@ uint64_t StudioDocument::residentBytes() const {
 
 QString StudioDocument::memoryReadout() const {
   const StrategyRun* r = current();
-  if (!r) return {};
-  return QString("resident %1 · peak %2").arg(format_bytes(residentBytes()), format_bytes(r->sim.peak_bytes));
+  return r ? readout_of(*r, step_) : QString();
 }
 
 void StudioDocument::showSpec(const QString& spec) {

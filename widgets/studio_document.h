@@ -57,6 +57,9 @@ class StudioDocument : public QObject {
   const ResidentIndex* residentIndex(int run) const;
   const ScheduleFacts* facts(int run) const;
   const PhaseMap* phases(int run) const;
+  // The run with its index, shared: a background job (the animation export)
+  // keeps it alive while the document moves on.
+  std::shared_ptr<const PreparedRun> prepared(int run) const;
 
   // Strategies still computing in the background, and their cancellation
   // (they then show "cancelled"; changing the strategies starts them again).

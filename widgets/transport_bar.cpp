@@ -30,6 +30,12 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
   play_ = button(QStyle::SP_MediaPlay, tr("Play/pause (Space)"), &PlaybackController::togglePlay);
   button(QStyle::SP_MediaSeekForward, tr("Step forward (Right)"), &PlaybackController::stepForward);
   button(QStyle::SP_MediaSkipForward, tr("To end (End)"), &PlaybackController::toEnd);
+  peak_ = new QToolButton(this);
+  peak_->setText(tr("Peak"));
+  peak_->setToolTip(tr("Jump to the memory peak of the shown strategy (P)"));
+  peak_->setFocusPolicy(Qt::NoFocus);
+  connect(peak_, &QToolButton::clicked, player_, &PlaybackController::toPeak);
+  l->addWidget(peak_);
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setFocusPolicy(Qt::NoFocus);
   l->addWidget(slider_, 1);
