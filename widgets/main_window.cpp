@@ -1,36 +1,35 @@
 #include "widgets/main_window.h"
 
 #include <QAction>
-#include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
-#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <limits>
 
 #include "core/errors.h"
 #include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
-#include "widgets/exporter.h"
 #include "widgets/graph_view.h"
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
+#include "widgets/side_by_side_view.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
 #include "widgets/sweep_controller.h"
@@ -46,14 +45,36 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   player_ = new PlaybackController(doc_, this);
   runner_ = new RunController(this);
   sweeper_ = new SweepController(this);
+  buildCentre();
+  buildToolbar();
+  connectWork();
+  buildMenus();
+  addTradeoffTab();
 
-  // Top: graph, caption, transport.
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  // The saved strategies belong to the saved model: opened first, then chosen.
+  if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
+  const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
+  doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
+  panel_->setSpecs(doc_->specs());
+  resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildCentre() {
+  // Top: the graph or the side-by-side lanes, caption, transport.
   auto* top = new QWidget(this);
   auto* tl = new QVBoxLayout(top);
   tl->setContentsMargins(0, 0, 0, 0);
   tl->setSpacing(2);
-  graph_ = new GraphView(doc_, top);
-  tl->addWidget(graph_, 1);
+  graphStack_ = new QStackedWidget(top);
+  graph_ = new GraphView(doc_, graphStack_);
+  sideBySide_ = new SideBySideView(doc_, graphStack_);
+  graphStack_->addWidget(graph_);
+  graphStack_->addWidget(sideBySide_);
+  tl->addWidget(graphStack_, 1);
   caption_ = new QLabel(top);
   caption_->setWordWrap(true);
   caption_->setMinimumHeight(36);
@@ -62,10 +83,34 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   transport_ = new TransportBar(doc_, player_, top);
   tl->addWidget(transport_);
 
-  // Bottom: timeline and table.
+  // Bottom: timeline (with its x-axis choice), table, trade-off.
   tabs_ = new QTabWidget(this);
-  chart_ = new TimelineChart(tabs_);
-  tabs_->addTab(chart_, tr("Memory timeline"));
+  timelineTab_ = new QWidget(tabs_);
+  auto* tv = new QVBoxLayout(timelineTab_);
+  tv->setContentsMargins(0, 2, 0, 0);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("x axis:"), timelineTab_));
+  auto* xMode = new QComboBox(timelineTab_);
+  xMode->addItem(tr("instructions"));
+  xMode->addItem(tr("each strategy scaled to its own length"));
+  xMode->setObjectName("xMode");
+  controls->addWidget(xMode);
+  auto* reset = new QPushButton(tr("Whole schedule"), timelineTab_);
+  reset->setToolTip(tr("Undo the zoom (double-click the chart does it too)"));
+  controls->addWidget(reset);
+  controls->addWidget(new QLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_));
+  controls->addStretch(1);
+  tv->addLayout(controls);
+  chart_ = new TimelineChart(timelineTab_);
+  tv->addWidget(chart_, 1);
+  tabs_->addTab(timelineTab_, tr("Memory timeline"));
+  connect(xMode, &QComboBox::currentIndexChanged, this, [this](int i) {
+    chart_->setXMode(i == 1 ? TimelineChart::XMode::OwnLength : TimelineChart::XMode::Steps);
+    QSettings().setValue("timeline/ownLength", i == 1);
+  });
+  xMode->setCurrentIndex(QSettings().value("timeline/ownLength", false).toBool() ? 1 : 0);
+  connect(reset, &QPushButton::clicked, chart_, &TimelineChart::resetZoom);
+  connect(chart_, &TimelineChart::stepClicked, doc_, &StudioDocument::setStep);
   table_ = new ComparisonModel(this);
   tableView_ = new QTableView(tabs_);
   tableView_->setModel(table_);
@@ -83,17 +128,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setCentralWidget(split);
 
   panel_ = new StrategyPanel(this);
-  auto* dock = new QDockWidget(tr("Strategies"), this);
-  dock->setObjectName("strategies");
-  dock->setWidget(panel_);
-  panel_->setMinimumWidth(340);
-  addDockWidget(Qt::LeftDockWidgetArea, dock);
+  dock_ = new QDockWidget(tr("Strategies"), this);
+  dock_->setObjectName("strategies");
+  dock_->setWidget(panel_);
+  panel_->setMinimumWidth(420);
+  addDockWidget(Qt::LeftDockWidgetArea, dock_);
+}
 
-  // Toolbar: model spec and the run shown in the graph.
+void MainWindow::buildToolbar() {
   auto* bar = addToolBar(tr("Model"));
   bar->setObjectName("model");
   bar->addWidget(new QLabel(tr(" Model: "), bar));
   specEdit_ = new QLineEdit(bar);
+  specEdit_->setObjectName("modelSpec");
   specEdit_->setPlaceholderText(tr("chain:16, mlp:8, transformer:12 or a file"));
   specEdit_->setMaximumWidth(260);
   bar->addWidget(specEdit_);
@@ -108,7 +155,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   shownRun_->setFocusPolicy(Qt::NoFocus);
   bar->addWidget(shownRun_);
   connect(shownRun_, &QComboBox::activated, this, [this](int i) { doc_->setCurrentRun(shownRun_->itemData(i).toInt()); });
+  bar->addSeparator();
+  sideBySideAction_ = bar->addAction(tr("Side by side"));
+  sideBySideAction_->setCheckable(true);
+  sideBySideAction_->setShortcut(Qt::Key_S);
+  sideBySideAction_->setToolTip(tr("Up to three strategies at the same phase of the step (S)"));
+  connect(sideBySideAction_, &QAction::toggled, this, &MainWindow::setSideBySide);
+  addAction(sideBySideAction_);
+}
 
+void MainWindow::connectWork() {
   activity_ = new ActivityBar(this);
   statusBar()->addPermanentWidget(activity_);
   connect(activity_, &ActivityBar::cancelRequested, this, &MainWindow::cancelAll);
@@ -136,50 +192,53 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             statusBar()->showMessage(tr("Run finished on the CPU"), 5000);
           });
   connect(doc_, &StudioDocument::computingChanged, this, [this](int n) {
-    if (n) activity_->set("strategies", tr("Computing %n strateg(y/ies)", "", n));
+    if (n) activity_->set("strategies", n == 1 ? tr("Computing 1 strategy") : tr("Computing %1 strategies").arg(n));
     else activity_->clear("strategies");
+    updateTabTitles();
+  });
+  connect(&exportJobs_, &JobTracker::progress, this, [this](int id, double f) {
+    if (id == animationJob_) activity_->set("animation", tr("Exporting the animation"), f);
   });
 
   connect(doc_, &StudioDocument::runsChanged, this, &MainWindow::onRunsChanged);
-  connect(doc_, &StudioDocument::stepChanged, this, [this](std::size_t s) {
-    chart_->setCursor(s);
+  connect(doc_, &StudioDocument::stepChanged, this, [this] {
+    syncCursor();
     caption_->setText(doc_->caption());
   });
   connect(doc_, &StudioDocument::currentRunChanged, this, [this](int run) {
     const int i = shownRun_->findData(run);
     if (i >= 0) shownRun_->setCurrentIndex(i);
     caption_->setText(doc_->caption());
+    syncCursor();
   });
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     specEdit_->setText(doc_->source());
     setWindowTitle(tr("Remat Studio: %1").arg(doc_->source()));
     table_->setMeasured({});  // measurements of another model
+    panel_->setModel(doc_->model());
+    panel_->setSpecs(doc_->specs());
     updateRunAction();
   });
   connect(panel_, &StrategyPanel::specsChanged, this, [this](const QStringList& s) { doc_->setSpecs(s); });
   connect(graph_, &GraphView::nodeClicked, doc_, &StudioDocument::toggleCheckpoint);
-
-  buildMenus();
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
-  doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
-  if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
-  addTradeoffTab();
-  resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
 }
-
-MainWindow::~MainWindow() = default;
 
 void MainWindow::cancelAll() {
   runner_->cancel();
   sweeper_->cancel();
   doc_->cancelComputing();
+  if (animationJob_) {
+    exportJobs_.cancel(animationJob_);
+    animationJob_ = 0;
+    activity_->clear("animation");
+    statusBar()->showMessage(tr("Animation export cancelled: no file written"), 5000);
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   cancelAll();
   QSettings settings;
+  if (presenting_) setPresentation(false);
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("model", doc_->source());
   QStringList specs;
@@ -208,8 +267,6 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 void MainWindow::onRunsChanged() {
   table_->setRuns(&doc_->model(), doc_->runs());
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
-  chart_->setCursor(doc_->step());
-  panel_->setSpecs(doc_->specs());
   panel_->setRuns(doc_->runs());
   const QSignalBlocker block(shownRun_);
   shownRun_->clear();
@@ -220,69 +277,35 @@ void MainWindow::onRunsChanged() {
   const int i = shownRun_->findData(doc_->currentRun());
   if (i >= 0) shownRun_->setCurrentIndex(i);
   caption_->setText(doc_->caption());
+  syncCursor();
+  updateTabTitles();
 }
 
-void MainWindow::buildMenus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open = file->addAction(tr("&Open model..."), this, [this] {
-    QSettings s;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), s.value("lastDir").toString(),
-                                                      tr("Models (*.json *.onnx);;All files (*)"));
-    if (path.isEmpty()) return;
-    s.setValue("lastDir", QFileInfo(path).absolutePath());
-    openModel(path);
-  });
-  open->setShortcut(QKeySequence::Open);
-  recentMenu_ = file->addMenu(tr("Open &recent"));
-  rebuildRecentMenu();
-  QMenu* presets = file->addMenu(tr("&Presets"));
-  for (const char* p : {"chain:16", "chain:64", "chain:1000", "mlp:8", "mlp:32", "transformer:4", "transformer:12",
-                        "transformer:84"})
-    presets->addAction(p, this, [this, p] { openModel(p); });
-  presets->addSeparator();
-  presets->addAction(tr("Other spec..."), this, [this] {
-    bool ok = false;
-    const QString s = QInputDialog::getText(this, tr("Model spec"), tr("Spec (chain:N, mlp:N, transformer:L ...):"),
-                                            QLineEdit::Normal, doc_->source(), &ok);
-    if (ok) openModel(s.trimmed());
-  });
-  file->addSeparator();
-  QMenu* exp = file->addMenu(tr("&Export"));
-  exp->addAction(tr("Timeline as PNG..."), this, [this] { exportTimeline("png"); });
-  exp->addAction(tr("Timeline as SVG..."), this, [this] { exportTimeline("svg"); });
-  exp->addAction(tr("Graph at this step as PNG..."), this, [this] { exportGraph("png"); });
-  exp->addAction(tr("Graph at this step as SVG..."), this, [this] { exportGraph("svg"); });
-  exp->addAction(tr("Data as CSV (timelines)..."), this, [this] { exportData("csv"); });
-  exp->addAction(tr("Data as JSON (comparison)..."), this, [this] { exportData("json"); });
-  file->addSeparator();
-  file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
-
-  QMenu* play = menuBar()->addMenu(tr("&Playback"));
-  auto add = [&](const QString& text, QKeySequence key, auto slot) {
-    QAction* a = play->addAction(text, player_, slot);
-    a->setShortcut(key);
-    a->setShortcutContext(Qt::WindowShortcut);
-    addAction(a);  // works while the menu bar is hidden too
-    return a;
-  };
-  add(tr("Play/pause"), Qt::Key_Space, &PlaybackController::togglePlay);
-  add(tr("Step back"), Qt::Key_Left, &PlaybackController::stepBack);
-  add(tr("Step forward"), Qt::Key_Right, &PlaybackController::stepForward);
-  add(tr("To start"), Qt::Key_Home, &PlaybackController::toStart);
-  add(tr("To end"), Qt::Key_End, &PlaybackController::toEnd);
-
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(tr("Fit graph"), graph_, &GraphView::fitToView)->setShortcut(Qt::Key_F);
-  view->addAction(tr("Zoom in"), this, [this] { graph_->zoomBy(1.25, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(tr("Zoom out"), this, [this] { graph_->zoomBy(0.8, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomOut);
-
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
-  runAction_ = run->addAction(tr("Run selected strategies on the CPU"), this, &MainWindow::startRun);
-  runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
-  updateRunAction();
+void MainWindow::syncCursor() {
+  chart_->setCursor(doc_->step(), doc_->currentRun());
+  // Every other curve shows where its strategy is at the same phase.
+  std::vector<std::size_t> steps;
+  for (int r = 0; r < doc_->runCount(); ++r)
+    steps.push_back(doc_->phases(r) ? (r == doc_->currentRun() ? doc_->step() : doc_->stepAtPhase(r))
+                                    : std::numeric_limits<std::size_t>::max());
+  chart_->setPhaseDots(steps);
 }
+
+void MainWindow::updateTabTitles() {
+  // A tab still computing says so.
+  const int n = doc_->computing();
+  tabs_->setTabText(tabs_->indexOf(timelineTab_), n ? tr("Memory timeline (computing %1…)").arg(n) : tr("Memory timeline"));
+  tabs_->setTabText(tabs_->indexOf(tableView_), n ? tr("Comparison (computing %1…)").arg(n) : tr("Comparison"));
+  if (tradeoff_)
+    tabs_->setTabText(tabs_->indexOf(tradeoff_), sweeper_->running() ? tr("Trade-off (computing…)") : tr("Trade-off"));
+}
+
+void MainWindow::setSideBySide(bool on) {
+  graphStack_->setCurrentWidget(on ? static_cast<QWidget*>(sideBySide_) : graph_);
+  if (sideBySideAction_ && sideBySideAction_->isChecked() != on) sideBySideAction_->setChecked(on);
+}
+
+bool MainWindow::sideBySide() const { return graphStack_->currentWidget() == sideBySide_; }
 
 void MainWindow::updateRunAction() {
   if (!runAction_) return;
@@ -299,83 +322,6 @@ void MainWindow::startRun() {
   if (!runner_->start(doc_->model(), doc_->runs())) return;
   runAction_->setEnabled(false);
   activity_->set("run", tr("Running on the CPU"), 0);
-}
-
-void MainWindow::addRecent(const QString& path) {
-  QSettings s;
-  QStringList r = s.value("recentFiles").toStringList();
-  r.removeAll(path);
-  r.prepend(path);
-  while (r.size() > 8) r.removeLast();
-  s.setValue("recentFiles", r);
-  rebuildRecentMenu();
-}
-
-void MainWindow::rebuildRecentMenu() {
-  if (!recentMenu_) return;
-  recentMenu_->clear();
-  const QStringList r = QSettings().value("recentFiles").toStringList();
-  for (const QString& p : r) recentMenu_->addAction(p, this, [this, p] { openModel(p); });
-  recentMenu_->setEnabled(!r.isEmpty());
-}
-
-QString MainWindow::askExportPath(const QString& what, const QString& ext) {
-  QSettings s;
-  const QString dir = s.value("exportDir").toString();
-  const QString base = QString::fromStdString(doc_->model().name).replace(':', '_') + "_" + what + "." + ext;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(what), dir + "/" + base,
-                                                    QString("%1 (*.%2)").arg(ext.toUpper(), ext));
-  if (!path.isEmpty()) s.setValue("exportDir", QFileInfo(path).absolutePath());
-  return path;
-}
-
-void MainWindow::exportTimeline(const QString& ext) {
-  const QString path = askExportPath("timeline", ext);
-  if (path.isEmpty()) return;
-  QSettings s;
-  bool ok = false;
-  const QString size = QInputDialog::getText(this, tr("Picture size"), tr("Size in pixels (WIDTHxHEIGHT):"),
-                                             QLineEdit::Normal, s.value("exportSize", "1200x600").toString(), &ok);
-  if (!ok) return;
-  try {
-    TimelineExport o;
-    o.size = parse_size(size.toStdString());
-    o.devicePixelRatio = devicePixelRatioF();
-    o.title = QString::fromStdString(doc_->model().name);
-    std::map<std::string, std::vector<uint64_t>> measured;
-    for (const auto& [spec, m] : table_->measured()) measured[spec] = m.timeline;
-    o.measured = measured;
-    export_timeline(doc_->runs(), path.toStdString(), o);
-    s.setValue("exportSize", size);
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::exportGraph(const QString& ext) {
-  if (!doc_->current()) return;
-  const QString path = askExportPath("graph", ext);
-  if (path.isEmpty()) return;
-  try {
-    export_graph(doc_->model(), *doc_->current(), doc_->step(), path.toStdString(), graph_->size().expandedTo({400, 200}),
-                 devicePixelRatioF());
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::exportData(const QString& ext) {
-  const QString path = askExportPath(ext == "csv" ? "timelines" : "comparison", ext);
-  if (path.isEmpty()) return;
-  try {
-    if (ext == "csv") export_csv(doc_->model(), doc_->runs().copy(), path.toStdString());
-    else export_json(doc_->model(), doc_->runs().copy(), path.toStdString());
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
 }
 
 void MainWindow::addTradeoffTab() {
@@ -398,14 +344,17 @@ void MainWindow::addTradeoffTab() {
   connect(sweeper_, &SweepController::ready, this, [this](const QString& title, const SweepResult& r) {
     activity_->clear("sweep");
     tradeoff_->setSweep(title, r);
+    updateTabTitles();
   });
   connect(sweeper_, &SweepController::failed, this, [this](const QString& m) {
     activity_->clear("sweep");
+    updateTabTitles();
     statusBar()->showMessage(tr("Trade-off: %1").arg(m), 8000);
   });
   connect(sweeper_, &SweepController::cancelled, this, [this] {
     activity_->clear("sweep");
     tradeoffStale_ = true;  // computed again when the tab is shown again
+    updateTabTitles();
   });
 }
 
@@ -413,6 +362,7 @@ void MainWindow::startSweep() {
   tradeoffStale_ = false;
   activity_->set("sweep", tr("Computing the trade-off"), 0);
   sweeper_->start(doc_->sharedModel());
+  updateTabTitles();
 }
 
 }  // namespace remat
