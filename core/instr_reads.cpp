@@ -18,10 +18,12 @@ std::vector<TensorRef> tensors_read(const Model& model, const Instr& ins) {
       break;
     case InstrKind::Bwd:
       for (int s : op.saved) add({s, false});
+      if (op.aux_bytes > 0) add({ins.op, false, true});
       if (model.has_grad_tensor(ins.op)) add({ins.op, true});
       break;
     case InstrKind::FreeAct:
     case InstrKind::FreeGrad:
+    case InstrKind::FreeAux:
       break;
   }
   return out;

@@ -26,6 +26,19 @@ TEST(TensorsRead, ChainDenseReadsItsInputForwardAndBothEndsBackward) {
   EXPECT_TRUE(tensors_read(m, {InstrKind::FreeGrad, 5}).empty());
 }
 
+TEST(TensorsRead, ABackwardWithPrivateSavedTensorsReadsItsAux) {
+  const Model m = make_preset("gpt:1:64:4:16:2:bf16:100");
+  int checked = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    const auto reads = tensors_read(m, {InstrKind::Bwd, v});
+    const bool readsAux = std::find(reads.begin(), reads.end(), TensorRef{v, false, true}) != reads.end();
+    EXPECT_EQ(readsAux, m.op(v).aux_bytes > 0) << m.op(v).name;
+    checked += readsAux;
+    EXPECT_TRUE(tensors_read(m, {InstrKind::FreeAux, v}).empty());
+  }
+  EXPECT_GE(checked, 3);  // ln1, ln2, lnf at least
+}
+
 TEST(TensorsRead, NoTensorIsListedTwice) {
   const Model m = make_preset("transformer:1:8:2:1");
   for (int v = 0; v < m.size(); ++v) {
@@ -36,7 +49,8 @@ TEST(TensorsRead, NoTensorIsListedTwice) {
 }
 
 TEST(TensorsRead, EveryReadOfAValidScheduleIsResident) {
-  for (const char* model : {"chain:16", "transformer:2:8:2:1", "mlp:4"}) {
+  // gpt: has views (reshape, transpose) and aux (LayerNorm's statistics).
+  for (const char* model : {"chain:16", "transformer:2:8:2:1", "mlp:4", "gpt:1:64:4:16:2:bf16:100"}) {
     const Model m = make_preset(model);
     for (const char* spec : {"store-all", "recompute-all", "sqrt"}) {
       SCOPED_TRACE(std::string(model) + " " + spec);
@@ -46,7 +60,7 @@ TEST(TensorsRead, EveryReadOfAValidScheduleIsResident) {
         const auto resident = index.resident_at(t);
         for (const TensorRef& r : tensors_read(m, s.code[t]))
           ASSERT_NE(std::find(resident.begin(), resident.end(), r), resident.end())
-              << "step " << t << " reads " << (r.grad ? "G" : "A") << r.op;
+              << "step " << t << " reads " << (r.grad ? "G" : r.aux ? "aux" : "A") << r.op;
       }
     }
   }
