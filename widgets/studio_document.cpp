@@ -63,8 +63,8 @@ std::string StudioDocument::refusal(const std::string& spec) const {
   // CLI still simulates it).
   const double n = model_->size();
   if (spec == "recompute-all" && n * n / 2 > kMaxWindowInstructions)
-    return "not simulated in the window: about " + std::to_string(static_cast<long long>(n * n / 2)) +
-           " forward steps on " + std::to_string(model_->size()) + " ops (use 'remat simulate')";
+    return "too large to simulate in the window (about " + std::to_string(static_cast<long long>(n * n / 2)) +
+           " instructions on " + std::to_string(model_->size()) + " ops; use 'remat simulate')";
   return {};
 }
 
