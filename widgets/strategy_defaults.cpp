@@ -12,7 +12,8 @@ namespace remat {
 StrategyDefaults strategy_defaults(const Model& m) {
   StrategyDefaults d;
   d.n = std::max(1, m.size());
-  const int root = std::max(1, static_cast<int>(std::ceil(std::sqrt(double(d.n)))));
+  // sqrt's own interval: ceil(sqrt(ops after the input)), 4 on chain:16.
+  const int root = sqrt_interval(m);
   d.k = root;
   d.revolveSlots = root;
   if (m.size() > 1) d.storeAllPeak = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes;
