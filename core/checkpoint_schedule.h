@@ -12,6 +12,8 @@
 // follow from liveness (schedule.h), so a segment's recomputed tensors live only
 // until the phase's last backward step reads them. Works on any DAG.
 #pragma once
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/schedule.h"
@@ -29,5 +31,20 @@ Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
 
 // Segments between checkpoints: phases start right after each checkpoint.
 Schedule segment_schedule(const Model& model, const std::vector<int>& checkpoints, std::string strategy);
+
+// The length of the schedules above, without making them. Exact; on a chain
+// (every op reading the one before it) in O(n) whatever the length, on any
+// other DAG by walking the phases without emitting, which stops once the
+// count passes `limit` (then Bound::AtLeast).
+ScheduleSize checkpoint_schedule_size(const Model& model, std::vector<char> checkpoint,
+                                      const std::vector<int>& phase_start,
+                                      uint64_t limit = std::numeric_limits<uint64_t>::max());
+ScheduleSize segment_schedule_size(const Model& model, const std::vector<int>& checkpoints,
+                                   uint64_t limit = std::numeric_limits<uint64_t>::max());
+// An upper bound on segment_schedule's length over every checkpoint set, for
+// searches whose set is not known beforehand (Bound::AtMost). With k
+// checkpoints among the m = n-2 ops between input and loss, k phases
+// recompute at most m - k ops each; on a chain every op at most once.
+ScheduleSize segment_schedule_bound(const Model& model);
 
 }  // namespace remat

@@ -7,7 +7,8 @@
 
 namespace remat {
 
-std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs) {
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
+                                             const SimulateStrategiesOptions& options) {
   std::vector<StrategyRun> runs;
   for (const auto& spec : specs) {
     StrategyRun run;
@@ -16,8 +17,11 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
     try {
       const auto strategy = make_strategy(spec);
       run.name = strategy->name();
-      run.schedule = strategy->schedule(model);
-      run.sim = simulate(model, run.schedule);
+      run.schedule = bounded_schedule(*strategy, model, options.limit);
+      run.sim = simulate(model, run.schedule, {.timeline = options.timelines});
+    } catch (const ScheduleTooLarge& e) {
+      run.error = e.what();
+      run.too_large = true;
     } catch (const std::exception& e) {
       run.error = e.what();
     }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/instruction_limit.h"
 #include "core/schedule.h"
 #include "core/simulator.h"
 
@@ -23,12 +24,22 @@ struct StrategyRun {
   // Still being computed elsewhere (the window's background searches); `error`
   // then says what is under way.
   bool pending = false;
+  // Not made: its stated length is over the instruction limit; `error` says
+  // "too large to simulate (N instructions, ...)".
+  bool too_large = false;
   bool ok() const { return error.empty(); }
 };
 
+struct SimulateStrategiesOptions {
+  InstructionLimit limit;  // per strategy
+  bool timelines = true;   // keep each simulation's timeline (8 bytes per instruction)
+};
+
 // Builds and simulates each spec; a spec that fails (bad argument, not
-// applicable to this model) yields a run with `error` set, the others go on.
-std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs);
+// applicable to this model, longer than the limit) yields a run with `error`
+// set, the others go on.
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
+                                             const SimulateStrategiesOptions& options = {});
 
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);

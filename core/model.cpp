@@ -1,21 +1,42 @@
 #include "core/model.h"
 
+#include <charconv>
+
 #include "core/errors.h"
 #include "core/op_rules.h"
+#include "core/prefault.h"
 
 namespace remat {
 
-int Model::add(Op op, const std::string& where, bool explicit_saved) {
+void Model::reserve(int ops) { reserve_prefaulted(ops_, static_cast<std::size_t>(ops)); }
+
+int Model::add(Op op, std::string_view where, bool explicit_saved) {
   const int id = size();
-  const std::string at = where.empty() ? "op " + std::to_string(id) : where;
+  // "op N" in place (no allocation: it fits std::string's inline buffer), the
+  // caller's name when it gave one; only an error message reads it.
+  std::string at;
+  if (where.empty()) {
+    char buf[16] = "op ";
+    const auto end = std::to_chars(buf + 3, buf + sizeof buf, id).ptr;
+    at.assign(buf, end);
+  } else {
+    at.assign(where);
+  }
+  if (id >= kMaxOps) throw InputError(at + ": a model holds at most " + std::to_string(kMaxOps) + " ops");
   for (int in : op.inputs) {
     if (in < 0 || in >= id)
       throw InputError(at + ": input " + std::to_string(in) +
                        " is not an earlier op (ops must be in topological order)");
   }
   derive_op(op, *this, at, explicit_saved);
-  const auto v = boost::add_vertex(op, graph_);
-  for (int in : op.inputs) boost::add_edge(static_cast<std::size_t>(in), v, graph_);
+  param_bytes_ += op.param_bytes;
+  if (id > 0) {
+    forward_flops_ += op.fwd_flops;
+    backward_flops_ += op.bwd_flops;
+    sequential_ = sequential_ && op.inputs.size() == 1 && op.inputs[0] == id - 1;
+  }
+  uniform_ = uniform_ && (id == 0 || op.bytes == ops_[0].bytes);
+  ops_.push_back(std::move(op));
   return id;
 }
 
@@ -23,21 +44,36 @@ void Model::finalize() {
   const int n = size();
   if (n < 2) throw InputError("model '" + name + "' needs an input and a loss (has " + std::to_string(n) + " ops)");
   if (op(0).kind != OpKind::Input) throw InputError("op 0 must be the Input");
-  for (int v = 1; v < n; ++v) {
-    if (op(v).kind == OpKind::Input) throw InputError("op " + std::to_string(v) + ": only op 0 may be an Input");
+  // Consumers in compressed rows: count, prefix sums, fill. Ops come in
+  // increasing order, so each row is sorted; a repeated input (Add(x, x)) is
+  // the previous entry of its row and is entered once.
+  reserve_prefaulted(consumer_start_, static_cast<std::size_t>(n) + 1);
+  consumer_start_.assign(static_cast<std::size_t>(n) + 1, 0);
+  std::vector<int32_t> last(static_cast<std::size_t>(n), -1);  // last consumer entered per producer
+  for (int v = 0; v < n; ++v) {
+    if (v > 0 && op(v).kind == OpKind::Input) throw InputError("op " + std::to_string(v) + ": only op 0 may be an Input");
+    for (int in : op(v).inputs) {
+      if (last[static_cast<std::size_t>(in)] == v) continue;
+      last[static_cast<std::size_t>(in)] = v;
+      ++consumer_start_[static_cast<std::size_t>(in) + 1];
+    }
   }
   if (!is_loss(op(n - 1).kind) && op(n - 1).kind != OpKind::Generic)
     throw InputError("the last op (" + std::to_string(n - 1) + ") must be a loss, not " +
                      std::string(kind_name(op(n - 1).kind)));
-  consumers_.assign(static_cast<std::size_t>(n), {});
+  for (std::size_t v = 0; v < static_cast<std::size_t>(n); ++v) consumer_start_[v + 1] += consumer_start_[v];
+  reserve_prefaulted(consumer_list_, static_cast<std::size_t>(consumer_start_.back()));
+  consumer_list_.assign(static_cast<std::size_t>(consumer_start_.back()), 0);
+  std::vector<int32_t> fill(consumer_start_.begin(), consumer_start_.end() - 1);
   for (int v = 0; v < n; ++v) {
     for (int in : op(v).inputs) {
-      auto& c = consumers_[static_cast<std::size_t>(in)];
-      if (c.empty() || c.back() != v) c.push_back(v);
+      auto& at = fill[static_cast<std::size_t>(in)];
+      if (at > consumer_start_[static_cast<std::size_t>(in)] && consumer_list_[static_cast<std::size_t>(at) - 1] == v) continue;
+      consumer_list_[static_cast<std::size_t>(at++)] = v;
     }
   }
   for (int v = 0; v < n - 1; ++v) {
-    if (consumers_[static_cast<std::size_t>(v)].empty())
+    if (consumers(v).empty())
       throw InputError("op " + std::to_string(v) + " ('" + op(v).name +
                        "') is never used: every op must lead to the loss");
   }
@@ -57,38 +93,11 @@ uint64_t Model::saved_bytes() const {
   return b;
 }
 
-uint64_t Model::param_bytes() const {
-  uint64_t b = 0;
-  for (int v = 0; v < size(); ++v) b += op(v).param_bytes;
-  return b;
-}
-
-double Model::forward_flops() const {
-  double f = 0;
-  for (int v = 1; v < size(); ++v) f += op(v).fwd_flops;
-  return f;
-}
-
-double Model::backward_flops() const {
-  double f = 0;
-  for (int v = 1; v < size(); ++v) f += op(v).bwd_flops;
-  return f;
-}
-
 bool Model::executable() const {
-  for (int v = 0; v < size(); ++v) {
-    if (!remat::executable(op(v))) return false;
+  for (const Op& o : ops_) {
+    if (!remat::executable(o)) return false;
   }
   return true;
-}
-
-uint64_t Model::uniform_bytes() const {
-  if (size() == 0) return 0;
-  const uint64_t b = op(0).bytes;
-  for (int v = 1; v < size(); ++v) {
-    if (op(v).bytes != b) return 0;
-  }
-  return b;
 }
 
 }  // namespace remat

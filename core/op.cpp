@@ -63,7 +63,7 @@ int64_t Op::numel() const {
 
 uint64_t Op::logical_bytes() const { return tensor_bytes(shape, dtype); }
 
-uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype) {
+uint64_t tensor_bytes(std::span<const int64_t> shape, DType dtype) {
   // 2^48 bytes is far beyond any device; anything larger is a typo or an attack.
   constexpr uint64_t kMax = uint64_t{1} << 48;
   uint64_t n = dtype_size(dtype);

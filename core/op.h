@@ -2,10 +2,14 @@
 // its backward reads (the memory model of DESIGN.md).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/small_vec.h"
 
 namespace remat {
 
@@ -62,33 +66,37 @@ struct OpAttrs {
 
 // Ops id-ed by their position in topological order; op 0 is the input batch,
 // the last op is the loss.
+using OpIds = SmallVec<int, 2>;       // inputs and saved tensors: one or two for nearly every op
+using Shape = SmallVec<int64_t, 3>;   // (rows, features), (batch, seq, features)
+
+// The fields are ordered so that the struct packs: a model may hold millions.
 struct Op {
   OpKind kind = OpKind::Input;
-  std::string name;
-  std::vector<int> inputs;     // producer op ids, in argument order
-  std::vector<int64_t> shape;  // output shape; (rows, features) for the built-in ops
   DType dtype = DType::F32;
+  Activation act = Activation::None;  // Dense only
+  bool simulate_only = false;         // no kernel can run it
+  // Derived by op_rules (never read from a file): whether A(v) is a view, the
+  // op that owns its storage (itself unless a view), and a view's element
+  // strides in that storage (what makes a reshape a view or a copy). Empty
+  // for owners, which are contiguous: layout_of() gives them.
+  bool view = false;
+  float dropout_p = 0.0f;             // Dropout only
+  int32_t storage = -1;
+  std::string name;
+  OpIds inputs;                // producer op ids, in argument order
+  OpIds saved;                 // forward tensors its backward reads (op ids; may include itself)
+  Shape shape;                 // output shape; (rows, features) for the built-in ops
   uint64_t bytes = 0;          // bytes A(v) owns: 0 for a view (it aliases another op's storage)
-  double fwd_flops = 0;
-  double bwd_flops = 0;
-  std::vector<int> saved;      // forward tensors its backward reads (op ids; may include itself)
   uint64_t param_bytes = 0;    // weights of this op (baseline, not an activation)
   // Private saved tensors aux(v): what the backward reads that is neither an
   // input nor the output (normalisation statistics, pooling indices, dropout
   // masks, contiguous copies a matmul makes of its inputs). Live from fwd v to
   // bwd v (DESIGN.md).
   uint64_t aux_bytes = 0;
-  Activation act = Activation::None;  // Dense only
-  float dropout_p = 0.0f;             // Dropout only
-  bool simulate_only = false;         // no kernel can run it
+  double fwd_flops = 0;
+  double bwd_flops = 0;
+  std::vector<int64_t> strides;  // a view's (see above)
   OpAttrs attrs;
-  // Derived by op_rules (never read from a file): whether A(v) is a view, the
-  // op that owns its storage (itself unless a view), and a view's element
-  // strides in that storage (what makes a reshape a view or a copy). Empty
-  // for owners, which are contiguous: layout_of() gives them.
-  bool view = false;
-  int32_t storage = -1;
-  std::vector<int64_t> strides;
   // Initial parameter values (e.g. ONNX initializers), in kernel order: Linear
   // and Dense {W (out,in), b}, LayerNorm {gamma, beta}. Empty: the executor
   // initialises from its seed. Shared so copying a Model stays cheap.
@@ -106,6 +114,13 @@ bool is_view_kind(OpKind k);
 bool is_integer(DType d);
 
 // Bytes of `numel` elements of `dtype`; throws InputError on overflow.
-uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype);
+uint64_t tensor_bytes(std::span<const int64_t> shape, DType dtype);
+inline uint64_t tensor_bytes(std::initializer_list<int64_t> shape, DType dtype) {
+  return tensor_bytes(std::span<const int64_t>(shape.begin(), shape.size()), dtype);
+}
+inline uint64_t tensor_bytes(const Shape& shape, DType dtype) { return tensor_bytes(std::span<const int64_t>(shape), dtype); }
+inline uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype) {
+  return tensor_bytes(std::span<const int64_t>(shape), dtype);
+}
 
 }  // namespace remat

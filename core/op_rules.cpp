@@ -10,7 +10,7 @@
 
 namespace remat {
 
-std::string shape_string(const std::vector<int64_t>& s) {
+std::string shape_string(std::span<const int64_t> s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";

@@ -3,6 +3,7 @@
 // attributes and inputs. One entry per kind in op_rules.cpp; the table in
 // docs/model-format.md says the same op by op, with PyTorch's reasons.
 #pragma once
+#include <span>
 #include <string>
 
 #include "core/op.h"
@@ -31,6 +32,6 @@ uint64_t buffer_bytes(const Op& op);
 inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
 
 // "[2,3]" for messages.
-std::string shape_string(const std::vector<int64_t>& s);
+std::string shape_string(std::span<const int64_t> s);
 
 }  // namespace remat

@@ -1,5 +1,7 @@
 #include "core/presets.h"
 
+#include <charconv>
+
 #include "core/errors.h"
 #include "core/preset_models.h"
 #include "core/spec_parse.h"
@@ -7,13 +9,22 @@
 namespace remat {
 namespace {
 
-Op make(OpKind kind, std::string name, std::vector<int> inputs, std::vector<int64_t> shape = {}) {
+Op make(OpKind kind, std::string name, OpIds inputs, Shape shape = {}) {
   Op op;
   op.kind = kind;
   op.name = std::move(name);
-  op.inputs = std::move(inputs);
-  op.shape = std::move(shape);
+  op.inputs = inputs;
+  op.shape = shape;
   return op;
+}
+
+// `prefix` followed by `i` ("a12"): short names stay in std::string's inline
+// buffer, so naming a million ops allocates nothing.
+std::string numbered(std::string_view prefix, int i) {
+  char buf[32];
+  const std::size_t p = prefix.copy(buf, 16);
+  const auto end = std::to_chars(buf + p, buf + sizeof buf, i).ptr;
+  return std::string(buf, end);
 }
 
 // Optional positional field `i` of a spec, or `fallback`.
@@ -31,6 +42,7 @@ Model chain(const std::vector<std::string>& f, const std::string& spec) {
   const int64_t width = runnable ? bytes / 4 : 1;
   Model m;
   m.name = spec;
+  m.reserve(n + 1);
   auto add = [&](Op op) {
     op.bytes = static_cast<uint64_t>(bytes);
     op.simulate_only = !runnable;
@@ -38,7 +50,7 @@ Model chain(const std::vector<std::string>& f, const std::string& spec) {
   };
   int prev = add(make(OpKind::Input, "x", {}, {1, width}));
   for (int i = 1; i < n; ++i) {
-    Op d = make(OpKind::Dense, "a" + std::to_string(i), {prev}, {1, width});
+    Op d = make(OpKind::Dense, numbered("a", i), {prev}, {1, width});
     d.act = Activation::Tanh;
     prev = add(std::move(d));
   }
@@ -54,9 +66,10 @@ Model mlp(const std::vector<std::string>& f, const std::string& spec) {
   const int64_t batch = field(f, 3, 32, "BATCH in '" + spec + "'", 1 << 24);
   Model m;
   m.name = spec;
+  m.reserve(2 * n + 2);
   int prev = m.add(make(OpKind::Input, "x", {}, {batch, width}));
   for (int i = 1; i <= n; ++i) {
-    const std::string l = "l" + std::to_string(i);
+    const std::string l = numbered("l", i);
     prev = m.add(make(OpKind::Linear, l + ".fc", {prev}, {batch, width}));
     prev = m.add(make(OpKind::ReLU, l + ".relu", {prev}));
   }
@@ -76,14 +89,15 @@ Model transformer(const std::vector<std::string>& f, const std::string& spec) {
   constexpr float kDropout = 0.1f;
   Model m;
   m.name = spec;
-  auto add = [&](OpKind k, const std::string& name, std::vector<int> in, std::vector<int64_t> shape = {}) {
-    Op op = make(k, name, std::move(in), std::move(shape));
+  m.reserve(12 * layers + 4);
+  auto add = [&](OpKind k, const std::string& name, OpIds in, Shape shape = {}) {
+    Op op = make(k, name, in, shape);
     if (k == OpKind::Dropout) op.dropout_p = kDropout;
     return m.add(std::move(op));
   };
   int x = add(OpKind::Input, "x", {}, {rows, d});
   for (int b = 0; b < layers; ++b) {
-    const std::string p = "b" + std::to_string(b) + ".";
+    const std::string p = numbered("b", b) + ".";
     // Token mixer stand-in (no attention op yet): LN → Linear → Tanh → Linear → Dropout.
     int h = add(OpKind::LayerNorm, p + "ln1", {x});
     h = add(OpKind::Linear, p + "mix.in", {h}, {rows, d});

@@ -1,6 +1,9 @@
 #include "core/schedule.h"
 
+#include <algorithm>
+
 #include "core/model.h"
+#include "core/prefault.h"
 
 namespace remat {
 
@@ -25,58 +28,60 @@ std::string to_string(const Instr& instr, const Model& model) {
   return s;
 }
 
+uint64_t instructions_with_frees(const Model& model, uint64_t forward_steps, uint64_t aux_forward_steps) {
+  const auto n = static_cast<uint64_t>(model.size());
+  uint64_t grads = 0;  // integer outputs (ids) have none
+  for (int v = 0; v < model.size(); ++v) grads += model.has_grad_tensor(v);
+  return 2 * forward_steps + aux_forward_steps + n + grads;
+}
+
 Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string strategy) {
-  const std::size_t n = compute.size();
   // Sweep backwards: the first read met (i.e. the last in program order) of a
-  // tensor that is not live yet is its last use before the next definition.
+  // tensor that is not live yet is its last use before the next definition, so
+  // its free follows that instruction. The result is written back to front and
+  // reversed once: no per-instruction bookkeeping beyond the live flags.
   std::vector<uint8_t> live(static_cast<std::size_t>(model.size()), 0);
   std::vector<uint8_t> aux_live(static_cast<std::size_t>(model.size()), 0);
-  std::vector<Instr> frees;            // activation and aux frees, grouped per instruction
-  std::vector<uint32_t> free_end(n);   // frees[free_begin(i) .. free_end[i]) follow instruction i
-  frees.reserve(n);
-  std::vector<int32_t> reads;
-  for (std::size_t k = n; k-- > 0;) {
-    const Instr& ins = compute[k];
-    const std::size_t before = frees.size();
+  uint64_t fwd = 0, fwd_aux = 0;
+  for (const Instr& ins : compute) {
+    if (ins.kind != InstrKind::Fwd) continue;
+    ++fwd;
+    fwd_aux += model.op(ins.op).aux_bytes > 0;
+  }
+  Schedule s;
+  s.strategy = std::move(strategy);
+  reserve_prefaulted(s.code, static_cast<std::size_t>(instructions_with_frees(model, fwd, fwd_aux)));
+  std::vector<Instr> group;  // frees after one instruction, in the order found
+  for (std::size_t k = compute.size(); k-- > 0;) {
+    const Instr ins = compute[k];
     const Op& op = model.op(ins.op);
     const auto v = static_cast<std::size_t>(ins.op);
+    group.clear();
     if (ins.kind == InstrKind::Fwd) {
-      if (!live[v]) frees.push_back({InstrKind::FreeAct, ins.op});  // never read: drop at once
+      if (!live[v]) group.push_back({InstrKind::FreeAct, ins.op});  // never read: drop at once
       live[v] = 0;
       if (op.aux_bytes > 0) {
-        if (!aux_live[v]) frees.push_back({InstrKind::FreeAux, ins.op});
+        if (!aux_live[v]) group.push_back({InstrKind::FreeAux, ins.op});
         aux_live[v] = 0;
       }
     } else if (op.aux_bytes > 0 && !aux_live[v]) {
-      frees.push_back({InstrKind::FreeAux, ins.op});
+      group.push_back({InstrKind::FreeAux, ins.op});
       aux_live[v] = 1;
     }
-    const std::vector<int>& r = ins.kind == InstrKind::Fwd ? op.inputs : op.saved;
+    const OpIds& r = ins.kind == InstrKind::Fwd ? op.inputs : op.saved;
     for (int t : r) {
       auto& l = live[static_cast<std::size_t>(t)];
       if (!l) {
-        frees.push_back({InstrKind::FreeAct, t});
+        group.push_back({InstrKind::FreeAct, t});
         l = 1;
       }
     }
-    free_end[k] = static_cast<uint32_t>(frees.size() - before);  // count for now
-  }
-  // `frees` holds the groups in reverse instruction order; lay them out forwards.
-  Schedule s;
-  s.strategy = std::move(strategy);
-  s.code.reserve(n + frees.size() + n / 2 + 1);
-  std::size_t end = frees.size();
-  std::vector<std::size_t> group_start(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    group_start[k] = end - free_end[k];
-    end = group_start[k];
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    const Instr& ins = compute[k];
-    s.code.push_back(ins);
+    // In program order: the instruction, G's free after a backward, then the group.
+    for (auto g = group.rbegin(); g != group.rend(); ++g) s.code.push_back(*g);
     if (ins.kind == InstrKind::Bwd && model.has_grad_tensor(ins.op)) s.code.push_back({InstrKind::FreeGrad, ins.op});
-    for (std::size_t j = group_start[k]; j < group_start[k] + free_end[k]; ++j) s.code.push_back(frees[j]);
+    s.code.push_back(ins);
   }
+  std::reverse(s.code.begin(), s.code.end());
   return s;
 }
 

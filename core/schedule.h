@@ -18,11 +18,20 @@ enum class InstrKind : uint8_t {
   FreeAux,   // release aux(op), the op's private saved tensors (made by fwd op)
 };
 
+// Four bytes: schedules reach hundreds of millions of instructions
+// (recompute-all is quadratic), so their size is what memory and speed are
+// made of. Op ids fit the 29-bit signed field (Model::kMaxOps); three bits of
+// kind leave room for offload and fetch.
 struct Instr {
-  InstrKind kind;
-  int32_t op;
+  Instr() = default;
+  // A constructor, not aggregate initialisation: {kind, v} with an int v
+  // would be a narrowing into the bit-field.
+  constexpr Instr(InstrKind k, int32_t v) : kind(k), op(v) {}
+  InstrKind kind : 3 = InstrKind::Fwd;
+  int32_t op : 29 = 0;
   bool operator==(const Instr&) const = default;
 };
+static_assert(sizeof(Instr) == 4);
 
 struct Schedule {
   std::string strategy;
@@ -31,6 +40,26 @@ struct Schedule {
   // time); empty for most strategies.
   std::string note;
 };
+
+// How long a schedule will be, stated before it is made (Strategy::size), so
+// that one that would not fit in memory is refused instead of exhausting it.
+struct ScheduleSize {
+  enum class Bound : uint8_t {
+    Exact,
+    AtMost,   // an upper bound (a search's result is not known before it runs)
+    AtLeast,  // counting stopped once past the limit it was given
+  };
+  uint64_t instructions = 0;
+  Bound bound = Bound::Exact;
+};
+
+// Instructions of with_frees(model, compute) for a valid compute program with
+// `forward_steps` fwd, `aux_forward_steps` of them of ops with aux(v): n-1
+// bwd, a free of A after every fwd and of the input, a free of G after the
+// bwd of every op with a gradient tensor (all but the input, the loss and
+// integer outputs), a free of aux per fwd of such an op (after its bwd or at
+// once): 2F + F_aux + n + grads (n = model.size(); 2F + 2n - 2 on a chain).
+uint64_t instructions_with_frees(const Model& model, uint64_t forward_steps, uint64_t aux_forward_steps);
 
 // "fwd a3 (op 3)" style text for logs, captions and the CLI.
 std::string to_string(const Instr& instr, const Model& model);
@@ -43,6 +72,8 @@ std::string_view instr_kind_name(InstrKind k);
 // computed again (a forward pass whose segment will be recomputed). A view's
 // alias is freed like any tensor; its storage stays while any alias is held.
 // Strategies only decide what to compute and when.
+// Memory: the result (4 bytes per instruction) while `compute` is still held
+// (4 bytes per compute instruction, about half of them).
 Schedule with_frees(const Model& model, std::vector<Instr> compute, std::string strategy);
 
 }  // namespace remat

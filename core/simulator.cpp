@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/model.h"
+#include "core/prefault.h"
 
 namespace remat {
 
@@ -30,52 +31,20 @@ void ResidentSet::recount(const Model& model) {
   }
 }
 
-void ResidentSet::apply(const Model& model, Instr ins) {
-  const auto v = static_cast<std::size_t>(ins.op);
-  switch (ins.kind) {
-    case InstrKind::Fwd: {
-      const Op& op = model.op(ins.op);
-      act[v] = 1;
-      if (holders[static_cast<std::size_t>(op.storage)]++ == 0) bytes += model.op(op.storage).bytes;
-      ++count;
-      if (op.aux_bytes > 0) {
-        aux[v] = 1;
-        bytes += op.aux_bytes;
-        ++count;
-      }
-      break;
-    }
-    case InstrKind::Bwd:
-      for (int u : model.op(ins.op).inputs) {
-        const auto uu = static_cast<std::size_t>(u);
-        if (model.has_grad_tensor(u) && !grad[uu]) {
-          grad[uu] = 1;
-          bytes += model.grad_bytes(u);
-          ++count;
-        }
-      }
-      break;
-    case InstrKind::FreeAct: {
-      const int r = model.storage(ins.op);
-      act[v] = 0;
-      if (--holders[static_cast<std::size_t>(r)] == 0) bytes -= model.op(r).bytes;
-      --count;
-      break;
-    }
-    case InstrKind::FreeGrad:
-      grad[v] = 0;
-      bytes -= model.grad_bytes(ins.op);
-      --count;
-      break;
-    case InstrKind::FreeAux:
-      aux[v] = 0;
-      bytes -= model.op(ins.op).aux_bytes;
-      --count;
-      break;
-  }
+namespace {
+
+std::string tensor_name(const Model& model, const char* t, int v) {
+  const std::string& name = model.op(v).name;
+  return std::string(t) + "(" + (name.empty() ? std::to_string(v) : name) + ")";
 }
 
-Simulation simulate(const Model& model, const Schedule& schedule) {
+}  // namespace
+
+// One pass over the instructions: the checks of each kind, then the memory
+// rule (ResidentSet::apply). Everything per instruction reads the op's own
+// record (inputs and saved lists are inside it) and flat per-op flags; nothing
+// is allocated per instruction. Error messages are built only when thrown.
+Simulation simulate(const Model& model, const Schedule& schedule, const SimulateOptions& options) {
   const int n = model.size();
   ResidentSet r(model);
   std::vector<uint8_t> bwd_done(static_cast<std::size_t>(n), 0), computed(static_cast<std::size_t>(n), 0);
@@ -84,9 +53,10 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
   computed[0] = 1;
 
   Simulation sim;
-  sim.timeline.reserve(schedule.code.size());
-  auto name = [&](const char* t, int v) { return std::string(t) + "(" + (model.op(v).name.empty() ? std::to_string(v) : model.op(v).name) + ")"; };
-  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+  const std::size_t count = schedule.code.size();
+  if (options.timeline) reserve_prefaulted(sim.timeline, count);
+  auto name = [&](const char* t, int v) { return tensor_name(model, t, v); };
+  for (std::size_t i = 0; i < count; ++i) {
     const Instr ins = schedule.code[i];
     if (ins.op < 0 || ins.op >= n) throw ScheduleError(i, "op " + std::to_string(ins.op) + " does not exist");
     const auto v = static_cast<std::size_t>(ins.op);
@@ -121,9 +91,10 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
         if (op.aux_bytes > 0 && !r.aux[v]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("aux", ins.op) + " which is not resident");
         for (std::size_t a = 0; a < op.inputs.size(); ++a) {
           // Consumers are counted once per producer, even for Add(x, x).
-          if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(a), op.inputs[a]) ==
+          const int u = op.inputs[a];
+          if (std::find(op.inputs.begin(), op.inputs.begin() + static_cast<std::ptrdiff_t>(a), u) ==
               op.inputs.begin() + static_cast<std::ptrdiff_t>(a))
-            --pending[static_cast<std::size_t>(op.inputs[a])];
+            --pending[static_cast<std::size_t>(u)];
         }
         bwd_done[v] = 1;
         ++sim.backward_steps;
@@ -140,7 +111,7 @@ Simulation simulate(const Model& model, const Schedule& schedule) {
         break;
     }
     r.apply(model, ins);
-    sim.timeline.push_back(r.bytes);
+    if (options.timeline) sim.timeline.push_back(r.bytes);
     if (r.bytes > sim.peak_bytes) {
       sim.peak_bytes = r.bytes;
       sim.peak_index = i;

@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/model.h"
 #include "core/schedule.h"
 
 namespace remat {
-
-struct Model;
 
 struct Simulation {
   std::vector<uint64_t> timeline;  // bytes resident while each instruction runs
@@ -24,12 +23,21 @@ struct Simulation {
   double overhead = 0;
 };
 
+struct SimulateOptions {
+  // The timeline is 8 bytes per instruction; callers that only want the
+  // figures (the CLI's table, searches that compare peaks) leave it out.
+  bool timeline = true;
+};
+
 // Throws ScheduleError: a read of a non-resident tensor (aux(v) included), a
 // second backward of an op, a backward before all its consumers', a free of a
 // non-resident tensor, a recompute of a resident one (or of a storage a view
 // still holds, or while the op's aux is resident), or a gradient missing at
 // the end.
-Simulation simulate(const Model& model, const Schedule& schedule);
+// Memory: the timeline (8 bytes per instruction, when kept) and a few bytes
+// per op; time: tens of millions of instructions per second on one core
+// (tests/bench/bench_simulate.cpp).
+Simulation simulate(const Model& model, const Schedule& schedule, const SimulateOptions& options = {});
 inline void validate(const Model& model, const Schedule& schedule) { (void)simulate(model, schedule); }
 
 // The tensors resident between instructions. `apply` is the memory model's one
@@ -38,6 +46,7 @@ inline void validate(const Model& model, const Schedule& schedule) { (void)simul
 // applying, replays of validated schedules (resident index, GUI) apply
 // directly. `act` flags aliases (op ids); a storage's bytes count while any of
 // its aliases is resident (`holders` per owning op), so views add nothing.
+// Inline: it runs once per instruction of every replay.
 struct ResidentSet {
   explicit ResidentSet(const Model& model);
   void apply(const Model& model, Instr ins);
@@ -48,5 +57,50 @@ struct ResidentSet {
   uint64_t bytes = 0;
   std::size_t count = 1;  // tensors resident (the input at start)
 };
+
+inline void ResidentSet::apply(const Model& model, Instr ins) {
+  const auto v = static_cast<std::size_t>(ins.op);
+  switch (ins.kind) {
+    case InstrKind::Fwd: {
+      const Op& op = model.op(ins.op);
+      act[v] = 1;
+      if (holders[static_cast<std::size_t>(op.storage)]++ == 0) bytes += model.op(op.storage).bytes;
+      ++count;
+      if (op.aux_bytes > 0) {
+        aux[v] = 1;
+        bytes += op.aux_bytes;
+        ++count;
+      }
+      break;
+    }
+    case InstrKind::Bwd:
+      for (int u : model.op(ins.op).inputs) {
+        const auto uu = static_cast<std::size_t>(u);
+        if (model.has_grad_tensor(u) && !grad[uu]) {
+          grad[uu] = 1;
+          bytes += model.grad_bytes(u);
+          ++count;
+        }
+      }
+      break;
+    case InstrKind::FreeAct: {
+      const int r = model.storage(ins.op);
+      act[v] = 0;
+      if (--holders[static_cast<std::size_t>(r)] == 0) bytes -= model.op(r).bytes;
+      --count;
+      break;
+    }
+    case InstrKind::FreeGrad:
+      grad[v] = 0;
+      bytes -= model.grad_bytes(ins.op);
+      --count;
+      break;
+    case InstrKind::FreeAux:
+      aux[v] = 0;
+      bytes -= model.op(ins.op).aux_bytes;
+      --count;
+      break;
+  }
+}
 
 }  // namespace remat

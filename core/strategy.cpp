@@ -17,16 +17,24 @@ class StoreAll final : public Strategy {
   std::string name() const override { return "store-all"; }
   // One backward phase: everything the forward pass made stays until used.
   Schedule schedule(const Model& m) const override { return segment_schedule(m, {}, name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override { return segment_schedule_size(m, {}, limit); }
 };
 
 class RecomputeAll final : public Strategy {
  public:
   std::string name() const override { return "recompute-all"; }
   // Only the input is kept; every backward step recomputes what it reads from it.
-  Schedule schedule(const Model& m) const override {
+  Schedule schedule(const Model& m) const override { return checkpoint_schedule(m, {1}, phases(m), name()); }
+  // n(n+1)/2 forward steps on a chain of n ops after the input.
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return checkpoint_schedule_size(m, {1}, phases(m), limit);
+  }
+
+ private:
+  static std::vector<int> phases(const Model& m) {  // one per op
     std::vector<int> starts;
     for (int v = 1; v < m.size(); ++v) starts.push_back(v);
-    return checkpoint_schedule(m, {1}, starts, name());
+    return starts;
   }
 };
 
@@ -34,11 +42,13 @@ class EveryK final : public Strategy {
  public:
   explicit EveryK(int k) : k_(k) {}
   std::string name() const override { return k_ ? "every-k:" + std::to_string(k_) : "sqrt"; }
-  Schedule schedule(const Model& m) const override {
-    return segment_schedule(m, every_k_checkpoints(m, k_ ? k_ : sqrt_interval(m)), name());
+  Schedule schedule(const Model& m) const override { return segment_schedule(m, checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, checkpoints(m), limit);
   }
 
  private:
+  std::vector<int> checkpoints(const Model& m) const { return every_k_checkpoints(m, k_ ? k_ : sqrt_interval(m)); }
   int k_;  // 0: ⌈√n⌉ for the model at hand
 };
 
@@ -51,15 +61,22 @@ class Manual final : public Strategy {
     return s;
   }
   Schedule schedule(const Model& m) const override {
+    check(m);
+    return segment_schedule(m, ops_, name());
+  }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    check(m);
+    return segment_schedule_size(m, ops_, limit);
+  }
+
+ private:
+  void check(const Model& m) const {
     for (int v : ops_) {
       if (v < 0 || v >= m.loss())
         throw InputError("manual: checkpoint " + std::to_string(v) + " is out of range 0.." +
                          std::to_string(m.loss() - 1) + " for model '" + m.name + "'");
     }
-    return segment_schedule(m, ops_, name());
   }
-
- private:
   std::vector<int> ops_;
 };
 

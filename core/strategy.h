@@ -2,6 +2,7 @@
 // executor and GUI need no special cases. Named by specs such as "sqrt",
 // "every-k:4" or "manual:3,7,11".
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +23,11 @@ class Strategy {
   // Throws InputError when the strategy cannot apply to this model (e.g. a
   // checkpoint index out of range).
   virtual Schedule schedule(const Model& model) const = 0;
+  // The length of schedule(model), stated before it is made
+  // (instruction_limit.h refuses the ones that would not fit): exact, or an
+  // upper bound for searches; counting may stop once it passes `limit`
+  // (Bound::AtLeast). Cheap next to schedule(). Throws as schedule() would.
+  virtual ScheduleSize size(const Model& model, uint64_t limit) const = 0;
 };
 
 struct StrategyInfo {

@@ -1,6 +1,6 @@
 // The one entry point of the CUDA backend that the app layer calls (core never
 // does: it does not know CUDA). Implemented in gpu/ by remat_cuda_backend; the
-// app compiles calls to it only under REMAT_HAVE_CUDA_BACKEND.
+// app reaches it through the module libremat_cuda.so (backend/cuda_module_entry.cpp).
 #pragma once
 #include <memory>
 #include <string>

@@ -23,6 +23,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
   xvfb xauth
+  hyperfine jq time
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -135,13 +135,8 @@ QImage AnimationFrames::frame(int i) const {
   return img;
 }
 
-int export_animation(const Model& model, const std::vector<const StrategyRun*>& runs, const std::string& path,
-                      const AnimationOptions& o, const ChartBackdrop& backdrop,
-                      const std::function<bool(double)>& progress) {
+AnimationFormat check_animation(const std::string& path, const AnimationOptions& o) {
   const AnimationFormat format = animation_format_of(path);
-  if (runs.empty() || runs.size() > 3) throw InputError("an animation shows 1 to 3 strategies side by side");
-  for (const StrategyRun* r : runs)
-    if (!r->ok()) throw InputError("strategy '" + r->spec + "' does not apply: " + r->error);
   if (o.size.width() < 64 || o.size.height() < 64 || o.size.width() > 8192 || o.size.height() > 8192)
     throw InputError("'" + path + "': frame size must be within 64..8192 pixels");
   if (!(o.scale > 0 && o.scale <= 4)) throw InputError("'" + path + "': scale must be in (0, 4]");
@@ -151,6 +146,16 @@ int export_animation(const Model& model, const std::vector<const StrategyRun*>& 
   if (!target.absoluteDir().exists())
     throw InputError("cannot write '" + path + "': directory '" + target.absolutePath().toStdString() +
                      "' does not exist");
+  return format;
+}
+
+int export_animation(const Model& model, const std::vector<const StrategyRun*>& runs, const std::string& path,
+                      const AnimationOptions& o, const ChartBackdrop& backdrop,
+                      const std::function<bool(double)>& progress) {
+  const AnimationFormat format = check_animation(path, o);
+  if (runs.empty() || runs.size() > 3) throw InputError("an animation shows 1 to 3 strategies side by side");
+  for (const StrategyRun* r : runs)
+    if (!r->ok()) throw InputError("strategy '" + r->spec + "' does not apply: " + r->error);
   const AnimationFrames frames(model, runs, o, backdrop);
   bool cancelled = false;
   try {

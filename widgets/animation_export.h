@@ -75,6 +75,11 @@ class AnimationFrames {
   std::vector<std::size_t> driverSteps_;
 };
 
+// The checks of `path` (format, directory) and `options` that need no run,
+// so a caller can make them before any work (remat export does); throws
+// InputError. export_animation makes them again.
+AnimationFormat check_animation(const std::string& path, const AnimationOptions& options);
+
 // Renders every frame and writes `path` (whole or not at all: a cancel, via
 // `progress` returning false, or a failure leaves no file). Returns the frames
 // written, 0 when cancelled. Throws InputError for a bad path, format or option.

@@ -53,6 +53,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   QSettings settings;
   restoreGeometry(settings.value("window/geometry").toByteArray());
+  // Schedules longer than this are refused ("too large to simulate"); the
+  // default follows the memory (StudioDocument::defaultMaxInstructions).
+  if (const qulonglong max = settings.value("simulation/maxInstructions").toULongLong(); max > 0)
+    doc_->setMaxInstructions(max);
   // The saved strategies belong to the saved model: opened first, then chosen.
   if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
   const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
@@ -345,6 +349,8 @@ void MainWindow::addTradeoffTab() {
     activity_->clear("sweep");
     tradeoff_->setSweep(title, r);
     updateTabTitles();
+    // A strategy too large to simulate was left out: say which.
+    if (!r.notes.empty()) statusBar()->showMessage(tr("Trade-off: %1").arg(QString::fromStdString(r.notes.front())), 8000);
   });
   connect(sweeper_, &SweepController::failed, this, [this](const QString& m) {
     activity_->clear("sweep");
@@ -361,7 +367,7 @@ void MainWindow::addTradeoffTab() {
 void MainWindow::startSweep() {
   tradeoffStale_ = false;
   activity_->set("sweep", tr("Computing the trade-off"), 0);
-  sweeper_->start(doc_->sharedModel());
+  sweeper_->start(doc_->sharedModel(), doc_->maxInstructions());
   updateTabTitles();
 }
 

@@ -3,10 +3,10 @@
 namespace remat {
 
 std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
-                                         const std::atomic<bool>* cancel) {
+                                         const InstructionLimit& limit, const std::atomic<bool>* cancel) {
   auto p = std::make_shared<PreparedRun>();
   p->model = std::move(model);
-  p->run = std::move(simulate_strategies(*p->model, {spec}).front());
+  p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit}).front());
   if (p->run.ok() && !(cancel && cancel->load())) {
     const Model& m = *p->model;
     p->index = std::make_unique<ResidentIndex>(m, p->run.schedule);

@@ -22,11 +22,12 @@ struct PreparedRun {
   PhaseMap phases;
 };
 
-// Builds and simulates `spec` (core's simulate_strategies) and prepares its
-// index, facts and phases. An inapplicable spec gives a run with `error` set.
-// Once `cancel` is set the rest is skipped (the caller drops the result).
+// Builds and simulates `spec` (core's simulate_strategies, under `limit`) and
+// prepares its index, facts and phases. An inapplicable spec gives a run with
+// `error` set; one longer than the limit, `too_large` too. Once `cancel` is
+// set the rest is skipped (the caller drops the result).
 std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
-                                         const std::atomic<bool>* cancel = nullptr);
+                                         const InstructionLimit& limit, const std::atomic<bool>* cancel = nullptr);
 // A placeholder for a spec still being computed or refused before any work.
 std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
                                              const std::string& why, bool pending);

@@ -16,7 +16,25 @@ bool isSearch(const std::string& spec) { return spec.rfind("optimal:", 0) == 0; 
 }  // namespace
 
 StudioDocument::StudioDocument(QObject* parent)
-    : QObject(parent), model_(std::make_shared<const Model>()), specs_(defaultSpecs()) {}
+    : QObject(parent), model_(std::make_shared<const Model>()), specs_(defaultSpecs()) {
+  limit_.max = defaultMaxInstructions();
+  limit_.bytes_per_instruction = kBytesPerInstruction;
+  limit_.how_to_change = "setting simulation/maxInstructions";
+}
+
+uint64_t StudioDocument::defaultMaxInstructions() {
+  return std::min(kMaxWindowInstructions, default_max_instructions(kBytesPerInstruction));
+}
+
+void StudioDocument::setMaxInstructions(uint64_t max) {
+  limit_.max = max;
+  // Every run is judged again under the new limit.
+  jobs_.cancelAll();
+  jobOf_.clear();
+  cache_.clear();
+  if (model_->size() > 0) resimulate();
+}
+
 StudioDocument::~StudioDocument() = default;
 
 void StudioDocument::loadModel(const QString& specOrPath) {
@@ -57,26 +75,19 @@ void StudioDocument::setSpecs(const QStringList& specs) {
   resimulate();
 }
 
-std::string StudioDocument::refusal(const std::string& spec) const {
-  // recompute-all is quadratic: on a 10,000-op model it is 100M instructions,
-  // more than the window should hold. It is refused here with the reason (the
-  // CLI still simulates it).
-  const double n = model_->size();
-  if (spec == "recompute-all" && n * n / 2 > kMaxWindowInstructions)
-    return "too large to simulate in the window (about " + std::to_string(static_cast<long long>(n * n / 2)) +
-           " instructions on " + std::to_string(model_->size()) + " ops; use 'remat simulate')";
-  return {};
-}
-
 std::shared_ptr<const PreparedRun> StudioDocument::compute(const std::string& spec) {
-  if (const std::string why = refusal(spec); !why.empty()) return placeholder_run(model_, spec, why, false);
-  if (model_->size() <= kInlineOps && !isSearch(spec)) return prepare_run(model_, spec);
+  // A schedule longer than limit_ (its stated length, core's
+  // bounded_schedule) comes back as a run marked too_large, "too large to
+  // simulate (N instructions ...)", before anything is made; stating a length
+  // can take O(model) (auto's articulation points), so a large model's
+  // refusal is found by its worker like any other result.
+  if (model_->size() <= kInlineOps && !isSearch(spec)) return prepare_run(model_, spec, limit_);
   // The worker shares the (immutable) model; the result is built beside its
   // index on the heap and handed over whole.
   const int id = jobs_.start(
-      [model = model_, spec](JobToken& token) {
+      [model = model_, spec, limit = limit_](JobToken& token) {
         const CancelScope scope(token.flag());  // a search stops where its deadline would
-        return prepare_run(model, spec, token.flag());
+        return prepare_run(model, spec, limit, token.flag());
       },
       [this, spec](std::shared_ptr<PreparedRun> run) { arrived(spec, std::move(run)); });
   jobOf_[spec] = id;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "core/instruction_limit.h"
 #include "core/model.h"
 #include "core/resident_index.h"
 #include "widgets/job_tracker.h"
@@ -34,8 +35,17 @@ class StudioDocument : public QObject {
   explicit StudioDocument(QObject* parent = nullptr);
   ~StudioDocument() override;
 
-  // recompute-all beyond this many forward steps is not simulated in the window.
-  static constexpr double kMaxWindowInstructions = 20e6;
+  // A strategy whose schedule is longer (its stated length, Strategy::size) is
+  // shown as "too large to simulate (N instructions)" instead of being made:
+  // the window keeps an index, the facts and the chart per run (about
+  // kBytesPerInstruction). The default is the lesser of kMaxWindowInstructions
+  // and what a quarter of the available memory holds; QSettings
+  // "simulation/maxInstructions" overrides it (main_window).
+  static constexpr uint64_t kMaxWindowInstructions = 20'000'000;
+  static constexpr uint64_t kBytesPerInstruction = 40;
+  static uint64_t defaultMaxInstructions();
+  void setMaxInstructions(uint64_t max);
+  uint64_t maxInstructions() const { return limit_.max; }
   // Up to this many ops every strategy but a search takes well under 0.1 s
   // (recompute-all: 20k instructions; the budget DP at 200 layers): computed
   // at once. Larger models compute in the background.
@@ -118,12 +128,11 @@ class StudioDocument : public QObject {
   void resimulate();
   void arrived(const std::string& spec, std::shared_ptr<PreparedRun> run);
   std::shared_ptr<const PreparedRun> compute(const std::string& spec);
-  // Why the window will not simulate `spec` on this model; empty when it will.
-  std::string refusal(const std::string& spec) const;
   void applyEntries(const std::string& keepShown, double keepPhase);
   void rebuildNumbering();
   const PreparedRun* entry(int run) const;
 
+  InstructionLimit limit_;
   std::shared_ptr<const Model> model_;
   QString source_;
   QStringList specs_;

@@ -21,18 +21,19 @@ SweepController::SweepController(QObject* parent) : QObject(parent) {
   });
 }
 
-void SweepController::start(std::shared_ptr<const Model> model) {
+void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInstructions) {
   if (job_) jobs_.cancel(job_);
   const QString title = QString::fromStdString(model->name);
   job_ = jobs_.start(
-      [model](JobToken& token) {
+      [model, maxInstructions](JobToken& token) {
         SweepOutcome out;
         try {
           SweepOptions o;
           o.optimal_seconds = kOptimalSeconds;
           o.cancel = token.flag();
           o.progress = [&token](int done, int total) { token.progress(total ? double(done) / total : 1.0); };
-          o.named = named_points(*model);
+          o.limit.max = maxInstructions;
+          o.named = named_points(*model, o.limit, &o.notes);
           out.result = sweep(*model, auto_budgets(o.named), o);
         } catch (const InputError& e) {
           out.error = QString::fromStdString(e.what());

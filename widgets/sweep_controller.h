@@ -4,6 +4,7 @@
 #pragma once
 #include <QObject>
 #include <QString>
+#include <cstdint>
 #include <memory>
 
 #include "core/model.h"
@@ -18,7 +19,9 @@ class SweepController : public QObject {
   explicit SweepController(QObject* parent = nullptr);
   // DAGs spend at most this long per budget in the optimal search.
   static constexpr double kOptimalSeconds = 0.25;
-  void start(std::shared_ptr<const Model> model);
+  // Schedules longer than `maxInstructions` are left out with a note
+  // (SweepResult::notes), as the window refuses them.
+  void start(std::shared_ptr<const Model> model, uint64_t maxInstructions);
   void cancel();
   bool running() const { return job_ && jobs_.isCurrent(job_); }
   JobTracker* jobs() { return &jobs_; }

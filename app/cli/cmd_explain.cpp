@@ -18,6 +18,7 @@ struct ExplainOptions {
   std::string model;
   std::string strategy = "sqrt";
   bool json = false;
+  InstructionLimit limit;
 };
 
 void run_explain(const ExplainOptions& o) {
@@ -25,7 +26,7 @@ void run_explain(const ExplainOptions& o) {
   if (specs.size() != 1) throw InputError("--strategy: explain takes one strategy (got '" + o.strategy + "')");
   const auto strategy = make_strategy(specs.front());
   const Model model = load_model(o.model);
-  const PeakExplanation e = explain_peak(model, strategy->schedule(model));
+  const PeakExplanation e = explain_peak(model, bounded_schedule(*strategy, model, o.limit));
   if (o.json) std::cout << explanation_json(model, e).dump() << "\n";
   else std::cout << explanation_text(model, e);
 }
@@ -38,6 +39,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "Model: a preset spec or a .json/.onnx file")->required();
   cmd->add_option("-s,--strategy", o->strategy, "One strategy spec (e.g. sqrt, manual:16, revolve:4)")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON {strategy, peak_bytes, peak_index, instruction, groups:[{reason, bytes, ops, names}]}");
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o] { run_explain(*o); });
 }
 

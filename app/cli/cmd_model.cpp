@@ -23,22 +23,25 @@ struct ModelOptions {
 };
 
 void print_summary(const Model& m) {
-  std::map<std::string, int> kinds;
+  std::map<std::string_view, int> kinds;
   uint64_t act = 0, largest = 0, aux = 0;
   int views = 0;
-  std::vector<std::string> sim_only;
+  // Names of the first simulate-only ops (all that is printed) and how many.
+  std::vector<std::string_view> sim_only;
+  std::size_t sim_only_count = 0;
+  constexpr std::size_t kNamesShown = 20;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
-    ++kinds[std::string(kind_name(op.kind))];
+    ++kinds[kind_name(op.kind)];
     act += op.bytes;
     aux += op.aux_bytes;
     views += op.view;
     largest = std::max(largest, op.bytes);
-    if (!executable(op)) sim_only.push_back(op.name);
+    if (!executable(op) && sim_only_count++ < kNamesShown) sim_only.push_back(op.name);
   }
   std::printf("model %s: %d ops\n", m.name.c_str(), m.size());
   std::string k;
-  for (const auto& [name, n] : kinds) k += (k.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+  for (const auto& [name, n] : kinds) k += (k.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(name);
   std::printf("kinds: %s\n", k.c_str());
   const std::string view_note = views ? "; " + std::to_string(views) + " view(s) owning none" : "";
   std::printf("activations: %s in all (largest %s%s), parameters: %s\n", format_bytes(act).c_str(),
@@ -47,13 +50,13 @@ void print_summary(const Model& m) {
               format_bytes(m.saved_bytes()).c_str(), static_cast<unsigned long long>(m.saved_bytes()),
               format_bytes(aux).c_str());
   std::printf("flops: forward %.4g, backward %.4g\n", m.forward_flops(), m.backward_flops());
-  if (sim_only.empty()) {
+  if (sim_only_count == 0) {
     std::printf("simulate-only ops: none (executable with remat run)\n");
   } else {
     std::string names;
-    for (std::size_t i = 0; i < sim_only.size() && i < 20; ++i) names += (i ? ", " : "") + sim_only[i];
-    if (sim_only.size() > 20) names += ", ... (" + std::to_string(sim_only.size() - 20) + " more)";
-    std::printf("simulate-only ops (%zu): %s\n", sim_only.size(), names.c_str());
+    for (std::size_t i = 0; i < sim_only.size(); ++i) names += (i ? ", " : "") + std::string(sim_only[i]);
+    if (sim_only_count > kNamesShown) names += ", ... (" + std::to_string(sim_only_count - kNamesShown) + " more)";
+    std::printf("simulate-only ops (%zu): %s\n", sim_only_count, names.c_str());
   }
 }
 

@@ -35,6 +35,7 @@ struct RunOptions {
   std::string dump;
   std::string memory_limit;
   bool sync_each = false;
+  InstructionLimit limit;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -212,7 +213,7 @@ void run_run(const RunOptions& o) {
     specs.insert(specs.begin(), "store-all");
     added_reference = true;
   }
-  const auto sims = simulate_strategies(model, specs);
+  const auto sims = simulate_strategies(model, specs, {.limit = o.limit});
   for (const auto& r : sims) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
@@ -312,6 +313,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--sync-each", o->sync_each,
                 "Wait for the device after every instruction, so that a kernel fault names the instruction that "
                 "launched it (slower; CUDA)");
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o] { run_run(*o); });
 }
 

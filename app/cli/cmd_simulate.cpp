@@ -25,6 +25,7 @@ struct SimulateOptions {
   std::string csv;
   std::string optimizer;  // empty: no whole-step table (JSON says sgd)
   std::string micro_batches = "1";  // K, or K1,K2,... for a table over K
+  InstructionLimit limit;
 };
 
 std::vector<int> parse_micro_batches(const std::string& s) {
@@ -39,13 +40,13 @@ std::vector<int> parse_micro_batches(const std::string& s) {
 // for passes. The baseline (parameters, gradients, optimizer state) is the
 // same for every K: the gradients accumulate in place.
 void print_micro_batch_table(const Model& base, const std::vector<std::string>& specs, const std::vector<int>& ks,
-                             Optimizer optimizer, bool json) {
+                             Optimizer optimizer, bool json, const InstructionLimit& limit) {
   nlohmann::json rows = nlohmann::json::array();
   if (!json)
     std::printf("%4s %7s %-22s %14s %14s %14s\n", "K", "batch", "strategy", "activations", "step total", "step flops");
   for (int k : ks) {
     const Model m = micro_batch(base, k);
-    for (const auto& r : simulate_strategies(m, specs)) {
+    for (const auto& r : simulate_strategies(m, specs, {.limit = limit, .timelines = false})) {
       if (!r.ok()) throw InputError("strategy '" + r.spec + "' with --micro-batches " + std::to_string(k) + ": " + r.error);
       const StepMemory step = step_memory(m, optimizer, r.sim.peak_bytes);
       const double flops = k * r.sim.flops;
@@ -118,12 +119,13 @@ void run_simulate(const SimulateOptions& o) {
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
   if (ks.size() > 1) {
     if (!o.csv.empty()) throw InputError("--csv takes one --micro-batches value, not a list");
-    print_micro_batch_table(load_model(o.model), specs, ks, optimizer, o.json);
+    print_micro_batch_table(load_model(o.model), specs, ks, optimizer, o.json, o.limit);
     return;
   }
   const int k = ks[0];
   const Model model = micro_batch(load_model(o.model), k);
-  const auto runs = simulate_strategies(model, specs);
+  // The table needs the figures only; the timelines are 8 bytes per instruction.
+  const auto runs = simulate_strategies(model, specs, {.limit = o.limit, .timelines = o.json || !o.csv.empty()});
   for (const auto& r : runs) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
@@ -165,6 +167,7 @@ void add_simulate_command(CLI::App& app) {
                   "Gradient accumulation: simulate one micro-batch of batch/K (the step runs K passes); a list "
                   "(1,2,4,8) prints a table over K")
       ->capture_default_str();
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o] { run_simulate(*o); });
 }
 

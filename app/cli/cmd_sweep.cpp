@@ -13,15 +13,9 @@
 #include "core/model_source.h"
 #include "core/strategies/sweep.h"
 
-// --plot renders with Qt Charts: only when remat links remat_widgets
-// (REMAT_HAVE_GUI, defined by app/CMakeLists.txt in the GUI build).
-#ifdef REMAT_HAVE_GUI
-#define REMAT_SWEEP_PLOT 1
-#include <QApplication>
-#include <cstdlib>
-
-#include "widgets/tradeoff_chart.h"
-#endif
+// --plot renders with Qt Charts in the picture module (render_module.h): only
+// in the GUI build (REMAT_HAVE_GUI, defined by app/CMakeLists.txt).
+#include "app/cli/render_module.h"
 
 namespace remat::cli {
 namespace {
@@ -32,6 +26,7 @@ struct SweepOptions_ {
   bool json = false;
   std::string plot;
   int seconds = 1;
+  InstructionLimit limit;
 };
 
 void print_table(const Model& model, const SweepResult& r) {
@@ -48,10 +43,11 @@ void print_table(const Model& model, const SweepResult& r) {
   std::printf("named strategies:\n");
   for (const auto& n : r.named)
     std::printf("%14s %14s %9.1f%%  %s\n", "", format_bytes(n.peak).c_str(), 100.0 * n.overhead, n.spec.c_str());
+  for (const auto& note : r.notes) std::printf("note: %s\n", note.c_str());
 }
 
 void run_sweep(const SweepOptions_& o) {
-#ifndef REMAT_SWEEP_PLOT
+#ifndef REMAT_HAVE_GUI
   if (!o.plot.empty()) throw InputError("--plot needs the GUI build (Qt Charts); this remat was built without it");
 #endif
   if (!o.plot.empty()) {  // before any work or output
@@ -59,34 +55,18 @@ void run_sweep(const SweepOptions_& o) {
     std::string ext = dot == std::string::npos ? "" : o.plot.substr(dot);
     for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (ext != ".png" && ext != ".svg") throw InputError("--plot: '" + o.plot + "' must end in .png or .svg");
+    (void)render_module();  // a missing picture module is said before any work
   }
   const Model model = load_model(o.model);
   SweepOptions so;
-  if (o.budgets == "auto") so.named = named_points(model);  // a list is checked before any simulation
+  so.limit = o.limit;
+  if (o.budgets == "auto") so.named = named_points(model, so.limit, &so.notes);  // a list is checked before any simulation
   const auto budgets = parse_budgets(so.named, o.budgets);
   so.optimal_seconds = o.seconds;
   const SweepResult r = sweep(model, budgets, so);
   if (o.json) std::cout << sweep_json(model, r).dump() << "\n";
   else print_table(model, r);
-#ifdef REMAT_SWEEP_PLOT
-  if (!o.plot.empty()) {
-    if (!std::getenv("QT_QPA_PLATFORM") && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
-      setenv("QT_QPA_PLATFORM", "offscreen", 1);
-    static int argc = 1;
-    static char name[] = "remat";
-    static char* argv[] = {name, nullptr};
-    qInstallMessageHandler([](QtMsgType type, const QMessageLogContext&, const QString& msg) {
-      if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "remat: qt: " << msg.toStdString() << "\n";
-    });
-    std::unique_ptr<QApplication> app;
-    if (!QCoreApplication::instance()) app = std::make_unique<QApplication>(argc, argv);
-    TradeoffChart chart;
-    chart.setSweep(QString::fromStdString(model.name), r);
-    chart.resize(1000, 600);
-    save_tradeoff_chart(chart, o.plot);
-    std::cerr << "wrote " << o.plot << "\n";
-  }
-#endif
+  if (!o.plot.empty()) render_module().write_plot(model, r, o.plot, std::cerr);
 }
 
 }  // namespace
@@ -100,6 +80,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--seconds", o->seconds, "DAGs: search time per budget in seconds")->check(CLI::Range(1, 3600))->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON {model, budgets:[{budget_bytes, feasible, spec, peak_bytes, overhead}], strategies:[...]}");
   cmd->add_option("--plot", o->plot, "Also draw the trade-off to this .png or .svg (GUI build only)");
+  add_max_instructions_option(cmd, o->limit);
   cmd->callback([o] { run_sweep(*o); });
 }
 

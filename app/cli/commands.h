@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/instruction_limit.h"
+
 namespace remat::cli {
 
 // The command ran but its work failed through nobody's input (a strategy's
@@ -23,6 +25,11 @@ void add_model_command(CLI::App& app);     // cmd_model.cpp: write/inspect model
 void add_export_command(CLI::App& app);    // cmd_export.cpp: PNG/SVG (needs the GUI build)
 void add_sweep_command(CLI::App& app);     // cmd_sweep.cpp: budget sweep
 void add_explain_command(CLI::App& app);   // cmd_explain.cpp: why the peak is where it is
+
+// --max-instructions N for a command that makes schedules: a strategy whose
+// schedule is longer is refused (exit 2) with its length and memory
+// (limit_option.cpp).
+void add_max_instructions_option(CLI::App* cmd, InstructionLimit& limit);
 
 // Human-readable byte counts for tables: 1536 -> "1.50 KiB".
 std::string format_bytes(uint64_t bytes);

@@ -3,6 +3,7 @@
 #include <boost/graph/graphviz.hpp>
 
 #include "core/atomic_file.h"
+#include "core/model_graph.h"
 #include "core/op_rules.h"
 
 namespace remat {

@@ -5,6 +5,7 @@
 #pragma once
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <optional>

@@ -18,6 +18,9 @@ class Auto final : public Strategy {
  public:
   std::string name() const override { return "auto"; }
   Schedule schedule(const Model& m) const override { return segment_schedule(m, auto_checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, auto_checkpoints(m), limit);
+  }
 };
 
 }  // namespace

@@ -16,12 +16,7 @@ class Budget final : public Strategy {
   explicit Budget(uint64_t budget) : budget_(budget) {}
   std::string name() const override { return "budget:" + std::to_string(budget_); }
   Schedule schedule(const Model& m) const override {
-    if (!is_chain(m))
-      throw InputError("budget needs a chain (every op reading only the one before it); model '" + m.name +
-                       "' branches: use optimal:BYTES");
-    if (m.loss() > 4000)
-      throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
-                       " layers; the exact DP is limited to 4000");
+    check(m);
     std::vector<int> ckpt;
     if (!chain_budget_dp(m, budget_, ckpt))
       throw InputError("budget: " + std::to_string(budget_) + " bytes is infeasible for model '" + m.name +
@@ -29,7 +24,21 @@ class Budget final : public Strategy {
     return segment_schedule(m, ckpt, name());
   }
 
+  // The checkpoint set comes out of the DP: bounded, not counted.
+  ScheduleSize size(const Model& m, uint64_t) const override {
+    check(m);
+    return segment_schedule_bound(m);
+  }
+
  private:
+  static void check(const Model& m) {
+    if (!is_chain(m))
+      throw InputError("budget needs a chain (every op reading only the one before it); model '" + m.name +
+                       "' branches: use optimal:BYTES");
+    if (m.loss() > 4000)
+      throw InputError("budget: model '" + m.name + "' has " + std::to_string(m.loss()) +
+                       " layers; the exact DP is limited to 4000");
+  }
   uint64_t budget_;
 };
 

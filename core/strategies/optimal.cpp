@@ -289,6 +289,9 @@ class Optimal final : public Strategy {
     return s;
   }
 
+  // Every set the search tries is a segment schedule: bounded by the longest.
+  ScheduleSize size(const Model& m, uint64_t) const override { return segment_schedule_bound(m); }
+
  private:
   uint64_t budget_;
   double limit_;

@@ -46,9 +46,7 @@ class Revolve final : public Strategy {
   std::string name() const override { return "revolve:" + std::to_string(slots_); }
 
   Schedule schedule(const Model& m) const override {
-    if (!is_chain(m))
-      throw InputError("revolve needs a chain (every op reading only the one before it); model '" + m.name +
-                       "' branches: use auto or optimal:BYTES");
+    check(m);
     const int64_t n = m.loss();
     const int64_t t = revolve_advances(n, slots_);
     if (t > 200'000'000)
@@ -60,7 +58,26 @@ class Revolve final : public Strategy {
     return with_frees(m, std::move(code), name());
   }
 
+  // t advances and n fused steps: forward_steps = t + n (the header's formula).
+  // Each forward step of an op with aux(v) adds its free; how many of the t
+  // advances are of such ops is not counted, so with any the size is a bound.
+  ScheduleSize size(const Model& m, uint64_t) const override {
+    check(m);
+    const int64_t n = m.loss();
+    const auto fwd = static_cast<uint64_t>(revolve_advances(n, slots_) + n);
+    bool aux = false;
+    for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+    if (!aux) return {instructions_with_frees(m, fwd, 0)};
+    return {instructions_with_frees(m, fwd, fwd), ScheduleSize::Bound::AtMost};
+  }
+
  private:
+  static void check(const Model& m) {
+    if (!is_chain(m))
+      throw InputError("revolve needs a chain (every op reading only the one before it); model '" + m.name +
+                       "' branches: use auto or optimal:BYTES");
+  }
+
   // Reverse steps s+1..e with x_s resident and c slots (x_s's included).
   static void reverse(int64_t s, int64_t e, int c, std::vector<Instr>& code) {
     while (e > s) {

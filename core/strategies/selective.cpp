@@ -21,6 +21,9 @@ class Selective final : public Strategy {
  public:
   std::string name() const override { return "selective"; }
   Schedule schedule(const Model& m) const override { return segment_schedule(m, selective_checkpoints(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override {
+    return segment_schedule_size(m, selective_checkpoints(m), limit);
+  }
 };
 
 }  // namespace

@@ -38,12 +38,14 @@ std::string manual_spec(const std::vector<int>& ckpt) {
 
 }  // namespace
 
-std::vector<NamedPoint> named_points(const Model& m) {
+std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit, std::vector<std::string>* notes) {
   std::vector<NamedPoint> named;
   for (const auto& spec : named_specs(m)) {
     try {
-      const Simulation s = simulate(m, make_strategy(spec)->schedule(m));
+      const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, limit), {.timeline = false});
       named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops});
+    } catch (const ScheduleTooLarge& e) {
+      if (notes) notes->push_back(spec + " left out: " + e.what());
     } catch (const InputError&) {  // chain-only strategies on a DAG
     }
   }
@@ -56,7 +58,15 @@ std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int cou
       if (n.spec == spec) return n.peak;
     throw std::logic_error("auto_budgets: no " + spec + " among the named points");
   };
-  const uint64_t lo = peak_of("recompute-all"), hi = peak_of("store-all");
+  if (std::none_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "store-all"; }))
+    throw InputError("automatic budgets run up to store-all's peak, and store-all was left out as too large to "
+                     "simulate; give the budgets (B1,B2,...) instead");
+  // recompute-all (the least memory) may have been left out as too large.
+  const bool has_recompute = std::any_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "recompute-all"; });
+  const uint64_t least = std::min_element(named.begin(), named.end(), [](const NamedPoint& a, const NamedPoint& b) {
+                           return a.peak < b.peak;
+                         })->peak;
+  const uint64_t lo = has_recompute ? peak_of("recompute-all") : least, hi = peak_of("store-all");
   std::vector<uint64_t> b;
   for (int i = 0; i < count; ++i)
     b.push_back(lo + static_cast<uint64_t>(std::llround(static_cast<double>(hi - lo) * i / std::max(1, count - 1))));
@@ -83,8 +93,16 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   SweepResult r;
   const double denom = m.forward_flops() + m.backward_flops();
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
-  r.named = o.named.empty() ? named_points(m) : o.named;
+  r.notes = o.notes;
+  r.named = o.named.empty() ? named_points(m, o.limit, &r.notes) : o.named;
   const bool chain = is_chain(m) && m.loss() <= 4000;
+  // Every set the DAG search tries is a segment schedule: left out when the
+  // longest could be over the limit.
+  const ScheduleSize longest = segment_schedule_bound(m);
+  const bool dag_search = !chain && longest.instructions <= o.limit.max;
+  if (!chain && !dag_search)
+    r.notes.push_back(std::string("the checkpoint-set search per budget left out: ") + ScheduleTooLarge(longest, o.limit).what() +
+                      "; the budgets show the named strategies only");
   const int total = static_cast<int>(budgets.size());
   for (int i = 0; i < total; ++i) {
     if (o.cancel && o.cancel->load()) break;
@@ -99,10 +117,10 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
     if (chain) {
       std::vector<int> ckpt;
       if (chain_budget_dp(m, p.budget, ckpt)) {
-        const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"));
+        const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"), {.timeline = false});
         take("budget:" + std::to_string(p.budget), s.peak_bytes, s.recompute_flops);
       }
-    } else {
+    } else if (dag_search) {
       const OptimalResult opt = optimal_search(m, p.budget, o.optimal_seconds);
       if (opt.found) take(manual_spec(opt.checkpoints), opt.peak, opt.recompute_flops);
     }
@@ -134,6 +152,7 @@ nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
   }
   j["strategies"] = nlohmann::json::array();
   for (const auto& n : r.named) j["strategies"].push_back({{"spec", n.spec}, {"peak_bytes", n.peak}, {"overhead", n.overhead}});
+  if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
 }
 

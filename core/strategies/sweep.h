@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/instruction_limit.h"
+
 namespace remat {
 
 struct Model;
@@ -32,6 +34,7 @@ struct NamedPoint {
 struct SweepResult {
   std::vector<SweepPoint> budgets;  // increasing budgets; overhead non-increasing
   std::vector<NamedPoint> named;
+  std::vector<std::string> notes;   // what was left out and why (a strategy too large to simulate)
 };
 
 struct SweepOptions {
@@ -41,12 +44,17 @@ struct SweepOptions {
   // named_points(m) when the caller already has them (auto budgets need them
   // too; recompute-all is quadratic); empty: the sweep simulates them.
   std::vector<NamedPoint> named;
+  std::vector<std::string> notes;  // named_points' notes, when the caller made them
+  InstructionLimit limit;          // per schedule; longer ones are left out with a note
 };
 
-// store-all, recompute-all, sqrt, auto, selective (and revolve on chains), simulated.
-std::vector<NamedPoint> named_points(const Model& m);
-// `count` budgets evenly from recompute-all's peak to store-all's, plus the
-// peak of each named strategy (so none of them lies below the front).
+// store-all, recompute-all, sqrt, auto, selective (and revolve on chains),
+// simulated. One longer than `limit` is left out, with a line in *notes.
+std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit = {},
+                                     std::vector<std::string>* notes = nullptr);
+// `count` budgets evenly from recompute-all's peak (or the least named peak
+// when it was left out) to store-all's, plus the peak of each named strategy
+// (so none of them lies below the front).
 std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count = 12);
 // Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
 std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list);

@@ -103,25 +103,40 @@ TEST(StudioDocument, OpensAndKeepsTheModelOnABadSpec) {
   EXPECT_EQ(doc.currentRun(), 0);
 }
 
+// recompute-all on chain:N: N(N+1)/2 forward steps, N backward, a free per
+// forward, per gradient (N-1) and for the input.
+uint64_t recompute_all_instructions(uint64_t N) { return 2 * (N * (N + 1) / 2) + 2 * (N + 1) - 2; }
+
 TEST(StudioDocument, RefusesQuadraticRecomputeAllOnHugeModels) {
   StudioDocument doc;
   doc.loadModel("chain:10000");
   ASSERT_EQ(doc.runCount(), 3);
-  // Refused at once; the others are computed in the background (a large model).
-  EXPECT_FALSE(doc.runs()[1].pending);
+  // A large model: every run is computed in the background, the refusal too
+  // (stating a schedule's length can take O(model)).
   EXPECT_TRUE(doc.runs()[0].pending);
-  EXPECT_EQ(doc.computing(), 2);
+  EXPECT_TRUE(doc.runs()[1].pending);
+  EXPECT_EQ(doc.computing(), 3);
   ASSERT_TRUE(QTest::qWaitFor([&] { return doc.computing() == 0; }, 60000));
   EXPECT_TRUE(doc.runs()[0].ok());
+  const uint64_t instructions = recompute_all_instructions(10000);
+  ASSERT_GT(instructions, doc.maxInstructions());
   EXPECT_FALSE(doc.runs()[1].ok());
-  // recompute-all runs fwd 0..v-1 again before each bwd v: about n^2/2
-  // instructions for the n ops (the loss included).
-  const long long n = load_model("chain:10000").size();
-  EXPECT_NE(doc.runs()[1].error.find("too large to simulate in the window (about " + std::to_string(n * n / 2) +
-                                     " instructions"),
-            std::string::npos)
+  EXPECT_TRUE(doc.runs()[1].too_large);
+  EXPECT_EQ(doc.runs()[1].error.rfind("too large to simulate (" + std::to_string(instructions) + " instructions", 0), 0u)
       << doc.runs()[1].error;
+  EXPECT_TRUE(doc.runs()[1].schedule.code.empty());  // refused before it was made
   EXPECT_TRUE(doc.runs()[2].ok());
+}
+
+TEST(StudioDocument, TheLimitIsTheStatedLength) {
+  StudioDocument doc;
+  doc.loadModel("chain:100");
+  const uint64_t instructions = recompute_all_instructions(100);
+  doc.setMaxInstructions(instructions - 1);
+  EXPECT_TRUE(doc.runs()[1].too_large) << doc.runs()[1].error;
+  doc.setMaxInstructions(instructions);
+  ASSERT_TRUE(doc.runs()[1].ok()) << doc.runs()[1].error;
+  EXPECT_EQ(doc.runs()[1].schedule.code.size(), instructions);
 }
 
 TEST(StudioDocument, ToggleStartsFromTheShownRunsCheckpoints) {

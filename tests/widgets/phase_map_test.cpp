@@ -1,6 +1,8 @@
 // The phase axis shared by strategies, and the step numbering without frees.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/model_source.h"
 #include "core/strategy.h"
 #include "widgets/phase_map.h"
