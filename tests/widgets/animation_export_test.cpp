@@ -119,4 +119,14 @@ TEST(AnimationExport, FromTheCommandLine) {
   EXPECT_EQ(bad.exitCode(), 2);
   EXPECT_TRUE(bad.readAllStandardError().contains(".gif, .mp4 or .webm"));
   EXPECT_FALSE(QFile::exists(dir.filePath("x.avi")));
+  // The animation's options are checked before any work: the timeline asked
+  // for beside a bad frame rate is not written either.
+  QProcess early;
+  early.start(REMAT_CLI, {"export", "--model", "chain:16", "--timeline", dir.filePath("t.png"), "--animation",
+                          dir.filePath("y.gif"), "--fps", "61"});
+  ASSERT_TRUE(early.waitForFinished(60000));
+  EXPECT_EQ(early.exitCode(), 2);
+  EXPECT_TRUE(early.readAllStandardError().contains("frame rate must be in (0, 60]"));
+  EXPECT_FALSE(QFile::exists(dir.filePath("t.png")));
+  EXPECT_FALSE(QFile::exists(dir.filePath("y.gif")));
 }
