@@ -7,7 +7,7 @@
 
 namespace remat {
 
-Model micro_batch(const Model& model, int k) {
+Model micro_batch(Model model, int k) {
   if (k < 1) throw InputError("--micro-batches: " + std::to_string(k) + " must be at least 1");
   if (k == 1) return model;
   const Op& input = model.op(0);

@@ -496,6 +496,12 @@ bool executable(const Op& op) {
   // A Linear that PyTorch would feed a contiguous copy of its input keeps it in
   // aux(v); the kernels multiply their input in place and fill no such copy.
   if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0) return false;
+  // The loss kernels read their input again in the backward. A file whose loss
+  // keeps something else (a PyTorch capture: cross-entropy keeps its
+  // log-probabilities as aux) describes memory these kernels do not reproduce.
+  if (is_loss(op.kind) &&
+      (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
+    return false;
   // The softmax kernel normalises rows: the last axis only.
   if (op.kind == OpKind::Softmax && op.attrs.axis != -1 && op.attrs.axis != static_cast<int64_t>(op.shape.size()) - 1)
     return false;

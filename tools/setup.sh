@@ -19,6 +19,7 @@ packages=(
   libboost-graph-dev libeigen3-dev nlohmann-json3-dev libcli11-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   coinor-libcbc-dev libglpk-dev
+  libgif-dev libavcodec-dev libavformat-dev libswscale-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
   xvfb xauth

@@ -19,10 +19,10 @@ QString format_bytes(uint64_t bytes) {
   return QString("%1 %2").arg(v, 0, 'f', 2).arg(units[u]);
 }
 
-void ComparisonModel::setRuns(const Model* model, const std::vector<StrategyRun>* runs) {
+void ComparisonModel::setRuns(const Model* model, RunList runs) {
   beginResetModel();
   model_ = model;
-  runs_ = runs;
+  runs_ = std::move(runs);
   measured_.clear();
   endResetModel();
 }
@@ -34,7 +34,7 @@ void ComparisonModel::setMeasured(std::map<std::string, MeasuredRun> measured) {
 }
 
 int ComparisonModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() || !runs_ ? 0 : static_cast<int>(runs_->size());
+  return parent.isValid() ? 0 : static_cast<int>(runs_.size());
 }
 int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
@@ -59,15 +59,15 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
       "(in use plus cached for reuse)",
       "Baseline: parameters, their gradients, target/labels and the loss; the same for every strategy",
       "Median time of a training step over the timed runs",
-      "Loss and every gradient byte identical to the first strategy's"};
+      "Loss and every gradient byte identical to store-all's on the same backend (remat run's 'same'; store-all runs as the reference when not chosen)"};
   if (role == Qt::DisplayRole) return QVariant(names[section]);
   if (role == Qt::ToolTipRole) return QVariant(tips[section]);
   return {};
 }
 
 QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || !runs_ || index.row() >= rowCount()) return {};
-  const StrategyRun& r = (*runs_)[static_cast<std::size_t>(index.row())];
+  if (!index.isValid() || index.row() >= rowCount()) return {};
+  const StrategyRun& r = runs_[static_cast<std::size_t>(index.row())];
   const int col = index.column();
   if (role == Qt::ToolTipRole && !r.ok()) return QString::fromStdString(r.error);
   if (role == Qt::ToolTipRole && col == MeasuredPeak) {

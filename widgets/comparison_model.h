@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
 
 namespace remat {
 struct Model;
@@ -20,7 +21,9 @@ struct MeasuredRun {
   uint64_t reserved_peak = 0;   // held from the system/driver at its high-water mark
   uint64_t baseline = 0;        // parameters, their gradients, target, loss
   double time_ms = 0;
-  bool matches_reference = false;  // loss and gradients bit-identical to the first strategy
+  float loss = 0;
+  uint64_t grad_hash = 0;          // FNV-1a 64 of the parameter gradients (remat run's "grad hash")
+  bool matches_reference = false;  // loss and every gradient byte identical to store-all's
   std::vector<uint64_t> timeline;  // measured bytes per instruction (may be empty)
 };
 
@@ -33,7 +36,9 @@ class ComparisonModel : public QAbstractTableModel {
   };
   explicit ComparisonModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}
 
-  void setRuns(const Model* model, const std::vector<StrategyRun>* runs);
+  // `runs` must outlive the model's use of it (until the next setRuns).
+  void setRuns(const Model* model, RunList runs);
+  void setRuns(const Model* model, const std::vector<StrategyRun>* runs) { setRuns(model, RunList(*runs)); }
   void setMeasured(std::map<std::string, MeasuredRun> measured);
   const std::map<std::string, MeasuredRun>& measured() const { return measured_; }
 
@@ -44,7 +49,7 @@ class ComparisonModel : public QAbstractTableModel {
 
  private:
   const Model* model_ = nullptr;
-  const std::vector<StrategyRun>* runs_ = nullptr;
+  RunList runs_;
   std::map<std::string, MeasuredRun> measured_;  // by spec
 };
 

@@ -19,6 +19,7 @@
 #include "widgets/graph_layout.h"
 #include "widgets/graph_painter.h"
 #include "widgets/instruction_caption.h"
+#include "widgets/lanes_painter.h"
 #include "widgets/node_states.h"
 #include "widgets/timeline_chart.h"
 
@@ -95,12 +96,13 @@ QSize parse_size(const std::string& text) {
   }
 }
 
-void export_timeline(const std::vector<StrategyRun>& runs, const std::string& path, const TimelineExport& o) {
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
   checkSize(o.size, path);
   TimelineChart chart;
   chart.setAttribute(Qt::WA_DontShowOnScreen);
   chart.resize(o.size);
   chart.setRuns(runs, o.title);
+  chart.setFontScale(o.fontScale);
   if (!o.measured.empty()) chart.setMeasured(o.measured);
   if (o.cursor >= 0) chart.setCursor(std::size_t(o.cursor));
   else if (chart.cursorSeries()) chart.cursorSeries()->setVisible(false);
@@ -114,7 +116,7 @@ void export_timeline(const std::vector<StrategyRun>& runs, const std::string& pa
 }
 
 void export_graph(const Model& model, const StrategyRun& run, std::size_t step, const std::string& path, QSize size,
-                  double dpr) {
+                  double dpr, double fontScale) {
   if (!run.ok()) throw InputError("strategy '" + run.spec + "' does not apply: " + run.error);
   const ResidentIndex index(model, run.schedule);
   const ScheduleFacts facts(model, run.schedule, declared_checkpoints(model, run.name));
@@ -129,14 +131,19 @@ void export_graph(const Model& model, const StrategyRun& run, std::size_t step, 
                               .arg(run.schedule.code.size())
                               .arg(QString::fromStdString(InstructionCaption(model, run.schedule, facts).text(step)));
   writePicture(path, size, dpr, caption, [&](QPainter& p, const QRectF& r) {
-    const QRectF area = r.adjusted(0, 0, 0, -28);
-    paint_graph(p, model, layout, states, fit_transform(layout, area), area);
+    const double captionH = 28 * fontScale;
+    const QRectF area = r.adjusted(0, 0, 0, -captionH);
+    GraphPaintOptions go;
+    go.fontScale = fontScale;
+    go.readout = readout_of(run, step);
+    go.atPeak = run.sim.timeline[step] == run.sim.peak_bytes;
+    paint_graph(p, model, layout, states, fit_transform(layout, graph_area(area, go)), area, go);
     QFont f = p.font();
-    f.setPixelSize(13);
+    f.setPixelSize(int(13 * fontScale));
     p.setFont(f);
     p.setPen(QColor(30, 30, 30));
-    p.drawText(QRectF(r.left() + 8, r.bottom() - 26, r.width() - 16, 24), Qt::AlignLeft | Qt::AlignVCenter,
-               p.fontMetrics().elidedText(caption, Qt::ElideRight, int(r.width() - 16)));
+    p.drawText(QRectF(r.left() + 8, r.bottom() - captionH + 2, r.width() - 16, captionH - 4),
+               Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(caption, Qt::ElideRight, int(r.width() - 16)));
   });
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
 
 namespace remat {
 struct Model;
@@ -22,16 +23,18 @@ QSize parse_size(const std::string& text);
 
 struct TimelineExport {
   QSize size{1200, 600};  // logical pixels (the SVG's viewBox)
-  double devicePixelRatio = 1;  // PNG: pixels = size * ratio
+  double devicePixelRatio = 2;  // PNG: pixels = size * ratio (2: slides, HiDPI)
+  double fontScale = 1.5;       // text relative to the window's (slides)
   QString title;
   long long cursor = -1;  // step to mark; -1: none
   std::map<std::string, std::vector<uint64_t>> measured;
 };
-void export_timeline(const std::vector<StrategyRun>& runs, const std::string& path, const TimelineExport& options);
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& options);
 
-// The graph of `run` at `step` with its caption.
+// The graph of `run` at `step` with its memory readout and caption, text
+// scaled by `fontScale` (1.5: readable on slides).
 void export_graph(const Model& model, const StrategyRun& run, std::size_t step, const std::string& path, QSize size,
-                  double devicePixelRatio = 1);
+                  double devicePixelRatio = 2, double fontScale = 1.5);
 
 void export_json(const Model& model, const std::vector<StrategyRun>& runs, const std::string& path);
 void export_csv(const Model& model, const std::vector<StrategyRun>& runs, const std::string& path);

@@ -6,11 +6,28 @@
 
 namespace remat {
 
-int GraphLayout::modelSize(const Model& model) { return model.size(); }
+double GraphLayout::arcHeight(int span) { return std::min(kRow * 0.6, 8.0 + 6.0 * span); }
+
+GraphLayout::GraphLayout(const Model& model) : n_(model.size()), blocks_(model_blocks(model)) {
+  const bool types = shows_type_labels(model);
+  for (int v = 0; v + 1 < n_; ++v)
+    for (int u : model.op(v).inputs)
+      if (v - u > 1) arcs_ = std::max(arcs_, arcHeight(v - u));
+  for (int v = 0; v < n_; ++v) {
+    labels_ << node_label(model, v);
+    if (types) typeLabels_ << op_type_label(model, v);
+  }
+}
 
 QRectF GraphLayout::bounds() const {
+  // Above the forward row: up to three label lines (type, staggered name) and
+  // the block brackets, or the skip arcs; below the backward row: its labels
+  // (staggered) or the arcs.
   const double w = std::max(0, n_ - 1) * kDx;
-  return QRectF(-kDx, -kRow * 0.75, w + 2 * kDx, kRow * 2.5);
+  const double labels = kRadius + (typeLabels_.isEmpty() ? 2 : 3) * 11 + (blocks_.empty() ? 4 : 16);
+  const double top = std::max(labels, arcs_ + 6);
+  const double bottom = kRow + std::max(kRadius + 2 * 11 + 4, arcs_ + 6);
+  return QRectF(-kDx, -top, w + 2 * kDx, top + bottom);
 }
 
 int GraphLayout::opAt(QPointF scene, bool* backward) const {

@@ -1,10 +1,12 @@
 #include "widgets/graph_view.h"
 
+#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QToolTip>
 #include <QWheelEvent>
 
-#include "widgets/graph_painter.h"
+#include "widgets/op_labels.h"
 #include "widgets/studio_document.h"
 
 namespace remat {
@@ -12,7 +14,6 @@ namespace remat {
 GraphView::GraphView(StudioDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
   setMinimumHeight(160);
   setMouseTracking(false);
-  setToolTip(tr("Click a forward node to toggle it as a checkpoint (manual strategy). Wheel: zoom, drag: pan."));
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     layout_ = GraphLayout(doc_->model());
     fitted_ = false;
@@ -25,6 +26,19 @@ GraphView::GraphView(StudioDocument* doc, QWidget* parent) : QWidget(parent), do
   refreshStates();
 }
 
+GraphPaintOptions GraphView::options() const {
+  GraphPaintOptions o;
+  o.fontScale = fontScale_;
+  o.readout = doc_->memoryReadout();
+  o.atPeak = doc_->current() && doc_->residentBytes() == doc_->current()->sim.peak_bytes;
+  return o;
+}
+
+void GraphView::setFontScale(double scale) {
+  fontScale_ = scale;
+  fitToView();
+}
+
 void GraphView::refreshStates() {
   if (layout_.size() != doc_->model().size()) layout_ = GraphLayout(doc_->model());
   states_ = doc_->nodeStates();
@@ -32,7 +46,7 @@ void GraphView::refreshStates() {
 }
 
 void GraphView::fitToView() {
-  transform_ = fit_transform(layout_, QRectF(rect()));
+  transform_ = fit_transform(layout_, graph_area(QRectF(rect()), options()));
   fitted_ = true;
   update();
 }
@@ -50,7 +64,7 @@ void GraphView::zoomBy(double factor, QPointF around) {
   // (long models stay readable), and the point under `around` stays put.
   const QPointF scene = transform_.inverted().map(around);
   const double sx = transform_.m11() * factor;
-  const double syFit = fit_transform(layout_, QRectF(rect())).m22();
+  const double syFit = fit_transform(layout_, graph_area(QRectF(rect()), options())).m22();
   const double sy = std::max(sx, syFit);
   transform_ = QTransform(sx, 0, 0, sy, around.x() - scene.x() * sx, around.y() - scene.y() * sy);
   fitted_ = false;
@@ -59,7 +73,30 @@ void GraphView::zoomBy(double factor, QPointF around) {
 
 void GraphView::paintEvent(QPaintEvent*) {
   QPainter p(this);
-  paint_graph(p, doc_->model(), layout_, states_, transform_, QRectF(rect()));
+  paint_graph(p, doc_->model(), layout_, states_, transform_, QRectF(rect()), options());
+}
+
+QString GraphView::toolTipAt(QPointF pos) const {
+  bool backward = false;
+  const int op = layout_.opAt(transform_.inverted().map(pos), &backward);
+  if (op < 0 || (backward && op == 0)) return {};
+  return node_tooltip(doc_->model(), op, backward);
+}
+
+bool GraphView::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    const QString tip = toolTipAt(he->pos());
+    if (tip.isEmpty()) {
+      QToolTip::showText(he->globalPos(),
+                         tr("Click a forward node to toggle it as a checkpoint (manual strategy). Wheel: zoom, drag: pan."),
+                         this);
+    } else {
+      QToolTip::showText(he->globalPos(), tip, this);
+    }
+    return true;
+  }
+  return QWidget::event(e);
 }
 
 void GraphView::wheelEvent(QWheelEvent* e) {

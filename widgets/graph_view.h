@@ -1,11 +1,13 @@
 // The animated graph: paints the document's current run at the current step
-// (graph_painter), zooms with the wheel, pans by dragging, and reports a click
-// on a forward node so the window can toggle it as a checkpoint.
+// (graph_painter) with the memory readout, zooms with the wheel, pans by
+// dragging, shows a tooltip per node (op_labels), and reports a click on a
+// forward node so the window can toggle it as a checkpoint.
 #pragma once
 #include <QTransform>
 #include <QWidget>
 
 #include "widgets/graph_layout.h"
+#include "widgets/graph_painter.h"
 #include "widgets/node_states.h"
 
 namespace remat {
@@ -21,11 +23,18 @@ class GraphView : public QWidget {
   void fitToView();
   void zoomBy(double factor, QPointF around);
   QSize sizeHint() const override { return {900, 320}; }
+  // Text size for slides and presentation mode (1: normal).
+  void setFontScale(double scale);
+  double fontScale() const { return options().fontScale; }
+  GraphPaintOptions options() const;
+  // The tooltip at a widget position (empty: none), as the view shows it.
+  QString toolTipAt(QPointF pos) const;
 
  signals:
   void nodeClicked(int op);
 
  protected:
+  bool event(QEvent* e) override;
   void paintEvent(QPaintEvent*) override;
   void resizeEvent(QResizeEvent*) override;
   void wheelEvent(QWheelEvent*) override;
@@ -39,6 +48,7 @@ class GraphView : public QWidget {
   GraphLayout layout_;
   NodeStates states_;
   QTransform transform_;
+  double fontScale_ = 1;
   bool fitted_ = false;
   QPoint pressPos_, lastPos_;
   bool dragging_ = false;

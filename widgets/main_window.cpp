@@ -1,44 +1,42 @@
 #include "widgets/main_window.h"
 
 #include <QAction>
-#include <algorithm>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
-#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <limits>
 
 #include "core/errors.h"
-#if __has_include("widgets/tradeoff_chart.h") && __has_include("core/analysis/sweep.h")
-#define REMAT_HAVE_TRADEOFF 1
-#include "core/analysis/sweep.h"
-#include "widgets/tradeoff_chart.h"
-#endif
+#include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
-#include "widgets/exporter.h"
 #include "widgets/graph_view.h"
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
 #include "widgets/snapshot_dialog.h"
+#include "widgets/side_by_side_view.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
+#include "widgets/sweep_controller.h"
 #include "widgets/timeline_chart.h"
+#include "widgets/tradeoff_chart.h"
 #include "widgets/transport_bar.h"
 
 namespace remat {
@@ -48,14 +46,41 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   doc_ = new StudioDocument(this);
   player_ = new PlaybackController(doc_, this);
   runner_ = new RunController(this);
+  sweeper_ = new SweepController(this);
+  buildCentre();
+  buildToolbar();
+  connectWork();
+  buildMenus();
+  addTradeoffTab();
 
-  // Top: graph, caption, transport.
+  QSettings settings;
+  restoreGeometry(settings.value("window/geometry").toByteArray());
+  // Schedules longer than this are refused ("too large to simulate"); the
+  // default follows the memory (StudioDocument::defaultMaxInstructions).
+  if (const qulonglong max = settings.value("simulation/maxInstructions").toULongLong(); max > 0)
+    doc_->setMaxInstructions(max);
+  // The saved strategies belong to the saved model: opened first, then chosen.
+  if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
+  const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
+  doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
+  panel_->setSpecs(doc_->specs());
+  resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildCentre() {
+  // Top: the graph or the side-by-side lanes, caption, transport.
   auto* top = new QWidget(this);
   auto* tl = new QVBoxLayout(top);
   tl->setContentsMargins(0, 0, 0, 0);
   tl->setSpacing(2);
-  graph_ = new GraphView(doc_, top);
-  tl->addWidget(graph_, 1);
+  graphStack_ = new QStackedWidget(top);
+  graph_ = new GraphView(doc_, graphStack_);
+  sideBySide_ = new SideBySideView(doc_, graphStack_);
+  graphStack_->addWidget(graph_);
+  graphStack_->addWidget(sideBySide_);
+  tl->addWidget(graphStack_, 1);
   caption_ = new QLabel(top);
   caption_->setWordWrap(true);
   caption_->setMinimumHeight(36);
@@ -64,10 +89,34 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   transport_ = new TransportBar(doc_, player_, top);
   tl->addWidget(transport_);
 
-  // Bottom: timeline and table.
+  // Bottom: timeline (with its x-axis choice), table, trade-off.
   tabs_ = new QTabWidget(this);
-  chart_ = new TimelineChart(tabs_);
-  tabs_->addTab(chart_, tr("Memory timeline"));
+  timelineTab_ = new QWidget(tabs_);
+  auto* tv = new QVBoxLayout(timelineTab_);
+  tv->setContentsMargins(0, 2, 0, 0);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("x axis:"), timelineTab_));
+  auto* xMode = new QComboBox(timelineTab_);
+  xMode->addItem(tr("instructions"));
+  xMode->addItem(tr("each strategy scaled to its own length"));
+  xMode->setObjectName("xMode");
+  controls->addWidget(xMode);
+  auto* reset = new QPushButton(tr("Whole schedule"), timelineTab_);
+  reset->setToolTip(tr("Undo the zoom (double-click the chart does it too)"));
+  controls->addWidget(reset);
+  controls->addWidget(new QLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_));
+  controls->addStretch(1);
+  tv->addLayout(controls);
+  chart_ = new TimelineChart(timelineTab_);
+  tv->addWidget(chart_, 1);
+  tabs_->addTab(timelineTab_, tr("Memory timeline"));
+  connect(xMode, &QComboBox::currentIndexChanged, this, [this](int i) {
+    chart_->setXMode(i == 1 ? TimelineChart::XMode::OwnLength : TimelineChart::XMode::Steps);
+    QSettings().setValue("timeline/ownLength", i == 1);
+  });
+  xMode->setCurrentIndex(QSettings().value("timeline/ownLength", false).toBool() ? 1 : 0);
+  connect(reset, &QPushButton::clicked, chart_, &TimelineChart::resetZoom);
+  connect(chart_, &TimelineChart::stepClicked, doc_, &StudioDocument::setStep);
   table_ = new ComparisonModel(this);
   tableView_ = new QTableView(tabs_);
   tableView_->setModel(table_);
@@ -85,17 +134,19 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setCentralWidget(split);
 
   panel_ = new StrategyPanel(this);
-  auto* dock = new QDockWidget(tr("Strategies"), this);
-  dock->setObjectName("strategies");
-  dock->setWidget(panel_);
-  panel_->setMinimumWidth(340);
-  addDockWidget(Qt::LeftDockWidgetArea, dock);
+  dock_ = new QDockWidget(tr("Strategies"), this);
+  dock_->setObjectName("strategies");
+  dock_->setWidget(panel_);
+  panel_->setMinimumWidth(420);
+  addDockWidget(Qt::LeftDockWidgetArea, dock_);
+}
 
-  // Toolbar: model spec and the run shown in the graph.
+void MainWindow::buildToolbar() {
   auto* bar = addToolBar(tr("Model"));
   bar->setObjectName("model");
   bar->addWidget(new QLabel(tr(" Model: "), bar));
   specEdit_ = new QLineEdit(bar);
+  specEdit_->setObjectName("modelSpec");
   specEdit_->setPlaceholderText(tr("chain:16, mlp:8, transformer:12 or a file"));
   specEdit_->setMaximumWidth(260);
   bar->addWidget(specEdit_);
@@ -110,23 +161,32 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   shownRun_->setFocusPolicy(Qt::NoFocus);
   bar->addWidget(shownRun_);
   connect(shownRun_, &QComboBox::activated, this, [this](int i) { doc_->setCurrentRun(shownRun_->itemData(i).toInt()); });
+  bar->addSeparator();
+  sideBySideAction_ = bar->addAction(tr("Side by side"));
+  sideBySideAction_->setCheckable(true);
+  sideBySideAction_->setShortcut(Qt::Key_S);
+  sideBySideAction_->setToolTip(tr("Up to three strategies at the same phase of the step (S)"));
+  connect(sideBySideAction_, &QAction::toggled, this, &MainWindow::setSideBySide);
+  addAction(sideBySideAction_);
+}
 
-  progress_ = new QProgressBar(this);
-  progress_->setRange(0, 1000);
-  progress_->setMaximumWidth(220);
-  progress_->hide();
-  cancel_ = new QPushButton(tr("Cancel"), this);
-  cancel_->hide();
-  statusBar()->addPermanentWidget(progress_);
-  statusBar()->addPermanentWidget(cancel_);
-  connect(cancel_, &QPushButton::clicked, runner_, &RunController::cancel);
-  connect(runner_, &RunController::progress, this, [this](double f) { progress_->setValue(int(f * 1000)); });
+void MainWindow::connectWork() {
+  activity_ = new ActivityBar(this);
+  statusBar()->addPermanentWidget(activity_);
+  connect(activity_, &ActivityBar::cancelRequested, this, &MainWindow::cancelAll);
+  connect(runner_, &RunController::progress, this,
+          [this](double f) { activity_->set("run", tr("Running on the CPU"), f); });
+  connect(runner_, &RunController::cancelled, this, [this] {
+    activity_->clear("run");
+    updateRunAction();
+    statusBar()->showMessage(tr("Run cancelled"), 5000);
+  });
   connect(runner_, &RunController::finished, this,
           [this](const std::map<std::string, MeasuredRun>& measured, const QString& error) {
-            progress_->hide();
-            cancel_->hide();
-            if (runAction_) runAction_->setEnabled(true);
+            activity_->clear("run");
+            updateRunAction();
             if (!error.isEmpty()) {
+              statusBar()->showMessage(tr("Run: %1").arg(error), 8000);
               QMessageBox::warning(this, tr("Run"), error);
               return;
             }
@@ -137,45 +197,54 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             tabs_->setCurrentWidget(tableView_);
             statusBar()->showMessage(tr("Run finished on the CPU"), 5000);
           });
+  connect(doc_, &StudioDocument::computingChanged, this, [this](int n) {
+    if (n) activity_->set("strategies", n == 1 ? tr("Computing 1 strategy") : tr("Computing %1 strategies").arg(n));
+    else activity_->clear("strategies");
+    updateTabTitles();
+  });
+  connect(&exportJobs_, &JobTracker::progress, this, [this](int id, double f) {
+    if (id == animationJob_) activity_->set("animation", tr("Exporting the animation"), f);
+  });
 
   connect(doc_, &StudioDocument::runsChanged, this, &MainWindow::onRunsChanged);
-  connect(doc_, &StudioDocument::stepChanged, this, [this](std::size_t s) {
-    chart_->setCursor(s);
+  connect(doc_, &StudioDocument::stepChanged, this, [this] {
+    syncCursor();
     caption_->setText(doc_->caption());
   });
   connect(doc_, &StudioDocument::currentRunChanged, this, [this](int run) {
     const int i = shownRun_->findData(run);
     if (i >= 0) shownRun_->setCurrentIndex(i);
     caption_->setText(doc_->caption());
+    syncCursor();
   });
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     specEdit_->setText(doc_->source());
     setWindowTitle(tr("Remat Studio: %1").arg(doc_->source()));
+    table_->setMeasured({});  // measurements of another model
+    panel_->setModel(doc_->model());
+    panel_->setSpecs(doc_->specs());
+    updateRunAction();
   });
   connect(panel_, &StrategyPanel::specsChanged, this, [this](const QStringList& s) { doc_->setSpecs(s); });
   connect(graph_, &GraphView::nodeClicked, doc_, &StudioDocument::toggleCheckpoint);
-
-  buildMenus();
-  QSettings settings;
-  restoreGeometry(settings.value("window/geometry").toByteArray());
-  if (const qulonglong max = settings.value("simulation/maxInstructions").toULongLong(); max > 0)
-    doc_->setMaxInstructions(max);
-  const QStringList specs = settings.value("strategies", StudioDocument::defaultSpecs()).toStringList();
-  doc_->setSpecs(specs.isEmpty() ? StudioDocument::defaultSpecs() : specs);
-  if (!openModel(settings.value("model", "chain:16").toString(), true)) openModel("chain:16", true);
-  maybeAddTradeoffTab();
-  resize(settings.contains("window/geometry") ? size() : QSize(1400, 900));
 }
 
-MainWindow::~MainWindow() {
-  if (sweepCancel_) *sweepCancel_ = true;
-  for (auto& t : sweeps_)
-    if (t) t->wait();
+void MainWindow::cancelAll() {
+  runner_->cancel();
+  sweeper_->cancel();
+  doc_->cancelComputing();
+  if (animationJob_) {
+    exportJobs_.cancel(animationJob_);
+    animationJob_ = 0;
+    activity_->clear("animation");
+    statusBar()->showMessage(tr("Animation export cancelled: no file written"), 5000);
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
-  runner_->cancel();
+  cancelAll();
   QSettings settings;
+  if (presenting_) setPresentation(false);
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("model", doc_->source());
   QStringList specs;
@@ -193,6 +262,7 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
     QApplication::restoreOverrideCursor();
   } catch (const std::exception& e) {
     QApplication::restoreOverrideCursor();
+    specEdit_->setText(doc_->source());  // the box names the model that is drawn
     if (!quiet) QMessageBox::warning(this, tr("Open model"), QString::fromStdString(e.what()));
     return false;
   }
@@ -201,10 +271,8 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 }
 
 void MainWindow::onRunsChanged() {
-  table_->setRuns(&doc_->model(), &doc_->runs());
+  table_->setRuns(&doc_->model(), doc_->runs());
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
-  chart_->setCursor(doc_->step());
-  panel_->setSpecs(doc_->specs());
   panel_->setRuns(doc_->runs());
   const QSignalBlocker block(shownRun_);
   shownRun_->clear();
@@ -215,6 +283,8 @@ void MainWindow::onRunsChanged() {
   const int i = shownRun_->findData(doc_->currentRun());
   if (i >= 0) shownRun_->setCurrentIndex(i);
   caption_->setText(doc_->caption());
+  syncCursor();
+  updateTabTitles();
 }
 
 void MainWindow::openSnapshot() {
@@ -230,221 +300,90 @@ void MainWindow::openSnapshot() {
   (new SnapshotDialog(doc_->model(), *run, path, this))->show();
 }
 
-void MainWindow::buildMenus() {
-  QMenu* file = menuBar()->addMenu(tr("&File"));
-  QAction* open = file->addAction(tr("&Open model..."), this, [this] {
-    QSettings s;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open model"), s.value("lastDir").toString(),
-                                                      tr("Models (*.json *.onnx);;All files (*)"));
-    if (path.isEmpty()) return;
-    s.setValue("lastDir", QFileInfo(path).absolutePath());
-    openModel(path);
-  });
-  open->setShortcut(QKeySequence::Open);
-  recentMenu_ = file->addMenu(tr("Open &recent"));
-  rebuildRecentMenu();
-  QMenu* presets = file->addMenu(tr("&Presets"));
-  for (const char* p : {"chain:16", "chain:64", "chain:1000", "mlp:8", "mlp:32", "transformer:4", "transformer:12",
-                        "transformer:84"})
-    presets->addAction(p, this, [this, p] { openModel(p); });
-  presets->addSeparator();
-  presets->addAction(tr("Other spec..."), this, [this] {
-    bool ok = false;
-    const QString s = QInputDialog::getText(this, tr("Model spec"), tr("Spec (chain:N, mlp:N, transformer:L ...):"),
-                                            QLineEdit::Normal, doc_->source(), &ok);
-    if (ok) openModel(s.trimmed());
-  });
-  file->addAction(tr("Open PyTorch &snapshot..."), this, &MainWindow::openSnapshot);
-  file->addSeparator();
-  QMenu* exp = file->addMenu(tr("&Export"));
-  exp->addAction(tr("Timeline as PNG..."), this, [this] { exportTimeline("png"); });
-  exp->addAction(tr("Timeline as SVG..."), this, [this] { exportTimeline("svg"); });
-  exp->addAction(tr("Graph at this step as PNG..."), this, [this] { exportGraph("png"); });
-  exp->addAction(tr("Graph at this step as SVG..."), this, [this] { exportGraph("svg"); });
-  exp->addAction(tr("Data as CSV (timelines)..."), this, [this] { exportData("csv"); });
-  exp->addAction(tr("Data as JSON (comparison)..."), this, [this] { exportData("json"); });
-  file->addSeparator();
-  file->addAction(tr("&Quit"), this, &QWidget::close)->setShortcut(QKeySequence::Quit);
+void MainWindow::syncCursor() {
+  chart_->setCursor(doc_->step(), doc_->currentRun());
+  // Every other curve shows where its strategy is at the same phase.
+  std::vector<std::size_t> steps;
+  for (int r = 0; r < doc_->runCount(); ++r)
+    steps.push_back(doc_->phases(r) ? (r == doc_->currentRun() ? doc_->step() : doc_->stepAtPhase(r))
+                                    : std::numeric_limits<std::size_t>::max());
+  chart_->setPhaseDots(steps);
+}
 
-  QMenu* play = menuBar()->addMenu(tr("&Playback"));
-  auto add = [&](const QString& text, QKeySequence key, auto slot) {
-    QAction* a = play->addAction(text, player_, slot);
-    a->setShortcut(key);
-    a->setShortcutContext(Qt::WindowShortcut);
-    addAction(a);  // works while the menu bar is hidden too
-    return a;
-  };
-  add(tr("Play/pause"), Qt::Key_Space, &PlaybackController::togglePlay);
-  add(tr("Step back"), Qt::Key_Left, &PlaybackController::stepBack);
-  add(tr("Step forward"), Qt::Key_Right, &PlaybackController::stepForward);
-  add(tr("To start"), Qt::Key_Home, &PlaybackController::toStart);
-  add(tr("To end"), Qt::Key_End, &PlaybackController::toEnd);
+void MainWindow::updateTabTitles() {
+  // A tab still computing says so.
+  const int n = doc_->computing();
+  tabs_->setTabText(tabs_->indexOf(timelineTab_), n ? tr("Memory timeline (computing %1…)").arg(n) : tr("Memory timeline"));
+  tabs_->setTabText(tabs_->indexOf(tableView_), n ? tr("Comparison (computing %1…)").arg(n) : tr("Comparison"));
+  if (tradeoff_)
+    tabs_->setTabText(tabs_->indexOf(tradeoff_), sweeper_->running() ? tr("Trade-off (computing…)") : tr("Trade-off"));
+}
 
-  QMenu* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(tr("Fit graph"), graph_, &GraphView::fitToView)->setShortcut(Qt::Key_F);
-  view->addAction(tr("Zoom in"), this, [this] { graph_->zoomBy(1.25, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(tr("Zoom out"), this, [this] { graph_->zoomBy(0.8, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomOut);
+void MainWindow::setSideBySide(bool on) {
+  graphStack_->setCurrentWidget(on ? static_cast<QWidget*>(sideBySide_) : graph_);
+  if (sideBySideAction_ && sideBySideAction_->isChecked() != on) sideBySideAction_->setChecked(on);
+}
 
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
-  runAction_ = run->addAction(tr("Run selected strategies on the CPU"), this, &MainWindow::startRun);
-  runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
-  if (!RunController::available()) {
-    runAction_->setEnabled(false);
-    runAction_->setText(tr("Run (this build has no executor)"));
-  }
+bool MainWindow::sideBySide() const { return graphStack_->currentWidget() == sideBySide_; }
+
+void MainWindow::updateRunAction() {
+  if (!runAction_) return;
+  // Say why Run cannot execute this model before it is pressed.
+  const QString why = RunController::cannotRun(doc_->model());
+  runAction_->setEnabled(why.isEmpty() && !runner_->running());
+  runAction_->setText(why.isEmpty() ? tr("Run selected strategies on the CPU") : tr("Run (cannot: %1)").arg(why));
+  runAction_->setToolTip(why.isEmpty() ? tr("Execute the compared strategies for real and measure them") : why);
+  runAction_->setStatusTip(runAction_->toolTip());
 }
 
 void MainWindow::startRun() {
-  if (runner_->running()) return;
+  if (runner_->running() || !RunController::cannotRun(doc_->model()).isEmpty()) return;
   if (!runner_->start(doc_->model(), doc_->runs())) return;
   runAction_->setEnabled(false);
-  progress_->setValue(0);
-  progress_->show();
-  cancel_->show();
-  statusBar()->showMessage(tr("Running on the CPU..."));
+  activity_->set("run", tr("Running on the CPU"), 0);
 }
 
-void MainWindow::addRecent(const QString& path) {
-  QSettings s;
-  QStringList r = s.value("recentFiles").toStringList();
-  r.removeAll(path);
-  r.prepend(path);
-  while (r.size() > 8) r.removeLast();
-  s.setValue("recentFiles", r);
-  rebuildRecentMenu();
-}
-
-void MainWindow::rebuildRecentMenu() {
-  if (!recentMenu_) return;
-  recentMenu_->clear();
-  const QStringList r = QSettings().value("recentFiles").toStringList();
-  for (const QString& p : r) recentMenu_->addAction(p, this, [this, p] { openModel(p); });
-  recentMenu_->setEnabled(!r.isEmpty());
-}
-
-QString MainWindow::askExportPath(const QString& what, const QString& ext) {
-  QSettings s;
-  const QString dir = s.value("exportDir").toString();
-  const QString base = QString::fromStdString(doc_->model().name).replace(':', '_') + "_" + what + "." + ext;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(what), dir + "/" + base,
-                                                    QString("%1 (*.%2)").arg(ext.toUpper(), ext));
-  if (!path.isEmpty()) s.setValue("exportDir", QFileInfo(path).absolutePath());
-  return path;
-}
-
-void MainWindow::exportTimeline(const QString& ext) {
-  const QString path = askExportPath("timeline", ext);
-  if (path.isEmpty()) return;
-  QSettings s;
-  bool ok = false;
-  const QString size = QInputDialog::getText(this, tr("Picture size"), tr("Size in pixels (WIDTHxHEIGHT):"),
-                                             QLineEdit::Normal, s.value("exportSize", "1200x600").toString(), &ok);
-  if (!ok) return;
-  try {
-    TimelineExport o;
-    o.size = parse_size(size.toStdString());
-    o.devicePixelRatio = devicePixelRatioF();
-    o.title = QString::fromStdString(doc_->model().name);
-    std::map<std::string, std::vector<uint64_t>> measured;
-    for (const auto& [spec, m] : table_->measured()) measured[spec] = m.timeline;
-    o.measured = measured;
-    export_timeline(doc_->runs(), path.toStdString(), o);
-    s.setValue("exportSize", size);
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::exportGraph(const QString& ext) {
-  if (!doc_->current()) return;
-  const QString path = askExportPath("graph", ext);
-  if (path.isEmpty()) return;
-  try {
-    export_graph(doc_->model(), *doc_->current(), doc_->step(), path.toStdString(), graph_->size().expandedTo({400, 200}),
-                 devicePixelRatioF());
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::exportData(const QString& ext) {
-  const QString path = askExportPath(ext == "csv" ? "timelines" : "comparison", ext);
-  if (path.isEmpty()) return;
-  try {
-    if (ext == "csv") export_csv(doc_->model(), doc_->runs(), path.toStdString());
-    else export_json(doc_->model(), doc_->runs(), path.toStdString());
-    statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
-  } catch (const std::exception& e) {
-    QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
-  }
-}
-
-void MainWindow::maybeAddTradeoffTab() {
-#ifdef REMAT_HAVE_TRADEOFF
-  auto* chart = new TradeoffChart(tabs_);
-  tradeoff_ = chart;
-  tabs_->addTab(chart, tr("Trade-off"));
+void MainWindow::addTradeoffTab() {
+  tradeoff_ = new TradeoffChart(tabs_);
+  tabs_->addTab(tradeoff_, tr("Trade-off"));
   // A clicked point (a named strategy or a budget on the front) becomes a
   // compared strategy and is shown in the graph.
-  connect(chart, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  connect(tradeoff_, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  // The sweep is computed for the tab when it is shown: a new model only marks it stale.
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
+    sweeper_->cancel();
+    tradeoffStale_ = true;
     if (tabs_->currentWidget() == tradeoff_) startSweep();
-    else tradeoff_->setProperty("stale", true);
   });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
-    if (tabs_->currentWidget() == tradeoff_ && tradeoff_->property("stale").toBool()) startSweep();
+    if (tabs_->currentWidget() == tradeoff_ && tradeoffStale_) startSweep();
   });
-  tradeoff_->setProperty("stale", true);
-#endif
+  connect(sweeper_, &SweepController::progress, this,
+          [this](double f) { activity_->set("sweep", tr("Computing the trade-off"), f); });
+  connect(sweeper_, &SweepController::ready, this, [this](const QString& title, const SweepResult& r) {
+    activity_->clear("sweep");
+    tradeoff_->setSweep(title, r);
+    updateTabTitles();
+    // A strategy too large to simulate was left out: say which.
+    if (!r.notes.empty()) statusBar()->showMessage(tr("Trade-off: %1").arg(QString::fromStdString(r.notes.front())), 8000);
+  });
+  connect(sweeper_, &SweepController::failed, this, [this](const QString& m) {
+    activity_->clear("sweep");
+    updateTabTitles();
+    statusBar()->showMessage(tr("Trade-off: %1").arg(m), 8000);
+  });
+  connect(sweeper_, &SweepController::cancelled, this, [this] {
+    activity_->clear("sweep");
+    tradeoffStale_ = true;  // computed again when the tab is shown again
+    updateTabTitles();
+  });
 }
 
 void MainWindow::startSweep() {
-#ifdef REMAT_HAVE_TRADEOFF
-  tradeoff_->setProperty("stale", false);
-  if (sweepCancel_) *sweepCancel_ = true;
-  sweepCancel_ = std::make_shared<std::atomic<bool>>(false);
-  const int generation = ++sweepGeneration_;
-  const Model model = doc_->model();
-  auto cancel = sweepCancel_;
-  statusBar()->showMessage(tr("Computing the memory-time trade-off..."));
-  QThread* t = QThread::create([this, model, cancel, generation, max = doc_->maxInstructions()] {
-    SweepResult r;
-    QString error;
-    try {
-      SweepOptions o;
-      o.optimal_seconds = 0.25;
-      o.cancel = cancel.get();
-      o.limit.max = max;  // a strategy too large to simulate is left out, with a note
-      o.named = named_points(model, o.limit, &o.notes);
-      r = sweep(model, auto_budgets(o.named), o);
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
-    if (*cancel) return;
-    QMetaObject::invokeMethod(
-        this,
-        [this, r, error, generation] {
-          if (generation != sweepGeneration_) return;
-          if (!error.isEmpty()) {
-            statusBar()->showMessage(tr("Trade-off: %1").arg(error), 8000);
-            return;
-          }
-          static_cast<TradeoffChart*>(tradeoff_)->setSweep(QString::fromStdString(doc_->model().name), r);
-          if (r.notes.empty()) statusBar()->showMessage(tr("Trade-off ready"), 3000);
-          else statusBar()->showMessage(tr("Trade-off ready; %1").arg(QString::fromStdString(r.notes.front())), 8000);
-        },
-        Qt::QueuedConnection);
-  });
-  connect(t, &QThread::finished, t, &QObject::deleteLater);
-  sweeps_.erase(std::remove_if(sweeps_.begin(), sweeps_.end(), [](const QPointer<QThread>& p) { return p.isNull(); }),
-                sweeps_.end());
-  sweeps_.push_back(t);
-  t->start();
-#endif
+  tradeoffStale_ = false;
+  activity_->set("sweep", tr("Computing the trade-off"), 0);
+  sweeper_->start(doc_->sharedModel(), doc_->maxInstructions());
+  updateTabTitles();
 }
 
 }  // namespace remat

@@ -1,33 +1,40 @@
-// Remat Studio's window: graph with caption and transport on top, memory
-// timeline / comparison table below, strategy panel docked at the left.
-// Menus: open model (file or preset spec), recent files, exports, Run.
-// Logic lives in StudioDocument, PlaybackController, ComparisonModel and
-// RunController; this class wires them to widgets and remembers settings.
+// Remat Studio's window: the graph (or the strategies side by side) with
+// caption and transport on top, memory timeline / comparison / trade-off tabs
+// below, the strategy panel docked at the left, background work in the status
+// bar. Menus: File (models, exports, the animation), Playback, View (side by
+// side, presentation mode, panels), Run, Help.
+// Logic lives in StudioDocument, PlaybackController, RunController,
+// SweepController and the exporters; this class wires them to widgets and
+// remembers settings. main_window_menus.cpp builds the menus and the
+// presentation mode, main_window_export.cpp the exports.
 #pragma once
+#include <QByteArray>
 #include <QMainWindow>
-#include <QPointer>
-#include <QThread>
-#include <atomic>
-#include <memory>
-#include <vector>
 
+#include "widgets/job_tracker.h"
+
+class QAction;
 class QComboBox;
+class QDockWidget;
 class QLabel;
 class QLineEdit;
 class QMenu;
-class QProgressBar;
-class QPushButton;
+class QStackedWidget;
 class QTabWidget;
 class QTableView;
 
 namespace remat {
+class ActivityBar;
 class ComparisonModel;
 class GraphView;
 class PlaybackController;
 class RunController;
+class SideBySideView;
 class StrategyPanel;
 class StudioDocument;
+class SweepController;
 class TimelineChart;
+class TradeoffChart;
 class TransportBar;
 
 class MainWindow : public QMainWindow {
@@ -42,56 +49,99 @@ class MainWindow : public QMainWindow {
   StudioDocument* document() const { return doc_; }
   PlaybackController* player() const { return player_; }
   GraphView* graphView() const { return graph_; }
+  SideBySideView* sideBySideView() const { return sideBySide_; }
   TimelineChart* timeline() const { return chart_; }
   ComparisonModel* comparison() const { return table_; }
   StrategyPanel* strategyPanel() const { return panel_; }
+  QDockWidget* strategyDock() const { return dock_; }
   QLabel* captionLabel() const { return caption_; }
   QTabWidget* tabs() const { return tabs_; }
-  QWidget* tradeoffTab() const { return tradeoff_; }  // nullptr when the build has none
+  TradeoffChart* tradeoffTab() const { return tradeoff_; }
   RunController* runner() const { return runner_; }
+  SweepController* sweeper() const { return sweeper_; }
+  ActivityBar* activity() const { return activity_; }
+  JobTracker* exportJobs() { return &exportJobs_; }
+  QAction* runAction() const { return runAction_; }
+  // The action of a menu entry by its text without '&' (tests, shortcuts help).
+  QAction* action(const QString& text) const;
+
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
   // File › Open PyTorch snapshot: against the current strategy (SnapshotDialog).
   void openSnapshot();
+  // Stops the run, the sweep, the animation export and the strategies still computing.
+  void cancelAll();
+  void setSideBySide(bool on);
+  bool sideBySide() const;
+  // Full-screen graph, large text, keyboard stepping; Esc or F5 leaves.
+  void setPresentation(bool on);
+  bool presenting() const { return presenting_; }
+  // Writes the animation of the shown strategy (or the side-by-side lanes) in
+  // the background; false when it could not start (the reason is shown).
+  bool startAnimationExport(const QString& path, bool sideBySide, bool withChart, QSize size, double scale,
+                            double fontScale, double fps, bool hideFrees);
+
+ signals:
+  void animationWritten(const QString& path, int frames);
 
  protected:
   void closeEvent(QCloseEvent* e) override;
 
  private:
-  void buildMenus();
+  // main_window.cpp
+  void buildCentre();
+  void buildToolbar();
+  void connectWork();
   void onRunsChanged();
+  void syncCursor();
+  void updateRunAction();
+  void updateTabTitles();
+  void addTradeoffTab();
+  void startSweep();
+  // main_window_menus.cpp
+  void buildMenus();
   void addRecent(const QString& path);
   void rebuildRecentMenu();
+  void showShortcuts();
+  void showPictureHelp();
+  // main_window_export.cpp
   void exportTimeline(const QString& ext);
   void exportGraph(const QString& ext);
   void exportData(const QString& ext);
-  QString askExportPath(const QString& what, const QString& ext);
-  void maybeAddTradeoffTab();
+  void exportAnimation();
+  QString askExportPath(const QString& what, const QString& filter, const QString& ext);
 
   StudioDocument* doc_;
   PlaybackController* player_;
+  QStackedWidget* graphStack_;
   GraphView* graph_;
+  SideBySideView* sideBySide_;
   QLabel* caption_;
   TransportBar* transport_;
+  QWidget* timelineTab_;
   TimelineChart* chart_;
   ComparisonModel* table_;
   QTableView* tableView_;
   StrategyPanel* panel_;
+  QDockWidget* dock_;
   QTabWidget* tabs_;
   QLineEdit* specEdit_;
   QComboBox* shownRun_;
   QMenu* recentMenu_ = nullptr;
   RunController* runner_;
-  QProgressBar* progress_;
-  QPushButton* cancel_;
+  SweepController* sweeper_;
+  ActivityBar* activity_;
   QAction* runAction_ = nullptr;
-  // Trade-off tab (widgets/tradeoff_chart.h, when the build has it): the sweep
-  // runs in a worker per model; older sweeps are cancelled.
-  QWidget* tradeoff_ = nullptr;
-  void startSweep();
-  std::vector<QPointer<QThread>> sweeps_;
-  std::shared_ptr<std::atomic<bool>> sweepCancel_;
-  int sweepGeneration_ = 0;
+  QAction* sideBySideAction_ = nullptr;
+  QAction* presentAction_ = nullptr;
+  TradeoffChart* tradeoff_ = nullptr;
+  bool tradeoffStale_ = true;
+  // Presentation mode: what to restore.
+  bool presenting_ = false;
+  QByteArray savedState_;
+  bool wasMaximized_ = false;
+  int animationJob_ = 0;
+  JobTracker exportJobs_;  // last member: joined first
 };
 
 }  // namespace remat

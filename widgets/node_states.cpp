@@ -1,5 +1,6 @@
 #include "widgets/node_states.h"
 
+#include "core/instr_reads.h"
 #include "core/model.h"
 #include "core/strategies/checkpoint_sets.h"
 
@@ -85,6 +86,11 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
   }
   const Instr ins = schedule.code[t];
   const auto v = static_cast<std::size_t>(ins.op);
+  s.has_running = true;
+  s.running = ins;
+  // aux(v) is no node of the graph: no arrow goes to it.
+  for (const TensorRef& r : tensors_read(model, ins))
+    if (!r.aux) s.reads.push_back(r);
   if (ins.kind == InstrKind::Fwd) s.fwd[v] = facts.first_fwd(ins.op) == t ? FwdState::Computing : FwdState::Recomputing;
   if (ins.kind == InstrKind::Bwd) s.bwd[v] = BwdState::Running;
   return s;

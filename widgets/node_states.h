@@ -1,7 +1,8 @@
 // What each node of the graph shows at step t, read from the schedule and the
 // core's ResidentIndex (never re-derived from the strategy): forward nodes are
 // not yet computed, live, being computed or recomputed, or freed; checkpoints
-// are ringed; backward nodes are pending, running or done; gradients live.
+// are ringed; backward nodes are pending, running or done; gradients live; and
+// what the running instruction reads (core's tensors_read).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,9 @@ struct NodeStates {
   std::vector<BwdState> bwd;
   std::vector<uint8_t> checkpoint;  // kept from the first pass and read by a recompute
   std::vector<uint8_t> grad_live;   // G(v) resident
+  bool has_running = false;         // false before a schedule's first step
+  Instr running{InstrKind::Fwd, 0}; // the instruction at this step
+  std::vector<TensorRef> reads;     // what it reads
 };
 
 // Per-schedule facts computed once: the first fwd and the bwd index of each op

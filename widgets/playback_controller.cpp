@@ -18,7 +18,7 @@ void PlaybackController::setSpeed(double s) {
 
 void PlaybackController::play() {
   if (playing()) return;
-  if (doc_->stepCount() && doc_->step() + 1 >= doc_->stepCount()) doc_->setStep(0);
+  if (doc_->shownStepCount() && doc_->shownStep() + 1 >= doc_->shownStepCount()) doc_->setShownStep(0);
   carry_ = 0;
   clock_.start();
   timer_.start();
@@ -32,12 +32,11 @@ void PlaybackController::pause() {
 }
 
 void PlaybackController::togglePlay() { playing() ? pause() : play(); }
-void PlaybackController::stepForward() { doc_->setStep(doc_->step() + 1); }
-void PlaybackController::stepBack() {
-  if (doc_->step() > 0) doc_->setStep(doc_->step() - 1);
-}
-void PlaybackController::toStart() { doc_->setStep(0); }
-void PlaybackController::toEnd() { doc_->setStep(doc_->stepCount() ? doc_->stepCount() - 1 : 0); }
+void PlaybackController::stepForward() { doc_->stepForward(); }
+void PlaybackController::stepBack() { doc_->stepBack(); }
+void PlaybackController::toStart() { doc_->setShownStep(0); }
+void PlaybackController::toEnd() { doc_->setShownStep(doc_->shownStepCount() ? doc_->shownStepCount() - 1 : 0); }
+void PlaybackController::toPeak() { doc_->jumpToPeak(); }
 
 void PlaybackController::tick() {
   std::size_t advance = 1;
@@ -47,9 +46,9 @@ void PlaybackController::tick() {
     carry_ -= double(advance);
   }
   if (advance == 0) return;
-  const std::size_t last = doc_->stepCount() ? doc_->stepCount() - 1 : 0;
-  doc_->setStep(std::min(doc_->step() + advance, last));
-  if (doc_->step() >= last) pause();
+  const std::size_t last = doc_->shownStepCount() ? doc_->shownStepCount() - 1 : 0;
+  doc_->setShownStep(std::min(doc_->shownStep() + advance, last));
+  if (doc_->shownStep() >= last) pause();
 }
 
 }  // namespace remat

@@ -1,4 +1,5 @@
-// Plays the document's steps: a timer advances the step at `speed` steps per
+// Plays the document's steps (as the user counts them: frees hidden or not):
+// a timer advances the step at `speed` steps per
 // second (fractional steps accumulate; "full speed" advances one step per
 // frame), stopping at the end. Transport buttons and shortcuts call its slots.
 #pragma once
@@ -26,6 +27,7 @@ class PlaybackController : public QObject {
   void stepBack();
   void toStart();
   void toEnd();
+  void toPeak();  // the shown strategy's memory peak
 
  signals:
   void playingChanged(bool playing);

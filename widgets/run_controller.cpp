@@ -1,24 +1,33 @@
 #include "widgets/run_controller.h"
 
-#include <QMetaObject>
+#include <algorithm>
 
-#ifdef REMAT_HAVE_EXECUTOR
+#include "core/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
 #include "core/exec/forwarding_backend.h"
-#endif
+#include "core/exec/same_result.h"
+#include "core/model_source.h"
+#include "core/simulator.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
-#ifdef REMAT_HAVE_EXECUTOR
 namespace {
 
-// Forwards to a backend and records the tracked bytes of each instruction
-// (after its allocations; after the release for a free), as the simulator
-// counts them, from the executor's per-instruction marks.
+// Forwards to a backend and records, per strategy, the tracked bytes of each
+// instruction (after its allocations; after the release for a free), as the
+// simulator counts them, from the executor's per-instruction marks. The
+// executor calls begin_strategy() once per strategy it starts, in order, and
+// skips only a tail (after a cancel or an unusable device): the k-th recorded
+// timeline belongs to the k-th schedule.
 class RecordingBackend final : public ForwardingBackend {
  public:
   explicit RecordingBackend(Backend& inner) : ForwardingBackend(inner) {}
-  std::vector<uint64_t> timeline;
+  std::vector<std::vector<uint64_t>> timelines;
+  void begin_strategy() override {
+    timelines.emplace_back();
+    inner().begin_strategy();
+  }
   void* allocate(uint64_t bytes) override {
     void* p = inner().allocate(bytes);
     allocated_ = true;
@@ -26,11 +35,12 @@ class RecordingBackend final : public ForwardingBackend {
     return p;
   }
   void begin_marks(std::size_t count) override {
-    timeline.assign(count ? count - 1 : 0, 0);
+    if (!timelines.empty()) timelines.back().assign(count ? count - 1 : 0, 0);
     inner().begin_marks(count);
   }
   void mark(std::size_t index) override {
-    if (index > 0 && index - 1 < timeline.size()) timeline[index - 1] = allocated_ ? high_ : inner().live_bytes();
+    if (!timelines.empty() && index > 0 && index - 1 < timelines.back().size())
+      timelines.back()[index - 1] = allocated_ ? high_ : inner().live_bytes();
     allocated_ = false;
     high_ = 0;
     inner().mark(index);
@@ -41,28 +51,92 @@ class RecordingBackend final : public ForwardingBackend {
   uint64_t high_ = 0;
 };
 
+struct RunOutcome {
+  std::map<std::string, MeasuredRun> measured;
+  QString error;
+};
+
+MeasuredRun measured_of(const ExecResult& r, const ExecResult& reference) {
+  MeasuredRun m;
+  m.status = QString::fromStdString(std::string(exec_status_name(r.status)));
+  m.message = QString::fromStdString(r.message);
+  m.tracked_peak = r.tracked_peak_bytes;
+  m.allocator_peak = r.memory.allocator_peak;
+  m.reserved_peak = r.memory.reserved_peak;
+  m.baseline = r.baseline_bytes;
+  m.time_ms = r.time_ms;
+  m.loss = r.loss;
+  m.grad_hash = r.grad_hash;
+  m.matches_reference = same_loss_and_grads(r, reference);
+  return m;
+}
+
+RunOutcome execute_runs(const Model& model, const std::vector<Schedule>& schedules,
+                        const std::vector<std::string>& specs, int repeat, JobToken& token) {
+  RunOutcome out;
+  try {
+    check_executable(model);
+    // store-all is the reference of the equality rule, as in `remat run`:
+    // added first when it was not chosen.
+    std::vector<Schedule> all = schedules;
+    auto ref = std::find(specs.begin(), specs.end(), "store-all");
+    std::size_t refIndex = static_cast<std::size_t>(ref - specs.begin());
+    const bool added = ref == specs.end();
+    if (added) {
+      all.insert(all.begin(), make_strategy("store-all")->schedule(model));
+      refIndex = 0;
+    }
+    CpuBackend cpu;
+    RecordingBackend rec(cpu);
+    ExecOptions o;
+    o.repeat = std::max(1, repeat);
+    o.cancel = token.flag();
+    o.progress = [&token](double f) { return token.progress(f); };
+    const std::vector<ExecResult> results = execute_strategies(model, all, rec, o);
+    for (std::size_t i = added ? 1 : 0; i < results.size(); ++i) {
+      MeasuredRun m = measured_of(results[i], results[refIndex]);
+      if (results[i].ok() && i < rec.timelines.size() && rec.timelines[i].size() == all[i].code.size())
+        m.timeline = rec.timelines[i];
+      out.measured[specs[i - (added ? 1 : 0)]] = std::move(m);
+    }
+  } catch (const InputError& e) {
+    out.error = QString::fromStdString(e.what());
+  }
+  return out;
+}
+
 }  // namespace
-#endif
 
-RunController::RunController(QObject* parent) : QObject(parent) {}
-
-RunController::~RunController() {
-  cancel_ = true;
-  if (thread_) thread_->wait();
+RunController::RunController(QObject* parent) : QObject(parent) {
+  connect(&jobs_, &JobTracker::progress, this, [this](int id, double f) {
+    if (id == job_) emit progress(f);
+  });
+  connect(&jobs_, &JobTracker::failed, this, [this](int id, const QString& message) {
+    if (id != job_) return;
+    job_ = 0;
+    emit finished({}, message);
+  });
 }
 
-bool RunController::available() {
-#ifdef REMAT_HAVE_EXECUTOR
-  return true;
-#else
-  return false;
-#endif
+QString RunController::cannotRun(const Model& model) {
+  try {
+    check_executable(model);
+    return {};
+  } catch (const InputError& e) {
+    // The teaching presets count in 1-byte tensors, which hold no float: say
+    // that briefly, with the same chain in 4-byte (one float) tensors.
+    const uint64_t unit = model.uniform_bytes();
+    if (unit == 0 || unit % 4 == 0) return QString::fromStdString(e.what());
+    QString why = QString("%1-byte tensors cannot run").arg(unit);
+    const std::string& name = model.name;
+    if (name.rfind("chain:", 0) == 0 && name.find(':', 6) == std::string::npos)
+      why += QString(": try %1:4").arg(QString::fromStdString(name));
+    return why;
+  }
 }
 
-bool RunController::start(const Model& model, const std::vector<StrategyRun>& runs, int repeat) {
-  if (thread_) return false;
-  cancel_ = false;
-#ifdef REMAT_HAVE_EXECUTOR
+bool RunController::start(const Model& model, const RunList& runs, int repeat) {
+  if (running()) return false;
   std::vector<Schedule> schedules;
   std::vector<std::string> specs;
   for (const StrategyRun& r : runs)
@@ -70,67 +144,22 @@ bool RunController::start(const Model& model, const std::vector<StrategyRun>& ru
       schedules.push_back(r.schedule);
       specs.push_back(r.spec);
     }
-  threadHolder_.reset(QThread::create([this, model, schedules, specs, repeat] {
-    std::map<std::string, MeasuredRun> out;
-    QString error;
-    try {
-      check_executable(model);
-      CpuBackend cpu;
-      RecordingBackend rec(cpu);
-      ExecOptions o;
-      o.repeat = std::max(1, repeat);
-      o.cancel = &cancel_;
-      const HostData data = make_host_data(model, o.seed);
-      rec.load(model, data);
-      const double share = schedules.empty() ? 1.0 : 1.0 / double(schedules.size());
-      const ExecResult* reference = nullptr;
-      std::vector<ExecResult> results;
-      results.reserve(schedules.size());
-      for (std::size_t i = 0; i < schedules.size(); ++i) {
-        o.progress = [this, i, share](double f) {
-          const double total = share * (double(i) + f);
-          QMetaObject::invokeMethod(this, [this, total] { emit progress(total); }, Qt::QueuedConnection);
-          return !cancel_.load();
-        };
-        results.push_back(cancel_ ? ExecResult{} : execute_loaded(model, schedules[i], rec, data, o));
-        ExecResult& r = results.back();
-        if (cancel_ && r.ok() && r.time_ms == 0) r.status = ExecStatus::Cancelled;
-        MeasuredRun m;
-        m.status = QString::fromStdString(std::string(exec_status_name(r.status)));
-        m.message = QString::fromStdString(r.message);
-        m.tracked_peak = r.tracked_peak_bytes;
-        m.allocator_peak = r.memory.allocator_peak;
-        m.reserved_peak = r.memory.reserved_peak;
-        m.baseline = r.baseline_bytes;
-        m.time_ms = r.time_ms;
-        if (r.ok()) {
-          m.timeline = rec.timeline;
-          if (!reference) reference = &r;
-          m.matches_reference = r.loss == reference->loss && r.grad_hash == reference->grad_hash;
-        }
-        out[specs[i]] = std::move(m);
-      }
-    } catch (const std::exception& e) {
-      error = QString::fromStdString(e.what());
-    }
-    QMetaObject::invokeMethod(
-        this,
-        [this, out, error] {
-          thread_->wait();
-          thread_ = nullptr;
-          emit finished(out, error);
-        },
-        Qt::QueuedConnection);
-  }));
-  thread_ = threadHolder_.get();
-  thread_->start();
+  job_ = jobs_.start(
+      [model, schedules = std::move(schedules), specs = std::move(specs), repeat](JobToken& token) {
+        return execute_runs(model, schedules, specs, repeat, token);
+      },
+      [this](RunOutcome o) {
+        job_ = 0;
+        emit finished(o.measured, o.error);
+      });
   return true;
-#else
-  (void)model;
-  (void)runs;
-  (void)repeat;
-  return false;
-#endif
+}
+
+void RunController::cancel() {
+  if (!running()) return;
+  jobs_.cancel(job_);
+  job_ = 0;
+  emit cancelled();
 }
 
 }  // namespace remat

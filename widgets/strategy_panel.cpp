@@ -1,12 +1,19 @@
 #include "widgets/strategy_panel.h"
 
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <cmath>
 
+#include "core/model.h"
 #include "core/strategies/registry.h"
 #include "widgets/comparison_model.h"
+#include "widgets/strategy_colors.h"
 
 namespace remat {
 namespace {
@@ -16,49 +23,173 @@ enum Col { Name, Param, Status };
 StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
   auto* l = new QVBoxLayout(this);
   l->setContentsMargins(0, 0, 0, 0);
-  auto* hint = new QLabel(tr("Strategies to compare (double-click a parameter to edit it):"), this);
-  hint->setWordWrap(true);
+  auto* hint = new QLabel(tr("Strategies to compare:"), this);
   l->addWidget(hint);
   tree_ = new QTreeWidget(this);
   tree_->setColumnCount(3);
   tree_->setHeaderLabels({tr("Strategy"), tr("Parameter"), tr("Status")});
   tree_->setRootIsDecorated(false);
   tree_->header()->setSectionResizeMode(Status, QHeaderView::Stretch);
+  tree_->setMouseTracking(true);
   for (const StrategyInfo& info : strategy_catalog()) {
     auto* it = new QTreeWidgetItem(tree_);
-    it->setText(Name, QString::fromStdString(info.name));
+    const QString name = QString::fromStdString(info.name);
+    it->setText(Name, name);
     it->setToolTip(Name, QString::fromStdString(info.help));
     it->setCheckState(Name, Qt::Unchecked);
-    Qt::ItemFlags flags = Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable;
-    if (!info.argument.empty()) {
-      flags |= Qt::ItemIsEditable;
-      it->setText(Param, info.argument == "K" ? "4" : info.name == "manual" ? "0" : "");
-      it->setToolTip(Param, QString::fromStdString(info.argument));
+    it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
+    // The strategy's colour, as in the charts.
+    QPixmap swatch(10, 10);
+    swatch.fill(strategy_color(name));
+    it->setIcon(Name, QIcon(swatch));
+    Editors e;
+    QWidget* editor = nullptr;
+    if (name == "every-k" || name == "revolve") {
+      e.count = new QSpinBox(tree_);
+      e.count->setSuffix(name == "every-k" ? tr(" ops") : tr(" slots"));
+      e.count->setToolTip(name == "every-k" ? tr("K: a checkpoint every K ops")
+                                            : tr("C: checkpoint slots, the input's included"));
+      connect(e.count, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+      editor = e.count;
+    } else if (name == "budget" || name == "optimal") {
+      auto* box = new QWidget(tree_);
+      auto* h = new QHBoxLayout(box);
+      h->setContentsMargins(0, 0, 0, 0);
+      h->setSpacing(2);
+      e.budget = new QDoubleSpinBox(box);
+      e.budget->setDecimals(2);
+      e.budget->setToolTip(tr("Memory budget for activations and their gradients (half of store-all's peak by default)"));
+      connect(e.budget, &QDoubleSpinBox::valueChanged, this, &StrategyPanel::changed);
+      h->addWidget(e.budget);
+      if (name == "optimal") {
+        e.seconds = new QSpinBox(box);
+        e.seconds->setRange(1, 86400);
+        e.seconds->setSuffix(tr(" s"));
+        e.seconds->setToolTip(tr("Time limit of the search: the best found when it runs out"));
+        connect(e.seconds, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+        h->addWidget(e.seconds);
+      }
+      editor = box;
+    } else if (name == "manual") {
+      e.list = new QLineEdit("0", tree_);
+      e.list->setToolTip(tr("Checkpointed op ids, comma-separated (or click forward nodes in the graph)"));
+      connect(e.list, &QLineEdit::editingFinished, this, &StrategyPanel::changed);
+      editor = e.list;
     }
-    it->setFlags(flags);
+    if (editor) tree_->setItemWidget(it, Param, editor);
+    editors_[name] = e;
   }
   tree_->resizeColumnToContents(Name);
-  tree_->setEditTriggers(QAbstractItemView::DoubleClicked | QAbstractItemView::EditKeyPressed);
+  tree_->setColumnWidth(Param, 150);
   l->addWidget(tree_);
-  connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* it, int col) {
-    if (updating_ || col == Status) return;
-    if (col == Param && it->checkState(Name) != Qt::Checked) return;
-    emit specsChanged(specs());
+  help_ = new QLabel(this);
+  help_->setWordWrap(true);
+  help_->setStyleSheet("QLabel { color: #444; padding: 4px; }");
+  l->addWidget(help_);
+  auto showHelp = [this](QTreeWidgetItem* it) {
+    if (!it) return;
+    const QString why = it->data(Status, Qt::UserRole).toString();
+    help_->setText(QString("<b>%1</b>: %2%3").arg(it->text(Name), it->toolTip(Name).toHtmlEscaped(),
+                                                   why.isEmpty() ? QString() : "<br><i>" + why.toHtmlEscaped() + "</i>"));
+  };
+  connect(tree_, &QTreeWidget::currentItemChanged, this, showHelp);
+  connect(tree_, &QTreeWidget::itemEntered, this, showHelp);
+  connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int col) {
+    if (col == Name) changed();
   });
 }
 
+void StrategyPanel::changed() {
+  if (!updating_) emit specsChanged(specs());
+}
+
+QTreeWidgetItem* StrategyPanel::row(const QString& name) const {
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i)
+    if (tree_->topLevelItem(i)->text(Name) == name) return tree_->topLevelItem(i);
+  return nullptr;
+}
+
+QSpinBox* StrategyPanel::intEditor(const QString& name) const {
+  const auto it = editors_.find(name);
+  return it == editors_.end() ? nullptr : it->second.count;
+}
+QDoubleSpinBox* StrategyPanel::budgetEditor(const QString& name) const {
+  const auto it = editors_.find(name);
+  return it == editors_.end() ? nullptr : it->second.budget;
+}
+QString StrategyPanel::helpText() const { return help_->text(); }
+
+void StrategyPanel::setModel(const Model& model) {
+  updating_ = true;
+  defaults_ = strategy_defaults(model);
+  for (auto& [name, e] : editors_) {
+    if (e.count) {
+      e.count->setRange(1, std::max(1, defaults_.n));
+      e.count->setValue(name == "every-k" ? defaults_.k : defaults_.revolveSlots);
+    }
+    if (e.budget) {
+      const double u = defaults_.unit.bytes;
+      e.budget->setSuffix(" " + defaults_.unit.name);
+      e.budget->setDecimals(u == 1 ? 0 : 2);
+      e.budget->setRange(u == 1 ? 1 : 0.01, std::max(1.0, 2.0 * double(defaults_.storeAllPeak) / u));
+      e.budget->setSingleStep(std::max(u == 1 ? 1.0 : 0.01, nice_scale(double(defaults_.storeAllPeak) / u, 20).step));
+      e.budget->setValue(double(defaults_.budget) / u);
+    }
+    if (e.seconds) e.seconds->setValue(defaults_.seconds);
+    if (e.list) e.list->setText("0");
+  }
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    auto* it = tree_->topLevelItem(i);
+    const QString why = not_applicable(it->text(Name), model);
+    it->setData(Status, Qt::UserRole, why);
+    it->setFlags(why.isEmpty() ? it->flags() | Qt::ItemIsEnabled : it->flags() & ~Qt::ItemIsEnabled);
+    if (QWidget* w = tree_->itemWidget(it, Param)) w->setEnabled(why.isEmpty());
+    if (!why.isEmpty()) {
+      it->setCheckState(Name, Qt::Unchecked);
+      it->setText(Status, why);
+      it->setToolTip(Status, why);
+    }
+  }
+  updating_ = false;
+}
+
 QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
-  const QString p = it->text(Param).trimmed();
-  return p.isEmpty() ? it->text(Name) : it->text(Name) + ":" + p;
+  const QString name = it->text(Name);
+  const auto found = editors_.find(name);
+  if (found == editors_.end()) return name;
+  const Editors& e = found->second;
+  if (e.count) return QString("%1:%2").arg(name).arg(e.count->value());
+  if (e.list) return "manual:" + e.list->text().trimmed();
+  if (e.budget) {
+    const auto bytes = static_cast<qulonglong>(std::llround(e.budget->value() * defaults_.unit.bytes));
+    return e.seconds ? QString("optimal:%1:%2").arg(bytes).arg(e.seconds->value()) : QString("budget:%1").arg(bytes);
+  }
+  return name;
 }
 
 QStringList StrategyPanel::specs() const {
   QStringList out;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     const auto* it = tree_->topLevelItem(i);
-    if (it->checkState(Name) == Qt::Checked) out << specOf(it);
+    if (it->checkState(Name) == Qt::Checked && (it->flags() & Qt::ItemIsEnabled)) out << specOf(it);
   }
   return out;
+}
+
+void StrategyPanel::applyParameter(const QString& name, const QString& p) {
+  Editors& e = editors_[name];
+  const QStringList f = p.split(':');
+  bool ok = false;
+  if (e.count) {
+    const int v = p.toInt(&ok);
+    if (ok) e.count->setValue(v);
+  } else if (e.list) {
+    e.list->setText(p);
+  } else if (e.budget) {
+    const double bytes = f.value(0).toDouble(&ok);
+    if (ok) e.budget->setValue(bytes / defaults_.unit.bytes);
+    if (e.seconds && f.size() > 1) e.seconds->setValue(f[1].toInt());
+  }
 }
 
 void StrategyPanel::setSpecs(const QStringList& specs) {
@@ -67,21 +198,22 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
     auto* it = tree_->topLevelItem(i);
     bool on = false;
     for (const QString& s : specs) {
-      const QString head = s.section(':', 0, 0);
-      if (head != it->text(Name)) continue;
+      if (s.section(':', 0, 0) != it->text(Name)) continue;
       on = true;
-      if (s.contains(':')) it->setText(Param, s.section(':', 1));
+      if (s.contains(':')) applyParameter(it->text(Name), s.section(':', 1));
     }
     it->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
-    if (!on) it->setText(Status, {});
+    if (!on && it->data(Status, Qt::UserRole).toString().isEmpty()) it->setText(Status, {});
   }
   updating_ = false;
 }
 
-void StrategyPanel::setRuns(const std::vector<StrategyRun>& runs) {
+void StrategyPanel::setRuns(const RunList& runs) {
   updating_ = true;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);
+    const QString why = it->data(Status, Qt::UserRole).toString();
+    if (!why.isEmpty()) continue;  // says why it cannot apply
     it->setText(Status, {});
     it->setToolTip(Status, {});
     it->setForeground(Status, QBrush());

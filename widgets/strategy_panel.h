@@ -1,34 +1,63 @@
 // Chooses the strategies to compare: one row per entry of strategy_catalog(),
-// a check box, its parameter (k, checkpoint list, budget ...) and whether it
-// applies to this model (StrategyRun::error when it does not).
+// a check box, its parameter as a spin box with its unit (K ops, C slots, a
+// budget in the model's byte unit, a time limit) defaulting per model
+// (strategy_defaults.h), and whether it applies to this model (disabled with
+// the reason when it cannot, the run's error when it did not). The strategy's
+// one-line help shows under the list.
 #pragma once
 #include <QStringList>
 #include <QWidget>
-#include <vector>
+#include <map>
 
 #include "core/comparison.h"
+#include "widgets/run_list.h"
+#include "widgets/strategy_defaults.h"
 
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
 class QTreeWidget;
 class QTreeWidgetItem;
 
 namespace remat {
+struct Model;
 
 class StrategyPanel : public QWidget {
   Q_OBJECT
  public:
   explicit StrategyPanel(QWidget* parent = nullptr);
+  // New defaults for this model's parameters; the strategies that cannot
+  // apply are disabled. Does not emit.
+  void setModel(const Model& model);
   QStringList specs() const;
   // Checks the rows of `specs` and fills their parameters, without emitting.
   void setSpecs(const QStringList& specs);
-  void setRuns(const std::vector<StrategyRun>& runs);
+  void setRuns(const RunList& runs);
   QTreeWidget* tree() const { return tree_; }
+  QTreeWidgetItem* row(const QString& name) const;
+  // The editors, for tests: K / C as spin boxes, budgets in the unit shown.
+  QSpinBox* intEditor(const QString& name) const;
+  QDoubleSpinBox* budgetEditor(const QString& name) const;
+  QString helpText() const;
 
  signals:
   void specsChanged(const QStringList& specs);
 
  private:
+  struct Editors {
+    QSpinBox* count = nullptr;         // every-k K, revolve C
+    QDoubleSpinBox* budget = nullptr;  // budget, optimal: in unit_
+    QSpinBox* seconds = nullptr;       // optimal
+    QLineEdit* list = nullptr;         // manual
+  };
   QString specOf(const QTreeWidgetItem* item) const;
+  void applyParameter(const QString& name, const QString& parameter);
+  void changed();
   QTreeWidget* tree_;
+  QLabel* help_;
+  std::map<QString, Editors> editors_;
+  StrategyDefaults defaults_;
   bool updating_ = false;
 };
 

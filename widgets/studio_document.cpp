@@ -1,15 +1,22 @@
 #include "widgets/studio_document.h"
 
-#include <QThread>
 #include <algorithm>
 #include <memory>
 
+#include "core/cancel_scope.h"
 #include "core/model_source.h"
 #include "widgets/instruction_caption.h"
+#include "widgets/lanes_painter.h"
+#include "widgets/prepared_run.h"
+#include "widgets/strategy_defaults.h"
 
 namespace remat {
+namespace {
+bool isSearch(const std::string& spec) { return spec.rfind("optimal:", 0) == 0; }
+}  // namespace
 
-StudioDocument::StudioDocument(QObject* parent) : QObject(parent), specs_(defaultSpecs()) {
+StudioDocument::StudioDocument(QObject* parent)
+    : QObject(parent), model_(std::make_shared<const Model>()), specs_(defaultSpecs()) {
   limit_.max = defaultMaxInstructions();
   limit_.bytes_per_instruction = kBytesPerInstruction;
   limit_.how_to_change = "setting simulation/maxInstructions";
@@ -21,8 +28,13 @@ uint64_t StudioDocument::defaultMaxInstructions() {
 
 void StudioDocument::setMaxInstructions(uint64_t max) {
   limit_.max = max;
-  if (model_.size() > 0) resimulate();
+  // Every run is judged again under the new limit.
+  jobs_.cancelAll();
+  jobOf_.clear();
+  cache_.clear();
+  if (model_->size() > 0) resimulate();
 }
+
 StudioDocument::~StudioDocument() = default;
 
 void StudioDocument::loadModel(const QString& specOrPath) {
@@ -31,17 +43,29 @@ void StudioDocument::loadModel(const QString& specOrPath) {
 }
 
 void StudioDocument::setModel(Model model, const QString& source) {
-  model_ = std::move(model);
+  // Jobs for the old model stop, and their results can no longer land.
+  jobs_.cancelAll();
+  jobOf_.clear();
+  cache_.clear();
+  entries_.clear();
+  showWhenReady_.clear();
+  model_ = std::make_shared<const Model>(std::move(model));
   source_ = source;
-  ++generation_;
-  searched_.clear();
-  searching_.clear();
   manual_.clear();
+  // Parameters do not carry over: a budget or a K meant for the last model
+  // becomes this model's default; manual sets and strategies that cannot
+  // apply here are dropped.
+  const StrategyDefaults d = strategy_defaults(*model_);
   QStringList kept;
-  for (const QString& s : specs_)
-    if (!s.startsWith("manual:")) kept << s;
+  for (const QString& s : specs_) {
+    const QString head = s.section(':', 0, 0);
+    if (head == "manual" || !not_applicable(head, *model_).isEmpty()) continue;
+    const QString spec = s.contains(':') ? default_spec(head, d) : s;
+    if (!kept.contains(spec)) kept << spec;
+  }
   specs_ = kept.isEmpty() ? defaultSpecs() : kept;
   step_ = 0;
+  current_ = 0;
   emit modelChanged();
   resimulate();
 }
@@ -51,124 +75,225 @@ void StudioDocument::setSpecs(const QStringList& specs) {
   resimulate();
 }
 
+std::shared_ptr<const PreparedRun> StudioDocument::compute(const std::string& spec) {
+  // A schedule longer than limit_ (its stated length, core's
+  // bounded_schedule) comes back as a run marked too_large, "too large to
+  // simulate (N instructions ...)", before anything is made; stating a length
+  // can take O(model) (auto's articulation points), so a large model's
+  // refusal is found by its worker like any other result.
+  if (model_->size() <= kInlineOps && !isSearch(spec)) return prepare_run(model_, spec, limit_);
+  // The worker shares the (immutable) model; the result is built beside its
+  // index on the heap and handed over whole.
+  const int id = jobs_.start(
+      [model = model_, spec, limit = limit_](JobToken& token) {
+        const CancelScope scope(token.flag());  // a search stops where its deadline would
+        return prepare_run(model, spec, limit, token.flag());
+      },
+      [this, spec](std::shared_ptr<PreparedRun> run) { arrived(spec, std::move(run)); });
+  jobOf_[spec] = id;
+  return placeholder_run(model_, spec,
+                         isSearch(spec) ? "searching (at most its time limit)..." : "computing...", true);
+}
+
 void StudioDocument::resimulate() {
-  const std::string shownName = current() ? current()->spec : std::string();
-  // A strategy longer than the limit (recompute-all is quadratic) comes back
-  // as a run saying "too large to simulate (N instructions ...)", unmade.
-  auto isSearch = [](const QString& s) { return s.startsWith("optimal:"); };
-  std::vector<std::string> specs;
-  for (const QString& s : specs_)
-    if (!isSearch(s)) specs.push_back(s.toStdString());
-  std::vector<StrategyRun> runs =
-      model_.size() > 0 ? simulate_strategies(model_, specs, {.limit = limit_}) : std::vector<StrategyRun>{};
-  runs_.clear();
-  std::size_t next = 0;
+  const std::string shown = current() ? current()->spec : std::string();
+  const double keepPhase = phase();
+  std::map<std::string, std::shared_ptr<const PreparedRun>> next;
   for (const QString& s : specs_) {
-    if (isSearch(s) && model_.size() > 0) {
-      runs_.push_back(searched(s));
-    } else if (next < runs.size()) {
-      runs_.push_back(std::move(runs[next++]));
+    const std::string spec = s.toStdString();
+    if (next.count(spec)) continue;
+    auto it = cache_.find(spec);
+    next[spec] = it != cache_.end() ? it->second : (model_->size() > 0 ? compute(spec) : nullptr);
+  }
+  // A strategy no longer compared stops computing.
+  for (auto it = jobOf_.begin(); it != jobOf_.end();) {
+    if (next.count(it->first)) {
+      ++it;
+    } else {
+      jobs_.cancel(it->second);
+      it = jobOf_.erase(it);
     }
   }
-  indexes_.clear();
-  facts_.clear();
-  for (const StrategyRun& r : runs_) {
-    indexes_.push_back(r.ok() ? std::make_unique<ResidentIndex>(model_, r.schedule) : nullptr);
-    facts_.push_back(r.ok() ? std::make_unique<ScheduleFacts>(model_, r.schedule, declared_checkpoints(model_, r.name))
-                            : nullptr);
+  cache_ = std::move(next);
+  applyEntries(shown, keepPhase);
+  emit computingChanged(computing());
+}
+
+void StudioDocument::arrived(const std::string& spec, std::shared_ptr<PreparedRun> run) {
+  jobOf_.erase(spec);
+  cache_[spec] = std::move(run);
+  const std::string shown = current() ? current()->spec : std::string();
+  applyEntries(shown, phase());
+  if (!showWhenReady_.empty() && showWhenReady_ == spec) {
+    showWhenReady_.clear();
+    showSpec(QString::fromStdString(spec));
+  }
+  emit computingChanged(computing());
+}
+
+void StudioDocument::cancelComputing() {
+  for (const auto& [spec, id] : jobOf_) {
+    jobs_.cancel(id);
+    cache_[spec] = placeholder_run(model_, spec, "cancelled (change the strategies to compute it again)", false);
+  }
+  jobOf_.clear();
+  // A cancelled run is not kept: asking for the strategy again recomputes it.
+  const std::string shown = current() ? current()->spec : std::string();
+  applyEntries(shown, phase());
+  for (auto it = cache_.begin(); it != cache_.end();)
+    it = it->second && !it->second->run.ok() && !it->second->run.pending && it->second->run.error.rfind("cancelled", 0) == 0
+             ? cache_.erase(it)
+             : std::next(it);
+  emit computingChanged(0);
+}
+
+void StudioDocument::applyEntries(const std::string& shown, double keepPhase) {
+  entries_.clear();
+  for (const QString& s : specs_) {
+    auto it = cache_.find(s.toStdString());
+    if (it != cache_.end() && it->second) entries_.push_back(it->second);
   }
   // Keep showing the same strategy when it is still there, else the first valid one.
   int cur = -1;
   for (int i = 0; i < runCount(); ++i)
-    if (runs_[i].spec == shownName && runs_[i].ok()) cur = i;
-  if (cur < 0 && shownName.rfind("manual:", 0) == 0) cur = manualRun();
+    if (entries_[std::size_t(i)]->run.spec == shown && entries_[std::size_t(i)]->run.ok()) cur = i;
+  if (cur < 0 && shown.rfind("manual:", 0) == 0) cur = manualRun();
   for (int i = 0; cur < 0 && i < runCount(); ++i)
-    if (runs_[i].ok()) cur = i;
+    if (entries_[std::size_t(i)]->run.ok()) cur = i;
+  const bool sameRun = cur >= 0 && entries_[std::size_t(cur)]->run.spec == shown;
   current_ = std::max(cur, 0);
+  rebuildNumbering();
+  const PhaseMap* p = phases(current_);
+  std::size_t step = sameRun || !p ? step_ : p->stepAt(keepPhase);
+  step = stepCount() ? std::min(step, stepCount() - 1) : 0;
+  step_ = numbering_.snap(step);
   emit runsChanged();
   emit currentRunChanged(current_);
-  setStep(std::min(step_, stepCount() ? stepCount() - 1 : 0));
   emit stepChanged(step_);
 }
 
-StrategyRun StudioDocument::searched(const QString& spec) {
-  if (auto it = searched_.find(spec); it != searched_.end()) return it.value();
-  StrategyRun pending;
-  pending.spec = pending.name = spec.toStdString();
-  pending.pending = true;
-  pending.error = "searching (at most its time limit)...";
-  if (searching_.contains(spec)) return pending;
-  searching_.insert(spec);
-  // The worker owns copies only; the result comes back through `finished`,
-  // queued to this object and dropped with it (or when the model changed).
-  auto result = std::make_shared<std::vector<StrategyRun>>();
-  QThread* t = QThread::create([model = model_, s = spec.toStdString(), result, limit = limit_] {
-    *result = simulate_strategies(model, {s}, {.limit = limit});
-  });
-  connect(t, &QThread::finished, this, [this, spec, result, generation = generation_] {
-    if (generation != generation_ || result->empty()) return;
-    searching_.remove(spec);
-    searched_.insert(spec, result->front());
-    if (specs_.contains(spec)) resimulate();
-  });
-  connect(t, &QThread::finished, t, &QObject::deleteLater);
-  t->start();
-  return pending;
+void StudioDocument::rebuildNumbering() {
+  const StrategyRun* r = current();
+  numbering_ = r ? StepNumbering(r->schedule, hideFrees_) : StepNumbering();
+}
+
+RunList StudioDocument::runs() const {
+  std::vector<const StrategyRun*> out;
+  out.reserve(entries_.size());
+  for (const auto& e : entries_) out.push_back(&e->run);
+  return RunList(std::move(out));
+}
+
+const PreparedRun* StudioDocument::entry(int run) const {
+  return run >= 0 && run < runCount() ? entries_[static_cast<std::size_t>(run)].get() : nullptr;
+}
+std::shared_ptr<const PreparedRun> StudioDocument::prepared(int run) const {
+  return run >= 0 && run < runCount() ? entries_[static_cast<std::size_t>(run)] : nullptr;
 }
 
 const ResidentIndex* StudioDocument::residentIndex(int run) const {
-  return run >= 0 && run < runCount() ? indexes_[static_cast<std::size_t>(run)].get() : nullptr;
+  const PreparedRun* e = entry(run);
+  return e ? e->index.get() : nullptr;
 }
 const ScheduleFacts* StudioDocument::facts(int run) const {
-  return run >= 0 && run < runCount() ? facts_[static_cast<std::size_t>(run)].get() : nullptr;
+  const PreparedRun* e = entry(run);
+  return e ? e->facts.get() : nullptr;
+}
+const PhaseMap* StudioDocument::phases(int run) const {
+  const PreparedRun* e = entry(run);
+  return e && e->run.ok() ? &e->phases : nullptr;
 }
 
 void StudioDocument::setCurrentRun(int run) {
-  if (run < 0 || run >= runCount() || run == current_) return;
+  if (run < 0 || run >= runCount() || run == current_ || !entry(run)->run.ok()) return;
+  const double p = phase();
   current_ = run;
+  rebuildNumbering();
   emit currentRunChanged(run);
-  setStep(std::min(step_, stepCount() ? stepCount() - 1 : 0));
+  step_ = numbering_.snap(phases(run)->stepAt(p));
   emit stepChanged(step_);
 }
 
 const StrategyRun* StudioDocument::current() const {
-  return current_ >= 0 && current_ < runCount() && runs_[static_cast<std::size_t>(current_)].ok()
-             ? &runs_[static_cast<std::size_t>(current_)]
-             : nullptr;
+  const PreparedRun* e = entry(current_);
+  return e && e->run.ok() ? &e->run : nullptr;
 }
 
 std::size_t StudioDocument::stepCount() const { return current() ? current()->schedule.code.size() : 0; }
 
 void StudioDocument::setStep(std::size_t step) {
   const std::size_t n = stepCount();
-  step = n ? std::min(step, n - 1) : 0;
+  step = n ? numbering_.snap(std::min(step, n - 1)) : 0;
   if (step == step_) return;
   step_ = step;
   emit stepChanged(step_);
 }
 
-NodeStates StudioDocument::nodeStates() const {
-  const StrategyRun* r = current();
-  if (!r) {
+void StudioDocument::setHideFrees(bool hide) {
+  if (hide == hideFrees_) return;
+  hideFrees_ = hide;
+  rebuildNumbering();
+  step_ = stepCount() ? numbering_.snap(step_) : 0;
+  emit stepChanged(step_);
+}
+
+std::size_t StudioDocument::shownStep() const { return numbering_.rank(step_); }
+std::size_t StudioDocument::shownStepCount() const { return current() ? numbering_.count() : 0; }
+void StudioDocument::setShownStep(std::size_t number) {
+  if (shownStepCount()) setStep(numbering_.instruction(number));
+}
+void StudioDocument::stepForward() { setShownStep(shownStep() + 1); }
+void StudioDocument::stepBack() {
+  if (shownStep() > 0) setShownStep(shownStep() - 1);
+}
+void StudioDocument::jumpToPeak() {
+  if (const StrategyRun* r = current()) setStep(r->sim.peak_index);
+}
+
+double StudioDocument::phase() const {
+  const PhaseMap* p = phases(current_);
+  return p && current() ? p->phaseAt(step_) : 0;
+}
+
+std::size_t StudioDocument::stepAtPhase(int run) const {
+  const PhaseMap* p = phases(run);
+  return p ? p->stepAt(phase()) : 0;
+}
+
+NodeStates StudioDocument::nodeStates() const { return nodeStates(current_, step_); }
+
+NodeStates StudioDocument::nodeStates(int run, std::size_t step) const {
+  const PreparedRun* e = entry(run);
+  if (!e || !e->run.ok()) {
     NodeStates s;
-    const auto n = static_cast<std::size_t>(model_.size());
+    const auto n = static_cast<std::size_t>(model_->size());
     s.fwd.assign(n, FwdState::NotComputed);
     s.bwd.assign(n, BwdState::Pending);
     s.checkpoint.assign(n, 0);
     s.grad_live.assign(n, 0);
     return s;
   }
-  return node_states_at(model_, r->schedule, *residentIndex(current_), *facts(current_), step_);
+  return node_states_at(*model_, e->run.schedule, *e->index, *e->facts, step);
 }
 
 QString StudioDocument::caption() const {
   const StrategyRun* r = current();
   if (!r || r->schedule.code.empty()) return {};
-  const std::string text = InstructionCaption(model_, r->schedule, *facts(current_)).text(step_);
+  const std::string text = InstructionCaption(*model_, r->schedule, *facts(current_)).text(step_);
   return QString("Step %1 of %2 (%3): %4")
-      .arg(step_ + 1)
-      .arg(r->schedule.code.size())
+      .arg(shownStep() + 1)
+      .arg(shownStepCount())
       .arg(QString::fromStdString(r->name), QString::fromStdString(text));
+}
+
+uint64_t StudioDocument::residentBytes() const {
+  const StrategyRun* r = current();
+  return r && step_ < r->sim.timeline.size() ? r->sim.timeline[step_] : 0;
+}
+
+QString StudioDocument::memoryReadout() const {
+  const StrategyRun* r = current();
+  return r ? readout_of(*r, step_) : QString();
 }
 
 void StudioDocument::showSpec(const QString& spec) {
@@ -176,22 +301,26 @@ void StudioDocument::showSpec(const QString& spec) {
     specs_ << spec;
     resimulate();
   }
-  for (int i = 0; i < runCount(); ++i)
-    if (QString::fromStdString(runs_[std::size_t(i)].spec) == spec && runs_[std::size_t(i)].ok()) setCurrentRun(i);
+  for (int i = 0; i < runCount(); ++i) {
+    const StrategyRun& r = entries_[std::size_t(i)]->run;
+    if (QString::fromStdString(r.spec) != spec) continue;
+    if (r.ok()) setCurrentRun(i);
+    else if (r.pending) showWhenReady_ = spec.toStdString();
+  }
 }
 
 int StudioDocument::manualRun() const {
   for (int i = 0; i < runCount(); ++i)
-    if (runs_[static_cast<std::size_t>(i)].spec.rfind("manual:", 0) == 0) return i;
+    if (entries_[static_cast<std::size_t>(i)]->run.spec.rfind("manual:", 0) == 0) return i;
   return -1;
 }
 
 void StudioDocument::toggleCheckpoint(int op) {
-  if (op < 0 || op >= model_.loss()) return;  // the loss is never a checkpoint
+  if (op < 0 || op >= model_->loss()) return;  // the loss is never a checkpoint
   // Start from what the shown run checkpoints (for a manual run: its own list).
   const ScheduleFacts* f = facts(current_);
   manual_ = f ? f->checkpoint_list() : std::vector<int>{};
-  manual_.erase(std::remove_if(manual_.begin(), manual_.end(), [&](int v) { return v >= model_.loss(); }),
+  manual_.erase(std::remove_if(manual_.begin(), manual_.end(), [&](int v) { return v >= model_->loss(); }),
                 manual_.end());
   if (op != 0) {  // the input is always resident
     auto it = std::find(manual_.begin(), manual_.end(), op);
@@ -213,11 +342,8 @@ void StudioDocument::toggleCheckpoint(int op) {
   }
   if (!replaced) specs << spec;
   specs_ = specs;
-  // Show the manual run after resimulating.
-  current_ = -1;
   resimulate();
-  const int m = manualRun();
-  if (m >= 0 && m != current_) setCurrentRun(m);
+  showSpec(spec);
 }
 
 }  // namespace remat

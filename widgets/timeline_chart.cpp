@@ -1,20 +1,27 @@
 #include "widgets/timeline_chart.h"
 
 #include <QChart>
+#include <QGraphicsLayout>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QMouseEvent>
+#include <QRubberBand>
 #include <QScatterSeries>
+#include <QToolTip>
 #include <QValueAxis>
+#include <QWheelEvent>
 #include <algorithm>
+#include <cmath>
 
 #include "widgets/comparison_model.h"
+#include "widgets/strategy_colors.h"
 #include "widgets/timeline_downsample.h"
 
 namespace remat {
 namespace {
-const QColor kColors[] = {QColor(31, 119, 180), QColor(214, 39, 40), QColor(44, 160, 44), QColor(148, 103, 189),
-                          QColor(255, 127, 14), QColor(140, 86, 75),  QColor(227, 119, 194), QColor(23, 190, 207)};
-}
+constexpr double kHeadroom = 1.06;  // above the highest peak
+constexpr int kHoverPixels = 10;
+}  // namespace
 
 TimelineChart::TimelineChart(QWidget* parent) : QChartView(parent) {
   setRenderHint(QPainter::Antialiasing);
@@ -23,14 +30,15 @@ TimelineChart::TimelineChart(QWidget* parent) : QChartView(parent) {
   c->setMargins(QMargins(4, 4, 4, 4));
   setChart(c);
   ax_ = new QValueAxis;
-  ax_->setTitleText(tr("step (instruction)"));
-  ax_->setLabelFormat("%d");
+  ax_->setLabelFormat("%g");
   ay_ = new QValueAxis;
-  ay_->setTitleText(tr("resident bytes"));
-  ay_->setLabelFormat("%.0f");
+  ay_->setLabelFormat("%g");
   c->addAxis(ax_, Qt::AlignBottom);
   c->addAxis(ay_, Qt::AlignLeft);
   setMinimumHeight(180);
+  setMouseTracking(true);
+  band_ = new QRubberBand(QRubberBand::Rectangle, this);
+  setToolTip(tr("Click: show that step. Drag or wheel: zoom. Double-click: whole schedule."));
 }
 
 int TimelineChart::buckets() const {
@@ -38,72 +46,122 @@ int TimelineChart::buckets() const {
   return std::max(w > 10 ? w : width(), 50);
 }
 
-void TimelineChart::setRuns(const std::vector<StrategyRun>& runs, const QString& title) {
+double TimelineChart::xOf(const Curve& c, std::size_t step) const {
+  if (xMode_ == XMode::Steps) return double(step);
+  return c.timeline.size() > 1 ? 100.0 * double(step) / double(c.timeline.size() - 1) : 0;
+}
+
+std::size_t TimelineChart::stepOf(const Curve& c, double x) const {
+  if (c.timeline.empty()) return 0;
+  const double s = xMode_ == XMode::Steps ? x : x / 100.0 * double(c.timeline.size() - 1);
+  return static_cast<std::size_t>(std::clamp(std::llround(s), 0LL, static_cast<long long>(c.timeline.size() - 1)));
+}
+
+int TimelineChart::seriesOfRun(int run) const {
+  for (std::size_t i = 0; i < curves_.size(); ++i)
+    if (curves_[i].run == run) return int(i);
+  return -1;
+}
+
+void TimelineChart::setRuns(const RunList& runs, const QString& title) {
   QChart* c = chart();
   c->removeAllSeries();  // deletes them
   series_.clear();
   measuredSeries_.clear();
-  measuredTimelines_.clear();
-  timelines_.clear();
-  c->setTitle(title);
-  std::size_t xmax = 1;
-  ymax_ = 1;
   peaks_.clear();
-  int i = 0;
-  for (const StrategyRun& r : runs) {
+  dots_.clear();
+  curves_.clear();
+  measured_.clear();
+  c->setTitle(title);
+  ymax_ = 1;
+  uint64_t maxBytes = 1;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (runs[i].ok()) maxBytes = std::max(maxBytes, runs[i].sim.peak_bytes);
+  unit_ = byte_unit(maxBytes);
+  int k = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const StrategyRun& r = runs[i];
     if (!r.ok()) continue;
+    const QString name = QString::fromStdString(r.name);
+    const QColor color = strategy_color(name);
     auto* s = new QLineSeries;
-    s->setName(QString::fromStdString(r.name));
-    s->setPen(QPen(kColors[i++ % 8], 1.6));
-    timelines_.push_back(r.sim.timeline);
+    // The peak lives in the legend: labels on the plot would overlap.
+    s->setName(QString("%1 · peak %2").arg(name, format_bytes(r.sim.peak_bytes)));
+    // Earlier curves are wider, later ones dashed: an equal curve drawn over
+    // another leaves it visible.
+    s->setPen(QPen(color, std::max(1.6, 3.2 - 0.6 * k), curve_style(k)));
+    curves_.push_back({int(i), r.spec, r.sim.timeline});
     series_.append(s);
     c->addSeries(s);
     s->attachAxis(ax_);
     s->attachAxis(ay_);
-    xmax = std::max(xmax, r.sim.timeline.size());
     ymax_ = std::max(ymax_, double(r.sim.peak_bytes));
     auto* m = new QScatterSeries;
-    m->setName(s->name() + tr(" peak"));
-    m->setMarkerSize(9);
-    m->setColor(s->pen().color());
+    m->setName(name + tr(" peak"));
+    m->setMarkerSize(10);
+    m->setColor(color);
     m->setBorderColor(Qt::black);
-    m->setPointLabelsVisible(true);
-    m->setPointLabelsClipping(false);
-    m->setPointLabelsColor(s->pen().color().darker(140));
-    m->setPointLabelsFormat(tr("%1 peak %2").arg(s->name(), format_bytes(r.sim.peak_bytes)));
-    m->replace(QList<QPointF>{QPointF(double(r.sim.peak_index), double(r.sim.peak_bytes))});
+    m->append(QPointF(double(r.sim.peak_index), double(r.sim.peak_bytes) / unit_.bytes));
     peaks_.append(m);
+    auto* d = new QScatterSeries;
+    d->setName(name + tr(" now"));
+    d->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    d->setMarkerSize(8);
+    d->setColor(Qt::white);
+    d->setBorderColor(color);
+    dots_.append(d);
+    ++k;
   }
-  unit_ = 1;
-  const char* unitName = "bytes";
-  for (const char* name : {"KiB", "MiB", "GiB"}) {
-    if (ymax_ / unit_ < 4096) break;
-    unit_ *= 1024;
-    unitName = name;
-  }
-  ay_->setTitleText(tr("resident %1").arg(unitName));
-  for (auto* m : peaks_) {
-    const QPointF p = m->at(0);
-    m->replace(QList<QPointF>{QPointF(p.x(), p.y() / unit_)});
-    c->addSeries(m);
-    m->attachAxis(ax_);
-    m->attachAxis(ay_);
-    for (auto* lm : c->legend()->markers(m)) lm->setVisible(false);
-  }
+  for (auto* list : {&peaks_, &dots_})
+    for (auto* m : *list) {
+      c->addSeries(m);
+      m->attachAxis(ax_);
+      m->attachAxis(ay_);
+      for (auto* lm : c->legend()->markers(m)) lm->setVisible(false);
+    }
   cursor_ = new QLineSeries;
   cursor_->setName(tr("step"));
   cursor_->setPen(QPen(QColor(90, 90, 90), 1, Qt::DashLine));
   c->addSeries(cursor_);
   cursor_->attachAxis(ax_);
   cursor_->attachAxis(ay_);
-  // Peaks and cursor need no legend entries.
   for (auto* m : c->legend()->markers(cursor_)) m->setVisible(false);
-  ax_->setRange(0, double(xmax > 1 ? xmax - 1 : 1));
-  ay_->setRange(0, ymax_ / unit_ * 1.12);
-  ay_->setLabelFormat(unit_ == 1 ? "%.0f" : "%.1f");
+  dotSteps_.clear();
+  zoomTo_ = -1;
+  updateAxes();
+  setCursor(step_, shownRun_);
+}
+
+void TimelineChart::updateAxes() {
+  // y: round ticks in one unit, named in the title.
+  const NiceScale ys = nice_scale(ymax_ / unit_.bytes * kHeadroom, 6);
+  ay_->setRange(0, ys.top);
+  ay_->setTickType(QValueAxis::TicksDynamic);
+  ay_->setTickAnchor(0);
+  ay_->setTickInterval(ys.step);
+  ay_->setTitleText(tr("resident (%1)").arg(unit_.name));
+  // x: instructions or percent of each strategy's own length; zoomed or whole.
+  double full = 1;
+  for (const Curve& c : curves_) full = std::max(full, double(c.timeline.size() > 1 ? c.timeline.size() - 1 : 1));
+  if (xMode_ == XMode::OwnLength) full = 100;
+  const bool zoomed = zoomTo_ > zoomFrom_;
+  const double lo = zoomed ? zoomFrom_ : 0, hi = zoomed ? zoomTo_ : full;
+  ax_->setRange(lo, hi);
+  const NiceScale xs = nice_scale(hi - lo, 8);
+  ax_->setTickType(QValueAxis::TicksDynamic);
+  ax_->setTickAnchor(0);
+  ax_->setTickInterval(std::max(xMode_ == XMode::Steps ? 1.0 : 0.0, xs.step));
+  ax_->setTitleText(xMode_ == XMode::Steps ? tr("step (instruction)") : tr("progress through each strategy (% of its steps)"));
+  for (int i = 0; i < peaks_.size(); ++i) {
+    const Curve& c = curves_[std::size_t(i)];
+    const QPointF p = peaks_[i]->at(0);
+    const auto peakStep = std::size_t(std::max_element(c.timeline.begin(), c.timeline.end()) - c.timeline.begin());
+    peaks_[i]->replace(QList<QPointF>{QPointF(xOf(c, peakStep), p.y())});
+  }
   lastBuckets_ = 0;
   resample();
-  setCursor(step_);
+  setCursor(step_, shownRun_);
+  setPhaseDots(dotSteps_);
 }
 
 void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t>>& measured) {
@@ -112,22 +170,21 @@ void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t
     delete s;
   }
   measuredSeries_.clear();
-  measuredTimelines_.clear();
-  int i = 0;
+  measured_.clear();
   for (const auto& [spec, tl] : measured) {
     if (tl.empty()) continue;
+    // The run it measured, for its colour and its x scale.
+    int run = -1;
+    for (const Curve& c : curves_)
+      if (c.spec == spec) run = c.run;
     auto* s = new QLineSeries;
     s->setName(QString::fromStdString(spec) + tr(" (measured)"));
-    QColor col = series_.isEmpty() ? kColors[i % 8] : series_[i % series_.size()]->pen().color();
-    for (auto* p : series_)
-      if (p->name().toStdString() == spec) col = p->pen().color();
-    s->setPen(QPen(col.darker(130), 2.2, Qt::DotLine));
+    s->setPen(QPen(strategy_color(QString::fromStdString(spec)).darker(140), 2.2, Qt::DotLine));
     chart()->addSeries(s);
     s->attachAxis(ax_);
     s->attachAxis(ay_);
     measuredSeries_.append(s);
-    measuredTimelines_.push_back(tl);
-    ++i;
+    measured_.push_back({run, spec, tl});
   }
   lastBuckets_ = 0;
   resample();
@@ -137,26 +194,170 @@ void TimelineChart::resample() {
   const int b = buckets();
   if (b == lastBuckets_) return;
   lastBuckets_ = b;
-  auto scaled = [this](QList<QPointF> pts) {
-    if (unit_ != 1)
-      for (QPointF& p : pts) p.setY(p.y() / unit_);
+  const bool zoomed = zoomTo_ > zoomFrom_;
+  auto points = [&](const Curve& c) {
+    std::size_t from = 0, to = c.timeline.size();
+    if (zoomed) {
+      from = stepOf(c, zoomFrom_);
+      to = std::min(c.timeline.size(), stepOf(c, zoomTo_) + 1);
+    }
+    QList<QPointF> pts = downsample_minmax(c.timeline, b, from, to);
+    for (QPointF& p : pts) p = QPointF(xOf(c, std::size_t(p.x())), p.y() / unit_.bytes);
     return pts;
   };
-  for (int i = 0; i < series_.size(); ++i)
-    series_[i]->replace(scaled(downsample_minmax(timelines_[std::size_t(i)], b)));
-  for (int i = 0; i < measuredSeries_.size(); ++i)
-    measuredSeries_[i]->replace(scaled(downsample_minmax(measuredTimelines_[std::size_t(i)], b)));
+  for (int i = 0; i < series_.size(); ++i) series_[i]->replace(points(curves_[std::size_t(i)]));
+  for (int i = 0; i < measuredSeries_.size(); ++i) measuredSeries_[i]->replace(points(measured_[std::size_t(i)]));
 }
 
-void TimelineChart::setCursor(std::size_t step) {
+void TimelineChart::setCursor(std::size_t step, int shownRun) {
   step_ = step;
+  if (shownRun >= 0) shownRun_ = shownRun;
   if (!cursor_) return;
-  cursor_->replace(QList<QPointF>{QPointF(double(step), 0), QPointF(double(step), ymax_ / unit_ * 1.12)});
+  const int s = seriesOfRun(shownRun_);
+  const double x = s >= 0 ? xOf(curves_[std::size_t(s)], step) : double(step);
+  cursor_->replace(QList<QPointF>{QPointF(x, 0), QPointF(x, ay_->max())});
+}
+
+void TimelineChart::setPhaseDots(const std::vector<std::size_t>& stepPerRun) {
+  dotSteps_ = stepPerRun;
+  for (int i = 0; i < dots_.size(); ++i) {
+    const Curve& c = curves_[std::size_t(i)];
+    const std::size_t run = std::size_t(c.run);
+    if (run >= stepPerRun.size() || stepPerRun[run] >= c.timeline.size()) {
+      dots_[i]->clear();
+      continue;
+    }
+    const std::size_t t = stepPerRun[run];
+    dots_[i]->replace(QList<QPointF>{QPointF(xOf(c, t), double(c.timeline[t]) / unit_.bytes)});
+  }
+}
+
+void TimelineChart::setFontScale(double scale) {
+  QFont f = font();
+  f.setPixelSize(std::max(6, int(std::lround(11 * scale))));
+  for (QValueAxis* a : {ax_, ay_}) {
+    a->setLabelsFont(f);
+    QFont t = f;
+    t.setBold(true);
+    a->setTitleFont(t);
+  }
+  chart()->legend()->setFont(f);
+  QFont title = f;
+  title.setPixelSize(std::max(6, int(std::lround(14 * scale))));
+  title.setBold(true);
+  chart()->setTitleFont(title);
+}
+
+void TimelineChart::setXMode(XMode mode) {
+  if (mode == xMode_) return;
+  xMode_ = mode;
+  zoomTo_ = -1;
+  updateAxes();
+}
+
+void TimelineChart::zoomX(double from, double to) {
+  if (to <= from) return;
+  zoomFrom_ = from;
+  zoomTo_ = to;
+  updateAxes();
+}
+
+void TimelineChart::resetZoom() {
+  zoomTo_ = -1;
+  updateAxes();
+}
+
+double TimelineChart::xMin() const { return ax_->min(); }
+double TimelineChart::xMax() const { return ax_->max(); }
+
+QPointF TimelineChart::valueAt(QPointF pos) const {
+  const QPointF scene = mapToScene(pos.toPoint());
+  return chart()->mapToValue(chart()->mapFromScene(scene), series_.isEmpty() ? nullptr : series_.front());
+}
+
+QPointF TimelineChart::positionOf(int run, std::size_t step) const {
+  const int s = seriesOfRun(run);
+  if (s < 0 || step >= curves_[std::size_t(s)].timeline.size()) return {};
+  const Curve& c = curves_[std::size_t(s)];
+  const QPointF v(xOf(c, step), double(c.timeline[step]) / unit_.bytes);
+  return mapFromScene(chart()->mapToScene(chart()->mapToPosition(v, series_[s])));
+}
+
+QString TimelineChart::hoverText(QPointF pos) const {
+  if (series_.isEmpty() || !chart()->plotArea().contains(chart()->mapFromScene(mapToScene(pos.toPoint()))))
+    return {};
+  const double x = valueAt(pos).x();
+  QString best;
+  double bestDist = kHoverPixels;
+  for (int i = 0; i < series_.size(); ++i) {
+    const Curve& c = curves_[std::size_t(i)];
+    const std::size_t t = stepOf(c, x);
+    if (c.timeline.empty() || (xMode_ == XMode::Steps && x > double(c.timeline.size() - 1) + 0.5)) continue;
+    const double d = std::abs(positionOf(c.run, t).y() - pos.y());
+    if (d <= bestDist) {
+      bestDist = d;
+      best = QString("%1 · step %2 · %3")
+                 .arg(series_[i]->name().section(" · ", 0, 0))
+                 .arg(t + 1)
+                 .arg(format_bytes(c.timeline[t]));
+    }
+  }
+  return best;
 }
 
 void TimelineChart::resizeEvent(QResizeEvent* e) {
   QChartView::resizeEvent(e);
   resample();
+}
+
+void TimelineChart::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return QChartView::mousePressEvent(e);
+  pressPos_ = e->pos();
+  pressed_ = true;
+  band_->setGeometry(QRect(pressPos_, QSize()));
+}
+
+void TimelineChart::mouseMoveEvent(QMouseEvent* e) {
+  if (pressed_ && (e->pos() - pressPos_).manhattanLength() > 4) {
+    const QRectF plot = chart()->mapToScene(chart()->plotArea()).boundingRect();
+    const QRect r = mapFromScene(plot).boundingRect();
+    band_->setGeometry(QRect(QPoint(std::min(pressPos_.x(), e->pos().x()), r.top()),
+                             QPoint(std::max(pressPos_.x(), e->pos().x()), r.bottom())));
+    band_->show();
+    return;
+  }
+  const QString tip = hoverText(e->position());
+  if (tip.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(e->globalPosition().toPoint(), tip, this);
+}
+
+void TimelineChart::mouseReleaseEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton || !pressed_) return QChartView::mouseReleaseEvent(e);
+  pressed_ = false;
+  if (band_->isVisible()) {
+    band_->hide();
+    const double a = valueAt(QPointF(pressPos_)).x(), b = valueAt(e->position()).x();
+    zoomX(std::max(std::min(a, b), 0.0), std::max(a, b));
+    return;
+  }
+  const int s = seriesOfRun(shownRun_);
+  if (s >= 0 && chart()->plotArea().contains(chart()->mapFromScene(mapToScene(e->pos()))))
+    emit stepClicked(stepOf(curves_[std::size_t(s)], valueAt(e->position()).x()));
+}
+
+void TimelineChart::mouseDoubleClickEvent(QMouseEvent*) { resetZoom(); }
+
+void TimelineChart::wheelEvent(QWheelEvent* e) {
+  const double x = valueAt(e->position()).x();
+  const double f = std::pow(0.999, e->angleDelta().y());
+  const double lo = ax_->min(), hi = ax_->max();
+  double full = 100;
+  if (xMode_ == XMode::Steps)
+    for (const Curve& c : curves_) full = std::max(full, double(c.timeline.size()));
+  const double nlo = std::max(0.0, x - (x - lo) * f), nhi = std::min(full, x + (hi - x) * f);
+  if (nhi - nlo < 4 || (nlo <= 0 && nhi >= full)) resetZoom();
+  else zoomX(nlo, nhi);
+  e->accept();
 }
 
 }  // namespace remat

@@ -9,14 +9,21 @@
 #include <QPen>
 #include <QScatterSeries>
 #include <QSvgGenerator>
+#include <QLogValueAxis>
 #include <QValueAxis>
 #include <algorithm>
+#include <cmath>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "widgets/strategy_colors.h"
 
 namespace remat {
 namespace {
+
+// Spans wider than this get a logarithmic axis: recompute-all's overhead or
+// peak would squash the others into a corner of a linear one.
+constexpr double kLogRatio = 30;
 
 // Bytes on the x axis read better in the largest unit that keeps values >= 1.
 std::pair<double, QString> unit_for(uint64_t bytes) {
@@ -44,14 +51,26 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   namedSpecs_.clear();
   frontSpecs_.clear();
 
-  uint64_t maxBytes = 1;
-  double maxOverhead = 0.01;
+  uint64_t maxBytes = 1, minBytes = UINT64_MAX;
+  double maxOverhead = 0.01, minOverhead = 1e300;  // the smallest positive one
+  auto see = [&](uint64_t bytes, double overhead) {
+    maxBytes = std::max(maxBytes, bytes);
+    if (bytes > 0) minBytes = std::min(minBytes, bytes);
+    maxOverhead = std::max(maxOverhead, overhead);
+    if (overhead > 0) minOverhead = std::min(minOverhead, overhead);
+  };
   for (const auto& p : r.budgets)
-    if (p.feasible) maxBytes = std::max(maxBytes, p.budget), maxOverhead = std::max(maxOverhead, p.overhead);
-  for (const auto& n : r.named) maxBytes = std::max(maxBytes, n.peak), maxOverhead = std::max(maxOverhead, n.overhead);
+    if (p.feasible) see(p.budget, p.overhead);
+  for (const auto& n : r.named) see(n.peak, n.overhead);
   for (const auto& p : r.single_level)
-    if (p.feasible) maxOverhead = std::max(maxOverhead, p.overhead);
+    if (p.feasible) see(p.budget, p.overhead);
   const auto [unit, unitName] = unit_for(maxBytes);
+  logX_ = minBytes != UINT64_MAX && double(maxBytes) / double(minBytes) > kLogRatio;
+  logY_ = minOverhead < 1e300 && maxOverhead / minOverhead > kLogRatio;
+  // On a log axis 0 % has no place: it sits on the axis floor (half the
+  // smallest positive overhead) and its label says 0 %.
+  const double yFloor = logY_ ? 100.0 * minOverhead / 2 : 0;
+  auto yOf = [&](double overhead) { return std::max(100.0 * overhead, yFloor); };
 
   front_ = new QLineSeries;
   front_->setName("best within budget");
@@ -62,8 +81,8 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   const SweepPoint* prev = nullptr;
   for (const auto& p : r.budgets) {
     if (!p.feasible) continue;
-    const double x = double(p.budget) / unit, y = 100.0 * p.overhead;
-    if (prev) front_->append(x, 100.0 * prev->overhead);
+    const double x = double(p.budget) / unit, y = yOf(p.overhead);
+    if (prev) front_->append(x, yOf(prev->overhead));
     front_->append(x, y);
     frontPoints_->append(x, y);
     frontSpecs_.push_back(QString::fromStdString(p.spec));
@@ -79,8 +98,8 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     const SweepPoint* before = nullptr;
     for (const auto& p : r.single_level) {
       if (!p.feasible) continue;
-      const double x = double(p.budget) / unit, y = 100.0 * p.overhead;
-      if (before) single_->append(x, 100.0 * before->overhead);
+      const double x = double(p.budget) / unit, y = yOf(p.overhead);
+      if (before) single_->append(x, yOf(before->overhead));
       single_->append(x, y);
       before = &p;
     }
@@ -94,10 +113,11 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     sp->setName(spec);
     sp->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     sp->setMarkerSize(10);
-    sp->append(double(n.peak) / unit, 100.0 * n.overhead);
+    sp->setColor(strategy_color(spec));  // as in the timeline and the panel
+    sp->append(double(n.peak) / unit, yOf(n.overhead));
     sp->setPointLabelsVisible(true);
     sp->setPointLabelsClipping(false);
-    sp->setPointLabelsFormat(spec);
+    sp->setPointLabelsFormat(logY_ && n.overhead == 0 ? spec + " (0 %)" : spec);
     connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
     named_.push_back(sp);
     namedSpecs_.push_back(spec);
@@ -107,12 +127,38 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   c->addSeries(frontPoints_);
   for (auto* sp : named_) c->addSeries(sp);
 
-  auto* ax = new QValueAxis;
-  ax->setTitleText("peak activation memory (" + unitName + ")");
-  ax->setRange(0, double(maxBytes) / unit * 1.05);
-  auto* ay = new QValueAxis;
-  ay->setTitleText("recompute overhead (%)");
-  ay->setRange(0, 100.0 * maxOverhead * 1.1);
+  QAbstractAxis* ax = nullptr;
+  QAbstractAxis* ay = nullptr;
+  if (logX_) {
+    auto* a = new QLogValueAxis;
+    a->setBase(10);
+    a->setLabelFormat("%g");
+    a->setRange(double(minBytes) / unit / 1.3, double(maxBytes) / unit * 1.3);
+    a->setMinorTickCount(-1);
+    ax = a;
+  } else {
+    auto* a = new QValueAxis;
+    a->setLabelFormat("%g");
+    a->setRange(0, double(maxBytes) / unit * 1.05);
+    a->applyNiceNumbers();
+    ax = a;
+  }
+  ax->setTitleText("peak activation memory (" + unitName + (logX_ ? ", log scale)" : ")"));
+  if (logY_) {
+    auto* a = new QLogValueAxis;
+    a->setBase(10);
+    a->setLabelFormat("%g");
+    a->setRange(yFloor / 1.3, 100.0 * maxOverhead * 1.3);
+    a->setMinorTickCount(-1);
+    ay = a;
+  } else {
+    auto* a = new QValueAxis;
+    a->setLabelFormat("%g");
+    a->setRange(0, 100.0 * maxOverhead * 1.1);
+    a->applyNiceNumbers();
+    ay = a;
+  }
+  ay->setTitleText(QString("recompute overhead (%") + (logY_ ? ", log scale)" : ")"));
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
   for (QAbstractSeries* s : c->series()) {

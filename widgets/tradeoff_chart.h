@@ -1,7 +1,9 @@
 // The memory–time trade-off of one model: the best recompute overhead per
 // memory budget (a step line, the Pareto front from core/analysis/sweep.h)
-// and the named strategies as labelled points; on chains also the front with
-// one level of checkpoints, so the gain of nesting them shows. Clicking a point or a front
+// and the named strategies as labelled points in their fixed colours; on
+// chains also the front with one level of checkpoints, so the gain of nesting
+// them shows. An axis whose values span more than 30x is logarithmic.
+// Clicking a point or a front
 // step emits its spec, so the window can add that strategy.
 #pragma once
 #include <QChartView>
@@ -33,6 +35,9 @@ class TradeoffChart : public QChartView {
   // Specs of namedPoints() and of frontPoints()' points, in order.
   const std::vector<QString>& namedSpecs() const { return namedSpecs_; }
   const std::vector<QString>& frontSpecs() const { return frontSpecs_; }
+  // Whether an axis is logarithmic (its values span more than 30x).
+  bool logX() const { return logX_; }
+  bool logY() const { return logY_; }
 
  signals:
   void pointClicked(const QString& spec);
@@ -43,6 +48,7 @@ class TradeoffChart : public QChartView {
   QScatterSeries* frontPoints_ = nullptr;
   std::vector<QScatterSeries*> named_;
   std::vector<QString> namedSpecs_, frontSpecs_;
+  bool logX_ = false, logY_ = false;
 };
 
 // Renders the chart at its current size to .png or .svg; the file appears

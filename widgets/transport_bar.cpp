@@ -30,6 +30,12 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
   play_ = button(QStyle::SP_MediaPlay, tr("Play/pause (Space)"), &PlaybackController::togglePlay);
   button(QStyle::SP_MediaSeekForward, tr("Step forward (Right)"), &PlaybackController::stepForward);
   button(QStyle::SP_MediaSkipForward, tr("To end (End)"), &PlaybackController::toEnd);
+  peak_ = new QToolButton(this);
+  peak_->setText(tr("Peak"));
+  peak_->setToolTip(tr("Jump to the memory peak of the shown strategy (P)"));
+  peak_->setFocusPolicy(Qt::NoFocus);
+  connect(peak_, &QToolButton::clicked, player_, &PlaybackController::toPeak);
+  l->addWidget(peak_);
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setFocusPolicy(Qt::NoFocus);
   l->addWidget(slider_, 1);
@@ -45,7 +51,7 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
   l->addWidget(speed_);
   connect(speed_, &QComboBox::currentIndexChanged, this,
           [this](int i) { player_->setSpeed(speed_->itemData(i).toDouble()); });
-  connect(slider_, &QSlider::valueChanged, this, [this](int v) { doc_->setStep(std::size_t(v)); });
+  connect(slider_, &QSlider::valueChanged, this, [this](int v) { doc_->setShownStep(std::size_t(v)); });
   connect(player_, &PlaybackController::playingChanged, this, [this](bool playing) {
     play_->setIcon(style()->standardIcon(playing ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
   });
@@ -55,11 +61,11 @@ TransportBar::TransportBar(StudioDocument* doc, PlaybackController* player, QWid
 }
 
 void TransportBar::sync() {
-  const int n = static_cast<int>(doc_->stepCount());
+  const int n = static_cast<int>(doc_->shownStepCount());
   const QSignalBlocker block(slider_);
   slider_->setRange(0, std::max(0, n - 1));
-  slider_->setValue(static_cast<int>(doc_->step()));
-  label_->setText(tr("step %1 / %2").arg(n ? doc_->step() + 1 : 0).arg(n));
+  slider_->setValue(static_cast<int>(doc_->shownStep()));
+  label_->setText(tr("step %1 / %2").arg(n ? doc_->shownStep() + 1 : 0).arg(n));
 }
 
 }  // namespace remat

@@ -1,4 +1,5 @@
-// Play/pause, step, start/end, speed and a slider to scrub to any step.
+// Play/pause, step, start/end, jump to the memory peak, speed and a slider to
+// scrub to any step (steps as the user counts them: frees hidden or not).
 #pragma once
 #include <QWidget>
 
@@ -16,12 +17,14 @@ class TransportBar : public QWidget {
  public:
   TransportBar(StudioDocument* doc, PlaybackController* player, QWidget* parent = nullptr);
   QSlider* slider() const { return slider_; }
+  QToolButton* peakButton() const { return peak_; }
 
  private:
   void sync();
   StudioDocument* doc_;
   PlaybackController* player_;
   QToolButton* play_;
+  QToolButton* peak_;
   QSlider* slider_;
   QLabel* label_;
   QComboBox* speed_;

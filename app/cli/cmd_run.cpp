@@ -6,7 +6,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <iostream>
 #include <memory>
 
@@ -19,6 +18,7 @@
 #include "core/exec/executor.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
+#include "core/exec/same_result.h"
 #include "core/model_source.h"
 #include "core/spec_parse.h"
 #include "core/strategies/registry.h"
@@ -60,18 +60,6 @@ std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-// Same loss and gradients as the reference, bit for bit.
-bool same_as(const ExecResult& a, const ExecResult& ref) {
-  if (!a.ok() || !ref.ok() || std::memcmp(&a.loss, &ref.loss, sizeof a.loss) != 0) return false;
-  if (a.param_grads.size() != ref.param_grads.size()) return false;
-  for (std::size_t k = 0; k < a.param_grads.size(); ++k) {
-    if (a.param_grads[k].size() != ref.param_grads[k].size() ||
-        std::memcmp(a.param_grads[k].data(), ref.param_grads[k].data(), 4 * a.param_grads[k].size()) != 0)
-      return false;
-  }
-  return true;
 }
 
 // A bar on stderr: always on a terminal; elsewhere (logs, CI) only once a run
@@ -140,7 +128,7 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
                 format_bytes(r.sim->sim.peak_bytes).c_str(), format_bytes(e.tracked_peak_bytes).c_str(),
                 format_bytes(e.memory.allocator_peak).c_str(), format_bytes(e.memory.reserved_peak).c_str(), time,
                 ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(),
-                ref.ok() ? (same_as(e, ref) ? "yes" : "NO") : "-");
+                ref.ok() ? (same_loss_and_grads(e, ref) ? "yes" : "NO") : "-");
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
 
@@ -193,7 +181,7 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
     j["recompute_share"] = e.recompute_share;
     j["loss"] = e.loss;
     j["grad_hash"] = hex64(e.grad_hash);
-    j["matches_store_all"] = ref.ok() ? nlohmann::json(same_as(e, ref)) : nlohmann::json();
+    j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
     j["instr_ms"] = e.instr_ms;
     strategies.push_back(std::move(j));
   }
@@ -297,7 +285,7 @@ void run_run(const RunOptions& o) {
       throw Failure("strategy '" + r.strategy + "' " + (r.status == ExecStatus::Failed ? "failed: " : "") + r.message);
   }
   for (const auto& r : results) {
-    if (r.ok() && ref.ok() && !same_as(r, ref))
+    if (r.ok() && ref.ok() && !same_loss_and_grads(r, ref))
       throw std::runtime_error("strategy '" + r.strategy +
                                "' gave a different loss or gradients than store-all: recomputation is not "
                                "deterministic on this backend");

@@ -16,15 +16,23 @@ namespace remat::cli {
 
 // What `remat export` writes; an empty path is not wanted.
 struct ExportFiles {
-  std::string timeline, graph, csv, json;
+  std::string timeline, graph, csv, json, animation;
   std::string size = "1200x600";  // WIDTHxHEIGHT, logical pixels
-  double scale = 1;               // PNG device pixel ratio
+  double scale = 2;               // pictures: twice the pixels (slides, HiDPI)
+  double fontScale = 1.5;         // pictures: text sized for slides
   long long step = 0;             // the graph's step
+  // The animation (.gif/.mp4/.webm) keeps its own defaults (1280x720, scale 1,
+  // font 1.2) for what the user did not give.
+  bool sizeSet = false, scaleSet = false, fontScaleSet = false;
+  double fps = 8;
+  bool withChart = false, hideFrees = false;
+  int maxFrames = 1500;
 };
 
 // The module's functions. Each throws InputError for the user's mistakes (a
-// path that is neither .png nor .svg, a bad size, a file that cannot be
-// written) and writes a "wrote PATH" line per file on `out`.
+// path that is neither .png nor .svg, an animation that is not .gif, .mp4 or
+// .webm, a bad size, a file that cannot be written) and writes a "wrote PATH"
+// line per file on `out`.
 struct RenderModule {
   void (*check_export)(const ExportFiles& files);  // before any work
   void (*write_export)(const Model& model, const std::vector<StrategyRun>& runs, const ExportFiles& files,
@@ -39,7 +47,7 @@ using RenderModuleEntry = const RenderModule* (*)(const char* abi);
 
 // Both sides compile it; classes laid out differently (another build) refuse.
 inline std::string render_module_abi() {
-  return "remat-render-module 1 Model " + std::to_string(sizeof(Model)) + " Op " + std::to_string(sizeof(Op)) +
+  return "remat-render-module 2 Model " + std::to_string(sizeof(Model)) + " Op " + std::to_string(sizeof(Op)) +
          " StrategyRun " + std::to_string(sizeof(StrategyRun)) + " SweepResult " + std::to_string(sizeof(SweepResult)) +
          " ExportFiles " + std::to_string(sizeof(ExportFiles));
 }

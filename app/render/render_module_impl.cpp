@@ -1,6 +1,6 @@
 // libremat_render.so: the pictures of `remat export` and `remat sweep --plot`,
 // drawn headless by the window's own widgets (widgets/exporter.h,
-// widgets/tradeoff_chart.h). remat opens it only for those (render_module.h),
+// widgets/animation_export.h, widgets/tradeoff_chart.h). remat opens it only for those (render_module.h),
 // so that no other command loads Qt.
 #include <QApplication>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 
 #include "app/cli/render_module.h"
 #include "core/errors.h"
+#include "widgets/animation_export.h"
 #include "widgets/exporter.h"
 #include "widgets/tradeoff_chart.h"
 
@@ -37,10 +38,24 @@ class Application {
   std::unique_ptr<QApplication> app_;
 };
 
+// The animation's own defaults for what the user did not give.
+AnimationOptions animation_options(const ExportFiles& f) {
+  AnimationOptions a;
+  if (f.sizeSet) a.size = parse_size(f.size);
+  if (f.scaleSet) a.scale = f.scale;  // GIFs are big: one pixel per pixel unless asked
+  if (f.fontScaleSet) a.fontScale = f.fontScale;
+  a.fps = f.fps;
+  a.withChart = f.withChart;
+  a.hideFrees = f.hideFrees;
+  a.maxFrames = f.maxFrames;
+  return a;
+}
+
 void check_export(const ExportFiles& f) {
   if (!f.timeline.empty()) (void)image_format_of(f.timeline);
   if (!f.graph.empty()) (void)image_format_of(f.graph);
   (void)parse_size(f.size);
+  if (!f.animation.empty()) (void)check_animation(f.animation, animation_options(f));
 }
 
 void write_export(const Model& model, const std::vector<StrategyRun>& runs, const ExportFiles& f, std::ostream& out) {
@@ -50,6 +65,7 @@ void write_export(const Model& model, const std::vector<StrategyRun>& runs, cons
     TimelineExport t;
     t.size = size;
     t.devicePixelRatio = f.scale;
+    t.fontScale = f.fontScale;
     t.title = QString::fromStdString(model.name);
     export_timeline(runs, f.timeline, t);
     out << "wrote " << f.timeline << "\n";
@@ -57,8 +73,19 @@ void write_export(const Model& model, const std::vector<StrategyRun>& runs, cons
   if (!f.graph.empty()) {
     const StrategyRun& r = runs.front();
     if (f.step < 0) throw InputError("--step must be >= 0");
-    export_graph(model, r, std::size_t(f.step), f.graph, size, f.scale);
+    export_graph(model, r, std::size_t(f.step), f.graph, size, f.scale, f.fontScale);
     out << "wrote " << f.graph << " (" << r.name << ", step " << f.step << ")\n";
+  }
+  if (!f.animation.empty()) {
+    const AnimationOptions a = animation_options(f);
+    std::vector<const StrategyRun*> shown;
+    for (const auto& r : runs) shown.push_back(&r);
+    ChartBackdrop backdrop;
+    if (a.withChart)
+      backdrop = render_chart_backdrop(shown, chart_band(a.size, true).size().toSize(), a.scale, a.fontScale,
+                                       QString::fromStdString(model.name));
+    const int frames = export_animation(model, shown, f.animation, a, backdrop);
+    out << "wrote " << f.animation << " (" << frames << " frames at " << f.fps << " fps)\n";
   }
   if (!f.csv.empty()) {
     export_csv(model, runs, f.csv);

@@ -20,10 +20,14 @@ int main(int argc, char** argv) {
   cli.addPositionalArgument("model", "A preset spec (chain:16) or a .json/.onnx file");
   QCommandLineOption shot("screenshot", "Save a grab of the window to FILE and quit.", "FILE");
   shot.setFlags(QCommandLineOption::HiddenFromHelp);
-  QCommandLineOption step("step", "Start at step K.", "K");
+  QCommandLineOption step("step", "Start at step K (1 is the first, as the caption counts).", "K");
   QCommandLineOption show("show", "Show strategy NAME in the graph (compared too).", "NAME");
   QCommandLineOption run("run", "Run the strategies on the CPU at start.");
   QCommandLineOption tab("tab", "Open the bottom tab N (0: timeline, 1: comparison, 2: trade-off).", "N");
+  QCommandLineOption sideBySide("side-by-side", "Show up to three strategies side by side.");
+  QCommandLineOption hideFrees("hide-frees", "Count only fwd and bwd instructions as steps.");
+  cli.addOption(sideBySide);
+  cli.addOption(hideFrees);
   cli.addOption(tab);
   cli.addOption(shot);
   cli.addOption(show);
@@ -34,7 +38,12 @@ int main(int argc, char** argv) {
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
   if (cli.isSet(show)) w.document()->showSpec(cli.value(show));  // added to the compared ones if missing
-  if (cli.isSet(step)) w.document()->setStep(cli.value(step).toULongLong());
+  if (cli.isSet(hideFrees)) w.document()->setHideFrees(true);
+  if (cli.isSet(sideBySide)) w.setSideBySide(true);
+  if (cli.isSet(step)) {
+    const qulonglong k = cli.value(step).toULongLong();
+    w.document()->setShownStep(k > 0 ? k - 1 : 0);
+  }
   if (cli.isSet(tab)) w.tabs()->setCurrentIndex(cli.value(tab).toInt());
   w.show();
   if (cli.isSet(run)) w.startRun();

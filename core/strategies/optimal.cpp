@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/cancel_scope.h"
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
@@ -15,6 +16,9 @@ namespace remat {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Still before `t`, and the caller has not cancelled (core/cancel_scope.h).
+bool running(Clock::time_point t) { return Clock::now() < t && !cancel_requested(); }
 
 struct Eval {
   uint64_t peak;
@@ -77,9 +81,9 @@ void local_search(Search& s, Clock::time_point until) {
   auto descend = [&](std::vector<char>& in) {
     Eval cur = s.consider(as_set(in));
     bool improved = true;
-    while (improved && Clock::now() < until) {
+    while (improved && running(until)) {
       improved = false;
-      for (int v = 1; v < n && Clock::now() < until; ++v) {
+      for (int v = 1; v < n && running(until); ++v) {
         in[static_cast<std::size_t>(v)] ^= 1;
         const Eval e = s.consider(as_set(in));
         if (better(e, cur)) {
@@ -100,7 +104,7 @@ void local_search(Search& s, Clock::time_point until) {
   descend(in);
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> pick(1, n - 1);
-  for (int quiet = 0; quiet < 200 && Clock::now() < until; ++quiet) {
+  for (int quiet = 0; quiet < 200 && running(until); ++quiet) {
     const double before = r.found ? r.recompute_flops : std::numeric_limits<double>::infinity();
     in = from_best();
     for (int k = 0; k < 2 + quiet % 2; ++k) in[static_cast<std::size_t>(pick(rng))] ^= 1;
@@ -183,7 +187,7 @@ class BranchAndBound {
 
  private:
   bool visit(std::vector<int>& ckpt) {
-    if (Clock::now() > deadline_) return false;
+    if (!running(deadline_)) return false;
     const Model& m = s_.model();
     if (prune(ckpt)) return true;
     const int first_child = ckpt.empty() ? 1 : ckpt.back() + 1;
@@ -272,7 +276,7 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   // Seeds: the named families.
   const int n = m.loss();
   s.consider({});
-  for (int k = 1; k < n && Clock::now() < deadline; ++k) s.consider(every_k_checkpoints(m, k));
+  for (int k = 1; k < n && running(deadline); ++k) s.consider(every_k_checkpoints(m, k));
   s.consider(auto_checkpoints(m));
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));

@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/model.h"
 #include "core/op_layout.h"
+#include "core/op_rules.h"
 
 using namespace remat;
 
@@ -194,4 +195,21 @@ TEST(OpLayout, ViewStridesFollowTorch) {
   EXPECT_EQ(*view_strides({4, 6}, {18, 1}, {2, 2, 6}), (std::vector<int64_t>{36, 18, 1}));
   EXPECT_TRUE(is_contiguous({3, 1, 4}, {4, 99, 1}));
   EXPECT_FALSE(is_contiguous({3, 4}, {1, 3}));
+}
+
+// A loss kernel reads its input again in the backward: a loss whose file gives
+// another saved set (a PyTorch capture keeps cross-entropy's log-probabilities
+// as aux) cannot run, and `remat run` refuses it up front.
+TEST(OpRules, ALossThatDoesNotKeepItsInputIsNotExecutable) {
+  for (bool explicit_saved : {false, true}) {
+    Model m;
+    m.add(make(OpKind::Input, {}, {4, 8}));
+    m.add(make(OpKind::ReLU, {0}));
+    Op loss = make(OpKind::SoftmaxCELoss, {1});
+    if (explicit_saved) loss.aux_bytes = 4 * 8 * 4;  // log-probabilities, the input not saved
+    m.add(std::move(loss), "loss", explicit_saved);
+    m.finalize();
+    EXPECT_EQ(executable(m.op(2)), !explicit_saved);
+    EXPECT_EQ(m.executable(), !explicit_saved);
+  }
 }

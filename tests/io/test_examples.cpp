@@ -63,7 +63,7 @@ TEST(Examples, Gpt2SmallIsTheGptPreset) {
 
 TEST(Examples, ResnetSmallIsResnet18) {
   const Model m = load_model(kDir + "resnet-small.json");
-  EXPECT_FALSE(m.executable());
+  EXPECT_TRUE(m.executable());  // f32 convolutions, batch norms, pools and views all run on the CPU
   EXPECT_EQ(m.op(1).name, "conv1");
   EXPECT_EQ(m.op(1).kind, OpKind::Conv);
   EXPECT_EQ(m.op(1).bytes, 8u * 64 * 16 * 16 * 4);

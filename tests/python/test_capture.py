@@ -17,7 +17,6 @@ writes the same model, and bad arguments exit 2 with one line.
 
   test_capture.py --remat PATH --out DIR
 Exit 77 (CTest: skipped) without torch/torchvision, unless CI=true."""
-import argparse
 import json
 import os
 import subprocess
@@ -36,13 +35,7 @@ except Exception as e:  # noqa: BLE001
 import remat_capture  # noqa: E402
 from capture_models import MODELS  # noqa: E402
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
+from harness import check, parse_args, summary  # noqa: E402
 
 
 def storage(t):
@@ -102,11 +95,7 @@ def check_run(args, name, path, executable):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--remat", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = parse_args()
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
@@ -173,8 +162,7 @@ def main():
         check(bad.returncode == 2 and bad.stderr.count("\n") == 1 and says in bad.stderr
               and not os.path.exists(bad_out), f"{what}: exit 2, one line, no file ({bad.stderr.strip()})")
 
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -8,20 +8,13 @@ JSON. No GPU is needed: the file format is what is tested. Every expected
 figure is derived here from the events written.
 
   test_compare_snapshot.py --remat PATH --out DIR"""
-import argparse
 import json
 import os
 import pickle
 import subprocess
 import sys
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
+from harness import check, parse_args, summary  # noqa: E402
 
 
 FWD = [{"filename": "/home/u/train.py", "line": 12, "name": "forward"},
@@ -76,11 +69,7 @@ def build_snapshot():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--remat", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = parse_args()
     snap, start, peak_above, first_bwd = build_snapshot()
     sim = json.loads(subprocess.run([args.remat, "simulate", "--model", "mlp:4:64:8", "--strategy", "store-all",
                                      "--json"], capture_output=True, text=True, check=True).stdout)["strategies"][0]
@@ -153,8 +142,7 @@ def main():
                              capture_output=True, text=True)
         check(out.returncode == 2 and out.stderr.count("\n") == 1 and "--svg" in out.stderr and says in out.stderr
               and not os.path.exists(svg), f"--svg {os.path.relpath(svg, args.out)}: exit 2, no file ({out.stderr.strip()})")
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

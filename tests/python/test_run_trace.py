@@ -8,20 +8,13 @@ allocator's bytes in use less the baseline: the tensors, their rounding, the
 scratch), and --trace leaving the run's own figures unchanged.
 
   test_run_trace.py --remat PATH --out DIR"""
-import argparse
 import json
 import numbers
 import os
 import subprocess
 import sys
 
-failures = []
-
-
-def check(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
-    if not cond:
-        failures.append(what)
+from harness import check, parse_args, summary  # noqa: E402
 
 
 REQUIRED = {"X": ("name", "ph", "ts", "dur", "pid", "tid"), "C": ("name", "ph", "ts", "pid", "args"),
@@ -48,11 +41,7 @@ def validate(doc):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--remat", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = parse_args()
     model, strategies = "mlp:4:64:8", "store-all,sqrt,recompute-all"
     path = os.path.join(args.out, "trace.json")
     run = subprocess.run([args.remat, "run", "--model", model, "--strategy", strategies, "--repeat", "2",
@@ -94,8 +83,7 @@ def main():
         check(out.returncode == 2 and out.stderr.count("\n") == 1 and "--trace" in out.stderr and not out.stdout
               and not os.path.exists(bad),
               f"--trace {os.path.basename(bad)}: exit 2 before running ({out.stderr.strip()})")
-    print(f"{len(failures)} failed" if failures else "all passed")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -22,10 +22,16 @@ void check_monotone(const Model& m, const SweepResult& r) {
     const SweepPoint& p = r.budgets[i];
     if (!p.feasible) continue;
     EXPECT_LE(p.peak, p.budget);
-    // The spec recreates a schedule with that peak and overhead.
+    // The spec recreates a schedule with that peak and overhead. A MILP
+    // point's spec (optimal:B:S) searches again under a time limit, so on a
+    // busier machine it may stop at another schedule: one within the budget.
     const Simulation s = simulate(m, make_strategy(p.spec)->schedule(m));
-    EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
-    EXPECT_DOUBLE_EQ(s.recompute_flops, p.recompute_flops) << p.spec;
+    if (p.spec.starts_with("optimal:")) {
+      EXPECT_LE(s.peak_bytes, p.budget) << p.spec;
+    } else {
+      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
+      EXPECT_DOUBLE_EQ(s.recompute_flops, p.recompute_flops) << p.spec;
+    }
     if (i > 0 && r.budgets[i - 1].feasible) EXPECT_LE(p.overhead, r.budgets[i - 1].overhead) << m.name << " at " << p.budget;
   }
 }

@@ -42,6 +42,7 @@ TEST(Exporter, TimelinePngHasTheRequestedSizeAndIsNotBlank) {
   Data d;
   TimelineExport o;
   o.size = QSize(640, 360);
+  o.devicePixelRatio = 1;
   export_timeline(d.runs, d.path("t.png"), o);
   QImage img(QString::fromStdString(d.path("t.png")));
   ASSERT_FALSE(img.isNull());
@@ -49,8 +50,9 @@ TEST(Exporter, TimelinePngHasTheRequestedSizeAndIsNotBlank) {
   const Pixels p = pixels(img);
   EXPECT_GT(p.distinct, 20);
   EXPECT_GT(p.nonWhite, 0.01);
-  // HiDPI: twice the pixels.
-  o.devicePixelRatio = 2;
+  // Slides and HiDPI, the default: twice the pixels.
+  EXPECT_EQ(TimelineExport{}.devicePixelRatio, 2);
+  o.devicePixelRatio = TimelineExport{}.devicePixelRatio;
   export_timeline(d.runs, d.path("t2.png"), o);
   EXPECT_EQ(QImage(QString::fromStdString(d.path("t2.png"))).size(), QSize(1280, 720));
 }
@@ -73,9 +75,9 @@ TEST(Exporter, TimelineSvgParsesWithTheRightViewBox) {
 
 TEST(Exporter, GraphPngAndSvgAtAStep) {
   Data d;
-  export_graph(d.model, d.runs[2], 30, d.path("g.png"), QSize(900, 300));
+  export_graph(d.model, d.runs[2], 30, d.path("g.png"), QSize(900, 300));  // 2x by default
   QImage img(QString::fromStdString(d.path("g.png")));
-  EXPECT_EQ(img.size(), QSize(900, 300));
+  EXPECT_EQ(img.size(), QSize(1800, 600));
   const Pixels px = pixels(img);
   EXPECT_GT(px.distinct, 10);
   EXPECT_GT(px.nonWhite, 0.05);

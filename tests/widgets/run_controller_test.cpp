@@ -1,0 +1,126 @@
+// The window's Run: core's execute_strategies on the CPU with the CLI's
+// equality rule, so every figure it shows is what `remat run` prints.
+#include <QSignalSpy>
+#include <QTest>
+#include <cstdio>
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/model_source.h"
+#include "core/simulator.h"
+#include "tests/app/cli_runner.h"
+#include "widgets/run_controller.h"
+
+using namespace remat;
+
+namespace {
+std::map<std::string, MeasuredRun> measuredOf(const QSignalSpy& done) {
+  return done.at(0).at(0).value<std::map<std::string, MeasuredRun>>();
+}
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+TEST(RunController, MeasuredEqualsPredictedOnTheCpu) {
+  const Model m = load_model("chain:16:64");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt", "recompute-all"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  QSignalSpy progress(&rc, &RunController::progress);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  EXPECT_TRUE(rc.running());
+  EXPECT_FALSE(rc.start(m, runs));  // one run at a time
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_FALSE(rc.running());
+  ASSERT_GT(progress.count(), 0);
+  EXPECT_DOUBLE_EQ(progress.back().at(0).toDouble(), 1.0);
+  EXPECT_TRUE(done.at(0).at(1).toString().isEmpty());
+  const auto measured = measuredOf(done);
+  ASSERT_EQ(measured.size(), 3u);
+  for (const auto& r : runs) {
+    const MeasuredRun& mr = measured.at(r.spec);
+    EXPECT_EQ(mr.status, "ok");
+    EXPECT_EQ(mr.tracked_peak, r.sim.peak_bytes) << r.spec;
+    EXPECT_EQ(mr.timeline, r.sim.timeline) << r.spec;
+    EXPECT_TRUE(mr.matches_reference) << r.spec;
+  }
+  // Bit-identical means the same loss and gradients as store-all.
+  EXPECT_EQ(measured.at("sqrt").grad_hash, measured.at("store-all").grad_hash);
+  EXPECT_EQ(measured.at("sqrt").loss, measured.at("store-all").loss);
+}
+
+// The same model and strategies through `remat run --json` and through the
+// window: every figure the table shows agrees. store-all is not chosen, so
+// both add it as the reference of the equality rule and do not report it.
+TEST(RunController, TheWindowsRunEqualsTheClis) {
+  if (!std::filesystem::exists(REMAT_CLI)) GTEST_SKIP() << "build the remat target first";
+  const Model m = load_model("mlp:4:64:8");
+  const auto runs = simulate_strategies(m, {"sqrt", "recompute-all"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  ASSERT_TRUE(done.wait(60000));
+  const auto measured = measuredOf(done);
+  ASSERT_EQ(measured.size(), 2u);  // the reference is not a row
+
+  const CliResult cli = run_cli("run --model mlp:4:64:8 --strategy sqrt,recompute-all --backend cpu --repeat 1 --json");
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  const auto j = nlohmann::json::parse(cli.out);
+  int compared = 0;
+  for (const auto& s : j["strategies"]) {
+    if (s["reference_only"].get<bool>()) {
+      EXPECT_EQ(s["name"], "store-all");
+      continue;
+    }
+    const std::string name = s["name"];
+    SCOPED_TRACE(name);
+    const MeasuredRun& w = measured.at(name);
+    EXPECT_EQ(w.status.toStdString(), s["status"].get<std::string>());
+    EXPECT_EQ(w.tracked_peak, s["tracked_peak_bytes"].get<uint64_t>());
+    EXPECT_EQ(w.allocator_peak, s["allocator_peak_bytes"].get<uint64_t>());
+    EXPECT_EQ(w.reserved_peak, s["reserved_peak_bytes"].get<uint64_t>());
+    EXPECT_EQ(w.baseline, s["baseline_bytes"].get<uint64_t>());
+    EXPECT_EQ(w.loss, s["loss"].get<float>());
+    EXPECT_EQ(hex64(w.grad_hash), s["grad_hash"].get<std::string>());
+    EXPECT_EQ(w.matches_reference, s["matches_store_all"].get<bool>());
+    EXPECT_TRUE(w.matches_reference);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2);
+}
+
+TEST(RunController, CancelDeliversNothing) {
+  const Model m = load_model("mlp:16:512:64");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt", "recompute-all"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  QSignalSpy progress(&rc, &RunController::progress);
+  QSignalSpy cancelled(&rc, &RunController::cancelled);
+  ASSERT_TRUE(rc.start(m, runs, /*repeat=*/200));
+  ASSERT_TRUE(progress.wait(30000));
+  rc.cancel();
+  EXPECT_EQ(cancelled.count(), 1);
+  EXPECT_FALSE(rc.running());
+  ASSERT_TRUE(rc.jobs()->wait(30000));  // the executor saw the flag and returned
+  QTest::qWait(100);
+  EXPECT_EQ(done.count(), 0);
+  const int reports = progress.count();
+  QTest::qWait(100);
+  EXPECT_EQ(progress.count(), reports);  // nothing after the cancel either
+  EXPECT_TRUE(QTest::qWaitFor([&] { return !rc.jobs()->busy(); }, 10000));
+}
+
+TEST(RunController, ASimulateOnlyModelSaysWhyBeforeAndAfter) {
+  const Model m = load_model("chain:16");  // 1-byte activations: simulate only
+  EXPECT_EQ(RunController::cannotRun(m), "1-byte tensors cannot run: try chain:16:4");
+  EXPECT_TRUE(RunController::cannotRun(load_model("chain:16:4")).isEmpty());
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  ASSERT_TRUE(rc.start(m, simulate_strategies(m, {"sqrt"})));
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_TRUE(done.at(0).at(1).toString().contains("simulate-only ops"));
+}

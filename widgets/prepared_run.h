@@ -1,0 +1,35 @@
+// A simulated strategy with everything the window reads per step, built once
+// (on a worker thread for slow ones) and never moved afterwards: the resident
+// index points into this run's schedule and into the shared model.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "core/comparison.h"
+#include "core/model.h"
+#include "core/resident_index.h"
+#include "widgets/node_states.h"
+#include "widgets/phase_map.h"
+
+namespace remat {
+
+struct PreparedRun {
+  std::shared_ptr<const Model> model;  // keeps the index's model alive
+  StrategyRun run;
+  std::unique_ptr<ResidentIndex> index;  // null for an invalid or pending run
+  std::unique_ptr<ScheduleFacts> facts;
+  PhaseMap phases;
+};
+
+// Builds and simulates `spec` (core's simulate_strategies, under `limit`) and
+// prepares its index, facts and phases. An inapplicable spec gives a run with
+// `error` set; one longer than the limit, `too_large` too. Once `cancel` is
+// set the rest is skipped (the caller drops the result).
+std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
+                                         const InstructionLimit& limit, const std::atomic<bool>* cancel = nullptr);
+// A placeholder for a spec still being computed or refused before any work.
+std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
+                                             const std::string& why, bool pending);
+
+}  // namespace remat
