@@ -1,9 +1,11 @@
-// resnet:DEPTH[:WIDTH[:IMAGE[:BATCH[:CLASSES[:DTYPE]]]]]: torchvision's ResNet
-// of basic blocks (DEPTH 10, 18 or 34: [1,1,1,1], [2,2,2,2], [3,4,6,3] blocks
-// per stage), op for op: the 7x7/2 stem convolution, batch norm, ReLU, 3x3/2
-// max pooling, four stages of widths WIDTH·(1, 2, 4, 8) (the first block of
-// stages 2-4 halves the image, its shortcut a 1x1/2 convolution with batch
-// norm), global average pooling, flatten, a Linear classifier, cross-entropy.
+// resnet:DEPTH[:WIDTH[:IMAGE[:BATCH[:CLASSES[:DTYPE]]]]]: torchvision's ResNet,
+// op for op: the 7x7/2 stem convolution, batch norm, ReLU, 3x3/2 max pooling,
+// four stages of widths WIDTH·(1, 2, 4, 8) (the first block of stages 2-4
+// halves the image, its shortcut a 1x1 convolution with batch norm wherever
+// the shape changes), global average pooling, flatten, a Linear classifier,
+// cross-entropy. DEPTH 10, 18, 34: basic blocks (two 3x3 convolutions);
+// DEPTH 50, 101, 152: bottlenecks (1x1 down to the stage width, 3x3 carrying
+// the stride as torchvision's v1.5 does, 1x1 up to four times the width).
 // resnet:18 is torchvision's resnet18(num_classes=10) on 32x32 images, 8 of them.
 #include "core/errors.h"
 #include "core/preset_models.h"
@@ -19,10 +21,15 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   };
   const int64_t depth = field(1, 0, "DEPTH", 1000);
   std::vector<int> blocks;
+  bool bottleneck = depth >= 50;
   if (depth == 10) blocks = {1, 1, 1, 1};
   else if (depth == 18) blocks = {2, 2, 2, 2};
-  else if (depth == 34) blocks = {3, 4, 6, 3};
-  else throw InputError("DEPTH in '" + spec + "' must be 10, 18 or 34 (ResNets of basic blocks), got " + f[1]);
+  else if (depth == 34 || depth == 50) blocks = {3, 4, 6, 3};
+  else if (depth == 101) blocks = {3, 4, 23, 3};
+  else if (depth == 152) blocks = {3, 8, 36, 3};
+  else
+    throw InputError("DEPTH in '" + spec + "' must be 10, 18, 34 (basic blocks), 50, 101 or 152 (bottlenecks), got " +
+                     f[1]);
   const int64_t width = field(2, 64, "WIDTH", 1 << 14);
   const int64_t image = field(3, 32, "IMAGE", 1 << 14);
   const int64_t batch = field(4, 8, "BATCH", 1 << 16);
@@ -67,19 +74,26 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
     for (int b = 0; b < blocks[static_cast<std::size_t>(s)]; ++b) {
       const std::string p = "layer" + std::to_string(s + 1) + "." + std::to_string(b) + ".";
       const int64_t stride = s > 0 && b == 0 ? 2 : 1;
-      int h = conv(p + "conv1", x, w, 3, stride);
+      // A bottleneck's output has four times the stage width.
+      const int64_t out = bottleneck ? 4 * w : w;
+      int h = conv(p + "conv1", x, w, bottleneck ? 1 : 3, bottleneck ? 1 : stride);
       h = simple(OpKind::BatchNorm, p + "bn1", {h});
       h = simple(OpKind::ReLU, p + "relu1", {h});
-      h = conv(p + "conv2", h, w, 3, 1);
+      h = conv(p + "conv2", h, w, 3, bottleneck ? stride : 1);
       h = simple(OpKind::BatchNorm, p + "bn2", {h});
+      if (bottleneck) {
+        h = simple(OpKind::ReLU, p + "relu2", {h});
+        h = conv(p + "conv3", h, out, 1, 1);
+        h = simple(OpKind::BatchNorm, p + "bn3", {h});
+      }
       int shortcut = x;
-      if (stride != 1 || channels != w) {
-        shortcut = conv(p + "downsample.0", x, w, 1, stride);
+      if (stride != 1 || channels != out) {
+        shortcut = conv(p + "downsample.0", x, out, 1, stride);
         shortcut = simple(OpKind::BatchNorm, p + "downsample.1", {shortcut});
       }
       h = simple(OpKind::Add, p + "add", {h, shortcut});
-      x = simple(OpKind::ReLU, p + "relu2", {h});
-      channels = w;
+      x = simple(OpKind::ReLU, p + (bottleneck ? "relu3" : "relu2"), {h});
+      channels = out;
     }
   }
   x = simple(OpKind::GlobalAvgPool, "avgpool", {x});

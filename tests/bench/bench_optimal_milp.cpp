@@ -86,58 +86,15 @@ Model vgg16() {
   return m;
 }
 
-// ResNet-50's graph (torchvision's bottleneck blocks [3, 4, 6, 3], batch norm
-// after every convolution, 1x1 shortcut convolutions) at width 16 on 8 images
-// of 64x64: BatchNorm and MaxPool aux, a flatten view.
-Model resnet50() {
-  Model m;
-  m.name = "resnet-50 bottleneck graph (width 16, 64x64, batch 8)";
-  Op in = make(OpKind::Input, "x", {});
-  in.shape = {8, 3, 64, 64};
-  int x = m.add(std::move(in));
-  x = conv(m, "conv1", x, 16, 7, 2);
-  x = m.add(make(OpKind::BatchNorm, "bn1", {x}));
-  x = m.add(make(OpKind::ReLU, "relu", {x}));
-  x = pool(m, "maxpool", x, 3, 2, 1);
-  const int blocks[] = {3, 4, 6, 3};
-  int64_t channels = 16;
-  for (int s = 0; s < 4; ++s) {
-    const int64_t w = int64_t{16} << s, out = w * 4;
-    for (int b = 0; b < blocks[s]; ++b) {
-      const std::string p = "layer" + std::to_string(s + 1) + "." + std::to_string(b) + ".";
-      const int64_t stride = s > 0 && b == 0 ? 2 : 1;
-      int h = conv(m, p + "conv1", x, w, 1, 1);
-      h = m.add(make(OpKind::BatchNorm, p + "bn1", {h}));
-      h = m.add(make(OpKind::ReLU, p + "relu1", {h}));
-      h = conv(m, p + "conv2", h, w, 3, stride);
-      h = m.add(make(OpKind::BatchNorm, p + "bn2", {h}));
-      h = m.add(make(OpKind::ReLU, p + "relu2", {h}));
-      h = conv(m, p + "conv3", h, out, 1, 1);
-      h = m.add(make(OpKind::BatchNorm, p + "bn3", {h}));
-      int shortcut = x;
-      if (stride != 1 || channels != out) {
-        shortcut = conv(m, p + "downsample.0", x, out, 1, stride);
-        shortcut = m.add(make(OpKind::BatchNorm, p + "downsample.1", {shortcut}));
-      }
-      h = m.add(make(OpKind::Add, p + "add", {h, shortcut}));
-      x = m.add(make(OpKind::ReLU, p + "relu3", {h}));
-      channels = out;
-    }
-  }
-  Op avg = make(OpKind::GlobalAvgPool, "avgpool", {x});
-  x = m.add(std::move(avg));
-  classifier_and_loss(m, x, channels, {10}, 8);
-  m.finalize();
-  return m;
-}
-
 Model model_of(int which) {
   switch (which) {
     case 0: return make_preset("transformer:2");
     case 1: return make_preset("transformer:4");
     case 2: return make_preset("transformer:12");
     case 3: return vgg16();
-    default: return resnet50();
+    // torchvision's ResNet-50 (bottlenecks [3, 4, 6, 3]) at width 16 on 8
+    // images of 64x64: 177 ops, batch norm and max pool aux, a flatten view.
+    default: return make_preset("resnet:50:16:64:8:10");
   }
 }
 

@@ -95,13 +95,37 @@ TEST(Presets, Resnet18IsTorchvisions) {
   EXPECT_TRUE(m.executable());  // every kind of it has a CPU kernel (f32)
 }
 
+TEST(Presets, Resnet50IsTorchvisionsBottleneckNet) {
+  const Model m = make_preset("resnet:50:64:32:2:10");
+  // Stem conv, bn, relu, pool; 16 bottlenecks of (conv, bn, relu) x 2, conv,
+  // bn, add, relu; a shortcut (conv, bn) in each stage's first block (the
+  // first stage's too: 64 channels become 256); pool, flatten, fc, loss.
+  ASSERT_EQ(m.size(), 1 + 4 + 16 * 10 + 4 * 2 + 4);
+  int gap = -1;
+  for (int v = 0; v < m.size(); ++v)
+    if (m.op(v).kind == OpKind::GlobalAvgPool) gap = v;
+  ASSERT_GT(gap, 0);
+  EXPECT_EQ(m.op(gap - 1).shape, (std::vector<int64_t>{2, 2048, 1, 1}));  // 4 x 512 channels
+  // The stride sits on the 3x3 convolution (torchvision's v1.5): layer2.0's
+  // 1x1 conv1 keeps layer1's 8x8 image, its conv2 halves it.
+  for (int v = 0; v < m.size(); ++v) {
+    if (m.op(v).name == "layer2.0.conv1") EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{2, 128, 8, 8}));
+    if (m.op(v).name == "layer2.0.conv2") EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{2, 128, 4, 4}));
+  }
+  // torchvision's resnet50(num_classes=10) has 23,528,522 parameters and
+  // 26,560 batch-norm channels (two running statistics each).
+  EXPECT_EQ(m.param_bytes(), 4u * (23'528'522 + 2 * 26'560));
+  EXPECT_TRUE(m.executable());
+}
+
 TEST(Presets, BadSpecsSayWhatAndWhere) {
   EXPECT_EQ(error_of("chain:0"), "chain length N in 'chain:0' must be between 1 and 10000000, got 0");
   EXPECT_EQ(error_of("chain:x"), "chain length N in 'chain:x' must be an integer, got 'x'");
   EXPECT_EQ(error_of("mlp:2:-3"), "WIDTH in 'mlp:2:-3' must be between 1 and 1048576, got -3");
   EXPECT_NE(error_of("transformer:1:2:3:4:5").find("expected transformer:L[:D[:SEQ[:BATCH]]]"), std::string::npos);
   EXPECT_NE(error_of("vgg:5").find("unknown model spec 'vgg:5'"), std::string::npos);
-  EXPECT_EQ(error_of("resnet:5"), "DEPTH in 'resnet:5' must be 10, 18 or 34 (ResNets of basic blocks), got 5");
+  EXPECT_EQ(error_of("resnet:5"),
+            "DEPTH in 'resnet:5' must be 10, 18, 34 (basic blocks), 50, 101 or 152 (bottlenecks), got 5");
   EXPECT_EQ(error_of("gpt:2:100:3"), "model spec 'gpt:2:100:3': width D 100 is not a multiple of the head count 3");
   EXPECT_EQ(error_of("gpt:2:96:3:8:1:i64"), "DTYPE in 'gpt:2:96:3:8:1:i64' must be f32, f16 or bf16, got 'i64'");
   EXPECT_NE(error_of("transformer:1:65536:1048576:65536").find("too large"), std::string::npos);
