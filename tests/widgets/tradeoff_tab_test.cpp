@@ -9,6 +9,8 @@
 #include "widgets/studio_document.h"
 
 #include <QLineSeries>
+#include <QLogValueAxis>
+#include <QValueAxis>
 #include <QScatterSeries>
 #include <limits>
 
@@ -121,4 +123,50 @@ TEST(TradeoffChart, ChainShowsNestedCheckpointsBelowOneLevel) {
   o.optimal_seconds = 0.5;
   chart.setSweep("transformer", sweep(t, {simulate(t, make_strategy("sqrt")->schedule(t)).peak_bytes}, o));
   EXPECT_EQ(chart.singleLevelSeries(), nullptr);
+}
+
+// Where the values span more than 30x an axis is logarithmic, and 0 % sits on
+// the log axis's floor with a label that still says 0 %; a narrow range keeps
+// linear axes.
+TEST(TradeoffChart, WideRangesGetLogAxes) {
+  SweepResult wide;
+  // Budgets from 4 B to 4,000 B; positive overheads from 50 % to 5,000 %
+  // (recompute-all on a long chain), and store-all's 0 %.
+  wide.budgets = {{4, true, "recompute-all", 4, 50.0, 50.0},
+                  {64, true, "sqrt", 64, 0.5, 0.5},
+                  {4000, true, "store-all", 4000, 0.0, 0.0}};
+  wide.named = {{"recompute-all", 4, 50.0, 50.0}, {"sqrt", 64, 0.5, 0.5}, {"store-all", 4000, 0.0, 0.0}};
+  TradeoffChart chart;
+  chart.resize(800, 600);
+  chart.setSweep("wide", wide);
+  EXPECT_TRUE(chart.logX());
+  EXPECT_TRUE(chart.logY());
+  const auto h = chart.chart()->axes(Qt::Horizontal), v = chart.chart()->axes(Qt::Vertical);
+  ASSERT_EQ(h.size(), 1);
+  ASSERT_EQ(v.size(), 1);
+  EXPECT_NE(qobject_cast<QLogValueAxis*>(h[0]), nullptr);
+  auto* logY = qobject_cast<QLogValueAxis*>(v[0]);
+  ASSERT_NE(logY, nullptr);
+  EXPECT_TRUE(logY->titleText().contains("log scale"));
+  // store-all's 0 % is drawn at the floor, half the smallest positive overhead.
+  int storeAll = 0;
+  for (QAbstractSeries* s : chart.chart()->series()) {
+    auto* sp = qobject_cast<QScatterSeries*>(s);
+    if (!sp || sp->name() != "store-all") continue;
+    ++storeAll;
+    ASSERT_EQ(sp->count(), 1);
+    EXPECT_DOUBLE_EQ(sp->at(0).y(), 100.0 * 0.5 / 2);
+    EXPECT_TRUE(sp->pointLabelsFormat().contains("(0 %)"));
+    EXPECT_GE(sp->at(0).y(), logY->min());
+  }
+  EXPECT_EQ(storeAll, 1);
+
+  SweepResult narrow;
+  narrow.budgets = {{10, true, "sqrt", 10, 0.4, 0.4}, {20, true, "store-all", 20, 0.2, 0.2}};
+  narrow.named = {{"sqrt", 10, 0.4, 0.4}, {"store-all", 20, 0.2, 0.2}};
+  chart.setSweep("narrow", narrow);
+  EXPECT_FALSE(chart.logX());
+  EXPECT_FALSE(chart.logY());
+  EXPECT_NE(qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Horizontal)[0]), nullptr);
+  EXPECT_NE(qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Vertical)[0]), nullptr);
 }

@@ -110,6 +110,10 @@ class VideoWriter final : public FrameWriter {
     int rc = avcodec_send_frame(ctx_, f);
     if (rc < 0) throw std::runtime_error("FFmpeg: encode: " + av_error(rc));
     while ((rc = avcodec_receive_packet(ctx_, packet_)) >= 0) {
+      // Every frame lasts one tick of the frame rate. Without it MP4 gives
+      // the last frame no duration: the clip ends a frame early and players
+      // report a wrong rate (12.52 fps for 24 frames at 12).
+      if (packet_->duration == 0) packet_->duration = 1;
       av_packet_rescale_ts(packet_, ctx_->time_base, stream_->time_base);
       packet_->stream_index = stream_->index;
       rc = av_interleaved_write_frame(fmt_, packet_);
