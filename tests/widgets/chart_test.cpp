@@ -152,3 +152,30 @@ TEST(MainWindow, ClickingTheChartSeeksTheShownStrategy) {
   // Within one step of the pixel's rounding.
   EXPECT_NEAR(double(doc->step()), double(target), 1.0);
 }
+
+// Qt Charts makes one tick item per interval of an axis' range whenever
+// either changes. Opening a long schedule after a short one, and zooming in
+// and out, must never pass through a range under an interval that would make
+// thousands of ticks (the window froze for minutes on chain:200 under
+// recompute-all: 40,000 steps under the previous interval of 1).
+TEST(TimelineChart, ScaleChangesNeverPassThroughThousandsOfTicks) {
+  TimelineChart chart;
+  chart.resize(900, 400);
+  const Model small = load_model("chain:16");
+  chart.setRuns(simulate_strategies(small, {"store-all"}));
+  auto* ax = qobject_cast<QValueAxis*>(chart.chart()->axes(Qt::Horizontal).at(0));
+  ASSERT_NE(ax, nullptr);
+  double most = 0;
+  auto watch = [&] { most = std::max(most, (ax->max() - ax->min()) / ax->tickInterval()); };
+  QObject::connect(ax, &QValueAxis::rangeChanged, watch);
+  QObject::connect(ax, &QValueAxis::tickIntervalChanged, watch);
+  const Model big = load_model("chain:200");
+  const auto runs = simulate_strategies(big, {"recompute-all"});
+  ASSERT_GT(runs[0].sim.timeline.size(), 20000u);
+  chart.setRuns(runs);
+  EXPECT_GT(most, 0);
+  chart.zoomX(100, 120);
+  chart.resetZoom();
+  chart.setRuns(simulate_strategies(small, {"store-all"}));
+  EXPECT_LE(most, 20) << "ticks on the x axis at some moment";
+}
