@@ -31,6 +31,7 @@
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
 #include "widgets/snapshot_dialog.h"
+#include "widgets/step_memory_bar.h"
 #include "widgets/side_by_side_view.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
@@ -107,8 +108,21 @@ void MainWindow::buildCentre() {
   controls->addWidget(new QLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_));
   controls->addStretch(1);
   tv->addLayout(controls);
-  chart_ = new TimelineChart(timelineTab_);
-  tv->addWidget(chart_, 1);
+  // The timeline, and beside it the whole step's memory per strategy.
+  auto* beside = new QSplitter(Qt::Horizontal, timelineTab_);
+  chart_ = new TimelineChart(beside);
+  stepBar_ = new StepMemoryBar(beside);
+  beside->addWidget(chart_);
+  beside->addWidget(stepBar_);
+  beside->setStretchFactor(0, 1);
+  beside->setStretchFactor(1, 0);
+  beside->setSizes({1000, 430});  // in proportion: the timeline keeps most of the width
+  tv->addWidget(beside, 1);
+  if (Optimizer o; parse_optimizer(QSettings().value("step/optimizer", "adam").toString().toStdString(), o))
+    stepBar_->setOptimizer(o);
+  connect(stepBar_, &StepMemoryBar::optimizerChanged, this, [](Optimizer o) {
+    QSettings().setValue("step/optimizer", QString::fromUtf8(optimizer_name(o).data(), int(optimizer_name(o).size())));
+  });
   tabs_->addTab(timelineTab_, tr("Memory timeline"));
   connect(xMode, &QComboBox::currentIndexChanged, this, [this](int i) {
     chart_->setXMode(i == 1 ? TimelineChart::XMode::OwnLength : TimelineChart::XMode::Steps);
@@ -273,6 +287,7 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 void MainWindow::onRunsChanged() {
   table_->setRuns(&doc_->model(), doc_->runs());
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
+  stepBar_->setRuns(doc_->model(), doc_->runs());
   panel_->setRuns(doc_->runs());
   const QSignalBlocker block(shownRun_);
   shownRun_->clear();

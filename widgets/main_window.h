@@ -30,6 +30,7 @@ class GraphView;
 class PlaybackController;
 class RunController;
 class SideBySideView;
+class StepMemoryBar;
 class StrategyPanel;
 class StudioDocument;
 class SweepController;
@@ -51,6 +52,7 @@ class MainWindow : public QMainWindow {
   GraphView* graphView() const { return graph_; }
   SideBySideView* sideBySideView() const { return sideBySide_; }
   TimelineChart* timeline() const { return chart_; }
+  StepMemoryBar* stepMemory() const { return stepBar_; }
   ComparisonModel* comparison() const { return table_; }
   StrategyPanel* strategyPanel() const { return panel_; }
   QDockWidget* strategyDock() const { return dock_; }
@@ -120,6 +122,7 @@ class MainWindow : public QMainWindow {
   TransportBar* transport_;
   QWidget* timelineTab_;
   TimelineChart* chart_;
+  StepMemoryBar* stepBar_;
   ComparisonModel* table_;
   QTableView* tableView_;
   StrategyPanel* panel_;
