@@ -24,6 +24,8 @@ std::vector<TensorRef> tensors_read(const Model& model, const Instr& ins) {
     case InstrKind::FreeAct:
     case InstrKind::FreeGrad:
     case InstrKind::FreeAux:
+    case InstrKind::Offload:  // moves A(op), reads nothing the step computes with
+    case InstrKind::Fetch:
       break;
   }
   return out;

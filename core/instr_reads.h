@@ -6,14 +6,22 @@
 #pragma once
 #include <vector>
 
+#include "core/model.h"
 #include "core/resident_index.h"
 #include "core/schedule.h"
 
 namespace remat {
 
-struct Model;
-
 // Each tensor once, activations in input/saved order, then aux, then the gradient.
 std::vector<TensorRef> tensors_read(const Model& model, const Instr& instr);
+
+// The activations alone, without allocating (for passes over every
+// instruction): A of these ops; nullptr for instructions that read none
+// (frees, offload and fetch: a copy is not a read of the model).
+inline const OpIds* activation_reads(const Model& model, Instr ins) {
+  if (ins.kind == InstrKind::Fwd) return &model.op(ins.op).inputs;
+  if (ins.kind == InstrKind::Bwd) return &model.op(ins.op).saved;
+  return nullptr;
+}
 
 }  // namespace remat

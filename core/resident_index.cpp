@@ -33,7 +33,7 @@ ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : mod
 
   ResidentSet s(model);
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
-    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux)});
+    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux), ids(s.host)});
     s.apply(model, schedule.code[i]);
   }
 }
@@ -45,6 +45,7 @@ ResidentIndex::Flags ResidentIndex::replay(std::size_t t) const {
   for (int32_t v : snapshots_[k].act) r.act[static_cast<std::size_t>(v)] = 1;
   for (int32_t v : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1;
   for (int32_t v : snapshots_[k].aux) r.aux[static_cast<std::size_t>(v)] = 1;
+  for (int32_t v : snapshots_[k].host) r.host[static_cast<std::size_t>(v)] = 1;
   r.recount(*model_);  // storage holders follow from the aliases
   for (std::size_t i = k * stride_; i <= t && i < schedule_->code.size(); ++i) r.apply(*model_, schedule_->code[i]);
   return {std::move(r.act), std::move(r.grad), std::move(r.aux)};

@@ -28,8 +28,9 @@ class ResidentIndex {
 
   std::size_t size() const { return schedule_->code.size(); }
   std::size_t stride() const { return stride_; }
-  // Tensors resident while instruction t runs (after its allocation; after the
-  // release for a free), activations then gradients then aux, each by op id.
+  // Tensors resident on the device while instruction t runs (after its
+  // allocation; after the release for a free or an offload), activations then
+  // gradients then aux, each by op id. Offloaded activations are not listed.
   std::vector<TensorRef> resident_at(std::size_t t) const;
   // Activation residency per op while instruction t runs (the GUI's node states).
   std::vector<uint8_t> activations_at(std::size_t t) const;
@@ -37,6 +38,7 @@ class ResidentIndex {
  private:
   struct Snapshot {
     std::vector<int32_t> act, grad, aux;  // op ids resident before instruction k*stride
+    std::vector<int32_t> host;            // offloaded, so that a replay's fetch finds them
   };
   struct Flags {
     std::vector<uint8_t> act, grad, aux;

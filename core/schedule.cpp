@@ -14,6 +14,8 @@ std::string_view instr_kind_name(InstrKind k) {
     case InstrKind::FreeAct: return "free A";
     case InstrKind::FreeGrad: return "free G";
     case InstrKind::FreeAux: return "free aux";
+    case InstrKind::Offload: return "offload A";
+    case InstrKind::Fetch: return "fetch A";
   }
   return "?";
 }

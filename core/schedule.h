@@ -16,12 +16,16 @@ enum class InstrKind : uint8_t {
   FreeAct,   // release A(op)
   FreeGrad,  // release G(op)
   FreeAux,   // release aux(op), the op's private saved tensors (made by fwd op)
+  // The host tier (docs/memory-model.md#offload-and-fetch). op is a storage
+  // owner, never a view.
+  Offload,   // copy A(op) to host memory and release its device bytes
+  Fetch,     // copy A(op) back to the device and release the host copy
 };
 
 // Four bytes: schedules reach hundreds of millions of instructions
 // (recompute-all is quadratic), so their size is what memory and speed are
 // made of. Op ids fit the 29-bit signed field (Model::kMaxOps); three bits of
-// kind leave room for offload and fetch.
+// kind: seven kinds used, one left.
 struct Instr {
   Instr() = default;
   // A constructor, not aggregate initialisation: {kind, v} with an int v
@@ -61,7 +65,7 @@ struct ScheduleSize {
 // once): 2F + F_aux + n + grads (n = model.size(); 2F + 2n - 2 on a chain).
 uint64_t instructions_with_frees(const Model& model, uint64_t forward_steps, uint64_t aux_forward_steps);
 
-// "fwd a3 (op 3)" style text for logs, captions and the CLI.
+// "fwd a3", "free A(a3)", "offload A(a3)" style text for logs, captions and the CLI.
 std::string to_string(const Instr& instr, const Model& model);
 std::string_view instr_kind_name(InstrKind k);
 

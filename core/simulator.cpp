@@ -12,6 +12,7 @@ ResidentSet::ResidentSet(const Model& model)
     : act(static_cast<std::size_t>(model.size()), 0),
       grad(static_cast<std::size_t>(model.size()), 0),
       aux(static_cast<std::size_t>(model.size()), 0),
+      host(static_cast<std::size_t>(model.size()), 0),
       holders(static_cast<std::size_t>(model.size()), 0) {
   act[0] = 1;  // the input batch is given
   holders[0] = 1;
@@ -21,9 +22,11 @@ ResidentSet::ResidentSet(const Model& model)
 void ResidentSet::recount(const Model& model) {
   std::fill(holders.begin(), holders.end(), 0);
   bytes = 0;
+  host_bytes = 0;
   count = 0;
   for (int v = 0; v < model.size(); ++v) {
     const auto u = static_cast<std::size_t>(v);
+    if (host[u]) host_bytes += model.op(v).bytes;
     if (act[u] && holders[static_cast<std::size_t>(model.storage(v))]++ == 0) bytes += model.op(model.storage(v)).bytes;
     if (grad[u]) bytes += model.grad_bytes(v);
     if (aux[u]) bytes += model.op(v).aux_bytes;
@@ -36,6 +39,11 @@ namespace {
 std::string tensor_name(const Model& model, const char* t, int v) {
   const std::string& name = model.op(v).name;
   return std::string(t) + "(" + (name.empty() ? std::to_string(v) : name) + ")";
+}
+
+// Why a read found A(v) missing, for the message: offloaded or simply not there.
+const char* not_resident(const ResidentSet& r, int v) {
+  return r.host[static_cast<std::size_t>(v)] ? " which is on the host (offloaded; fetch it first)" : " which is not resident";
 }
 
 }  // namespace
@@ -69,8 +77,9 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
         if (!op.view && r.holders[v] > 0)
           throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while a view of its previous value still holds that storage (a second copy)");
         if (r.aux[v]) throw ScheduleError(i, "fwd of op " + std::to_string(ins.op) + " while " + name("aux", ins.op) + " of its previous forward is resident");
+        if (r.host[v]) throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while its offloaded copy is on the host (a second copy)");
         for (int u : op.inputs) {
-          if (!r.act[static_cast<std::size_t>(u)]) throw ScheduleError(i, "fwd " + name("A", ins.op) + " reads " + name("A", u) + " which is not resident");
+          if (!r.act[static_cast<std::size_t>(u)]) throw ScheduleError(i, "fwd " + name("A", ins.op) + " reads " + name("A", u) + not_resident(r, u));
         }
         ++sim.forward_steps;
         sim.flops += op.fwd_flops;
@@ -86,7 +95,7 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
         if (pending[v] != 0) throw ScheduleError(i, "backward of op " + std::to_string(ins.op) + " before all its consumers' backward (" + name("G", ins.op) + " incomplete)");
         if (model.has_grad_tensor(ins.op) && !r.grad[v]) throw ScheduleError(i, "bwd reads " + name("G", ins.op) + " which is not resident");
         for (int s : op.saved) {
-          if (!r.act[static_cast<std::size_t>(s)]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("A", s) + " which is not resident");
+          if (!r.act[static_cast<std::size_t>(s)]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("A", s) + not_resident(r, s));
         }
         if (op.aux_bytes > 0 && !r.aux[v]) throw ScheduleError(i, "bwd of op " + std::to_string(ins.op) + " reads " + name("aux", ins.op) + " which is not resident");
         for (std::size_t a = 0; a < op.inputs.size(); ++a) {
@@ -101,7 +110,7 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
         sim.flops += op.bwd_flops;
         break;
       case InstrKind::FreeAct:
-        if (!r.act[v]) throw ScheduleError(i, "free of " + name("A", ins.op) + " which is not resident");
+        if (!r.act[v]) throw ScheduleError(i, "free of " + name("A", ins.op) + not_resident(r, ins.op));
         break;
       case InstrKind::FreeGrad:
         if (!r.grad[v]) throw ScheduleError(i, "free of " + name("G", ins.op) + " which is not resident");
@@ -109,9 +118,34 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
       case InstrKind::FreeAux:
         if (!r.aux[v]) throw ScheduleError(i, "free of " + name("aux", ins.op) + " which is not resident");
         break;
+      case InstrKind::Offload:
+        // A view's bytes belong to its owner: offloading the alias would move
+        // storage other aliases still address, so only owners move, alone.
+        if (op.view)
+          throw ScheduleError(i, "offload of " + name("A", ins.op) + ", a view: only a storage's owner (" +
+                                     name("A", op.storage) + ") can be offloaded");
+        if (!r.act[v]) throw ScheduleError(i, "offload of " + name("A", ins.op) + not_resident(r, ins.op));
+        if (r.holders[v] != 1)
+          throw ScheduleError(i, "offload of " + name("A", ins.op) + " while a view of it still holds its storage");
+        ++sim.transfers;
+        sim.transfer_bytes += op.bytes;
+        if (options.timeline && sim.host_timeline.empty()) {
+          reserve_prefaulted(sim.host_timeline, count);
+          sim.host_timeline.resize(i, 0);  // nothing was on the host before the first offload
+        }
+        break;
+      case InstrKind::Fetch:
+        if (!r.host[v]) throw ScheduleError(i, "fetch of " + name("A", ins.op) + " which is not on the host");
+        ++sim.transfers;
+        sim.transfer_bytes += op.bytes;
+        break;
     }
     r.apply(model, ins);
     if (options.timeline) sim.timeline.push_back(r.bytes);
+    if (!sim.host_timeline.empty() || r.host_bytes) {
+      if (options.timeline) sim.host_timeline.push_back(r.host_bytes);
+      sim.peak_host_bytes = std::max(sim.peak_host_bytes, r.host_bytes);
+    }
     if (r.bytes > sim.peak_bytes) {
       sim.peak_bytes = r.bytes;
       sim.peak_index = i;
@@ -120,6 +154,10 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
   for (int v = 1; v < n; ++v) {
     if (!bwd_done[static_cast<std::size_t>(v)])
       throw ScheduleError(schedule.code.size(), "the schedule ends without the backward of op " + std::to_string(v) + " (its gradients are missing)");
+  }
+  for (int v = 0; v < n; ++v) {
+    if (r.host[static_cast<std::size_t>(v)])
+      throw ScheduleError(schedule.code.size(), "the schedule ends with " + name("A", v) + " on the host (offloaded, never fetched)");
   }
   const double one_pass = model.forward_flops() + model.backward_flops();
   sim.overhead = one_pass > 0 ? sim.recompute_flops / one_pass : 0;

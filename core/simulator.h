@@ -11,9 +11,15 @@
 namespace remat {
 
 struct Simulation {
-  std::vector<uint64_t> timeline;  // bytes resident while each instruction runs
-  uint64_t peak_bytes = 0;
+  std::vector<uint64_t> timeline;  // device bytes resident while each instruction runs
+  uint64_t peak_bytes = 0;         // device peak
   std::size_t peak_index = 0;      // first instruction reaching the peak
+  // The host tier (offload/fetch): bytes on the host after each instruction,
+  // empty when the schedule never offloads (or no timeline was asked for).
+  std::vector<uint64_t> host_timeline;
+  uint64_t peak_host_bytes = 0;
+  int64_t transfers = 0;           // offload and fetch instructions
+  uint64_t transfer_bytes = 0;     // bytes they move, both directions
   int64_t forward_steps = 0;       // every fwd, first pass included
   int64_t backward_steps = 0;
   int64_t recompute_steps = 0;     // fwd beyond the first of each op
@@ -29,11 +35,14 @@ struct SimulateOptions {
   bool timeline = true;
 };
 
-// Throws ScheduleError: a read of a non-resident tensor (aux(v) included), a
-// second backward of an op, a backward before all its consumers', a free of a
-// non-resident tensor, a recompute of a resident one (or of a storage a view
-// still holds, or while the op's aux is resident), or a gradient missing at
-// the end.
+// Throws ScheduleError: a read of a non-resident tensor (aux(v) included; an
+// offloaded one is not resident), a second backward of an op, a backward
+// before all its consumers', a free of a non-resident tensor, a recompute of a
+// resident one (or of a storage a view still holds, or while the op's aux is
+// resident, or while its offloaded copy is on the host), an offload of a view,
+// of a tensor not resident or of a storage a view still holds, a fetch of a
+// tensor not on the host, or at the end a gradient missing or a copy left on
+// the host.
 // Memory: the timeline (8 bytes per instruction, when kept) and a few bytes
 // per op; time: tens of millions of instructions per second on one core
 // (tests/bench/bench_simulate.cpp).
@@ -42,7 +51,8 @@ inline void validate(const Model& model, const Schedule& schedule) { (void)simul
 
 // The tensors resident between instructions. `apply` is the memory model's one
 // rule for what an instruction allocates (fwd: A(op) and aux(op); bwd: G(u) of
-// each input not yet resident) and frees; the simulator checks before
+// each input not yet resident; fetch: A(op) back from the host) and frees
+// (offload moves A(op)'s bytes from the device to `host_bytes`); the simulator checks before
 // applying, replays of validated schedules (resident index, GUI) apply
 // directly. `act` flags aliases (op ids); a storage's bytes count while any of
 // its aliases is resident (`holders` per owning op), so views add nothing.
@@ -53,9 +63,11 @@ struct ResidentSet {
   // Recomputes holders, bytes and count from the flags (after setting them).
   void recount(const Model& model);
   std::vector<uint8_t> act, grad, aux;
+  std::vector<uint8_t> host;     // per owner: A(op) offloaded, on the host
   std::vector<int32_t> holders;  // per storage owner: resident aliases
-  uint64_t bytes = 0;
-  std::size_t count = 1;  // tensors resident (the input at start)
+  uint64_t bytes = 0;            // on the device
+  uint64_t host_bytes = 0;
+  std::size_t count = 1;  // tensors resident on the device (the input at start)
 };
 
 inline void ResidentSet::apply(const Model& model, Instr ins) {
@@ -100,6 +112,27 @@ inline void ResidentSet::apply(const Model& model, Instr ins) {
       bytes -= model.op(ins.op).aux_bytes;
       --count;
       break;
+    // An owner with no other alias resident (the validator checks): its storage moves whole.
+    case InstrKind::Offload: {
+      const uint64_t b = model.op(ins.op).bytes;
+      act[v] = 0;
+      holders[v] = 0;
+      host[v] = 1;
+      bytes -= b;
+      host_bytes += b;
+      --count;
+      break;
+    }
+    case InstrKind::Fetch: {
+      const uint64_t b = model.op(ins.op).bytes;
+      act[v] = 1;
+      holders[v] = 1;
+      host[v] = 0;
+      bytes += b;
+      host_bytes -= b;
+      ++count;
+      break;
+    }
   }
 }
 

@@ -64,6 +64,21 @@ std::string InstructionCaption::text(std::size_t t) const {
     case InstrKind::FreeAux:
       return "freeing aux(" + name(v) + ") (what only its backward reads: statistics, indices, a mask)" +
              (facts_->bwd_at(v) < t ? std::string(": its backward has run") : std::string(": it will be recomputed first"));
+    case InstrKind::Offload:
+    case InstrKind::Fetch: {
+      // The next instruction that reads it: what the copy waits for (offload) or serves (fetch).
+      std::string reader;
+      for (std::size_t i = t + 1; i < code.size() && reader.empty(); ++i) {
+        if (code[i].kind == InstrKind::Fwd || code[i].kind == InstrKind::Bwd)
+          if (reads_act(code[i], v))
+            reader = (code[i].kind == InstrKind::Fwd ? "the recompute of " : "the backward of ") + name(code[i].op);
+      }
+      if (ins.kind == InstrKind::Offload)
+        return "offloading " + name(v) + " to host memory: its device bytes are free until " +
+               (reader.empty() ? std::string("it is fetched") : reader + " needs it");
+      return "fetching " + name(v) + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
+             " (the copy overlaps the compute in between)";
+    }
     case InstrKind::Bwd: {
       std::string s = "backward of " + name(v) + ": reads ";
       s += model_->has_grad_tensor(v) ? "G(" + name(v) + ")" : "the loss seed";

@@ -28,7 +28,9 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
       case InstrKind::Bwd: bwd_[v] = i; break;
       case InstrKind::FreeAct: freed[v] = 1; break;
       case InstrKind::FreeGrad:
-      case InstrKind::FreeAux: break;
+      case InstrKind::FreeAux:
+      case InstrKind::Offload:  // a checkpoint on the host is still one: it comes back, not recomputed
+      case InstrKind::Fetch: break;
     }
   }
   for (int v : declared)

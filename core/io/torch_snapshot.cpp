@@ -157,6 +157,16 @@ std::vector<AllocEvent> simulated_allocations(const Model& model, const Schedule
         rs.apply(model, ins);
         emit(false, v, 2, model.op(v).aux_bytes, i, to_string(ins, model));
         break;
+      // The device side of the host tier: an offload frees the storage there,
+      // a fetch allocates it again (v is an owner: r == v).
+      case InstrKind::Offload:
+        rs.apply(model, ins);
+        emit(false, r, 0, model.op(r).bytes, i, to_string(ins, model));
+        break;
+      case InstrKind::Fetch:
+        rs.apply(model, ins);
+        emit(true, r, 0, model.op(r).bytes, i, to_string(ins, model));
+        break;
     }
   }
   return out;
