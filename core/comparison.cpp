@@ -18,7 +18,8 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
       const auto strategy = make_strategy(spec);
       run.name = strategy->name();
       run.schedule = bounded_schedule(*strategy, model, options.limit, &run.solvers);
-      run.sim = simulate(model, run.schedule, {.timeline = options.timelines});
+      run.sim = simulate(model, run.schedule,
+                         {.timeline = options.timelines, .time = options.time ? &*options.time : nullptr});
     } catch (const ScheduleTooLarge& e) {
       run.error = e.what();
       run.too_large = true;
@@ -57,6 +58,9 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
   const Simulation& s = run.sim;
   j.update({{"peak_bytes", s.peak_bytes},
             {"peak_instruction", s.peak_index},
+            {"peak_host_bytes", s.peak_host_bytes},
+            {"transfers", s.transfers},
+            {"transfer_bytes", s.transfer_bytes},
             {"instructions", run.schedule.code.size()},
             {"forward_steps", s.forward_steps},
             {"backward_steps", s.backward_steps},
@@ -76,7 +80,13 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
       j["solvers"].push_back(e);
     }
   }
+  if (s.time.predicted)
+    j["time"] = {{"compute_s", s.time.compute_s},
+                 {"transfer_s", s.time.transfer_s},
+                 {"stall_s", s.time.stall_s},
+                 {"step_s", s.time.step_s}};
   if (with_timeline) j["timeline"] = s.timeline;
+  if (with_timeline && !s.host_timeline.empty()) j["host_timeline"] = s.host_timeline;
   return j;
 }
 

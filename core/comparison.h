@@ -1,6 +1,7 @@
 // Several strategies simulated on one model: what the CLI's table, the GUI's
 // comparison and the exports all start from.
 #pragma once
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct StrategyRun {
 struct SimulateStrategiesOptions {
   InstructionLimit limit;  // per strategy
   bool timelines = true;   // keep each simulation's timeline (8 bytes per instruction)
+  std::optional<TimeModel> time;  // predict each step's time (Simulation::time)
 };
 
 // Builds and simulates each spec; a spec that fails (bad argument, not
@@ -45,8 +47,11 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
 
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);
-// {"name","peak_bytes","forward_steps","backward_steps","recompute_steps",
-//  "flops","overhead","note"?,"solvers"?,"timeline"?}
+// {"name","peak_bytes","peak_host_bytes","transfers","transfer_bytes",
+//  "forward_steps","backward_steps","recompute_steps","flops","overhead",
+//  "note"?,"solvers"?,
+//  "time"? {"compute_s","transfer_s","stall_s","step_s"} (when predicted),
+//  "timeline"?, "host_timeline"? (when something is offloaded)}
 nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline = true);
 // {"model":{...},"strategies":[...]}: the CLI's --json, the GUI's JSON export.
 nlohmann::json comparison_json(const Model& model, const std::vector<StrategyRun>& runs, bool with_timeline = true);

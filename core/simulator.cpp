@@ -161,6 +161,7 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
   }
   const double one_pass = model.forward_flops() + model.backward_flops();
   sim.overhead = one_pass > 0 ? sim.recompute_flops / one_pass : 0;
+  if (options.time) sim.time = predict_step_time(model, schedule, *options.time);
   return sim;
 }
 

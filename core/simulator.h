@@ -7,6 +7,7 @@
 
 #include "core/model.h"
 #include "core/schedule.h"
+#include "core/time_model.h"
 
 namespace remat {
 
@@ -27,12 +28,17 @@ struct Simulation {
   double recompute_flops = 0;
   // Recomputed forward FLOPs over one forward plus one backward pass.
   double overhead = 0;
+  // The time model's prediction (time_model.h), when SimulateOptions::time was given.
+  StepTime time;
 };
 
 struct SimulateOptions {
   // The timeline is 8 bytes per instruction; callers that only want the
   // figures (the CLI's table, searches that compare peaks) leave it out.
   bool timeline = true;
+  // Also predict the step's time under this model (a second pass over the
+  // instructions, after validation); null: Simulation::time stays zero.
+  const TimeModel* time = nullptr;
 };
 
 // Throws ScheduleError: a read of a non-resident tensor (aux(v) included; an

@@ -53,4 +53,26 @@ uint64_t parse_bytes(std::string_view s, const std::string& what) {
   return static_cast<uint64_t>(std::llround(v * scale));
 }
 
+double parse_rate(std::string_view s, const std::string& what) {
+  std::string num(s);
+  double scale = 1;
+  if (!num.empty()) {
+    // Decimal prefixes, as rates are quoted (25 GB/s is 25e9 bytes a second).
+    switch (std::toupper(static_cast<unsigned char>(num.back()))) {
+      case 'K': scale = 1e3; break;
+      case 'M': scale = 1e6; break;
+      case 'G': scale = 1e9; break;
+      case 'T': scale = 1e12; break;
+      case 'P': scale = 1e15; break;
+      default: break;
+    }
+    if (scale != 1) num.pop_back();
+  }
+  char* end = nullptr;
+  const double v = num.empty() ? 0 : std::strtod(num.c_str(), &end);
+  if (num.empty() || end != num.c_str() + num.size() || !(v > 0) || !std::isfinite(v * scale))
+    throw InputError(what + " must be a positive number like 25e9, 25G or 1.5T, got '" + std::string(s) + "'");
+  return v * scale;
+}
+
 }  // namespace remat

@@ -1,4 +1,5 @@
 // remat simulate: predicted memory and compute of each strategy on a model.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -26,6 +27,7 @@ struct SimulateOptions {
   std::string optimizer;  // empty: no whole-step table (JSON says sgd)
   std::string micro_batches = "1";  // K, or K1,K2,... for a table over K
   InstructionLimit limit;
+  TimeModelFlags time;
 };
 
 std::vector<int> parse_micro_batches(const std::string& s) {
@@ -83,6 +85,22 @@ void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
     if (!r.schedule.note.empty()) std::printf("note: %s: %s\n", r.name.c_str(), r.schedule.note.c_str());
 }
 
+// When a strategy offloads: both tiers and the time model, every strategy a
+// row so that the step times compare.
+void print_offload_table(const std::vector<StrategyRun>& runs, const TimeModel& tm) {
+  if (std::none_of(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.sim.transfers > 0; })) return;
+  std::printf("\nhost tier and time (device %.4g FLOP/s, host link %.4g bytes/s):\n", tm.device_flops, tm.link_bandwidth);
+  std::printf("%-22s %14s %14s %10s %12s %12s %12s %12s\n", "strategy", "device peak", "host peak", "transfers",
+              "compute", "transfer", "stall", "step");
+  for (const auto& r : runs) {
+    const Simulation& s = r.sim;
+    std::printf("%-22s %14s %14s %10lld %12s %12s %12s %12s\n", r.name.c_str(), format_bytes(s.peak_bytes).c_str(),
+                format_bytes(s.peak_host_bytes).c_str(), static_cast<long long>(s.transfers),
+                format_seconds(s.time.compute_s).c_str(), format_seconds(s.time.transfer_s).c_str(),
+                format_seconds(s.time.stall_s).c_str(), format_seconds(s.time.step_s).c_str());
+  }
+}
+
 // The whole step beside the activations: what checkpointing cannot change.
 void print_step_table(const Model& model, Optimizer optimizer, const std::vector<StrategyRun>& runs) {
   const StepMemory base = step_memory(model, optimizer, 0);
@@ -114,6 +132,7 @@ void add_step_memory_json(nlohmann::json& j, const Model& model, Optimizer optim
 
 void run_simulate(const SimulateOptions& o) {
   const Optimizer optimizer = optimizer_flag(o.optimizer);
+  const TimeModel tm = time_model_of(o.time);
   const std::vector<int> ks = parse_micro_batches(o.micro_batches);
   const auto specs = split_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
@@ -125,7 +144,8 @@ void run_simulate(const SimulateOptions& o) {
   const int k = ks[0];
   const Model model = micro_batch(load_model(o.model), k);
   // The table needs the figures only; the timelines are 8 bytes per instruction.
-  const auto runs = simulate_strategies(model, specs, {.limit = o.limit, .timelines = o.json || !o.csv.empty()});
+  const auto runs =
+      simulate_strategies(model, specs, {.limit = o.limit, .timelines = o.json || !o.csv.empty(), .time = tm});
   for (const auto& r : runs) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
@@ -135,6 +155,7 @@ void run_simulate(const SimulateOptions& o) {
     add_step_memory_json(j, model, optimizer, runs);
     j["micro_batches"] = k;
     for (std::size_t i = 0; i < runs.size(); ++i) j["strategies"][i]["step_flops"] = k * runs[i].sim.flops;
+    j["time_model"] = {{"device_flops", tm.device_flops}, {"link_bandwidth", tm.link_bandwidth}};
     std::cout << j.dump() << "\n";
   } else {
     if (k > 1)
@@ -142,6 +163,7 @@ void run_simulate(const SimulateOptions& o) {
                   "accumulate in place\n",
                   k, static_cast<long long>(model.op(0).shape[0]), k);
     print_table(model, runs);
+    print_offload_table(runs, tm);
     if (!o.optimizer.empty()) print_step_table(model, optimizer, runs);
   }
 }
@@ -157,7 +179,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies (default: store-all,recompute-all,sqrt):" + names)
       ->capture_default_str();
   cmd->add_flag("--json", o->json,
-                "Print JSON {model: {..., saved_bytes}, strategies:[{name, peak_bytes, ..., timeline}]} instead of a table");
+                "Print JSON {model: {..., saved_bytes}, time_model, strategies:[{name, peak_bytes, peak_host_bytes, "
+                "transfers, time: {compute_s, transfer_s, stall_s, step_s}, ..., timeline, host_timeline?}]} instead "
+                "of a table");
   cmd->add_option("--csv", o->csv, "Also write the timelines (bytes per instruction) to this CSV file");
   cmd->add_option("--optimizer", o->optimizer,
                   "Also show the whole step's memory: parameters, their gradients and this optimizer's state (" +
@@ -167,6 +191,7 @@ void add_simulate_command(CLI::App& app) {
                   "(1,2,4,8) prints a table over K")
       ->capture_default_str();
   add_max_instructions_option(cmd, o->limit);
+  add_time_model_options(cmd, o->time);
   cmd->callback([o] { run_simulate(*o); });
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/instruction_limit.h"
+#include "core/time_model.h"
 
 namespace remat::cli {
 
@@ -34,5 +35,15 @@ void add_max_instructions_option(CLI::App* cmd, InstructionLimit& limit);
 
 // Human-readable byte counts for tables: 1536 -> "1.50 KiB".
 std::string format_bytes(uint64_t bytes);
+
+// --device-flops and --link-bandwidth (time_model_option.cpp): as given,
+// parsed by time_model_of (InputError naming the flag); empty: the default.
+struct TimeModelFlags {
+  std::string device_flops, link_bandwidth;
+};
+void add_time_model_options(CLI::App* cmd, TimeModelFlags& flags);
+TimeModel time_model_of(const TimeModelFlags& flags);
+// "12.3 us", "4.56 ms", "1.23 s" for the time model's figures.
+std::string format_seconds(double s);
 
 }  // namespace remat::cli

@@ -1,0 +1,38 @@
+#include <cstdio>
+
+#include "app/cli/commands.h"
+#include "core/spec_parse.h"
+
+namespace remat::cli {
+
+void add_time_model_options(CLI::App* cmd, TimeModelFlags& flags) {
+  char flops[32], link[32];
+  std::snprintf(flops, sizeof flops, "%g", TimeModel::kDefaultDeviceFlops);
+  std::snprintf(link, sizeof link, "%g", TimeModel::kDefaultLinkBandwidth);
+  cmd->add_option("--device-flops", flags.device_flops,
+                  std::string("Time model: the device's throughput in FLOP/s (25e12, 50T; default ") + flops +
+                      "): each fwd/bwd takes its FLOPs over it");
+  cmd->add_option("--link-bandwidth", flags.link_bandwidth,
+                  std::string("Time model: the host link's bandwidth in bytes/s, each direction (16e9, 25G; "
+                              "default ") +
+                      link + "): each offload/fetch takes its bytes over it, on a copy stream beside the compute");
+}
+
+TimeModel time_model_of(const TimeModelFlags& flags) {
+  TimeModel t;
+  if (!flags.device_flops.empty()) t.device_flops = parse_rate(flags.device_flops, "--device-flops");
+  if (!flags.link_bandwidth.empty()) t.link_bandwidth = parse_rate(flags.link_bandwidth, "--link-bandwidth");
+  return t;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s == 0) std::snprintf(buf, sizeof buf, "0");
+  else if (s < 1e-6) std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
+  else if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,40 @@
+// The time a schedule takes on a device, predicted: compute from FLOPs and a
+// device throughput, host transfers (offload, fetch) from a link bandwidth on
+// a second stream that overlaps the compute. What it shows is where a fetch
+// that started too late stalls the backward that needs it.
+#pragma once
+#include <cstdint>
+
+#include "core/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+struct TimeModel {
+  // Defaults: what a current data-centre GPU sustains on float32 matrix
+  // products, and a PCIe 4.0 x16 link in practice (docs/memory-model.md).
+  static constexpr double kDefaultDeviceFlops = 50e12;       // FLOP/s
+  static constexpr double kDefaultLinkBandwidth = 25e9;      // bytes/s, each direction
+  double device_flops = kDefaultDeviceFlops;
+  double link_bandwidth = kDefaultLinkBandwidth;
+};
+
+struct StepTime {
+  double compute_s = 0;   // sum of fwd and bwd FLOPs / device_flops
+  double transfer_s = 0;  // sum of offload and fetch bytes / link_bandwidth (on the copy stream)
+  double stall_s = 0;     // compute waiting for a fetch that had not finished
+  double step_s = 0;      // when both streams are done: compute_s + stall_s for a valid schedule
+  bool predicted = false; // false: not asked for (SimulateOptions::time was null)
+};
+
+// Two in-order streams. Compute runs fwd/bwd in program order; an instruction
+// starts when the previous compute is done and every A it reads that a fetch
+// brings back has arrived (the wait is stall). The copy stream runs offload
+// and fetch in program order; each starts when the copy before it is done and
+// the compute stream has reached it (an offload's tensor is then written, a
+// fetch's device buffer then allocated). Frees take no time. `schedule` must
+// be valid (simulate() accepted it).
+StepTime predict_step_time(const Model& model, const Schedule& schedule, const TimeModel& time);
+
+}  // namespace remat
