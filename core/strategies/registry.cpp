@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/spec_parse.h"
 #include "core/strategies/factories.h"
+#include "core/strategies/offload.h"
 #include "core/strategies/optimal.h"
 
 namespace remat {
@@ -23,6 +24,18 @@ std::unique_ptr<Strategy> optimal_from(const std::string& a) {
   if (f.size() > 2) throw InputError("optimal: expected optimal:BYTES[:SECONDS] (got 'optimal:" + a + "')");
   const double limit = f.size() == 2 ? static_cast<double>(parse_int(f[1], "optimal: SECONDS", 1, 86400)) : kOptimalDefaultSeconds;
   return make_optimal(parse_bytes(f[0], "optimal: BYTES"), limit);
+}
+
+std::unique_ptr<Strategy> offload_from(const std::string& a) {
+  if (a.empty()) return make_offload(make_every_k(0), "offload");
+  const int k = static_cast<int>(parse_int(a, "offload: K", 1, 1 << 30));
+  return make_offload(make_every_k(k), "offload:" + std::to_string(k));
+}
+
+std::unique_ptr<Strategy> offload_of(std::unique_ptr<Strategy> inner, const std::string& spec) {
+  if (inner->name().starts_with("offload"))
+    throw InputError("strategy '" + spec + "': offload cannot wrap another offload");
+  return make_offload(std::move(inner), spec);
 }
 
 const StrategyInfo* find(std::string_view name) {
@@ -58,6 +71,11 @@ const std::vector<StrategyInfo>& strategy_catalog() {
        optimal_from},
       {"selective", "", "", "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
        [](const std::string&) { return make_selective(); }},
+      {"offload", "K", "4",
+       "checkpoint every K ops (plain 'offload': ceil(sqrt(n))); the checkpoints go to host memory after the forward "
+       "and come back one segment ahead of the backward that needs them; offload+SPEC offloads another strategy's "
+       "(offload+revolve:4)",
+       offload_from, true, offload_of},
   };
   return table;
 }
@@ -72,6 +90,17 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
   const std::string s(spec);
   const auto colon = s.find(':');
   const std::string head = s.substr(0, colon);
+  if (const auto plus = head.find('+'); plus != std::string::npos) {
+    const StrategyInfo* outer = find(head.substr(0, plus));
+    if (!outer || !outer->wrap) {
+      std::string wrappers;
+      for (const auto& i : strategy_catalog())
+        if (i.wrap) wrappers += (wrappers.empty() ? "" : ", ") + i.name + "+SPEC";
+      throw InputError("strategy '" + s + "': only " + wrappers + " wraps another strategy");
+    }
+    if (plus + 1 == s.size()) throw InputError("strategy '" + s + "' needs a strategy after '+': " + outer->name + "+sqrt");
+    return outer->wrap(make_strategy(s.substr(plus + 1)), s);
+  }
   const StrategyInfo* info = find(head);
   if (!info) {
     std::string known;
@@ -80,6 +109,7 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
   }
   if (info->argument.empty() && colon != std::string::npos)
     throw InputError("strategy '" + head + "' takes no argument (got '" + s + "')");
+  if (info->argument_optional && colon == std::string::npos) return info->make(std::string());
   if (!info->argument.empty() && (colon == std::string::npos || colon + 1 == s.size()))
     throw InputError("strategy '" + s.substr(0, colon) + "' needs an argument: " + head + ":" + info->argument);
   return info->make(colon == std::string::npos ? std::string() : s.substr(colon + 1));

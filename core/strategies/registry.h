@@ -19,13 +19,20 @@ struct StrategyInfo {
   // Builds the strategy from the text after "name:" (empty when it takes
   // none); throws InputError on a bad argument.
   std::unique_ptr<Strategy> (*make)(const std::string& argument);
+  // The bare name is accepted too (make gets ""): offload = offload:ceil(sqrt(n)).
+  bool argument_optional = false;
+  // Non-null for a strategy that wraps another: "name+SPEC" builds SPEC and
+  // hands it over with the whole spec (its name); throws InputError for an
+  // inner strategy it cannot wrap.
+  std::unique_ptr<Strategy> (*wrap)(std::unique_ptr<Strategy> inner, const std::string& spec) = nullptr;
 };
 
 // The table, in the order --help lists it.
 const std::vector<StrategyInfo>& strategy_catalog();
 // "\n  name:ARG  help" per entry: the --strategy option's help text.
 std::string strategy_help();
-// Throws InputError: unknown name, missing or bad argument.
+// Throws InputError: unknown name, missing or bad argument, a "+" after a
+// name that wraps nothing.
 std::unique_ptr<Strategy> make_strategy(std::string_view spec);
 // Splits "store-all,manual:1,2,3,sqrt" into specs; bare integers continue the
 // argument list of the previous spec (manual's checkpoints use commas too).

@@ -140,3 +140,54 @@ TEST(CliSimulate, MicroBatchesSimulateOneMicroBatchAndTabulateK) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err, "remat: error: --micro-batches 3: does not divide the batch (8, the first dimension of the input [8,64])\n");
 }
+
+// chain:10 with offload:3: device 7, host 3, six one-byte transfers
+// (tests/strategies/test_offload.cpp derives them). At 2 bytes/s the copies
+// take 3 s in all; the step is compute plus stall.
+TEST(CliSimulate, OffloadJsonCarriesHostPeakTimeAndStall) {
+  const CliResult r =
+      run_cli("simulate --model chain:10 --strategy every-k:3,offload:3 --json --link-bandwidth 2 --device-flops 1T");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["time_model"]["link_bandwidth"], 2.0);
+  EXPECT_EQ(j["time_model"]["device_flops"], 1e12);
+  const auto& plain = j["strategies"][0];
+  const auto& off = j["strategies"][1];
+  EXPECT_EQ(plain["peak_bytes"], 8);
+  EXPECT_EQ(plain["peak_host_bytes"], 0);
+  EXPECT_FALSE(plain.contains("host_timeline"));
+  EXPECT_EQ(plain["time"]["stall_s"], 0.0);
+  EXPECT_EQ(off["peak_bytes"], 7);
+  EXPECT_EQ(off["peak_host_bytes"], 3);
+  EXPECT_EQ(off["transfers"], 6);
+  EXPECT_EQ(off["transfer_bytes"], 6);
+  EXPECT_DOUBLE_EQ(off["time"]["transfer_s"].get<double>(), 3.0);
+  // Compute is the same FLOPs (offload recomputes nothing more).
+  EXPECT_DOUBLE_EQ(off["time"]["compute_s"].get<double>(), plain["time"]["compute_s"].get<double>());
+  // Compute takes nanoseconds here: nearly every copy is waited for.
+  EXPECT_GT(off["time"]["stall_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(off["time"]["step_s"].get<double>(),
+                   off["time"]["compute_s"].get<double>() + off["time"]["stall_s"].get<double>());
+  const auto host = off["host_timeline"].get<std::vector<uint64_t>>();
+  EXPECT_EQ(host.size(), off["instructions"].get<std::size_t>());
+  EXPECT_EQ(*std::max_element(host.begin(), host.end()), 3u);
+}
+
+TEST(CliSimulate, OffloadTableOnlyWhenSomethingMoves) {
+  const CliResult plain = run_cli("simulate --model chain:10 --strategy sqrt");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("host tier"), std::string::npos) << plain.out;
+  const CliResult r = run_cli("simulate --model chain:10 --strategy every-k:3,offload:3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("host tier and time (device 5e+13 FLOP/s, host link 2.5e+10 bytes/s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("offload:3                         7 B            3 B          6"), std::string::npos) << r.out;
+}
+
+TEST(CliSimulate, BadRatesExitTwo) {
+  for (const char* flag : {"--link-bandwidth 0", "--device-flops fast", "--link-bandwidth -1G"}) {
+    const CliResult r = run_cli(std::string("simulate --model chain:4 --strategy offload ") + flag);
+    EXPECT_EQ(r.code, 2) << flag;
+    EXPECT_NE(r.err.find("must be a positive number"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}

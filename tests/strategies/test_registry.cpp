@@ -53,6 +53,10 @@ TEST(Registry, ArgumentsFollowTheTable) {
   for (const StrategyInfo& info : strategy_catalog()) {
     if (info.argument.empty()) {
       EXPECT_EQ(error_of(info.name + ":1"), "strategy '" + info.name + "' takes no argument (got '" + info.name + ":1')");
+    } else if (info.argument_optional) {
+      // The bare name builds the default; an empty argument is still an error.
+      EXPECT_EQ(make_strategy(info.name)->name(), info.name);
+      EXPECT_EQ(error_of(info.name + ":"), "strategy '" + info.name + "' needs an argument: " + info.name + ":" + info.argument);
     } else {
       const std::string want = "strategy '" + info.name + "' needs an argument: " + info.name + ":" + info.argument;
       EXPECT_EQ(error_of(info.name), want);
@@ -78,4 +82,16 @@ TEST(Registry, NamesKeepTheirArguments) {
   EXPECT_EQ(make_strategy("budget:2K")->name(), "budget:2048");
   EXPECT_EQ(make_strategy("manual:9,3,3")->name(), "manual:3,9");
   EXPECT_EQ(make_strategy("revolve:4")->name(), "revolve:4");
+}
+
+// "name+SPEC": only a wrapping entry takes another strategy, and names it in full.
+TEST(Registry, WrappersTakeAnotherSpec) {
+  EXPECT_EQ(make_strategy("offload+revolve:4")->name(), "offload+revolve:4");
+  std::string wrappers;
+  for (const StrategyInfo& info : strategy_catalog())
+    if (info.wrap) wrappers += (wrappers.empty() ? "" : ", ") + info.name + "+SPEC";
+  EXPECT_EQ(error_of("sqrt+store-all"), "strategy 'sqrt+store-all': only " + wrappers + " wraps another strategy");
+  EXPECT_EQ(error_of("offload+"), "strategy 'offload+' needs a strategy after '+': offload+sqrt");
+  EXPECT_EQ(error_of("offload+offload:2"), "strategy 'offload+offload:2': offload cannot wrap another offload");
+  EXPECT_EQ(error_of("offload+fastest").substr(0, 27), "unknown strategy 'fastest' ");
 }
