@@ -38,6 +38,7 @@ struct RunOptions {
   bool sync_each = false;
   InstructionLimit limit;
   std::string trace;
+  TimeModelFlags time;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -104,6 +105,29 @@ struct Row {
   bool reference;  // store-all added only to compare against
 };
 
+// Strategies that offload: both tiers predicted and measured, and the time
+// model's step beside the measured transfers.
+void print_host_tier_table(const std::vector<Row>& rows) {
+  if (std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.sim->sim.transfers > 0 && r.exec->ok(); }))
+    return;
+  std::printf("\nhost tier (offload): predicted and tracked per tier, the host pool's allocator, the time model\n");
+  std::printf("%-16s %14s %14s %14s %14s %14s %11s %11s %11s %12s\n", "strategy", "device pred.", "device tracked",
+              "host pred.", "host tracked", "host alloc.", "pred. step", "pred. stall", "transfers", "measured");
+  for (const auto& r : rows) {
+    const ExecResult& e = *r.exec;
+    const Simulation& s = r.sim->sim;
+    if (s.transfers == 0 || !e.ok()) continue;
+    char measured[32];
+    std::snprintf(measured, sizeof measured, "%.3f ms", e.transfer_ms);
+    std::printf("%-16s %14s %14s %14s %14s %14s %11s %11s %11lld %12s\n", r.sim->name.c_str(),
+                format_bytes(s.peak_bytes).c_str(), format_bytes(e.tracked_peak_bytes).c_str(),
+                format_bytes(s.peak_host_bytes).c_str(), format_bytes(e.host_tracked_peak_bytes).c_str(),
+                format_bytes(e.host_memory.allocator_peak).c_str(), format_seconds(s.time.step_s).c_str(),
+                format_seconds(s.time.stall_s).c_str(), static_cast<long long>(s.transfers), measured);
+  }
+  std::printf("measured: the offload and fetch instructions' own time (the CPU copies synchronously)\n");
+}
+
 void print_table(const Model& model, const Backend& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
@@ -131,6 +155,8 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
                 ref.ok() ? (same_loss_and_grads(e, ref) ? "yes" : "NO") : "-");
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+
+  print_host_tier_table(rows);
 
   // Where each allocator peak goes: the prediction is the tensors part.
   if (std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.exec->ok(); })) return;
@@ -183,6 +209,14 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
     j["grad_hash"] = hex64(e.grad_hash);
     j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
     j["instr_ms"] = e.instr_ms;
+    const Simulation& s = r.sim->sim;
+    j["predicted_peak_host_bytes"] = s.peak_host_bytes;
+    j["tracked_peak_host_bytes"] = e.host_tracked_peak_bytes;
+    j["host_allocator_peak_bytes"] = e.host_memory.allocator_peak;
+    j["transfers"] = s.transfers;
+    j["transfer_ms"] = e.transfer_ms;
+    j["predicted_time"] = {{"compute_s", s.time.compute_s}, {"transfer_s", s.time.transfer_s},
+                           {"stall_s", s.time.stall_s}, {"step_s", s.time.step_s}};
     strategies.push_back(std::move(j));
   }
   return {{"model", model_json(model)},
@@ -202,6 +236,7 @@ void run_run(const RunOptions& o) {
   const uint64_t limit = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
   if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive");
   if (!o.trace.empty()) check_trace_path(o.trace);
+  const TimeModel tm = time_model_of(o.time);
   const Model model = load_model(o.model);
   check_executable(model);
   auto specs = strategy_specs(o.strategies);
@@ -216,7 +251,7 @@ void run_run(const RunOptions& o) {
     specs.insert(specs.begin(), "store-all");
     added_reference = true;
   }
-  const auto sims = simulate_strategies(model, specs, {.limit = o.limit});
+  const auto sims = simulate_strategies(model, specs, {.limit = o.limit, .time = tm});
   for (const auto& r : sims) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
@@ -318,6 +353,7 @@ void add_run_command(CLI::App& app) {
                 "Wait for the device after every instruction, so that a kernel fault names the instruction that "
                 "launched it (slower; CUDA)");
   add_max_instructions_option(cmd, o->limit);
+  add_time_model_options(cmd, o->time);
   cmd->add_option("--trace", o->trace,
                   "Write a Chrome/Perfetto trace (.json): a slice per instruction with measured times, counters of "
                   "resident bytes predicted and measured (docs/pytorch.md)");

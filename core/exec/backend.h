@@ -126,6 +126,26 @@ class Backend {
   // Host to device copy into a tracked buffer (the input batch).
   virtual void upload(void* dst, const void* src, uint64_t bytes) = 0;
 
+  // ---- The host tier (offload/fetch, docs/memory-model.md): a second pool
+  // of host memory with its own tracked count and allocator. A backend
+  // without one says so (has_host_tier() false) and the executor refuses
+  // schedules that offload. Tracked like the device: exactly `bytes` each.
+  virtual bool has_host_tier() const { return false; }
+  virtual void* allocate_host(uint64_t /*bytes*/) { return nullptr; }
+  virtual void release_host(void* /*p*/) {}
+  virtual uint64_t host_peak_bytes() const { return 0; }  // tracked, since reset_peaks()
+  // Measured by the host pool's allocator (allocator_peak, reserved_peak, tensors).
+  virtual MemoryStats host_memory_stats() const { return {}; }
+  // offload: device -> host after the compute that wrote `device` (CUDA: on
+  // the copy stream, ordered by an event); the device buffer may be released
+  // right after the call (the backend keeps it alive until the copy is done).
+  virtual void copy_to_host(void* /*host*/, const void* /*device*/, uint64_t /*bytes*/) {}
+  // fetch: host -> device into a freshly allocated tracked buffer; the host
+  // buffer may be released right after the call. Compute that reads `device`
+  // waits for the copy only when wait_for_copy(device) is called before it.
+  virtual void copy_to_device(void* /*device*/, const void* /*host*/, uint64_t /*bytes*/) {}
+  virtual void wait_for_copy(const void* /*device*/) {}
+
   // ---- Compute. forward(v) reads A of v's inputs and writes A(v) (the loss
   // also stores its value for read_loss). backward(v) reads G(v) (the loss: 1)
   // and A of saved(v), adds into v's parameter gradients, and writes G of each

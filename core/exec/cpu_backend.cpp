@@ -31,7 +31,8 @@ uint64_t resident_set_bytes() { return proc_kib("/proc/self/status", "VmRSS:", 0
 
 }  // namespace
 
-CpuBackend::CpuBackend(HostAllocator::Options memory) : alloc_(memory) {}
+CpuBackend::CpuBackend(HostAllocator::Options memory)
+    : alloc_(memory), host_alloc_(HostAllocator::Options{.exact = memory.exact}) {}
 
 CpuBackend::~CpuBackend() { drop_baseline(); }
 
@@ -113,14 +114,36 @@ void CpuBackend::release(void* p) {
   live_ -= *asked;
 }
 
+void* CpuBackend::allocate_host(uint64_t bytes) {
+  void* p = host_alloc_.allocate(bytes, MemoryUse::Tensor);
+  if (!p) return nullptr;
+  host_live_ += bytes;
+  host_peak_ = std::max(host_peak_, host_live_);
+  return p;
+}
+
+void CpuBackend::release_host(void* p) {
+  const auto asked = host_alloc_.asked_bytes(p, MemoryUse::Tensor);
+  if (!asked) return;
+  host_alloc_.release(p);
+  host_live_ -= *asked;
+}
+
+void CpuBackend::copy_to_host(void* host, const void* device, uint64_t bytes) { std::memcpy(host, device, bytes); }
+
+void CpuBackend::copy_to_device(void* device, const void* host, uint64_t bytes) { std::memcpy(device, host, bytes); }
+
 void CpuBackend::begin_strategy() {
   alloc_.trim();
+  host_alloc_.trim();
   reset_peaks();
 }
 
 void CpuBackend::reset_peaks() {
   peak_ = live_;
   alloc_.reset_peaks();
+  host_peak_ = host_live_;
+  host_alloc_.reset_peaks();
 }
 
 MemoryStats CpuBackend::memory_stats() const {

@@ -10,6 +10,11 @@
 //   operating system's own view.
 // Scratch (Dense's pre-activation gradient, the discarded input gradient of
 // an op reading the model input) is sized at load() from op_exec.h.
+//
+// The host tier (offload/fetch) is a second HostAllocator, the host pool, in
+// the same mode as the first and without a capacity: its tracked count and
+// measured figures are separate from the "device" ones, and a copy is a
+// memcpy (synchronous: nothing to overlap with on one thread).
 #pragma once
 #include <chrono>
 #include <vector>
@@ -43,6 +48,14 @@ class CpuBackend final : public Backend {
   uint64_t device_free_bytes() const override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
 
+  bool has_host_tier() const override { return true; }
+  void* allocate_host(uint64_t bytes) override;
+  void release_host(void* p) override;
+  uint64_t host_peak_bytes() const override { return host_peak_; }
+  MemoryStats host_memory_stats() const override { return host_alloc_.stats(); }
+  void copy_to_host(void* host, const void* device, uint64_t bytes) override;
+  void copy_to_device(void* device, const void* host, uint64_t bytes) override;
+
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;
 
@@ -61,6 +74,8 @@ class CpuBackend final : public Backend {
 
   HostAllocator alloc_;
   uint64_t live_ = 0, peak_ = 0;
+  HostAllocator host_alloc_;  // the host tier
+  uint64_t host_live_ = 0, host_peak_ = 0;
   std::vector<void*> held_;        // baseline and scratch buffers, released at the next load()
   std::vector<uint64_t> numel_;    // per parameter tensor
   uint64_t baseline_bytes_ = 0;

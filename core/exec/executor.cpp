@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/op_exec.h"
+#include "core/instr_reads.h"
 #include "core/kernels/rng.h"
 #include "core/op_rules.h"
 #include "core/simulator.h"
@@ -20,14 +21,18 @@ namespace {
 // pointer into the owner's storage for a view. Only storages are allocated and
 // released; a storage stays while any op aliasing it (the owner or a view) is
 // resident, as the simulator counts it (holders).
+// host[v]: A(v)'s copy in the backend's host pool while it is offloaded;
+// fetched[v]: A(v) came back by a fetch whose copy no kernel has waited for yet.
 struct Resident {
   Backend& backend;
-  std::vector<void*> act, grad, aux, storage;
+  std::vector<void*> act, grad, aux, storage, host;
   std::vector<int32_t> holders;
+  std::vector<uint8_t> fetched;
   Resident(Backend& b, int n)
       : backend(b), act(static_cast<std::size_t>(n), nullptr), grad(static_cast<std::size_t>(n), nullptr),
         aux(static_cast<std::size_t>(n), nullptr), storage(static_cast<std::size_t>(n), nullptr),
-        holders(static_cast<std::size_t>(n), 0) {}
+        host(static_cast<std::size_t>(n), nullptr), holders(static_cast<std::size_t>(n), 0),
+        fetched(static_cast<std::size_t>(n), 0) {}
   ~Resident() { release_all(); }
   void release_all() {
     for (auto* list : {&storage, &grad, &aux}) {
@@ -36,8 +41,13 @@ struct Resident {
         p = nullptr;
       }
     }
+    for (void*& p : host) {
+      if (p) backend.release_host(p);
+      p = nullptr;
+    }
     std::fill(act.begin(), act.end(), nullptr);
     std::fill(holders.begin(), holders.end(), 0);
+    std::fill(fetched.begin(), fetched.end(), 0);
   }
   // A(v) is no longer needed: its storage goes when its last holder does.
   void drop_act(const Model& model, std::size_t v) {
@@ -123,7 +133,10 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
                           const ExecOptions& options) {
   check_executable(model);
   if (options.repeat < 1) throw InputError("repeat must be at least 1, got " + std::to_string(options.repeat));
-  (void)simulate(model, schedule);  // validated: every read below is of a resident tensor
+  const Simulation sim = simulate(model, schedule, {.timeline = false});  // validated: every read below is of a resident tensor
+  if (sim.transfers > 0 && !backend.has_host_tier())
+    throw InputError("the " + backend.name() + " backend has no host tier: strategy '" + schedule.strategy +
+                     "' offloads tensors to host memory");
 
   const int n = model.size();
   const auto& code = schedule.code;
@@ -151,6 +164,13 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   };
   // "what" of the OOM message: a tracked tensor, or the backend's own memory.
   std::string oom_what;
+  auto alloc_host = [&](uint64_t bytes) -> void* {
+    void* p = backend.allocate_host(bytes);
+    if (!p)
+      throw DeviceOutOfMemory("the host pool could not allocate " + bytes_str(bytes) + " for an offload", bytes,
+                              std::numeric_limits<uint64_t>::max());
+    return p;
+  };
   auto alloc = [&](uint64_t bytes, int64_t at) -> void* {
     const uint64_t live = backend.live_bytes();
     if (options.memory_limit && live + bytes > options.memory_limit)
@@ -186,6 +206,16 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
         const auto v = static_cast<std::size_t>(ins.op);
         const Op& op = model.op(ins.op);
         at = static_cast<int64_t>(i);
+        // A kernel reading a fetched tensor waits for its copy (CUDA: an event
+        // on the copy stream), not the fetch instruction itself: the copy
+        // overlaps the compute in between.
+        if (const OpIds* reads = activation_reads(model, ins)) {
+          for (int u : *reads) {
+            auto& f = r.fetched[static_cast<std::size_t>(u)];
+            if (f) backend.wait_for_copy(r.act[static_cast<std::size_t>(u)]);
+            f = 0;
+          }
+        }
         switch (ins.kind) {
           case InstrKind::Fwd:
             if (op.view) {
@@ -222,6 +252,21 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
             backend.release(r.aux[v]);
             r.aux[v] = nullptr;
             break;
+          // v owns its storage and no view holds it (simulate() checked): the bytes move whole.
+          case InstrKind::Offload:
+            r.host[v] = alloc_host(op.bytes);
+            backend.copy_to_host(r.host[v], r.storage[v], op.bytes);
+            r.drop_act(model, v);
+            r.fetched[v] = 0;
+            break;
+          case InstrKind::Fetch:
+            r.storage[v] = r.act[v] = alloc(op.bytes, at);
+            r.holders[v] = 1;
+            backend.copy_to_device(r.storage[v], r.host[v], op.bytes);
+            backend.release_host(r.host[v]);
+            r.host[v] = nullptr;
+            r.fetched[v] = 1;
+            break;
         }
         if (options.sync_each) backend.synchronize();
         backend.mark(i + 1);
@@ -234,6 +279,8 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
       r.release_all();
       res.tracked_peak_bytes = backend.peak_bytes();
       res.memory = backend.memory_stats();
+      res.host_tracked_peak_bytes = backend.host_peak_bytes();
+      res.host_memory = backend.host_memory_stats();
       if (timed) {
         res.run_ms.push_back(marks.back());
         for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];
@@ -292,6 +339,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
     res.instr_ms[i] = instr_sum[i] / static_cast<double>(options.repeat);
     sum += res.instr_ms[i];
     if (recompute[i]) res.recompute_ms += res.instr_ms[i];
+    if (code[i].kind == InstrKind::Offload || code[i].kind == InstrKind::Fetch) res.transfer_ms += res.instr_ms[i];
   }
   res.recompute_share = sum > 0 ? res.recompute_ms / sum : 0;
   return res;

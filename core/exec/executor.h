@@ -58,12 +58,18 @@ struct ExecResult {
   // last timed run (backend.h: MemoryStats; docs/run.md).
   MemoryStats memory;
   uint64_t baseline_bytes = 0;      // parameters, their gradients, target, loss (as asked)
+  // The host tier (schedules that offload): the executor's count of bytes in
+  // the backend's host pool (equal to the simulated peak_host_bytes by
+  // construction) and what that pool's allocator measured.
+  uint64_t host_tracked_peak_bytes = 0;
+  MemoryStats host_memory;
 
   std::vector<double> run_ms;       // total time of each timed run
   double time_ms = 0;               // median of run_ms
   std::vector<double> instr_ms;     // per instruction index, mean over the timed runs
   double recompute_ms = 0;          // of fwd instructions that recompute (from instr_ms)
   double recompute_share = 0;       // recompute_ms / sum(instr_ms)
+  double transfer_ms = 0;           // of offload and fetch instructions (from instr_ms)
 
   bool ok() const { return status == ExecStatus::Ok; }
 };
@@ -80,7 +86,9 @@ HostData make_host_data(const Model& model, uint64_t seed);
 void check_executable(const Model& model);
 
 // Runs `schedule` (validated here with simulate(); a ScheduleError propagates)
-// 1 + repeat times. Out of memory and cancellation are results, not exceptions.
+// 1 + repeat times. A schedule that offloads needs a backend with a host tier
+// (InputError otherwise): offload copies A(v) into the host pool and releases
+// its device storage; fetch allocates it again and copies it back. Out of memory and cancellation are results, not exceptions.
 // Loads the model's baseline into the backend first (load()).
 ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options);
 // Same, with the baseline already loaded by the caller: `data` is what

@@ -28,6 +28,19 @@ class ForwardingBackend : public Backend {
   std::string recover(const Model& m, const HostData& d) override { return inner_.recover(m, d); }
   void upload(void* dst, const void* src, uint64_t bytes) override { inner_.upload(dst, src, bytes); }
 
+  bool has_host_tier() const override { return inner_.has_host_tier(); }
+  void* allocate_host(uint64_t bytes) override { return inner_.allocate_host(bytes); }
+  void release_host(void* p) override { inner_.release_host(p); }
+  uint64_t host_peak_bytes() const override { return inner_.host_peak_bytes(); }
+  MemoryStats host_memory_stats() const override { return inner_.host_memory_stats(); }
+  void copy_to_host(void* host, const void* device, uint64_t bytes) override {
+    inner_.copy_to_host(host, device, bytes);
+  }
+  void copy_to_device(void* device, const void* host, uint64_t bytes) override {
+    inner_.copy_to_device(device, host, bytes);
+  }
+  void wait_for_copy(const void* device) override { inner_.wait_for_copy(device); }
+
   void forward(const Model& m, int op, const TensorTable& t) override { inner_.forward(m, op, t); }
   void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {
     inner_.backward(m, op, t, acc);

@@ -137,3 +137,31 @@ TEST(CliRun, DumpWritesTheTensors) {
 }
 
 }  // namespace
+
+namespace {
+
+// chain:10:16 with offload:3: device 7 x 16 bytes, host 3 x 16
+// (tests/strategies/test_offload.cpp derives the tensor counts).
+TEST(CliRun, OffloadMeasuredTiersEqualPredicted) {
+  const CliResult r = run_cli("run --model chain:10:16 --strategy offload:3 --backend cpu --repeat 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& s = j["strategies"][1];
+  EXPECT_EQ(s["name"], "offload:3");
+  EXPECT_EQ(s["predicted_peak_bytes"], 7 * 16);
+  EXPECT_EQ(s["tracked_peak_bytes"], 7 * 16);
+  EXPECT_EQ(s["predicted_peak_host_bytes"], 3 * 16);
+  EXPECT_EQ(s["tracked_peak_host_bytes"], 3 * 16);
+  EXPECT_GE(s["host_allocator_peak_bytes"].get<uint64_t>(), 3u * 16);
+  EXPECT_EQ(s["transfers"], 6);
+  EXPECT_EQ(s["matches_store_all"], true);
+  EXPECT_EQ(s["grad_hash"], j["strategies"][0]["grad_hash"]);
+
+  const CliResult t = run_cli("run --model chain:10:16 --strategy offload:3 --backend cpu --repeat 1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("host tier (offload)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("offload:3                 112 B          112 B           48 B           48 B"), std::string::npos)
+      << t.out;
+}
+
+}  // namespace
