@@ -36,6 +36,8 @@ void CudaBackend::create() {
   name_ = std::string("cuda: ") + prop.name;
   try {
     CUDA_CHECK_THROW(cudaStreamCreateWithFlags(&state_.stream, cudaStreamNonBlocking));
+    CUDA_CHECK_THROW(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    host_pool_ = std::make_unique<PinnedHostPool>();
     CUBLAS_CHECK_THROW(cublasCreate(&state_.cublas));
     pool_ = std::make_unique<DevicePool>(device_, state_.stream);
     timer_ = std::make_unique<EventTimer>(state_.stream);
@@ -56,6 +58,11 @@ void CudaBackend::create() {
 
 void CudaBackend::destroy() {
   if (state_.stream) (void)cudaStreamSynchronize(state_.stream);
+  if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
+  drop_copy_events();
+  host_pool_.reset();
+  if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
+  copy_stream_ = nullptr;
   timer_.reset();
   held_.clear();
   pool_.reset();  // frees everything still held (workspace, baseline, tensors), in stream order
@@ -199,7 +206,79 @@ void* CudaBackend::allocate(uint64_t bytes) {
 }
 
 void CudaBackend::release(void* p) {
-  if (pool_->asked_bytes(p, MemoryUse::Tensor)) pool_->release(p);
+  if (!pool_->asked_bytes(p, MemoryUse::Tensor)) return;
+  if (const auto it = offloading_.find(p); it != offloading_.end()) {
+    // An offload still reads it: freed after that copy, without stalling the compute.
+    (void)cudaEventDestroy(it->second);
+    offloading_.erase(it);
+    pool_->release_on(p, copy_stream_);
+    return;
+  }
+  if (const auto it = fetching_.find(p); it != fetching_.end()) {
+    // Fetched but never read: the copy must land before the bytes go back.
+    (void)cudaStreamWaitEvent(state_.stream, it->second, 0);
+    (void)cudaEventDestroy(it->second);
+    fetching_.erase(it);
+  }
+  pool_->release(p);
+}
+
+// ---- Host tier ------------------------------------------------------------------
+
+cudaEvent_t CudaBackend::record_on(cudaStream_t stream) {
+  cudaEvent_t e = nullptr;
+  CUDA_CHECK_THROW(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CUDA_CHECK_THROW(cudaEventRecord(e, stream));
+  return e;
+}
+
+void CudaBackend::drop_copy_events() {
+  for (auto* m : {&offloading_, &fetching_, &host_reads_}) {
+    for (auto& [p, e] : *m) (void)cudaEventDestroy(e);
+    m->clear();
+  }
+}
+
+void* CudaBackend::allocate_host(uint64_t bytes) {
+  return guarded([&] { return host_pool_->allocate(bytes); });
+}
+
+void CudaBackend::release_host(void* p) {
+  cudaEvent_t reading = nullptr;
+  if (const auto it = host_reads_.find(p); it != host_reads_.end()) {
+    reading = it->second;
+    host_reads_.erase(it);
+  }
+  host_pool_->release(p, reading);  // reused only once the fetch reading it is done
+}
+
+void CudaBackend::copy_to_host(void* host, const void* device, uint64_t bytes) {
+  guarded([&] {
+    cudaEvent_t written = record_on(state_.stream);  // the compute that made the tensor
+    CUDA_CHECK_THROW(cudaStreamWaitEvent(copy_stream_, written, 0));
+    (void)cudaEventDestroy(written);  // released once it completes
+    if (bytes) CUDA_CHECK_THROW(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, copy_stream_));
+    offloading_[device] = record_on(copy_stream_);
+  });
+}
+
+void CudaBackend::copy_to_device(void* device, const void* host, uint64_t bytes) {
+  guarded([&] {
+    cudaEvent_t allocated = record_on(state_.stream);  // the pool handed `device` out in this stream's order
+    CUDA_CHECK_THROW(cudaStreamWaitEvent(copy_stream_, allocated, 0));
+    (void)cudaEventDestroy(allocated);
+    if (bytes) CUDA_CHECK_THROW(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    fetching_[device] = record_on(copy_stream_);
+    host_reads_[host] = record_on(copy_stream_);
+  });
+}
+
+void CudaBackend::wait_for_copy(const void* device) {
+  const auto it = fetching_.find(device);
+  if (it == fetching_.end()) return;
+  guarded([&] { CUDA_CHECK_THROW(cudaStreamWaitEvent(state_.stream, it->second, 0)); });
+  (void)cudaEventDestroy(it->second);
+  fetching_.erase(it);
 }
 
 uint64_t CudaBackend::live_bytes() const { return pool_->asked_bytes(MemoryUse::Tensor); }
@@ -208,12 +287,16 @@ uint64_t CudaBackend::peak_bytes() const { return pool_->tensor_peak_bytes(); }
 void CudaBackend::begin_strategy() {
   guarded([&] {
     pool_->trim();
+    host_pool_->trim();
     reset_peaks();
   });
 }
 
 void CudaBackend::reset_peaks() {
-  guarded([&] { pool_->reset_peaks(); });
+  guarded([&] {
+    pool_->reset_peaks();
+    host_pool_->reset_peaks();
+  });
 }
 
 MemoryStats CudaBackend::memory_stats() const {
@@ -313,7 +396,10 @@ std::vector<float> CudaBackend::read_param_grad(std::size_t index) {
 // ---- Synchronisation and timing -------------------------------------------------
 
 void CudaBackend::synchronize() {
-  guarded([&] { CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream)); });
+  guarded([&] {
+    CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
+    CUDA_CHECK_THROW(cudaStreamSynchronize(copy_stream_));
+  });
 }
 
 void CudaBackend::begin_marks(std::size_t count) {

@@ -18,18 +18,28 @@
 // DeviceOutOfMemory (everything else, CUBLAS_STATUS_ALLOC_FAILED included); a
 // kernel fault is DeviceFault and leaves the backend unhealthy until
 // recover() resets the device; other CUDA failures are CudaError.
+//
+// The host tier (offload/fetch): pinned host buffers (pinned_host_pool.h) and
+// a second, copy stream. Events order it against the compute stream: an
+// offload's copy waits for the compute that wrote the tensor, and its device
+// buffer is freed in the copy stream's order (so the pool reuses it only
+// after the copy); a fetch's copy waits for its buffer's allocation, and the
+// compute waits for the copy only before the first kernel that reads it
+// (wait_for_copy), so the copy overlaps the compute in between.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/exec/backend.h"
 #include "gpu/backend/cuda_ops.h"
 #include "gpu/backend/device_allocator.h"
 #include "gpu/backend/event_timer.h"
+#include "gpu/backend/pinned_host_pool.h"
 
 namespace remat::cuda {
 
@@ -57,6 +67,15 @@ class CudaBackend final : public remat::Backend {
   std::string recover(const Model& model, const HostData& data) override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
 
+  bool has_host_tier() const override { return true; }
+  void* allocate_host(uint64_t bytes) override;
+  void release_host(void* p) override;
+  uint64_t host_peak_bytes() const override { return host_pool_ ? host_pool_->tracked_peak_bytes() : 0; }
+  MemoryStats host_memory_stats() const override { return host_pool_ ? host_pool_->stats() : MemoryStats{}; }
+  void copy_to_host(void* host, const void* device, uint64_t bytes) override;
+  void copy_to_device(void* device, const void* host, uint64_t bytes) override;
+  void wait_for_copy(const void* device) override;
+
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;
 
@@ -79,6 +98,9 @@ class CudaBackend final : public remat::Backend {
   void create();   // stream, handle, pool, workspace, timer; throws CudaError
   void destroy();  // the reverse; never throws
   void drop_baseline();
+  // An event recorded now on `stream` (no timing).
+  cudaEvent_t record_on(cudaStream_t stream);
+  void drop_copy_events();  // after both streams are idle
   // A pool buffer that must exist: DeviceOutOfMemory naming `what` when it cannot.
   // `counted`: the payload when `bytes` includes our own layout's padding.
   void* hold(uint64_t bytes, MemoryUse use, const char* what, std::optional<uint64_t> counted = std::nullopt);
@@ -92,6 +114,12 @@ class CudaBackend final : public remat::Backend {
   uint64_t workspace_bytes_ = 0;
   std::unique_ptr<DevicePool> pool_;
   std::unique_ptr<EventTimer> timer_;
+  cudaStream_t copy_stream_ = nullptr;
+  std::unique_ptr<PinnedHostPool> host_pool_;
+  // Copies in flight, by the buffer they use: device buffers an offload still
+  // reads (freed on the copy stream), device buffers a fetch still writes
+  // (waited for before a kernel reads them), host buffers a fetch still reads.
+  std::unordered_map<const void*, cudaEvent_t> offloading_, fetching_, host_reads_;
   CudaOpState state_;
   std::vector<void*> held_;        // baseline, scratch and workspace buffers
   std::vector<uint64_t> numel_;    // per parameter tensor

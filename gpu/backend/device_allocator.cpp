@@ -56,12 +56,14 @@ void* DevicePool::allocate(uint64_t bytes, MemoryUse use, std::optional<uint64_t
   return p;
 }
 
-void DevicePool::release(void* p) {
+void DevicePool::release(void* p) { release_on(p, stream_); }
+
+void DevicePool::release_on(void* p, cudaStream_t stream) {
   auto it = blocks_.find(p);
   if (it == blocks_.end()) return;
   asked_[static_cast<int>(it->second.use)] -= it->second.asked;
   blocks_.erase(it);
-  if (cudaFreeAsync(p, stream_) != cudaSuccess) (void)cudaGetLastError();
+  if (cudaFreeAsync(p, stream) != cudaSuccess) (void)cudaGetLastError();
 }
 
 std::optional<uint64_t> DevicePool::asked_bytes(void* p, MemoryUse use) const {

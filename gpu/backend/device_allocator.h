@@ -34,6 +34,8 @@ class DevicePool {
   // Stream-ordered free; unknown pointers are ignored. Never throws (it runs
   // in destructors); a sticky error shows again at the next checked call.
   void release(void* p);
+  // The same, in `stream`'s order (another stream still reading p: the copy stream).
+  void release_on(void* p, cudaStream_t stream);
   // The bytes asked for p when it is a live block of that use.
   std::optional<uint64_t> asked_bytes(void* p, MemoryUse use) const;
 
