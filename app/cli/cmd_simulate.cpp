@@ -15,6 +15,7 @@
 #include "core/step_memory.h"
 #include "core/spec_parse.h"
 #include "core/strategies/registry.h"
+#include "core/time_model.h"
 
 namespace remat::cli {
 namespace {
@@ -144,8 +145,15 @@ void run_simulate(const SimulateOptions& o) {
   const int k = ks[0];
   const Model model = micro_batch(load_model(o.model), k);
   // The table needs the figures only; the timelines are 8 bytes per instruction.
-  const auto runs =
-      simulate_strategies(model, specs, {.limit = o.limit, .timelines = o.json || !o.csv.empty(), .time = tm});
+  // The time model is a second pass over each schedule: the JSON carries it
+  // for every strategy, the table only when some strategy offloads (below).
+  auto runs = simulate_strategies(model, specs,
+                                  {.limit = o.limit,
+                                   .timelines = o.json || !o.csv.empty(),
+                                   .time = o.json ? std::optional<TimeModel>(tm) : std::nullopt});
+  if (!o.json && std::any_of(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.sim.transfers > 0; }))
+    for (auto& r : runs)
+      if (r.ok()) r.sim.time = predict_step_time(model, r.schedule, tm);
   for (const auto& r : runs) {
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   }
