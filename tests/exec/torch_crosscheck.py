@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Cross-checks `remat run --dump` against PyTorch autograd (MLPs, transformers without
-attention, ResNets: convolution, batch norm, pooling, views).
+attention, ResNets: convolution, batch norm, pooling, views; GPTs: token
+embedding, learned position table, causal attention with its scale and mask,
+dropout with remat's own masks).
 
 Runs remat on a model with a recomputing strategy, reads DIR/model.json (or the
 graph in the safetensors metadata when model.json is absent) and
@@ -135,6 +137,22 @@ def apply_op(op, acts, param, t):
         y = x[tuple(idx)]
     elif kind == "Expand":
         y = x.expand(op["shape"])
+    elif kind == "Embedding":
+        y = F.embedding(x, param(v, "weight"))
+    elif kind in ("MulConst", "DivConst", "AddConst"):
+        shape = op.get("const_shape", [])
+        if op.get("learned"):
+            c = param(v, "weight")
+        else:
+            c = torch.tensor(t[f"const.{v}"].astype(np.float64), dtype=x.dtype)
+        c = c.reshape(shape)
+        y = x * c if kind == "MulConst" else x / c if kind == "DivConst" else x + c
+    elif kind == "MaskedFill":
+        mask = torch.tensor(t[f"const.{v}"].astype(bool)).reshape(op.get("const_shape", []))
+        fill = op.get("fill", "-inf")  # model.json writes infinities as strings, the dump's metadata as null
+        y = x.masked_fill(mask, float(fill) if fill is not None else float("-inf"))
+    elif kind == "MatMul":
+        y = torch.matmul(x, acts[ins[1]])
     else:
         raise SystemExit(f"op {v}: cannot rebuild a {kind}")
     if "shape" in op and op["shape"]:
@@ -157,7 +175,8 @@ def rebuild(ops, t):
         v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
         x = acts[ins[0]] if ins else None
         if kind == "Input":
-            acts[v] = torch.tensor(t["input"], dtype=torch.float64)
+            ids = t["input"].dtype.kind == "i"  # token ids
+            acts[v] = torch.tensor(t["input"].astype(np.int64)) if ids else torch.tensor(t["input"], dtype=torch.float64)
             continue
         if kind == "MSELoss":
             return F.mse_loss(x, torch.tensor(t["target"], dtype=torch.float64)), leaves
