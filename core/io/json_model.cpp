@@ -254,6 +254,8 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       if (a.learned) j["learned"] = true;
       if (op.kind == OpKind::MaskedFill && is_causal_mask(a.const_shape, a.values)) {
         j["values"] = "causal";
+      } else if (a.values.size() == 1 && a.const_shape.empty()) {
+        j["values"] = float_json(a.values.data()[0]);  // a scalar
       } else if (!a.values.empty()) {
         auto& vals = j["values"] = nlohmann::ordered_json::array();
         for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
