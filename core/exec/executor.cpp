@@ -332,7 +332,7 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
   };
   const uint64_t baseline = baseline_bytes_of(model);
   if (const uint64_t free = backend.device_free_bytes(); baseline > free)
-    return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss)");
+    return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss, constants)");
   HostData generated = make_host_data(model, options.seed);
   const HostData& data = data_out ? (*data_out = std::move(generated)) : generated;
   try {
