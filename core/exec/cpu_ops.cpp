@@ -27,12 +27,14 @@ void store_loss(CpuOpState& s, const OpCall& c, float loss) {
 
 void fwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  cpu::linear_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols());
+  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  cpu::linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols());
 }
 void bwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  cpu::linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), s.param_grad(c.v, 1),
-                  x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0));
+  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  cpu::linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(),
+                  x.cols(), c.op.cols(), c.dx(0) && c.acc(0));
 }
 
 void fwd_dense(CpuOpState& s, const OpCall& c) {

@@ -17,7 +17,12 @@ std::vector<ParamSpec> linear_params(const Model& m, int v) {
   const int64_t in = m.op(op.inputs.at(0)).cols();
   return {{"weight", {op.cols(), in}, ParamInit::FanIn}, {"bias", {op.cols()}, ParamInit::FanIn}};
 }
-std::vector<ParamSpec> params_linear(const Model& m, int v) { return linear_params(m, v); }
+// A Linear without bias (`"bias": false`, GPT's vocabulary projection) has no bias tensor, as in PyTorch.
+std::vector<ParamSpec> params_linear(const Model& m, int v) {
+  std::vector<ParamSpec> p = linear_params(m, v);
+  if (!m.op(v).attrs.bias) p.pop_back();
+  return p;
+}
 std::vector<ParamSpec> params_dense(const Model& m, int v) { return linear_params(m, v); }
 std::vector<ParamSpec> params_layernorm(const Model& m, int v) {
   const int64_t cols = m.op(v).cols();

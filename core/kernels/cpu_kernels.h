@@ -14,7 +14,8 @@ namespace remat::cpu {
 
 enum class Act : int { None = 0, ReLU = 1, Tanh = 2, GELU = 3, Sigmoid = 4, SiLU = 5 };
 
-// y (rows, out) = x (rows, in) · Wᵀ + b;  W is (out, in) as in PyTorch, b is (out).
+// y (rows, out) = x (rows, in) · Wᵀ + b;  W is (out, in) as in PyTorch, b is (out)
+// or null (no bias; then db is null too).
 void linear_fwd(const float* x, const float* W, const float* b, float* y,
                 int64_t rows, int64_t in, int64_t out);
 // dx (rows, in) = dy · W;  dW (out, in) += dyᵀ · x;  db (out) += Σ_rows dy.

@@ -26,12 +26,14 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
 
 void fwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  linear_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
+  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
+  linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
 }
 void bwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), s.param_grad(c.v, 1),
-             x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
+  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(), x.cols(),
+             c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
 }
 
 void fwd_dense(CudaOpState& s, const OpCall& c) {

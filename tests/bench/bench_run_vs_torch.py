@@ -69,7 +69,8 @@ def torch_step_fn(ops, sqrt):
                 params[f"{v}.bias"] = (torch.rand(op["channels"]) - 0.5).requires_grad_()
         elif kind in ("Linear", "Dense"):
             params[f"{v}.weight"] = (torch.rand(op["shape"][-1], shapes[op["inputs"][0]][-1]) - 0.5).requires_grad_()
-            params[f"{v}.bias"] = (torch.rand(op["shape"][-1]) - 0.5).requires_grad_()
+            if op.get("bias", True):
+                params[f"{v}.bias"] = (torch.rand(op["shape"][-1]) - 0.5).requires_grad_()
         elif kind == "Embedding":
             params[f"{v}.weight"] = (0.1 * torch.rand(op["vocab"], op["shape"][-1])).requires_grad_()
         elif kind == "AddConst" and op.get("learned"):

@@ -102,7 +102,7 @@ def apply_op(op, acts, param, t):
     v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
     x = acts[ins[0]] if ins else None
     if kind in ("Linear", "Dense"):
-        y = F.linear(x, param(v, "weight"), param(v, "bias"))
+        y = F.linear(x, param(v, "weight"), param(v, "bias") if op.get("bias", True) else None)
         a = op.get("activation", "none")
         if kind == "Dense" and a == "relu":
             y = torch.relu(y)
