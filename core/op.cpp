@@ -76,4 +76,21 @@ uint64_t tensor_bytes(std::span<const int64_t> shape, DType dtype) {
   return n;
 }
 
+ConstValues causal_mask_values(int64_t seq) {
+  auto m = std::make_shared<std::vector<float>>(static_cast<std::size_t>(seq * seq), 0.0f);
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = i + 1; j < seq; ++j) (*m)[static_cast<std::size_t>(i * seq + j)] = 1.0f;
+  return ConstValues{std::move(m)};
+}
+
+bool is_causal_mask(const std::vector<int64_t>& shape, const ConstValues& c) {
+  if (shape.size() < 2 || c.empty()) return false;
+  const int64_t seq = shape.back();
+  if (shape[shape.size() - 2] != seq || static_cast<int64_t>(c.size()) != seq * seq) return false;
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = 0; j < seq; ++j)
+      if ((c.data()[i * seq + j] != 0.0f) != (j > i)) return false;
+  return true;
+}
+
 }  // namespace remat

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,6 +47,24 @@ uint64_t dtype_size(DType d);
 std::string_view activation_name(Activation a);
 bool parse_activation(std::string_view s, Activation& out);
 
+// A constant's values, row-major over its shape. Shared, so that copying a
+// Model stays cheap (one causal mask serves every block of a GPT); compared
+// by value.
+struct ConstValues {
+  std::shared_ptr<const std::vector<float>> values;
+  bool empty() const { return !values || values->empty(); }
+  std::size_t size() const { return values ? values->size() : 0; }
+  const float* data() const { return values ? values->data() : nullptr; }
+  bool operator==(const ConstValues& o) const {
+    return empty() ? o.empty() : !o.empty() && (values == o.values || *values == *o.values);
+  }
+};
+
+// A causal mask over (seq, seq): 1 above the diagonal (a position never sees a later one).
+ConstValues causal_mask_values(int64_t seq);
+// Whether `c` over `shape` (…, seq, seq, leading dims 1) is that mask.
+bool is_causal_mask(const std::vector<int64_t>& shape, const ConstValues& c);
+
 // Attributes of the kinds that take them (op_rules.cpp says which reads what).
 struct OpAttrs {
   int64_t channels = 0;            // Conv: output channels
@@ -61,6 +80,12 @@ struct OpAttrs {
   std::vector<int64_t> perm;       // Transpose
   int64_t start = 0, end = 0, step = 1;  // Slice along axis: [start, end) by step
   std::vector<int64_t> const_shape;      // *Const, MaskedFill: the constant's shape ([] = scalar)
+  // *Const: the constant's values (one for a scalar); MaskedFill: its mask
+  // (non-zero: filled). Empty: unknown, the op is simulate-only. A learned
+  // AddConst's values are its parameter's initial values (optional).
+  ConstValues values;
+  float fill = -std::numeric_limits<float>::infinity();  // MaskedFill: the value written where the mask is set
+  bool learned = false;  // AddConst: the constant is a parameter with a gradient (a learned position table)
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -325,6 +325,15 @@ void rule_const(Derivation& d) {  // MulConst, DivConst, AddConst, MaskedFill
   d.fwd = d.bwd = d.n();
   // Nothing activation-sized: the gradient needs only the constant (a
   // parameter, buffer or scalar: baseline).
+  const Op& op = d.op;
+  const auto cn = static_cast<uint64_t>(product(op.attrs.const_shape));
+  if (!op.attrs.values.empty() && op.attrs.values.size() != cn)
+    d.fail("the constant has " + std::to_string(op.attrs.values.size()) + " values, its shape " +
+           shape_string(op.attrs.const_shape) + " holds " + std::to_string(cn));
+  if (op.attrs.learned) {
+    if (op.kind != OpKind::AddConst) d.fail("only an AddConst's constant can be learned");
+    d.params = tensor_bytes(op.attrs.const_shape, op.dtype);
+  }
 }
 
 void rule_concat(Derivation& d) {
@@ -488,8 +497,27 @@ uint64_t buffer_bytes(const Op& op) {
   return std::min(op.param_bytes, batchnorm_buffer_bytes(op.shape[1]));
 }
 
+// The constant kernels need the values and a constant that repeats over the
+// input: its shape, without leading 1s, equals the input's last dimensions.
+static bool const_kernel_ready(const Op& op) {
+  if (op.kind != OpKind::MulConst && op.kind != OpKind::DivConst && op.kind != OpKind::AddConst &&
+      op.kind != OpKind::MaskedFill)
+    return true;
+  const auto& cs = op.attrs.const_shape;
+  if (op.attrs.values.size() != static_cast<std::size_t>(product(cs)) && !(op.attrs.learned && op.attrs.values.empty())) return false;
+  std::size_t lead = 0;
+  while (lead < cs.size() && cs[lead] == 1) ++lead;
+  const std::size_t r = cs.size() - lead;
+  if (r > op.shape.size()) return false;
+  return std::equal(cs.begin() + static_cast<std::ptrdiff_t>(lead), cs.end(), op.shape.end() - static_cast<std::ptrdiff_t>(r));
+}
+
 bool executable(const Op& op) {
-  if (op.simulate_only || op.dtype != DType::F32) return false;
+  if (op.simulate_only) return false;
+  // Token ids: an integer input (the Embedding reads it; check_executable
+  // refuses other readers).
+  if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64)) return op.bytes >= tensor_bytes(op.shape, op.dtype);
+  if (op.dtype != DType::F32) return false;
   if (op.kind != OpKind::Input && !exec_listed(op.kind)) return false;
   if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return false;
   if (!kernel_attr_problem(op).empty()) return false;
@@ -505,6 +533,10 @@ bool executable(const Op& op) {
   // The softmax kernel normalises rows: the last axis only.
   if (op.kind == OpKind::Softmax && op.attrs.axis != -1 && op.attrs.axis != static_cast<int64_t>(op.shape.size()) - 1)
     return false;
+  if (!const_kernel_ready(op)) return false;
+  // The batched product multiplies equal batches (no broadcast), one operand
+  // per input.
+  if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1]) return false;
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }

@@ -8,6 +8,7 @@
 // projection (no bias; GPT-2 ties it to the token embedding, counted here as
 // separate parameters) and cross-entropy.
 #include <cmath>
+#include <memory>
 
 #include "core/errors.h"
 #include "core/preset_models.h"
@@ -69,10 +70,13 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
   Op wte = add(OpKind::Embedding, "wte", {x}, {batch, seq, d});
   wte.attrs.vocab = vocab;
   x = put(std::move(wte));
-  Op wpe = add(OpKind::AddConst, "wpe", {x});  // + the position table's first SEQ rows
+  Op wpe = add(OpKind::AddConst, "wpe", {x});  // + the learned position table's first SEQ rows
   wpe.attrs.const_shape = {seq, d};
-  wpe.param_bytes = tensor_bytes({seq, d}, dtype);
+  wpe.attrs.learned = true;
   x = put(std::move(wpe));
+  // The constants every block shares: attention's scale and the causal mask.
+  const ConstValues scale_value{std::make_shared<const std::vector<float>>(1, 1.0f / std::sqrt(static_cast<float>(hs)))};
+  const ConstValues causal_mask = causal_mask_values(seq);
   x = put(add(OpKind::Dropout, "drop", {x}));
   for (int b = 0; b < layers; ++b) {
     const std::string p = "h" + std::to_string(b) + ".";
@@ -84,9 +88,11 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
     const int v = transpose(p + "attn.v", put(add(OpKind::Reshape, p + "attn.v.view", {slice(p + "attn.v.split", qkv, 2 * d)}, heads4)), {0, 2, 1, 3});
     int a = put(add(OpKind::MatMul, p + "attn.q@kT", {q, k}));
     Op scale = add(OpKind::MulConst, p + "attn.scale", {a});  // 1/sqrt(head size)
+    scale.attrs.values = scale_value;
     a = put(std::move(scale));
     Op mask = add(OpKind::MaskedFill, p + "attn.mask", {a});  // -inf above the diagonal
     mask.attrs.const_shape = {1, 1, seq, seq};
+    mask.attrs.values = causal_mask;
     a = put(std::move(mask));
     Op sm = add(OpKind::Softmax, p + "attn.softmax", {a});
     sm.attrs.axis = -1;

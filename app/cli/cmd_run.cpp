@@ -133,7 +133,7 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
               model.size(), backend.name().c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
-  std::printf("baseline outside the strategies (parameters, their gradients, target, loss): %s\n",
+  std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
   std::printf("%-16s %14s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", "strategy", "predicted peak", "tracked peak",
               "allocator peak", "reserved peak", "time", "vs store", "recompute", "loss", "grad hash", "same");

@@ -85,6 +85,15 @@ void CpuBackend::load(const Model& model, const HostData& data) {
   state_.labels = labels;
   (void)hold(4, MemoryUse::Baseline, "the loss");  // the loss scalar, as on CUDA (state_.loss holds the value)
   state_.seed = data.seed;
+  state_.consts.assign(static_cast<std::size_t>(model.size()), nullptr);
+  for (int v = 0; v < model.size(); ++v) {
+    const std::vector<uint8_t> c = constant_bytes(model.op(v));
+    if (c.empty()) continue;
+    void* p = hold(c.size(), MemoryUse::Baseline, "the constants");
+    std::memcpy(p, c.data(), c.size());
+    state_.consts[static_cast<std::size_t>(v)] = p;
+    bytes += c.size();
+  }
   baseline_bytes_ = bytes + 4 * state_.target_n + 4 * state_.labels_n + 4;
   const ScratchFloats scratch = model_scratch(model);
   for (int i = 0; i < kScratchSlots; ++i)

@@ -27,12 +27,14 @@ void store_loss(CpuOpState& s, const OpCall& c, float loss) {
 
 void fwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  cpu::linear_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols());
+  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  cpu::linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols());
 }
 void bwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  cpu::linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), s.param_grad(c.v, 1),
-                  x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0));
+  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  cpu::linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(),
+                  x.cols(), c.op.cols(), c.dx(0) && c.acc(0));
 }
 
 void fwd_dense(CpuOpState& s, const OpCall& c) {
@@ -197,6 +199,79 @@ void view_bwd(const OpCall& c) {
 }
 void bwd_reshape(CpuOpState&, const OpCall& c) { view_bwd(c); }
 void bwd_view(CpuOpState&, const OpCall& c) { view_bwd(c); }
+
+// Operand `k` of a MatMul as a contiguous (batch, rows, cols) array: the input
+// itself, or its elements gathered into `copy` (aux or scratch) in logical order.
+const float* operand(const OpCall& c, std::size_t k, float* copy) {
+  if (!copy) return c.in(k);
+  const Op& x = c.in_op(k);
+  const ViewMap strided{x.shape, layout_of(x), 0};
+  const float* src = c.in(k);
+  for_each_mapped(strided, [&](int64_t i, int64_t at) { copy[i] = src[at]; });
+  return copy;
+}
+// Where operand k's copy goes (nullptr: none) and whether it already holds it
+// (aux, filled by the forward: the backward reads it as PyTorch reads its saved copy).
+float* operand_copy(CpuOpState& s, const OpCall& c, const MatmulDims& d, std::size_t k) {
+  const bool in_aux = k == 0 ? d.aux_a : d.aux_b;
+  if (in_aux) return c.aux() + (k == 1 && d.aux_a ? d.batch * d.m * d.k : 0);
+  const bool in_scratch = k == 0 ? d.scratch_a : d.scratch_b;
+  return in_scratch ? s.scratch[k == 0 ? kMatmulA : kMatmulB] : nullptr;
+}
+
+void fwd_matmul(CpuOpState& s, const OpCall& c) {
+  const MatmulDims d = matmul_dims(c.model, c.v);
+  const float* a = operand(c, 0, operand_copy(s, c, d, 0));
+  const float* b = operand(c, 1, operand_copy(s, c, d, 1));
+  cpu::bmm(a, b, c.out(), d.batch, d.m, d.n, d.k, false, false, false);
+}
+void bwd_matmul(CpuOpState& s, const OpCall& c) {
+  const MatmulDims d = matmul_dims(c.model, c.v);
+  // aux copies were made by the forward; scratch copies are made again.
+  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(c, 0, operand_copy(s, c, d, 0));
+  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(c, 1, operand_copy(s, c, d, 1));
+  cpu::bmm_bwd(a, b, c.dy(), c.dx(0), c.dx(1), d.batch, d.m, d.n, d.k, false, false, c.acc(0), c.acc(1));
+}
+
+// *Const: the constant repeats over the output (op_rules' executable checks it).
+void fwd_by_const(CpuOpState& s, const OpCall& c) {
+  const float* k = c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+  cpu::const_fwd(const_op(c.op.kind), c.in(0), k, c.out(), c.op.numel(), constant_numel(c.op));
+}
+void bwd_by_const(CpuOpState& s, const OpCall& c) {
+  const int64_t cn = constant_numel(c.op);
+  if (c.op.attrs.learned) cpu::const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn);
+  const float* k = c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+  if (c.dx(0)) cpu::const_bwd(const_op(c.op.kind), c.dy(), k, c.dx(0), c.op.numel(), cn, c.acc(0));
+}
+
+void fwd_masked_fill(CpuOpState& s, const OpCall& c) {
+  cpu::masked_fill_fwd(c.in(0), static_cast<const uint8_t*>(s.constant(c.v)), c.out(), c.op.numel(),
+                       constant_numel(c.op), c.op.attrs.fill);
+}
+void bwd_masked_fill(CpuOpState& s, const OpCall& c) {
+  if (c.dx(0))
+    cpu::masked_fill_bwd(c.dy(), static_cast<const uint8_t*>(s.constant(c.v)), c.dx(0), c.op.numel(),
+                         constant_numel(c.op), c.acc(0));
+}
+
+// The ids are the input's integers (int32 or int64); they have no gradient.
+void fwd_embedding(CpuOpState& s, const OpCall& c) {
+  const Op& ids = c.in_op(0);
+  const void* idx = c.in(0);
+  if (ids.dtype == DType::I64)
+    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int64_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+  else
+    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int32_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+}
+void bwd_embedding(CpuOpState& s, const OpCall& c) {
+  const Op& ids = c.in_op(0);
+  const void* idx = c.in(0);
+  if (ids.dtype == DType::I64)
+    cpu::embedding_bwd(c.dy(), static_cast<const int64_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+  else
+    cpu::embedding_bwd(c.dy(), static_cast<const int32_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+}
 
 #define REMAT_CPU_ROW(Kind, entry) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCpuKernels = {REMAT_EXEC_KINDS(REMAT_CPU_ROW)};

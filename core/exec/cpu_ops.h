@@ -14,7 +14,9 @@ struct CpuOpState {
   // Per parameter tensor (parameter_tensors order): values and gradients.
   std::vector<float*> params, grads;
   ParamSlots param_slots;  // not "slots": Qt defines that word as a macro
-  float* scratch[kScratchSlots] = {nullptr, nullptr};
+  float* scratch[kScratchSlots] = {};
+  // Per op: its constant (constant_bytes: values or mask), held from load(); null when none.
+  std::vector<const void*> consts;
   const float* target = nullptr;
   const int32_t* labels = nullptr;
   uint64_t target_n = 0, labels_n = 0;
@@ -23,6 +25,7 @@ struct CpuOpState {
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }
+  const void* constant(int v) const { return consts.at(static_cast<std::size_t>(v)); }
 };
 
 // Throws InputError for a kind the CPU cannot run.

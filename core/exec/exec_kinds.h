@@ -34,4 +34,10 @@
   X(Reshape, reshape)       \
   X(Transpose, view)        \
   X(Slice, view)            \
-  X(Expand, view)
+  X(Expand, view)           \
+  X(MatMul, matmul)         \
+  X(MulConst, by_const)     \
+  X(DivConst, by_const)     \
+  X(AddConst, by_const)     \
+  X(MaskedFill, masked_fill) \
+  X(Embedding, embedding)

@@ -180,8 +180,8 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
     return p;
   };
 
-  const std::vector<float>& input = data.input;
-  if (input.size() * 4 > model.op(0).bytes) throw InputError("the input batch does not fit A(0)");
+  const std::vector<uint8_t> input = input_bytes(model, data);
+  if (input.size() > model.op(0).bytes) throw InputError("the input batch does not fit A(0)");
 
   std::vector<double> instr_sum(code.size(), 0.0);
   std::vector<uint8_t> acc;
@@ -199,7 +199,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
       check_cancel();
       r.storage[0] = r.act[0] = alloc(model.op(0).bytes, -1);
       r.holders[0] = 1;
-      backend.upload(r.act[0], input.data(), 4 * input.size());
+      backend.upload(r.act[0], input.data(), input.size());
       backend.mark(0);
       for (std::size_t i = 0; i < code.size(); ++i) {
         const Instr ins = code[i];
@@ -380,7 +380,7 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
   };
   const uint64_t baseline = baseline_bytes_of(model);
   if (const uint64_t free = backend.device_free_bytes(); baseline > free)
-    return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss)");
+    return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss, constants)");
   HostData generated = make_host_data(model, options.seed);
   const HostData& data = data_out ? (*data_out = std::move(generated)) : generated;
   try {

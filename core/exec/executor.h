@@ -81,6 +81,8 @@ struct ExecResult {
 // Throws InputError when the model is not executable or param_init has the
 // wrong sizes.
 HostData make_host_data(const Model& model, uint64_t seed);
+// A(0)'s bytes as uploaded: the f32 input, or the ids in the input's integer dtype.
+std::vector<uint8_t> input_bytes(const Model& model, const HostData& data);
 
 // Throws InputError "model X has simulate-only ops: ..." when it cannot run.
 void check_executable(const Model& model);

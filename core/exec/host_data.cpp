@@ -1,6 +1,8 @@
 // Host values of a run (make_host_data), the parameter tensors of a model and
 // the check that it can run at all: what every backend loads, whichever it is.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
@@ -65,12 +67,29 @@ void check_executable(const Model& model) {
   if (bad)
     throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
                      executable_kinds_list() + " with whole-float sizes can be executed)");
-  // The kernels read dense row-major inputs; a view is handed over as a pointer
-  // into its storage, so only a contiguous one can feed a kernel. A copying
-  // Reshape and the views themselves read any strides.
   for (int v = 1; v < model.size(); ++v) {
     const Op& op = model.op(v);
-    if (op.view || op.kind == OpKind::Reshape) continue;
+    // Integer token ids feed an Embedding, nothing else reads integers.
+    for (const int u : op.inputs)
+      if (model.op(u).dtype != DType::F32 && op.kind != OpKind::Embedding)
+        throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
+                         ") reads the " + std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
+                         "; only an Embedding reads integers");
+    if (op.kind == OpKind::Embedding && model.op(op.inputs.at(0)).kind != OpKind::Input)
+      throw InputError("model " + model.name + ": " + op_label(model, v) +
+                       " looks up ids computed by the model; only the input's ids can be executed");
+    if (op.kind == OpKind::MatMul)
+      if (const std::string why = matmul_problem(model, v); !why.empty())
+        throw InputError("model " + model.name + ": " + op_label(model, v) + " (MatMul) multiplies " + why +
+                         ", which the kernels cannot run yet (simulate it instead)");
+  }
+  // The kernels read dense row-major inputs; a view is handed over as a pointer
+  // into its storage, so only a contiguous one can feed a kernel. A copying
+  // Reshape, a MatMul (it copies such an operand, as PyTorch) and the views
+  // themselves read any strides.
+  for (int v = 1; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    if (op.view || op.kind == OpKind::Reshape || op.kind == OpKind::MatMul) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
       if (in.view && !is_contiguous(in.shape, in.strides))
@@ -89,6 +108,7 @@ uint64_t baseline_bytes_of(const Model& model) {
   const Op& logits = model.op(loss.inputs.at(0));
   if (loss.kind == OpKind::MSELoss) bytes += 4 * static_cast<uint64_t>(logits.numel());
   if (loss.kind == OpKind::SoftmaxCELoss) bytes += 4 * static_cast<uint64_t>(logits.rows());
+  for (int v = 0; v < model.size(); ++v) bytes += constant_bytes(model.op(v)).size();
   return bytes;
 }
 
@@ -97,8 +117,18 @@ HostData make_host_data(const Model& model, uint64_t seed) {
   HostData d;
   d.seed = seed;
   const Op& in = model.op(0);
-  d.input.resize(static_cast<std::size_t>(in.numel()));
-  for (std::size_t i = 0; i < d.input.size(); ++i) d.input[i] = uniform(seed, kInput, i);
+  if (is_integer(in.dtype)) {
+    // Token ids, uniform over the smallest table that looks them up.
+    int64_t vocab = std::numeric_limits<int64_t>::max();
+    for (int v = 1; v < model.size(); ++v)
+      if (model.op(v).kind == OpKind::Embedding) vocab = std::min(vocab, model.op(v).attrs.vocab);
+    d.ids.resize(static_cast<std::size_t>(in.numel()));
+    for (std::size_t i = 0; i < d.ids.size(); ++i)
+      d.ids[i] = static_cast<int64_t>(mix64(mix64(seed ^ (kInput * 0xD1B54A32D192ED03ull)) + i) % static_cast<uint64_t>(vocab));
+  } else {
+    d.input.resize(static_cast<std::size_t>(in.numel()));
+    for (std::size_t i = 0; i < d.input.size(); ++i) d.input[i] = uniform(seed, kInput, i);
+  }
   const Op& loss = model.op(model.loss());
   const Op& logits = model.op(loss.inputs.at(0));
   if (loss.kind == OpKind::MSELoss) {
@@ -115,8 +145,10 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     const ParamTensor& p = tensors[k];
     const Op& op = model.op(p.op);
     std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if (!op.param_init.empty()) {
-      if (op.param_init.size() != 2 || !op.param_init[static_cast<std::size_t>(p.slot)] ||
+    if (op.kind == OpKind::AddConst && !op.attrs.values.empty()) {  // a learned constant's initial values
+      values.assign(op.attrs.values.data(), op.attrs.values.data() + op.attrs.values.size());
+    } else if (!op.param_init.empty()) {
+      if (op.param_init.size() <= static_cast<std::size_t>(p.slot) || !op.param_init[static_cast<std::size_t>(p.slot)] ||
           op.param_init[static_cast<std::size_t>(p.slot)]->size() != values.size())
         throw InputError("model " + model.name + ": initial values of op " + std::to_string(p.op) + " ('" + op.name +
                          "') do not match parameter " + p.name + " (" + std::to_string(values.size()) +
@@ -138,6 +170,25 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     d.params.push_back(std::move(values));
   }
   return d;
+}
+
+std::vector<uint8_t> input_bytes(const Model& model, const HostData& data) {
+  std::vector<uint8_t> out;
+  const auto put = [&](const void* p, std::size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + bytes);
+  };
+  if (!is_integer(model.op(0).dtype)) {
+    put(data.input.data(), 4 * data.input.size());
+  } else if (model.op(0).dtype == DType::I64) {
+    put(data.ids.data(), 8 * data.ids.size());
+  } else {
+    for (const int64_t id : data.ids) {
+      const auto narrow = static_cast<int32_t>(id);
+      put(&narrow, 4);
+    }
+  }
+  return out;
 }
 
 uint64_t fnv1a64(const std::vector<std::vector<float>>& tensors) {

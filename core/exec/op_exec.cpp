@@ -1,9 +1,11 @@
 #include "core/exec/op_exec.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/exec/exec_kinds.h"
 #include "core/op_layout.h"
+#include "core/op_rules.h"
 
 namespace remat {
 namespace {
@@ -15,7 +17,12 @@ std::vector<ParamSpec> linear_params(const Model& m, int v) {
   const int64_t in = m.op(op.inputs.at(0)).cols();
   return {{"weight", {op.cols(), in}, ParamInit::FanIn}, {"bias", {op.cols()}, ParamInit::FanIn}};
 }
-std::vector<ParamSpec> params_linear(const Model& m, int v) { return linear_params(m, v); }
+// A Linear without bias (`"bias": false`, GPT's vocabulary projection) has no bias tensor, as in PyTorch.
+std::vector<ParamSpec> params_linear(const Model& m, int v) {
+  std::vector<ParamSpec> p = linear_params(m, v);
+  if (!m.op(v).attrs.bias) p.pop_back();
+  return p;
+}
 std::vector<ParamSpec> params_dense(const Model& m, int v) { return linear_params(m, v); }
 std::vector<ParamSpec> params_layernorm(const Model& m, int v) {
   const int64_t cols = m.op(v).cols();
@@ -34,6 +41,17 @@ std::vector<ParamSpec> params_conv(const Model& m, int v) {
 std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
   const int64_t c = m.op(v).shape.at(1);
   return {{"gamma", {c}, ParamInit::NearOne}, {"beta", {c}, ParamInit::NearZero}};
+}
+// The table (vocab, dim), as nn.Embedding's weight.
+std::vector<ParamSpec> params_embedding(const Model& m, int v) {
+  const Op& op = m.op(v);
+  return {{"weight", {op.attrs.vocab, op.cols()}, ParamInit::NearZero}};
+}
+// A learned added constant (a position table) is a parameter of its own shape.
+std::vector<ParamSpec> params_by_const(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (!op.attrs.learned) return {};
+  return {{"weight", op.attrs.const_shape, ParamInit::NearZero}};
 }
 std::vector<ParamSpec> params_none(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_activation(const Model&, int) { return {}; }
@@ -67,6 +85,13 @@ ScratchFloats scratch_conv(const Model& m, int v) {
   return s;
 }
 ScratchFloats scratch_batchnorm(const Model& m, int v) { return {0, discarded_dx(m, v, m.op(v).numel())}; }
+ScratchFloats scratch_matmul(const Model& m, int v) {
+  const MatmulDims d = matmul_dims(m, v);
+  ScratchFloats s{};
+  if (d.scratch_a) s[kMatmulA] = d.batch * d.m * d.k;
+  if (d.scratch_b) s[kMatmulB] = d.batch * d.k * d.n;
+  return s;
+}
 ScratchFloats scratch_none(const Model&, int) { return {}; }
 ScratchFloats scratch_activation(const Model&, int) { return {}; }
 ScratchFloats scratch_add(const Model&, int) { return {}; }
@@ -84,6 +109,10 @@ REMAT_NO_PARAMS_NO_SCRATCH(softmax)
 REMAT_NO_PARAMS_NO_SCRATCH(concat)
 REMAT_NO_PARAMS_NO_SCRATCH(reshape)
 REMAT_NO_PARAMS_NO_SCRATCH(view)
+REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
+constexpr auto params_matmul = &params_none;
+constexpr auto scratch_by_const = &scratch_none;
+constexpr auto scratch_embedding = &scratch_none;
 #undef REMAT_NO_PARAMS_NO_SCRATCH
 
 struct ExecKind {
@@ -242,6 +271,77 @@ ConcatDims concat_dims(const Model& m, int v) {
   }
   for (const int u : op.inputs) d.widths.push_back(m.op(u).shape.at(ax));
   return d;
+}
+
+namespace {
+
+// Input k of MatMul v folded to (batch, rows, cols): false when its strides
+// cannot say so (the rule then keeps a copy in aux, op_rules' save_for_matmul).
+bool folds(const Op& x, int64_t batch) {
+  const std::vector<int64_t> folded = {batch, x.shape.at(x.shape.size() - 2), x.shape.back()};
+  return view_strides(x.shape, layout_of(x), folded).has_value();
+}
+bool contiguous(const Op& x) { return !x.view || is_contiguous(x.shape, x.strides); }
+
+}  // namespace
+
+std::string matmul_problem(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& a = m.op(op.inputs.at(0));
+  const Op& b = m.op(op.inputs.at(1));
+  if (a.shape.size() != b.shape.size() || !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
+    return "operands of different batch shapes " + shape_string(a.shape) + " and " + shape_string(b.shape) +
+           " (a broadcast batch)";
+  return {};
+}
+
+MatmulDims matmul_dims(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& a = m.op(op.inputs.at(0));
+  const Op& b = m.op(op.inputs.at(1));
+  MatmulDims d;
+  d.m = a.shape.at(a.shape.size() - 2);
+  d.k = a.shape.back();
+  d.n = b.shape.back();
+  d.batch = a.numel() / (d.m * d.k);
+  if (a.shape.size() > 2) {  // bmm: the rule copies what does not fold
+    d.aux_a = !folds(a, d.batch);
+    d.aux_b = !folds(b, d.batch);
+  }
+  d.scratch_a = !d.aux_a && !contiguous(a);
+  d.scratch_b = !d.aux_b && !contiguous(b);
+  return d;
+}
+
+cpu::ConstOp const_op(OpKind kind) {
+  switch (kind) {
+    case OpKind::MulConst: return cpu::ConstOp::Mul;
+    case OpKind::DivConst: return cpu::ConstOp::Div;
+    case OpKind::AddConst: return cpu::ConstOp::Add;
+    default: break;
+  }
+  throw InternalError("const_op: " + std::string(kind_name(kind)) + " is not by a constant");
+}
+
+int64_t constant_numel(const Op& op) {
+  int64_t n = 1;
+  for (const int64_t d : op.attrs.const_shape) n *= d;
+  return n;
+}
+
+std::vector<uint8_t> constant_bytes(const Op& op) {
+  const ConstValues& c = op.attrs.values;
+  if (op.kind == OpKind::MaskedFill) {
+    std::vector<uint8_t> mask(c.size());
+    for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = c.data()[i] != 0.0f ? 1 : 0;
+    return mask;
+  }
+  const bool fixed = op.kind == OpKind::MulConst || op.kind == OpKind::DivConst ||
+                     (op.kind == OpKind::AddConst && !op.attrs.learned);
+  if (!fixed || c.empty()) return {};
+  std::vector<uint8_t> out(c.size() * sizeof(float));
+  std::memcpy(out.data(), c.data(), out.size());
+  return out;
 }
 
 ViewMap view_map(const Model& m, int v) {

@@ -38,7 +38,9 @@ enum ScratchSlot : int {
   kPreActGrad = 0,  // Dense: the gradient of the pre-activation (rows, out)
   kDiscardedDx = 1, // the input gradient of an op whose input has none (the model input)
   kConvColumns = 2, // Conv: one (image, group)'s im2col columns, forward and backward
-  kScratchSlots = 3,
+  kMatmulA = 3,     // MatMul: a contiguous copy of an operand read through strides
+  kMatmulB = 4,     //   that PyTorch multiplies in place (no copy in aux)
+  kScratchSlots = 5,
 };
 using ScratchFloats = std::array<int64_t, kScratchSlots>;
 
@@ -89,6 +91,28 @@ struct ConcatDims {
 ConcatDims concat_dims(const Model& model, int v);
 // PyTorch's default batch norm epsilon (both backends).
 constexpr float kBatchNormEps = 1e-5f;
+
+// A MatMul as the kernels run it: c (batch, m, n) = a (batch, m, k) · b (batch, k, n),
+// every operand contiguous. An input whose strides cannot be folded to that
+// shape is copied into aux(v) (the copy PyTorch saves: a first, then b),
+// one that folds but is not contiguous into scratch kMatmulA/B.
+struct MatmulDims {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool aux_a = false, aux_b = false;
+  bool scratch_a = false, scratch_b = false;
+};
+MatmulDims matmul_dims(const Model& model, int v);
+// Why the kernels cannot run MatMul v ("" when they can): broadcast batches.
+std::string matmul_problem(const Model& model, int v);
+
+// A *Const or MaskedFill op's constant as the kernels read it: the values
+// (MulConst, DivConst, a fixed AddConst: f32) or the mask (MaskedFill: one
+// byte per element, 1 = filled). Empty for a learned AddConst (a parameter).
+// Backends hold it from load() on, counted in the baseline.
+std::vector<uint8_t> constant_bytes(const Op& op);
+// Elements of the constant, which repeats over the op's output.
+int64_t constant_numel(const Op& op);
+cpu::ConstOp const_op(OpKind kind);
 
 // Where a view's elements are in its input, both in logical row-major order:
 // element i of the view (row-major over view_shape) is element

@@ -10,6 +10,8 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/exec/executor.h"
+#include "core/exec/op_exec.h"
 #include "core/kernels/cpu_kernels.h"
 #include "core/model_source.h"
 
@@ -114,7 +116,9 @@ std::vector<SafeTensor> read_safetensors(const std::string& path, std::map<std::
 
 std::vector<SafeTensor> execution_tensors(const Model& model, const HostData& data, const ExecResult& result) {
   std::vector<SafeTensor> out;
-  out.push_back(tensor("input", "F32", model.op(0).shape, data.input));
+  const DType in_dtype = model.op(0).dtype;
+  out.push_back(tensor("input", in_dtype == DType::I64 ? "I64" : in_dtype == DType::I32 ? "I32" : "F32",
+                       model.op(0).shape, input_bytes(model, data)));
   const Op& logits = model.op(model.op(model.loss()).inputs.at(0));
   if (!data.target.empty()) out.push_back(tensor("target", "F32", logits.shape, data.target));
   if (!data.labels.empty()) out.push_back(tensor("labels", "I32", {logits.rows()}, data.labels));
@@ -128,6 +132,12 @@ std::vector<SafeTensor> execution_tensors(const Model& model, const HostData& da
     for (std::size_t i = 0; i < mask.size(); ++i)
       mask[i] = cpu::dropout_keep(data.seed, static_cast<uint32_t>(v), i, op.dropout_p) ? 1 : 0;
     out.push_back(tensor("mask." + std::to_string(v), "U8", op.shape, mask));
+  }
+  // Fixed constants as the kernels read them (a learned one is a parameter above).
+  for (int v = 0; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    const std::vector<uint8_t> c = constant_bytes(op);
+    if (!c.empty()) out.push_back(tensor("const." + std::to_string(v), op.kind == OpKind::MaskedFill ? "U8" : "F32", op.attrs.const_shape, c));
   }
   out.push_back(tensor("loss", "F32", {}, std::vector<float>{result.loss}));
   for (std::size_t k = 0; k < params.size() && k < result.param_grads.size(); ++k)
@@ -143,6 +153,10 @@ std::string dump_graph_json(const Model& model) {
                                 {"shape", op.shape}};
     if (op.kind == OpKind::Dense) j["activation"] = activation_name(op.act);
     if (op.kind == OpKind::Dropout) j["p"] = op.dropout_p;
+    if (op.kind == OpKind::Embedding) j["vocab"] = op.attrs.vocab;
+    if (!op.attrs.const_shape.empty()) j["const_shape"] = op.attrs.const_shape;
+    if (op.kind == OpKind::MaskedFill) j["fill"] = op.attrs.fill;  // -inf dumps as null: the default
+    if (op.attrs.learned) j["learned"] = true;
     ops.push_back(std::move(j));
   }
   return ops.dump();

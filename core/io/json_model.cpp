@@ -64,6 +64,9 @@ const AttrField kAttrFields[] = {
     {"end", {K::Slice}},
     {"step", {K::Slice}},
     {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
+    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
+    {"fill", {K::MaskedFill}},
+    {"learned", {K::AddConst}},
 };
 
 bool takes(OpKind kind, std::string_view key) {
@@ -103,6 +106,40 @@ struct Reader {
     if (!std::isfinite(x) || x < lo || x > hi)
       fail(origin, at, "value " + v.dump() + " is out of range [" + json(lo).dump() + ", " + json(hi).dump() + "]");
     return x;
+  }
+  // A number, or "inf" / "-inf" (JSON has no infinities; a mask fills with -inf).
+  float extended_number(const json& v, const std::string& at) const {
+    if (v.is_string() && (v.get<std::string>() == "-inf" || v.get<std::string>() == "inf"))
+      return v.get<std::string>() == "inf" ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    if (!v.is_number()) fail(origin, at, "expected a number, \"inf\" or \"-inf\", got " + type_of(v));
+    return static_cast<float>(number(v, at, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max()));
+  }
+  // A constant's values: a number (a scalar), an array of numbers (row-major
+  // over `shape`, flat or nested as written) or "causal" (a causal mask over
+  // the last two dimensions of `shape`).
+  ConstValues constant(const json& v, const std::string& at, const std::vector<int64_t>& shape) const {
+    int64_t n = 1;
+    for (const int64_t d : shape) n *= d;
+    if (v.is_string()) {
+      if (v.get<std::string>() != "causal") fail(origin, at, "expected numbers or \"causal\", got \"" + v.get<std::string>() + "\"");
+      if (shape.size() < 2 || shape[shape.size() - 2] != shape.back() || n != shape.back() * shape.back())
+        fail(origin, at, "a causal mask needs a const_shape of (…, T, T) with leading 1s");
+      return causal_mask_values(shape.back());
+    }
+    auto out = std::make_shared<std::vector<float>>();
+    if (v.is_number()) {
+      out->push_back(static_cast<float>(number(v, at, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max())));
+    } else {
+      const auto& a = array(v, at);
+      out->reserve(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i)
+        out->push_back(static_cast<float>(number(a[i], at + "/" + std::to_string(i), -std::numeric_limits<float>::max(),
+                                                 std::numeric_limits<float>::max())));
+    }
+    if (static_cast<int64_t>(out->size()) != n)
+      fail(origin, at, std::to_string(out->size()) + " values for a constant of shape " + shape_string(shape) + " (" +
+                           std::to_string(n) + " expected)");
+    return ConstValues{std::move(out)};
   }
   bool boolean(const json& v, const std::string& at) const {
     if (!v.is_boolean()) fail(origin, at, "expected a boolean, got " + type_of(v));
@@ -170,8 +207,14 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "end") a.end = r.integer(v, here, -kBig, kBig);
     else if (key == "step") a.step = r.integer(v, here, 1, kBig);
     else if (key == "const_shape") a.const_shape = r.ints(v, here, 1, kBig);
+    else if (key == "learned") a.learned = r.boolean(v, here);
+    else if (key == "fill") a.fill = r.extended_number(v, here);
   }
+  // After const_shape, which "causal" needs.
+  if (j.contains("values")) op.attrs.values = r.constant(j["values"], at + "/values", op.attrs.const_shape);
 }
+
+nlohmann::ordered_json float_json(float f);
 
 // The attributes of `op`'s kind, as derived (defaults filled in), so a file
 // reads back into the same op.
@@ -208,6 +251,19 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
     case OpKind::AddConst:
     case OpKind::MaskedFill:
       if (!a.const_shape.empty()) j["const_shape"] = a.const_shape;
+      if (a.learned) j["learned"] = true;
+      if (op.kind == OpKind::MaskedFill && is_causal_mask(a.const_shape, a.values)) {
+        j["values"] = "causal";
+      } else if (a.values.size() == 1 && a.const_shape.empty()) {
+        j["values"] = float_json(a.values.data()[0]);  // a scalar
+      } else if (!a.values.empty()) {
+        auto& vals = j["values"] = nlohmann::ordered_json::array();
+        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+      }
+      if (op.kind == OpKind::MaskedFill) {
+        if (std::isinf(a.fill)) j["fill"] = a.fill < 0 ? "-inf" : "inf";
+        else j["fill"] = float_json(a.fill);
+      }
       break;
     case OpKind::Embedding: j["vocab"] = a.vocab; break;
     default: break;

@@ -7,6 +7,7 @@
 // is not the expected form.
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
+#include <memory>
 
 #include "core/io/onnx_importer.h"
 #include "core/op_rules.h"
@@ -130,6 +131,17 @@ bool Importer::with_constant(const NodeProto& n, int x) {
   uint64_t numel = 1;
   for (int64_t d : *cs) numel *= static_cast<uint64_t>(std::max<int64_t>(d, 1));
   if (numel > 1 && is_initializer(c)) op.param_bytes = numel * dtype_size(in.dtype);
+  if (auto v = floats(constant(c))) {
+    // x - c is x + (-c).
+    if (type == "Sub")
+      for (float& f : *v) f = -f;
+    op.attrs.values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*v))};
+  }
+  // A tensor initializer added to an activation is a parameter PyTorch
+  // learns (a position table: Linear and Conv biases are matched before
+  // this); its values are the initial ones. Buffers are multiplied or
+  // masked far more than added, and Sub would learn the negation: fixed.
+  op.attrs.learned = type == "Add" && numel > 1 && is_initializer(c);
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -145,6 +157,13 @@ bool Importer::masked_fill(const NodeProto& n, int x) {
   op.name = op_name(n);
   op.inputs = {x};
   op.attrs.const_shape = *mask;
+  // Where(cond, fill, x) fills where cond holds; Where(cond, x, fill) where it does not.
+  if (auto cond = floats(constant(n.input(0)))) {
+    for (float& f : *cond) f = (f != 0.0f) == (on_false == 2) ? 1.0f : 0.0f;
+    op.attrs.values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*cond))};
+  }
+  if (auto fill = scalar(n.input(3 - on_false))) op.attrs.fill = *fill;
+  else op.attrs.values = {};  // a fill that is not one known number: simulate only
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 

@@ -255,6 +255,14 @@ std::optional<std::vector<float>> Importer::floats(const TensorProto* t) const {
       if (static_cast<uint64_t>(t->double_data_size()) != n) return std::nullopt;
       for (double d : t->double_data()) out.push_back(static_cast<float>(d));
     }
+  } else if (t->data_type() == TensorProto::BOOL) {  // a mask, as 0/1
+    if (t->has_raw_data()) {
+      if (t->raw_data().size() != n) return std::nullopt;
+      for (const char c : t->raw_data()) out.push_back(c != 0 ? 1.0f : 0.0f);
+    } else {
+      if (static_cast<uint64_t>(t->int32_data_size()) != n) return std::nullopt;
+      for (const int32_t b : t->int32_data()) out.push_back(b != 0 ? 1.0f : 0.0f);
+    }
   } else {
     return std::nullopt;
   }
@@ -309,7 +317,94 @@ std::optional<bool> Importer::flag(const std::string& name) const {
   return std::nullopt;
 }
 
+namespace {
+
+// Row-major strides of `dims`.
+std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> st(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
+  return st;
+}
+
+}  // namespace
+
+// A float tensor computed here from constants, kept alive in folded_.
+const TensorProto* Importer::folded(const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  TensorProto& out = folded_.emplace_back();
+  out.set_data_type(TensorProto::FLOAT);
+  for (const int64_t d : dims) out.add_dims(d);
+  for (const float v : values) out.add_float_data(v);
+  return &out;
+}
+
+// The constant subgraph torch writes for a causal mask buffer sliced to the
+// sequence and compared, `bias[:, :, :T, :T] == 0`: Slice, Equal, Cast and Not
+// of constants are evaluated (booleans as 0/1 floats) so that the Where that
+// reads the result knows its mask.
+bool Importer::fold_mask_step(const NodeProto& n) {
+  const std::string& type = n.op_type();
+  const TensorProto* t = n.input_size() ? constant(n.input(0)) : nullptr;
+  auto x = floats(t);
+  if (!x) return false;
+  std::vector<int64_t> dims = this->dims(t);
+  std::vector<float> out;
+  if (type == "Cast" || type == "Not") {
+    const int64_t to = attr_int(n, "to", TensorProto::FLOAT);
+    if (type == "Cast" && to != TensorProto::FLOAT && to != TensorProto::BOOL) return false;
+    out = *x;
+    if (type == "Not" || to == TensorProto::BOOL)
+      for (float& v : out) v = type == "Not" ? (v != 0.0f ? 0.0f : 1.0f) : (v != 0.0f ? 1.0f : 0.0f);
+  } else if (type == "Equal" && n.input_size() == 2) {
+    const auto b = scalar(n.input(1));
+    if (!b) return false;
+    for (const float v : *x) out.push_back(v == *b ? 1.0f : 0.0f);
+  } else if (type == "Slice" && n.input_size() >= 3) {
+    const auto starts = ints(constant(n.input(1)));
+    const auto ends = ints(constant(n.input(2)));
+    std::optional<std::vector<int64_t>> axes, steps;
+    if (n.input_size() > 3 && !n.input(3).empty()) axes = ints(constant(n.input(3)));
+    if (n.input_size() > 4 && !n.input(4).empty()) steps = ints(constant(n.input(4)));
+    if (!starts || !ends || starts->size() != ends->size() || (n.input_size() > 3 && !n.input(3).empty() && !axes) ||
+        (n.input_size() > 4 && !n.input(4).empty() && !steps))
+      return false;
+    const auto rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> begin(dims.size(), 0), step(dims.size(), 1), count = dims;
+    for (std::size_t i = 0; i < starts->size(); ++i) {
+      int64_t ax = axes ? axes->at(i) : static_cast<int64_t>(i);
+      if (ax < 0) ax += rank;
+      if (ax < 0 || ax >= rank) return false;
+      const int64_t st = steps ? steps->at(i) : 1;
+      if (st <= 0) return false;
+      const int64_t d = dims[static_cast<std::size_t>(ax)];
+      auto clamp = [d](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t{0}, d); };
+      const int64_t b = clamp((*starts)[i]), e = clamp((*ends)[i]);
+      begin[static_cast<std::size_t>(ax)] = b;
+      step[static_cast<std::size_t>(ax)] = st;
+      count[static_cast<std::size_t>(ax)] = e > b ? (e - b + st - 1) / st : 0;
+    }
+    const std::vector<int64_t> st = strides_of(dims);
+    int64_t total = 1;
+    for (const int64_t c : count) total *= c;
+    std::vector<int64_t> idx(dims.size(), 0);
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t at = 0;
+      for (std::size_t a = 0; a < dims.size(); ++a) at += (begin[a] + idx[a] * step[a]) * st[a];
+      out.push_back((*x)[static_cast<std::size_t>(at)]);
+      for (std::size_t a = dims.size(); a-- > 0;) {
+        if (++idx[a] < count[a]) break;
+        idx[a] = 0;
+      }
+    }
+    dims = count;
+  } else {
+    return false;
+  }
+  values_[out0(n)] = {Value::Constant, -1, folded(dims, out)};
+  return true;
+}
+
 bool Importer::fold_constant(const NodeProto& n) {
+  if (fold_mask_step(n)) return true;
   if (n.op_type() != "Transpose" || n.input_size() != 1) return false;
   const TensorProto* t = constant(n.input(0));
   if (!t || t->dims_size() != 2) return false;

@@ -14,7 +14,8 @@ namespace remat::cpu {
 
 enum class Act : int { None = 0, ReLU = 1, Tanh = 2, GELU = 3, Sigmoid = 4, SiLU = 5 };
 
-// y (rows, out) = x (rows, in) · Wᵀ + b;  W is (out, in) as in PyTorch, b is (out).
+// y (rows, out) = x (rows, in) · Wᵀ + b;  W is (out, in) as in PyTorch, b is (out)
+// or null (no bias; then db is null too).
 void linear_fwd(const float* x, const float* W, const float* b, float* y,
                 int64_t rows, int64_t in, int64_t out);
 // dx (rows, in) = dy · W;  dW (out, in) += dyᵀ · x;  db (out) += Σ_rows dy.
@@ -162,9 +163,24 @@ void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, fl
 void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64_t count, int64_t outer,
                 int64_t inner, const uint8_t* accumulate);
 // Embedding lookup: y (n, dim) = table[idx[i]]; idx in [0, vocab) (out of range throws).
+// Token ids come as int32 or int64 (PyTorch's Long), whichever the input holds.
 void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab);
+void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab);
 // dtable += Σ over positions of dy rows, each table row summing its positions in
 // increasing order (no atomics: deterministic on every backend).
 void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab);
+void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab);
+
+// ---- By a constant (constants.cpp) --------------------------------------------------
+// y = x ∘ c with ∘ one of ·, /, + and c (cn elements) repeating over x (n = reps·cn):
+// a scalar (cn = 1) or a tensor broadcast over the leading dimensions, as a
+// position table over the batch. x / c divides (as PyTorch), never multiplies
+// by a reciprocal.
+enum class ConstOp : int { Mul = 0, Div = 1, Add = 2 };
+void const_fwd(ConstOp op, const float* x, const float* c, float* y, int64_t n, int64_t cn);
+// dx = or += dy·c, dy/c or dy.
+void const_bwd(ConstOp op, const float* dy, const float* c, float* dx, int64_t n, int64_t cn, bool accumulate);
+// A learned added constant: dc += Σ over the repeats of dy, repeats in increasing order.
+void const_add_param_grad(const float* dy, float* dc, int64_t n, int64_t cn);
 
 }  // namespace remat::cpu

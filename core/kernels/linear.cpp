@@ -36,6 +36,7 @@ void linear_fwd(const float* x, const float* W, const float* b, float* y, int64_
   Y.noalias() = X * Wm.transpose();
   // Bias added after the product, not folded into its initial value, so that
   // the GEMM sees the same problem whatever b holds.
+  if (!b) return;  // a Linear without bias (GPT's vocabulary projection)
   for (int64_t r = 0; r < rows; ++r) {
     float* yr = y + r * out;
     for (int64_t o = 0; o < out; ++o) yr[o] += b[o];
@@ -56,6 +57,7 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx, floa
   }
   dWm.noalias() += dY.transpose() * X;
   // Rows summed in order with plain loops: a fixed order keeps db reproducible.
+  if (!db) return;
   for (int64_t r = 0; r < rows; ++r) {
     const float* dyr = dy + r * out;
     for (int64_t o = 0; o < out; ++o) db[o] += dyr[o];

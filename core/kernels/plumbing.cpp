@@ -11,7 +11,8 @@
 namespace remat::cpu {
 namespace {
 
-void check_indices(const char* who, const int32_t* idx, int64_t n, int64_t vocab) {
+template <typename Index>
+void check_indices(const char* who, const Index* idx, int64_t n, int64_t vocab) {
   for (int64_t i = 0; i < n; ++i) {
     if (idx[i] < 0 || idx[i] >= vocab) {
       throw std::invalid_argument(std::string(who) + ": index " + std::to_string(idx[i]) + " at position " +
@@ -51,12 +52,16 @@ void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64
   }
 }
 
-void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab) {
+namespace {
+
+template <typename Index>
+void gather_rows(const float* table, const Index* idx, float* y, int64_t n, int64_t dim, int64_t vocab) {
   check_indices("embedding", idx, n, vocab);
-  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * dim, table + idx[i] * dim, sizeof(float) * dim);
+  for (int64_t i = 0; i < n; ++i) std::memcpy(y + i * dim, table + static_cast<int64_t>(idx[i]) * dim, sizeof(float) * dim);
 }
 
-void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab) {
+template <typename Index>
+void scatter_rows(const float* dy, const Index* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab) {
   check_indices("embedding", idx, n, vocab);
   // Positions in increasing order: a row used several times sums them in that order.
   for (int64_t i = 0; i < n; ++i) {
@@ -64,6 +69,21 @@ void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n
     const float* g = dy + i * dim;
     for (int64_t j = 0; j < dim; ++j) row[j] += g[j];
   }
+}
+
+}  // namespace
+
+void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab) {
+  gather_rows(table, idx, y, n, dim, vocab);
+}
+void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab) {
+  gather_rows(table, idx, y, n, dim, vocab);
+}
+void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab);
+}
+void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab);
 }
 
 }  // namespace remat::cpu

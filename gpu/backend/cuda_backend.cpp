@@ -133,6 +133,7 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       // All parameters in one buffer, all their gradients in another (one
       // memset zeroes them), each tensor at a 256-byte aligned offset.
       std::vector<uint64_t> offset;
+      std::vector<std::vector<uint8_t>> host_consts;
       uint64_t floats = 0, bytes = 0;  // floats with the alignment padding, bytes without
       for (const auto& p : data.params) {
         offset.push_back(floats);
@@ -165,6 +166,18 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       state_.target = target;
       state_.labels = labels;
       state_.seed = data.seed;
+      // Each op's constant (values or mask), as the CPU holds it; the host
+      // copies stay alive until the stream synchronises below.
+      state_.consts.assign(static_cast<std::size_t>(model.size()), nullptr);
+      for (int v = 0; v < model.size(); ++v) {
+        std::vector<uint8_t> c = constant_bytes(model.op(v));
+        if (c.empty()) continue;
+        void* p = hold(c.size(), MemoryUse::Baseline, "the constants");
+        CUDA_CHECK_THROW(cudaMemcpyAsync(p, c.data(), c.size(), cudaMemcpyHostToDevice, state_.stream));
+        state_.consts[static_cast<std::size_t>(v)] = p;
+        bytes += c.size();
+        host_consts.push_back(std::move(c));
+      }
       baseline_bytes_ = bytes + 4 * state_.target_n + 4 * state_.labels_n + 4;  // the CPU's figure
       const ScratchFloats scratch = model_scratch(model);
       for (int i = 0; i < kScratchSlots; ++i) {

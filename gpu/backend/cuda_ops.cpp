@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
+#include "core/op_layout.h"
 #include "core/op_rules.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
@@ -25,12 +26,14 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
 
 void fwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  linear_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
+  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
+  linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
 }
 void bwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), s.param_grad(c.v, 1),
-             x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
+  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(), x.cols(),
+             c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
 }
 
 void fwd_dense(CudaOpState& s, const OpCall& c) {
@@ -169,22 +172,102 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
              s.stream);
 }
 
-// Views: nothing to compute forward (the executor aliases the storage). On
-// CUDA only a Reshape view's backward (the identity map) exists so far; a
-// copying Reshape and the strided views' backward need a strided-copy kernel.
-[[noreturn]] void no_strided_kernel(const OpCall& c, const char* what) {
-  throw InputError(op_label(c.model, c.v) + ": the cuda backend cannot run " + what + " of a " +
-                   std::string(kind_name(c.op.kind)) + " yet (the cpu backend can)");
+// Views: nothing to compute forward (the executor aliases the storage); the
+// backward adds G(view) back through the view's map. An Expand's map sends
+// several elements to one (stride 0), which a kernel would have to sum with
+// atomics in no fixed order: CPU only for now.
+// x's elements in logical order into `dst`, whatever x's strides.
+void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
+  const std::vector<int64_t> st = layout_of(x);
+  const std::vector<int64_t> shape(x.shape.begin(), x.shape.end());
+  strided_copy(src, dst, shape.data(), st.data(), static_cast<int>(shape.size()), s.stream);
 }
-void fwd_reshape(CudaOpState&, const OpCall& c) {
-  if (!c.op.view) no_strided_kernel(c, "the copy");
+void fwd_reshape(CudaOpState& s, const OpCall& c) {
+  if (!c.op.view) gather(s, c.in_op(0), c.in(0), c.out());
 }
 void bwd_reshape(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) add_into(c.dy(), c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
 void fwd_view(CudaOpState&, const OpCall&) {}
-void bwd_view(CudaOpState&, const OpCall& c) {
-  if (c.dx(0)) no_strided_kernel(c, "the backward");
+void bwd_view(CudaOpState& s, const OpCall& c) {
+  if (!c.dx(0)) return;
+  if (c.op.kind == OpKind::Expand)
+    throw InputError(op_label(c.model, c.v) + ": the cuda backend cannot run the backward of an Expand yet (the cpu backend can)");
+  const ViewMap m = view_map(c.model, c.v);
+  const int64_t n = c.in_op(0).numel();
+  // A Slice leaves the rest of the input without gradient.
+  if (!c.acc(0)) CUDA_CHECK_THROW(cudaMemsetAsync(c.dx(0), 0, 4 * static_cast<size_t>(n), s.stream));
+  strided_add(c.dy(), c.dx(0) + m.base, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
+}
+
+// MatMul: operands made contiguous where op_exec's matmul_dims says (aux:
+// the copy PyTorch saves, made by the forward; scratch: made each time), then
+// cuBLAS strided-batched GEMMs.
+float* operand_copy(CudaOpState& s, const OpCall& c, const MatmulDims& d, std::size_t k) {
+  const bool in_aux = k == 0 ? d.aux_a : d.aux_b;
+  if (in_aux) return c.aux() + (k == 1 && d.aux_a ? d.batch * d.m * d.k : 0);
+  const bool in_scratch = k == 0 ? d.scratch_a : d.scratch_b;
+  return in_scratch ? s.scratch[k == 0 ? kMatmulA : kMatmulB] : nullptr;
+}
+const float* operand(CudaOpState& s, const OpCall& c, std::size_t k, float* copy) {
+  if (!copy) return c.in(k);
+  gather(s, c.in_op(k), c.in(k), copy);
+  return copy;
+}
+void fwd_matmul(CudaOpState& s, const OpCall& c) {
+  const MatmulDims d = matmul_dims(c.model, c.v);
+  const float* a = operand(s, c, 0, operand_copy(s, c, d, 0));
+  const float* b = operand(s, c, 1, operand_copy(s, c, d, 1));
+  bmm(a, b, c.out(), d.batch, d.m, d.n, d.k, false, false, false, s.cublas, s.stream);
+}
+void bwd_matmul(CudaOpState& s, const OpCall& c) {
+  const MatmulDims d = matmul_dims(c.model, c.v);
+  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(s, c, 0, operand_copy(s, c, d, 0));
+  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(s, c, 1, operand_copy(s, c, d, 1));
+  bmm_bwd(a, b, c.dy(), c.dx(0), c.dx(1), d.batch, d.m, d.n, d.k, false, false, c.acc(0), c.acc(1), s.cublas,
+          s.stream);
+}
+
+// *Const, MaskedFill, Embedding: as the CPU's entries (cpu_ops.cpp).
+const float* const_of(const CudaOpState& s, const OpCall& c) {
+  return c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+}
+void fwd_by_const(CudaOpState& s, const OpCall& c) {
+  const_fwd(const_op(c.op.kind), c.in(0), const_of(s, c), c.out(), c.op.numel(), constant_numel(c.op), s.stream);
+}
+void bwd_by_const(CudaOpState& s, const OpCall& c) {
+  const int64_t cn = constant_numel(c.op);
+  if (c.op.attrs.learned) const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn, s.stream);
+  if (c.dx(0)) const_bwd(const_op(c.op.kind), c.dy(), const_of(s, c), c.dx(0), c.op.numel(), cn, c.acc(0), s.stream);
+}
+
+void fwd_masked_fill(CudaOpState& s, const OpCall& c) {
+  masked_fill_fwd(c.in(0), static_cast<const uint8_t*>(s.constant(c.v)), c.out(), c.op.numel(), constant_numel(c.op),
+                  c.op.attrs.fill, s.stream);
+}
+void bwd_masked_fill(CudaOpState& s, const OpCall& c) {
+  if (c.dx(0))
+    masked_fill_bwd(c.dy(), static_cast<const uint8_t*>(s.constant(c.v)), c.dx(0), c.op.numel(), constant_numel(c.op),
+                    c.acc(0), s.stream);
+}
+
+void fwd_embedding(CudaOpState& s, const OpCall& c) {
+  const Op& ids = c.in_op(0);
+  if (ids.dtype == DType::I64)
+    embedding_fwd(s.param(c.v, 0), static_cast<const int64_t*>(static_cast<const void*>(c.in(0))), c.out(), ids.numel(),
+                  c.op.cols(), c.op.attrs.vocab, s.stream);
+  else
+    embedding_fwd(s.param(c.v, 0), static_cast<const int32_t*>(static_cast<const void*>(c.in(0))), c.out(), ids.numel(),
+                  c.op.cols(), c.op.attrs.vocab, s.stream);
+}
+void bwd_embedding(CudaOpState& s, const OpCall& c) {
+  const Op& ids = c.in_op(0);
+  if (ids.dtype == DType::I64)
+    embedding_bwd(c.dy(), static_cast<const int64_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
+                  ids.numel(), c.op.cols(), c.op.attrs.vocab, s.stream);
+  else
+    embedding_bwd(c.dy(), static_cast<const int32_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
+                  ids.numel(), c.op.cols(), c.op.attrs.vocab, s.stream);
 }
 
 #define REMAT_CUDA_ROW(Kind, entry) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},

@@ -27,10 +27,13 @@ struct CudaOpState {
   const int32_t* labels = nullptr;
   uint64_t target_n = 0, labels_n = 0;
   float* loss = nullptr;  // one device float
+  // Per op: its constant on the device (constant_bytes: values or mask), null when none.
+  std::vector<const void*> consts;
   uint64_t seed = 0;
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }
+  const void* constant(int v) const { return consts.at(static_cast<std::size_t>(v)); }
 };
 
 // Queue op c's forward / backward on s.stream; InputError for a kind CUDA cannot run.

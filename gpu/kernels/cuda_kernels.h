@@ -193,13 +193,36 @@ void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, fl
                 int64_t outer, int64_t inner, cudaStream_t stream);
 void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64_t count,
                 int64_t outer, int64_t inner, const uint8_t* accumulate, cudaStream_t stream);
+// dst (contiguous, logical row-major order) = the elements of src read through
+// shape/stride (host arrays, rank <= 8): a non-contiguous view made contiguous.
+void strided_copy(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
+                  cudaStream_t stream);
+// dst read through shape/stride += src (contiguous): a Transpose's or Slice's
+// gradient onto its input; the map must be one to one (no stride 0).
+void strided_add(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
+                 cudaStream_t stream);
 // idx is a device array; an index out of [0, vocab) gives a NaN row (a kernel
 // cannot throw; NaN cannot go unnoticed), where the CPU throws.
 void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim,
+                   int64_t vocab, cudaStream_t stream);
+void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, int64_t dim,
                    int64_t vocab, cudaStream_t stream);
 // dtable += per row, its positions summed in increasing order (one block per
 // table row; no atomics): the CPU's order, so the same bits.
 void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim,
                    int64_t vocab, cudaStream_t stream);
+void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim,
+                   int64_t vocab, cudaStream_t stream);
+
+// ---- constants.cu ----------------------------------------------------------------
+// As the CPU's (cpu_kernels.h): c (cn elements, device) repeats over x (n = reps·cn).
+using remat::cpu::ConstOp;
+void const_fwd(ConstOp op, const float* x, const float* c, float* y, int64_t n, int64_t cn,
+               cudaStream_t stream);
+void const_bwd(ConstOp op, const float* dy, const float* c, float* dx, int64_t n, int64_t cn,
+               bool accumulate, cudaStream_t stream);
+// dc += Σ over the repeats of dy: one thread per element of c, repeats in
+// increasing order (the CPU's order, no atomics).
+void const_add_param_grad(const float* dy, float* dc, int64_t n, int64_t cn, cudaStream_t stream);
 
 }  // namespace remat::cuda

@@ -22,7 +22,7 @@ __global__ void bias_act_kernel(float* y, const float* b, int64_t rows, int64_t 
   const int64_t n = rows * out;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = detail::act_forward<A>(y[i] + b[i % out]);
+    y[i] = detail::act_forward<A>(b ? y[i] + b[i % out] : y[i]);
 }
 
 // scratch (rows, out) = gradient of the pre-activation, from y and dy.
@@ -106,7 +106,7 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx, floa
       CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, sizeof(float) * rows * in, stream));
     }
   }
-  if (rows > 0 && out > 0) {
+  if (db && rows > 0 && out > 0) {  // db null: a Linear without bias
     const dim3 block(32, kRowLanes);
     const dim3 grid(static_cast<unsigned>((out + 31) / 32));
     column_sum_kernel<<<grid, block, 0, stream>>>(dy, db, rows, out);

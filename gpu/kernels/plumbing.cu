@@ -3,6 +3,8 @@
 // so that no atomics decide the summation order.
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "gpu/kernels/device_common.cuh"
 
@@ -26,8 +28,44 @@ __global__ void add_rows_kernel(const float* src, int64_t src_pitch, float* dst,
   }
 }
 
+// Shape and strides of a strided read, passed by value (rank <= kMaxStridedRank).
+constexpr int kMaxStridedRank = 8;
+struct StridedLayout {
+  int rank;
+  int64_t shape[kMaxStridedRank];
+  int64_t stride[kMaxStridedRank];
+};
+
+// dst (n, contiguous, logical order) = src read through the layout's strides.
+__global__ void strided_copy_kernel(const float* src, float* dst, int64_t n, StridedLayout l) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i, at = 0;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      at += (rest % l.shape[d]) * l.stride[d];
+      rest /= l.shape[d];
+    }
+    dst[i] = src[at];
+  }
+}
+
+// dst read through the layout's strides += src (n, contiguous): a view's
+// gradient back onto its input. The map must be one to one (no stride 0).
+__global__ void strided_add_kernel(const float* src, float* dst, int64_t n, StridedLayout l) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t rest = i, at = 0;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      at += (rest % l.shape[d]) * l.stride[d];
+      rest /= l.shape[d];
+    }
+    dst[at] += src[i];
+  }
+}
+
 // y (n, dim) = table[idx] (NaN rows for an index out of range).
-__global__ void embedding_fwd_kernel(const float* table, const int32_t* idx, float* y, int64_t n,
+template <typename Index>
+__global__ void embedding_fwd_kernel(const float* table, const Index* idx, float* y, int64_t n,
                                      int64_t dim, int64_t vocab) {
   const int64_t total = n * dim;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
@@ -39,9 +77,10 @@ __global__ void embedding_fwd_kernel(const float* table, const int32_t* idx, flo
 
 // One block per table row v (grid-stride over rows): every position i with
 // idx[i] == v adds its dy row, in increasing i, as the CPU's loop does.
-__global__ void embedding_bwd_kernel(const float* dy, const int32_t* idx, float* dtable, int64_t n,
+template <typename Index>
+__global__ void embedding_bwd_kernel(const float* dy, const Index* idx, float* dtable, int64_t n,
                                      int64_t dim, int64_t vocab) {
-  __shared__ int32_t tile[kIdxTile];
+  __shared__ Index tile[kIdxTile];
   for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
     for (int64_t d0 = 0; d0 < dim; d0 += blockDim.x) {
       const int64_t d = d0 + threadIdx.x;
@@ -105,22 +144,86 @@ void concat_bwd(const float* dy, float* const* dxs, const int64_t* widths, int64
   }
 }
 
-void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab,
-                   cudaStream_t stream) {
+namespace {
+
+StridedLayout layout(const char* fn, const int64_t* shape, const int64_t* stride, int rank, int64_t& n) {
+  if (rank < 0 || rank > kMaxStridedRank)
+    throw std::invalid_argument(std::string(fn) + ": rank " + std::to_string(rank) + " is over " +
+                                std::to_string(kMaxStridedRank));
+  StridedLayout l{};
+  l.rank = rank;
+  n = 1;
+  for (int d = 0; d < rank; ++d) {
+    l.shape[d] = shape[d];
+    l.stride[d] = stride[d];
+    n *= shape[d];
+  }
+  detail::check_sizes(fn, {n});
+  return l;
+}
+
+}  // namespace
+
+void strided_copy(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
+                  cudaStream_t stream) {
+  int64_t n = 0;
+  const StridedLayout l = layout("strided_copy", shape, stride, rank, n);
+  if (n == 0) return;
+  strided_copy_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(src, dst, n, l);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void strided_add(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
+                 cudaStream_t stream) {
+  int64_t n = 0;
+  const StridedLayout l = layout("strided_add", shape, stride, rank, n);
+  for (int d = 0; d < rank; ++d)
+    if (stride[d] == 0 && shape[d] > 1)
+      throw std::invalid_argument("strided_add: stride 0 sends several elements to one (an expand)");
+  if (n == 0) return;
+  strided_add_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(src, dst, n, l);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+namespace {
+
+template <typename Index>
+void gather_rows(const float* table, const Index* idx, float* y, int64_t n, int64_t dim, int64_t vocab,
+                 cudaStream_t stream) {
   detail::check_sizes("embedding_fwd", {n, dim, vocab});
   if (n == 0 || dim == 0) return;
   embedding_fwd_kernel<<<detail::grid_for(n * dim), kBlock, 0, stream>>>(table, idx, y, n, dim, vocab);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
-                   cudaStream_t stream) {
+template <typename Index>
+void scatter_rows(const float* dy, const Index* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
+                  cudaStream_t stream) {
   detail::check_sizes("embedding_bwd", {n, dim, vocab});
   if (n == 0 || dim == 0 || vocab == 0) return;
   const int block = dim < kBlock ? static_cast<int>((dim + 31) / 32 * 32) : kBlock;
   const unsigned grid = static_cast<unsigned>(vocab < detail::kMaxBlocks ? vocab : detail::kMaxBlocks);
   embedding_bwd_kernel<<<grid, block, 0, stream>>>(dy, idx, dtable, n, dim, vocab);
   CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace
+
+void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  gather_rows(table, idx, y, n, dim, vocab, stream);
+}
+void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  gather_rows(table, idx, y, n, dim, vocab, stream);
+}
+void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab, stream);
+}
+void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
+                   cudaStream_t stream) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab, stream);
 }
 
 }  // namespace remat::cuda

@@ -16,6 +16,8 @@ reads as inputs and returning those later ops read.
 
 Usage: tests/with_torch_python.sh tests/bench/bench_run_vs_torch.py --remat build/app/remat
          [--model resnet:18:16:64:8:10 ...] [--repeat 5]
+GPTs (token ids, learned positions, causal attention) too: dropout in PyTorch
+draws its own masks (the time does not depend on which elements are kept).
 A measurement, never a test.
 """
 import argparse
@@ -67,7 +69,12 @@ def torch_step_fn(ops, sqrt):
                 params[f"{v}.bias"] = (torch.rand(op["channels"]) - 0.5).requires_grad_()
         elif kind in ("Linear", "Dense"):
             params[f"{v}.weight"] = (torch.rand(op["shape"][-1], shapes[op["inputs"][0]][-1]) - 0.5).requires_grad_()
-            params[f"{v}.bias"] = (torch.rand(op["shape"][-1]) - 0.5).requires_grad_()
+            if op.get("bias", True):
+                params[f"{v}.bias"] = (torch.rand(op["shape"][-1]) - 0.5).requires_grad_()
+        elif kind == "Embedding":
+            params[f"{v}.weight"] = (0.1 * torch.rand(op["vocab"], op["shape"][-1])).requires_grad_()
+        elif kind == "AddConst" and op.get("learned"):
+            params[f"{v}.weight"] = (0.1 * torch.rand(op["const_shape"])).requires_grad_()
         elif kind in ("BatchNorm", "LayerNorm"):
             c = shapes[op["inputs"][0]][1 if kind == "BatchNorm" else -1]
             params[f"{v}.gamma"] = (1 + 0.1 * torch.rand(c)).requires_grad_()
@@ -76,9 +83,14 @@ def torch_step_fn(ops, sqrt):
             shapes[v] = op["shape"]
         elif kind not in ("MSELoss", "SoftmaxCELoss"):
             with torch.no_grad():
-                acts = {u: torch.zeros(shapes[u]) for u in op["inputs"]}
+                acts = {u: torch.zeros(shapes[u], dtype=torch.int64 if ops[u].get("dtype") == "i64" else torch.float32)
+                        for u in op["inputs"]}
                 shapes[v] = list(apply_op(op, acts, param, None).shape)
-    x0 = torch.rand(ops[0]["shape"]) * 2 - 1
+    if ops[0].get("dtype") in ("i64", "i32"):  # token ids
+        vocab = min(op["vocab"] for op in ops if op["kind"] == "Embedding")
+        x0 = torch.randint(0, vocab, ops[0]["shape"])
+    else:
+        x0 = torch.rand(ops[0]["shape"]) * 2 - 1
     last = ops[-1]
     logits_shape = shapes[last["inputs"][0]]
     labels = torch.randint(0, logits_shape[-1], (math.prod(logits_shape[:-1]),))
@@ -139,7 +151,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    models = a.model or ["resnet:18:16:64:8:10", "resnet:10:32:64:8:10"]
+    models = a.model or ["resnet:18:16:64:8:10", "resnet:10:32:64:8:10", "gpt:4:128:4:64:8:f32:512"]
     print(f"{'model':<24}{'strategy':<11}{'remat ms':>10}{'torch ms':>10}{'remat/torch':>13}")
     for m in models:
         with tempfile.TemporaryDirectory() as tmp:

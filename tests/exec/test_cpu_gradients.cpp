@@ -3,6 +3,7 @@
 // very float32 parameter values the executor used. One small model per op kind,
 // plus whole presets.
 #include <cmath>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -25,7 +26,8 @@ double reference_loss(const Model& m, const HostData& d, const std::vector<std::
     throw std::logic_error("no parameter");
   };
   std::vector<std::vector<double>> A(static_cast<std::size_t>(m.size()));
-  A[0].assign(d.input.begin(), d.input.end());
+  if (d.ids.empty()) A[0].assign(d.input.begin(), d.input.end());
+  else A[0].assign(d.ids.begin(), d.ids.end());
   for (int v = 1; v < m.size(); ++v) {
     const Op& op = m.op(v);
     const auto& x = A[static_cast<std::size_t>(op.inputs[0])];
@@ -92,6 +94,58 @@ double reference_loss(const Model& m, const HostData& d, const std::vector<std::
           s += mx + std::log(z) - x[r * cols + d.labels[r]];
         }
         return s / static_cast<double>(rows);
+      }
+      case OpKind::Embedding: {
+        const auto& W = param(v, 0);
+        const int64_t dim = op.cols();
+        for (std::size_t i = 0; i < x.size(); ++i)
+          for (int64_t j = 0; j < dim; ++j) y[i * dim + j] = W[static_cast<std::size_t>(x[i]) * dim + j];
+        break;
+      }
+      case OpKind::MulConst:
+      case OpKind::DivConst:
+      case OpKind::AddConst:
+      case OpKind::MaskedFill: {
+        std::vector<double> c;
+        if (op.attrs.learned) c = param(v, 0);
+        else c.assign(op.attrs.values.data(), op.attrs.values.data() + op.attrs.values.size());
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          const double k = c[i % c.size()];
+          y[i] = op.kind == OpKind::MulConst ? x[i] * k : op.kind == OpKind::DivConst ? x[i] / k
+               : op.kind == OpKind::AddConst ? x[i] + k : k != 0 ? op.attrs.fill : x[i];
+        }
+        break;
+      }
+      case OpKind::Transpose: {  // y[idx] = x[idx permuted back], any rank
+        const std::vector<int64_t> xs(in.shape.begin(), in.shape.end());
+        std::vector<int64_t> idx(op.shape.size(), 0);
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          int64_t rest = static_cast<int64_t>(i);
+          for (std::size_t a = op.shape.size(); a-- > 0;) {
+            idx[a] = rest % op.shape[a];
+            rest /= op.shape[a];
+          }
+          std::vector<int64_t> xi(xs.size());
+          for (std::size_t a = 0; a < idx.size(); ++a) xi[static_cast<std::size_t>(op.attrs.perm[a])] = idx[a];
+          int64_t at = 0;
+          for (std::size_t a = 0; a < xs.size(); ++a) at = at * xs[a] + xi[a];
+          y[i] = x[static_cast<std::size_t>(at)];
+        }
+        break;
+      }
+      case OpKind::MatMul: {  // (batch, m, k) @ (batch, k, n)
+        const auto& b = A[static_cast<std::size_t>(op.inputs[1])];
+        const Op& bop = m.op(op.inputs[1]);
+        const int64_t rows = in.shape[in.shape.size() - 2], k = in.cols(), n = bop.cols();
+        const int64_t batch = in.numel() / (rows * k);
+        for (int64_t q = 0; q < batch; ++q)
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t t = 0; t < k; ++t) sum += x[(q * rows + i) * k + t] * b[(q * k + t) * n + j];
+              y[(q * rows + i) * n + j] = sum;
+            }
+        break;
       }
       default: throw std::logic_error("kind");
     }
@@ -210,6 +264,60 @@ TEST(CpuGradients, LinearOnTheInputHasNoInputGradient) {
   v = m.add(std::move(d));
   m.add(op_of(OpKind::MSELoss, {v}));
   m.finalize();
+  expect_gradients_match_reference(m, "recompute-all");
+}
+
+ConstValues values(std::vector<float> v) { return ConstValues{std::make_shared<const std::vector<float>>(std::move(v))}; }
+
+// Token ids → Embedding → a learned position table → ÷ a scalar → a MatMul with
+// a transposed (strided) operand → · a row of constants → a causal mask with a
+// finite fill → + a fixed table: every kind GPT needs, and the ones it does
+// not use (DivConst, a fixed AddConst, a tensor MulConst), at the gradient
+// of the table, the positions and the Linears.
+Model constants_and_attention() {
+  Model m;
+  m.name = "attention-bits";
+  Op ids = op_of(OpKind::Input, {}, {2, 3});
+  ids.dtype = DType::I64;
+  int x = m.add(std::move(ids));
+  Op emb = op_of(OpKind::Embedding, {x}, {2, 3, 4});
+  emb.attrs.vocab = 7;
+  x = m.add(std::move(emb));
+  Op pos = op_of(OpKind::AddConst, {x});
+  pos.attrs.const_shape = {3, 4};
+  pos.attrs.learned = true;
+  x = m.add(std::move(pos));
+  Op div = op_of(OpKind::DivConst, {x});
+  div.attrs.values = values({2.5f});
+  const int a = m.add(std::move(div));
+  const int b = m.add(op_of(OpKind::Linear, {a}, {2, 3, 4}));
+  Op tr = op_of(OpKind::Transpose, {b});
+  tr.attrs.perm = {0, 2, 1};
+  const int bt = m.add(std::move(tr));
+  x = m.add(op_of(OpKind::MatMul, {a, bt}));
+  Op mul = op_of(OpKind::MulConst, {x});
+  mul.attrs.const_shape = {3};
+  mul.attrs.values = values({0.5f, -1.0f, 2.0f});
+  x = m.add(std::move(mul));
+  Op mask = op_of(OpKind::MaskedFill, {x});
+  mask.attrs.const_shape = {1, 3, 3};
+  mask.attrs.values = causal_mask_values(3);
+  mask.attrs.fill = -3.0f;
+  x = m.add(std::move(mask));
+  Op add = op_of(OpKind::AddConst, {x});
+  add.attrs.const_shape = {1, 3};
+  add.attrs.values = values({0.1f, 0.2f, 0.3f});
+  x = m.add(std::move(add));
+  x = m.add(op_of(OpKind::Linear, {x}, {2, 3, 4}));
+  m.add(op_of(OpKind::MSELoss, {x}));
+  m.finalize();
+  return m;
+}
+
+TEST(CpuGradients, EmbeddingConstantsMaskAndBatchedMatMul) {
+  const Model m = constants_and_attention();
+  ASSERT_EQ(parameter_tensors(m).size(), 6u);  // table, positions, two Linears' weight and bias
+  expect_gradients_match_reference(m, "store-all");
   expect_gradients_match_reference(m, "recompute-all");
 }
 

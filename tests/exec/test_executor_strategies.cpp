@@ -73,7 +73,11 @@ INSTANTIATE_TEST_SUITE_P(Presets, AllStrategies,
                                            Case{"transformer:2:32:8:2", "manual:6,12,18"},
                                            // Conv, BatchNorm (aux), MaxPool (aux), GlobalAvgPool, a flatten view
                                            Case{"resnet:10:4:32:2:5", "manual:4,12"},
-                                           Case{"resnet:18:2:32:2:3", "manual:3,10,25"}),
+                                           Case{"resnet:18:2:32:2:3", "manual:3,10,25"},
+                                           // Embedding, a learned position table, batched MatMul on
+                                           // strided views (aux copies), scale, causal mask, dropout
+                                           Case{"gpt:2:32:4:8:2:f32:50", "manual:25,31,53"},
+                                           Case{"gpt:1:16:2:5:1:f32:11", "manual:25"}),
                          [](const auto& info) {
                            std::string s = info.param.model;
                            for (char& c : s) if (c == ':') c = '_';

@@ -79,8 +79,11 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux, ::testing::Values("resnet:10:4:32:2:5", kViewsModel),
-                         [](const auto& info) { return info.index == 0 ? std::string("resnet10") : std::string("views"); });
+// The GPT: its MatMuls keep contiguous copies of the strided q, kᵀ and v in aux.
+INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux, ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20"),
+                         [](const auto& info) {
+                           return info.index == 0 ? std::string("resnet10") : info.index == 1 ? std::string("views") : std::string("gpt2");
+                         });
 
 // The maps a view's backward scatters through, derived by hand: element i of
 // the view is element base + Σ index·stride of its input.

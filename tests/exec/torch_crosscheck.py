@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Cross-checks `remat run --dump` against PyTorch autograd (MLPs, transformers without
-attention, ResNets: convolution, batch norm, pooling, views).
+attention, ResNets: convolution, batch norm, pooling, views; GPTs: token
+embedding, learned position table, causal attention with its scale and mask,
+dropout with remat's own masks).
 
 Runs remat on a model with a recomputing strategy, reads DIR/model.json (or the
 graph in the safetensors metadata when model.json is absent) and
@@ -83,13 +85,24 @@ def pool(op, x):
     return f(x, k, stride, pad, ceil_mode=ceil, count_include_pad=True)
 
 
+def constant(op, t):
+    """An op's constant: from the dump (const.<id>) or, without one, from model.json's values."""
+    if t is not None:
+        return t[f"const.{op['id']}"]
+    vals, shape = op["values"], op.get("const_shape", [])
+    if vals == "causal":
+        n = shape[-1]
+        return np.triu(np.ones((n, n)), 1).reshape(shape)
+    return np.array(vals, dtype=np.float64).reshape(shape)
+
+
 def apply_op(op, acts, param, t):
     """The output of a non-loss op from its inputs' outputs (acts), in the inputs'
     dtype; param(v, slot) gives a parameter tensor, t the dump (dropout masks)."""
     v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
     x = acts[ins[0]] if ins else None
     if kind in ("Linear", "Dense"):
-        y = F.linear(x, param(v, "weight"), param(v, "bias"))
+        y = F.linear(x, param(v, "weight"), param(v, "bias") if op.get("bias", True) else None)
         a = op.get("activation", "none")
         if kind == "Dense" and a == "relu":
             y = torch.relu(y)
@@ -105,6 +118,8 @@ def apply_op(op, acts, param, t):
         y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=1e-5)
     elif kind == "Add":
         y = x + acts[ins[1]]
+    elif kind == "Dropout" and t is None:  # timing only (the benchmark): PyTorch's own mask
+        y = F.dropout(x, op["p"], training=True)
     elif kind == "Dropout":
         mask = torch.tensor(t[f"mask.{v}"].astype(np.float64), dtype=x.dtype)
         y = x * mask / (1.0 - op["p"])
@@ -135,6 +150,22 @@ def apply_op(op, acts, param, t):
         y = x[tuple(idx)]
     elif kind == "Expand":
         y = x.expand(op["shape"])
+    elif kind == "Embedding":
+        y = F.embedding(x, param(v, "weight"))
+    elif kind in ("MulConst", "DivConst", "AddConst"):
+        shape = op.get("const_shape", [])
+        if op.get("learned"):
+            c = param(v, "weight")
+        else:
+            c = torch.tensor(constant(op, t).astype(np.float64), dtype=x.dtype)
+        c = c.reshape(shape)
+        y = x * c if kind == "MulConst" else x / c if kind == "DivConst" else x + c
+    elif kind == "MaskedFill":
+        mask = torch.tensor(constant(op, t).astype(bool)).reshape(op.get("const_shape", []))
+        fill = op.get("fill", "-inf")  # model.json writes infinities as strings, the dump's metadata as null
+        y = x.masked_fill(mask, float(fill) if fill is not None else float("-inf"))
+    elif kind == "MatMul":
+        y = torch.matmul(x, acts[ins[1]])
     else:
         raise SystemExit(f"op {v}: cannot rebuild a {kind}")
     if "shape" in op and op["shape"]:
@@ -157,7 +188,8 @@ def rebuild(ops, t):
         v, kind, ins = op["id"], op["kind"], op.get("inputs", [])
         x = acts[ins[0]] if ins else None
         if kind == "Input":
-            acts[v] = torch.tensor(t["input"], dtype=torch.float64)
+            ids = t["input"].dtype.kind == "i"  # token ids
+            acts[v] = torch.tensor(t["input"].astype(np.int64)) if ids else torch.tensor(t["input"], dtype=torch.float64)
             continue
         if kind == "MSELoss":
             return F.mse_loss(x, torch.tensor(t["target"], dtype=torch.float64)), leaves

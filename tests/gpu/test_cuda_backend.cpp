@@ -135,7 +135,9 @@ TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                          ::testing::Values("chain:12:256", "mlp:4:64:8", "transformer:2:32:8:2",
-                                           "resnet:10:4:64:4:5"),
+                                           "resnet:10:4:64:4:5",
+                                           // Embedding, learned positions, bmm on aux copies, mask, views' backward
+                                           "gpt:2:32:4:16:2:f32:64"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& c : s) if (c == ':') c = '_';

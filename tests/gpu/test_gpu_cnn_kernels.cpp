@@ -317,6 +317,62 @@ TEST_F(GpuCnnKernels, SoftmaxScaleAndCausalMaskMatchCpu) {
   }
 }
 
+// By a constant repeating over the leading dimensions (x / c divides on both),
+// a learned constant's gradient, int64 token ids, and the strided copy and add
+// that make operands contiguous and carry a transposed view's gradient back.
+TEST_F(GpuCnnKernels, ConstantsInt64IdsAndStridedCopiesMatchCpu) {
+  const int64_t reps = 6, cn = 20, n = reps * cn;
+  const Vec x = random_vec(n, 61), c = random_vec(cn, 62, 0.5f, 2.0f), dy = random_vec(n, 63);
+  const Dev x_d(x), c_d(c), dy_d(dy);
+  for (const cpu::ConstOp op : {cpu::ConstOp::Mul, cpu::ConstOp::Div, cpu::ConstOp::Add}) {
+    Vec y(n);
+    const Dev y_d(nan_vec(n));
+    cpu::const_fwd(op, x.data(), c.data(), y.data(), n, cn);
+    gpu::const_fwd(op, x_d.get(), c_d.get(), y_d.get(), n, cn, stream_);
+    expect_bitwise(y_d.fetch(), y, "const fwd");  // one operation per element: exact
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(n, 64) : nan_vec(n);
+      Vec dx = accumulate ? dx0 : Vec(n, 0.0f);
+      const Dev dx_d(dx0);
+      cpu::const_bwd(op, dy.data(), c.data(), dx.data(), n, cn, accumulate);
+      gpu::const_bwd(op, dy_d.get(), c_d.get(), dx_d.get(), n, cn, accumulate, stream_);
+      expect_bitwise(dx_d.fetch(), dx, "const bwd");
+    }
+  }
+  Vec dc = random_vec(cn, 65);
+  const Dev dc_d(dc);
+  cpu::const_add_param_grad(dy.data(), dc.data(), n, cn);
+  gpu::const_add_param_grad(dy_d.get(), dc_d.get(), n, cn, stream_);
+  expect_bitwise(dc_d.fetch(), dc, "learned constant's gradient");  // the same order of sums
+
+  const int64_t vocab = 11, dim = 5, ids_n = 7;
+  const std::vector<int64_t> ids = {3, 0, 10, 3, 7, 3, 1};
+  const Vec table = random_vec(vocab * dim, 66), gy = random_vec(ids_n * dim, 67);
+  remat::gpu_testing::DeviceArray<int64_t> ids_d(ids);
+  const Dev table_d(table), gy_d(gy), ye_d(nan_vec(ids_n * dim));
+  Vec ye(ids_n * dim), dtable(vocab * dim, 0.0f);
+  const Dev dtable_d(dtable);
+  cpu::embedding_fwd(table.data(), ids.data(), ye.data(), ids_n, dim, vocab);
+  gpu::embedding_fwd(table_d.get(), ids_d.get(), ye_d.get(), ids_n, dim, vocab, stream_);
+  expect_bitwise(ye_d.fetch(), ye, "embedding, int64 ids");
+  cpu::embedding_bwd(gy.data(), ids.data(), dtable.data(), ids_n, dim, vocab);
+  gpu::embedding_bwd(gy_d.get(), ids_d.get(), dtable_d.get(), ids_n, dim, vocab, stream_);
+  expect_bitwise(dtable_d.fetch(), dtable, "embedding dtable, int64 ids");
+
+  // A (2, 3, 4) tensor read as its (0, 2, 1) transpose: shape (2, 4, 3), strides (12, 1, 4).
+  const Vec t = random_vec(24, 68);
+  const int64_t shape[] = {2, 4, 3}, stride[] = {12, 1, 4};
+  Vec want(24), back(24, 0.0f);
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 4; ++b)
+      for (int64_t k = 0; k < 3; ++k) want[(a * 4 + b) * 3 + k] = t[a * 12 + k * 4 + b];
+  const Dev t_d(t), got_d(nan_vec(24)), back_d(back);
+  gpu::strided_copy(t_d.get(), got_d.get(), shape, stride, 3, stream_);
+  expect_bitwise(got_d.fetch(), want, "strided copy");
+  gpu::strided_add(got_d.get(), back_d.get(), shape, stride, 3, stream_);
+  expect_bitwise(back_d.fetch(), t, "strided add: the transpose's gradient lands where it came from");
+}
+
 TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {
   const int64_t outer = 3, inner = 5;
   const std::vector<int64_t> widths = {2, 1, 4};

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/io/json_model.h"
 #include "core/model_source.h"
@@ -101,6 +102,34 @@ TEST(JsonModel, AttributesOfTheNewKinds) {
   EXPECT_EQ(m.op(4).shape, (std::vector<int64_t>{2, 32}));
   EXPECT_EQ(m.op(4).aux_bytes, 7u);  // explicit
   expect_identical(m, parse_json_model(model_to_json(m).dump(), "again"));
+}
+
+TEST(JsonModel, ConstantsCarryTheirValues) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[2,3],"dtype":"i64"},
+    {"id":1,"kind":"Embedding","inputs":[0],"shape":[2,3,4],"vocab":9},
+    {"id":2,"kind":"AddConst","inputs":[1],"const_shape":[3,4],"learned":true},
+    {"id":3,"kind":"MulConst","inputs":[2],"values":0.25},
+    {"id":4,"kind":"DivConst","inputs":[3],"const_shape":[4],"values":[1,2,4,8]},
+    {"id":5,"kind":"Reshape","inputs":[4],"shape":[2,1,3,4]},
+    {"id":6,"kind":"Slice","inputs":[5],"axis":3,"start":0,"end":3},
+    {"id":7,"kind":"MaskedFill","inputs":[6],"const_shape":[1,1,3,3],"values":"causal"},
+    {"id":8,"kind":"MaskedFill","inputs":[7],"const_shape":[3],"values":[0,1,0],"fill":0.5},
+    {"id":9,"kind":"MSELoss","inputs":[8]})"), "k.json");
+  EXPECT_TRUE(m.op(2).attrs.learned);
+  EXPECT_EQ(m.op(2).param_bytes, 4u * 3 * 4);  // a learned constant is a parameter
+  ASSERT_EQ(m.op(3).attrs.values.size(), 1u);
+  EXPECT_EQ(m.op(3).attrs.values.data()[0], 0.25f);
+  EXPECT_EQ(*m.op(4).attrs.values.values, (std::vector<float>{1, 2, 4, 8}));
+  // "causal": 1 strictly above the diagonal.
+  EXPECT_EQ(*m.op(7).attrs.values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(m.op(7).attrs.fill, -std::numeric_limits<float>::infinity());  // the default
+  EXPECT_EQ(m.op(8).attrs.fill, 0.5f);
+  const auto j = model_to_json(m);
+  EXPECT_EQ(j["ops"][7]["values"], "causal");  // written back in its short form
+  EXPECT_EQ(j["ops"][7]["fill"], "-inf");
+  EXPECT_EQ(j["ops"][8]["values"].size(), 3u);
+  expect_identical(m, parse_json_model(j.dump(), "again"));
 }
 
 TEST(JsonModel, WriterKeepsOnlyOverridesThatDiffer) {
@@ -212,6 +241,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"saved not input", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[1],"saved":[0]})"),
                 "/ops/2/saved/0: op 0 is neither an input of this op nor the op itself"},
         BadCase{"simulate_only type", doc(R"({"id":0,"kind":"Input","shape":[4],"simulate_only":1},)" + kLoss1), "/ops/0/simulate_only: expected a boolean, got an integer"},
+        BadCase{"values count", doc(kIn + R"(,{"id":1,"kind":"MulConst","inputs":[0],"const_shape":[8],"values":[1,2]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/values: 2 values for a constant of shape [8] (8 expected)"},
+        BadCase{"values word", doc(kIn + R"(,{"id":1,"kind":"MulConst","inputs":[0],"values":"half"},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/values: expected numbers or \"causal\", got \"half\""},
+        BadCase{"causal not square", doc(kIn + R"(,{"id":1,"kind":"MaskedFill","inputs":[0],"const_shape":[4,8],"values":"causal"},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/values: a causal mask needs a const_shape of (…, T, T) with leading 1s"},
+        BadCase{"fill word", doc(kIn + R"(,{"id":1,"kind":"MaskedFill","inputs":[0],"const_shape":[8],"values":[0,0,0,0,0,0,0,1],"fill":"-infinity"},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/fill: expected a number, \"inf\" or \"-inf\", got a string"},
+        BadCase{"learned mul", doc(kIn + R"(,{"id":1,"kind":"MulConst","inputs":[0],"values":2,"learned":true},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/learned: only AddConst ops take 'learned'"},
         BadCase{"loss shape", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"shape":[1]})"), "/ops/1 ('MSELoss1'): a loss produces a scalar"},
         BadCase{"deep nesting", std::string(5000, '[') + std::string(5000, ']'), "not a model file: nesting deeper than 32 levels"},
         BadCase{"id overflow", doc(R"({"id":18446744073709551615,"kind":"Input","shape":[4]},)" + kLoss1), "/ops/0/id: value 18446744073709551615 is out of range"},

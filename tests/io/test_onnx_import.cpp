@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/errors.h"
 #include "core/exec/cpu_backend.h"
@@ -222,7 +223,7 @@ TEST(OnnxCases, GemmWithoutTransposeTransposeViewAndMatMulOfActivations) {
   EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(m.op(3).fwd_flops, 2.0 * 2 * 3 * 2);
   EXPECT_EQ(m.op(3).saved, (std::vector<int>{1, 2}));
-  EXPECT_FALSE(m.executable());
+  EXPECT_TRUE(m.executable());  // the MatMul gathers its transposed operand into scratch
   EXPECT_EQ(m.saved_bytes(), 2u * 4 * 4 + 2u * 3 * 4 + 2u * 2 * 4);  // x (for fc), h (one storage), the scores
   for (const auto& n : notes) EXPECT_EQ(n.find("Generic"), std::string::npos) << n;
 }
@@ -257,6 +258,13 @@ TEST(OnnxCases, AttentionPieces) {
   // reshape to themselves, so bmm saves both as they are (one storage).
   EXPECT_EQ(m.op(2).saved, (std::vector<int>{0, 1}));
   EXPECT_EQ(m.op(2).aux_bytes, 0u);
+  // The constants' values: the scale, and the boolean mask (1 above the
+  // diagonal) filling with the constant -inf.
+  ASSERT_EQ(m.op(3).attrs.values.size(), 1u);
+  EXPECT_EQ(m.op(3).attrs.values.data()[0], 0.5f);
+  EXPECT_EQ(*m.op(4).attrs.values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(m.op(4).attrs.fill, -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(m.executable());
 }
 
 TEST(OnnxCases, EmbeddingSplitConcatAndAConstant) {

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""A 2-block GPT written as nanoGPT writes it (token embedding, a learned
+position table, causal self-attention with the mask buffer sliced and compared,
+`masked_fill(-inf)`, dropout everywhere), exported to ONNX in training mode,
+through `remat run`: every strategy executes with the same loss and gradients
+as store-all and a tracked peak equal to the prediction, and the PyTorch
+cross-check (torch_crosscheck.py) agrees with autograd on the loss and every
+gradient. Exit 77 (skip) without torch."""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"SKIP: cannot import torch with {sys.executable}: {e}")
+    sys.exit(77)
+
+B, T, D, H, V, L = 2, 8, 32, 4, 40, 2
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(D, 3 * D)
+        self.c_proj = nn.Linear(D, D)
+        self.attn_dropout = nn.Dropout(0.1)
+        self.resid_dropout = nn.Dropout(0.1)
+        self.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
+
+    def forward(self, x):
+        q, k, v = self.c_attn(x).split(D, dim=2)
+        q = q.view(B, T, H, D // H).transpose(1, 2)
+        k = k.view(B, T, H, D // H).transpose(1, 2)
+        v = v.view(B, T, H, D // H).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // H))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, D)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(D)
+        self.attn = Attention()
+        self.ln_2 = nn.LayerNorm(D)
+        self.c_fc = nn.Linear(D, 4 * D)
+        self.c_proj = nn.Linear(4 * D, D)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.dropout(self.c_proj(F.gelu(self.c_fc(self.ln_2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(V, D)
+        self.wpe = nn.Parameter(0.02 * torch.randn(T, D))  # the first T rows of a position table
+        self.drop = nn.Dropout(0.1)
+        self.h = nn.ModuleList([Block() for _ in range(L)])
+        self.ln_f = nn.LayerNorm(D)
+        self.lm_head = nn.Linear(D, V, bias=False)
+
+    def forward(self, idx):
+        x = self.drop(self.wte(idx) + self.wpe)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def main():
+    remat = sys.argv[1]
+    torch.manual_seed(5)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "gpt2_like.onnx")
+        torch.onnx.export(GPT().train(), torch.randint(0, V, (B, T)), path, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=13, input_names=["idx"], output_names=["logits"])
+        r = subprocess.run([remat, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            print("remat run failed:", r.returncode, r.stderr)
+            return 1
+        runs = json.loads(r.stdout)["strategies"]
+        base = next(s for s in runs if s["name"] == "store-all")
+        failures = []
+        for s in runs:
+            if s["status"] != "ok":
+                failures.append(f"{s['name']}: status {s['status']}")
+            elif s["grad_hash"] != base["grad_hash"] or s["loss"] != base["loss"] or not s["matches_store_all"]:
+                failures.append(f"{s['name']}: loss {s['loss']} hash {s['grad_hash']}, store-all {base['loss']} {base['grad_hash']}")
+            elif s["tracked_peak_bytes"] != s["predicted_peak_bytes"]:
+                failures.append(f"{s['name']}: tracked {s['tracked_peak_bytes']} != predicted {s['predicted_peak_bytes']}")
+        print(f"{len(runs)} strategies:", ", ".join(s["name"] for s in runs))
+        for f in failures:
+            print("FAIL", f)
+        here = os.path.dirname(os.path.abspath(__file__))
+        check = subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
+                                "--model", path, "--strategy", "sqrt"]).returncode
+        return 1 if failures or check != 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
