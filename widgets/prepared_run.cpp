@@ -6,7 +6,7 @@ std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, con
                                          const InstructionLimit& limit, const std::atomic<bool>* cancel) {
   auto p = std::make_shared<PreparedRun>();
   p->model = std::move(model);
-  p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit}).front());
+  p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit, .timelines = true, .time = std::nullopt}).front());
   if (p->run.ok() && !(cancel && cancel->load())) {
     const Model& m = *p->model;
     p->index = std::make_unique<ResidentIndex>(m, p->run.schedule);
