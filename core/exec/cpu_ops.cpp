@@ -100,11 +100,11 @@ void bwd_softmax_ce(CpuOpState& s, const OpCall& c) {
 }
 
 void fwd_conv(CpuOpState& s, const OpCall& c) {
-  const float* bias = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
   cpu::conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), s.scratch[kConvColumns]);
 }
 void bwd_conv(CpuOpState& s, const OpCall& c) {
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   // No dx for the model input: the kernel then skips that product.
   cpu::conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
                   c.dx(0) && c.acc(0), s.scratch[kConvColumns]);

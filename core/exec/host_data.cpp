@@ -73,7 +73,7 @@ void check_executable(const Model& model) {
     if (op.view || op.kind == OpKind::Reshape) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
-      if (in.view && !is_contiguous(in.shape, in.strides))
+      if (in.view && !is_contiguous(in.shape, *in.strides))
         throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
                          ") reads the non-contiguous view " + op_label(model, u) +
                          ", which the kernels cannot run yet (simulate it instead)");
@@ -115,13 +115,13 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     const ParamTensor& p = tensors[k];
     const Op& op = model.op(p.op);
     std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if (!op.param_init.empty()) {
-      if (op.param_init.size() != 2 || !op.param_init[static_cast<std::size_t>(p.slot)] ||
-          op.param_init[static_cast<std::size_t>(p.slot)]->size() != values.size())
+    if (!op.param_init->empty()) {
+      if (op.param_init->size() != 2 || !(*op.param_init)[static_cast<std::size_t>(p.slot)] ||
+          (*op.param_init)[static_cast<std::size_t>(p.slot)]->size() != values.size())
         throw InputError("model " + model.name + ": initial values of op " + std::to_string(p.op) + " ('" + op.name +
                          "') do not match parameter " + p.name + " (" + std::to_string(values.size()) +
                          " floats expected)");
-      values = *op.param_init[static_cast<std::size_t>(p.slot)];
+      values = *(*op.param_init)[static_cast<std::size_t>(p.slot)];
     } else {
       const uint64_t stream = kParams + k;
       const ParamInit init = op_params(model, p.op).at(static_cast<std::size_t>(p.slot)).init;

@@ -154,7 +154,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     if (takers(key).empty()) continue;  // not an attribute
     const std::string here = at + "/" + key;
     if (!takes(op.kind, key)) fail(r.origin, here, "only " + takers(key) + " ops take '" + key + "'");
-    OpAttrs& a = op.attrs;
+    OpAttrs& a = op.attrs.edit();
     if (key == "channels") a.channels = r.integer(v, here, 1, kBig);
     else if (key == "vocab") a.vocab = r.integer(v, here, 1, kBig);
     else if (key == "kernel") a.kernel = r.ints(v, here, 1, kBig);
@@ -176,7 +176,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
 // The attributes of `op`'s kind, as derived (defaults filled in), so a file
 // reads back into the same op.
 void write_attrs(const Op& op, nlohmann::ordered_json& j) {
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& a = *op.attrs;
   switch (op.kind) {
     case OpKind::Conv:
       j["channels"] = a.channels;

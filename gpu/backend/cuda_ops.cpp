@@ -104,11 +104,11 @@ ConvContext conv_context(const CudaOpState& s) {
   return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes};
 }
 void fwd_conv(CudaOpState& s, const OpCall& c) {
-  const float* bias = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
   conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), conv_context(s));
 }
 void bwd_conv(CudaOpState& s, const OpCall& c) {
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
              c.dx(0) && c.acc(0), conv_context(s));
 }

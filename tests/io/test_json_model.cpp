@@ -61,9 +61,9 @@ void expect_identical(const Model& a, const Model& b) {
     EXPECT_EQ(x.dropout_p, y.dropout_p);
     EXPECT_EQ(x.simulate_only, y.simulate_only);
     EXPECT_EQ(x.aux_bytes, y.aux_bytes);
-    EXPECT_EQ(x.attrs, y.attrs);
+    EXPECT_EQ(*x.attrs, *y.attrs);
     EXPECT_EQ(x.view, y.view);
-    EXPECT_EQ(x.strides, y.strides);
+    EXPECT_EQ(*x.strides, *y.strides);
   }
 }
 
