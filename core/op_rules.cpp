@@ -21,10 +21,10 @@ namespace {
 
 // What a rule works on and what it fills in.
 struct Derivation {
-  Derivation(Op& o, const Model& m, const std::string& w, int s) : op(o), model(m), where(w), self(s) {}
+  Derivation(Op& o, const Model& m, std::string_view w, int s) : op(o), model(m), where(w), self(s) {}
   Op& op;
   const Model& model;
-  const std::string& where;
+  std::string_view where;
   int self;
   double fwd = 0, bwd = 0;
   OpIds saved;  // in place: no allocation per op
@@ -35,7 +35,7 @@ struct Derivation {
 
   const Op& in(std::size_t i) const { return model.op(op.inputs.at(i)); }
   double n() const { return static_cast<double>(op.numel()); }
-  [[noreturn]] void fail(const std::string& what) const { throw InputError(where + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(where_label(where, self) + ": " + what); }
   std::string kind() const { return std::string(kind_name(op.kind)); }
 
   // Kinds that keep their input's shape; a given shape must agree.
@@ -509,7 +509,9 @@ bool executable(const Op& op) {
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }
 
-void derive_op(Op& op, const Model& model, const std::string& where, bool explicit_saved) {
+std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
+
+void derive_op(Op& op, const Model& model, std::string_view where, bool explicit_saved) {
   const int self = model.size();
   const KindRule& rule = rule_of(op.kind);
   Derivation d(op, model, where, self);
