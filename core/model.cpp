@@ -1,6 +1,6 @@
 #include "core/model.h"
 
-#include <charconv>
+#include <algorithm>
 
 #include "core/errors.h"
 #include "core/op_rules.h"
@@ -12,23 +12,15 @@ void Model::reserve(int ops) { reserve_prefaulted(ops_, static_cast<std::size_t>
 
 int Model::add(Op op, std::string_view where, bool explicit_saved) {
   const int id = size();
-  // "op N" in place (no allocation: it fits std::string's inline buffer), the
-  // caller's name when it gave one; only an error message reads it.
-  std::string at;
-  if (where.empty()) {
-    char buf[16] = "op ";
-    const auto end = std::to_chars(buf + 3, buf + sizeof buf, id).ptr;
-    at.assign(buf, end);
-  } else {
-    at.assign(where);
-  }
-  if (id >= kMaxOps) throw InputError(at + ": a model holds at most " + std::to_string(kMaxOps) + " ops");
+  // Only an error message reads the op's label: it is made then, not per op.
+  auto at = [&] { return where_label(where, id); };
+  if (id >= kMaxOps) throw InputError(at() + ": a model holds at most " + std::to_string(kMaxOps) + " ops");
   for (int in : op.inputs) {
     if (in < 0 || in >= id)
-      throw InputError(at + ": input " + std::to_string(in) +
+      throw InputError(at() + ": input " + std::to_string(in) +
                        " is not an earlier op (ops must be in topological order)");
   }
-  derive_op(op, *this, at, explicit_saved);
+  derive_op(op, *this, where, explicit_saved);
   param_bytes_ += op.param_bytes;
   if (id > 0) {
     forward_flops_ += op.fwd_flops;
@@ -46,32 +38,34 @@ void Model::finalize() {
   if (op(0).kind != OpKind::Input) throw InputError("op 0 must be the Input");
   // Consumers in compressed rows: count, prefix sums, fill. Ops come in
   // increasing order, so each row is sorted; a repeated input (Add(x, x)) is
-  // the previous entry of its row and is entered once.
+  // an earlier slot of the same op and is entered once. No per-op scratch
+  // array: the fill advances each row's start to the next row's, and one
+  // shift puts them back.
   reserve_prefaulted(consumer_start_, static_cast<std::size_t>(n) + 1);
   consumer_start_.assign(static_cast<std::size_t>(n) + 1, 0);
-  std::vector<int32_t> last(static_cast<std::size_t>(n), -1);  // last consumer entered per producer
+  auto first_time = [](const OpIds& in, std::size_t k) {
+    return std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k), in[k]) == in.begin() + static_cast<std::ptrdiff_t>(k);
+  };
   for (int v = 0; v < n; ++v) {
     if (v > 0 && op(v).kind == OpKind::Input) throw InputError("op " + std::to_string(v) + ": only op 0 may be an Input");
-    for (int in : op(v).inputs) {
-      if (last[static_cast<std::size_t>(in)] == v) continue;
-      last[static_cast<std::size_t>(in)] = v;
-      ++consumer_start_[static_cast<std::size_t>(in) + 1];
-    }
+    const OpIds& in = op(v).inputs;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (first_time(in, k)) ++consumer_start_[static_cast<std::size_t>(in[k]) + 1];
   }
   if (!is_loss(op(n - 1).kind) && op(n - 1).kind != OpKind::Generic)
     throw InputError("the last op (" + std::to_string(n - 1) + ") must be a loss, not " +
                      std::string(kind_name(op(n - 1).kind)));
   for (std::size_t v = 0; v < static_cast<std::size_t>(n); ++v) consumer_start_[v + 1] += consumer_start_[v];
   reserve_prefaulted(consumer_list_, static_cast<std::size_t>(consumer_start_.back()));
-  consumer_list_.assign(static_cast<std::size_t>(consumer_start_.back()), 0);
-  std::vector<int32_t> fill(consumer_start_.begin(), consumer_start_.end() - 1);
+  consumer_list_.resize(static_cast<std::size_t>(consumer_start_.back()));
   for (int v = 0; v < n; ++v) {
-    for (int in : op(v).inputs) {
-      auto& at = fill[static_cast<std::size_t>(in)];
-      if (at > consumer_start_[static_cast<std::size_t>(in)] && consumer_list_[static_cast<std::size_t>(at) - 1] == v) continue;
-      consumer_list_[static_cast<std::size_t>(at++)] = v;
-    }
+    const OpIds& in = op(v).inputs;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (first_time(in, k)) consumer_list_[static_cast<std::size_t>(consumer_start_[static_cast<std::size_t>(in[k])]++)] = v;
   }
+  // start[u] now holds the end of row u, the start of row u + 1.
+  for (std::size_t u = static_cast<std::size_t>(n); u > 0; --u) consumer_start_[u] = consumer_start_[u - 1];
+  consumer_start_[0] = 0;
   for (int v = 0; v < n - 1; ++v) {
     if (consumers(v).empty())
       throw InputError("op " + std::to_string(v) + " ('" + op(v).name +

@@ -10,7 +10,7 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-std::vector<int64_t> layout_of(const Op& op) { return op.strides.empty() ? contiguous_strides(op.shape) : op.strides; }
+std::vector<int64_t> layout_of(const Op& op) { return op.strides->empty() ? contiguous_strides(op.shape) : *op.strides; }
 
 bool is_contiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) {
   int64_t expected = 1;

@@ -21,13 +21,13 @@ namespace {
 
 // What a rule works on and what it fills in.
 struct Derivation {
-  Derivation(Op& o, const Model& m, const std::string& w, int s) : op(o), model(m), where(w), self(s) {}
+  Derivation(Op& o, const Model& m, std::string_view w, int s) : op(o), model(m), where(w), self(s) {}
   Op& op;
   const Model& model;
-  const std::string& where;
+  std::string_view where;
   int self;
   double fwd = 0, bwd = 0;
-  std::vector<int> saved;
+  OpIds saved;  // in place: no allocation per op
   uint64_t params = 0;
   uint64_t aux = 0;
   bool view = false;
@@ -35,7 +35,7 @@ struct Derivation {
 
   const Op& in(std::size_t i) const { return model.op(op.inputs.at(i)); }
   double n() const { return static_cast<double>(op.numel()); }
-  [[noreturn]] void fail(const std::string& what) const { throw InputError(where + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(where_label(where, self) + ": " + what); }
   std::string kind() const { return std::string(kind_name(op.kind)); }
 
   // Kinds that keep their input's shape; a given shape must agree.
@@ -111,7 +111,7 @@ int64_t window_out(const Derivation& d, int64_t in, int64_t k, int64_t stride, i
 std::vector<int64_t> window_shape(Derivation& d, int64_t channels, bool default_stride_is_kernel) {
   const Op& x = d.in(0);
   d.need_rank(x, 3, 4);
-  OpAttrs& a = d.op.attrs;
+  OpAttrs& a = d.op.attrs.edit();  // the defaults filled in
   const std::size_t sp = x.shape.size() - 2;
   if (a.kernel.size() != sp)
     d.fail(d.kind() + " over a rank-" + std::to_string(x.shape.size()) + " input needs a kernel of " + std::to_string(sp) +
@@ -147,7 +147,7 @@ void rule_linear(Derivation& d) {  // Linear and Dense
     d.fail("output shape " + shape_string(d.op.shape) + " must equal input shape " + shape_string(x.shape) +
            " except the last dimension");
   const double rows = static_cast<double>(x.rows()), fin = static_cast<double>(x.cols()), fout = static_cast<double>(d.op.cols());
-  const bool bias = d.op.kind == OpKind::Dense || d.op.attrs.bias;
+  const bool bias = d.op.kind == OpKind::Dense || d.op.attrs->bias;
   d.params = tensor_bytes({x.cols(), d.op.cols()}, d.op.dtype) + (bias ? tensor_bytes({d.op.cols()}, d.op.dtype) : 0);
   d.fwd = 2 * rows * fin * fout;
   d.bwd = 4 * rows * fin * fout;
@@ -232,7 +232,7 @@ void rule_generic(Derivation& d) {
 
 void rule_conv(Derivation& d) {
   const Op& x = d.in(0);
-  OpAttrs& a = d.op.attrs;
+  OpAttrs& a = d.op.attrs.edit();
   if (a.channels <= 0 && d.op.shape.size() >= 2) a.channels = d.op.shape[1];
   if (a.channels <= 0) d.fail("Conv needs its output channels (channels)");
   d.need_rank(x, 3, 4);
@@ -250,11 +250,11 @@ void rule_conv(Derivation& d) {
 }
 
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool
-  if (d.op.kind == OpKind::AvgPool && !d.op.attrs.dilation.empty() &&
-      std::any_of(d.op.attrs.dilation.begin(), d.op.attrs.dilation.end(), [](int64_t x) { return x != 1; }))
+  if (d.op.kind == OpKind::AvgPool && !d.op.attrs->dilation.empty() &&
+      std::any_of(d.op.attrs->dilation.begin(), d.op.attrs->dilation.end(), [](int64_t x) { return x != 1; }))
     d.fail("AvgPool takes no dilation");
   d.set_shape(window_shape(d, d.in(0).shape.at(1), true));
-  const double k = product(d.op.attrs.kernel);
+  const double k = product(d.op.attrs->kernel);
   d.fwd = d.n() * k;
   d.bwd = static_cast<double>(d.in(0).numel()) + d.n();
   d.saved = {d.op.inputs[0]};
@@ -314,32 +314,32 @@ void rule_matmul(Derivation& d) {
 
 void rule_softmax(Derivation& d) {
   d.same_shape();
-  (void)d.axis(d.op.attrs.axis, d.op.shape.size());
+  (void)d.axis(d.op.attrs->axis, d.op.shape.size());
   d.fwd = d.bwd = 4 * d.n();
   d.saved = {d.self};  // softmax's backward reads its output
 }
 
 void rule_const(Derivation& d) {  // MulConst, DivConst, AddConst, MaskedFill
   d.same_shape();
-  check_broadcast_onto(d, d.op.attrs.const_shape, d.op.shape);
+  check_broadcast_onto(d, d.op.attrs->const_shape, d.op.shape);
   d.fwd = d.bwd = d.n();
   // Nothing activation-sized: the gradient needs only the constant (a
   // parameter, buffer or scalar: baseline).
   const Op& op = d.op;
-  const auto cn = static_cast<uint64_t>(product(op.attrs.const_shape));
-  if (!op.attrs.values.empty() && op.attrs.values.size() != cn)
-    d.fail("the constant has " + std::to_string(op.attrs.values.size()) + " values, its shape " +
-           shape_string(op.attrs.const_shape) + " holds " + std::to_string(cn));
-  if (op.attrs.learned) {
+  const auto cn = static_cast<uint64_t>(product(op.attrs->const_shape));
+  if (!op.attrs->values.empty() && op.attrs->values.size() != cn)
+    d.fail("the constant has " + std::to_string(op.attrs->values.size()) + " values, its shape " +
+           shape_string(op.attrs->const_shape) + " holds " + std::to_string(cn));
+  if (op.attrs->learned) {
     if (op.kind != OpKind::AddConst) d.fail("only an AddConst's constant can be learned");
-    d.params = tensor_bytes(op.attrs.const_shape, op.dtype);
+    d.params = tensor_bytes(op.attrs->const_shape, op.dtype);
   }
 }
 
 void rule_concat(Derivation& d) {
   const Op& x = d.in(0);
   if (x.shape.empty()) d.fail("Concat needs inputs of rank >= 1");
-  const std::size_t ax = d.axis(d.op.attrs.axis, x.shape.size());
+  const std::size_t ax = d.axis(d.op.attrs->axis, x.shape.size());
   std::vector<int64_t> s = x.shape;
   for (std::size_t i = 1; i < d.op.inputs.size(); ++i) {
     const Op& y = d.in(i);
@@ -358,10 +358,10 @@ void rule_concat(Derivation& d) {
 void rule_embedding(Derivation& d) {
   const Op& ids = d.in(0);
   if (!is_integer(ids.dtype)) d.fail("Embedding looks rows up by integer ids; its input is " + std::string(dtype_name(ids.dtype)));
-  if (d.op.attrs.vocab <= 0) d.fail("Embedding needs the number of rows of its table (vocab)");
+  if (d.op.attrs->vocab <= 0) d.fail("Embedding needs the number of rows of its table (vocab)");
   if (d.op.shape.size() != ids.shape.size() + 1 || !std::equal(ids.shape.begin(), ids.shape.end(), d.op.shape.begin()))
     d.fail("shape " + shape_string(d.op.shape) + " must be the ids' shape " + shape_string(ids.shape) + " plus the row width");
-  d.params = tensor_bytes({d.op.attrs.vocab, d.op.cols()}, d.op.dtype);
+  d.params = tensor_bytes({d.op.attrs->vocab, d.op.cols()}, d.op.dtype);
   d.fwd = d.bwd = d.n();
   d.saved = {d.op.inputs[0]};  // the ids, to scatter the gradient into the table
 }
@@ -382,9 +382,9 @@ void rule_reshape(Derivation& d) {
 
 void rule_transpose(Derivation& d) {
   const Op& x = d.in(0);
-  std::vector<int64_t>& perm = d.op.attrs.perm;
-  if (perm.empty())
-    for (std::size_t i = x.shape.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  if (d.op.attrs->perm.empty())  // reversed axes, as ONNX's default
+    for (std::size_t i = x.shape.size(); i-- > 0;) d.op.attrs.edit().perm.push_back(static_cast<int64_t>(i));
+  const std::vector<int64_t>& perm = d.op.attrs->perm;
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
   for (std::size_t i = 0; i < sorted.size(); ++i) {
@@ -404,7 +404,7 @@ void rule_transpose(Derivation& d) {
 void rule_slice(Derivation& d) {
   const Op& x = d.in(0);
   if (x.shape.empty()) d.fail("Slice needs an input of rank >= 1");
-  OpAttrs& a = d.op.attrs;
+  const OpAttrs& a = *d.op.attrs;
   const std::size_t ax = d.axis(a.axis, x.shape.size());
   const int64_t dim = x.shape[ax];
   if (a.step <= 0) d.fail("Slice step must be positive, got " + std::to_string(a.step));
@@ -503,8 +503,8 @@ static bool const_kernel_ready(const Op& op) {
   if (op.kind != OpKind::MulConst && op.kind != OpKind::DivConst && op.kind != OpKind::AddConst &&
       op.kind != OpKind::MaskedFill)
     return true;
-  const auto& cs = op.attrs.const_shape;
-  if (op.attrs.values.size() != static_cast<std::size_t>(product(cs)) && !(op.attrs.learned && op.attrs.values.empty())) return false;
+  const auto& cs = op.attrs->const_shape;
+  if (op.attrs->values.size() != static_cast<std::size_t>(product(cs)) && !(op.attrs->learned && op.attrs->values.empty())) return false;
   std::size_t lead = 0;
   while (lead < cs.size() && cs[lead] == 1) ++lead;
   const std::size_t r = cs.size() - lead;
@@ -531,7 +531,7 @@ bool executable(const Op& op) {
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
     return false;
   // The softmax kernel normalises rows: the last axis only.
-  if (op.kind == OpKind::Softmax && op.attrs.axis != -1 && op.attrs.axis != static_cast<int64_t>(op.shape.size()) - 1)
+  if (op.kind == OpKind::Softmax && op.attrs->axis != -1 && op.attrs->axis != static_cast<int64_t>(op.shape.size()) - 1)
     return false;
   if (!const_kernel_ready(op)) return false;
   // The batched product multiplies equal batches (no broadcast), one operand
@@ -541,7 +541,9 @@ bool executable(const Op& op) {
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }
 
-void derive_op(Op& op, const Model& model, const std::string& where, bool explicit_saved) {
+std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
+
+void derive_op(Op& op, const Model& model, std::string_view where, bool explicit_saved) {
   const int self = model.size();
   const KindRule& rule = rule_of(op.kind);
   Derivation d(op, model, where, self);
@@ -569,7 +571,7 @@ void derive_op(Op& op, const Model& model, const std::string& where, bool explic
   } else {
     if (op.bytes == 0) op.bytes = shape_bytes;
     op.storage = self;
-    op.strides.clear();  // contiguous (layout_of)
+    op.strides.reset();  // contiguous (layout_of)
   }
   if (op.fwd_flops <= 0) op.fwd_flops = d.fwd;
   if (op.bwd_flops <= 0) op.bwd_flops = d.bwd;

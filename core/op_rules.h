@@ -5,6 +5,7 @@
 #pragma once
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/op.h"
 
@@ -16,8 +17,11 @@ struct Model;
 // left unset: shape (for kinds that infer it), bytes, costs, saved, aux,
 // params, and the layout (view, storage, strides). Fields the caller set
 // explicitly (bytes > 0, costs > 0, aux_bytes > 0, non-empty saved) are kept:
-// custom and imported ops carry their own. Throws InputError naming `where`.
-void derive_op(Op& op, const Model& model, const std::string& where, bool explicit_saved);
+// custom and imported ops carry their own. Throws InputError naming `where`
+// (empty: "op N", N being the id it will have, model.size()).
+void derive_op(Op& op, const Model& model, std::string_view where, bool explicit_saved);
+// `where`, or "op N" when it is empty: what error messages call an op.
+std::string where_label(std::string_view where, int id);
 
 // True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
 // with the bytes their kernels write).

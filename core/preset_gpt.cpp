@@ -48,19 +48,19 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
   auto put = [&](Op op) { return m.add(std::move(op)); };
   auto slice = [&](const std::string& name, int x, int64_t start) {
     Op op = add(OpKind::Slice, name, {x});
-    op.attrs.axis = 2;
-    op.attrs.start = start;
-    op.attrs.end = start + d;
+    op.attrs.edit().axis = 2;
+    op.attrs.edit().start = start;
+    op.attrs.edit().end = start + d;
     return put(std::move(op));
   };
   auto transpose = [&](const std::string& name, int x, std::vector<int64_t> perm) {
     Op op = add(OpKind::Transpose, name, {x});
-    op.attrs.perm = std::move(perm);
+    op.attrs.edit().perm = std::move(perm);
     return put(std::move(op));
   };
   auto linear = [&](const std::string& name, int x, int64_t out, bool bias = true) {
     Op op = add(OpKind::Linear, name, {x}, {batch, seq, out});
-    op.attrs.bias = bias;
+    if (!bias) op.attrs.edit().bias = false;  // the default holds nothing
     return put(std::move(op));
   };
 
@@ -68,11 +68,11 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
   ids.dtype = DType::I64;
   int x = put(std::move(ids));
   Op wte = add(OpKind::Embedding, "wte", {x}, {batch, seq, d});
-  wte.attrs.vocab = vocab;
+  wte.attrs.edit().vocab = vocab;
   x = put(std::move(wte));
   Op wpe = add(OpKind::AddConst, "wpe", {x});  // + the learned position table's first SEQ rows
-  wpe.attrs.const_shape = {seq, d};
-  wpe.attrs.learned = true;
+  wpe.attrs.edit().const_shape = {seq, d};
+  wpe.attrs.edit().learned = true;
   x = put(std::move(wpe));
   // The constants every block shares: attention's scale and the causal mask.
   const ConstValues scale_value{std::make_shared<const std::vector<float>>(1, 1.0f / std::sqrt(static_cast<float>(hs)))};
@@ -88,14 +88,14 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
     const int v = transpose(p + "attn.v", put(add(OpKind::Reshape, p + "attn.v.view", {slice(p + "attn.v.split", qkv, 2 * d)}, heads4)), {0, 2, 1, 3});
     int a = put(add(OpKind::MatMul, p + "attn.q@kT", {q, k}));
     Op scale = add(OpKind::MulConst, p + "attn.scale", {a});  // 1/sqrt(head size)
-    scale.attrs.values = scale_value;
+    scale.attrs.edit().values = scale_value;
     a = put(std::move(scale));
     Op mask = add(OpKind::MaskedFill, p + "attn.mask", {a});  // -inf above the diagonal
-    mask.attrs.const_shape = {1, 1, seq, seq};
-    mask.attrs.values = causal_mask;
+    mask.attrs.edit().const_shape = {1, 1, seq, seq};
+    mask.attrs.edit().values = causal_mask;
     a = put(std::move(mask));
     Op sm = add(OpKind::Softmax, p + "attn.softmax", {a});
-    sm.attrs.axis = -1;
+    sm.attrs.edit().axis = -1;
     a = put(std::move(sm));
     a = put(add(OpKind::Dropout, p + "attn.attn_dropout", {a}));
     int y = put(add(OpKind::MatMul, p + "attn.@v", {a, v}));

@@ -48,11 +48,11 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   };
   auto conv = [&](const std::string& name, int x, int64_t out, int64_t k, int64_t stride) {
     Op c = op(OpKind::Conv, name, {x});
-    c.attrs.channels = out;
-    c.attrs.kernel = {k, k};
-    c.attrs.stride = {stride, stride};
-    c.attrs.pads.assign(4, k / 2);
-    c.attrs.bias = false;
+    c.attrs.edit().channels = out;
+    c.attrs.edit().kernel = {k, k};
+    c.attrs.edit().stride = {stride, stride};
+    c.attrs.edit().pads.assign(4, k / 2);
+    c.attrs.edit().bias = false;
     return m.add(std::move(c));
   };
   auto simple = [&](OpKind k, const std::string& name, std::vector<int> in) { return m.add(op(k, name, std::move(in))); };
@@ -64,9 +64,9 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   x = simple(OpKind::BatchNorm, "bn1", {x});
   x = simple(OpKind::ReLU, "relu", {x});
   Op pool = op(OpKind::MaxPool, "maxpool", {x});
-  pool.attrs.kernel = {3, 3};
-  pool.attrs.stride = {2, 2};
-  pool.attrs.pads = {1, 1, 1, 1};
+  pool.attrs.edit().kernel = {3, 3};
+  pool.attrs.edit().stride = {2, 2};
+  pool.attrs.edit().pads = {1, 1, 1, 1};
   x = m.add(std::move(pool));
   int64_t channels = width;
   for (int s = 0; s < 4; ++s) {

@@ -24,8 +24,8 @@ enum class InstrKind : uint8_t {
 
 // Four bytes: schedules reach hundreds of millions of instructions
 // (recompute-all is quadratic), so their size is what memory and speed are
-// made of. Op ids fit the 29-bit signed field (Model::kMaxOps); three bits of
-// kind: seven kinds used, one left.
+// made of. Op ids fit the 29-bit signed field (Model::kMaxOps); the kind's
+// three bits hold 0 to 7: seven kinds used (Fwd = 0 to Fetch = 6), one left.
 struct Instr {
   Instr() = default;
   // A constructor, not aggregate initialisation: {kind, v} with an int v
@@ -36,6 +36,7 @@ struct Instr {
   bool operator==(const Instr&) const = default;
 };
 static_assert(sizeof(Instr) == 4);
+static_assert(static_cast<unsigned>(InstrKind::Fetch) == 6, "the comment above counts the kinds");
 
 struct Schedule {
   std::string strategy;

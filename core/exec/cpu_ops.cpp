@@ -27,12 +27,12 @@ void store_loss(CpuOpState& s, const OpCall& c, float loss) {
 
 void fwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  const float* b = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
   cpu::linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols());
 }
 void bwd_linear(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   cpu::linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(),
                   x.cols(), c.op.cols(), c.dx(0) && c.acc(0));
 }
@@ -102,11 +102,11 @@ void bwd_softmax_ce(CpuOpState& s, const OpCall& c) {
 }
 
 void fwd_conv(CpuOpState& s, const OpCall& c) {
-  const float* bias = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
   cpu::conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), s.scratch[kConvColumns]);
 }
 void bwd_conv(CpuOpState& s, const OpCall& c) {
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   // No dx for the model input: the kernel then skips that product.
   cpu::conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
                   c.dx(0) && c.acc(0), s.scratch[kConvColumns]);
@@ -235,19 +235,19 @@ void bwd_matmul(CpuOpState& s, const OpCall& c) {
 
 // *Const: the constant repeats over the output (op_rules' executable checks it).
 void fwd_by_const(CpuOpState& s, const OpCall& c) {
-  const float* k = c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+  const float* k = c.op.attrs->learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
   cpu::const_fwd(const_op(c.op.kind), c.in(0), k, c.out(), c.op.numel(), constant_numel(c.op));
 }
 void bwd_by_const(CpuOpState& s, const OpCall& c) {
   const int64_t cn = constant_numel(c.op);
-  if (c.op.attrs.learned) cpu::const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn);
-  const float* k = c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+  if (c.op.attrs->learned) cpu::const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn);
+  const float* k = c.op.attrs->learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
   if (c.dx(0)) cpu::const_bwd(const_op(c.op.kind), c.dy(), k, c.dx(0), c.op.numel(), cn, c.acc(0));
 }
 
 void fwd_masked_fill(CpuOpState& s, const OpCall& c) {
   cpu::masked_fill_fwd(c.in(0), static_cast<const uint8_t*>(s.constant(c.v)), c.out(), c.op.numel(),
-                       constant_numel(c.op), c.op.attrs.fill);
+                       constant_numel(c.op), c.op.attrs->fill);
 }
 void bwd_masked_fill(CpuOpState& s, const OpCall& c) {
   if (c.dx(0))
@@ -260,17 +260,17 @@ void fwd_embedding(CpuOpState& s, const OpCall& c) {
   const Op& ids = c.in_op(0);
   const void* idx = c.in(0);
   if (ids.dtype == DType::I64)
-    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int64_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int64_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs->vocab);
   else
-    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int32_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+    cpu::embedding_fwd(s.param(c.v, 0), static_cast<const int32_t*>(idx), c.out(), ids.numel(), c.op.cols(), c.op.attrs->vocab);
 }
 void bwd_embedding(CpuOpState& s, const OpCall& c) {
   const Op& ids = c.in_op(0);
   const void* idx = c.in(0);
   if (ids.dtype == DType::I64)
-    cpu::embedding_bwd(c.dy(), static_cast<const int64_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+    cpu::embedding_bwd(c.dy(), static_cast<const int64_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs->vocab);
   else
-    cpu::embedding_bwd(c.dy(), static_cast<const int32_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs.vocab);
+    cpu::embedding_bwd(c.dy(), static_cast<const int32_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs->vocab);
 }
 
 #define REMAT_CPU_ROW(Kind, entry) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},

@@ -92,7 +92,7 @@ void check_executable(const Model& model) {
     if (op.view || op.kind == OpKind::Reshape || op.kind == OpKind::MatMul) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
-      if (in.view && !is_contiguous(in.shape, in.strides))
+      if (in.view && !is_contiguous(in.shape, *in.strides))
         throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
                          ") reads the non-contiguous view " + op_label(model, u) +
                          ", which the kernels cannot run yet (simulate it instead)");
@@ -121,7 +121,7 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     // Token ids, uniform over the smallest table that looks them up.
     int64_t vocab = std::numeric_limits<int64_t>::max();
     for (int v = 1; v < model.size(); ++v)
-      if (model.op(v).kind == OpKind::Embedding) vocab = std::min(vocab, model.op(v).attrs.vocab);
+      if (model.op(v).kind == OpKind::Embedding) vocab = std::min(vocab, model.op(v).attrs->vocab);
     d.ids.resize(static_cast<std::size_t>(in.numel()));
     for (std::size_t i = 0; i < d.ids.size(); ++i)
       d.ids[i] = static_cast<int64_t>(mix64(mix64(seed ^ (kInput * 0xD1B54A32D192ED03ull)) + i) % static_cast<uint64_t>(vocab));
@@ -145,15 +145,15 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     const ParamTensor& p = tensors[k];
     const Op& op = model.op(p.op);
     std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if (op.kind == OpKind::AddConst && !op.attrs.values.empty()) {  // a learned constant's initial values
-      values.assign(op.attrs.values.data(), op.attrs.values.data() + op.attrs.values.size());
-    } else if (!op.param_init.empty()) {
-      if (op.param_init.size() <= static_cast<std::size_t>(p.slot) || !op.param_init[static_cast<std::size_t>(p.slot)] ||
-          op.param_init[static_cast<std::size_t>(p.slot)]->size() != values.size())
+    if (op.kind == OpKind::AddConst && !op.attrs->values.empty()) {  // a learned constant's initial values
+      values.assign(op.attrs->values.data(), op.attrs->values.data() + op.attrs->values.size());
+    } else if (!op.param_init->empty()) {
+      if (op.param_init->size() <= static_cast<std::size_t>(p.slot) || !(*op.param_init)[static_cast<std::size_t>(p.slot)] ||
+          (*op.param_init)[static_cast<std::size_t>(p.slot)]->size() != values.size())
         throw InputError("model " + model.name + ": initial values of op " + std::to_string(p.op) + " ('" + op.name +
                          "') do not match parameter " + p.name + " (" + std::to_string(values.size()) +
                          " floats expected)");
-      values = *op.param_init[static_cast<std::size_t>(p.slot)];
+      values = *(*op.param_init)[static_cast<std::size_t>(p.slot)];
     } else {
       const uint64_t stream = kParams + k;
       const ParamInit init = op_params(model, p.op).at(static_cast<std::size_t>(p.slot)).init;

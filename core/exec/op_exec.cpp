@@ -20,7 +20,7 @@ std::vector<ParamSpec> linear_params(const Model& m, int v) {
 // A Linear without bias (`"bias": false`, GPT's vocabulary projection) has no bias tensor, as in PyTorch.
 std::vector<ParamSpec> params_linear(const Model& m, int v) {
   std::vector<ParamSpec> p = linear_params(m, v);
-  if (!m.op(v).attrs.bias) p.pop_back();
+  if (!m.op(v).attrs->bias) p.pop_back();
   return p;
 }
 std::vector<ParamSpec> params_dense(const Model& m, int v) { return linear_params(m, v); }
@@ -30,10 +30,10 @@ std::vector<ParamSpec> params_layernorm(const Model& m, int v) {
 }
 std::vector<ParamSpec> params_conv(const Model& m, int v) {
   const Op& op = m.op(v);
-  std::vector<int64_t> w = {op.attrs.channels, m.op(op.inputs.at(0)).shape.at(1) / op.attrs.groups};
-  w.insert(w.end(), op.attrs.kernel.begin(), op.attrs.kernel.end());
+  std::vector<int64_t> w = {op.attrs->channels, m.op(op.inputs.at(0)).shape.at(1) / op.attrs->groups};
+  w.insert(w.end(), op.attrs->kernel.begin(), op.attrs->kernel.end());
   std::vector<ParamSpec> out = {{"weight", std::move(w), ParamInit::FanIn}};
-  if (op.attrs.bias) out.push_back({"bias", {op.attrs.channels}, ParamInit::FanIn});
+  if (op.attrs->bias) out.push_back({"bias", {op.attrs->channels}, ParamInit::FanIn});
   return out;
 }
 // Batch statistics only: the running statistics (buffers, no gradient) are
@@ -45,13 +45,13 @@ std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
 // The table (vocab, dim), as nn.Embedding's weight.
 std::vector<ParamSpec> params_embedding(const Model& m, int v) {
   const Op& op = m.op(v);
-  return {{"weight", {op.attrs.vocab, op.cols()}, ParamInit::NearZero}};
+  return {{"weight", {op.attrs->vocab, op.cols()}, ParamInit::NearZero}};
 }
 // A learned added constant (a position table) is a parameter of its own shape.
 std::vector<ParamSpec> params_by_const(const Model& m, int v) {
   const Op& op = m.op(v);
-  if (!op.attrs.learned) return {};
-  return {{"weight", op.attrs.const_shape, ParamInit::NearZero}};
+  if (!op.attrs->learned) return {};
+  return {{"weight", op.attrs->const_shape, ParamInit::NearZero}};
 }
 std::vector<ParamSpec> params_none(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_activation(const Model&, int) { return {}; }
@@ -197,7 +197,7 @@ std::pair<int64_t, int64_t> pads_of(const OpAttrs& a, std::size_t i) {
 std::string kernel_attr_problem(const Op& op) {
   const bool conv = op.kind == OpKind::Conv;
   if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& a = *op.attrs;
   for (std::size_t i = 0; i < a.kernel.size(); ++i) {
     const auto [b, e] = pads_of(a, i);
     if (b != e) return "pads that differ at the two ends of a dimension";
@@ -214,7 +214,7 @@ cpu::ConvGeom conv_geom(const Model& m, int v) {
   const Op& x = m.op(op.inputs.at(0));
   if (const std::string why = kernel_attr_problem(op); !why.empty())
     throw InputError(op_label(m, v) + ": the kernels cannot run a Conv with " + why);
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& a = *op.attrs;
   const bool two_d = a.kernel.size() == 2;  // else 1-D: H = 1, one kernel row
   cpu::ConvGeom g;
   g.n = x.shape.at(0);
@@ -239,7 +239,7 @@ cpu::PoolGeom pool_geom(const Model& m, int v) {
   const Op& x = m.op(op.inputs.at(0));
   if (const std::string why = kernel_attr_problem(op); !why.empty())
     throw InputError(op_label(m, v) + ": the kernels cannot run a " + std::string(kind_name(op.kind)) + " with " + why);
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& a = *op.attrs;
   const bool two_d = a.kernel.size() == 2;
   cpu::PoolGeom g;
   g.n = x.shape.at(0);
@@ -263,7 +263,7 @@ NCS ncs_of(const Op& op) {
 ConcatDims concat_dims(const Model& m, int v) {
   const Op& op = m.op(v);
   const auto rank = static_cast<int64_t>(op.shape.size());
-  const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+  const auto ax = static_cast<std::size_t>(op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis);
   ConcatDims d;
   for (std::size_t i = 0; i < op.shape.size(); ++i) {
     if (i < ax) d.outer *= op.shape[i];
@@ -281,7 +281,7 @@ bool folds(const Op& x, int64_t batch) {
   const std::vector<int64_t> folded = {batch, x.shape.at(x.shape.size() - 2), x.shape.back()};
   return view_strides(x.shape, layout_of(x), folded).has_value();
 }
-bool contiguous(const Op& x) { return !x.view || is_contiguous(x.shape, x.strides); }
+bool contiguous(const Op& x) { return !x.view || is_contiguous(x.shape, *x.strides); }
 
 }  // namespace
 
@@ -325,19 +325,19 @@ cpu::ConstOp const_op(OpKind kind) {
 
 int64_t constant_numel(const Op& op) {
   int64_t n = 1;
-  for (const int64_t d : op.attrs.const_shape) n *= d;
+  for (const int64_t d : op.attrs->const_shape) n *= d;
   return n;
 }
 
 std::vector<uint8_t> constant_bytes(const Op& op) {
-  const ConstValues& c = op.attrs.values;
+  const ConstValues& c = op.attrs->values;
   if (op.kind == OpKind::MaskedFill) {
     std::vector<uint8_t> mask(c.size());
     for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = c.data()[i] != 0.0f ? 1 : 0;
     return mask;
   }
   const bool fixed = op.kind == OpKind::MulConst || op.kind == OpKind::DivConst ||
-                     (op.kind == OpKind::AddConst && !op.attrs.learned);
+                     (op.kind == OpKind::AddConst && !op.attrs->learned);
   if (!fixed || c.empty()) return {};
   std::vector<uint8_t> out(c.size() * sizeof(float));
   std::memcpy(out.data(), c.data(), out.size());
@@ -352,15 +352,15 @@ ViewMap view_map(const Model& m, int v) {
   out.shape = op.shape;
   switch (op.kind) {
     case OpKind::Transpose:
-      for (const int64_t p : op.attrs.perm) out.stride.push_back(cs.at(static_cast<std::size_t>(p)));
+      for (const int64_t p : op.attrs->perm) out.stride.push_back(cs.at(static_cast<std::size_t>(p)));
       break;
     case OpKind::Slice: {
       const auto rank = static_cast<int64_t>(x.shape.size());
-      const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+      const auto ax = static_cast<std::size_t>(op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis);
       const int64_t dim = x.shape[ax];
-      const int64_t start = std::clamp(op.attrs.start < 0 ? op.attrs.start + dim : op.attrs.start, int64_t{0}, dim);
+      const int64_t start = std::clamp(op.attrs->start < 0 ? op.attrs->start + dim : op.attrs->start, int64_t{0}, dim);
       out.stride = cs;
-      out.stride[ax] *= op.attrs.step;
+      out.stride[ax] *= op.attrs->step;
       out.base = start * cs[ax];
       break;
     }
@@ -388,9 +388,9 @@ int64_t storage_offset(const Model& m, int v) {
     const Op& x = m.op(u);
     const std::vector<int64_t> st = layout_of(x);
     const auto rank = static_cast<int64_t>(x.shape.size());
-    const auto ax = static_cast<std::size_t>(op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis);
+    const auto ax = static_cast<std::size_t>(op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis);
     const int64_t dim = x.shape[ax];
-    off += std::clamp(op.attrs.start < 0 ? op.attrs.start + dim : op.attrs.start, int64_t{0}, dim) * st[ax];
+    off += std::clamp(op.attrs->start < 0 ? op.attrs->start + dim : op.attrs->start, int64_t{0}, dim) * st[ax];
   }
   return off;
 }

@@ -137,7 +137,7 @@ std::vector<SafeTensor> execution_tensors(const Model& model, const HostData& da
   for (int v = 0; v < model.size(); ++v) {
     const Op& op = model.op(v);
     const std::vector<uint8_t> c = constant_bytes(op);
-    if (!c.empty()) out.push_back(tensor("const." + std::to_string(v), op.kind == OpKind::MaskedFill ? "U8" : "F32", op.attrs.const_shape, c));
+    if (!c.empty()) out.push_back(tensor("const." + std::to_string(v), op.kind == OpKind::MaskedFill ? "U8" : "F32", op.attrs->const_shape, c));
   }
   out.push_back(tensor("loss", "F32", {}, std::vector<float>{result.loss}));
   for (std::size_t k = 0; k < params.size() && k < result.param_grads.size(); ++k)
@@ -153,10 +153,10 @@ std::string dump_graph_json(const Model& model) {
                                 {"shape", op.shape}};
     if (op.kind == OpKind::Dense) j["activation"] = activation_name(op.act);
     if (op.kind == OpKind::Dropout) j["p"] = op.dropout_p;
-    if (op.kind == OpKind::Embedding) j["vocab"] = op.attrs.vocab;
-    if (!op.attrs.const_shape.empty()) j["const_shape"] = op.attrs.const_shape;
-    if (op.kind == OpKind::MaskedFill) j["fill"] = op.attrs.fill;  // -inf dumps as null: the default
-    if (op.attrs.learned) j["learned"] = true;
+    if (op.kind == OpKind::Embedding) j["vocab"] = op.attrs->vocab;
+    if (!op.attrs->const_shape.empty()) j["const_shape"] = op.attrs->const_shape;
+    if (op.kind == OpKind::MaskedFill) j["fill"] = op.attrs->fill;  // -inf dumps as null: the default
+    if (op.attrs->learned) j["learned"] = true;
     ops.push_back(std::move(j));
   }
   return ops.dump();

@@ -191,7 +191,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     if (takers(key).empty()) continue;  // not an attribute
     const std::string here = at + "/" + key;
     if (!takes(op.kind, key)) fail(r.origin, here, "only " + takers(key) + " ops take '" + key + "'");
-    OpAttrs& a = op.attrs;
+    OpAttrs& a = op.attrs.edit();
     if (key == "channels") a.channels = r.integer(v, here, 1, kBig);
     else if (key == "vocab") a.vocab = r.integer(v, here, 1, kBig);
     else if (key == "kernel") a.kernel = r.ints(v, here, 1, kBig);
@@ -211,7 +211,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "fill") a.fill = r.extended_number(v, here);
   }
   // After const_shape, which "causal" needs.
-  if (j.contains("values")) op.attrs.values = r.constant(j["values"], at + "/values", op.attrs.const_shape);
+  if (j.contains("values")) op.attrs.edit().values = r.constant(j["values"], at + "/values", op.attrs->const_shape);
 }
 
 nlohmann::ordered_json float_json(float f);
@@ -219,7 +219,7 @@ nlohmann::ordered_json float_json(float f);
 // The attributes of `op`'s kind, as derived (defaults filled in), so a file
 // reads back into the same op.
 void write_attrs(const Op& op, nlohmann::ordered_json& j) {
-  const OpAttrs& a = op.attrs;
+  const OpAttrs& a = *op.attrs;
   switch (op.kind) {
     case OpKind::Conv:
       j["channels"] = a.channels;

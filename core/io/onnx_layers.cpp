@@ -50,19 +50,19 @@ bool Importer::conv(const NodeProto& n, int x) {
   op.kind = OpKind::Conv;
   op.name = op_name(n);
   op.inputs = {x};
-  op.attrs.channels = (*w)[0];
-  op.attrs.kernel = attr_ints(n, "kernel_shape");
-  if (op.attrs.kernel.empty()) op.attrs.kernel.assign(w->begin() + 2, w->end());
-  op.attrs.stride = attr_ints(n, "strides");
-  op.attrs.pads = attr_ints(n, "pads");
-  op.attrs.dilation = attr_ints(n, "dilations");
-  op.attrs.groups = attr_int(n, "group", 1);
-  op.attrs.bias = n.input_size() > 2 && !n.input(2).empty();
+  op.attrs.edit().channels = (*w)[0];
+  op.attrs.edit().kernel = attr_ints(n, "kernel_shape");
+  if (op.attrs->kernel.empty()) op.attrs.edit().kernel.assign(w->begin() + 2, w->end());
+  op.attrs.edit().stride = attr_ints(n, "strides");
+  op.attrs.edit().pads = attr_ints(n, "pads");
+  op.attrs.edit().dilation = attr_ints(n, "dilations");
+  op.attrs.edit().groups = attr_int(n, "group", 1);
+  op.attrs.edit().bias = n.input_size() > 2 && !n.input(2).empty();
   const Op& in = model_.op(x);
   if (in.shape.size() < 3 || in.shape.size() > 4 || w->size() != in.shape.size()) return false;
-  if ((*w)[1] * op.attrs.groups != in.shape[1])
+  if ((*w)[1] * op.attrs->groups != in.shape[1])
     fail_node(origin_, n, "weight '" + n.input(1) + "' is " + shape_str(*w) + " but the input has " +
-                              std::to_string(in.shape[1]) + " channels in " + std::to_string(op.attrs.groups) + " group(s)");
+                              std::to_string(in.shape[1]) + " channels in " + std::to_string(op.attrs->groups) + " group(s)");
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -87,12 +87,12 @@ bool Importer::pool(const NodeProto& n, int x) {
   op.kind = type == "MaxPool" ? OpKind::MaxPool : OpKind::AvgPool;
   op.name = op_name(n);
   op.inputs = {x};
-  op.attrs.kernel = attr_ints(n, "kernel_shape");
-  op.attrs.stride = attr_ints(n, "strides");
-  if (op.attrs.stride.empty()) op.attrs.stride.assign(op.attrs.kernel.size(), 1);  // ONNX's default, not torch's
-  op.attrs.pads = attr_ints(n, "pads");
-  if (op.kind == OpKind::MaxPool) op.attrs.dilation = attr_ints(n, "dilations");
-  op.attrs.ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  op.attrs.edit().kernel = attr_ints(n, "kernel_shape");
+  op.attrs.edit().stride = attr_ints(n, "strides");
+  if (op.attrs->stride.empty()) op.attrs.edit().stride.assign(op.attrs->kernel.size(), 1);  // ONNX's default, not torch's
+  op.attrs.edit().pads = attr_ints(n, "pads");
+  if (op.kind == OpKind::MaxPool) op.attrs.edit().dilation = attr_ints(n, "dilations");
+  op.attrs.edit().ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -106,7 +106,7 @@ bool Importer::softmax(const NodeProto& n, int x) {
   op.kind = OpKind::Softmax;
   op.name = op_name(n);
   op.inputs = {x};
-  op.attrs.axis = axis;
+  op.attrs.edit().axis = axis;
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -126,7 +126,7 @@ bool Importer::with_constant(const NodeProto& n, int x) {
   op.kind = type == "Mul" ? OpKind::MulConst : type == "Div" ? OpKind::DivConst : OpKind::AddConst;
   op.name = op_name(n);
   op.inputs = {x};
-  op.attrs.const_shape = *cs;
+  op.attrs.edit().const_shape = *cs;
   // A constant tensor (not a scalar) is a parameter or buffer: baseline.
   uint64_t numel = 1;
   for (int64_t d : *cs) numel *= static_cast<uint64_t>(std::max<int64_t>(d, 1));
@@ -135,13 +135,13 @@ bool Importer::with_constant(const NodeProto& n, int x) {
     // x - c is x + (-c).
     if (type == "Sub")
       for (float& f : *v) f = -f;
-    op.attrs.values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*v))};
+    op.attrs.edit().values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*v))};
   }
   // A tensor initializer added to an activation is a parameter PyTorch
   // learns (a position table: Linear and Conv biases are matched before
   // this); its values are the initial ones. Buffers are multiplied or
   // masked far more than added, and Sub would learn the negation: fixed.
-  op.attrs.learned = type == "Add" && numel > 1 && is_initializer(c);
+  op.attrs.edit().learned = type == "Add" && numel > 1 && is_initializer(c);
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -156,14 +156,14 @@ bool Importer::masked_fill(const NodeProto& n, int x) {
   op.kind = OpKind::MaskedFill;
   op.name = op_name(n);
   op.inputs = {x};
-  op.attrs.const_shape = *mask;
+  op.attrs.edit().const_shape = *mask;
   // Where(cond, fill, x) fills where cond holds; Where(cond, x, fill) where it does not.
   if (auto cond = floats(constant(n.input(0)))) {
     for (float& f : *cond) f = (f != 0.0f) == (on_false == 2) ? 1.0f : 0.0f;
-    op.attrs.values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*cond))};
+    op.attrs.edit().values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*cond))};
   }
-  if (auto fill = scalar(n.input(3 - on_false))) op.attrs.fill = *fill;
-  else op.attrs.values = {};  // a fill that is not one known number: simulate only
+  if (auto fill = scalar(n.input(3 - on_false))) op.attrs.edit().fill = *fill;
+  else op.attrs.edit().values = {};  // a fill that is not one known number: simulate only
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -175,7 +175,7 @@ bool Importer::embedding(const NodeProto& n, int ids) {
   op.kind = OpKind::Embedding;
   op.name = op_name(n);
   op.inputs = {ids};
-  op.attrs.vocab = (*table)[0];
+  op.attrs.edit().vocab = (*table)[0];
   op.shape = model_.op(ids).shape;
   op.shape.push_back((*table)[1]);
   if (auto et = elem_types_.find(n.input(0)); et != elem_types_.end()) dtype_of(et->second, op.dtype);
@@ -205,7 +205,7 @@ bool Importer::view(const NodeProto& n, int x) {
     op.kind = OpKind::Transpose;
     op.name = op_name(n);
     op.inputs = {x};
-    op.attrs.perm = attr_ints(n, "perm");
+    op.attrs.edit().perm = attr_ints(n, "perm");
     return try_add(std::move(op), out0(n), n) >= 0;
   }
   if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" || type == "Expand") {
@@ -243,11 +243,11 @@ bool Importer::view(const NodeProto& n, int x) {
       op.kind = OpKind::Slice;
       op.name = op_name(n) + (starts->size() > 1 ? "." + std::to_string(k) : "");
       op.inputs = {y};
-      op.attrs.axis = (*axes)[k];
-      op.attrs.start = (*starts)[k];
-      op.attrs.end = std::clamp<int64_t>((*ends)[k], -(int64_t{1} << 40), int64_t{1} << 40);  // INT64_MAX: to the end
-      op.attrs.start = std::clamp<int64_t>(op.attrs.start, -(int64_t{1} << 40), int64_t{1} << 40);
-      op.attrs.step = (*steps)[k];
+      op.attrs.edit().axis = (*axes)[k];
+      op.attrs.edit().start = (*starts)[k];
+      op.attrs.edit().end = std::clamp<int64_t>((*ends)[k], -(int64_t{1} << 40), int64_t{1} << 40);  // INT64_MAX: to the end
+      op.attrs.edit().start = std::clamp<int64_t>(op.attrs->start, -(int64_t{1} << 40), int64_t{1} << 40);
+      op.attrs.edit().step = (*steps)[k];
       const int next = try_add(std::move(op), out0(n), n);
       if (next < 0) {
         if (y != x) fail_node(origin_, n, "a slice of axis " + std::to_string((*axes)[k]) + " is empty or out of range");
@@ -281,10 +281,10 @@ bool Importer::split(const NodeProto& n, int x) {
     op.kind = OpKind::Slice;
     op.name = op_name(n) + "." + std::to_string(k);
     op.inputs = {x};
-    op.attrs.axis = axis;
-    op.attrs.start = start;
-    op.attrs.end = start + sizes[static_cast<std::size_t>(k)];
-    start = op.attrs.end;
+    op.attrs.edit().axis = axis;
+    op.attrs.edit().start = start;
+    op.attrs.edit().end = start + sizes[static_cast<std::size_t>(k)];
+    start = op.attrs->end;
     add_op(std::move(op), n.output(k), where(n));  // checked above: cannot fail
   }
   return true;

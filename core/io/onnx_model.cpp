@@ -520,7 +520,7 @@ void Importer::import_node(int i) {
     op.kind = OpKind::Concat;
     op.name = op_name(n);
     op.inputs = std::move(in_ops);
-    op.attrs.axis = attr_int(n, "axis", 0);
+    op.attrs.edit().axis = attr_int(n, "axis", 0);
     if (try_add(std::move(op), out0(n), n) >= 0) return;
   }
   generic(n, acts);

@@ -195,12 +195,16 @@ class ChainRuns {
   ChainRuns(const Model& model, const std::vector<char>& checkpoint)
       : model_(model),
         checkpoint_(checkpoint),
-        last_checkpoint_(static_cast<std::size_t>(model.size())),
-        aux_before_(static_cast<std::size_t>(model.size()) + 1, 0) {
+        last_checkpoint_(static_cast<std::size_t>(model.size())) {
     for (int t = 0, c = 0; t < model.size(); ++t) {
       if (checkpoint[static_cast<std::size_t>(t)]) c = t;
       last_checkpoint_[static_cast<std::size_t>(t)] = c;
-      aux_before_[static_cast<std::size_t>(t) + 1] = aux_before_[static_cast<std::size_t>(t)] + (model.op(t).aux_bytes > 0);
+      const bool aux = model.op(t).aux_bytes > 0;
+      if (aux && aux_before_.empty()) {  // the first op with aux: none before it
+        aux_before_.reserve(static_cast<std::size_t>(model.size()) + 1);
+        aux_before_.assign(static_cast<std::size_t>(t) + 1, 0);
+      }
+      if (!aux_before_.empty()) aux_before_.push_back(aux_before_.back() + aux);
     }
   }
 
@@ -231,7 +235,8 @@ class ChainRuns {
     for (std::size_t p = 0; p + 1 < phase_start.size(); ++p)
       runs(phase_start[p], phase_last(model_, phase_start, p), [&](int a, int b) {
         total.fwd += static_cast<uint64_t>(b - a + 1);
-        total.aux += aux_before_[static_cast<std::size_t>(b) + 1] - aux_before_[static_cast<std::size_t>(a)];
+        if (!aux_before_.empty())
+          total.aux += aux_before_[static_cast<std::size_t>(b) + 1] - aux_before_[static_cast<std::size_t>(a)];
       });
     return total;
   }
@@ -240,7 +245,9 @@ class ChainRuns {
   const Model& model_;
   const std::vector<char>& checkpoint_;
   std::vector<int> last_checkpoint_;  // largest checkpoint <= t
-  std::vector<uint64_t> aux_before_;  // ops with aux among 0..t-1
+  // Ops with aux among 0..t-1; empty when no op has aux (a chain's 10^6
+  // ops would fill 4 MB of zeros, twice per strategy: its size, its schedule).
+  std::vector<uint32_t> aux_before_;
 };
 
 // Segments between checkpoints: phases start right after each checkpoint.

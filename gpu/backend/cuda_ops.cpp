@@ -26,12 +26,12 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
 
 void fwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  const float* b = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
+  const float* b = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
   linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
 }
 void bwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(), x.cols(),
              c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
 }
@@ -107,11 +107,11 @@ ConvContext conv_context(const CudaOpState& s) {
   return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes};
 }
 void fwd_conv(CudaOpState& s, const OpCall& c) {
-  const float* bias = c.op.attrs.bias ? s.param(c.v, 1) : nullptr;
+  const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
   conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), conv_context(s));
 }
 void bwd_conv(CudaOpState& s, const OpCall& c) {
-  float* db = c.op.attrs.bias ? s.param_grad(c.v, 1) : nullptr;
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
   conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
              c.dx(0) && c.acc(0), conv_context(s));
 }
@@ -230,20 +230,20 @@ void bwd_matmul(CudaOpState& s, const OpCall& c) {
 
 // *Const, MaskedFill, Embedding: as the CPU's entries (cpu_ops.cpp).
 const float* const_of(const CudaOpState& s, const OpCall& c) {
-  return c.op.attrs.learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
+  return c.op.attrs->learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
 }
 void fwd_by_const(CudaOpState& s, const OpCall& c) {
   const_fwd(const_op(c.op.kind), c.in(0), const_of(s, c), c.out(), c.op.numel(), constant_numel(c.op), s.stream);
 }
 void bwd_by_const(CudaOpState& s, const OpCall& c) {
   const int64_t cn = constant_numel(c.op);
-  if (c.op.attrs.learned) const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn, s.stream);
+  if (c.op.attrs->learned) const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn, s.stream);
   if (c.dx(0)) const_bwd(const_op(c.op.kind), c.dy(), const_of(s, c), c.dx(0), c.op.numel(), cn, c.acc(0), s.stream);
 }
 
 void fwd_masked_fill(CudaOpState& s, const OpCall& c) {
   masked_fill_fwd(c.in(0), static_cast<const uint8_t*>(s.constant(c.v)), c.out(), c.op.numel(), constant_numel(c.op),
-                  c.op.attrs.fill, s.stream);
+                  c.op.attrs->fill, s.stream);
 }
 void bwd_masked_fill(CudaOpState& s, const OpCall& c) {
   if (c.dx(0))
@@ -255,19 +255,19 @@ void fwd_embedding(CudaOpState& s, const OpCall& c) {
   const Op& ids = c.in_op(0);
   if (ids.dtype == DType::I64)
     embedding_fwd(s.param(c.v, 0), static_cast<const int64_t*>(static_cast<const void*>(c.in(0))), c.out(), ids.numel(),
-                  c.op.cols(), c.op.attrs.vocab, s.stream);
+                  c.op.cols(), c.op.attrs->vocab, s.stream);
   else
     embedding_fwd(s.param(c.v, 0), static_cast<const int32_t*>(static_cast<const void*>(c.in(0))), c.out(), ids.numel(),
-                  c.op.cols(), c.op.attrs.vocab, s.stream);
+                  c.op.cols(), c.op.attrs->vocab, s.stream);
 }
 void bwd_embedding(CudaOpState& s, const OpCall& c) {
   const Op& ids = c.in_op(0);
   if (ids.dtype == DType::I64)
     embedding_bwd(c.dy(), static_cast<const int64_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
-                  ids.numel(), c.op.cols(), c.op.attrs.vocab, s.stream);
+                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
   else
     embedding_bwd(c.dy(), static_cast<const int32_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
-                  ids.numel(), c.op.cols(), c.op.attrs.vocab, s.stream);
+                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
 }
 
 #define REMAT_CUDA_ROW(Kind, entry) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},

@@ -34,18 +34,18 @@ Op make(OpKind k, const std::string& name, std::vector<int> in) {
 
 int conv(Model& m, const std::string& name, int x, int64_t out, int64_t k, int64_t stride) {
   Op c = make(OpKind::Conv, name, {x});
-  c.attrs.channels = out;
-  c.attrs.kernel = {k, k};
-  c.attrs.stride = {stride, stride};
-  c.attrs.pads.assign(4, k / 2);
+  c.attrs.edit().channels = out;
+  c.attrs.edit().kernel = {k, k};
+  c.attrs.edit().stride = {stride, stride};
+  c.attrs.edit().pads.assign(4, k / 2);
   return m.add(std::move(c));
 }
 
 int pool(Model& m, const std::string& name, int x, int64_t k, int64_t stride, int64_t pad) {
   Op p = make(OpKind::MaxPool, name, {x});
-  p.attrs.kernel = {k, k};
-  p.attrs.stride = {stride, stride};
-  p.attrs.pads.assign(4, pad);
+  p.attrs.edit().kernel = {k, k};
+  p.attrs.edit().stride = {stride, stride};
+  p.attrs.edit().pads.assign(4, pad);
   return m.add(std::move(p));
 }
 

@@ -35,7 +35,7 @@ TEST(OpRules, ConvShapeParamsFlops) {
   m.add(make(OpKind::Input, {}, {8, 3, 32, 32}));
   Op c = make(OpKind::Conv, {0});
   c.attrs = {.channels = 64, .kernel = {7, 7}, .stride = {2, 2}, .pads = {3, 3, 3, 3}};
-  c.attrs.bias = false;
+  c.attrs.edit().bias = false;
   const int v = m.add(std::move(c));
   // (32 + 3 + 3 - 7) / 2 + 1 = 16
   EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{8, 64, 16, 16}));
@@ -64,10 +64,10 @@ TEST(OpRules, PoolsBatchNormGlobalPool) {
   Model m;
   m.add(make(OpKind::Input, {}, {2, 3, 5, 5}));
   Op mp = make(OpKind::MaxPool, {0});
-  mp.attrs.kernel = {2, 2};  // stride defaults to the kernel, as in torch
+  mp.attrs.edit().kernel = {2, 2};  // stride defaults to the kernel, as in torch
   const int floor_pool = m.add(mp);
-  mp.attrs.ceil_mode = true;
-  mp.attrs.stride.clear();
+  mp.attrs.edit().ceil_mode = true;
+  mp.attrs.edit().stride.clear();
   const int ceil_pool = m.add(mp);
   EXPECT_EQ(m.op(floor_pool).shape, (std::vector<int64_t>{2, 3, 2, 2}));  // floor(4/2)+1
   EXPECT_EQ(m.op(ceil_pool).shape, (std::vector<int64_t>{2, 3, 3, 3}));   // ceil(3/2)+1 = 3
@@ -75,8 +75,8 @@ TEST(OpRules, PoolsBatchNormGlobalPool) {
   EXPECT_EQ(m.op(ceil_pool).saved, (std::vector<int>{0}));
   EXPECT_EQ(m.op(ceil_pool).aux_bytes, 2u * 3 * 3 * 3 * 8);
   Op ap = make(OpKind::AvgPool, {0});
-  ap.attrs.kernel = {3, 3};
-  ap.attrs.stride = {1, 1};
+  ap.attrs.edit().kernel = {3, 3};
+  ap.attrs.edit().stride = {1, 1};
   const int avg = m.add(ap);
   EXPECT_EQ(m.op(avg).shape, (std::vector<int64_t>{2, 3, 3, 3}));
   EXPECT_EQ(m.op(avg).saved, (std::vector<int>{0}));
@@ -99,10 +99,10 @@ TEST(OpRules, ActivationsSaveWhatTheirDerivativeReads) {
   const int s = m.add(sm);
   EXPECT_EQ(m.op(s).saved, (std::vector<int>{s}));
   Op mul = make(OpKind::MulConst, {0});
-  mul.attrs.const_shape = {1, 4};
+  mul.attrs.edit().const_shape = {1, 4};
   const int c = m.add(mul);
   EXPECT_TRUE(m.op(c).saved.empty());
-  mul.attrs.const_shape = {2, 4};
+  mul.attrs.edit().const_shape = {2, 4};
   EXPECT_NE(error_of(m, mul).find("does not broadcast onto [4,4]"), std::string::npos);
 }
 
@@ -111,9 +111,9 @@ TEST(OpRules, MatMulSavesInputsOrTheCopiesTorchMakes) {
   m.add(make(OpKind::Input, {}, {2, 3, 4, 5}));
   const int r = m.add(make(OpKind::ReLU, {0}));
   Op t = make(OpKind::Transpose, {r});
-  t.attrs.perm = {0, 2, 1, 3};  // [2,4,3,5], strides (60,5,20,1)
+  t.attrs.edit().perm = {0, 2, 1, 3};  // [2,4,3,5], strides (60,5,20,1)
   const int a = m.add(t);
-  t.attrs.perm = {0, 2, 3, 1};  // [2,4,5,3], strides (60,5,1,20)
+  t.attrs.edit().perm = {0, 2, 3, 1};  // [2,4,5,3], strides (60,5,1,20)
   const int b = m.add(t);
   const int ab = m.add(make(OpKind::MatMul, {a, b}));
   EXPECT_EQ(m.op(ab).shape, (std::vector<int64_t>{2, 4, 3, 3}));
@@ -121,7 +121,7 @@ TEST(OpRules, MatMulSavesInputsOrTheCopiesTorchMakes) {
   // not chain): bmm saves two copies of 120 floats.
   EXPECT_TRUE(m.op(ab).saved.empty());
   EXPECT_EQ(m.op(ab).aux_bytes, 2u * 120 * 4);
-  t.attrs.perm = {0, 1, 3, 2};  // [2,3,5,4], strides (60,20,1,5): batch dims still chain
+  t.attrs.edit().perm = {0, 1, 3, 2};  // [2,3,5,4], strides (60,20,1,5): batch dims still chain
   const int rt = m.add(t);
   const int rr = m.add(make(OpKind::MatMul, {r, rt}));
   EXPECT_EQ(m.op(rr).saved, (std::vector<int>{r, rt}));
@@ -147,7 +147,7 @@ TEST(OpRules, ViewsReshapeSliceExpand) {
   s.attrs = {.axis = 1, .start = 2, .end = 9, .step = 3};
   const int sl = m.add(s);
   EXPECT_EQ(m.op(sl).shape, (std::vector<int64_t>{6, 3}));  // columns 2, 5, 8
-  EXPECT_EQ(m.op(sl).strides, (std::vector<int64_t>{10, 3}));
+  EXPECT_EQ(*m.op(sl).strides, (std::vector<int64_t>{10, 3}));
   EXPECT_EQ(m.op(sl).logical_bytes(), 6u * 3 * 4);  // the size of its gradient
   const int row = m.add(make(OpKind::Reshape, {m.add([] {
                                                 Op o = make(OpKind::Slice, {0});
@@ -156,7 +156,7 @@ TEST(OpRules, ViewsReshapeSliceExpand) {
                                               }())},
                              {1, 10}));
   const int ex = m.add(make(OpKind::Expand, {row}, {4, 1, 10}));
-  EXPECT_EQ(m.op(ex).strides, (std::vector<int64_t>{0, 10, 1}));
+  EXPECT_EQ(*m.op(ex).strides, (std::vector<int64_t>{0, 10, 1}));
   EXPECT_EQ(m.storage(ex), 0);
   Op bad = make(OpKind::Reshape, {0}, {7, 9});
   EXPECT_NE(error_of(m, bad).find("changes the element count"), std::string::npos);
@@ -171,18 +171,18 @@ TEST(OpRules, EmbeddingConcatAndIntegerIds) {
   ids.dtype = DType::I64;
   m.add(ids);
   Op e = make(OpKind::Embedding, {0}, {2, 5, 8});
-  e.attrs.vocab = 100;
+  e.attrs.edit().vocab = 100;
   const int emb = m.add(e);
   EXPECT_EQ(m.op(emb).saved, (std::vector<int>{0}));  // the ids
   EXPECT_EQ(m.op(emb).param_bytes, 100u * 8 * 4);
   EXPECT_FALSE(m.has_grad_tensor(0));
   Op c = make(OpKind::Concat, {emb, emb});
-  c.attrs.axis = -1;
+  c.attrs.edit().axis = -1;
   const int cat = m.add(c);
   EXPECT_EQ(m.op(cat).shape, (std::vector<int64_t>{2, 5, 16}));
   EXPECT_TRUE(m.op(cat).saved.empty());
   Op on_floats = make(OpKind::Embedding, {emb}, {2, 5, 8, 8});
-  on_floats.attrs.vocab = 10;
+  on_floats.attrs.edit().vocab = 10;
   EXPECT_NE(error_of(m, on_floats).find("looks rows up by integer ids"), std::string::npos);
 }
 

@@ -75,7 +75,7 @@ TEST(Views, OwnNothingAndShareTheirStorage) {
   EXPECT_EQ(m.op(2).bytes, 0u);
   EXPECT_EQ(m.storage(2), 1);
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 4}));
-  EXPECT_EQ(m.op(2).strides, (std::vector<int64_t>{1, 2}));  // r's columns
+  EXPECT_EQ(*m.op(2).strides, (std::vector<int64_t>{1, 2}));  // r's columns
   EXPECT_EQ(m.grad_bytes(2), 32u);                          // a view's gradient is its own tensor
   EXPECT_EQ(m.op(3).saved, (std::vector<int>{2, 1}));
   EXPECT_EQ(m.op(3).aux_bytes, 0u);  // 2-D mm reads a transposed view as it is

@@ -54,9 +54,9 @@ inline uint64_t cpu_held_bytes(const Model& m, bool exact) {
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
     uint64_t n = 1;
-    for (const int64_t d : op.attrs.const_shape) n *= static_cast<uint64_t>(d);
+    for (const int64_t d : op.attrs->const_shape) n *= static_cast<uint64_t>(d);
     if (op.kind == OpKind::MaskedFill) add(n);
-    if ((op.kind == OpKind::MulConst || op.kind == OpKind::DivConst || op.kind == OpKind::AddConst) && !op.attrs.learned)
+    if ((op.kind == OpKind::MulConst || op.kind == OpKind::DivConst || op.kind == OpKind::AddConst) && !op.attrs->learned)
       add(4 * n);
   }
   for (const int64_t floats : model_scratch(m)) add(4 * static_cast<uint64_t>(floats));

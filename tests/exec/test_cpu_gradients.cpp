@@ -107,12 +107,12 @@ double reference_loss(const Model& m, const HostData& d, const std::vector<std::
       case OpKind::AddConst:
       case OpKind::MaskedFill: {
         std::vector<double> c;
-        if (op.attrs.learned) c = param(v, 0);
-        else c.assign(op.attrs.values.data(), op.attrs.values.data() + op.attrs.values.size());
+        if (op.attrs->learned) c = param(v, 0);
+        else c.assign(op.attrs->values.data(), op.attrs->values.data() + op.attrs->values.size());
         for (std::size_t i = 0; i < y.size(); ++i) {
           const double k = c[i % c.size()];
           y[i] = op.kind == OpKind::MulConst ? x[i] * k : op.kind == OpKind::DivConst ? x[i] / k
-               : op.kind == OpKind::AddConst ? x[i] + k : k != 0 ? op.attrs.fill : x[i];
+               : op.kind == OpKind::AddConst ? x[i] + k : k != 0 ? op.attrs->fill : x[i];
         }
         break;
       }
@@ -126,7 +126,7 @@ double reference_loss(const Model& m, const HostData& d, const std::vector<std::
             rest /= op.shape[a];
           }
           std::vector<int64_t> xi(xs.size());
-          for (std::size_t a = 0; a < idx.size(); ++a) xi[static_cast<std::size_t>(op.attrs.perm[a])] = idx[a];
+          for (std::size_t a = 0; a < idx.size(); ++a) xi[static_cast<std::size_t>(op.attrs->perm[a])] = idx[a];
           int64_t at = 0;
           for (std::size_t a = 0; a < xs.size(); ++a) at = at * xs[a] + xi[a];
           y[i] = x[static_cast<std::size_t>(at)];
@@ -281,32 +281,32 @@ Model constants_and_attention() {
   ids.dtype = DType::I64;
   int x = m.add(std::move(ids));
   Op emb = op_of(OpKind::Embedding, {x}, {2, 3, 4});
-  emb.attrs.vocab = 7;
+  emb.attrs.edit().vocab = 7;
   x = m.add(std::move(emb));
   Op pos = op_of(OpKind::AddConst, {x});
-  pos.attrs.const_shape = {3, 4};
-  pos.attrs.learned = true;
+  pos.attrs.edit().const_shape = {3, 4};
+  pos.attrs.edit().learned = true;
   x = m.add(std::move(pos));
   Op div = op_of(OpKind::DivConst, {x});
-  div.attrs.values = values({2.5f});
+  div.attrs.edit().values = values({2.5f});
   const int a = m.add(std::move(div));
   const int b = m.add(op_of(OpKind::Linear, {a}, {2, 3, 4}));
   Op tr = op_of(OpKind::Transpose, {b});
-  tr.attrs.perm = {0, 2, 1};
+  tr.attrs.edit().perm = {0, 2, 1};
   const int bt = m.add(std::move(tr));
   x = m.add(op_of(OpKind::MatMul, {a, bt}));
   Op mul = op_of(OpKind::MulConst, {x});
-  mul.attrs.const_shape = {3};
-  mul.attrs.values = values({0.5f, -1.0f, 2.0f});
+  mul.attrs.edit().const_shape = {3};
+  mul.attrs.edit().values = values({0.5f, -1.0f, 2.0f});
   x = m.add(std::move(mul));
   Op mask = op_of(OpKind::MaskedFill, {x});
-  mask.attrs.const_shape = {1, 3, 3};
-  mask.attrs.values = causal_mask_values(3);
-  mask.attrs.fill = -3.0f;
+  mask.attrs.edit().const_shape = {1, 3, 3};
+  mask.attrs.edit().values = causal_mask_values(3);
+  mask.attrs.edit().fill = -3.0f;
   x = m.add(std::move(mask));
   Op add = op_of(OpKind::AddConst, {x});
-  add.attrs.const_shape = {1, 3};
-  add.attrs.values = values({0.1f, 0.2f, 0.3f});
+  add.attrs.edit().const_shape = {1, 3};
+  add.attrs.edit().values = values({0.1f, 0.2f, 0.3f});
   x = m.add(std::move(add));
   x = m.add(op_of(OpKind::Linear, {x}, {2, 3, 4}));
   m.add(op_of(OpKind::MSELoss, {x}));

@@ -121,7 +121,7 @@ TEST(Executor, AKernelFedANonContiguousViewIsRefusedWithTheOpsNamed) {
   t.kind = OpKind::Transpose;
   t.name = "swap";
   t.inputs = {0};
-  t.attrs.perm = {0, 2, 1};
+  t.attrs.edit().perm = {0, 2, 1};
   m.add(t);
   Op r;
   r.kind = OpKind::ReLU;

@@ -62,9 +62,9 @@ void expect_identical(const Model& a, const Model& b) {
     EXPECT_EQ(x.dropout_p, y.dropout_p);
     EXPECT_EQ(x.simulate_only, y.simulate_only);
     EXPECT_EQ(x.aux_bytes, y.aux_bytes);
-    EXPECT_EQ(x.attrs, y.attrs);
+    EXPECT_EQ(*x.attrs, *y.attrs);
     EXPECT_EQ(x.view, y.view);
-    EXPECT_EQ(x.strides, y.strides);
+    EXPECT_EQ(*x.strides, *y.strides);
   }
 }
 
@@ -116,15 +116,15 @@ TEST(JsonModel, ConstantsCarryTheirValues) {
     {"id":7,"kind":"MaskedFill","inputs":[6],"const_shape":[1,1,3,3],"values":"causal"},
     {"id":8,"kind":"MaskedFill","inputs":[7],"const_shape":[3],"values":[0,1,0],"fill":0.5},
     {"id":9,"kind":"MSELoss","inputs":[8]})"), "k.json");
-  EXPECT_TRUE(m.op(2).attrs.learned);
+  EXPECT_TRUE(m.op(2).attrs->learned);
   EXPECT_EQ(m.op(2).param_bytes, 4u * 3 * 4);  // a learned constant is a parameter
-  ASSERT_EQ(m.op(3).attrs.values.size(), 1u);
-  EXPECT_EQ(m.op(3).attrs.values.data()[0], 0.25f);
-  EXPECT_EQ(*m.op(4).attrs.values.values, (std::vector<float>{1, 2, 4, 8}));
+  ASSERT_EQ(m.op(3).attrs->values.size(), 1u);
+  EXPECT_EQ(m.op(3).attrs->values.data()[0], 0.25f);
+  EXPECT_EQ(*m.op(4).attrs->values.values, (std::vector<float>{1, 2, 4, 8}));
   // "causal": 1 strictly above the diagonal.
-  EXPECT_EQ(*m.op(7).attrs.values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
-  EXPECT_EQ(m.op(7).attrs.fill, -std::numeric_limits<float>::infinity());  // the default
-  EXPECT_EQ(m.op(8).attrs.fill, 0.5f);
+  EXPECT_EQ(*m.op(7).attrs->values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(m.op(7).attrs->fill, -std::numeric_limits<float>::infinity());  // the default
+  EXPECT_EQ(m.op(8).attrs->fill, 0.5f);
   const auto j = model_to_json(m);
   EXPECT_EQ(j["ops"][7]["values"], "causal");  // written back in its short form
   EXPECT_EQ(j["ops"][7]["fill"], "-inf");

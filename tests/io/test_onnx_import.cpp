@@ -75,7 +75,7 @@ void expect_weights(const Model& m, const std::string& name) {
   const auto want = read_f32(kExports + "/" + name + ".params.f32");
   std::vector<float> got;
   for (int v = 0; v < m.size(); ++v) {
-    for (const auto& p : m.op(v).param_init) got.insert(got.end(), p->begin(), p->end());
+    for (const auto& p : *m.op(v).param_init) got.insert(got.end(), p->begin(), p->end());
   }
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "parameter value " << i;
@@ -202,8 +202,8 @@ TEST(OnnxCases, FinalSoftmaxBecomesCrossEntropy) {
   ASSERT_EQ(m.size(), 4);
   EXPECT_EQ(m.op(3).kind, OpKind::SoftmaxCELoss);
   EXPECT_EQ(m.op(3).inputs, (std::vector<int>{2}));  // the ReLU's output: the logits
-  ASSERT_EQ(m.op(1).param_init.size(), 2u);
-  EXPECT_EQ(*m.op(1).param_init[0], (std::vector<float>{0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f}));
+  ASSERT_EQ(m.op(1).param_init->size(), 2u);
+  EXPECT_EQ(*m.op(1).param_init->at(0), (std::vector<float>{0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f, 1.0f, 1.1f}));
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("the final Softmax is taken as a classifier head"), std::string::npos);
 }
@@ -215,8 +215,8 @@ TEST(OnnxCases, GemmWithoutTransposeTransposeViewAndMatMulOfActivations) {
   ASSERT_EQ(m.size(), 5);
   EXPECT_EQ(m.op(1).kind, OpKind::Linear);
   // Wt is (in, out) = W^T: the importer hands the kernels W (out, in).
-  EXPECT_EQ((*m.op(1).param_init[0])[1], 0.1f);
-  EXPECT_EQ((*m.op(1).param_init[0])[4], 0.4f);
+  EXPECT_EQ((*m.op(1).param_init->at(0))[1], 0.1f);
+  EXPECT_EQ((*m.op(1).param_init->at(0))[4], 0.4f);
   EXPECT_EQ(m.op(2).kind, OpKind::Transpose);  // a view of h: no bytes of its own
   EXPECT_EQ(m.op(2).bytes, 0u);
   EXPECT_EQ(m.op(3).kind, OpKind::MatMul);  // h @ h^T
@@ -252,7 +252,7 @@ TEST(OnnxCases, AttentionPieces) {
                                      OpKind::MaskedFill, OpKind::Softmax, OpKind::SiLU, OpKind::MSELoss};
   ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
   for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
-  EXPECT_EQ(m.op(4).attrs.const_shape, (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(m.op(4).attrs->const_shape, (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(m.op(6).name, "sigmoid.SiLU");  // named after the pattern's first node
   // x @ x^T over a batch of 2: x [2,3,4] and its transposed view [2,4,3]
   // reshape to themselves, so bmm saves both as they are (one storage).
@@ -260,10 +260,10 @@ TEST(OnnxCases, AttentionPieces) {
   EXPECT_EQ(m.op(2).aux_bytes, 0u);
   // The constants' values: the scale, and the boolean mask (1 above the
   // diagonal) filling with the constant -inf.
-  ASSERT_EQ(m.op(3).attrs.values.size(), 1u);
-  EXPECT_EQ(m.op(3).attrs.values.data()[0], 0.5f);
-  EXPECT_EQ(*m.op(4).attrs.values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
-  EXPECT_EQ(m.op(4).attrs.fill, -std::numeric_limits<float>::infinity());
+  ASSERT_EQ(m.op(3).attrs->values.size(), 1u);
+  EXPECT_EQ(m.op(3).attrs->values.data()[0], 0.5f);
+  EXPECT_EQ(*m.op(4).attrs->values.values, (std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(m.op(4).attrs->fill, -std::numeric_limits<float>::infinity());
   EXPECT_TRUE(m.executable());
 }
 
@@ -273,11 +273,11 @@ TEST(OnnxCases, EmbeddingSplitConcatAndAConstant) {
   ASSERT_EQ(m.size(), 7);
   EXPECT_EQ(m.op(0).dtype, DType::I64);
   EXPECT_EQ(m.op(1).kind, OpKind::Embedding);
-  EXPECT_EQ(m.op(1).attrs.vocab, 10);
+  EXPECT_EQ(m.op(1).attrs->vocab, 10);
   EXPECT_EQ(m.op(1).param_bytes, 10u * 6 * 4);
   EXPECT_EQ(m.op(2).kind, OpKind::Slice);  // split output 0: [0, 2)
   EXPECT_EQ(m.op(3).kind, OpKind::Slice);  // split output 1: [2, 6)
-  EXPECT_EQ(m.op(3).attrs.start, 2);
+  EXPECT_EQ(m.op(3).attrs->start, 2);
   EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 5, 4}));
   EXPECT_EQ(m.op(4).kind, OpKind::Concat);
   EXPECT_EQ(m.op(4).inputs, (std::vector<int>{3, 2}));
