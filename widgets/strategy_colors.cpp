@@ -17,9 +17,11 @@ QColor strategy_color(const QString& spec) {
       QColor(0x99, 0x88, 0x00),  // auto: dark yellow
       QColor(0x88, 0x22, 0x55),  // optimal: wine
       QColor(0x44, 0xAA, 0x99),  // selective: teal
+      QColor(0xAA, 0x66, 0x33),  // offload: brown
   };
   constexpr int count = sizeof(palette) / sizeof(palette[0]);
-  const std::string head = spec.section(':', 0, 0).toStdString();
+  // "offload+sqrt" is drawn as offload: the modifier names what it does.
+  const std::string head = spec.section(':', 0, 0).section('+', 0, 0).toStdString();
   const auto& catalog = strategy_catalog();
   for (std::size_t i = 0; i < catalog.size(); ++i)
     if (catalog[i].name == head) return palette[i % count];

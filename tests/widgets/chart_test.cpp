@@ -10,6 +10,7 @@
 
 #include "core/comparison.h"
 #include "core/model_source.h"
+#include "core/strategies/registry.h"
 #include "widgets/chart_scale.h"
 #include "widgets/comparison_model.h"
 #include "widgets/main_window.h"
@@ -178,4 +179,19 @@ TEST(TimelineChart, ScaleChangesNeverPassThroughThousandsOfTicks) {
   chart.resetZoom();
   chart.setRuns(simulate_strategies(small, {"store-all"}));
   EXPECT_LE(most, 20) << "ticks on the x axis at some moment";
+}
+
+// Every registered strategy has a colour of its own (none falls back to the
+// grey of an unknown name, none repeats another's); a composed spec takes its
+// head's.
+TEST(StrategyColors, EveryCatalogEntryHasItsOwnColour) {
+  QList<QRgb> seen;
+  for (const auto& s : strategy_catalog()) {
+    const QColor c = strategy_color(QString::fromStdString(s.name));
+    EXPECT_NE(c, QColor(0x77, 0x77, 0x77)) << s.name;
+    EXPECT_FALSE(seen.contains(c.rgb())) << s.name << " repeats " << c.name().toStdString();
+    seen << c.rgb();
+  }
+  EXPECT_EQ(strategy_color("offload+sqrt"), strategy_color("offload"));
+  EXPECT_EQ(strategy_color("revolve:4"), strategy_color("revolve"));
 }
