@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/model.h"
-#include "core/resident_index.h"
 #include "core/schedule.h"
+#include "core/tensor_ref.h"
 
 namespace remat {
 

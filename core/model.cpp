@@ -20,7 +20,7 @@ int Model::add(Op op, std::string_view where, bool explicit_saved) {
       throw InputError(at() + ": input " + std::to_string(in) +
                        " is not an earlier op (ops must be in topological order)");
   }
-  derive_op(op, *this, where, explicit_saved);
+  derive_op(op, ops_, where, explicit_saved);
   param_bytes_ += op.param_bytes;
   if (id > 0) {
     forward_flops_ += op.fwd_flops;

@@ -36,6 +36,7 @@ struct Model {
 
   int size() const { return static_cast<int>(ops_.size()); }
   const Op& op(int v) const { return ops_[static_cast<std::size_t>(v)]; }
+  std::span<const Op> ops() const { return ops_; }
   // For what add() does not derive (names, initial parameter values): the
   // model's sums below were taken as each op was added.
   Op& mutable_op(int v) { return ops_[static_cast<std::size_t>(v)]; }

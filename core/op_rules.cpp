@@ -5,8 +5,6 @@
 
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
-#include "core/exec/op_exec.h"
-#include "core/model.h"
 #include "core/op_layout.h"
 
 namespace remat {
@@ -21,9 +19,9 @@ namespace {
 
 // What a rule works on and what it fills in.
 struct Derivation {
-  Derivation(Op& o, const Model& m, std::string_view w, int s) : op(o), model(m), where(w), self(s) {}
+  Derivation(Op& o, std::span<const Op> b, std::string_view w, int s) : op(o), before(b), where(w), self(s) {}
   Op& op;
-  const Model& model;
+  std::span<const Op> before;  // the ops added so far: op ids index it
   std::string_view where;
   int self;
   double fwd = 0, bwd = 0;
@@ -33,7 +31,7 @@ struct Derivation {
   bool view = false;
   std::vector<int64_t> strides;  // a view's layout (owners are contiguous)
 
-  const Op& in(std::size_t i) const { return model.op(op.inputs.at(i)); }
+  const Op& in(std::size_t i) const { return before[static_cast<std::size_t>(op.inputs.at(i))]; }
   double n() const { return static_cast<double>(op.numel()); }
   [[noreturn]] void fail(const std::string& what) const { throw InputError(where_label(where, self) + ": " + what); }
   std::string kind() const { return std::string(kind_name(op.kind)); }
@@ -69,7 +67,7 @@ struct Derivation {
   // are when that reshape is a view of them, else PyTorch saves a contiguous
   // copy, which is private to this op (aux).
   void save_for_matmul(int input, const std::vector<int64_t>& expanded, const std::vector<int64_t>& folded) {
-    const Op& x = model.op(input);
+    const Op& x = before[static_cast<std::size_t>(input)];
     const std::vector<int64_t> st = layout_of(x);
     // Broadcast batch dimensions read the same elements again: stride 0.
     const std::size_t lead = expanded.size() - x.shape.size();
@@ -512,6 +510,20 @@ static bool const_kernel_ready(const Op& op) {
   return std::equal(cs.begin() + static_cast<std::ptrdiff_t>(lead), cs.end(), op.shape.end() - static_cast<std::ptrdiff_t>(r));
 }
 
+std::string kernel_attr_problem(const Op& op) {
+  const bool conv = op.kind == OpKind::Conv;
+  if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
+  const OpAttrs& a = *op.attrs;
+  const std::size_t sp = a.kernel.size();  // pads: all begins, then all ends (ONNX order)
+  for (std::size_t i = 0; i < sp; ++i)
+    if (a.pads.at(i) != a.pads.at(sp + i)) return "pads that differ at the two ends of a dimension";
+  if (conv) return {};
+  for (const int64_t d : a.dilation)
+    if (d != 1) return "a pooling window with dilation";
+  if (a.ceil_mode) return "ceil_mode";
+  return {};
+}
+
 bool executable(const Op& op) {
   if (op.simulate_only) return false;
   // Token ids: an integer input (the Embedding reads it; check_executable
@@ -543,10 +555,10 @@ bool executable(const Op& op) {
 
 std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
 
-void derive_op(Op& op, const Model& model, std::string_view where, bool explicit_saved) {
-  const int self = model.size();
+void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved) {
+  const int self = static_cast<int>(before.size());
   const KindRule& rule = rule_of(op.kind);
-  Derivation d(op, model, where, self);
+  Derivation d(op, before, where, self);
   const int n_in = static_cast<int>(op.inputs.size());
   if (n_in < rule.min_inputs || n_in > rule.max_inputs) {
     const std::string want = rule.min_inputs == rule.max_inputs ? std::to_string(rule.min_inputs)

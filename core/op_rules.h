@@ -11,21 +11,26 @@
 
 namespace remat {
 
-struct Model;
-
-// Checks `op` against its inputs (already in `model`) and fills what the caller
+// Checks `op` against its inputs (among `before`, the ops the model holds so
+// far: op ids index it) and fills what the caller
 // left unset: shape (for kinds that infer it), bytes, costs, saved, aux,
 // params, and the layout (view, storage, strides). Fields the caller set
 // explicitly (bytes > 0, costs > 0, aux_bytes > 0, non-empty saved) are kept:
 // custom and imported ops carry their own. Throws InputError naming `where`
-// (empty: "op N", N being the id it will have, model.size()).
-void derive_op(Op& op, const Model& model, std::string_view where, bool explicit_saved);
+// (empty: "op N", N being the id it will have, before.size()). It takes the
+// ops, not the Model, so that Model (which calls it from add) and the rules do
+// not depend on each other.
+void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved);
 // `where`, or "op N" when it is empty: what error messages call an op.
 std::string where_label(std::string_view where, int id);
 
 // True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
 // with the bytes their kernels write).
 bool executable(const Op& op);
+// Why the kernels cannot run op's attributes (asymmetric pads, pooling with
+// dilation or ceil_mode), or "" when they can. Here, not in core/exec, so that
+// executable() needs nothing from the executor (no cycle between them).
+std::string kernel_attr_problem(const Op& op);
 
 // The part of op.param_bytes that is not trained: BatchNorm's running mean and
 // variance (fp32 buffers, updated in place). They get no gradient and no

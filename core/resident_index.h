@@ -7,19 +7,11 @@
 #include <vector>
 
 #include "core/schedule.h"
+#include "core/tensor_ref.h"
 
 namespace remat {
 
 struct Model;
-
-// A tensor: activation A(op) (a view's alias too), gradient G(op), or the
-// op's private saved tensors aux(op).
-struct TensorRef {
-  int32_t op;
-  bool grad;
-  bool aux = false;
-  bool operator==(const TensorRef&) const = default;
-};
 
 class ResidentIndex {
  public:

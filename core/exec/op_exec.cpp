@@ -194,21 +194,6 @@ std::pair<int64_t, int64_t> pads_of(const OpAttrs& a, std::size_t i) {
 
 }  // namespace
 
-std::string kernel_attr_problem(const Op& op) {
-  const bool conv = op.kind == OpKind::Conv;
-  if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
-  const OpAttrs& a = *op.attrs;
-  for (std::size_t i = 0; i < a.kernel.size(); ++i) {
-    const auto [b, e] = pads_of(a, i);
-    if (b != e) return "pads that differ at the two ends of a dimension";
-  }
-  if (conv) return {};
-  for (const int64_t d : a.dilation)
-    if (d != 1) return "a pooling window with dilation";
-  if (a.ceil_mode) return "ceil_mode";
-  return {};
-}
-
 cpu::ConvGeom conv_geom(const Model& m, int v) {
   const Op& op = m.op(v);
   const Op& x = m.op(op.inputs.at(0));

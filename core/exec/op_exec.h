@@ -73,8 +73,8 @@ class ParamSlots {
 // pooling with dilation or ceil_mode): executable() refuses those ops first.
 cpu::ConvGeom conv_geom(const Model& model, int v);
 cpu::PoolGeom pool_geom(const Model& model, int v);
-// Why the kernels cannot run op v's attributes, or "" when they can.
-std::string kernel_attr_problem(const Op& op);
+// kernel_attr_problem() (core/op_rules.h) says why the kernels cannot run
+// an op's attributes.
 
 // (N, C, spatial...) as the batch norm and pooling kernels take it: hw is the
 // product of the spatial dimensions (1 for (N, C)).

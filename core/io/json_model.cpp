@@ -455,7 +455,7 @@ nlohmann::ordered_json model_to_json(const Model& model) {
     probe.act = op.act;
     probe.dropout_p = op.dropout_p;
     probe.attrs = op.attrs;
-    derive_op(probe, rebuilt, "op " + std::to_string(v), false);
+    derive_op(probe, rebuilt.ops(), "op " + std::to_string(v), false);
 
     ojson j;
     j["id"] = v;
