@@ -36,16 +36,21 @@ struct StridedLayout {
   int64_t stride[kMaxStridedRank];
 };
 
+// Where logical element i (row-major over l.shape) sits in the strided storage.
+__device__ inline int64_t strided_offset(int64_t i, const StridedLayout& l) {
+  int64_t rest = i, at = 0;
+  for (int d = l.rank - 1; d >= 0; --d) {
+    at += (rest % l.shape[d]) * l.stride[d];
+    rest /= l.shape[d];
+  }
+  return at;
+}
+
 // dst (n, contiguous, logical order) = src read through the layout's strides.
 __global__ void strided_copy_kernel(const float* src, float* dst, int64_t n, StridedLayout l) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = i, at = 0;
-    for (int d = l.rank - 1; d >= 0; --d) {
-      at += (rest % l.shape[d]) * l.stride[d];
-      rest /= l.shape[d];
-    }
-    dst[i] = src[at];
+    dst[i] = src[strided_offset(i, l)];
   }
 }
 
@@ -54,12 +59,7 @@ __global__ void strided_copy_kernel(const float* src, float* dst, int64_t n, Str
 __global__ void strided_add_kernel(const float* src, float* dst, int64_t n, StridedLayout l) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = i, at = 0;
-    for (int d = l.rank - 1; d >= 0; --d) {
-      at += (rest % l.shape[d]) * l.stride[d];
-      rest /= l.shape[d];
-    }
-    dst[at] += src[i];
+    dst[strided_offset(i, l)] += src[i];
   }
 }
 
