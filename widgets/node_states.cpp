@@ -39,8 +39,8 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
 
 std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
   try {
-    if (name == "sqrt") return every_k_checkpoints(model, sqrt_interval(model));
-    if (name.rfind("every-k:", 0) == 0) return every_k_checkpoints(model, std::stoi(name.substr(8)));
+    if (name == "sqrt") return cut_checkpoints(model, every_k_boundaries(model, sqrt_interval(model)));
+    if (name.rfind("every-k:", 0) == 0) return cut_checkpoints(model, every_k_boundaries(model, std::stoi(name.substr(8))));
     if (name.rfind("manual:", 0) == 0) {
       std::vector<int> out;
       std::size_t pos = 7;

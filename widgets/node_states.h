@@ -48,7 +48,7 @@ class ScheduleFacts {
 };
 
 // The checkpoint set a strategy spec names, from core's helpers
-// (every_k_checkpoints, sqrt_interval); empty for others. A checkpoint the
+// (cut_checkpoints of every_k_boundaries); empty for others. A checkpoint the
 // schedule never reads again (the one before the last segment) only shows here.
 std::vector<int> declared_checkpoints(const Model& model, const std::string& canonical_name);
 

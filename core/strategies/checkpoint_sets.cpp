@@ -22,7 +22,7 @@ bool is_chain(const Model& model) {
   return true;
 }
 
-std::vector<int> every_k_checkpoints(const Model& model, int k) {
+std::vector<int> every_k_boundaries(const Model& model, int k) {
   std::vector<int> c;
   for (int v = k; v < model.loss(); v += k) c.push_back(v);
   return c;
@@ -329,6 +329,52 @@ ScheduleSize checkpoint_schedule_size(const Model& model, std::vector<char> chec
     if (count > limit) return {count, ScheduleSize::Bound::AtLeast};  // the phases left only add
   }
   return {total(recomputed)};
+}
+
+std::vector<int> cut_checkpoints(const Model& model, const std::vector<int>& boundaries) {
+  // t crosses a cut when the first boundary at or after t comes before t's
+  // last reader: one pass from the end finds each op's next boundary.
+  const int n = model.size();
+  std::vector<int> out;
+  std::size_t b = boundaries.size();
+  std::vector<int> next(static_cast<std::size_t>(n), n);
+  for (int t = n; t-- > 0;) {
+    while (b > 0 && boundaries[b - 1] >= t) --b;
+    next[static_cast<std::size_t>(t)] = b < boundaries.size() ? boundaries[b] : n;
+  }
+  for (int t = 1; t < n; ++t) {
+    int last_reader = -1;
+    for (int r : model.consumers(t)) last_reader = std::max(last_reader, r);
+    if (next[static_cast<std::size_t>(t)] < last_reader) out.push_back(t);
+  }
+  return out;
+}
+
+namespace {
+
+void cut_phases(const Model& model, const std::vector<int>& boundaries, std::vector<char>& keep,
+                std::vector<int>& phase_start) {
+  keep.assign(static_cast<std::size_t>(model.size()), 0);
+  for (int t : cut_checkpoints(model, boundaries)) keep[static_cast<std::size_t>(t)] = 1;
+  phase_start.assign(1, 1);
+  for (int c : boundaries)
+    if (c >= 1 && c < model.size() - 1) phase_start.push_back(c + 1);
+}
+
+}  // namespace
+
+Schedule cut_schedule(const Model& model, const std::vector<int>& boundaries, std::string strategy) {
+  std::vector<char> keep;
+  std::vector<int> starts;
+  cut_phases(model, boundaries, keep, starts);
+  return checkpoint_schedule(model, std::move(keep), starts, std::move(strategy));
+}
+
+ScheduleSize cut_schedule_size(const Model& model, const std::vector<int>& boundaries, uint64_t limit) {
+  std::vector<char> keep;
+  std::vector<int> starts;
+  cut_phases(model, boundaries, keep, starts);
+  return checkpoint_schedule_size(model, std::move(keep), starts, limit);
 }
 
 Schedule segment_schedule(const Model& model, const std::vector<int>& checkpoints, std::string strategy) {

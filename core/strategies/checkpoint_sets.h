@@ -29,8 +29,9 @@ struct Model;
 // only by the op after it (chain:N, mlp:N).
 bool is_chain(const Model& model);
 
-// Every k-th op (k, 2k, ... before the loss).
-std::vector<int> every_k_checkpoints(const Model& model, int k);
+// Every k-th op (k, 2k, ... before the loss): where every-k:K and sqrt cut
+// the model into segments.
+std::vector<int> every_k_boundaries(const Model& model, int k);
 // ceil(sqrt(n)) for the n ops after the input (at least 1).
 int sqrt_interval(const Model& model);
 
@@ -52,6 +53,19 @@ std::vector<int> selective_checkpoints(const Model& model);
 // phase_start[j+1]).
 Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
                              const std::vector<int>& phase_start, std::string strategy);
+
+// What cuts after the `boundaries` (sorted op ids) keep: every A(t), t <= c,
+// that an op after some boundary c reads, as torch.utils.checkpoint keeps a
+// segment's inputs. On a chain these are the boundaries themselves; across a
+// residual Add the skip's tensor too, so a segment's recompute never runs back
+// into an earlier segment. Sorted; the input left out.
+std::vector<int> cut_checkpoints(const Model& model, const std::vector<int>& boundaries);
+
+// Segments between boundaries, each recomputed once from what its cut keeps
+// (cut_checkpoints): phases start right after each boundary. every-k and sqrt.
+Schedule cut_schedule(const Model& model, const std::vector<int>& boundaries, std::string strategy);
+ScheduleSize cut_schedule_size(const Model& model, const std::vector<int>& boundaries,
+                               uint64_t limit = std::numeric_limits<uint64_t>::max());
 
 // Segments between checkpoints: phases start right after each checkpoint.
 Schedule segment_schedule(const Model& model, const std::vector<int>& checkpoints, std::string strategy);

@@ -276,7 +276,7 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   // Seeds: the named families.
   const int n = m.loss();
   s.consider({});
-  for (int k = 1; k < n && running(deadline); ++k) s.consider(every_k_checkpoints(m, k));
+  for (int k = 1; k < n && running(deadline); ++k) s.consider(every_k_boundaries(m, k));
   s.consider(auto_checkpoints(m));
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));

@@ -39,13 +39,11 @@ class EveryK final : public Strategy {
  public:
   explicit EveryK(int k) : k_(k) {}
   std::string name() const override { return k_ ? "every-k:" + std::to_string(k_) : "sqrt"; }
-  Schedule schedule(const Model& m) const override { return segment_schedule(m, checkpoints(m), name()); }
-  ScheduleSize size(const Model& m, uint64_t limit) const override {
-    return segment_schedule_size(m, checkpoints(m), limit);
-  }
+  Schedule schedule(const Model& m) const override { return cut_schedule(m, boundaries(m), name()); }
+  ScheduleSize size(const Model& m, uint64_t limit) const override { return cut_schedule_size(m, boundaries(m), limit); }
 
  private:
-  std::vector<int> checkpoints(const Model& m) const { return every_k_checkpoints(m, k_ ? k_ : sqrt_interval(m)); }
+  std::vector<int> boundaries(const Model& m) const { return every_k_boundaries(m, k_ ? k_ : sqrt_interval(m)); }
   int k_;  // 0: ⌈√n⌉ for the model at hand
 };
 

@@ -31,7 +31,7 @@ TEST(AllStrategies, ValidOnPresets) {
 
 TEST(Auto, ChainsGetSqrtAndTransformersTheirResidualStream) {
   const Model c = make_preset("chain:25");
-  EXPECT_EQ(auto_checkpoints(c), every_k_checkpoints(c, sqrt_interval(c)));
+  EXPECT_EQ(auto_checkpoints(c), every_k_boundaries(c, sqrt_interval(c)));
   const Model t = make_preset("transformer:3");
   for (int v : articulation_candidates(t)) {
     // Removing an articulation point disconnects the graph: no edge jumps over it.

@@ -61,7 +61,7 @@ TEST(NodeStates, SqrtChain16AfterTheForwardPass) {
   const NodeStates s = node_states_at(f.model, f.schedule, f.index, f.facts, b - 1);
   EXPECT_EQ(liveOps(s), (std::vector<int>{0, 4, 8, 12, 13, 14, 15}));
   EXPECT_EQ(s.fwd[16], FwdState::Freed);
-  // Ringed: core's every_k_checkpoints for sqrt (4, 8, 12) and the input that recomputes read.
+  // Ringed: what sqrt's cuts keep (4, 8, 12 on a chain) and the input that recomputes read.
   EXPECT_EQ(f.facts.checkpoint_list(), (std::vector<int>{0, 4, 8, 12}));
   EXPECT_EQ(ScheduleFacts(f.model, f.schedule).checkpoint_list(), (std::vector<int>{0, 4, 8}));
   EXPECT_EQ(s.fwd[3], FwdState::Freed);
