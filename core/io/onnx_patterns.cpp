@@ -40,9 +40,15 @@ int Importer::add_linear(const NodeProto& n, const std::string& output, int x, s
   op.inputs = {x};
   op.shape = in.shape;
   op.shape.back() = out;
-  if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
-  op.param_init = {std::make_shared<const std::vector<float>>(std::move(w_out_in)),
-                   std::make_shared<const std::vector<float>>(std::move(bias))};
+  // No bias in the file (torch's Linear(bias=False): GPT-2's head) means no
+  // bias parameter: a zero one would still learn, and take bytes and a gradient.
+  if (bias.empty()) {
+    op.attrs.edit().bias = false;
+    op.param_init = {std::make_shared<const std::vector<float>>(std::move(w_out_in))};
+  } else {
+    op.param_init = {std::make_shared<const std::vector<float>>(std::move(w_out_in)),
+                     std::make_shared<const std::vector<float>>(std::move(bias))};
+  }
   return add_op(std::move(op), output, where(n));
 }
 

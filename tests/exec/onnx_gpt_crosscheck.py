@@ -90,8 +90,17 @@ def main():
             print("remat run failed:", r.returncode, r.stderr)
             return 1
         runs = json.loads(r.stdout)["strategies"]
-        base = next(s for s in runs if s["name"] == "store-all")
         failures = []
+        # Each torch Linear has a bias parameter exactly when remat's does
+        # (lm_head has none: a zero one would still learn).
+        written = os.path.join(tmp, "gpt2_like.json")
+        subprocess.run([remat, "model", "--model", path, "--write", written], check=True, capture_output=True)
+        linears = [op for op in json.load(open(written))["ops"] if op["kind"] == "Linear"]
+        remat_biases = [op.get("bias", True) for op in linears]
+        torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
+        if sorted(remat_biases) != sorted(torch_biases):
+            failures.append(f"Linear biases: remat {remat_biases}, torch {torch_biases}")
+        base = next(s for s in runs if s["name"] == "store-all")
         for s in runs:
             if s["status"] != "ok":
                 failures.append(f"{s['name']}: status {s['status']}")

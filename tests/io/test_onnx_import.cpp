@@ -217,6 +217,11 @@ TEST(OnnxCases, GemmWithoutTransposeTransposeViewAndMatMulOfActivations) {
   // Wt is (in, out) = W^T: the importer hands the kernels W (out, in).
   EXPECT_EQ((*m.op(1).param_init->at(0))[1], 0.1f);
   EXPECT_EQ((*m.op(1).param_init->at(0))[4], 0.4f);
+  // The Gemm has no bias input: no bias parameter (torch's bias=False), so
+  // only W's 4x3 floats are parameters, and only W gets a gradient.
+  EXPECT_FALSE(m.op(1).attrs->bias);
+  EXPECT_EQ(m.op(1).param_init->size(), 1u);
+  EXPECT_EQ(m.op(1).param_bytes, 4u * 3 * 4);
   EXPECT_EQ(m.op(2).kind, OpKind::Transpose);  // a view of h: no bytes of its own
   EXPECT_EQ(m.op(2).bytes, 0u);
   EXPECT_EQ(m.op(3).kind, OpKind::MatMul);  // h @ h^T
