@@ -61,6 +61,9 @@ class Importer {
   std::vector<std::string> generic_;  // names of simulate-only ops
   bool softmax_head_ = false;         // the output is a Softmax of the logits
   std::string softmax_type_;
+  std::string output_;                // the graph output the model leads to (onnx_loss.cpp)
+  std::string labels_;                // a graph input that only feeds the file's loss its labels
+  std::string file_loss_;             // the file's own loss node, when it ends in one
   std::deque<TensorProto> folded_;    // constants computed here (a transposed weight)
   int64_t opset_ = 17;                // of the default domain
   bool has_batchnorm_ = false;        // any BatchNormalization node
@@ -80,6 +83,20 @@ class Importer {
   }
 
   void add_input();
+
+  // --- the file's own loss (onnx_loss.cpp) --------------------------------------
+
+  // The output to train: the only one, or among several the one a loss node
+  // makes (nanoGPT returns logits and loss).
+  std::string choose_output();
+  // An integer graph input whose every use, through views and casts, is the
+  // labels of a SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss.
+  bool labels_only(const onnx::ValueInfoProto& vi) const;
+  // The output node is such a loss over (N, classes) logits: it becomes the
+  // model's SoftmaxCELoss (true), or fails naming what remat cannot take.
+  bool file_loss(const NodeProto& n, int x);
+  // LogSoftmax over the classes whose only reader is the output NLL loss.
+  bool log_softmax_of_loss(const NodeProto& n, int x);
 
   // Nodes that lead to the graph output; the rest (unused Dropout masks,
   // dead code) are skipped.

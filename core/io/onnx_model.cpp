@@ -104,6 +104,7 @@ Model Importer::run(const std::string& default_name) {
   model_.name = g_.name().empty() || g_.name() == "torch_jit" ? default_name : g_.name();
   if (g_.node_size() > static_cast<int>(10'000'000)) fail("graph has more than 10 million nodes");
   collect_shapes();
+  output_ = choose_output();
   for (const auto& t : g_.initializer()) values_[t.name()] = {Value::Constant, -1, &t};
   for (const auto& n : g_.node()) has_batchnorm_ = has_batchnorm_ || n.op_type() == "BatchNormalization";
   add_input();
@@ -153,6 +154,11 @@ void Importer::add_input() {
   int count = 0;
   for (const auto& vi : g_.input()) {
     if (is_initializer(vi.name())) continue;  // older exports list weights as inputs
+    if (labels_.empty() && labels_only(vi)) {  // the executor draws labels, as for an appended loss
+      labels_ = vi.name();
+      values_[labels_] = {Value::Constant, -1, nullptr};
+      continue;
+    }
     ++count;
     if (!input) input = &vi;
   }
@@ -182,8 +188,6 @@ void Importer::add_input() {
 // Nodes that lead to the graph output; the rest (unused Dropout masks,
 // dead code) are skipped.
 std::vector<bool> Importer::live_nodes() {
-  if (g_.output_size() != 1)
-    fail("the graph has " + std::to_string(g_.output_size()) + " outputs; remat needs exactly one (the loss is appended to it)");
   std::unordered_map<std::string, int> producer;
   for (int i = 0; i < g_.node_size(); ++i) {
     for (const auto& o : g_.node(i).output()) {
@@ -191,7 +195,7 @@ std::vector<bool> Importer::live_nodes() {
     }
   }
   std::vector<bool> live(static_cast<std::size_t>(g_.node_size()), false);
-  std::vector<std::string> stack = {g_.output(0).name()};
+  std::vector<std::string> stack = {output_};
   while (!stack.empty()) {
     const std::string t = std::move(stack.back());
     stack.pop_back();
@@ -479,7 +483,9 @@ void Importer::import_node(int i) {
     if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && foldable_view(n, in))
       return alias(n, x);
     if (type == "Transpose" && identity_perm(n)) return alias(n, x);
-    if ((type == "Softmax" || type == "LogSoftmax") && out0(n) == g_.output(0).name() && !consumers_.count(out0(n)) &&
+    if ((type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") && file_loss(n, x)) return;
+    if (type == "LogSoftmax" && log_softmax_of_loss(n, x)) return;
+    if ((type == "Softmax" || type == "LogSoftmax") && out0(n) == output_ && !consumers_.count(out0(n)) &&
         (attr_int(n, "axis", -1) == -1 || attr_int(n, "axis", -1) == static_cast<int64_t>(in.shape.size()) - 1)) {
       softmax_head_ = true;
       softmax_type_ = type;
@@ -626,13 +632,16 @@ void Importer::generic(const NodeProto& n, const std::vector<std::string>& acts)
 }
 
 void Importer::add_loss() {
-  const std::string& out = g_.output(0).name();
+  const std::string& out = output_;
   int y = activation(out);
   if (y < 0) fail("graph output '" + out + "' is not computed from the input");
   if (y == 0) fail("graph output '" + out + "' is the input itself: there is nothing to checkpoint");
   Op loss;
   loss.name = "loss";
-  if (softmax_head_) {
+  if (!file_loss_.empty()) {
+    loss.kind = OpKind::SoftmaxCELoss;
+    loss.name = file_loss_;
+  } else if (softmax_head_) {
     loss.kind = OpKind::SoftmaxCELoss;
     warn("the final " + softmax_type_ + " is taken as a classifier head: appended a SoftmaxCELoss on its input (the logits), with integer labels");
   } else {
@@ -647,7 +656,7 @@ void Importer::add_loss() {
     warn(std::to_string(generic_.size()) + " op(s) have no kernel here and were imported as simulate-only Generic ops "
          "(sized from their shapes, estimated costs): " + list);
   }
-  model_.add(std::move(loss), origin_ + ": appended loss");
+  model_.add(std::move(loss), origin_ + (file_loss_.empty() ? ": appended loss" : ": the file's loss"));
 }
 
 }  // namespace onnx_import
