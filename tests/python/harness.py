@@ -3,6 +3,7 @@
 reads (1 when any check failed)."""
 import argparse
 import os
+import shutil
 
 failures = []
 
@@ -14,12 +15,14 @@ def check(cond, what):
 
 
 def parse_args():
-    """--remat PATH (the binary under test) and --out DIR (created)."""
+    """--remat PATH (the binary under test) and --out DIR (emptied: checks that a
+    refused command leaves no file must not see an earlier run's)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--remat", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    shutil.rmtree(args.out, ignore_errors=True)
+    os.makedirs(args.out)
     return args
 
 
