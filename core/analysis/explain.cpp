@@ -66,6 +66,10 @@ PeakExplanation explain_peak(const Model& m, const Schedule& s) {
       if (!counted[owner]) gr.bytes += m.op(static_cast<int>(owner)).bytes;
       counted[owner] = 1;
     }
+    if (r.host[v]) {
+      e.host_ops.push_back(static_cast<int>(v));
+      e.host_bytes += m.op(static_cast<int>(v)).bytes;  // only storage owners move
+    }
     if (r.aux[v]) {
       g[4].ops.push_back(static_cast<int>(v));
       g[4].bytes += m.op(static_cast<int>(v)).aux_bytes;
@@ -104,6 +108,9 @@ std::string explanation_text(const Model& m, const PeakExplanation& e) {
     o << "  " << held_for_name(g.reason) << ": " << g.bytes << " bytes, " << g.ops.size() << " tensor"
       << (g.ops.size() == 1 ? "" : "s") << " [" << op_list(m, g.ops) << "]\n";
   }
+  if (!e.host_ops.empty())
+    o << "  on the host (not in the device peak): " << e.host_bytes << " bytes, " << e.host_ops.size() << " tensor"
+      << (e.host_ops.size() == 1 ? "" : "s") << " [" << op_list(m, e.host_ops) << "]\n";
   const PeakGroup* ck = e.group(HeldFor::Checkpoint);
   const PeakGroup* wait = e.group(HeldFor::AwaitsBackward);
   const PeakGroup* rec = e.group(HeldFor::Recomputed);
@@ -126,6 +133,11 @@ nlohmann::json explanation_json(const Model& m, const PeakExplanation& e) {
     nlohmann::json names = nlohmann::json::array();
     for (int v : g.ops) names.push_back(m.op(v).name);
     j["groups"].push_back({{"reason", held_for_name(g.reason)}, {"bytes", g.bytes}, {"ops", g.ops}, {"names", names}});
+  }
+  if (!e.host_ops.empty()) {
+    nlohmann::json names = nlohmann::json::array();
+    for (int v : e.host_ops) names.push_back(m.op(v).name);
+    j["host"] = {{"bytes", e.host_bytes}, {"ops", e.host_ops}, {"names", names}};
   }
   return j;
 }

@@ -34,6 +34,10 @@ struct PeakExplanation {
   Instr instr{InstrKind::Fwd, 0};
   uint64_t peak_bytes = 0;
   std::vector<PeakGroup> groups;  // one per reason, in HeldFor order, empty ones left out
+  // Offloaded to the host while the peak instruction runs: outside the device
+  // peak, and the reason it is lower than the strategy offloaded from.
+  uint64_t host_bytes = 0;
+  std::vector<int> host_ops;
   const PeakGroup* group(HeldFor h) const;
 };
 

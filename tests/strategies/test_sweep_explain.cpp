@@ -125,7 +125,7 @@ TEST(Explain, LastLayerCheckpointSavesNothing) {
 TEST(Explain, GroupsSumToThePeakForEveryStrategy) {
   for (const char* spec : {"chain:20", "transformer:2"}) {
     const Model m = make_preset(spec);
-    for (const char* s : {"store-all", "recompute-all", "sqrt", "auto", "selective"}) {
+    for (const char* s : {"store-all", "recompute-all", "sqrt", "auto", "selective", "offload:3", "offload+recompute-all"}) {
       const auto e = explain_peak(m, make_strategy(s)->schedule(m));
       uint64_t sum = 0;
       for (const auto& g : e.groups) sum += g.bytes;
@@ -133,4 +133,25 @@ TEST(Explain, GroupsSumToThePeakForEveryStrategy) {
       EXPECT_EQ(explanation_json(m, e)["peak_bytes"], e.peak_bytes);
     }
   }
+}
+
+// chain:10 under offload:3 (tests/strategies/test_offload.cpp derives it): the
+// device peak, 7 bytes at bwd a9, holds a3, a6, a9, a7, a8 and two gradients;
+// the input x waits on the host, outside the peak, and the explanation says so.
+TEST(Explain, OffloadedTensorsAreListedOnTheHostOutsideThePeak) {
+  const Model m = make_preset("chain:10");
+  const Schedule s = make_strategy("offload:3")->schedule(m);
+  const auto e = explain_peak(m, s);
+  EXPECT_EQ(e.peak_bytes, 7u);
+  EXPECT_EQ(e.host_ops, (std::vector<int>{0}));
+  EXPECT_EQ(e.host_bytes, 1u);
+  EXPECT_EQ(e.host_bytes, simulate(m, s).host_timeline.at(e.peak_index));
+  const std::string text = explanation_text(m, e);
+  EXPECT_NE(text.find("on the host (not in the device peak): 1 bytes, 1 tensor [" + m.op(0).name + "]"), std::string::npos)
+      << text;
+  EXPECT_EQ(explanation_json(m, e)["host"]["ops"], nlohmann::json::array({0}));
+  // Without offload nothing is on the host, and the text has no such line.
+  const auto plain = explain_peak(m, make_strategy("every-k:3")->schedule(m));
+  EXPECT_TRUE(plain.host_ops.empty());
+  EXPECT_EQ(explanation_text(m, plain).find("on the host"), std::string::npos);
 }
