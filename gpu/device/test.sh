@@ -13,6 +13,16 @@ rc=0
 (cd "$build" && ctest -L gpu --output-on-failure --no-tests=error -j 4 --timeout 300) >"$log" 2>&1 || rc=1
 (cd "$build" && ctest -L exec --output-on-failure -j 8 --timeout 300) \
   >>"$log" 2>&1 || rc=1
+# The PyTorch bridge (capture, snapshots, traces) with this machine's PyTorch:
+# the only place its 2.x code paths run (Debian ships 1.13). Which version ran
+# goes into the log.
+py=$(find_torch_python)
+if [[ -n $py ]]; then
+  # Its own log: a skip there (no torchvision on the machine) is not a GPU test skipped.
+  echo "bridge: $("$py" -c 'import torch; print("torch", torch.__version__)')" | tee "$out/bridge.log"
+  (cd "$build" && REMAT_PYTHON=$py ctest -L bridge --output-on-failure -j 4 --timeout 300) >>"$out/bridge.log" 2>&1 || rc=1
+  grep -E "tests passed|tests failed|Failed|Skipped" "$out/bridge.log" | head -20 || true
+fi
 grep -E "tests passed|tests failed|Failed|\*\*\*|Skipped|Not Run" "$log" | head -60 || true
 # Any skip at all is suspect here: the GPU tests fail rather than skip under
 # REMAT_REQUIRE_CUDA=1, and the CPU suites skip nothing on a machine with a GPU.
