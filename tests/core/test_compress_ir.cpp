@@ -10,34 +10,16 @@
 #include "core/schedule.h"
 #include "core/simulator.h"
 #include "core/time_model.h"
+#include "tests/core/schedule_test_util.h"
 
 using namespace remat;
+using namespace remat::testing;
 
 namespace {
-constexpr auto F = InstrKind::Fwd;
-constexpr auto B = InstrKind::Bwd;
-constexpr auto FA = InstrKind::FreeAct;
-constexpr auto FG = InstrKind::FreeGrad;
-constexpr auto OFF = InstrKind::Offload;
-constexpr auto GET = InstrKind::Fetch;
-constexpr auto CB = InstrKind::CompressBF16;
-constexpr auto CH = InstrKind::CompressF16;
-constexpr auto C8 = InstrKind::CompressInt8;
-constexpr auto DEC = InstrKind::Decompress;
-constexpr auto FC = InstrKind::FreePacked;
 
 constexpr uint64_t T = 64;       // chain:3:64: every tensor 16 floats
 constexpr uint64_t H = T / 2;    // its bf16 or f16 copy: 2 bytes an element
 constexpr uint64_t Q = T / 4 + 4;  // its int8 copy: 1 byte an element + the f32 scale
-
-std::string reject(const Model& m, std::vector<Instr> code) {
-  try {
-    simulate(m, Schedule{"test", std::move(code), ""});
-    return "";
-  } catch (const ScheduleError& e) {
-    return std::to_string(e.index()) + ": " + e.what();
-  }
-}
 
 // chain:3:64 is x, a1, a2, loss (Dense saves its input and output, the loss
 // its input; x and the loss have no gradient tensor). x goes to bf16 and a1
