@@ -61,6 +61,8 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
             {"peak_host_bytes", s.peak_host_bytes},
             {"transfers", s.transfers},
             {"transfer_bytes", s.transfer_bytes},
+            {"conversions", s.conversions},
+            {"compressed_bytes", s.compressed_bytes},
             {"instructions", run.schedule.code.size()},
             {"forward_steps", s.forward_steps},
             {"backward_steps", s.backward_steps},
@@ -83,6 +85,7 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
   if (s.time.predicted)
     j["time"] = {{"compute_s", s.time.compute_s},
                  {"transfer_s", s.time.transfer_s},
+                 {"convert_s", s.time.convert_s},
                  {"stall_s", s.time.stall_s},
                  {"step_s", s.time.step_s}};
   if (with_timeline) j["timeline"] = s.timeline;

@@ -48,9 +48,10 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);
 // {"name","peak_bytes","peak_host_bytes","transfers","transfer_bytes",
+//  "conversions","compressed_bytes",
 //  "forward_steps","backward_steps","recompute_steps","flops","overhead",
 //  "note"?,"solvers"?,
-//  "time"? {"compute_s","transfer_s","stall_s","step_s"} (when predicted),
+//  "time"? {"compute_s","transfer_s","convert_s","stall_s","step_s"} (when predicted),
 //  "timeline"?, "host_timeline"? (when something is offloaded)}
 nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline = true);
 // {"model":{...},"strategies":[...]}: the CLI's --json, the GUI's JSON export.

@@ -21,6 +21,13 @@ std::vector<TensorRef> tensors_read(const Model& model, const Instr& ins) {
       if (op.aux_bytes > 0) add({ins.op, false, true});
       if (model.has_grad_tensor(ins.op)) add({ins.op, true});
       break;
+    case InstrKind::CompressBF16:  // converts A(op) into C(op)
+    case InstrKind::CompressF16:
+    case InstrKind::CompressInt8:
+      add({ins.op, false});
+      break;
+    case InstrKind::Decompress:  // reads C(op), which is no TensorRef: the window draws no arrow
+    case InstrKind::FreePacked:
     case InstrKind::FreeAct:
     case InstrKind::FreeGrad:
     case InstrKind::FreeAux:

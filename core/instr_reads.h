@@ -17,7 +17,8 @@ std::vector<TensorRef> tensors_read(const Model& model, const Instr& instr);
 
 // The activations alone, without allocating (for passes over every
 // instruction): A of these ops; nullptr for instructions that read none
-// (frees, offload and fetch: a copy is not a read of the model).
+// (frees, offload and fetch: a copy is not a read of the model; compress and
+// decompress, which convert a tensor's storage rather than compute with it).
 inline const OpIds* activation_reads(const Model& model, Instr ins) {
   if (ins.kind == InstrKind::Fwd) return &model.op(ins.op).inputs;
   if (ins.kind == InstrKind::Bwd) return &model.op(ins.op).saved;

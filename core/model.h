@@ -19,8 +19,8 @@ namespace remat {
 class ModelGraph;
 
 struct Model {
-  // Op ids are packed into a 29-bit signed field in schedules (schedule.h).
-  static constexpr int kMaxOps = (1 << 28) - 1;
+  // Op ids are packed into a 28-bit signed field in schedules (schedule.h).
+  static constexpr int kMaxOps = (1 << 27) - 1;
 
   std::string name;
 

@@ -17,6 +17,14 @@ std::vector<int32_t> ids(const std::vector<uint8_t>& flags) {
   return out;
 }
 
+std::vector<std::pair<int32_t, uint8_t>> values(const std::vector<uint8_t>& per_op) {
+  std::vector<std::pair<int32_t, uint8_t>> out;
+  for (std::size_t v = 0; v < per_op.size(); ++v) {
+    if (per_op[v]) out.emplace_back(static_cast<int32_t>(v), per_op[v]);
+  }
+  return out;
+}
+
 }  // namespace
 
 ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : model_(&model), schedule_(&schedule) {
@@ -33,7 +41,7 @@ ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : mod
 
   ResidentSet s(model);
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
-    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux), ids(s.host)});
+    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux), values(s.host), values(s.packed)});
     s.apply(model, schedule.code[i]);
   }
 }
@@ -45,7 +53,8 @@ ResidentIndex::Flags ResidentIndex::replay(std::size_t t) const {
   for (int32_t v : snapshots_[k].act) r.act[static_cast<std::size_t>(v)] = 1;
   for (int32_t v : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1;
   for (int32_t v : snapshots_[k].aux) r.aux[static_cast<std::size_t>(v)] = 1;
-  for (int32_t v : snapshots_[k].host) r.host[static_cast<std::size_t>(v)] = 1;
+  for (auto [v, h] : snapshots_[k].host) r.host[static_cast<std::size_t>(v)] = h;
+  for (auto [v, p] : snapshots_[k].packed) r.packed[static_cast<std::size_t>(v)] = p;
   r.recount(*model_);  // storage holders follow from the aliases
   for (std::size_t i = k * stride_; i <= t && i < schedule_->code.size(); ++i) r.apply(*model_, schedule_->code[i]);
   return {std::move(r.act), std::move(r.grad), std::move(r.aux)};

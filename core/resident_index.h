@@ -4,6 +4,7 @@
 // with the largest resident set, so snapshots stay linear in the schedule.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/schedule.h"
@@ -30,7 +31,9 @@ class ResidentIndex {
  private:
   struct Snapshot {
     std::vector<int32_t> act, grad, aux;  // op ids resident before instruction k*stride
-    std::vector<int32_t> host;            // offloaded, so that a replay's fetch finds them
+    // (op id, ResidentSet's value): offloaded tensors, so that a replay's
+    // fetch finds them, and compressed copies on the device.
+    std::vector<std::pair<int32_t, uint8_t>> host, packed;
   };
   struct Flags {
     std::vector<uint8_t> act, grad, aux;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/compression.h"
 #include "core/model.h"
 #include "core/prefault.h"
 
@@ -16,6 +17,11 @@ std::string_view instr_kind_name(InstrKind k) {
     case InstrKind::FreeAux: return "free aux";
     case InstrKind::Offload: return "offload A";
     case InstrKind::Fetch: return "fetch A";
+    case InstrKind::CompressBF16:
+    case InstrKind::CompressF16:
+    case InstrKind::CompressInt8: return "compress A";
+    case InstrKind::Decompress: return "decompress A";
+    case InstrKind::FreePacked: return "free C";
   }
   return "?";
 }
@@ -27,6 +33,7 @@ std::string to_string(const Instr& instr, const Model& model) {
   s += free ? "(" : " ";
   s += op.name.empty() ? "op" + std::to_string(instr.op) : op.name;
   if (free) s += ")";
+  if (is_compress(instr.kind)) s += " to " + std::string(packing_name(packing_of(instr.kind)));
   return s;
 }
 

@@ -20,23 +20,34 @@ enum class InstrKind : uint8_t {
   // owner, never a view.
   Offload,   // copy A(op) to host memory and release its device bytes
   Fetch,     // copy A(op) back to the device and release the host copy
+  // Compressed checkpoints (docs/memory-model.md#compressed-checkpoints).
+  // op is an f32 storage owner. A compress makes C(op), A(op) converted to a
+  // smaller type, beside A(op), which a following `free A` releases; a
+  // decompress makes A(op) again from C(op), which `free C` then releases.
+  // Each allocates or frees, never both, like fwd and free: the co-residency
+  // while a conversion runs is in the timeline.
+  CompressBF16,  // C(op) = A(op) rounded to bfloat16 (2 bytes an element)
+  CompressF16,   // C(op) = A(op) rounded to IEEE half (2 bytes an element)
+  CompressInt8,  // C(op) = A(op) quantised to int8 with one f32 scale (1 byte an element + 4)
+  Decompress,    // A(op) = C(op) widened back to f32
+  FreePacked,    // release C(op)
 };
 
 // Four bytes: schedules reach hundreds of millions of instructions
 // (recompute-all is quadratic), so their size is what memory and speed are
-// made of. Op ids fit the 29-bit signed field (Model::kMaxOps); the kind's
-// three bits hold 0 to 7: seven kinds used (Fwd = 0 to Fetch = 6), one left.
+// made of. Op ids fit the 28-bit signed field (Model::kMaxOps); the kind's
+// four bits hold 0 to 15: twelve kinds used (Fwd = 0 to FreePacked = 11).
 struct Instr {
   Instr() = default;
   // A constructor, not aggregate initialisation: {kind, v} with an int v
   // would be a narrowing into the bit-field.
   constexpr Instr(InstrKind k, int32_t v) : kind(k), op(v) {}
-  InstrKind kind : 3 = InstrKind::Fwd;
-  int32_t op : 29 = 0;
+  InstrKind kind : 4 = InstrKind::Fwd;
+  int32_t op : 28 = 0;
   bool operator==(const Instr&) const = default;
 };
 static_assert(sizeof(Instr) == 4);
-static_assert(static_cast<unsigned>(InstrKind::Fetch) == 6, "the comment above counts the kinds");
+static_assert(static_cast<unsigned>(InstrKind::FreePacked) == 11, "the comment above counts the kinds");
 
 struct Schedule {
   std::string strategy;
@@ -66,7 +77,7 @@ struct ScheduleSize {
 // once): 2F + F_aux + n + grads (n = model.size(); 2F + 2n - 2 on a chain).
 uint64_t instructions_with_frees(const Model& model, uint64_t forward_steps, uint64_t aux_forward_steps);
 
-// "fwd a3", "free A(a3)", "offload A(a3)" style text for logs, captions and the CLI.
+// "fwd a3", "free A(a3)", "offload A(a3)", "compress A(a3) to bf16" style text for logs, captions and the CLI.
 std::string to_string(const Instr& instr, const Model& model);
 std::string_view instr_kind_name(InstrKind k);
 

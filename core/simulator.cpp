@@ -13,6 +13,7 @@ ResidentSet::ResidentSet(const Model& model)
       grad(static_cast<std::size_t>(model.size()), 0),
       aux(static_cast<std::size_t>(model.size()), 0),
       host(static_cast<std::size_t>(model.size()), 0),
+      packed(static_cast<std::size_t>(model.size()), 0),
       holders(static_cast<std::size_t>(model.size()), 0) {
   act[0] = 1;  // the input batch is given
   holders[0] = 1;
@@ -26,11 +27,13 @@ void ResidentSet::recount(const Model& model) {
   count = 0;
   for (int v = 0; v < model.size(); ++v) {
     const auto u = static_cast<std::size_t>(v);
-    if (host[u]) host_bytes += model.op(v).bytes;
+    if (host[u] == 1) host_bytes += model.op(v).bytes;
+    else if (host[u]) host_bytes += packed_bytes(model.op(v).bytes, static_cast<Packing>(host[u] - 1));
+    if (packed[u]) bytes += packed_bytes(model.op(v).bytes, static_cast<Packing>(packed[u]));
     if (act[u] && holders[static_cast<std::size_t>(model.storage(v))]++ == 0) bytes += model.op(model.storage(v)).bytes;
     if (grad[u]) bytes += model.grad_bytes(v);
     if (aux[u]) bytes += model.op(v).aux_bytes;
-    count += act[u] + grad[u] + aux[u];
+    count += act[u] + grad[u] + aux[u] + (packed[u] != 0);
   }
 }
 
@@ -41,9 +44,11 @@ std::string tensor_name(const Model& model, const char* t, int v) {
   return std::string(t) + "(" + (name.empty() ? std::to_string(v) : name) + ")";
 }
 
-// Why a read found A(v) missing, for the message: offloaded or simply not there.
+// Why a read found A(v) missing, for the message: offloaded, compressed or simply not there.
 const char* not_resident(const ResidentSet& r, int v) {
-  return r.host[static_cast<std::size_t>(v)] ? " which is on the host (offloaded; fetch it first)" : " which is not resident";
+  if (r.host[static_cast<std::size_t>(v)]) return " which is on the host (offloaded; fetch it first)";
+  if (r.packed[static_cast<std::size_t>(v)]) return " which is compressed (decompress it first)";
+  return " which is not resident";
 }
 
 }  // namespace
@@ -78,6 +83,7 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
           throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while a view of its previous value still holds that storage (a second copy)");
         if (r.aux[v]) throw ScheduleError(i, "fwd of op " + std::to_string(ins.op) + " while " + name("aux", ins.op) + " of its previous forward is resident");
         if (r.host[v]) throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while its offloaded copy is on the host (a second copy)");
+        if (r.packed[v]) throw ScheduleError(i, "fwd of " + name("A", ins.op) + " while its compressed copy " + name("C", ins.op) + " is resident (a second copy)");
         for (int u : op.inputs) {
           if (!r.act[static_cast<std::size_t>(u)]) throw ScheduleError(i, "fwd " + name("A", ins.op) + " reads " + name("A", u) + not_resident(r, u));
         }
@@ -124,11 +130,14 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
         if (op.view)
           throw ScheduleError(i, "offload of " + name("A", ins.op) + ", a view: only a storage's owner (" +
                                      name("A", op.storage) + ") can be offloaded");
-        if (!r.act[v]) throw ScheduleError(i, "offload of " + name("A", ins.op) + not_resident(r, ins.op));
-        if (r.holders[v] != 1)
+        if (r.act[v] && r.packed[v])
+          throw ScheduleError(i, "offload of " + name("A", ins.op) + " while both it and its compressed copy " +
+                                     name("C", ins.op) + " are on the device (free one first)");
+        if (!r.act[v] && !r.packed[v]) throw ScheduleError(i, "offload of " + name("A", ins.op) + not_resident(r, ins.op));
+        if (r.act[v] && r.holders[v] != 1)
           throw ScheduleError(i, "offload of " + name("A", ins.op) + " while a view of it still holds its storage");
         ++sim.transfers;
-        sim.transfer_bytes += op.bytes;
+        sim.transfer_bytes += r.act[v] ? op.bytes : packed_bytes(op.bytes, static_cast<Packing>(r.packed[v]));
         if (options.timeline && sim.host_timeline.empty()) {
           reserve_prefaulted(sim.host_timeline, count);
           sim.host_timeline.resize(i, 0);  // nothing was on the host before the first offload
@@ -137,7 +146,32 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
       case InstrKind::Fetch:
         if (!r.host[v]) throw ScheduleError(i, "fetch of " + name("A", ins.op) + " which is not on the host");
         ++sim.transfers;
-        sim.transfer_bytes += op.bytes;
+        sim.transfer_bytes += r.host[v] == 1 ? op.bytes : packed_bytes(op.bytes, static_cast<Packing>(r.host[v] - 1));
+        break;
+      case InstrKind::CompressBF16:
+      case InstrKind::CompressF16:
+      case InstrKind::CompressInt8:
+        if (!compressible(op))
+          throw ScheduleError(i, "compress of " + name("A", ins.op) +
+                                     (op.view ? ", a view: only a storage's owner (" + name("A", op.storage) + ") can be compressed"
+                                              : std::string(", which is not an f32 tensor of whole floats")));
+        if (r.packed[v]) throw ScheduleError(i, "compress of " + name("A", ins.op) + " while " + name("C", ins.op) + " already exists");
+        if (!r.act[v]) throw ScheduleError(i, "compress of " + name("A", ins.op) + not_resident(r, ins.op));
+        ++sim.conversions;
+        sim.compressed_bytes += packed_bytes(op.bytes, packing_of(ins.kind));
+        break;
+      case InstrKind::Decompress:
+        if (op.view) throw ScheduleError(i, "decompress of " + name("A", ins.op) + ", a view (views are never compressed)");
+        if (!r.packed[v])
+          throw ScheduleError(i, "decompress of " + name("A", ins.op) + " without " + name("C", ins.op) +
+                                     (r.host[v] > 1 ? " on the device (it is on the host; fetch it first)" : " (nothing was compressed)"));
+        if (r.act[v]) throw ScheduleError(i, "decompress of " + name("A", ins.op) + " which is already resident");
+        if (r.holders[v] > 0)
+          throw ScheduleError(i, "decompress of " + name("A", ins.op) + " while a view of its previous value still holds that storage (a second copy)");
+        ++sim.conversions;
+        break;
+      case InstrKind::FreePacked:
+        if (!r.packed[v]) throw ScheduleError(i, "free of " + name("C", ins.op) + " which is not resident");
         break;
     }
     r.apply(model, ins);
@@ -158,6 +192,8 @@ Simulation simulate(const Model& model, const Schedule& schedule, const Simulate
   for (int v = 0; v < n; ++v) {
     if (r.host[static_cast<std::size_t>(v)])
       throw ScheduleError(schedule.code.size(), "the schedule ends with " + name("A", v) + " on the host (offloaded, never fetched)");
+    if (r.packed[static_cast<std::size_t>(v)])
+      throw ScheduleError(schedule.code.size(), "the schedule ends with " + name("C", v) + ", a compressed copy never freed");
   }
   const double one_pass = model.forward_flops() + model.backward_flops();
   sim.overhead = one_pass > 0 ? sim.recompute_flops / one_pass : 0;

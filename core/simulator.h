@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/compression.h"
 #include "core/model.h"
 #include "core/schedule.h"
 #include "core/time_model.h"
@@ -21,6 +22,10 @@ struct Simulation {
   uint64_t peak_host_bytes = 0;
   int64_t transfers = 0;           // offload and fetch instructions
   uint64_t transfer_bytes = 0;     // bytes they move, both directions
+  // Compressed checkpoints: compress and decompress instructions, and the
+  // bytes the compressed copies C(v) hold when made (their stored size).
+  int64_t conversions = 0;
+  uint64_t compressed_bytes = 0;
   int64_t forward_steps = 0;       // every fwd, first pass included
   int64_t backward_steps = 0;
   int64_t recompute_steps = 0;     // fwd beyond the first of each op
@@ -60,7 +65,10 @@ inline void validate(const Model& model, const Schedule& schedule) { (void)simul
 // each input not yet resident; fetch: A(op) back from the host) and frees
 // (offload moves A(op)'s bytes from the device to `host_bytes`); the simulator checks before
 // applying, replays of validated schedules (resident index, GUI) apply
-// directly. `act` flags aliases (op ids); a storage's bytes count while any of
+// directly. Compressed checkpoints: `packed` holds C(v)'s type while it is on
+// the device (compress makes it beside A(v); decompress makes A(v) from it);
+// an offload moves whichever one form is on the device, and `host` says which
+// (1: A(v); 1 + Packing: C(v)). `act` flags aliases (op ids); a storage's bytes count while any of
 // its aliases is resident (`holders` per owning op), so views add nothing.
 // Inline: it runs once per instruction of every replay.
 struct ResidentSet {
@@ -69,7 +77,8 @@ struct ResidentSet {
   // Recomputes holders, bytes and count from the flags (after setting them).
   void recount(const Model& model);
   std::vector<uint8_t> act, grad, aux;
-  std::vector<uint8_t> host;     // per owner: A(op) offloaded, on the host
+  std::vector<uint8_t> host;     // per owner: nonzero while on the host (1: A(op), 1 + Packing: C(op))
+  std::vector<uint8_t> packed;   // per owner: the Packing of C(op) on the device, 0 when none
   std::vector<int32_t> holders;  // per storage owner: resident aliases
   uint64_t bytes = 0;            // on the device
   uint64_t host_bytes = 0;
@@ -118,27 +127,61 @@ inline void ResidentSet::apply(const Model& model, Instr ins) {
       bytes -= model.op(ins.op).aux_bytes;
       --count;
       break;
-    // An owner with no other alias resident (the validator checks): its storage moves whole.
+    // An owner with no other alias resident (the validator checks): its
+    // storage moves whole; or its compressed copy C(op), the one form there.
     case InstrKind::Offload: {
-      const uint64_t b = model.op(ins.op).bytes;
-      act[v] = 0;
-      holders[v] = 0;
-      host[v] = 1;
-      bytes -= b;
-      host_bytes += b;
+      const uint64_t full = model.op(ins.op).bytes;
+      if (act[v]) {
+        act[v] = 0;
+        holders[v] = 0;
+        host[v] = 1;
+        bytes -= full;
+        host_bytes += full;
+      } else {
+        const uint64_t b = packed_bytes(full, static_cast<Packing>(packed[v]));
+        host[v] = static_cast<uint8_t>(1 + packed[v]);
+        packed[v] = 0;
+        bytes -= b;
+        host_bytes += b;
+      }
       --count;
       break;
     }
     case InstrKind::Fetch: {
-      const uint64_t b = model.op(ins.op).bytes;
-      act[v] = 1;
-      holders[v] = 1;
+      const uint64_t full = model.op(ins.op).bytes;
+      if (host[v] == 1) {
+        act[v] = 1;
+        holders[v] = 1;
+        bytes += full;
+        host_bytes -= full;
+      } else {
+        packed[v] = static_cast<uint8_t>(host[v] - 1);
+        const uint64_t b = packed_bytes(full, static_cast<Packing>(packed[v]));
+        bytes += b;
+        host_bytes -= b;
+      }
       host[v] = 0;
-      bytes += b;
-      host_bytes -= b;
       ++count;
       break;
     }
+    case InstrKind::CompressBF16:
+    case InstrKind::CompressF16:
+    case InstrKind::CompressInt8:
+      packed[v] = static_cast<uint8_t>(packing_of(ins.kind));
+      bytes += packed_bytes(model.op(ins.op).bytes, packing_of(ins.kind));
+      ++count;
+      break;
+    case InstrKind::Decompress:  // an owner (the validator checks): A(op) is its storage
+      act[v] = 1;
+      holders[v] = 1;
+      bytes += model.op(ins.op).bytes;
+      ++count;
+      break;
+    case InstrKind::FreePacked:
+      bytes -= packed_bytes(model.op(ins.op).bytes, static_cast<Packing>(packed[v]));
+      packed[v] = 0;
+      --count;
+      break;
   }
 }
 

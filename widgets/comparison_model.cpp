@@ -19,6 +19,10 @@ QString format_bytes(uint64_t bytes) {
   return QString("%1 %2").arg(v, 0, 'f', 2).arg(units[u]);
 }
 
+QString compressed_error_text(const MeasuredRun& m) {
+  return QString("grad error %1, loss error %2").arg(m.grad_error, 0, 'e', 2).arg(m.loss_error, 0, 'e', 2);
+}
+
 void ComparisonModel::setRuns(const Model* model, RunList runs) {
   beginResetModel();
   model_ = model;
@@ -59,7 +63,9 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
       "(in use plus cached for reuse)",
       "Baseline: parameters, their gradients, target/labels and the loss; the same for every strategy",
       "Median time of a training step over the timed runs",
-      "Loss and every gradient byte identical to store-all's on the same backend (remat run's 'same'; store-all runs as the reference when not chosen)"};
+      "Loss and every gradient byte identical to store-all's on the same backend (remat run's 'same'; store-all runs as the reference when not chosen). "
+      "A compressed strategy shows its relative error against store-all instead: the loss's |l - l_ref| / |l_ref| and the largest "
+      "over parameter tensors of ||g - g_ref||2 / ||g_ref||2 (remat run's 'relative_error')"};
   if (role == Qt::DisplayRole) return QVariant(names[section]);
   if (role == Qt::ToolTipRole) return QVariant(tips[section]);
   return {};
@@ -73,6 +79,14 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::ToolTipRole && col == MeasuredPeak) {
     const auto it = measured_.find(r.spec);
     if (it != measured_.end() && !it->second.message.isEmpty()) return it->second.message;
+  }
+  if (role == Qt::ToolTipRole && col == Match) {
+    const auto it = measured_.find(r.spec);
+    if (it != measured_.end() && it->second.compressed && it->second.status == "ok")
+      return QString("Compressed checkpoints: relative error against store-all. Gradients: the largest over parameter "
+                     "tensors of ||g - g_ref||2 / ||g_ref||2 (at %1); loss: |l - l_ref| / |l_ref|. Exactly reproducible "
+                     "run to run.")
+          .arg(it->second.worst_param);
   }
   if (role == Qt::ForegroundRole && !r.ok()) return QBrush(r.pending ? QColor(90, 90, 90) : QColor(170, 30, 30));
   if (role == Qt::TextAlignmentRole && col != Strategy) return int(Qt::AlignRight | Qt::AlignVCenter);
@@ -107,6 +121,8 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
       return edit ? QVariant(m->time_ms) : QVariant(QString("%1 ms").arg(m->time_ms, 0, 'f', 2));
     case Match:
       if (!m || m->status != "ok") return {};
+      if (m->compressed)  // not expected to be bit-identical: how far it is
+        return edit ? QVariant(m->grad_error) : QVariant(compressed_error_text(*m));
       return m->matches_reference ? QString("bit-identical") : QString("DIFFERS");
   }
   return {};

@@ -24,6 +24,13 @@ struct MeasuredRun {
   float loss = 0;
   uint64_t grad_hash = 0;          // FNV-1a 64 of the parameter gradients (remat run's "grad hash")
   bool matches_reference = false;  // loss and every gradient byte identical to store-all's
+  // A compressed strategy (ExecResult::compressed) is not expected to match:
+  // its relative error against store-all instead (same_result.h's
+  // relative_error, remat run's "relative_error").
+  bool compressed = false;
+  double loss_error = 0;
+  double grad_error = 0;   // the largest over parameter tensors, L2 norm
+  QString worst_param;     // the tensor it is of ("1.weight")
   std::vector<uint64_t> timeline;  // measured bytes per instruction (may be empty)
 };
 
@@ -54,5 +61,7 @@ class ComparisonModel : public QAbstractTableModel {
 };
 
 QString format_bytes(uint64_t bytes);
+// "grad error 3.38e-02, loss error 0.00e+00": the Comparison tab's match cell of a compressed run.
+QString compressed_error_text(const MeasuredRun& m);
 
 }  // namespace remat

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/compression.h"
 #include "core/model.h"
 #include "widgets/node_states.h"
 
@@ -79,6 +80,15 @@ std::string InstructionCaption::text(std::size_t t) const {
       return "fetching " + name(v) + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
              " (the copy overlaps the compute in between)";
     }
+    case InstrKind::CompressBF16:
+    case InstrKind::CompressF16:
+    case InstrKind::CompressInt8:
+      return "compressing " + name(v) + " to " + std::string(packing_name(packing_of(ins.kind))) +
+             ": the checkpoint waits for its recompute at the smaller size";
+    case InstrKind::Decompress:
+      return "decompressing " + name(v) + " for the recompute that reads it (its values carry the rounding)";
+    case InstrKind::FreePacked:
+      return "freeing the compressed copy of " + name(v) + ": it has been decompressed";
     case InstrKind::Bwd: {
       std::string s = "backward of " + name(v) + ": reads ";
       s += model_->has_grad_tensor(v) ? "G(" + name(v) + ")" : "the loss seed";

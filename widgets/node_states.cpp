@@ -30,7 +30,12 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
       case InstrKind::FreeGrad:
       case InstrKind::FreeAux:
       case InstrKind::Offload:  // a checkpoint on the host is still one: it comes back, not recomputed
-      case InstrKind::Fetch: break;
+      case InstrKind::Fetch:
+      case InstrKind::CompressBF16:  // a compressed checkpoint is still one: it is decompressed, not recomputed
+      case InstrKind::CompressF16:
+      case InstrKind::CompressInt8:
+      case InstrKind::Decompress:
+      case InstrKind::FreePacked: break;
     }
   }
   for (int v : declared)

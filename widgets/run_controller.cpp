@@ -56,7 +56,7 @@ struct RunOutcome {
   QString error;
 };
 
-MeasuredRun measured_of(const ExecResult& r, const ExecResult& reference) {
+MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResult& reference) {
   MeasuredRun m;
   m.status = QString::fromStdString(std::string(exec_status_name(r.status)));
   m.message = QString::fromStdString(r.message);
@@ -68,6 +68,13 @@ MeasuredRun measured_of(const ExecResult& r, const ExecResult& reference) {
   m.loss = r.loss;
   m.grad_hash = r.grad_hash;
   m.matches_reference = same_loss_and_grads(r, reference);
+  m.compressed = r.compressed;
+  if (r.compressed && r.ok() && reference.ok()) {
+    const ResultError e = relative_error(r, reference);
+    m.loss_error = e.loss;
+    m.grad_error = e.grad;
+    m.worst_param = QString::fromStdString(parameter_tensors(model).at(e.worst).name);
+  }
   return m;
 }
 
@@ -94,7 +101,7 @@ RunOutcome execute_runs(const Model& model, const std::vector<Schedule>& schedul
     o.progress = [&token](double f) { return token.progress(f); };
     const std::vector<ExecResult> results = execute_strategies(model, all, rec, o);
     for (std::size_t i = added ? 1 : 0; i < results.size(); ++i) {
-      MeasuredRun m = measured_of(results[i], results[refIndex]);
+      MeasuredRun m = measured_of(model, results[i], results[refIndex]);
       if (results[i].ok() && i < rec.timelines.size() && rec.timelines[i].size() == all[i].code.size())
         m.timeline = rec.timelines[i];
       out.measured[specs[i - (added ? 1 : 0)]] = std::move(m);

@@ -18,6 +18,7 @@ QColor strategy_color(const QString& spec) {
       QColor(0x88, 0x22, 0x55),  // optimal: wine
       QColor(0x44, 0xAA, 0x99),  // selective: teal
       QColor(0xAA, 0x66, 0x33),  // offload: brown
+      QColor(0x66, 0x66, 0xCC),  // compress: slate (SPEC+compress:... is drawn as SPEC)
   };
   constexpr int count = sizeof(palette) / sizeof(palette[0]);
   // "offload+sqrt" is drawn as offload: the modifier names what it does.

@@ -32,6 +32,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
   tree_->header()->setSectionResizeMode(Status, QHeaderView::Stretch);
   tree_->setMouseTracking(true);
   for (const StrategyInfo& info : strategy_catalog()) {
+    if (info.modify) continue;  // a modifier (compress) is no strategy of its own: SPEC+compress:bf16
     auto* it = new QTreeWidgetItem(tree_);
     const QString name = QString::fromStdString(info.name);
     it->setText(Name, name);

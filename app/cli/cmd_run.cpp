@@ -128,6 +128,33 @@ void print_host_tier_table(const std::vector<Row>& rows) {
   std::printf("measured: the offload and fetch instructions' own time (the CPU copies synchronously)\n");
 }
 
+// "same": bitwise equal to store-all ("yes"/"NO"), or for a compressed
+// strategy, which is not expected to be, "~" (its error is the table below).
+const char* same_column(const ExecResult& e, const ExecResult& ref) {
+  if (!ref.ok()) return "-";
+  if (e.compressed) return "~";
+  return same_loss_and_grads(e, ref) ? "yes" : "NO";
+}
+
+// Compressed strategies: how far their loss and gradients are from store-all's.
+void print_error_table(const Model& model, const std::vector<Row>& rows, const ExecResult& ref) {
+  if (!ref.ok() || std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.exec->ok() && r.exec->compressed; }))
+    return;
+  const auto params = parameter_tensors(model);
+  std::printf("\ncompressed checkpoints: relative error against store-all (loss: |l - l_ref| / |l_ref|; gradients: the "
+              "largest over parameter tensors of ||g - g_ref||2 / ||g_ref||2)\n");
+  int w = 16;
+  for (const auto& r : rows) w = std::max(w, static_cast<int>(r.sim->name.size()) + 1);
+  std::printf("%-*s %14s %14s  %s\n", w, "strategy", "loss error", "grad error", "worst parameter");
+  for (const auto& r : rows) {
+    if (!r.exec->ok() || !r.exec->compressed) continue;
+    const ResultError e = relative_error(*r.exec, ref);
+    std::printf("%-*s %14.3e %14.3e  %s\n", w, r.sim->name.c_str(), e.loss, e.grad,
+                params.empty() ? "-" : params[e.worst].name.c_str());
+  }
+  std::printf("~: compressed, not expected to be bitwise equal; exactly reproducible run to run\n");
+}
+
 void print_table(const Model& model, const Backend& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
@@ -135,39 +162,42 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
               o.repeat == 1 ? "" : "s");
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
-  std::printf("%-16s %14s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", "strategy", "predicted peak", "tracked peak",
+  // The strategy column fits the longest name (offload+sqrt+compress:f16).
+  int w = 16;
+  for (const auto& r : rows) w = std::max(w, static_cast<int>(r.sim->name.size()) + 1);
+  std::printf("%-*s %14s %14s %14s %14s %11s %9s %9s %13s %16s %5s\n", w, "strategy", "predicted peak", "tracked peak",
               "allocator peak", "reserved peak", "time", "vs store", "recompute", "loss", "grad hash", "same");
   for (const auto& r : rows) {
     const ExecResult& e = *r.exec;
     const std::string name = r.sim->name + (r.reference ? "*" : "");
     if (!e.ok()) {
-      std::printf("%-16s %14s  %s\n", name.c_str(), format_bytes(r.sim->sim.peak_bytes).c_str(), e.message.c_str());
+      std::printf("%-*s %14s  %s\n", w, name.c_str(), format_bytes(r.sim->sim.peak_bytes).c_str(), e.message.c_str());
       continue;
     }
     char time[32], ratio[32] = "-", rec[32];
     std::snprintf(time, sizeof time, "%.3f ms", e.time_ms);
     if (ref.ok() && ref.time_ms > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", e.time_ms / ref.time_ms);
     std::snprintf(rec, sizeof rec, "%.1f%%", 100 * e.recompute_share);
-    std::printf("%-16s %14s %14s %14s %14s %11s %9s %9s %13.7g %16s %5s\n", name.c_str(),
+    std::printf("%-*s %14s %14s %14s %14s %11s %9s %9s %13.7g %16s %5s\n", w, name.c_str(),
                 format_bytes(r.sim->sim.peak_bytes).c_str(), format_bytes(e.tracked_peak_bytes).c_str(),
                 format_bytes(e.memory.allocator_peak).c_str(), format_bytes(e.memory.reserved_peak).c_str(), time,
-                ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(),
-                ref.ok() ? (same_loss_and_grads(e, ref) ? "yes" : "NO") : "-");
+                ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(), same_column(e, ref));
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+  print_error_table(model, rows, ref);
 
   print_host_tier_table(rows);
 
   // Where each allocator peak goes: the prediction is the tensors part.
   if (std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.exec->ok(); })) return;
   std::printf("\nallocator peak, part by part (bytes as asked; rounding: the allocator's own)\n");
-  std::printf("%-16s %14s %14s %14s %12s %12s %12s %14s\n", "strategy", "allocator peak", "baseline", "tensors",
+  std::printf("%-*s %14s %14s %14s %12s %12s %12s %14s\n", w, "strategy", "allocator peak", "baseline", "tensors",
               "scratch", "workspace", "rounding", "device used");
   for (const auto& r : rows) {
     const ExecResult& e = *r.exec;
     if (!e.ok()) continue;
     const MemoryStats& m = e.memory;
-    std::printf("%-16s %14s %14s %14s %12s %12s %12s %14s\n", (r.sim->name + (r.reference ? "*" : "")).c_str(),
+    std::printf("%-*s %14s %14s %14s %12s %12s %12s %14s\n", w, (r.sim->name + (r.reference ? "*" : "")).c_str(),
                 format_bytes(m.allocator_peak).c_str(), format_bytes(m.baseline).c_str(),
                 format_bytes(m.tensors).c_str(), format_bytes(m.scratch).c_str(), format_bytes(m.workspace).c_str(),
                 format_bytes(m.rounding()).c_str(), m.device_used ? format_bytes(m.device_used).c_str() : "-");
@@ -208,6 +238,17 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
     j["loss"] = e.loss;
     j["grad_hash"] = hex64(e.grad_hash);
     j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
+    j["compressed"] = e.compressed;
+    if (e.compressed && ref.ok()) {
+      const ResultError err = relative_error(e, ref);
+      const auto params = parameter_tensors(model);
+      j["relative_error"] = {{"loss", err.loss},
+                             {"grad", err.grad},
+                             {"grad_norm", "l2"},
+                             {"worst_parameter", params.empty() ? nlohmann::json() : nlohmann::json(params[err.worst].name)}};
+    } else {
+      j["relative_error"] = nullptr;
+    }
     j["instr_ms"] = e.instr_ms;
     const Simulation& s = r.sim->sim;
     j["predicted_peak_host_bytes"] = s.peak_host_bytes;
@@ -296,10 +337,15 @@ void run_run(const RunOptions& o) {
   for (std::size_t i = 0; i < sims.size(); ++i) rows.push_back({&sims[i], &results[i], added_reference && i == 0});
 
   if (!o.dump.empty()) {
-    // The first strategy the user asked for that ran; all of them agree bit for bit anyway.
+    // The first strategy the user asked for that ran and does not compress;
+    // all of those agree bit for bit anyway. A compressed one only when no
+    // other ran (its gradients carry its rounding: the cross-check would fail).
     const ExecResult* chosen = nullptr;
-    for (std::size_t i = added_reference ? 1 : 0; i < results.size() && !chosen; ++i) {
-      if (results[i].ok()) chosen = &results[i];
+    for (bool compressed : {false, true}) {
+      for (std::size_t i = added_reference ? 1 : 0; i < results.size() && !chosen; ++i) {
+        if (results[i].ok() && results[i].compressed == compressed) chosen = &results[i];
+      }
+      if (!chosen && added_reference && results[0].ok() && !compressed) chosen = &results[0];
     }
     if (!chosen) throw InputError("--dump: no strategy ran to completion, nothing to dump");
     const std::string warning = write_execution_dump(o.dump, model, data, *chosen);
@@ -320,7 +366,7 @@ void run_run(const RunOptions& o) {
       throw Failure("strategy '" + r.strategy + "' " + (r.status == ExecStatus::Failed ? "failed: " : "") + r.message);
   }
   for (const auto& r : results) {
-    if (r.ok() && ref.ok() && !same_loss_and_grads(r, ref))
+    if (r.ok() && ref.ok() && !r.compressed && !same_loss_and_grads(r, ref))
       throw std::runtime_error("strategy '" + r.strategy +
                                "' gave a different loss or gradients than store-all: recomputation is not "
                                "deterministic on this backend");

@@ -20,6 +20,10 @@
 namespace remat::cli {
 namespace {
 
+// Strategies whose time the plain table does not show: the host tier's
+// copies, or conversions of compressed checkpoints.
+bool moves_or_converts(const StrategyRun& r) { return r.sim.transfers > 0 || r.sim.conversions > 0; }
+
 struct SimulateOptions {
   std::string model;
   std::string strategies = "store-all,recompute-all,sqrt";
@@ -86,18 +90,21 @@ void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
     if (!r.schedule.note.empty()) std::printf("note: %s: %s\n", r.name.c_str(), r.schedule.note.c_str());
 }
 
-// When a strategy offloads: both tiers and the time model, every strategy a
-// row so that the step times compare.
+// When a strategy offloads or compresses: both tiers, the conversions and
+// the time model, every strategy a row so that the step times compare.
 void print_offload_table(const std::vector<StrategyRun>& runs, const TimeModel& tm) {
-  if (std::none_of(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.sim.transfers > 0; })) return;
-  std::printf("\nhost tier and time (device %.4g FLOP/s, host link %.4g bytes/s):\n", tm.device_flops, tm.link_bandwidth);
-  std::printf("%-22s %14s %14s %10s %12s %12s %12s %12s\n", "strategy", "device peak", "host peak", "transfers",
-              "compute", "transfer", "stall", "step");
+  if (std::none_of(runs.begin(), runs.end(), moves_or_converts)) return;
+  std::printf("\nhost tier, compression and time (device %.4g FLOP/s, host link %.4g bytes/s, device memory %.4g bytes/s):\n",
+              tm.device_flops, tm.link_bandwidth, tm.device_bandwidth);
+  std::printf("%-26s %14s %14s %10s %12s %14s %12s %12s %12s %12s %12s\n", "strategy", "device peak", "host peak",
+              "transfers", "conversions", "compressed", "compute", "transfer", "convert", "stall", "step");
   for (const auto& r : runs) {
     const Simulation& s = r.sim;
-    std::printf("%-22s %14s %14s %10lld %12s %12s %12s %12s\n", r.name.c_str(), format_bytes(s.peak_bytes).c_str(),
-                format_bytes(s.peak_host_bytes).c_str(), static_cast<long long>(s.transfers),
-                format_seconds(s.time.compute_s).c_str(), format_seconds(s.time.transfer_s).c_str(),
+    std::printf("%-26s %14s %14s %10lld %12lld %14s %12s %12s %12s %12s %12s\n", r.name.c_str(),
+                format_bytes(s.peak_bytes).c_str(), format_bytes(s.peak_host_bytes).c_str(),
+                static_cast<long long>(s.transfers), static_cast<long long>(s.conversions),
+                format_bytes(s.compressed_bytes).c_str(), format_seconds(s.time.compute_s).c_str(),
+                format_seconds(s.time.transfer_s).c_str(), format_seconds(s.time.convert_s).c_str(),
                 format_seconds(s.time.stall_s).c_str(), format_seconds(s.time.step_s).c_str());
   }
 }
@@ -146,12 +153,12 @@ void run_simulate(const SimulateOptions& o) {
   const Model model = micro_batch(load_model(o.model), k);
   // The table needs the figures only; the timelines are 8 bytes per instruction.
   // The time model is a second pass over each schedule: the JSON carries it
-  // for every strategy, the table only when some strategy offloads (below).
+  // for every strategy, the table only when some strategy offloads or compresses (below).
   auto runs = simulate_strategies(model, specs,
                                   {.limit = o.limit,
                                    .timelines = o.json || !o.csv.empty(),
                                    .time = o.json ? std::optional<TimeModel>(tm) : std::nullopt});
-  if (!o.json && std::any_of(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.sim.transfers > 0; }))
+  if (!o.json && std::any_of(runs.begin(), runs.end(), moves_or_converts))
     for (auto& r : runs)
       if (r.ok()) r.sim.time = predict_step_time(model, r.schedule, tm);
   for (const auto& r : runs) {
@@ -163,7 +170,9 @@ void run_simulate(const SimulateOptions& o) {
     add_step_memory_json(j, model, optimizer, runs);
     j["micro_batches"] = k;
     for (std::size_t i = 0; i < runs.size(); ++i) j["strategies"][i]["step_flops"] = k * runs[i].sim.flops;
-    j["time_model"] = {{"device_flops", tm.device_flops}, {"link_bandwidth", tm.link_bandwidth}};
+    j["time_model"] = {{"device_flops", tm.device_flops},
+                       {"link_bandwidth", tm.link_bandwidth},
+                       {"device_bandwidth", tm.device_bandwidth}};
     std::cout << j.dump() << "\n";
   } else {
     if (k > 1)

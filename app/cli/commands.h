@@ -39,7 +39,7 @@ std::string format_bytes(uint64_t bytes);
 // --device-flops and --link-bandwidth (time_model_option.cpp): as given,
 // parsed by time_model_of (InputError naming the flag); empty: the default.
 struct TimeModelFlags {
-  std::string device_flops, link_bandwidth;
+  std::string device_flops, link_bandwidth, device_bandwidth;
 };
 void add_time_model_options(CLI::App* cmd, TimeModelFlags& flags);
 TimeModel time_model_of(const TimeModelFlags& flags);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/compression.h"
 #include "core/model.h"
 #include "core/simulator.h"
 
@@ -66,9 +67,14 @@ PeakExplanation explain_peak(const Model& m, const Schedule& s) {
       if (!counted[owner]) gr.bytes += m.op(static_cast<int>(owner)).bytes;
       counted[owner] = 1;
     }
-    if (r.host[v]) {
+    if (r.host[v]) {  // only storage owners move: A(v) whole (host 1), or its compressed copy
       e.host_ops.push_back(static_cast<int>(v));
-      e.host_bytes += m.op(static_cast<int>(v)).bytes;  // only storage owners move
+      const uint64_t full = m.op(static_cast<int>(v)).bytes;
+      e.host_bytes += r.host[v] == 1 ? full : packed_bytes(full, static_cast<Packing>(r.host[v] - 1));
+    }
+    if (r.packed[v]) {  // a compressed checkpoint waits for the recompute that reads it
+      g[0].ops.push_back(static_cast<int>(v));
+      g[0].bytes += packed_bytes(m.op(static_cast<int>(v)).bytes, static_cast<Packing>(r.packed[v]));
     }
     if (r.aux[v]) {
       g[4].ops.push_back(static_cast<int>(v));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compression.h"
 #include "core/model.h"
 
 namespace remat {
@@ -146,6 +147,17 @@ class Backend {
   // waits for the copy only when wait_for_copy(device) is called before it.
   virtual void copy_to_device(void* /*device*/, const void* /*host*/, uint64_t /*bytes*/) {}
   virtual void wait_for_copy(const void* /*device*/) {}
+
+  // ---- Compressed checkpoints (compress/decompress, docs/memory-model.md):
+  // convert `elements` f32 values between a tracked buffer of 4·elements
+  // bytes and one of packed_bytes(4·elements, p) bytes, both allocated by the
+  // executor, in stream order with the compute. Bit for bit by the rules of
+  // core/kernels/convert.h, so a run is exactly reproducible. A backend
+  // without them says so (can_compress() false) and the executor refuses
+  // schedules that compress.
+  virtual bool can_compress() const { return false; }
+  virtual void compress(void* /*packed*/, const void* /*f32*/, uint64_t /*elements*/, Packing /*p*/) {}
+  virtual void decompress(void* /*f32*/, const void* /*packed*/, uint64_t /*elements*/, Packing /*p*/) {}
 
   // ---- Compute. forward(v) reads A of v's inputs and writes A(v) (the loss
   // also stores its value for read_loss). backward(v) reads G(v) (the loss: 1)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/kernels/convert.h"
 
 namespace remat {
 namespace {
@@ -141,6 +142,28 @@ void CpuBackend::release_host(void* p) {
 void CpuBackend::copy_to_host(void* host, const void* device, uint64_t bytes) { std::memcpy(host, device, bytes); }
 
 void CpuBackend::copy_to_device(void* device, const void* host, uint64_t bytes) { std::memcpy(device, host, bytes); }
+
+void CpuBackend::compress(void* packed, const void* f32, uint64_t elements, Packing p) {
+  const auto* x = static_cast<const float*>(f32);
+  const auto n = static_cast<int64_t>(elements);
+  switch (p) {
+    case Packing::BF16: cpu::f32_to_bf16(x, static_cast<uint16_t*>(packed), n); break;
+    case Packing::F16: cpu::f32_to_f16(x, static_cast<uint16_t*>(packed), n); break;
+    case Packing::Int8: cpu::f32_to_int8(x, packed, n); break;
+    case Packing::None: std::memcpy(packed, f32, 4 * elements); break;
+  }
+}
+
+void CpuBackend::decompress(void* f32, const void* packed, uint64_t elements, Packing p) {
+  auto* y = static_cast<float*>(f32);
+  const auto n = static_cast<int64_t>(elements);
+  switch (p) {
+    case Packing::BF16: cpu::bf16_to_f32(static_cast<const uint16_t*>(packed), y, n); break;
+    case Packing::F16: cpu::f16_to_f32(static_cast<const uint16_t*>(packed), y, n); break;
+    case Packing::Int8: cpu::int8_to_f32(packed, y, n); break;
+    case Packing::None: std::memcpy(f32, packed, 4 * elements); break;
+  }
+}
 
 void CpuBackend::begin_strategy() {
   alloc_.trim();

@@ -15,6 +15,8 @@
 // the same mode as the first and without a capacity: its tracked count and
 // measured figures are separate from the "device" ones, and a copy is a
 // memcpy (synchronous: nothing to overlap with on one thread).
+//
+// Compressed checkpoints are converted by core/kernels/convert.h.
 #pragma once
 #include <chrono>
 #include <vector>
@@ -55,6 +57,10 @@ class CpuBackend final : public Backend {
   MemoryStats host_memory_stats() const override { return host_alloc_.stats(); }
   void copy_to_host(void* host, const void* device, uint64_t bytes) override;
   void copy_to_device(void* device, const void* host, uint64_t bytes) override;
+
+  bool can_compress() const override { return true; }
+  void compress(void* packed, const void* f32, uint64_t elements, Packing p) override;
+  void decompress(void* f32, const void* packed, uint64_t elements, Packing p) override;
 
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/compression.h"
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/op_exec.h"
@@ -21,21 +22,24 @@ namespace {
 // pointer into the owner's storage for a view. Only storages are allocated and
 // released; a storage stays while any op aliasing it (the owner or a view) is
 // resident, as the simulator counts it (holders).
-// host[v]: A(v)'s copy in the backend's host pool while it is offloaded;
-// fetched[v]: A(v) came back by a fetch whose copy no kernel has waited for yet.
+// host[v]: A(v)'s copy (or C(v)'s, host_form[v] != 0) in the backend's host
+// pool while it is offloaded; fetched[v]: A(v) or C(v) came back by a fetch
+// whose copy no kernel has waited for yet. packed[v]: C(v), the compressed
+// copy on the device, of type form[v].
 struct Resident {
   Backend& backend;
-  std::vector<void*> act, grad, aux, storage, host;
+  std::vector<void*> act, grad, aux, storage, host, packed;
   std::vector<int32_t> holders;
-  std::vector<uint8_t> fetched;
+  std::vector<uint8_t> fetched, form, host_form;
   Resident(Backend& b, int n)
       : backend(b), act(static_cast<std::size_t>(n), nullptr), grad(static_cast<std::size_t>(n), nullptr),
         aux(static_cast<std::size_t>(n), nullptr), storage(static_cast<std::size_t>(n), nullptr),
-        host(static_cast<std::size_t>(n), nullptr), holders(static_cast<std::size_t>(n), 0),
-        fetched(static_cast<std::size_t>(n), 0) {}
+        host(static_cast<std::size_t>(n), nullptr), packed(static_cast<std::size_t>(n), nullptr),
+        holders(static_cast<std::size_t>(n), 0), fetched(static_cast<std::size_t>(n), 0),
+        form(static_cast<std::size_t>(n), 0), host_form(static_cast<std::size_t>(n), 0) {}
   ~Resident() { release_all(); }
   void release_all() {
-    for (auto* list : {&storage, &grad, &aux}) {
+    for (auto* list : {&storage, &grad, &aux, &packed}) {
       for (void*& p : *list) {
         if (p) backend.release(p);
         p = nullptr;
@@ -48,6 +52,8 @@ struct Resident {
     std::fill(act.begin(), act.end(), nullptr);
     std::fill(holders.begin(), holders.end(), 0);
     std::fill(fetched.begin(), fetched.end(), 0);
+    std::fill(form.begin(), form.end(), 0);
+    std::fill(host_form.begin(), host_form.end(), 0);
   }
   // A(v) is no longer needed: its storage goes when its last holder does.
   void drop_act(const Model& model, std::size_t v) {
@@ -137,6 +143,9 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   if (sim.transfers > 0 && !backend.has_host_tier())
     throw InputError("the " + backend.name() + " backend has no host tier: strategy '" + schedule.strategy +
                      "' offloads tensors to host memory");
+  if (sim.conversions > 0 && !backend.can_compress())
+    throw InputError("the " + backend.name() + " backend cannot convert tensors: strategy '" + schedule.strategy +
+                     "' compresses checkpoints");
 
   const int n = model.size();
   const auto& code = schedule.code;
@@ -144,6 +153,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   res.strategy = schedule.strategy;
   res.backend = backend.name();
   res.baseline_bytes = backend.baseline_bytes();
+  res.compressed = sim.conversions > 0;
   const std::vector<uint8_t> recompute = recompute_flags(model, schedule);
   std::vector<int64_t> view_offset(static_cast<std::size_t>(n), 0);  // f32 elements into the storage
   for (int v = 0; v < n; ++v) view_offset[static_cast<std::size_t>(v)] = storage_offset(model, v);
@@ -252,20 +262,62 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
             backend.release(r.aux[v]);
             r.aux[v] = nullptr;
             break;
-          // v owns its storage and no view holds it (simulate() checked): the bytes move whole.
+          // v owns its storage and no view holds it (simulate() checked): the
+          // bytes move whole; or C(v), when that is the one form on the device.
           case InstrKind::Offload:
-            r.host[v] = alloc_host(op.bytes);
-            backend.copy_to_host(r.host[v], r.storage[v], op.bytes);
-            r.drop_act(model, v);
+            if (r.act[v]) {
+              r.host[v] = alloc_host(op.bytes);
+              backend.copy_to_host(r.host[v], r.storage[v], op.bytes);
+              r.drop_act(model, v);
+            } else {
+              const uint64_t b = packed_bytes(op.bytes, static_cast<Packing>(r.form[v]));
+              r.host[v] = alloc_host(b);
+              backend.copy_to_host(r.host[v], r.packed[v], b);
+              backend.release(r.packed[v]);
+              r.packed[v] = nullptr;
+              r.host_form[v] = r.form[v];
+            }
             r.fetched[v] = 0;
             break;
           case InstrKind::Fetch:
-            r.storage[v] = r.act[v] = alloc(op.bytes, at);
-            r.holders[v] = 1;
-            backend.copy_to_device(r.storage[v], r.host[v], op.bytes);
+            if (r.host_form[v] == 0) {
+              r.storage[v] = r.act[v] = alloc(op.bytes, at);
+              r.holders[v] = 1;
+              backend.copy_to_device(r.storage[v], r.host[v], op.bytes);
+            } else {
+              const uint64_t b = packed_bytes(op.bytes, static_cast<Packing>(r.host_form[v]));
+              r.packed[v] = alloc(b, at);
+              backend.copy_to_device(r.packed[v], r.host[v], b);
+              r.host_form[v] = 0;
+            }
             backend.release_host(r.host[v]);
             r.host[v] = nullptr;
             r.fetched[v] = 1;
+            break;
+          // An f32 owner (simulate() checked); C(v) is made beside A(v), which
+          // a `free A` then releases, so both count while the conversion runs.
+          case InstrKind::CompressBF16:
+          case InstrKind::CompressF16:
+          case InstrKind::CompressInt8: {
+            const Packing p = packing_of(ins.kind);
+            r.packed[v] = alloc(packed_bytes(op.bytes, p), at);
+            r.form[v] = static_cast<uint8_t>(p);
+            if (r.fetched[v]) backend.wait_for_copy(r.act[v]);
+            r.fetched[v] = 0;
+            backend.compress(r.packed[v], r.act[v], op.bytes / 4, p);
+            break;
+          }
+          case InstrKind::Decompress:
+            r.storage[v] = r.act[v] = alloc(op.bytes, at);
+            r.holders[v] = 1;
+            if (r.fetched[v]) backend.wait_for_copy(r.packed[v]);
+            r.fetched[v] = 0;
+            backend.decompress(r.act[v], r.packed[v], op.bytes / 4, static_cast<Packing>(r.form[v]));
+            break;
+          case InstrKind::FreePacked:
+            backend.release(r.packed[v]);
+            r.packed[v] = nullptr;
+            r.form[v] = 0;
             break;
         }
         if (options.sync_each) backend.synchronize();

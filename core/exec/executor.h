@@ -49,6 +49,10 @@ struct ExecResult {
   float loss = 0;
   std::vector<std::vector<float>> param_grads;  // parallel to parameter_tensors(model)
   uint64_t grad_hash = 0;                       // FNV-1a 64 over the gradients' bytes, in order
+  // The schedule compresses checkpoints (compress/decompress): its loss and
+  // gradients carry the conversions' rounding, so they are compared with
+  // store-all's by relative error (same_result.h), not bit for bit.
+  bool compressed = false;
 
   // The executor's own count of the tensors it allocated (activations and
   // their gradients, exactly bytes(v) each): equal to the simulated peak by
@@ -90,7 +94,10 @@ void check_executable(const Model& model);
 // Runs `schedule` (validated here with simulate(); a ScheduleError propagates)
 // 1 + repeat times. A schedule that offloads needs a backend with a host tier
 // (InputError otherwise): offload copies A(v) into the host pool and releases
-// its device storage; fetch allocates it again and copies it back. Out of memory and cancellation are results, not exceptions.
+// its device storage; fetch allocates it again and copies it back. One that
+// compresses needs Backend::can_compress(): compress allocates C(v) at its
+// stored size and converts A(v) into it, decompress allocates A(v) and
+// converts back. Out of memory and cancellation are results, not exceptions.
 // Loads the model's baseline into the backend first (load()).
 ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options);
 // Same, with the baseline already loaded by the caller: `data` is what

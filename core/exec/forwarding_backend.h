@@ -40,6 +40,13 @@ class ForwardingBackend : public Backend {
     inner_.copy_to_device(device, host, bytes);
   }
   void wait_for_copy(const void* device) override { inner_.wait_for_copy(device); }
+  bool can_compress() const override { return inner_.can_compress(); }
+  void compress(void* packed, const void* f32, uint64_t elements, Packing p) override {
+    inner_.compress(packed, f32, elements, p);
+  }
+  void decompress(void* f32, const void* packed, uint64_t elements, Packing p) override {
+    inner_.decompress(f32, packed, elements, p);
+  }
 
   void forward(const Model& m, int op, const TensorTable& t) override { inner_.forward(m, op, t); }
   void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {

@@ -11,4 +11,18 @@ namespace remat {
 // a NaN loss of the same bits; 0.0 and -0.0 differ).
 bool same_loss_and_grads(const ExecResult& a, const ExecResult& reference);
 
+// How far a compressed strategy's result is from the reference's, where
+// bitwise equality is not expected (ExecResult::compressed): the loss's
+// relative error |l − l_ref| / |l_ref|, and the largest over parameter tensors
+// of ||g − g_ref||₂ / ||g_ref||₂, the Euclidean (Frobenius) norm over each
+// tensor's elements, summed in double. A reference of norm 0 divides by 1
+// (the absolute error). Deterministic: two runs give the same figures.
+struct ResultError {
+  double loss = 0;
+  double grad = 0;          // the largest relative gradient error
+  std::size_t worst = 0;    // the parameter tensor it is of (parameter_tensors order)
+};
+// Both must have completed with the same parameter tensors (std::logic_error otherwise: an internal misuse).
+ResultError relative_error(const ExecResult& a, const ExecResult& reference);
+
 }  // namespace remat

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/atomic_file.h"
+#include "core/compression.h"
 #include "core/errors.h"
 #include "core/io/pickle.h"
 #include "core/model.h"
@@ -99,14 +100,14 @@ std::vector<AllocEvent> simulated_allocations(const Model& model, const Schedule
   std::vector<AllocEvent> out;
   ResidentSet rs(model);
   const auto n = static_cast<std::size_t>(model.size());
-  // Handles: 3 per op (storage, gradient, aux) and a generation, so that a
-  // recomputed tensor is a new allocation.
-  std::vector<uint64_t> gen(3 * n, 0);
-  auto handle = [&](int v, int what) { return (gen[3 * static_cast<std::size_t>(v) + what] << 32) | (3 * static_cast<uint64_t>(v) + what); };
+  // Handles: 4 per op (storage, gradient, aux, compressed copy) and a
+  // generation, so that a recomputed tensor is a new allocation.
+  std::vector<uint64_t> gen(4 * n, 0);
+  auto handle = [&](int v, int what) { return (gen[4 * static_cast<std::size_t>(v) + what] << 32) | (4 * static_cast<uint64_t>(v) + what); };
   auto storage_live = [&](int r) { return rs.holders[static_cast<std::size_t>(r)] > 0; };
   auto emit = [&](bool alloc, int v, int what, uint64_t bytes, std::size_t i, std::string label) {
     if (bytes == 0) return;
-    if (alloc) ++gen[3 * static_cast<std::size_t>(v) + what];
+    if (alloc) ++gen[4 * static_cast<std::size_t>(v) + what];
     out.push_back({alloc, handle(v, what), bytes, i, std::move(label), -1});
   };
   for (int v = 0; v < model.size(); ++v)
@@ -157,16 +158,34 @@ std::vector<AllocEvent> simulated_allocations(const Model& model, const Schedule
         rs.apply(model, ins);
         emit(false, v, 2, model.op(v).aux_bytes, i, to_string(ins, model));
         break;
-      // The device side of the host tier: an offload frees the storage there,
-      // a fetch allocates it again (v is an owner: r == v).
+      // The device side of the host tier: an offload frees the storage (or
+      // the compressed copy) there, a fetch allocates it again (v is an owner: r == v).
       case InstrKind::Offload:
+      case InstrKind::Fetch: {
+        const bool alloc = ins.kind == InstrKind::Fetch;
+        const auto vv = static_cast<std::size_t>(v);
+        const uint8_t form = alloc ? static_cast<uint8_t>(rs.host[vv] - 1) : rs.packed[vv];  // 0: A itself
         rs.apply(model, ins);
-        emit(false, r, 0, model.op(r).bytes, i, to_string(ins, model));
+        if (form) emit(alloc, v, 3, packed_bytes(model.op(v).bytes, static_cast<Packing>(form)), i, to_string(ins, model));
+        else emit(alloc, r, 0, model.op(r).bytes, i, to_string(ins, model));
         break;
-      case InstrKind::Fetch:
+      }
+      case InstrKind::CompressBF16:
+      case InstrKind::CompressF16:
+      case InstrKind::CompressInt8:
+        rs.apply(model, ins);
+        emit(true, v, 3, packed_bytes(model.op(v).bytes, packing_of(ins.kind)), i, to_string(ins, model));
+        break;
+      case InstrKind::Decompress:
         rs.apply(model, ins);
         emit(true, r, 0, model.op(r).bytes, i, to_string(ins, model));
         break;
+      case InstrKind::FreePacked: {
+        const auto form = static_cast<Packing>(rs.packed[static_cast<std::size_t>(v)]);
+        rs.apply(model, ins);
+        emit(false, v, 3, packed_bytes(model.op(v).bytes, form), i, to_string(ins, model));
+        break;
+      }
     }
   }
   return out;

@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/spec_parse.h"
+#include "core/strategies/compress.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/offload.h"
 #include "core/strategies/optimal.h"
@@ -36,6 +37,23 @@ std::unique_ptr<Strategy> offload_of(std::unique_ptr<Strategy> inner, const std:
   if (inner->name().starts_with("offload"))
     throw InputError("strategy '" + spec + "': offload cannot wrap another offload");
   return make_offload(std::move(inner), spec);
+}
+
+std::unique_ptr<Strategy> compress_alone(const std::string& a) {
+  throw InputError("strategy 'compress:" + a + "' needs a strategy before it: compress modifies another, as in sqrt+compress:" +
+                   (a.empty() ? std::string("bf16") : a));
+}
+
+std::unique_ptr<Strategy> compress_of(std::unique_ptr<Strategy> base, const std::string& a, const std::string& spec) {
+  Packing p;
+  if (!parse_packing(a, p))
+    throw InputError("strategy '" + spec + "': unknown compression type '" + a + "' (known: " +
+                     std::string(packing_names()) + ")");
+  if (base->name().find("+compress:") != std::string::npos)
+    throw InputError("strategy '" + spec + "': compress is given twice (one compression type per strategy)");
+  // The canonical name, as every strategy's: "budget:1K+compress:int8" is budget:1024+compress:int8.
+  const std::string name = base->name() + "+compress:" + std::string(packing_name(p));
+  return make_compress(std::move(base), p, name);
 }
 
 const StrategyInfo* find(std::string_view name) {
@@ -76,6 +94,10 @@ const std::vector<StrategyInfo>& strategy_catalog() {
        "and come back one segment ahead of the backward that needs them; offload+SPEC offloads another strategy's "
        "(offload+revolve:4)",
        offload_from, true, offload_of},
+      {"compress", "DTYPE", "bf16",
+       "a modifier, SPEC+compress:bf16|f16|int8: SPEC's checkpoints are stored in that type (int8: one f32 scale per "
+       "tensor) until the recompute that reads them; gradients then differ from store-all's by a reported error",
+       compress_alone, false, nullptr, compress_of},
   };
   return table;
 }
@@ -88,15 +110,29 @@ std::string strategy_help() {
 
 std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
   const std::string s(spec);
+  // A modifier comes last: "BASE+name:ARG" (the last '+', whatever BASE holds).
+  if (const auto plus = s.rfind('+'); plus != std::string::npos) {
+    const std::string tail = s.substr(plus + 1);
+    const StrategyInfo* mod = find(tail.substr(0, tail.find(':')));
+    if (mod && mod->modify) {
+      if (plus == 0) throw InputError("strategy '" + s + "' needs a strategy before '+': sqrt" + s);
+      if (tail.find(':') == std::string::npos || tail.back() == ':')
+        throw InputError("strategy '" + s + "' needs an argument: " + mod->name + ":" + mod->argument);
+      return mod->modify(make_strategy(s.substr(0, plus)), tail.substr(tail.find(':') + 1), s);
+    }
+  }
   const auto colon = s.find(':');
   const std::string head = s.substr(0, colon);
   if (const auto plus = head.find('+'); plus != std::string::npos) {
     const StrategyInfo* outer = find(head.substr(0, plus));
     if (!outer || !outer->wrap) {
-      std::string wrappers;
-      for (const auto& i : strategy_catalog())
+      std::string wrappers, modifiers;
+      for (const auto& i : strategy_catalog()) {
         if (i.wrap) wrappers += (wrappers.empty() ? "" : ", ") + i.name + "+SPEC";
-      throw InputError("strategy '" + s + "': only " + wrappers + " wraps another strategy");
+        if (i.modify) modifiers += std::string(modifiers.empty() ? "" : ", ") + "SPEC+" + i.name + ":" + i.argument;
+      }
+      throw InputError("strategy '" + s + "': only " + wrappers + " wraps another strategy" +
+                       (modifiers.empty() ? std::string() : " (and " + modifiers + " modifies one)"));
     }
     if (plus + 1 == s.size()) throw InputError("strategy '" + s + "' needs a strategy after '+': " + outer->name + "+sqrt");
     return outer->wrap(make_strategy(s.substr(plus + 1)), s);
@@ -118,7 +154,9 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
 std::vector<std::string> split_strategy_list(std::string_view list) {
   std::vector<std::string> out;
   for (auto& part : split(list, ',')) {
-    const bool number = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    // "2" or "2+compress:bf16": more of the previous spec's numbers.
+    const auto digits = part.substr(0, part.find('+'));
+    const bool number = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (number && !out.empty() && out.back().find(':') != std::string::npos) out.back() += "," + part;
     else out.push_back(part);
   }

@@ -25,6 +25,11 @@ struct StrategyInfo {
   // hands it over with the whole spec (its name); throws InputError for an
   // inner strategy it cannot wrap.
   std::unique_ptr<Strategy> (*wrap)(std::unique_ptr<Strategy> inner, const std::string& spec) = nullptr;
+  // Non-null for a modifier, written after another strategy: "SPEC+name:ARG"
+  // (sqrt+compress:bf16) builds SPEC and changes its schedule; `argument` is
+  // the text after "name:". Alone (make), a modifier is an InputError.
+  std::unique_ptr<Strategy> (*modify)(std::unique_ptr<Strategy> base, const std::string& argument,
+                                      const std::string& spec) = nullptr;
 };
 
 // The table, in the order --help lists it.
@@ -32,10 +37,11 @@ const std::vector<StrategyInfo>& strategy_catalog();
 // "\n  name:ARG  help" per entry: the --strategy option's help text.
 std::string strategy_help();
 // Throws InputError: unknown name, missing or bad argument, a "+" after a
-// name that wraps nothing.
+// name that wraps nothing, a modifier without a base or given twice.
 std::unique_ptr<Strategy> make_strategy(std::string_view spec);
 // Splits "store-all,manual:1,2,3,sqrt" into specs; bare integers continue the
-// argument list of the previous spec (manual's checkpoints use commas too).
+// argument list of the previous spec (manual's checkpoints use commas too), and
+// so does an integer followed by a modifier ("manual:1,2+compress:bf16").
 std::vector<std::string> split_strategy_list(std::string_view list);
 
 }  // namespace remat

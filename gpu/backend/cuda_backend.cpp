@@ -374,6 +374,36 @@ void CudaBackend::upload(void* dst, const void* src, uint64_t bytes) {
 
 // ---- Compute --------------------------------------------------------------------
 
+void CudaBackend::compress(void* packed, const void* f32, uint64_t elements, Packing p) {
+  const auto* x = static_cast<const float*>(f32);
+  const auto n = static_cast<int64_t>(elements);
+  guarded([&] {
+    switch (p) {
+      case Packing::BF16: f32_to_bf16(x, static_cast<uint16_t*>(packed), n, state_.stream); break;
+      case Packing::F16: f32_to_f16(x, static_cast<uint16_t*>(packed), n, state_.stream); break;
+      case Packing::Int8: f32_to_int8(x, packed, n, state_.stream); break;
+      case Packing::None:
+        CUDA_CHECK_THROW(cudaMemcpyAsync(packed, f32, 4 * elements, cudaMemcpyDeviceToDevice, state_.stream));
+        break;
+    }
+  });
+}
+
+void CudaBackend::decompress(void* f32, const void* packed, uint64_t elements, Packing p) {
+  auto* y = static_cast<float*>(f32);
+  const auto n = static_cast<int64_t>(elements);
+  guarded([&] {
+    switch (p) {
+      case Packing::BF16: bf16_to_f32(static_cast<const uint16_t*>(packed), y, n, state_.stream); break;
+      case Packing::F16: f16_to_f32(static_cast<const uint16_t*>(packed), y, n, state_.stream); break;
+      case Packing::Int8: int8_to_f32(packed, y, n, state_.stream); break;
+      case Packing::None:
+        CUDA_CHECK_THROW(cudaMemcpyAsync(f32, packed, 4 * elements, cudaMemcpyDeviceToDevice, state_.stream));
+        break;
+    }
+  });
+}
+
 void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
   guarded([&] { cuda_forward(state_, OpCall(m, v, t)); });

@@ -75,6 +75,10 @@ class CudaBackend final : public remat::Backend {
   void copy_to_host(void* host, const void* device, uint64_t bytes) override;
   void copy_to_device(void* device, const void* host, uint64_t bytes) override;
   void wait_for_copy(const void* device) override;
+  // Compressed checkpoints: gpu/kernels/convert.cu on the compute stream.
+  bool can_compress() const override { return true; }
+  void compress(void* packed, const void* f32, uint64_t elements, Packing p) override;
+  void decompress(void* f32, const void* packed, uint64_t elements, Packing p) override;
 
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;

@@ -225,4 +225,15 @@ void const_bwd(ConstOp op, const float* dy, const float* c, float* dx, int64_t n
 // increasing order (the CPU's order, no atomics).
 void const_add_param_grad(const float* dy, float* dc, int64_t n, int64_t cn, cudaStream_t stream);
 
+// ---- convert.cu ------------------------------------------------------------------
+// Compressed checkpoints (core/kernels/convert.h, the same bits): f32 to
+// bfloat16 / IEEE half codes and back, round to nearest even; int8 with one
+// f32 scale per tensor, `packed` = the scale then the n codes (4 + n bytes).
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
+void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
+void f16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
+void f32_to_int8(const float* x, void* packed, int64_t n, cudaStream_t stream);
+void int8_to_f32(const void* packed, float* y, int64_t n, cudaStream_t stream);
+
 }  // namespace remat::cuda

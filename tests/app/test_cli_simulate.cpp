@@ -179,8 +179,18 @@ TEST(CliSimulate, OffloadTableOnlyWhenSomethingMoves) {
   EXPECT_EQ(plain.out.find("host tier"), std::string::npos) << plain.out;
   const CliResult r = run_cli("simulate --model chain:10 --strategy every-k:3,offload:3");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("host tier and time (device 5e+13 FLOP/s, host link 2.5e+10 bytes/s)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("offload:3                         7 B            3 B          6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("host tier, compression and time (device 5e+13 FLOP/s, host link 2.5e+10 bytes/s, device "
+                       "memory 2e+12 bytes/s)"),
+            std::string::npos)
+      << r.out;
+  // device peak, host peak, transfers, conversions
+  EXPECT_NE(r.out.find("offload:3                             7 B            3 B          6            0"), std::string::npos) << r.out;
+  // A compressing strategy gets the table too: chain:7:64 under sqrt+compress:int8
+  // (tests/strategies/test_compress.cpp): peak 6 x 64 + 20, four conversions,
+  // C(x) and C(a3) of 20 bytes each.
+  const CliResult c = run_cli("simulate --model chain:7:64 --strategy sqrt+compress:int8");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("sqrt+compress:int8                  404 B            0 B          0            4           40 B"), std::string::npos) << c.out;
 }
 
 TEST(CliSimulate, BadRatesExitTwo) {

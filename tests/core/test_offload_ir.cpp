@@ -9,25 +9,12 @@
 #include "core/resident_index.h"
 #include "core/schedule.h"
 #include "core/simulator.h"
+#include "tests/core/schedule_test_util.h"
 
 using namespace remat;
+using namespace remat::testing;
 
 namespace {
-constexpr auto F = InstrKind::Fwd;
-constexpr auto B = InstrKind::Bwd;
-constexpr auto FA = InstrKind::FreeAct;
-constexpr auto FG = InstrKind::FreeGrad;
-constexpr auto OFF = InstrKind::Offload;
-constexpr auto GET = InstrKind::Fetch;
-
-std::string reject(const Model& m, std::vector<Instr> code) {
-  try {
-    simulate(m, Schedule{"test", std::move(code), ""});
-    return "";
-  } catch (const ScheduleError& e) {
-    return std::to_string(e.index()) + ": " + e.what();
-  }
-}
 
 // chain:3 is x, a1, a2, loss, one byte each (Dense saves its input and its
 // output; the loss saves its input; x and the loss have no gradient tensor).

@@ -10,16 +10,12 @@
 #include "core/spec_parse.h"
 #include "core/errors.h"
 #include "core/time_model.h"
+#include "tests/core/schedule_test_util.h"
 
 using namespace remat;
+using namespace remat::testing;
 
 namespace {
-constexpr auto F = InstrKind::Fwd;
-constexpr auto B = InstrKind::Bwd;
-constexpr auto FA = InstrKind::FreeAct;
-constexpr auto FG = InstrKind::FreeGrad;
-constexpr auto OFF = InstrKind::Offload;
-constexpr auto GET = InstrKind::Fetch;
 
 // chain:3:BYTES (x, a1, a2, loss): x and a1 go to the host in the forward
 // pass, a1 comes back for bwd a2 and x for bwd a1 (test_offload_ir.cpp has

@@ -6,25 +6,10 @@
 #include "core/presets.h"
 #include "core/simulator.h"
 #include "core/strategies/registry.h"
+#include "tests/core/schedule_test_util.h"
 
 using namespace remat;
-
-namespace {
-constexpr auto F = InstrKind::Fwd;
-constexpr auto B = InstrKind::Bwd;
-constexpr auto FA = InstrKind::FreeAct;
-constexpr auto FG = InstrKind::FreeGrad;
-
-// Returns "index: message" of the rejection, or "" when accepted.
-std::string reject(const Model& m, std::vector<Instr> code) {
-  try {
-    simulate(m, Schedule{"test", std::move(code)});
-    return "";
-  } catch (const ScheduleError& e) {
-    return std::to_string(e.index()) + ": " + e.what();
-  }
-}
-}  // namespace
+using namespace remat::testing;
 
 TEST(Validator, AcceptsEverySeedStrategy) {
   const Model m = make_preset("chain:8");

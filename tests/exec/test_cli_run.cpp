@@ -164,4 +164,59 @@ TEST(CliRun, OffloadMeasuredTiersEqualPredicted) {
       << t.out;
 }
 
+// A compressed strategy: measured == predicted at the stored sizes (chain:7:64
+// under sqrt+compress:bf16: 6 tensors of 64 bytes and C(x) of 32, derived in
+// tests/strategies/test_compress.cpp), not bitwise equal and that is no
+// failure, the relative error in the JSON and under the table; an
+// uncompressed strategy in the same run still must match and says so.
+TEST(CliRun, CompressedStrategiesReportTheirErrorInsteadOfBitwiseEquality) {
+  const CliResult r =
+      run_cli("run --model chain:7:64 --strategy sqrt,sqrt+compress:bf16 --backend cpu --repeat 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["strategies"].size(), 3u);  // store-all added as the reference
+  const auto& plain = j["strategies"][1];
+  const auto& bf16 = j["strategies"][2];
+  EXPECT_EQ(plain["name"], "sqrt");
+  EXPECT_EQ(plain["compressed"], false);
+  EXPECT_EQ(plain["matches_store_all"], true);
+  EXPECT_TRUE(plain["relative_error"].is_null());
+  EXPECT_EQ(bf16["name"], "sqrt+compress:bf16");
+  EXPECT_EQ(bf16["compressed"], true);
+  EXPECT_EQ(bf16["predicted_peak_bytes"], 6 * 64 + 32);
+  EXPECT_EQ(bf16["tracked_peak_bytes"], 6 * 64 + 32);
+  EXPECT_EQ(bf16["matches_store_all"], false);
+  EXPECT_EQ(bf16["loss"], j["strategies"][0]["loss"]);  // the forward pass reads nothing decompressed
+  const auto& e = bf16["relative_error"];
+  EXPECT_EQ(e["loss"].get<double>(), 0.0);
+  EXPECT_GT(e["grad"].get<double>(), 0.0);
+  EXPECT_LT(e["grad"].get<double>(), 1e-2);
+  EXPECT_EQ(e["grad_norm"], "l2");
+  EXPECT_TRUE(e["worst_parameter"].is_string());
+
+  // Run to run: the same bits.
+  const CliResult again =
+      run_cli("run --model chain:7:64 --strategy sqrt,sqrt+compress:bf16 --backend cpu --repeat 1 --json");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["strategies"][2]["grad_hash"], bf16["grad_hash"]);
+
+  const CliResult t = run_cli("run --model chain:7:64 --strategy sqrt,sqrt+compress:int8 --backend cpu --repeat 1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("compressed checkpoints: relative error against store-all"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("sqrt+compress:int8       0.000e+00"), std::string::npos) << t.out;
+  EXPECT_EQ(count_of(t.out, "   yes\n"), 2) << t.out;  // store-all and sqrt
+  EXPECT_EQ(count_of(t.out, "     ~\n"), 1) << t.out;
+}
+
+TEST(CliRun, BadCompressSpecIsOneMessageAndExit2) {
+  for (const char* spec : {"sqrt+compress:fp8", "compress:bf16", "sqrt+compress:bf16+compress:int8"}) {
+    SCOPED_TRACE(spec);
+    const CliResult r = run_cli(std::string("run --model chain:7:64 --backend cpu --strategy ") + spec);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
+    EXPECT_NE(r.err.find(std::string("strategy '") + spec + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 }  // namespace

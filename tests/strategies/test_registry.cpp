@@ -37,10 +37,12 @@ TEST(Registry, EveryEntryBuildsRoundTripsAndSchedules) {
     ASSERT_NE(info.make, nullptr) << info.name;
     EXPECT_FALSE(info.help.empty()) << info.name;
     EXPECT_EQ(info.argument.empty(), info.example.empty()) << info.name << ": an example exactly when it takes an argument";
-    const auto s = make_strategy(spec_of(info));
+    // A modifier is built after a base (sqrt+compress:bf16) and named after it.
+    const std::string base = info.modify ? "sqrt+" : "";
+    const auto s = make_strategy(base + spec_of(info));
     const std::string name = s->name();
     // The canonical name is this entry's, and building from it gives the same strategy.
-    EXPECT_EQ(name.substr(0, name.find(':')), info.name);
+    EXPECT_EQ(name.substr(base.size(), name.find(':') - base.size()), info.name);
     EXPECT_EQ(make_strategy(name)->name(), name);
     const Schedule sched = s->schedule(m);
     EXPECT_EQ(sched.strategy, name);
@@ -90,7 +92,12 @@ TEST(Registry, WrappersTakeAnotherSpec) {
   std::string wrappers;
   for (const StrategyInfo& info : strategy_catalog())
     if (info.wrap) wrappers += (wrappers.empty() ? "" : ", ") + info.name + "+SPEC";
-  EXPECT_EQ(error_of("sqrt+store-all"), "strategy 'sqrt+store-all': only " + wrappers + " wraps another strategy");
+  std::string modifiers;
+  for (const StrategyInfo& info : strategy_catalog())
+    if (info.modify) modifiers += (modifiers.empty() ? "" : ", ") + ("SPEC+" + info.name + ":" + info.argument);
+  EXPECT_EQ(modifiers, "SPEC+compress:DTYPE");
+  EXPECT_EQ(error_of("sqrt+store-all"),
+            "strategy 'sqrt+store-all': only " + wrappers + " wraps another strategy (and " + modifiers + " modifies one)");
   EXPECT_EQ(error_of("offload+"), "strategy 'offload+' needs a strategy after '+': offload+sqrt");
   EXPECT_EQ(error_of("offload+offload:2"), "strategy 'offload+offload:2': offload cannot wrap another offload");
   EXPECT_EQ(error_of("offload+fastest").substr(0, 27), "unknown strategy 'fastest' ");

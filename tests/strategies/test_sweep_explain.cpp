@@ -155,3 +155,28 @@ TEST(Explain, OffloadedTensorsAreListedOnTheHostOutsideThePeak) {
   EXPECT_TRUE(plain.host_ops.empty());
   EXPECT_EQ(explanation_text(m, plain).find("on the host"), std::string::npos);
 }
+
+// Compressed checkpoints count at their stored size: on chain:7:64 under
+// sqrt+compress:bf16 (test_compress.cpp derives it) the peak, 416 bytes at
+// bwd a6, holds C(x) (32 bytes) as a checkpoint beside six whole tensors; the
+// groups still sum to the peak, and offloaded compressed copies are listed on
+// the host at their stored size.
+TEST(Explain, CompressedCheckpointsCountAtTheirStoredSize) {
+  const Model m = make_preset("chain:7:64");
+  for (const char* s : {"sqrt+compress:bf16", "sqrt+compress:int8", "offload+sqrt+compress:f16",
+                        "recompute-all+compress:int8"}) {
+    SCOPED_TRACE(s);
+    const Schedule sched = make_strategy(s)->schedule(m);
+    const auto e = explain_peak(m, sched);
+    uint64_t sum = 0;
+    for (const auto& g : e.groups) sum += g.bytes;
+    EXPECT_EQ(sum, e.peak_bytes);
+    const Simulation sim = simulate(m, sched);
+    EXPECT_EQ(e.host_bytes, sim.host_timeline.empty() ? 0u : sim.host_timeline.at(e.peak_index));
+  }
+  const auto e = explain_peak(m, make_strategy("sqrt+compress:bf16")->schedule(m));
+  EXPECT_EQ(e.peak_bytes, 6u * 64 + 32);
+  const PeakGroup* ck = e.group(HeldFor::Checkpoint);
+  ASSERT_NE(ck, nullptr);
+  EXPECT_NE(std::find(ck->ops.begin(), ck->ops.end(), 0), ck->ops.end());
+}

@@ -124,3 +124,49 @@ TEST(RunController, ASimulateOnlyModelSaysWhyBeforeAndAfter) {
   ASSERT_TRUE(done.wait(30000));
   EXPECT_TRUE(done.at(0).at(1).toString().contains("simulate-only ops"));
 }
+
+// A compressed strategy in the window: not bit-identical, and the Comparison
+// tab shows its relative error, the same figures `remat run --json` prints.
+TEST(RunController, CompressedStrategyShowsItsErrorInTheComparisonTab) {
+  if (!std::filesystem::exists(REMAT_CLI)) GTEST_SKIP() << "build the remat target first";
+  const Model m = load_model("chain:12:256");
+  const auto runs = simulate_strategies(m, {"sqrt", "sqrt+compress:bf16"});
+  RunController rc;
+  QSignalSpy done(&rc, &RunController::finished);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  ASSERT_TRUE(done.wait(60000));
+  const auto measured = measuredOf(done);
+  const MeasuredRun& plain = measured.at("sqrt");
+  const MeasuredRun& bf16 = measured.at("sqrt+compress:bf16");
+  EXPECT_FALSE(plain.compressed);
+  EXPECT_TRUE(plain.matches_reference);
+  EXPECT_TRUE(bf16.compressed);
+  EXPECT_FALSE(bf16.matches_reference);
+  EXPECT_GT(bf16.grad_error, 0.0);
+  EXPECT_LT(bf16.grad_error, 1e-2);
+  EXPECT_EQ(bf16.loss_error, 0.0);  // the forward pass reads no decompressed tensor
+
+  const CliResult cli =
+      run_cli("run --model chain:12:256 --strategy sqrt,sqrt+compress:bf16 --backend cpu --repeat 1 --json");
+  ASSERT_EQ(cli.code, 0) << cli.err;
+  const auto j = nlohmann::json::parse(cli.out);
+  bool found = false;
+  for (const auto& s : j["strategies"]) {
+    if (s["name"] != "sqrt+compress:bf16") continue;
+    found = true;
+    EXPECT_TRUE(s["compressed"].get<bool>());
+    EXPECT_EQ(bf16.grad_error, s["relative_error"]["grad"].get<double>());
+    EXPECT_EQ(bf16.loss_error, s["relative_error"]["loss"].get<double>());
+    EXPECT_EQ(bf16.worst_param.toStdString(), s["relative_error"]["worst_parameter"].get<std::string>());
+  }
+  EXPECT_TRUE(found);
+
+  ComparisonModel model;
+  model.setRuns(&m, &runs);
+  model.setMeasured(measured);
+  EXPECT_EQ(model.data(model.index(0, ComparisonModel::Match)).toString(), "bit-identical");
+  const QString cell = model.data(model.index(1, ComparisonModel::Match)).toString();
+  EXPECT_EQ(cell, QString("grad error %1, loss error 0.00e+00").arg(bf16.grad_error, 0, 'e', 2));
+  EXPECT_EQ(model.data(model.index(1, ComparisonModel::Match), Qt::EditRole).toDouble(), bf16.grad_error);
+  EXPECT_TRUE(model.data(model.index(1, ComparisonModel::Match), Qt::ToolTipRole).toString().contains(bf16.worst_param));
+}

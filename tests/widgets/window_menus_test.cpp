@@ -105,6 +105,8 @@ TEST(StrategyPanel, PerModelDefaultsAndInapplicableStrategiesSayWhy) {
     EXPECT_TRUE(row->text(2).contains("chains only")) << name << ": " << row->text(2).toStdString();
   }
   EXPECT_TRUE(panel->row("sqrt")->flags() & Qt::ItemIsEnabled);
+  // A modifier has no row of its own (its spec alone, compress:bf16, is no strategy).
+  EXPECT_EQ(panel->row("compress"), nullptr);
   EXPECT_EQ(panel->intEditor("every-k")->value(), int(std::ceil(std::sqrt(double(dag.loss())))));
   // The budget now in the DAG's unit.
   const uint64_t dagPeak = simulate(dag, make_strategy("store-all")->schedule(dag)).peak_bytes;

@@ -1,0 +1,32 @@
+// Compressed checkpoints' conversions (docs/memory-model.md#compressed-checkpoints):
+// f32 to bfloat16, IEEE half or int8 and back, on host arrays. Deterministic
+// and exact to the bit: the CUDA kernels (gpu/kernels/convert.cu) use the
+// same rules (__float2bfloat16_rn, __float2half_rn, __float2int_rn) and are
+// tested against these.
+#pragma once
+#include <cstdint>
+
+namespace remat::cpu {
+
+// Round to nearest, ties to even; overflow goes to infinity, a NaN stays a
+// (quiet) NaN with its sign, subnormals are kept (f16) and not flushed.
+uint16_t bf16_bits(float x);
+float bf16_value(uint16_t b);
+uint16_t f16_bits(float x);
+float f16_value(uint16_t h);
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+void f32_to_f16(const float* x, uint16_t* y, int64_t n);
+void f16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+// Symmetric int8 with one scale per tensor: scale = max|x| / 127 (f32),
+// q = x / scale rounded to nearest, ties to even, in [-127, 127] (0 when
+// the tensor is all zeros, scale 0). `packed` is 4 + n bytes: the f32 scale,
+// then the n codes. Back: x = q · scale. Non-finite values are outside the
+// scheme: an infinite max gives scale inf and codes 0 (NaN codes are 0).
+float int8_scale(const float* x, int64_t n);
+void f32_to_int8(const float* x, void* packed, int64_t n);
+void int8_to_f32(const void* packed, float* y, int64_t n);
+
+}  // namespace remat::cpu
