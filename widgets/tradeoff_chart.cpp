@@ -142,7 +142,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     sp->append(double(f.peak) / unit, yOf(f.overhead));
     sp->setPointLabelsVisible(true);
     sp->setPointLabelsClipping(false);
-    sp->setPointLabelsFormat(spec);
+    sp->setPointLabelsFormat(logY_ && f.overhead == 0 ? spec + " (0 %)" : spec);
     connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
     familySeries_.push_back(sp);
   }
@@ -191,7 +191,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     ay = a;
   }
   // With other families the y axis is the time model's: for recomputation the same number.
-  ay->setTitleText(QString(families.empty() ? "recompute overhead (%" : "step-time overhead (% of a step without recompute, time model")
+  ay->setTitleText(QString(families.empty() ? "recompute overhead (%" : "step-time overhead (%, time model")
                    + (logY_ ? ", log scale)" : ")"));
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);

@@ -12,6 +12,7 @@
 #include "core/comparison.h"
 #include "core/presets.h"
 #include "core/simulator.h"
+#include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
 #include "core/time_model.h"
 #include "widgets/main_window.h"
@@ -42,10 +43,11 @@ double expectedOverhead(const Model& m, const std::string& spec) {
 TEST(TradeoffFamilies, OffloadSpecsFollowTheModelsK) {
   // chain:16: sqrt's interval is ceil(sqrt(16)) = 4.
   EXPECT_EQ(family_specs(offloadFamily(), make_preset("chain:16")),
-            (std::vector<std::string>{"offload:2", "offload:4", "offload:8", "offload+sqrt"}));
-  // chain:3: K = 2, K/2 = 1; a K that repeats is listed once.
-  EXPECT_EQ(family_specs(offloadFamily(), make_preset("chain:3")),
-            (std::vector<std::string>{"offload:1", "offload:2", "offload:4", "offload+sqrt"}));
+            (std::vector<std::string>{"offload:2", "offload+sqrt", "offload:8"}));
+  // chain:1: K = 1, and K/2 rounds up to 1 too: listed once.
+  EXPECT_EQ(sqrt_interval(make_preset("chain:1")), 1);
+  EXPECT_EQ(family_specs(offloadFamily(), make_preset("chain:1")),
+            (std::vector<std::string>{"offload:1", "offload+sqrt", "offload:2"}));
 }
 
 TEST(TradeoffFamilies, RecomputeOverheadIsTheTimeModelsForSchedulesThatOnlyRecompute) {
@@ -113,7 +115,7 @@ TEST(TradeoffFamilies, TheWindowsTabShowsOffloadBesideTheStaircase) {
   w.tabs()->setCurrentWidget(chart);
   ASSERT_TRUE(QTest::qWaitFor([&] { return !chart->familyPoints().empty(); }, 30000));
   EXPECT_FALSE(chart->namedSpecs().empty());
-  EXPECT_EQ(chart->familyPoints().size(), 4u);
+  EXPECT_EQ(chart->familyPoints().size(), 3u);
   EXPECT_EQ(chart->frontSeries()->name(), "recompute: best within budget");
   // A click on a family point compares and shows it.
   emit chart->pointClicked("offload:2");
