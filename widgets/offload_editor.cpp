@@ -77,6 +77,7 @@ bool OffloadEditor::setSpec(const QString& spec) {
   }
   // A base that cannot apply to this model is never chosen.
   if (index < 0 || !qobject_cast<QStandardItemModel*>(base_->model())->item(index)->isEnabled()) return false;
+  if (spec == "offload" || spec == "offload+sqrt") sqrtSpelling_ = spec;
   const QSignalBlocker b1(base_), b2(k_);
   base_->setCurrentIndex(index);
   k_->setValue(k);
@@ -88,6 +89,7 @@ QString OffloadEditor::baseName() const { return base_->currentData().toString()
 
 QString OffloadEditor::spec() const {
   if (baseName().isEmpty()) return QString("offload:%1").arg(k_->value());
+  if (baseName() == "sqrt") return sqrtSpelling_;
   return "offload+" + base_->currentText().mid(2);  // the item reads "+ SPEC"
 }
 

@@ -35,7 +35,7 @@ class OffloadEditor : public QWidget {
   // Does not emit. "offload" takes sqrt as its base (the same schedule);
   // false, and nothing changed, for a spec this editor cannot show.
   bool setSpec(const QString& spec);
-  // "offload:K" or "offload+SPEC".
+  // "offload:K" or "offload+SPEC" ("offload" when set so with sqrt as base).
   QString spec() const;
   // The chosen base's name, empty for "every K ops".
   QString baseName() const;
@@ -53,6 +53,9 @@ class OffloadEditor : public QWidget {
   QComboBox* base_;
   QSpinBox* k_;
   QToolButton* button_;
+  // "offload" and "offload+sqrt" are one schedule: spec() gives back the
+  // spelling setSpec() was given, so the row finds its run by spec.
+  QString sqrtSpelling_ = "offload+sqrt";
 };
 
 }  // namespace remat

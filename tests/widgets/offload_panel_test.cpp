@@ -107,6 +107,13 @@ TEST(OffloadPanel, SetSpecsMakesTheRowsAndRoundTrips) {
   EXPECT_EQ(p.editor(1)->spec(), "offload:2");
   EXPECT_EQ(p.editor(2)->spec(), "offload+budget:9");
   EXPECT_EQ(p.panel.specs(), (QStringList{"store-all", "offload+revolve:3", "offload:2", "offload+budget:9"}));
+  // Plain "offload" is sqrt's checkpoints: shown with sqrt as the base, and
+  // given back as it was written, so that the row finds its run.
+  p.panel.setSpecs({"offload"});
+  EXPECT_EQ(p.editor(0)->baseName(), "sqrt");
+  EXPECT_EQ(p.panel.specs(), QStringList{"offload"});
+  p.panel.setSpecs({"offload+sqrt"});
+  EXPECT_EQ(p.panel.specs(), QStringList{"offload+sqrt"});
   // Fewer offloads: the extra rows go, the catalog's row stays.
   p.panel.setSpecs({"sqrt"});
   ASSERT_EQ(p.panel.offloadRows().size(), 1u);
