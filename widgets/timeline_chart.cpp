@@ -377,6 +377,21 @@ QString TimelineChart::hoverText(QPointF pos) const {
                  .arg(format_bytes(c.timeline[t]));
     }
   }
+  // The host curves too: "offload:4 (host) · step 12 · 3 B" (a device curve as near wins).
+  for (int i = 0; i < hostSeries_.size(); ++i) {
+    const Curve& c = host_[std::size_t(i)];
+    const std::size_t t = stepOf(c, x);
+    if (c.timeline.empty() || (xMode_ == XMode::Steps && x > double(c.timeline.size() - 1) + 0.5)) continue;
+    const QPointF v(xOf(c, t), double(c.timeline[t]) / unit_.bytes);
+    const double d = std::abs(mapFromScene(chart()->mapToScene(chart()->mapToPosition(v, hostSeries_[i]))).y() - pos.y());
+    if (d < bestDist) {
+      bestDist = d;
+      best = QString("%1 · step %2 · %3")
+                 .arg(hostSeries_[i]->name().section(" · ", 0, 0))
+                 .arg(t + 1)
+                 .arg(format_bytes(c.timeline[t]));
+    }
+  }
   return best;
 }
 

@@ -73,8 +73,8 @@ class TimelineChart : public QChartView {
   int buckets() const;
   // The y axis counts in unitBytes(): series hold bytes / unitBytes().
   double unitBytes() const { return unit_.bytes; }
-  // "sqrt · step 38 · 9 B" for the curve under a widget position; empty when
-  // none is within a few pixels.
+  // "sqrt · step 38 · 9 B" (or "offload:4 (host) · step 12 · 3 B") for the
+  // curve under a widget position; empty when none is within a few pixels.
   QString hoverText(QPointF pos) const;
   // The widget position of a run's point at `step` (tests and tooltips).
   QPointF positionOf(int run, std::size_t step) const;

@@ -146,6 +146,27 @@ TEST(OffloadView, HostSeriesIsTheSimulatorsHostTimeline) {
   }
 }
 
+TEST(OffloadView, HoverOnTheHostCurveNamesIt) {
+  const Model m = load_model("chain:8");
+  const auto runs = simulate_strategies(m, {"offload:2"});
+  TimelineChart chart;
+  chart.resize(900, 400);
+  chart.setRuns(runs);
+  chart.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&chart));
+  // A step where the host holds 3 B and the device 2 B or more away from it.
+  const std::vector<uint64_t>& host = runs[0].sim.host_timeline;
+  const std::vector<uint64_t>& dev = runs[0].sim.timeline;
+  std::size_t step = host.size();
+  for (std::size_t t = 0; t < host.size() && step == host.size(); ++t)
+    if (host[t] == 3 && (dev[t] >= 5 || dev[t] <= 1)) step = t;
+  ASSERT_LT(step, host.size());
+  const QLineSeries* s = chart.hostSeries().front();
+  const QPointF at = chart.mapFromScene(chart.chart()->mapToScene(
+      chart.chart()->mapToPosition(QPointF(double(step), double(host[step]) / chart.unitBytes()), const_cast<QLineSeries*>(s))));
+  EXPECT_EQ(chart.hoverText(at), QString("offload:2 (host) · step %1 · 3 B").arg(step + 1));
+}
+
 TEST(OffloadView, StallsAreMarkedOnTheDeviceCurveAndNamed) {
   // An instant device and a slow link: every fetch the backward waits for stalls.
   const Model m = load_model("chain:8");
