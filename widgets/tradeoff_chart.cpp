@@ -48,7 +48,8 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     c->removeAxis(a);
     delete a;
   }
-  c->setTitle(families.empty() ? title + ": memory vs recompute overhead" : title + ": memory vs step-time overhead");
+  c->setTitle(families.empty() ? title + ": memory vs recompute overhead"
+                               : title + ": memory vs step-time overhead (time model)");
   families_ = families;
   namedSpecs_.clear();
   frontSpecs_.clear();
@@ -191,7 +192,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     ay = a;
   }
   // With other families the y axis is the time model's: for recomputation the same number.
-  ay->setTitleText(QString(families.empty() ? "recompute overhead (%" : "step-time overhead (%, time model")
+  ay->setTitleText(QString(families.empty() ? "recompute overhead (%" : "step-time overhead (%")
                    + (logY_ ? ", log scale)" : ")"));
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
