@@ -129,3 +129,21 @@ TEST(MicroBatchView, TheKSweepDialogFillsItsTableInTheBackground) {
   }
   d->close();
 }
+
+TEST(MicroBatchView, CancelLeavesKAsItWas) {
+  StudioDocument doc;
+  doc.loadModel("mlp:4:64:8");
+  QSignalSpy changed(&doc, &StudioDocument::microBatchesChanged);
+  doc.setMicroBatches(2);
+  ASSERT_EQ(doc.computing(), 1);
+  // The worker's result is delivered through the event loop: cancelled
+  // before it runs, it never lands, whenever the worker finishes.
+  doc.cancelComputing();
+  EXPECT_EQ(doc.computing(), 0);
+  ASSERT_FALSE(changed.isEmpty());
+  EXPECT_EQ(changed.last().at(0).toInt(), 1);  // the selector goes back
+  ASSERT_TRUE(doc.jobs()->wait(20000));
+  QCoreApplication::processEvents();
+  EXPECT_EQ(doc.microBatches(), 1);
+  EXPECT_EQ(doc.model().op(0).shape[0], 8);
+}
