@@ -13,6 +13,7 @@ const std::vector<TradeoffFamily>& tradeoff_families() {
       {"offload (checkpoints on the host)", QScatterSeries::MarkerShapeTriangle,
        // offload+sqrt is offload:{K} (the same schedule): listed once.
        {"offload:{K/2}", "offload+sqrt", "offload:{2K}"}},
+      {"compressed checkpoints", QScatterSeries::MarkerShapeStar, {"sqrt+compress:bf16", "sqrt+compress:int8"}},
   };
   return table;
 }

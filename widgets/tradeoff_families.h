@@ -1,8 +1,8 @@
 // The families of strategies the Trade-off tab places beside recompute's
 // staircase: each a name for the legend, a marker shape and the specs it
 // tries on a model, where "{K}", "{K/2}" and "{2K}" stand for sqrt's interval
-// on that model (4 on chain:16) and its half and double. Adding a family
-// (compressed checkpoints: "sqrt+compress:bf16") is one line in the table.
+// on that model (4 on chain:16) and its half and double. A family is one
+// line in the table (offload; compressed checkpoints, "sqrt+compress:bf16").
 // Each point sits at (peak device bytes, step-time overhead): the time
 // model's step time (core/time_model.h, default rates) over the step without
 // recomputation, minus one. For a schedule that only recomputes this is
