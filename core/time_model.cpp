@@ -1,6 +1,7 @@
 #include "core/time_model.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "core/compression.h"
@@ -9,7 +10,8 @@
 
 namespace remat {
 
-StepTime predict_step_time(const Model& model, const Schedule& schedule, const TimeModel& time) {
+StepTime predict_step_time(const Model& model, const Schedule& schedule, const TimeModel& time,
+                           std::vector<Stall>* stalls) {
   StepTime st;
   st.predicted = true;
   double compute = 0, copy = 0;  // when each stream is free
@@ -19,7 +21,8 @@ StepTime predict_step_time(const Model& model, const Schedule& schedule, const T
   // offload or fetch of v moves.
   std::vector<uint8_t> packed(static_cast<std::size_t>(model.size()), 0);
   auto wait_for = [&](double ready, int u) { return std::max(ready, arrives[static_cast<std::size_t>(u)]); };
-  for (const Instr& ins : schedule.code) {
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    const Instr ins = schedule.code[i];
     const Op& op = model.op(ins.op);
     switch (ins.kind) {
       case InstrKind::Fwd:
@@ -27,6 +30,7 @@ StepTime predict_step_time(const Model& model, const Schedule& schedule, const T
         double ready = compute;
         for (int u : *activation_reads(model, ins)) ready = wait_for(ready, u);
         st.stall_s += ready - compute;
+        if (stalls && ready > compute) stalls->push_back({i, ready - compute});
         const double d = (ins.kind == InstrKind::Fwd ? op.fwd_flops : op.bwd_flops) / time.device_flops;
         st.compute_s += d;
         compute = ready + d;
@@ -40,6 +44,7 @@ StepTime predict_step_time(const Model& model, const Schedule& schedule, const T
         if (is_compress(ins.kind)) packed[v] = static_cast<uint8_t>(packing_of(ins.kind));
         const double ready = wait_for(compute, ins.op);
         st.stall_s += ready - compute;
+        if (stalls && ready > compute) stalls->push_back({i, ready - compute});
         const uint64_t moved = op.bytes + packed_bytes(op.bytes, static_cast<Packing>(packed[v]));
         const double d = static_cast<double>(moved) / time.device_bandwidth;
         st.convert_s += d;
@@ -69,6 +74,16 @@ StepTime predict_step_time(const Model& model, const Schedule& schedule, const T
   }
   st.step_s = std::max(compute, copy);
   return st;
+}
+
+std::string format_seconds(double s) {
+  char buf[32];
+  if (s == 0) std::snprintf(buf, sizeof buf, "0");
+  else if (s < 1e-6) std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
+  else if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else if (s < 1) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
 }
 
 }  // namespace remat

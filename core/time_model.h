@@ -3,7 +3,10 @@
 // a second stream that overlaps the compute. What it shows is where a fetch
 // that started too late stalls the backward that needs it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/schedule.h"
 
@@ -43,6 +46,17 @@ struct StepTime {
 // fetch's device buffer then allocated); a compressed copy moves at its
 // stored size. Frees take no time. `schedule` must
 // be valid (simulate() accepted it).
-StepTime predict_step_time(const Model& model, const Schedule& schedule, const TimeModel& time);
+// `stalls`, when given, receives each instruction of the compute stream that
+// waited (a fwd/bwd, or a conversion, for a fetch) and how long, in
+// program order: where the window marks the step on the timeline.
+struct Stall {
+  std::size_t instruction = 0;
+  double seconds = 0;
+};
+StepTime predict_step_time(const Model& model, const Schedule& schedule, const TimeModel& time,
+                           std::vector<Stall>* stalls = nullptr);
+
+// "12.3 us", "4.56 ms", "1.23 s" for the time model's figures (CLI and window).
+std::string format_seconds(double s);
 
 }  // namespace remat

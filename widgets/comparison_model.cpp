@@ -4,6 +4,7 @@
 #include <QColor>
 
 #include "core/model.h"
+#include "core/time_model.h"
 
 namespace remat {
 
@@ -45,7 +46,8 @@ int ComparisonModel::columnCount(const QModelIndex& parent) const { return paren
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   static const char* names[] = {"Strategy",      "Peak",           "Tensors",       "Fwd steps",
-                                "Recomputed",    "Overhead",       "Tracked peak",  "Allocator peak",
+                                "Recomputed",    "Overhead",       "Host peak",     "Stall",
+                                "Tracked peak",  "Allocator peak",
                                 "Reserved peak", "Baseline",       "Time",          "Loss/grad match"};
   // What each column measures (the same words as docs/run.md).
   static const char* tips[] = {
@@ -55,6 +57,9 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
       "Forward steps executed, recomputations included",
       "Forward steps beyond the first of each op",
       "Recomputed forward FLOPs over one forward plus one backward pass",
+      "Offload: the most bytes on the host at once (activations moved off the device)",
+      "Offload: time the compute waits for fetches that had not landed, by the time model (50 TFLOP/s, 25 GB/s "
+      "host link: remat simulate --device-flops/--link-bandwidth), of the predicted step time",
       "Tracked peak: the executor's own count of the tensors it allocated, exactly bytes(v) each; equals the "
       "prediction (a bookkeeping check, not a measurement)",
       "Allocator peak: the allocator's own high-water mark of bytes in use during the run: baseline, tensors, "
@@ -105,6 +110,14 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     case ForwardSteps: return QVariant::fromValue<qlonglong>(s.forward_steps);
     case Recomputed: return QVariant::fromValue<qlonglong>(s.recompute_steps);
     case Overhead: return edit ? QVariant(s.overhead) : QVariant(QString("%1%").arg(s.overhead * 100, 0, 'f', 1));
+    case HostPeak:
+      if (s.transfers == 0) return {};
+      return edit ? QVariant::fromValue<qulonglong>(s.peak_host_bytes) : QVariant(format_bytes(s.peak_host_bytes));
+    case Stall:
+      if (!s.time.predicted) return {};
+      return edit ? QVariant(s.time.stall_s)
+                  : QVariant(QString("%1 of %2").arg(QString::fromStdString(format_seconds(s.time.stall_s)),
+                                                     QString::fromStdString(format_seconds(s.time.step_s))));
     case MeasuredPeak:
       if (!m) return {};
       if (m->status != "ok") return m->status;

@@ -1,5 +1,6 @@
 // The comparison table: one row per strategy with the simulator's figures and,
-// once a run has executed, the measured ones beside them.
+// once a run has executed, the measured ones beside them. Strategies that
+// offload fill the host peak and the time model's stall (empty for others).
 #pragma once
 #include <QAbstractTableModel>
 #include <map>
@@ -38,7 +39,7 @@ class ComparisonModel : public QAbstractTableModel {
   Q_OBJECT
  public:
   enum Column {
-    Strategy, Peak, Tensors, ForwardSteps, Recomputed, Overhead,
+    Strategy, Peak, Tensors, ForwardSteps, Recomputed, Overhead, HostPeak, Stall,
     MeasuredPeak, AllocatorPeak, ReservedPeak, Baseline, Time, Match, ColumnCount
   };
   explicit ComparisonModel(QObject* parent = nullptr) : QAbstractTableModel(parent) {}

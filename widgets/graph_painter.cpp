@@ -15,8 +15,8 @@ namespace {
 constexpr double kLegendRow = 20;  // px at font scale 1
 constexpr NodeLook kLegendOrder[] = {
     NodeLook::ActNotComputed, NodeLook::ActComputing, NodeLook::ActResident, NodeLook::ActCheckpoint,
-    NodeLook::ActRecomputing, NodeLook::ActFreed,     NodeLook::GradNotYet,  NodeLook::BwdRunning,
-    NodeLook::GradResident,   NodeLook::GradFreed};
+    NodeLook::ActRecomputing, NodeLook::ActFreed,     NodeLook::ActOnHost,   NodeLook::ActFetching,
+    NodeLook::GradNotYet,     NodeLook::BwdRunning,   NodeLook::GradResident, NodeLook::GradFreed};
 constexpr const char* kViewLegend = "view (owns no bytes)";
 
 // A view aliases its input's storage and owns no bytes: a hollow ring in the
@@ -276,6 +276,8 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
       p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), c);
       if (fl == NodeLook::ActRecomputing && w >= 3)
         p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), QBrush(Qt::white, Qt::BDiagPattern));
+      if (fl == NodeLook::ActOnHost)  // on the host: the hatching, never the freed grey
+        p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), QBrush(okabe_ito::skyBlue(), Qt::DiagCrossPattern));
       if (v == n - 1) continue;
       const QPointF b = bwdAt(v);
       p.fillRect(QRectF(b.x() - w / 2, b.y() - h / 2, w, h), stripColor(gradient_look(states, v)));

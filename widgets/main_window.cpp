@@ -28,7 +28,9 @@
 #include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
 #include "widgets/graph_view.h"
+#include "widgets/micro_batch_dialog.h"
 #include "widgets/playback_controller.h"
+#include "widgets/prepared_run.h"
 #include "widgets/run_controller.h"
 #include "widgets/snapshot_dialog.h"
 #include "widgets/step_memory_bar.h"
@@ -107,6 +109,17 @@ void MainWindow::buildCentre() {
   controls->addWidget(reset);
   controls->addWidget(new QLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_));
   controls->addStretch(1);
+  // Gradient accumulation: simulate one micro-batch of batch/K.
+  controls->addWidget(new QLabel(tr("micro-batches K:"), timelineTab_));
+  microK_ = new QComboBox(timelineTab_);
+  microK_->setObjectName("microBatches");
+  controls->addWidget(microK_);
+  auto* kSweep = new QPushButton(tr("K sweep…"), timelineTab_);
+  kSweep->setObjectName("microBatchSweep");
+  kSweep->setToolTip(tr("Activations, whole step and FLOPs of the compared strategies for each K (remat simulate "
+                        "--micro-batches 1,2,4,8)"));
+  controls->addWidget(kSweep);
+  connect(kSweep, &QPushButton::clicked, this, [this] { openMicroBatchSweep(); });
   tv->addLayout(controls);
   // The timeline, and beside it the whole step's memory per strategy.
   auto* beside = new QSplitter(Qt::Horizontal, timelineTab_);
@@ -237,10 +250,46 @@ void MainWindow::connectWork() {
     table_->setMeasured({});  // measurements of another model
     panel_->setModel(doc_->model());
     panel_->setSpecs(doc_->specs());
+    fillMicroBatchChoices();
+    const int64_t batch = model_batch(doc_->loadedModel());
+    stepBar_->setMicroBatches(doc_->microBatches(), batch / doc_->microBatches(), batch);
     updateRunAction();
   });
   connect(panel_, &StrategyPanel::specsChanged, this, [this](const QStringList& s) { doc_->setSpecs(s); });
+  connect(microK_, &QComboBox::activated, this, [this](int i) { doc_->setMicroBatches(microK_->itemData(i).toInt()); });
+  connect(doc_, &StudioDocument::microBatchesChanged, this, [this](int k) {
+    fillMicroBatchChoices();
+    const int64_t batch = model_batch(doc_->loadedModel());
+    stepBar_->setMicroBatches(k, batch / k, batch);
+  });
+  connect(doc_, &StudioDocument::microBatchesFailed, this,
+          [this](const QString& m) { statusBar()->showMessage(tr("Micro-batches: %1").arg(m), 8000); });
   connect(graph_, &GraphView::nodeClicked, doc_, &StudioDocument::toggleCheckpoint);
+}
+
+void MainWindow::showStrategy(const QString& spec) {
+  doc_->showSpec(spec);
+  panel_->setSpecs(doc_->specs());
+}
+
+void MainWindow::fillMicroBatchChoices() {
+  const QSignalBlocker block(microK_);
+  microK_->clear();
+  const int64_t batch = model_batch(doc_->loadedModel());
+  for (int k : micro_batch_choices(batch)) microK_->addItem(QString::number(k), k);
+  microK_->setCurrentIndex(std::max(0, microK_->findData(doc_->microBatches())));
+  microK_->setEnabled(microK_->count() > 1);
+  microK_->setToolTip(microK_->count() > 1
+                          ? tr("Simulate one micro-batch of batch/K (gradient accumulation: K passes per step)")
+                          : tr("The batch is %1: nothing to split into micro-batches").arg(batch));
+}
+
+MicroBatchDialog* MainWindow::openMicroBatchSweep() {
+  InstructionLimit limit;
+  limit.max = doc_->maxInstructions();
+  auto* d = new MicroBatchDialog(doc_->sharedLoadedModel(), doc_->specs(), stepBar_->optimizer(), limit, this);
+  d->show();
+  return d;
 }
 
 void MainWindow::cancelAll() {
@@ -287,6 +336,10 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 void MainWindow::onRunsChanged() {
   table_->setRuns(&doc_->model(), doc_->runs());
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
+  std::map<std::string, std::vector<Stall>> stalls;
+  for (int i = 0; i < doc_->runCount(); ++i)
+    if (const auto p = doc_->prepared(i); p && !p->stalls.empty()) stalls[p->run.spec] = p->stalls;
+  chart_->setStalls(stalls);
   stepBar_->setRuns(doc_->model(), doc_->runs());
   panel_->setRuns(doc_->runs());
   const QSignalBlocker block(shownRun_);
@@ -363,7 +416,7 @@ void MainWindow::addTradeoffTab() {
   tabs_->addTab(tradeoff_, tr("Trade-off"));
   // A clicked point (a named strategy or a budget on the front) becomes a
   // compared strategy and is shown in the graph.
-  connect(tradeoff_, &TradeoffChart::pointClicked, this, [this](const QString& spec) { doc_->showSpec(spec); });
+  connect(tradeoff_, &TradeoffChart::pointClicked, this, &MainWindow::showStrategy);
   // The sweep is computed for the tab when it is shown: a new model only marks it stale.
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     sweeper_->cancel();
@@ -375,9 +428,10 @@ void MainWindow::addTradeoffTab() {
   });
   connect(sweeper_, &SweepController::progress, this,
           [this](double f) { activity_->set("sweep", tr("Computing the trade-off"), f); });
-  connect(sweeper_, &SweepController::ready, this, [this](const QString& title, const SweepResult& r) {
+  connect(sweeper_, &SweepController::ready, this,
+          [this](const QString& title, const SweepResult& r, const std::vector<FamilyPoint>& families) {
     activity_->clear("sweep");
-    tradeoff_->setSweep(title, r);
+    tradeoff_->setSweep(title, r, families);
     updateTabTitles();
     // A strategy too large to simulate was left out: say which.
     if (!r.notes.empty()) statusBar()->showMessage(tr("Trade-off: %1").arg(QString::fromStdString(r.notes.front())), 8000);

@@ -25,6 +25,7 @@ class QTableView;
 
 namespace remat {
 class ActivityBar;
+class MicroBatchDialog;
 class ComparisonModel;
 class GraphView;
 class PlaybackController;
@@ -64,9 +65,16 @@ class MainWindow : public QMainWindow {
   ActivityBar* activity() const { return activity_; }
   JobTracker* exportJobs() { return &exportJobs_; }
   QAction* runAction() const { return runAction_; }
+  // The micro-batch count K of the timeline tab (StudioDocument::setMicroBatches).
+  QComboBox* microBatchBox() const { return microK_; }
+  // The K sweep for the compared strategies, in a dialog computing in the background.
+  MicroBatchDialog* openMicroBatchSweep();
   // The action of a menu entry by its text without '&' (tests, shortcuts help).
   QAction* action(const QString& text) const;
 
+  // Compares `spec` (if it is not yet) and shows it in the graph; the
+  // Strategies panel checks its row (the trade-off's clicks, --show).
+  void showStrategy(const QString& spec);
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
   // File › Open PyTorch snapshot: against the current strategy (SnapshotDialog).
@@ -130,6 +138,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   QLineEdit* specEdit_;
   QComboBox* shownRun_;
+  QComboBox* microK_;
+  void fillMicroBatchChoices();
   QMenu* recentMenu_ = nullptr;
   RunController* runner_;
   SweepController* sweeper_;

@@ -167,7 +167,8 @@ void MainWindow::showPictureHelp() {
   QMessageBox::information(
       this, tr("What the picture shows"),
       tr("<p>The top row holds the forward activations (circles), the bottom row their gradients and backward steps "
-         "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed.</p>"
+         "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed; a cross-hatched one "
+         "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow).</p>"
          "<ul>%1</ul><p>Arrows go from the running instruction to the tensors it reads (highlighted). The readout "
          "gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the peak. "
          "View › Side by side plays up to three strategies at the same phase of the step.</p>")

@@ -27,10 +27,17 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
         break;
       case InstrKind::Bwd: bwd_[v] = i; break;
       case InstrKind::FreeAct: freed[v] = 1; break;
+      // A checkpoint on the host is still one: it comes back, not recomputed.
+      case InstrKind::Offload: host_.push_back({ins.op, i, kNever}); break;
+      case InstrKind::Fetch:
+        for (auto it = host_.rbegin(); it != host_.rend(); ++it)
+          if (it->op == ins.op && it->fetch == kNever) {
+            it->fetch = i;
+            break;
+          }
+        break;
       case InstrKind::FreeGrad:
       case InstrKind::FreeAux:
-      case InstrKind::Offload:  // a checkpoint on the host is still one: it comes back, not recomputed
-      case InstrKind::Fetch:
       case InstrKind::CompressBF16:  // a compressed checkpoint is still one: it is decompressed, not recomputed
       case InstrKind::CompressF16:
       case InstrKind::CompressInt8:
@@ -91,6 +98,9 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
     const std::size_t b = facts.bwd_at(static_cast<int>(v));
     if (b != ScheduleFacts::kNever && b < t) s.bwd[v] = BwdState::Done;
   }
+  // Offloaded, not freed: it waits on the host and comes back.
+  for (const ScheduleFacts::HostSpan& h : facts.host_spans())
+    if (h.offload <= t && t < h.fetch) s.fwd[static_cast<std::size_t>(h.op)] = FwdState::OnHost;
   const Instr ins = schedule.code[t];
   const auto v = static_cast<std::size_t>(ins.op);
   s.has_running = true;
@@ -100,6 +110,7 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
     if (!r.aux) s.reads.push_back(r);
   if (ins.kind == InstrKind::Fwd) s.fwd[v] = facts.first_fwd(ins.op) == t ? FwdState::Computing : FwdState::Recomputing;
   if (ins.kind == InstrKind::Bwd) s.bwd[v] = BwdState::Running;
+  if (ins.kind == InstrKind::Fetch) s.fwd[v] = FwdState::Fetching;
   return s;
 }
 

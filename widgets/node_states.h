@@ -1,6 +1,7 @@
 // What each node of the graph shows at step t, read from the schedule and the
 // core's ResidentIndex (never re-derived from the strategy): forward nodes are
-// not yet computed, live, being computed or recomputed, or freed; checkpoints
+// not yet computed, live, being computed or recomputed, freed, on the host
+// (offloaded: kept, not freed) or being fetched back; checkpoints
 // are ringed; backward nodes are pending, running or done; gradients live; and
 // what the running instruction reads (core's tensors_read).
 #pragma once
@@ -14,7 +15,10 @@
 namespace remat {
 struct Model;
 
-enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed };
+// OnHost: A(v) was offloaded and waits on the host (from its `offload` until
+// its `fetch`); Fetching: the `fetch` instruction itself, A(v) back on the
+// device while the copy lands; after it the tensor is Live again.
+enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching };
 enum class BwdState : uint8_t { Pending, Running, Done };
 
 struct NodeStates {
@@ -41,9 +45,17 @@ class ScheduleFacts {
   bool is_checkpoint(int op) const { return checkpoint_[static_cast<std::size_t>(op)] != 0; }
   const std::vector<uint8_t>& checkpoints() const { return checkpoint_; }
   std::vector<int> checkpoint_list() const;
+  // A(op) away on the host from instruction `offload` (its release) until
+  // `fetch` (kNever: a schedule cut short), in program order.
+  struct HostSpan {
+    int op;
+    std::size_t offload, fetch;
+  };
+  const std::vector<HostSpan>& host_spans() const { return host_; }
 
  private:
   std::vector<std::size_t> first_fwd_, bwd_;
+  std::vector<HostSpan> host_;
   std::vector<uint8_t> checkpoint_;
 };
 

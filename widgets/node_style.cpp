@@ -21,6 +21,12 @@ const NodeStyle kStyles[] = {
     {okabe_ito::vermillion(), Qt::BDiagPattern, Qt::white, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::Forward,
      true, "recomputing"},
     {kPale, Qt::NoBrush, {}, kThin, 0.09, Qt::DashLine, NodeMark::None, false, "freed"},
+    // Not in device memory, but not gone either: a hatched ghost of the
+    // resident blue, so that it never reads as "freed".
+    {Qt::white, Qt::DiagCrossPattern, okabe_ito::skyBlue(), okabe_ito::blue(), 0.14, Qt::DashDotLine,
+     NodeMark::ToHost, false, "on host (offloaded)"},
+    {okabe_ito::skyBlue(), Qt::NoBrush, {}, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::FromHost, true,
+     "fetching back"},
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "gradient not yet"},
     {okabe_ito::bluishGreen(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
      "gradient in memory"},
@@ -42,6 +48,8 @@ NodeLook activation_look(const NodeStates& s, int v) {
     case FwdState::Computing: return NodeLook::ActComputing;
     case FwdState::Recomputing: return NodeLook::ActRecomputing;
     case FwdState::Freed: return NodeLook::ActFreed;
+    case FwdState::OnHost: return NodeLook::ActOnHost;
+    case FwdState::Fetching: return NodeLook::ActFetching;
     case FwdState::Live: return s.checkpoint[i] ? NodeLook::ActCheckpoint : NodeLook::ActResident;
   }
   return NodeLook::ActNotComputed;
@@ -88,6 +96,17 @@ void paint_node(QPainter& p, NodeLook look, QPointF c, double r) {
     p.setPen(QPen(okabe_ito::black(), std::max(0.8, r * 0.06)));
     p.setBrush(markColor);
     p.drawPath(tri);
+  } else if (st.mark == NodeMark::ToHost || st.mark == NodeMark::FromHost) {
+    // An arrow down to the host or up from it, drawn like the pass marks.
+    const double dir = st.mark == NodeMark::ToHost ? 1 : -1;
+    QPainterPath arrow;
+    arrow.moveTo(c + QPointF(0, dir * m));
+    arrow.lineTo(c + QPointF(-m, -dir * m * 0.5));
+    arrow.lineTo(c + QPointF(m, -dir * m * 0.5));
+    arrow.closeSubpath();
+    p.setPen(QPen(okabe_ito::black(), std::max(0.8, r * 0.06)));
+    p.setBrush(st.filled ? markColor : okabe_ito::blue());
+    p.drawPath(arrow);
   } else if (st.mark == NodeMark::Tick) {
     p.setPen(QPen(markColor, std::max(1.2, r * 0.16), Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     QPainterPath tick;

@@ -35,6 +35,8 @@ enum class NodeLook : uint8_t {
   ActComputing,    // filled orange, bold outline, a "forward" mark
   ActRecomputing,  // vermillion, hatched, bold outline
   ActFreed,        // pale grey, dashed outline: done and gone
+  ActOnHost,       // sky-blue cross-hatching on white, dash-dot outline, a "down" mark: offloaded, kept on the host
+  ActFetching,     // filled sky blue, bold outline, an "up" mark: back on the device, the copy landing
   // Gradients and backward steps (squares, backward row).
   GradNotYet,      // white, thin outline
   GradResident,    // filled bluish green: G(v) in memory
@@ -43,7 +45,7 @@ enum class NodeLook : uint8_t {
   Count
 };
 
-enum class NodeMark : uint8_t { None, Forward, Backward, Tick };
+enum class NodeMark : uint8_t { None, Forward, Backward, Tick, ToHost, FromHost };
 
 struct NodeStyle {
   QColor fill;

@@ -5,10 +5,12 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/comparison.h"
 #include "core/model.h"
 #include "core/resident_index.h"
+#include "core/time_model.h"
 #include "widgets/node_states.h"
 #include "widgets/phase_map.h"
 
@@ -20,6 +22,10 @@ struct PreparedRun {
   std::unique_ptr<ResidentIndex> index;  // null for an invalid or pending run
   std::unique_ptr<ScheduleFacts> facts;
   PhaseMap phases;
+  // Strategies that offload: the time model's stalls (core/time_model.h, its
+  // default rates), each fwd/bwd that waits for a fetch; run.sim.time holds
+  // the totals. Empty, and no time predicted, for the others.
+  std::vector<Stall> stalls;
 };
 
 // Builds and simulates `spec` (core's simulate_strategies, under `limit`) and

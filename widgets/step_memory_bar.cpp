@@ -55,6 +55,10 @@ StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
   note_ = new QLabel(this);
   note_->setWordWrap(true);
   v->addWidget(note_);
+  micro_ = new QLabel(this);
+  micro_->setWordWrap(true);
+  micro_->hide();
+  v->addWidget(micro_);
   choice_->setCurrentIndex(choice_->findData(int(optimizer_)));
   connect(choice_, &QComboBox::currentIndexChanged, this, [this](int i) {
     optimizer_ = Optimizer(choice_->itemData(i).toInt());
@@ -80,6 +84,18 @@ void StepMemoryBar::setRuns(const Model& model, const RunList& runs) {
 }
 
 QString StepMemoryBar::note() const { return note_->text(); }
+
+void StepMemoryBar::setMicroBatches(int k, int64_t microBatch, int64_t batch) {
+  micro_->setVisible(k > 1);
+  micro_->setText(k > 1 ? tr("K = %1 micro-batches of %2 (batch %3): the activations are one micro-batch's; the "
+                             "gradients accumulate in place, the step runs %1 forward and backward passes.")
+                              .arg(k)
+                              .arg(microBatch)
+                              .arg(batch)
+                        : QString());
+}
+
+QString StepMemoryBar::microBatchText() const { return micro_->text(); }
 
 QList<QBarSet*> StepMemoryBar::sets() const {
   for (QAbstractSeries* s : view_->chart()->series())

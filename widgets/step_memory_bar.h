@@ -28,6 +28,11 @@ class StepMemoryBar : public QWidget {
   explicit StepMemoryBar(QWidget* parent = nullptr);
   void setRuns(const Model& model, const RunList& runs);
   void setOptimizer(Optimizer o);
+  // Gradient accumulation: the runs are of one micro-batch of `microBatch`
+  // samples, K of them per step of `batch`; a line under the bars says so
+  // (the baseline does not change with K). K = 1 hides it.
+  void setMicroBatches(int k, int64_t microBatch, int64_t batch);
+  QString microBatchText() const;
   Optimizer optimizer() const { return optimizer_; }
 
   // What is drawn: the breakdown per shown strategy (in order), and the note.
@@ -58,6 +63,7 @@ class StepMemoryBar : public QWidget {
   QComboBox* choice_;
   QChartView* view_;
   QLabel* note_;
+  QLabel* micro_;
 };
 
 }  // namespace remat

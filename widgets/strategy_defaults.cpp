@@ -26,6 +26,9 @@ StrategyDefaults strategy_defaults(const Model& m) {
 }
 
 QString default_spec(const QString& head, const StrategyDefaults& d) {
+  // offload+BASE: the base gets its default ("offload+revolve" -> offload+revolve:4).
+  if (head.contains('+')) return head.section('+', 0, 0) + "+" + default_spec(head.section('+', 1), d);
+  if (head == "offload") return QString("offload:%1").arg(d.k);
   if (head == "every-k") return QString("every-k:%1").arg(d.k);
   if (head == "revolve") return QString("revolve:%1").arg(d.revolveSlots);
   if (head == "budget") return QString("budget:%1").arg(d.budget);
@@ -35,6 +38,7 @@ QString default_spec(const QString& head, const StrategyDefaults& d) {
 }
 
 QString not_applicable(const QString& head, const Model& m) {
+  if (head.contains('+')) return not_applicable(head.section('+', 1), m);  // offload+revolve: as revolve
   if ((head == "revolve" || head == "budget") && m.size() > 1 && !is_chain(m))
     return QString("chains only: %1 is a DAG (try optimal)").arg(QString::fromStdString(m.name));
   return {};

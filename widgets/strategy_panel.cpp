@@ -13,6 +13,7 @@
 #include "core/model.h"
 #include "core/strategies/registry.h"
 #include "widgets/comparison_model.h"
+#include "widgets/offload_editor.h"
 #include "widgets/strategy_colors.h"
 
 namespace remat {
@@ -71,6 +72,14 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
         h->addWidget(e.seconds);
       }
       editor = box;
+    } else if (name == "offload") {
+      auto* ed = new OffloadEditor(false, tree_);
+      connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
+      connect(ed, &OffloadEditor::addRequested, this, [this] { addOffloadRow(); });
+      offload_.push_back({it, ed});
+      tree_->setItemWidget(it, Param, ed);
+      editors_[name] = e;
+      continue;
     } else if (name == "manual") {
       e.list = new QLineEdit("0", tree_);
       e.list->setToolTip(tr("Checkpointed op ids, comma-separated (or click forward nodes in the graph)"));
@@ -81,7 +90,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
     editors_[name] = e;
   }
   tree_->resizeColumnToContents(Name);
-  tree_->setColumnWidth(Param, 150);
+  tree_->setColumnWidth(Param, 230);
   l->addWidget(tree_);
   help_ = new QLabel(this);
   help_->setWordWrap(true);
@@ -101,7 +110,76 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void StrategyPanel::changed() {
-  if (!updating_) emit specsChanged(specs());
+  if (updating_) return;
+  // A base's parameter may have changed: the offload rows name it.
+  updating_ = true;
+  refreshOffloadBases();
+  updating_ = false;
+  emit specsChanged(specs());
+}
+
+OffloadEditor* StrategyPanel::offloadOf(const QTreeWidgetItem* item) const {
+  for (const OffloadRow& r : offload_)
+    if (r.item == item) return r.editor;
+  return nullptr;
+}
+
+std::vector<QTreeWidgetItem*> StrategyPanel::offloadRows() const {
+  std::vector<QTreeWidgetItem*> out;
+  for (const OffloadRow& r : offload_) out.push_back(r.item);
+  return out;
+}
+
+OffloadEditor* StrategyPanel::offloadEditor(int i) const {
+  return i >= 0 && i < int(offload_.size()) ? offload_[std::size_t(i)].editor : nullptr;
+}
+
+void StrategyPanel::refreshOffloadBases() {
+  std::vector<OffloadEditor::Base> bases;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    const QTreeWidgetItem* it = tree_->topLevelItem(i);
+    if (offloadOf(it)) continue;  // offload never wraps another offload
+    bases.push_back({it->text(Name), specOf(it), it->data(Status, Qt::UserRole).toString()});
+  }
+  for (const OffloadRow& r : offload_) {
+    r.editor->setBases(bases);
+    r.editor->setKRange(defaults_.n);
+  }
+}
+
+OffloadEditor* StrategyPanel::addOffloadRow(const QString& spec) {
+  const OffloadRow& last = offload_.back();
+  auto* it = new QTreeWidgetItem;
+  tree_->insertTopLevelItem(tree_->indexOfTopLevelItem(last.item) + 1, it);
+  it->setText(Name, last.item->text(Name));
+  it->setToolTip(Name, last.item->toolTip(Name));
+  it->setIcon(Name, last.item->icon(Name));
+  it->setFlags(last.item->flags());
+  auto* ed = new OffloadEditor(true, tree_);
+  offload_.push_back({it, ed});
+  tree_->setItemWidget(it, Param, ed);
+  const bool wasUpdating = updating_;
+  updating_ = true;
+  it->setCheckState(Name, Qt::Checked);
+  refreshOffloadBases();
+  ed->setKRange(defaults_.n);
+  if (!spec.isEmpty()) ed->setSpec(spec);
+  else ed->kBox()->setValue(std::min(2 * defaults_.k, std::max(1, defaults_.n)));  // another K than the first row's default
+  updating_ = wasUpdating;
+  connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
+  connect(ed, &OffloadEditor::removeRequested, this, [this, it] { removeOffloadRow(it); });
+  changed();
+  return ed;
+}
+
+void StrategyPanel::removeOffloadRow(QTreeWidgetItem* item) {
+  for (auto r = offload_.begin() + 1; r != offload_.end(); ++r)
+    if (r->item == item) {
+      offload_.erase(r);
+      delete item;  // and its editor with it
+      changed();
+      return;
+    }
 }
 
 QTreeWidgetItem* StrategyPanel::row(const QString& name) const {
@@ -151,10 +229,18 @@ void StrategyPanel::setModel(const Model& model) {
       it->setToolTip(Status, why);
     }
   }
+  // Parameters do not carry over: one offload row, every K ops at this model's K.
+  while (offload_.size() > 1) {
+    delete offload_.back().item;
+    offload_.pop_back();
+  }
+  refreshOffloadBases();
+  if (!offload_.empty()) offload_.front().editor->setSpec(QString("offload:%1").arg(defaults_.k));
   updating_ = false;
 }
 
 QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
+  if (const OffloadEditor* ed = offloadOf(it)) return ed->spec();
   const QString name = it->text(Name);
   const auto found = editors_.find(name);
   if (found == editors_.end()) return name;
@@ -172,7 +258,9 @@ QStringList StrategyPanel::specs() const {
   QStringList out;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     const auto* it = tree_->topLevelItem(i);
-    if (it->checkState(Name) == Qt::Checked && (it->flags() & Qt::ItemIsEnabled)) out << specOf(it);
+    // Two offload rows may name the same spec: compared once.
+    if (it->checkState(Name) == Qt::Checked && (it->flags() & Qt::ItemIsEnabled) && !out.contains(specOf(it)))
+      out << specOf(it);
   }
   return out;
 }
@@ -197,6 +285,7 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
   updating_ = true;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);
+    if (offloadOf(it)) continue;  // below, once the bases have their parameters
     bool on = false;
     for (const QString& s : specs) {
       if (s.section(':', 0, 0) != it->text(Name)) continue;
@@ -206,7 +295,28 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
     it->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
     if (!on && it->data(Status, Qt::UserRole).toString().isEmpty()) it->setText(Status, {});
   }
+  setOffloadSpecs(specs);
   updating_ = false;
+}
+
+void StrategyPanel::setOffloadSpecs(const QStringList& specs) {
+  QStringList mine;
+  for (const QString& s : specs)
+    if (s == "offload" || s.startsWith("offload:") || s.startsWith("offload+")) mine << s;
+  // offload+BASE:P takes P from BASE's row: set it there first.
+  for (const QString& s : mine)
+    if (s.startsWith("offload+") && s.contains(':')) applyParameter(s.mid(8).section(':', 0, 0), s.mid(8).section(':', 1));
+  while (offload_.size() > std::max<std::size_t>(1, std::size_t(mine.size()))) {
+    delete offload_.back().item;
+    offload_.pop_back();
+  }
+  refreshOffloadBases();
+  while (offload_.size() < std::size_t(mine.size())) addOffloadRow();
+  for (std::size_t i = 0; i < offload_.size(); ++i) {
+    const bool on = i < std::size_t(mine.size()) && offload_[i].editor->setSpec(mine[qsizetype(i)]);
+    offload_[i].item->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
+    if (!on && offload_[i].item->data(Status, Qt::UserRole).toString().isEmpty()) offload_[i].item->setText(Status, {});
+  }
 }
 
 void StrategyPanel::setRuns(const RunList& runs) {
@@ -218,10 +328,24 @@ void StrategyPanel::setRuns(const RunList& runs) {
     it->setText(Status, {});
     it->setToolTip(Status, {});
     it->setForeground(Status, QBrush());
+    const OffloadEditor* offload = offloadOf(it);
     for (const StrategyRun& r : runs) {
-      if (QString::fromStdString(r.spec).section(':', 0, 0) != it->text(Name)) continue;
-      if (r.ok()) {
+      if (offload ? QString::fromStdString(r.spec) != offload->spec()
+                  : QString::fromStdString(r.spec).section(':', 0, 0) != it->text(Name))
+        continue;
+      if (r.ok() && offload && r.sim.transfers == 0) {
+        // Valid, but not what the user meant: say why nothing went to the host.
+        const QString why = tr("moves nothing: every checkpoint it keeps is read as soon as the backward reaches it, "
+                               "none waits through a recompute (the same schedule as %1)")
+                                .arg(offload->baseName().isEmpty() ? QString("every-k:%1").arg(offload->spec().mid(8))
+                                                                   : offload->spec().mid(8));
+        it->setText(Status, why);
+        it->setToolTip(Status, why);
+        it->setForeground(Status, QBrush(QColor(150, 90, 0)));
+      } else if (r.ok()) {
         it->setText(Status, tr("ok, peak %1").arg(format_bytes(r.sim.peak_bytes)));
+        if (r.sim.transfers > 0)
+          it->setText(Status, tr("ok, peak %1, host %2").arg(format_bytes(r.sim.peak_bytes), format_bytes(r.sim.peak_host_bytes)));
         if (!r.schedule.note.empty()) {
           it->setText(Status, it->text(Status) + tr(" (best found, not proven)"));
           it->setToolTip(Status, QString::fromStdString(r.schedule.note));

@@ -8,6 +8,7 @@
 #include <QStringList>
 #include <QWidget>
 #include <map>
+#include <vector>
 
 #include "core/comparison.h"
 #include "widgets/run_list.h"
@@ -21,6 +22,7 @@ class QTreeWidget;
 class QTreeWidgetItem;
 
 namespace remat {
+class OffloadEditor;
 struct Model;
 
 class StrategyPanel : public QWidget {
@@ -40,6 +42,12 @@ class StrategyPanel : public QWidget {
   QSpinBox* intEditor(const QString& name) const;
   QDoubleSpinBox* budgetEditor(const QString& name) const;
   QString helpText() const;
+  // The offload rows in order (the catalog's first) and their editors.
+  std::vector<QTreeWidgetItem*> offloadRows() const;
+  OffloadEditor* offloadEditor(int i) const;
+  // Adds an offload row after the last one, checked, with `spec` (or every K
+  // ops); emits unless called from setSpecs.
+  OffloadEditor* addOffloadRow(const QString& spec = {});
 
  signals:
   void specsChanged(const QStringList& specs);
@@ -54,9 +62,19 @@ class StrategyPanel : public QWidget {
   QString specOf(const QTreeWidgetItem* item) const;
   void applyParameter(const QString& name, const QString& parameter);
   void changed();
+  OffloadEditor* offloadOf(const QTreeWidgetItem* item) const;
+  void removeOffloadRow(QTreeWidgetItem* item);
+  // Every offload editor's list of bases: the other rows with their current specs.
+  void refreshOffloadBases();
+  void setOffloadSpecs(const QStringList& specs);
   QTreeWidget* tree_;
   QLabel* help_;
   std::map<QString, Editors> editors_;
+  struct OffloadRow {
+    QTreeWidgetItem* item;
+    OffloadEditor* editor;
+  };
+  std::vector<OffloadRow> offload_;
   StrategyDefaults defaults_;
   bool updating_ = false;
 };

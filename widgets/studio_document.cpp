@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "core/cancel_scope.h"
+#include "core/errors.h"
+#include "core/micro_batch.h"
 #include "core/model_source.h"
 #include "widgets/instruction_caption.h"
 #include "widgets/lanes_painter.h"
@@ -16,7 +18,7 @@ bool isSearch(const std::string& spec) { return spec.rfind("optimal:", 0) == 0; 
 }  // namespace
 
 StudioDocument::StudioDocument(QObject* parent)
-    : QObject(parent), model_(std::make_shared<const Model>()), specs_(defaultSpecs()) {
+    : QObject(parent), model_(std::make_shared<const Model>()), loaded_(model_), specs_(defaultSpecs()) {
   limit_.max = defaultMaxInstructions();
   limit_.bytes_per_instruction = kBytesPerInstruction;
   limit_.how_to_change = "setting simulation/maxInstructions";
@@ -42,14 +44,21 @@ void StudioDocument::loadModel(const QString& specOrPath) {
   setModel(std::move(m), specOrPath);
 }
 
-void StudioDocument::setModel(Model model, const QString& source) {
+void StudioDocument::clearRuns() {
   // Jobs for the old model stop, and their results can no longer land.
   jobs_.cancelAll();
   jobOf_.clear();
+  microJob_ = 0;
   cache_.clear();
   entries_.clear();
   showWhenReady_.clear();
+}
+
+void StudioDocument::setModel(Model model, const QString& source) {
+  clearRuns();
   model_ = std::make_shared<const Model>(std::move(model));
+  loaded_ = model_;
+  microBatches_ = 1;
   source_ = source;
   manual_.clear();
   // Parameters do not carry over: a budget or a K meant for the last model
@@ -68,6 +77,46 @@ void StudioDocument::setModel(Model model, const QString& source) {
   current_ = 0;
   emit modelChanged();
   resimulate();
+}
+
+void StudioDocument::setMicroBatches(int k) {
+  if (k == (microJob_ ? pendingK_ : microBatches_)) return;
+  if (microJob_) jobs_.cancel(microJob_);
+  struct Outcome {
+    std::shared_ptr<const Model> model;
+    QString error;
+  };
+  pendingK_ = k;
+  // Copying a large model and re-deriving its ops is O(model): off the GUI thread.
+  microJob_ = jobs_.start(
+      [loaded = loaded_, k](JobToken&) {
+        Outcome o;
+        try {
+          o.model = k == 1 ? loaded : std::make_shared<const Model>(micro_batch(*loaded, k));
+        } catch (const InputError& e) {
+          o.error = QString::fromStdString(e.what());
+        }
+        return o;
+      },
+      [this, k](Outcome o) {
+        microJob_ = 0;
+        emit computingChanged(computing());
+        if (!o.error.isEmpty()) {
+          emit microBatchesFailed(o.error);
+          emit microBatchesChanged(microBatches_);  // the selector goes back
+          return;
+        }
+        const std::string shown = current() ? current()->spec : std::string();
+        clearRuns();
+        model_ = std::move(o.model);
+        microBatches_ = k;
+        // Same strategies, same source, same graph; the widgets take the new sizes.
+        emit modelChanged();
+        emit microBatchesChanged(k);
+        resimulate();
+        if (!shown.empty()) showSpec(QString::fromStdString(shown));
+      });
+  emit computingChanged(computing());
 }
 
 void StudioDocument::setSpecs(const QStringList& specs) {
@@ -132,6 +181,11 @@ void StudioDocument::arrived(const std::string& spec, std::shared_ptr<PreparedRu
 }
 
 void StudioDocument::cancelComputing() {
+  if (microJob_) {
+    jobs_.cancel(microJob_);
+    microJob_ = 0;
+    emit microBatchesChanged(microBatches_);
+  }
   for (const auto& [spec, id] : jobOf_) {
     jobs_.cancel(id);
     cache_[spec] = placeholder_run(model_, spec, "cancelled (change the strategies to compute it again)", false);
@@ -279,7 +333,14 @@ NodeStates StudioDocument::nodeStates(int run, std::size_t step) const {
 QString StudioDocument::caption() const {
   const StrategyRun* r = current();
   if (!r || r->schedule.code.empty()) return {};
-  const std::string text = InstructionCaption(*model_, r->schedule, *facts(current_)).text(step_);
+  std::string text = InstructionCaption(*model_, r->schedule, *facts(current_)).text(step_);
+  // Where the time model says this step waits for a fetch, the caption says how long.
+  const std::vector<Stall>& stalls = entry(current_)->stalls;
+  const auto it = std::lower_bound(stalls.begin(), stalls.end(), step_,
+                                   [](const Stall& s, std::size_t t) { return s.instruction < t; });
+  if (it != stalls.end() && it->instruction == step_)
+    text += " (stalls " + format_seconds(it->seconds) + " waiting for a fetch: time model, " +
+            format_seconds(r->sim.time.stall_s) + " in the whole step)";
   return QString("Step %1 of %2 (%3): %4")
       .arg(shownStep() + 1)
       .arg(shownStepCount())

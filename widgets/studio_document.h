@@ -55,8 +55,20 @@ class StudioDocument : public QObject {
   // Throws InputError (core's message) and leaves the document as it was.
   void loadModel(const QString& specOrPath);
   void setModel(Model model, const QString& source);
+  // The model simulated: the loaded one, or one micro-batch of it.
   const Model& model() const { return *model_; }
   std::shared_ptr<const Model> sharedModel() const { return model_; }
+
+  // Gradient accumulation (`--micro-batches K`, core/micro_batch.h): the
+  // strategies are simulated on the loaded model at batch/K, made by a
+  // background job; the compared strategies stay. A K that does not divide
+  // the batch comes back as microBatchesFailed (core's message) and K stays.
+  // A new model starts at K = 1.
+  void setMicroBatches(int k);
+  int microBatches() const { return microBatches_; }
+  int pendingMicroBatches() const { return microJob_ ? pendingK_ : 0; }
+  const Model& loadedModel() const { return *loaded_; }
+  std::shared_ptr<const Model> sharedLoadedModel() const { return loaded_; }
   QString source() const { return source_; }
 
   void setSpecs(const QStringList& specs);
@@ -73,7 +85,7 @@ class StudioDocument : public QObject {
 
   // Strategies still computing in the background, and their cancellation
   // (they then show "cancelled"; changing the strategies starts them again).
-  int computing() const { return static_cast<int>(jobOf_.size()); }
+  int computing() const { return static_cast<int>(jobOf_.size()) + (microJob_ ? 1 : 0); }
   void cancelComputing();
   JobTracker* jobs() { return &jobs_; }
 
@@ -123,9 +135,12 @@ class StudioDocument : public QObject {
   void currentRunChanged(int run);
   void stepChanged(std::size_t step);
   void computingChanged(int count);
+  void microBatchesChanged(int k);
+  void microBatchesFailed(const QString& message);
 
  private:
   void resimulate();
+  void clearRuns();
   void arrived(const std::string& spec, std::shared_ptr<PreparedRun> run);
   std::shared_ptr<const PreparedRun> compute(const std::string& spec);
   void applyEntries(const std::string& keepShown, double keepPhase);
@@ -134,6 +149,9 @@ class StudioDocument : public QObject {
 
   InstructionLimit limit_;
   std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Model> loaded_;  // model_ at K = 1
+  int microBatches_ = 1;
+  int microJob_ = 0, pendingK_ = 0;
   QString source_;
   QStringList specs_;
   // Every run computed or computing for this model, by spec; entries_ are the

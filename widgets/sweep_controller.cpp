@@ -6,6 +6,7 @@ namespace remat {
 namespace {
 struct SweepOutcome {
   SweepResult result;
+  std::vector<FamilyPoint> families;
   QString error;
 };
 }  // namespace
@@ -35,6 +36,7 @@ void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInst
           o.limit.max = maxInstructions;
           o.named = named_points(*model, o.limit, &o.notes);
           out.result = sweep(*model, auto_budgets(o.named), o);
+          if (!token.cancelled()) out.families = family_points(*model, o.limit, token.flag(), &out.result.notes);
         } catch (const InputError& e) {
           out.error = QString::fromStdString(e.what());
         }
@@ -43,7 +45,7 @@ void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInst
       [this, title](SweepOutcome o) {
         job_ = 0;
         if (!o.error.isEmpty()) emit failed(o.error);
-        else emit ready(title, o.result);
+        else emit ready(title, o.result, o.families);
       });
 }
 

@@ -1,6 +1,7 @@
 // The Trade-off tab's sweep (core/analysis/sweep.h) as one background job
 // (job_tracker.h) per model: starting another, or cancel(), drops the older
-// one; progress counts budgets done.
+// one; progress counts budgets done. The same job places the other families'
+// points (tradeoff_families.h: offload, ...) with the time model.
 #pragma once
 #include <QObject>
 #include <QString>
@@ -10,6 +11,7 @@
 #include "core/model.h"
 #include "core/analysis/sweep.h"
 #include "widgets/job_tracker.h"
+#include "widgets/tradeoff_families.h"
 
 namespace remat {
 
@@ -28,7 +30,7 @@ class SweepController : public QObject {
 
  signals:
   void progress(double fraction);
-  void ready(const QString& title, const SweepResult& result);
+  void ready(const QString& title, const SweepResult& result, const std::vector<FamilyPoint>& families);
   void failed(const QString& message);  // the model cannot be swept (InputError)
   void cancelled();
 

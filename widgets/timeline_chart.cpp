@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "widgets/comparison_model.h"
+#include "widgets/node_style.h"
 #include "widgets/strategy_colors.h"
 #include "widgets/timeline_downsample.h"
 
@@ -68,15 +69,19 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
   c->removeAllSeries();  // deletes them
   series_.clear();
   measuredSeries_.clear();
+  hostSeries_.clear();
+  stallMarkers_.clear();
+  stalls_.clear();
   peaks_.clear();
   dots_.clear();
   curves_.clear();
   measured_.clear();
+  host_.clear();
   c->setTitle(title);
   ymax_ = 1;
   uint64_t maxBytes = 1;
   for (std::size_t i = 0; i < runs.size(); ++i)
-    if (runs[i].ok()) maxBytes = std::max(maxBytes, runs[i].sim.peak_bytes);
+    if (runs[i].ok()) maxBytes = std::max({maxBytes, runs[i].sim.peak_bytes, runs[i].sim.peak_host_bytes});
   unit_ = byte_unit(maxBytes);
   int k = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -110,6 +115,18 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
     d->setColor(Qt::white);
     d->setBorderColor(color);
     dots_.append(d);
+    if (!r.sim.host_timeline.empty()) {
+      // The host tier: the same colour, dashed thin, so the pair reads as one strategy.
+      auto* h = new QLineSeries;
+      h->setName(QString("%1 (host) · peak %2").arg(name, format_bytes(r.sim.peak_host_bytes)));
+      h->setPen(QPen(color, 1.6, Qt::DashLine));
+      host_.push_back({int(i), r.spec, r.sim.host_timeline});
+      hostSeries_.append(h);
+      c->addSeries(h);
+      h->attachAxis(ax_);
+      h->attachAxis(ay_);
+      ymax_ = std::max(ymax_, double(r.sim.peak_host_bytes));
+    }
     ++k;
   }
   for (auto* list : {&peaks_, &dots_})
@@ -221,6 +238,50 @@ void TimelineChart::resample() {
   };
   for (int i = 0; i < series_.size(); ++i) series_[i]->replace(points(curves_[std::size_t(i)]));
   for (int i = 0; i < measuredSeries_.size(); ++i) measuredSeries_[i]->replace(points(measured_[std::size_t(i)]));
+  for (int i = 0; i < hostSeries_.size(); ++i) hostSeries_[i]->replace(points(host_[std::size_t(i)]));
+  placeStallMarkers();
+}
+
+void TimelineChart::setStalls(const std::map<std::string, std::vector<Stall>>& stalls) {
+  for (auto* m : stallMarkers_) {
+    chart()->removeSeries(m);
+    delete m;
+  }
+  stallMarkers_.clear();
+  stalls_.clear();
+  for (const Curve& c : curves_) {
+    const auto it = stalls.find(c.spec);
+    if (it == stalls.end() || it->second.empty()) continue;
+    double total = 0;
+    for (const Stall& st : it->second) total += st.seconds;
+    const QString name = series_[seriesOfRun(c.run)]->name().section(" · ", 0, 0);
+    auto* m = new QScatterSeries;
+    m->setName(tr("%1 stalls %2 over %3 step(s)")
+                   .arg(name, QString::fromStdString(format_seconds(total)))
+                   .arg(it->second.size()));
+    m->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+    m->setMarkerSize(11);
+    m->setColor(okabe_ito::vermillion());
+    m->setBorderColor(Qt::black);
+    chart()->addSeries(m);
+    m->attachAxis(ax_);
+    m->attachAxis(ay_);
+    stallMarkers_.append(m);
+    stalls_.push_back({c.run, it->second});
+  }
+  placeStallMarkers();
+}
+
+void TimelineChart::placeStallMarkers() {
+  for (int i = 0; i < stallMarkers_.size(); ++i) {
+    const StalledRun& sr = stalls_[std::size_t(i)];
+    const Curve& c = curves_[std::size_t(seriesOfRun(sr.run))];
+    QList<QPointF> pts;
+    for (const Stall& st : sr.stalls)
+      if (st.instruction < c.timeline.size())
+        pts.append(QPointF(xOf(c, st.instruction), double(c.timeline[st.instruction]) / unit_.bytes));
+    stallMarkers_[i]->replace(pts);
+  }
 }
 
 void TimelineChart::setCursor(std::size_t step, int shownRun) {
@@ -312,6 +373,21 @@ QString TimelineChart::hoverText(QPointF pos) const {
       bestDist = d;
       best = QString("%1 · step %2 · %3")
                  .arg(series_[i]->name().section(" · ", 0, 0))
+                 .arg(t + 1)
+                 .arg(format_bytes(c.timeline[t]));
+    }
+  }
+  // The host curves too: "offload:4 (host) · step 12 · 3 B" (a device curve as near wins).
+  for (int i = 0; i < hostSeries_.size(); ++i) {
+    const Curve& c = host_[std::size_t(i)];
+    const std::size_t t = stepOf(c, x);
+    if (c.timeline.empty() || (xMode_ == XMode::Steps && x > double(c.timeline.size() - 1) + 0.5)) continue;
+    const QPointF v(xOf(c, t), double(c.timeline[t]) / unit_.bytes);
+    const double d = std::abs(mapFromScene(chart()->mapToScene(chart()->mapToPosition(v, hostSeries_[i]))).y() - pos.y());
+    if (d < bestDist) {
+      bestDist = d;
+      best = QString("%1 · step %2 · %3")
+                 .arg(hostSeries_[i]->name().section(" · ", 0, 0))
                  .arg(t + 1)
                  .arg(format_bytes(c.timeline[t]));
     }

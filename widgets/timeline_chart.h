@@ -4,7 +4,10 @@
 // visible, its peak marked and named in the legend ("sqrt · peak 9 B"), round
 // ticks in one byte unit, a cursor at the shown strategy's step and a dot on
 // every curve at the same phase (the side-by-side lanes), measured timelines
-// (from the Run action) dotted beside the predicted ones.
+// (from the Run action) dotted beside the predicted ones. A strategy that
+// offloads has a second curve, its host bytes (dashed, its colour, "offload:4
+// (host)"): device and host are two timelines; the steps where the time
+// model predicts a stall (setStalls) carry a marker on its device curve.
 // The x axis counts instructions, or each strategy's own length in percent
 // (so recompute-all does not squash the others); drag to zoom, wheel to zoom,
 // double-click to reset; a click seeks the shown strategy; hovering names the
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "core/comparison.h"
+#include "core/time_model.h"
 #include "widgets/chart_scale.h"
 #include "widgets/run_list.h"
 
@@ -39,6 +43,9 @@ class TimelineChart : public QChartView {
   void setMeasured(const std::map<std::string, std::vector<uint64_t>>& measured);
   // The shown run (an index into the runs given) and its step: the cursor line.
   void setCursor(std::size_t step, int shownRun = -1);
+  // The time model's stalls per spec (PreparedRun::stalls): a triangle on the
+  // strategy's device curve at each stalled step, the total in the legend.
+  void setStalls(const std::map<std::string, std::vector<Stall>>& stalls);
   // A dot on each run's curve at its step (by run index; SIZE_MAX: none).
   void setPhaseDots(const std::vector<std::size_t>& stepPerRun);
 
@@ -55,6 +62,9 @@ class TimelineChart : public QChartView {
   // One predicted series per valid strategy, named "name · peak X".
   QList<QLineSeries*> strategySeries() const { return series_; }
   QList<QLineSeries*> measuredSeries() const { return measuredSeries_; }
+  // Host bytes of each strategy that offloads, in run order ("name (host) · peak X").
+  QList<QLineSeries*> hostSeries() const { return hostSeries_; }
+  QList<QScatterSeries*> stallMarkers() const { return stallMarkers_; }
   QList<QScatterSeries*> peakMarkers() const { return peaks_; }
   QList<QScatterSeries*> phaseDots() const { return dots_; }
   QLineSeries* cursorSeries() const { return cursor_; }
@@ -63,8 +73,8 @@ class TimelineChart : public QChartView {
   int buckets() const;
   // The y axis counts in unitBytes(): series hold bytes / unitBytes().
   double unitBytes() const { return unit_.bytes; }
-  // "sqrt · step 38 · 9 B" for the curve under a widget position; empty when
-  // none is within a few pixels.
+  // "sqrt · step 38 · 9 B" (or "offload:4 (host) · step 12 · 3 B") for the
+  // curve under a widget position; empty when none is within a few pixels.
   QString hoverText(QPointF pos) const;
   // The widget position of a run's point at `step` (tests and tooltips).
   QPointF positionOf(int run, std::size_t step) const;
@@ -88,14 +98,21 @@ class TimelineChart : public QChartView {
     std::vector<uint64_t> timeline;
   };
   void resample();
+  void placeStallMarkers();
   void updateAxes();
   double xOf(const Curve& c, std::size_t step) const;
   std::size_t stepOf(const Curve& c, double x) const;
   int seriesOfRun(int run) const;
   QPointF valueAt(QPointF widgetPos) const;
 
-  std::vector<Curve> curves_, measured_;
-  QList<QLineSeries*> series_, measuredSeries_;
+  std::vector<Curve> curves_, measured_, host_;
+  QList<QLineSeries*> series_, measuredSeries_, hostSeries_;
+  QList<QScatterSeries*> stallMarkers_;
+  struct StalledRun {
+    int run;
+    std::vector<Stall> stalls;
+  };
+  std::vector<StalledRun> stalls_;  // beside stallMarkers_
   QList<QScatterSeries*> peaks_, dots_;
   QLineSeries* cursor_ = nullptr;
   QValueAxis* ax_ = nullptr;

@@ -4,6 +4,7 @@
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
 #include <QImage>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QPainter>
 #include <QPen>
@@ -40,14 +41,16 @@ TradeoffChart::TradeoffChart(QWidget* parent) : QChartView(parent) {
   chart()->legend()->setAlignment(Qt::AlignBottom);
 }
 
-void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
+void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const std::vector<FamilyPoint>& families) {
   QChart* c = chart();
   c->removeAllSeries();
   for (QAbstractAxis* a : c->axes()) {
     c->removeAxis(a);
     delete a;
   }
-  c->setTitle(title + ": memory vs recompute overhead");
+  c->setTitle(families.empty() ? title + ": memory vs recompute overhead"
+                               : title + ": memory vs step-time overhead (time model)");
+  families_ = families;
   namedSpecs_.clear();
   frontSpecs_.clear();
 
@@ -62,6 +65,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   for (const auto& p : r.budgets)
     if (p.feasible) see(p.budget, p.overhead);
   for (const auto& n : r.named) see(n.peak, n.overhead);
+  for (const auto& f : families) see(f.peak, f.overhead);
   for (const auto& p : r.single_level)
     if (p.feasible) see(p.budget, p.overhead);
   const auto [unit, unitName] = unit_for(maxBytes);
@@ -73,7 +77,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
   auto yOf = [&](double overhead) { return std::max(100.0 * overhead, yFloor); };
 
   front_ = new QLineSeries;
-  front_->setName("best within budget");
+  front_->setName(families.empty() ? "best within budget" : "recompute: best within budget");
   frontPoints_ = new QScatterSeries;
   frontPoints_->setName("budgets");
   frontPoints_->setMarkerSize(7);
@@ -122,10 +126,39 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     named_.push_back(sp);
     namedSpecs_.push_back(spec);
   }
+  // The other families: the marker says which, the label which spec.
+  familySeries_.clear();
+  std::vector<std::string> seen;
+  for (const FamilyPoint& f : families) {
+    auto* sp = new QScatterSeries;
+    const QString spec = QString::fromStdString(f.spec);
+    const TradeoffFamily* fam = nullptr;
+    for (const TradeoffFamily& t : tradeoff_families())
+      if (f.family == t.name) fam = &t;
+    sp->setName(QString::fromStdString(f.family));
+    sp->setMarkerShape(fam ? fam->shape : QScatterSeries::MarkerShapeCircle);
+    sp->setMarkerSize(12);
+    sp->setColor(strategy_color(spec));
+    sp->setBorderColor(Qt::black);
+    sp->append(double(f.peak) / unit, yOf(f.overhead));
+    sp->setPointLabelsVisible(true);
+    sp->setPointLabelsClipping(false);
+    sp->setPointLabelsFormat(logY_ && f.overhead == 0 ? spec + " (0 %)" : spec);
+    connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
+    familySeries_.push_back(sp);
+  }
   if (single_) c->addSeries(single_);
   c->addSeries(front_);
   c->addSeries(frontPoints_);
   for (auto* sp : named_) c->addSeries(sp);
+  for (auto* sp : familySeries_) {
+    c->addSeries(sp);
+    // One legend entry per family.
+    const bool first = std::find(seen.begin(), seen.end(), sp->name().toStdString()) == seen.end();
+    seen.push_back(sp->name().toStdString());
+    if (!first)
+      for (QLegendMarker* m : c->legend()->markers(sp)) m->setVisible(false);
+  }
 
   QAbstractAxis* ax = nullptr;
   QAbstractAxis* ay = nullptr;
@@ -158,7 +191,9 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r) {
     a->applyNiceNumbers();
     ay = a;
   }
-  ay->setTitleText(QString("recompute overhead (%") + (logY_ ? ", log scale)" : ")"));
+  // With other families the y axis is the time model's: for recomputation the same number.
+  ay->setTitleText(QString(families.empty() ? "recompute overhead (%" : "step-time overhead (%")
+                   + (logY_ ? ", log scale)" : ")"));
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
   for (QAbstractSeries* s : c->series()) {

@@ -3,7 +3,10 @@
 // and the named strategies as labelled points in their fixed colours; on
 // chains also the front with one level of checkpoints, so the gain of nesting
 // them shows. An axis whose values span more than 30x is logarithmic.
-// Clicking a point or a front
+// Beside recompute's staircase, the other families (tradeoff_families.h:
+// offload, ...) as points in their own marker shape, one legend entry per
+// family; the y axis is the step-time overhead, which for recomputation is
+// the recompute overhead. Clicking a point or a front
 // step emits its spec, so the window can add that strategy.
 #pragma once
 #include <QChartView>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "core/analysis/sweep.h"
+#include "widgets/tradeoff_families.h"
 
 QT_BEGIN_NAMESPACE
 class QLineSeries;
@@ -24,7 +28,11 @@ class TradeoffChart : public QChartView {
   Q_OBJECT
  public:
   explicit TradeoffChart(QWidget* parent = nullptr);
-  void setSweep(const QString& title, const SweepResult& result);
+  void setSweep(const QString& title, const SweepResult& result, const std::vector<FamilyPoint>& families = {});
+  // One labelled series per family point, in the order given; only the
+  // first of each family shows in the legend, named after the family.
+  const std::vector<QScatterSeries*>& familyPoints() const { return familySeries_; }
+  const std::vector<FamilyPoint>& familyData() const { return families_; }
   QLineSeries* frontSeries() const { return front_; }
   QScatterSeries* frontPoints() const { return frontPoints_; }
   // Chains: the front with one level of checkpoints (dashed), above or on the
@@ -47,6 +55,8 @@ class TradeoffChart : public QChartView {
   QLineSeries* single_ = nullptr;
   QScatterSeries* frontPoints_ = nullptr;
   std::vector<QScatterSeries*> named_;
+  std::vector<QScatterSeries*> familySeries_;
+  std::vector<FamilyPoint> families_;
   std::vector<QString> namedSpecs_, frontSpecs_;
   bool logX_ = false, logY_ = false;
 };

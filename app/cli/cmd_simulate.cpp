@@ -11,6 +11,7 @@
 #include "core/comparison.h"
 #include "core/errors.h"
 #include "core/micro_batch.h"
+#include "core/micro_batch_sweep.h"
 #include "core/model_source.h"
 #include "core/step_memory.h"
 #include "core/spec_parse.h"
@@ -43,34 +44,28 @@ std::vector<int> parse_micro_batches(const std::string& s) {
   return ks;
 }
 
-// One row per K and strategy: what gradient accumulation trades, activations
-// for passes. The baseline (parameters, gradients, optimizer state) is the
-// same for every K: the gradients accumulate in place.
+// One row per K and strategy (core/micro_batch_sweep.h): what gradient
+// accumulation trades, activations for passes. The baseline (parameters,
+// gradients, optimizer state) is the same for every K: the gradients
+// accumulate in place.
 void print_micro_batch_table(const Model& base, const std::vector<std::string>& specs, const std::vector<int>& ks,
                              Optimizer optimizer, bool json, const InstructionLimit& limit) {
-  nlohmann::json rows = nlohmann::json::array();
-  if (!json)
-    std::printf("%4s %7s %-22s %14s %14s %14s\n", "K", "batch", "strategy", "activations", "step total", "step flops");
-  for (int k : ks) {
-    const Model m = micro_batch(base, k);
-    for (const auto& r : simulate_strategies(m, specs, {.limit = limit, .timelines = false})) {
-      if (!r.ok()) throw InputError("strategy '" + r.spec + "' with --micro-batches " + std::to_string(k) + ": " + r.error);
-      const StepMemory step = step_memory(m, optimizer, r.sim.peak_bytes);
-      const double flops = k * r.sim.flops;
-      if (json) {
-        rows.push_back({{"micro_batches", k}, {"batch", m.op(0).shape[0]}, {"strategy", r.name},
-                        {"peak_bytes", r.sim.peak_bytes}, {"step_total_bytes", step.total()}, {"step_flops", flops}});
-      } else {
-        std::printf("%4d %7lld %-22s %14s %14s %14.4g\n", k, static_cast<long long>(m.op(0).shape[0]), r.name.c_str(),
-                    format_bytes(r.sim.peak_bytes).c_str(), format_bytes(step.total()).c_str(), flops);
-      }
-    }
-  }
-  if (json)
+  const auto rows = micro_batch_sweep(base, specs, ks, {.optimizer = optimizer, .limit = limit});
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const MicroBatchRow& r : rows)
+      out.push_back({{"micro_batches", r.k}, {"batch", r.batch}, {"strategy", r.strategy}, {"peak_bytes", r.peak_bytes},
+                     {"step_total_bytes", r.step_total_bytes}, {"step_flops", r.step_flops}});
     std::cout << nlohmann::json{{"model", model_json(base)},
                                 {"step_memory", step_baseline_json(step_memory(base, optimizer, 0))},
-                                {"micro_batch_sweep", rows}}.dump()
+                                {"micro_batch_sweep", out}}.dump()
               << "\n";
+    return;
+  }
+  std::printf("%4s %7s %-22s %14s %14s %14s\n", "K", "batch", "strategy", "activations", "step total", "step flops");
+  for (const MicroBatchRow& r : rows)
+    std::printf("%4d %7lld %-22s %14s %14s %14.4g\n", r.k, static_cast<long long>(r.batch), r.strategy.c_str(),
+                format_bytes(r.peak_bytes).c_str(), format_bytes(r.step_total_bytes).c_str(), r.step_flops);
 }
 
 void print_table(const Model& model, const std::vector<StrategyRun>& runs) {

@@ -43,7 +43,7 @@ struct TimeModelFlags {
 };
 void add_time_model_options(CLI::App* cmd, TimeModelFlags& flags);
 TimeModel time_model_of(const TimeModelFlags& flags);
-// "12.3 us", "4.56 ms", "1.23 s" for the time model's figures.
-std::string format_seconds(double s);
+// format_seconds ("12.3 us", "4.56 ms") is core's (core/time_model.h): the window prints the same.
+using remat::format_seconds;
 
 }  // namespace remat::cli

@@ -30,14 +30,4 @@ TimeModel time_model_of(const TimeModelFlags& flags) {
   return t;
 }
 
-std::string format_seconds(double s) {
-  char buf[32];
-  if (s == 0) std::snprintf(buf, sizeof buf, "0");
-  else if (s < 1e-6) std::snprintf(buf, sizeof buf, "%.1f ns", s * 1e9);
-  else if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  else if (s < 1) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
 }  // namespace remat::cli

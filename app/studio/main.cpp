@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
 
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
-  if (cli.isSet(show)) w.document()->showSpec(cli.value(show));  // added to the compared ones if missing
+  if (cli.isSet(show)) w.showStrategy(cli.value(show));  // added to the compared ones if missing
   if (cli.isSet(hideFrees)) w.document()->setHideFrees(true);
   if (cli.isSet(sideBySide)) w.setSideBySide(true);
   if (cli.isSet(step)) {

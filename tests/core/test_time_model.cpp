@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "core/presets.h"
 #include "core/simulator.h"
@@ -86,6 +87,23 @@ TEST(TimeModel, StallIsWhatTheFetchHasLeft) {
   EXPECT_DOUBLE_EQ(got.step_s, t);
   EXPECT_GT(stall, 0.0);  // the rates were chosen so that fetches stall
   EXPECT_DOUBLE_EQ(got.step_s, got.compute_s + got.stall_s);
+}
+
+TEST(TimeModel, ListsEachStalledInstruction) {
+  // The first test's rates: bwd a2 (index 8) waits 3 s for a1, bwd a1 (index
+  // 12) 1 s more for x; nothing else waits.
+  const Model m = make_preset("chain:3:4");
+  const TimeModel tm{.device_flops = std::numeric_limits<double>::infinity(), .link_bandwidth = 4.0};
+  std::vector<Stall> stalls;
+  const StepTime t = predict_step_time(m, program(), tm, &stalls);
+  ASSERT_EQ(stalls.size(), 2u);
+  EXPECT_EQ(program().code[8], (Instr{B, 2}));
+  EXPECT_EQ(stalls[0].instruction, 8u);
+  EXPECT_DOUBLE_EQ(stalls[0].seconds, 3.0);
+  EXPECT_EQ(program().code[12], (Instr{B, 1}));
+  EXPECT_EQ(stalls[1].instruction, 12u);
+  EXPECT_DOUBLE_EQ(stalls[1].seconds, 1.0);
+  EXPECT_DOUBLE_EQ(stalls[0].seconds + stalls[1].seconds, t.stall_s);
 }
 
 TEST(TimeModel, NotPredictedUnlessAsked) {

@@ -1,0 +1,61 @@
+// The strategy panel's editor of one offload row, so that `offload:K` and
+// `offload+BASE` are chosen, not typed: where the checkpoints come from (every
+// K ops with K in a spin box, or another strategy of the panel, with that
+// row's current parameter: "+ revolve:4"), and buttons to add another offload
+// row or remove this one. A base that cannot apply to the model is listed but
+// disabled, with the reason as its tooltip; offload never wraps another offload.
+#pragma once
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+class QComboBox;
+class QSpinBox;
+class QToolButton;
+
+namespace remat {
+
+class OffloadEditor : public QWidget {
+  Q_OBJECT
+ public:
+  // A strategy offload can take its checkpoints from: its catalog name, the
+  // spec its panel row gives now, and why it cannot apply (empty: it can).
+  struct Base {
+    QString name;
+    QString spec;
+    QString whyNot;
+  };
+  // `removable`: the extra rows; the catalog's own offload row adds them.
+  explicit OffloadEditor(bool removable, QWidget* parent = nullptr);
+
+  // Refreshes the list, keeping the chosen base (back to "every K" when it
+  // is gone or cannot apply any more). Does not emit.
+  void setBases(const std::vector<Base>& bases);
+  void setKRange(int maxK);
+  // Does not emit. "offload" takes sqrt as its base (the same schedule);
+  // false, and nothing changed, for a spec this editor cannot show.
+  bool setSpec(const QString& spec);
+  // "offload:K" or "offload+SPEC" ("offload" when set so with sqrt as base).
+  QString spec() const;
+  // The chosen base's name, empty for "every K ops".
+  QString baseName() const;
+
+  QComboBox* baseBox() const { return base_; }
+  QSpinBox* kBox() const { return k_; }
+  QToolButton* button() const { return button_; }
+
+ signals:
+  void changed();
+  void addRequested();
+  void removeRequested();
+
+ private:
+  QComboBox* base_;
+  QSpinBox* k_;
+  QToolButton* button_;
+  // "offload" and "offload+sqrt" are one schedule: spec() gives back the
+  // spelling setSpec() was given, so the row finds its run by spec.
+  QString sqrtSpelling_ = "offload+sqrt";
+};
+
+}  // namespace remat
