@@ -130,14 +130,18 @@ bool decompose(const Model& m, const Facts& x, const std::vector<Instr>& compute
     }
   }
   if (b != 0) return false;
-  // A view is recomputed exactly when its owner is.
-  for (int s = 1; s <= x.L; ++s)
-    for (int v = 1; v <= s; ++v)
-      if (all.r(s, v) != all.r(s, x.own[static_cast<std::size_t>(v)])) return false;
+  // In the family a view is recomputed exactly when its owner is. Other
+  // programs (the checkpoint-set generator's) re-create a view alone when its
+  // storage is resident, or skip one nobody reads: views own no bytes and cost
+  // nothing, so the program with each view following its owner has the same
+  // memory and FLOPs, and that is the one decomposed.
+  for (int st = 1; st <= x.L; ++st)
+    for (int v = 1; v <= st; ++v)
+      all.R[static_cast<std::size_t>(st)][static_cast<std::size_t>(v)] = all.r(st, x.own[static_cast<std::size_t>(v)]);
   d.R = all.R;
   // S: replay the schedule with its frees; a stage starts at the first
   // instruction that is not a free after the forward pass, and after each bwd.
-  const Schedule s = with_frees(m, compute, "milp");
+  const Schedule s = with_frees(m, compose(x, d), "milp");
   ResidentSet r(m);
   int fwds = 0, pending = -1;
   for (const Instr ins : s.code) {
@@ -312,9 +316,15 @@ class Formulation {
     binaries_ += integer;
     return static_cast<int>(col_lb_.size()) - 1;
   }
+  // A column named twice in `terms` gets one coefficient, their sum: the
+  // matrix loaded column by column must not hold duplicate entries.
   void add_row(const Terms& terms, char sense, double rhs) {
     row_start_.push_back(row_col_.size());
-    for (auto [c, v] : terms) row_col_.push_back(c), row_coef_.push_back(v);
+    for (auto [c, v] : terms) {
+      auto at = std::find(row_col_.begin() + static_cast<std::ptrdiff_t>(row_start_.back()), row_col_.end(), c);
+      if (at != row_col_.end()) row_coef_[static_cast<std::size_t>(at - row_col_.begin())] += v;
+      else row_col_.push_back(c), row_coef_.push_back(v);
+    }
     row_sense_.push_back(sense), row_rhs_.push_back(rhs);
   }
   double units(uint64_t bytes) const { return static_cast<double>(bytes) / static_cast<double>(unit_); }
@@ -488,6 +498,7 @@ MilpResult solve_milp(const Model& m, uint64_t budget, double seconds, const std
           if (form.S(b, v) >= 0) cols.push_back(form.S(b, v)), values.push_back(d.s(b, v));
         }
       Cbc_setMIPStartI(model, static_cast<int>(cols.size()), cols.data(), values.data());
+      out.warm_started = true;
     }
   }
   Cbc_setMaximumSeconds(model, std::max(0.1, seconds));

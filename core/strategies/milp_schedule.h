@@ -40,6 +40,7 @@ struct MilpResult {
   double bound = 0;              // lower bound on the family's least recompute FLOPs
   double gap = 0;                // (recompute_flops - bound) / recompute_flops, 0 when proven
   uint64_t peak = 0;             // the peak the MILP's own memory accounting gives `compute`
+  bool warm_started = false;      // the warm start was a program of the family within the budget, given to the solver
   int binaries = 0, rows = 0;
   double seconds = 0;
 };
