@@ -187,3 +187,32 @@ TEST(Milp, InfeasibleBelowTheLargestInstruction) {
                                          what + " alone needs " + std::to_string(floor) + " bytes");
   }
 }
+
+// The MILP is attempted only when its matrix has at most
+// kMilpNonzerosPerSecond nonzeros per second of the time limit (CBC's root
+// ignores the limit); the refusal names the count and the limit.
+TEST(Milp, TooLargeForItsTimeLimitIsNotAttempted) {
+  SKIP_WITHOUT_MILP();
+  const Model m = make_preset("chain:8");
+  const uint64_t budget = simulate(m, make_strategy("sqrt")->schedule(m)).peak_bytes;
+  const MilpResult fits = solve_milp(m, budget, 60);
+  ASSERT_EQ(fits.status, MilpResult::Status::Optimal);
+  ASSERT_GT(fits.nonzeros, 0);
+  const double enough = static_cast<double>(fits.nonzeros) / kMilpNonzerosPerSecond;  // seconds that just allow it
+  EXPECT_EQ(milp_too_large(m, budget, enough * 1.01), "");
+  const std::string why = milp_too_large(m, budget, enough * 0.99);
+  EXPECT_NE(why.find(std::to_string(fits.nonzeros) + " nonzeros"), std::string::npos) << why;
+  const MilpResult refused = solve_milp(m, budget, enough * 0.99);
+  EXPECT_EQ(refused.status, MilpResult::Status::TooLarge);
+  EXPECT_EQ(refused.note, why);
+  EXPECT_TRUE(refused.compute.empty());
+  // optimal:BYTES then gives the branch and bound all the time, and says why.
+  const Model big = make_preset("transformer:6");
+  const uint64_t big_budget = simulate(big, make_strategy("store-all")->schedule(big)).peak_bytes * 9 / 10;
+  std::vector<SolverRecord> records;
+  make_strategy("optimal:" + std::to_string(big_budget) + ":2")->schedule_with_record(big, records);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[1].status.rfind("too large (", 0), 0u) << records[1].status;
+  EXPECT_EQ(records[1].status, "too large (" + milp_too_large(big, big_budget, 1.5) + ")");
+  EXPECT_TRUE(records[0].chosen);
+}
