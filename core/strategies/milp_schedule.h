@@ -21,12 +21,13 @@ struct Model;
 
 // The formulation grows as the square of the ops (a stage per backward step,
 // a decision per op in each), and CBC's root (presolve, first LP, cuts) does
-// not stop at the time limit: on transformer:12 (148 ops, ~390,000 nonzeros)
-// it had not finished its first LP after 4 minutes on this project's 2-core
-// machine. So the MILP is attempted only when its matrix has at most this
-// many nonzeros per second of the time limit (status TooLarge otherwise, with
-// the sizes in `note`), measured: transformer:4 (52 ops, ~45,000 nonzeros)
-// finished its root in ~7 s there.
+// not stop at the time limit: on transformer:12 (148 ops, ~470,000 nonzeros)
+// it had not finished its first LP after 4 minutes on this project's shared
+// 2-core machine, transformer:8 (~180,000) overran a 20 s limit by 67 s. So
+// the MILP is attempted only when its matrix has at most this many nonzeros
+// per second of its time limit (status TooLarge otherwise, the sizes in
+// `note`): transformer:4 (52 ops, ~55,000 nonzeros) gets its root done in
+// 7-17 s there and is attempted from 37 s on.
 constexpr double kMilpNonzerosPerSecond = 1500;
 
 struct MilpResult {
