@@ -48,6 +48,7 @@ double milp_least(const Model& m, uint64_t budget) {
   EXPECT_LE(s.peak_bytes, budget) << m.name;
   EXPECT_DOUBLE_EQ(s.recompute_flops, r.recompute_flops) << m.name;
   EXPECT_EQ(r.gap, 0.0);
+  EXPECT_EQ(r.step_gap, 0.0);
   return r.recompute_flops;
 }
 
@@ -169,6 +170,8 @@ TEST(Milp, OptimalRecordsBothSolvers) {
     EXPECT_EQ(records[1].status, "not in this build");
   } else {
     EXPECT_EQ(records[1].status, "proven");
+    EXPECT_EQ(records[1].gap, 0.0);
+    EXPECT_EQ(records[1].step_gap, 0.0);
     EXPECT_LE(records[1].recompute_flops, records[0].recompute_flops);
     EXPECT_EQ(s.note, "");
   }
@@ -217,4 +220,28 @@ TEST(Milp, TooLargeForItsTimeLimitIsNotAttempted) {
   EXPECT_EQ(records[1].status.rfind("too large (", 0), 0u) << records[1].status;
   EXPECT_EQ(records[1].status, "too large (" + milp_too_large(big, big_budget, 1.5) + ")");
   EXPECT_TRUE(records[0].chosen);
+}
+
+// Both gaps come from one bound: `gap` over the recompute FLOPs, `step_gap`
+// over the whole step's (forward + backward + recompute). transformer:2 at
+// 80% of store-all's peak is not proven in the seconds that just admit it.
+TEST(Milp, StepGapIsTheSameDistanceOverTheWholeStep) {
+  SKIP_WITHOUT_MILP();
+  const Model m = make_preset("transformer:2");
+  const uint64_t budget = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes * 8 / 10;
+  const OptimalResult sets = optimal_search(m, budget, 10);
+  ASSERT_TRUE(sets.found);
+  std::vector<Instr> warm;
+  for (const Instr& i : segment_schedule(m, sets.checkpoints, "warm").code)
+    if (i.kind == InstrKind::Fwd || i.kind == InstrKind::Bwd) warm.push_back(i);
+  const double seconds = 1.05 * static_cast<double>(solve_milp(m, budget, 1).nonzeros + 1) / kMilpNonzerosPerSecond;
+  MilpResult r = solve_milp(m, budget, 1);
+  ASSERT_EQ(r.status, MilpResult::Status::TooLarge);  // 1 s admits no transformer
+  r = solve_milp(m, budget, std::max(seconds, 20.0), &warm);
+  ASSERT_TRUE(r.status == MilpResult::Status::Feasible || r.status == MilpResult::Status::Optimal);
+  EXPECT_TRUE(r.warm_started);
+  EXPECT_LE(r.recompute_flops, sets.recompute_flops);
+  EXPECT_DOUBLE_EQ(r.gap, (r.recompute_flops - r.bound) / r.recompute_flops);
+  EXPECT_DOUBLE_EQ(r.step_gap, (r.recompute_flops - r.bound) / (m.forward_flops() + m.backward_flops() + r.recompute_flops));
+  if (r.gap > 0) EXPECT_LT(r.step_gap, r.gap);
 }
