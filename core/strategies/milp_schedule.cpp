@@ -527,7 +527,7 @@ std::string with_commas(double x) {
 }
 
 std::string too_large(double nonzeros, double seconds, bool estimated) {
-  double most = kMilpNonzerosPerSecond * std::max(0.0, seconds);
+  const double most = kMilpNonzerosPerSecond * std::max(0.0, seconds);
   if (nonzeros <= most) return "";
   return (estimated ? "at least " : "") + with_commas(nonzeros) + " nonzeros, over the " + with_commas(most) +
          " its solver's first LP gets done in " + std::to_string(static_cast<long long>(seconds + 0.5)) + " s";
