@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -527,13 +528,15 @@ std::string with_commas(double x) {
 }
 
 std::string too_large(double nonzeros, double seconds, bool estimated) {
-  const double most = kMilpNonzerosPerSecond * std::max(0.0, seconds);
+  const double most = milp_nonzeros_allowed(seconds);
   if (nonzeros <= most) return "";
   return (estimated ? "at least " : "") + with_commas(nonzeros) + " nonzeros, over the " + with_commas(most) +
          " its solver's first LP gets done in " + std::to_string(static_cast<long long>(seconds + 0.5)) + " s";
 }
 
 }  // namespace
+
+double milp_nonzeros_allowed(double seconds) { return kMilpNonzerosIn45Seconds * std::sqrt(std::max(0.0, seconds) / 45); }
 
 std::string milp_too_large(const Model& m, uint64_t budget, double seconds) {
   if (std::string why = too_large(stage_pairs(m), seconds, true); !why.empty()) return why;

@@ -21,14 +21,15 @@ struct Model;
 
 // The formulation grows as the square of the ops (a stage per backward step,
 // a decision per op in each), and CBC's root (presolve, first LP, cuts) does
-// not stop at the time limit: on transformer:12 (148 ops, ~470,000 nonzeros)
-// it had not finished its first LP after 4 minutes on this project's shared
-// 2-core machine, transformer:8 (~180,000) overran a 20 s limit by 67 s. So
-// the MILP is attempted only when its matrix has at most this many nonzeros
-// per second of its time limit (status TooLarge otherwise, the sizes in
-// `note`): transformer:4 (52 ops, ~55,000 nonzeros) gets its root done in
-// 7-17 s there and is attempted from 37 s on.
-constexpr double kMilpNonzerosPerSecond = 1500;
+// not stop at the time limit. On this project's shared 2-core machine the
+// root took 7-17 s for transformer:4 (52 ops, ~55,000 nonzeros), overran a
+// 20 s limit by 67 s on transformer:8 (~180,000), and had not finished after
+// 11 minutes on transformer:12 (~470,000): about the square of the nonzeros.
+// So the MILP is attempted only when its matrix has at most
+// kMilpNonzerosIn45Seconds * sqrt(seconds / 45) nonzeros (status TooLarge
+// otherwise, the sizes in `note`): transformer:4 from 30 s of MILP time on.
+constexpr double kMilpNonzerosIn45Seconds = 67500;
+double milp_nonzeros_allowed(double seconds);
 
 struct MilpResult {
   enum class Status {
@@ -59,7 +60,7 @@ struct MilpResult {
 std::string milp_solver_name();
 
 // Why the MILP is not attempted on `model` within `seconds` ("" when it is):
-// its matrix has more than kMilpNonzerosPerSecond * seconds nonzeros. Counts
+// its matrix has more than milp_nonzeros_allowed(seconds) nonzeros. Counts
 // them by building the formulation, unless the stages alone are too many.
 std::string milp_too_large(const Model& model, uint64_t budget, double seconds);
 

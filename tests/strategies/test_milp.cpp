@@ -192,8 +192,9 @@ TEST(Milp, InfeasibleBelowTheLargestInstruction) {
 }
 
 // The MILP is attempted only when its matrix has at most
-// kMilpNonzerosPerSecond nonzeros per second of the time limit (CBC's root
-// ignores the limit); the refusal names the count and the limit.
+// kMilpNonzerosIn45Seconds * sqrt(seconds / 45) nonzeros (CBC's root ignores
+// the limit, and its time grows as their square); the refusal names the
+// count and the limit.
 TEST(Milp, TooLargeForItsTimeLimitIsNotAttempted) {
   SKIP_WITHOUT_MILP();
   const Model m = make_preset("chain:8");
@@ -201,7 +202,8 @@ TEST(Milp, TooLargeForItsTimeLimitIsNotAttempted) {
   const MilpResult fits = solve_milp(m, budget, 60);
   ASSERT_EQ(fits.status, MilpResult::Status::Optimal);
   ASSERT_GT(fits.nonzeros, 0);
-  const double enough = static_cast<double>(fits.nonzeros) / kMilpNonzerosPerSecond;  // seconds that just allow it
+  const double ratio = static_cast<double>(fits.nonzeros) / kMilpNonzerosIn45Seconds;
+  const double enough = 45 * ratio * ratio;  // seconds that just allow it
   EXPECT_EQ(milp_too_large(m, budget, enough * 1.01), "");
   const std::string why = milp_too_large(m, budget, enough * 0.99);
   std::string count = std::to_string(fits.nonzeros);  // with thousands separators
@@ -234,7 +236,8 @@ TEST(Milp, StepGapIsTheSameDistanceOverTheWholeStep) {
   std::vector<Instr> warm;
   for (const Instr& i : segment_schedule(m, sets.checkpoints, "warm").code)
     if (i.kind == InstrKind::Fwd || i.kind == InstrKind::Bwd) warm.push_back(i);
-  const double seconds = 1.05 * static_cast<double>(solve_milp(m, budget, 1).nonzeros + 1) / kMilpNonzerosPerSecond;
+  const double ratio = static_cast<double>(solve_milp(m, budget, 1).nonzeros + 1) / kMilpNonzerosIn45Seconds;
+  const double seconds = 1.1 * 45 * ratio * ratio;
   MilpResult r = solve_milp(m, budget, 1);
   ASSERT_EQ(r.status, MilpResult::Status::TooLarge);  // 1 s admits no transformer
   r = solve_milp(m, budget, std::max(seconds, 20.0), &warm);
