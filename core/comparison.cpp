@@ -79,6 +79,7 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
       if (r.recompute_flops >= 0) e["recompute_flops"] = r.recompute_flops;
       if (r.bound >= 0) e["bound"] = r.bound;
       if (r.gap >= 0) e["gap"] = r.gap;
+      if (r.step_gap >= 0) e["step_gap"] = r.step_gap;
       j["solvers"].push_back(e);
     }
   }

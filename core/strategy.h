@@ -24,6 +24,10 @@ struct SolverRecord {
   double bound = -1;            // a proven lower bound on its family's least recompute FLOPs; -1: none
   double gap = -1;              // (recompute_flops - bound) / recompute_flops; -1: none
   double seconds = 0;
+  // (recompute_flops - bound) over the whole step's FLOPs (forward + backward
+  // + recompute_flops); -1: none. Much smaller than `gap`: the step's FLOPs
+  // are mostly the one forward and backward no schedule avoids.
+  double step_gap = -1;
 };
 
 class Strategy {

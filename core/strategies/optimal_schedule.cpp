@@ -52,13 +52,13 @@ class Optimal final : public Strategy {
 
   // An upper bound: what the searches return is not known before they run.
   // Every set the branch and bound tries is a segment schedule (bounded by
-  // the longest); the MILP's schedules (at most kMilpMaxOps ops) are the
+  // the longest); the MILP's schedules (where it is attempted) are the
   // forward pass, then before each bwd b at most the b ops up to it:
   // L + L(L+1)/2 forward steps for the loss L, each of an op with aux(v) when
   // the model has any.
   ScheduleSize size(const Model& m, uint64_t) const override {
     ScheduleSize bound = segment_schedule_bound(m);
-    if (m.size() <= kMilpMaxOps) {
+    if (!milp_solver_name().empty() && milp_too_large(m, budget_, limit_).empty()) {
       const auto L = static_cast<uint64_t>(m.loss());
       const uint64_t fwd = L + L * (L + 1) / 2;
       bool aux = false;
@@ -105,12 +105,13 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   const std::string solver = milp_solver_name();
   OptimalOutcome o;
   // The MILP gets three quarters of the time where it runs at all.
-  const bool milp_runs = !solver.empty() && m.size() <= kMilpMaxOps;
+  const std::string too_large = solver.empty() ? "" : milp_too_large(m, budget, seconds * 3 / 4);
+  const bool milp_runs = !solver.empty() && too_large.empty();
   o.sets = optimal_search(m, budget, milp_runs ? seconds / 4 : seconds);
   const double bb_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   SolverRecord bb{"branch and bound", "checkpoint sets", o.sets.proven ? (o.sets.found ? "proven" : "infeasible") : "time limit",
                   false, o.sets.found ? o.sets.recompute_flops : -1, -1, -1, bb_seconds};
-  if (o.sets.proven && o.sets.found) bb.bound = o.sets.recompute_flops, bb.gap = 0;
+  if (o.sets.proven && o.sets.found) bb.bound = o.sets.recompute_flops, bb.gap = 0, bb.step_gap = 0;
   std::vector<Instr> warm;
   if (o.sets.found) {
     warm = compute_part(segment_schedule(m, o.sets.checkpoints, "optimal"));
@@ -121,7 +122,12 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   SolverRecord mr{solver.empty() ? "MILP" : "MILP (" + solver + ")", "general schedules", "not in this build", false, -1, -1, -1, 0};
   if (!solver.empty()) {
     const double left = std::max(0.5, seconds - bb_seconds);
-    o.milp = solve_milp(m, budget, left, o.sets.found ? &warm : nullptr);
+    if (milp_runs) {
+      o.milp = solve_milp(m, budget, left, o.sets.found ? &warm : nullptr);
+    } else {
+      o.milp.status = MilpResult::Status::TooLarge;
+      o.milp.note = too_large;
+    }
     mr.seconds = o.milp.seconds;
     using S = MilpResult::Status;
     switch (o.milp.status) {
@@ -129,7 +135,7 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
       case S::Feasible: mr.status = "time limit"; break;
       case S::Infeasible: mr.status = "infeasible"; break;
       case S::NoSolution: mr.status = "no schedule found"; break;
-      case S::TooLarge: mr.status = "too large (over " + std::to_string(kMilpMaxOps) + " ops)"; break;
+      case S::TooLarge: mr.status = "too large (" + o.milp.note + ")"; break;
       case S::NotBuilt: break;
     }
     if (o.milp.status == S::Optimal || o.milp.status == S::Feasible) {
@@ -140,7 +146,7 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
         throw std::logic_error("optimal: the MILP's schedule peaks at " + std::to_string(sim.peak_bytes) +
                                " bytes in the simulator, " + std::to_string(o.milp.peak) + " in the MILP (budget " +
                                std::to_string(budget) + ")");
-      mr.recompute_flops = o.milp.recompute_flops, mr.bound = o.milp.bound, mr.gap = o.milp.gap;
+      mr.recompute_flops = o.milp.recompute_flops, mr.bound = o.milp.bound, mr.gap = o.milp.gap, mr.step_gap = o.milp.step_gap;
       if (!o.found || o.milp.recompute_flops < o.recompute_flops) {
         o.found = true, o.from_milp = true, o.compute = o.milp.compute, o.recompute_flops = o.milp.recompute_flops;
       }
@@ -175,7 +181,8 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   const std::string limit = "time limit (" + seconds_text(seconds) + ")";
   if (o.milp.status == MilpResult::Status::Feasible)
     o.note = "the MILP stopped at its " + limit + " at most " + percent(o.milp.gap) +
-             " above the least over general schedules: not proven least (" + longer + ")";
+             " above the least recompute FLOPs over general schedules (" + percent(o.milp.step_gap) +
+             " of the training step's FLOPs): not proven least (" + longer + ")";
   else if (o.milp.status == MilpResult::Status::NoSolution)
     o.note = "the MILP stopped at its " + limit + " without a schedule; the best checkpoint set" +
              (o.sets.proven ? " (least among sets)" : "") + " is used: not proven least (" + longer + ")";

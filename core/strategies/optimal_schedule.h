@@ -31,7 +31,7 @@ struct OptimalOutcome {
 };
 
 // `seconds` in all: a quarter for the branch and bound when the MILP runs
-// (a build with CBC, at most kMilpMaxOps ops; it gets the rest and the branch
+// (a build with CBC, a model milp_too_large() lets it attempt; it gets the rest and the branch
 // and bound's schedule as its start), else all of it.
 OptimalOutcome optimal_schedule(const Model& model, uint64_t budget, double seconds);
 
