@@ -2,6 +2,7 @@
 // F.cross_entropy(logits, targets), exported in training mode): the loss node
 // becomes the model's SoftmaxCELoss and the targets input the labels the
 // executor draws, instead of a second loss appended after the first.
+#ifdef REMAT_HAVE_ONNX
 #include <unordered_map>
 
 #include "core/io/onnx_importer.h"
@@ -106,3 +107,4 @@ bool Importer::log_softmax_of_loss(const NodeProto& n, int x) {
 }
 
 }  // namespace remat::onnx_import
+#endif
