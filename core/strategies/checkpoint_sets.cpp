@@ -250,18 +250,6 @@ class ChainRuns {
   std::vector<uint32_t> aux_before_;
 };
 
-// Segments between checkpoints: phases start right after each checkpoint.
-void segment_phases(const Model& model, const std::vector<int>& checkpoints, std::vector<char>& keep,
-                    std::vector<int>& phase_start) {
-  const int n = model.size();
-  keep.assign(static_cast<std::size_t>(n), 0);
-  for (int c : checkpoints) keep[static_cast<std::size_t>(c)] = 1;
-  phase_start.assign(1, 1);
-  for (int v = 1; v < n - 1; ++v) {
-    if (keep[static_cast<std::size_t>(v)]) phase_start.push_back(v + 1);
-  }
-}
-
 }  // namespace
 
 Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
@@ -352,43 +340,52 @@ std::vector<int> cut_checkpoints(const Model& model, const std::vector<int>& bou
 
 namespace {
 
-void cut_phases(const Model& model, const std::vector<int>& boundaries, std::vector<char>& keep,
-                std::vector<int>& phase_start) {
-  keep.assign(static_cast<std::size_t>(model.size()), 0);
-  for (int t : cut_checkpoints(model, boundaries)) keep[static_cast<std::size_t>(t)] = 1;
-  phase_start.assign(1, 1);
+// What the generator takes: the kept tensors and the phases' first ops.
+struct Phases {
+  std::vector<char> keep;
+  std::vector<int> starts;
+};
+
+// Segments between checkpoints: phases start right after each checkpoint.
+Phases segment_phases(const Model& model, const std::vector<int>& checkpoints) {
+  const int n = model.size();
+  Phases p{std::vector<char>(static_cast<std::size_t>(n), 0), {1}};
+  for (int c : checkpoints) p.keep[static_cast<std::size_t>(c)] = 1;
+  for (int v = 1; v < n - 1; ++v) {
+    if (p.keep[static_cast<std::size_t>(v)]) p.starts.push_back(v + 1);
+  }
+  return p;
+}
+
+// Segments between boundaries, keeping what crosses each cut.
+Phases cut_phases(const Model& model, const std::vector<int>& boundaries) {
+  Phases p{std::vector<char>(static_cast<std::size_t>(model.size()), 0), {1}};
+  for (int t : cut_checkpoints(model, boundaries)) p.keep[static_cast<std::size_t>(t)] = 1;
   for (int c : boundaries)
-    if (c >= 1 && c < model.size() - 1) phase_start.push_back(c + 1);
+    if (c >= 1 && c < model.size() - 1) p.starts.push_back(c + 1);
+  return p;
 }
 
 }  // namespace
 
 Schedule cut_schedule(const Model& model, const std::vector<int>& boundaries, std::string strategy) {
-  std::vector<char> keep;
-  std::vector<int> starts;
-  cut_phases(model, boundaries, keep, starts);
-  return checkpoint_schedule(model, std::move(keep), starts, std::move(strategy));
+  Phases p = cut_phases(model, boundaries);
+  return checkpoint_schedule(model, std::move(p.keep), p.starts, std::move(strategy));
 }
 
 ScheduleSize cut_schedule_size(const Model& model, const std::vector<int>& boundaries, uint64_t limit) {
-  std::vector<char> keep;
-  std::vector<int> starts;
-  cut_phases(model, boundaries, keep, starts);
-  return checkpoint_schedule_size(model, std::move(keep), starts, limit);
+  Phases p = cut_phases(model, boundaries);
+  return checkpoint_schedule_size(model, std::move(p.keep), p.starts, limit);
 }
 
 Schedule segment_schedule(const Model& model, const std::vector<int>& checkpoints, std::string strategy) {
-  std::vector<char> keep;
-  std::vector<int> starts;
-  segment_phases(model, checkpoints, keep, starts);
-  return checkpoint_schedule(model, std::move(keep), starts, std::move(strategy));
+  Phases p = segment_phases(model, checkpoints);
+  return checkpoint_schedule(model, std::move(p.keep), p.starts, std::move(strategy));
 }
 
 ScheduleSize segment_schedule_size(const Model& model, const std::vector<int>& checkpoints, uint64_t limit) {
-  std::vector<char> keep;
-  std::vector<int> starts;
-  segment_phases(model, checkpoints, keep, starts);
-  return checkpoint_schedule_size(model, std::move(keep), starts, limit);
+  Phases p = segment_phases(model, checkpoints);
+  return checkpoint_schedule_size(model, std::move(p.keep), p.starts, limit);
 }
 
 ScheduleSize segment_schedule_bound(const Model& model) {
