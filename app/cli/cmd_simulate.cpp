@@ -62,22 +62,35 @@ void print_micro_batch_table(const Model& base, const std::vector<std::string>& 
               << "\n";
     return;
   }
-  std::printf("%4s %7s %-22s %14s %14s %14s\n", "K", "batch", "strategy", "activations", "step total", "step flops");
+  std::size_t w = 22;
+  for (const MicroBatchRow& r : rows) w = std::max(w, r.strategy.size());
+  const int wi = static_cast<int>(w);
+  std::printf("%4s %7s %-*s %14s %14s %14s\n", "K", "batch", wi, "strategy", "activations", "step total", "step flops");
   for (const MicroBatchRow& r : rows)
-    std::printf("%4d %7lld %-22s %14s %14s %14.4g\n", r.k, static_cast<long long>(r.batch), r.strategy.c_str(),
+    std::printf("%4d %7lld %-*s %14s %14s %14.4g\n", r.k, static_cast<long long>(r.batch), wi, r.strategy.c_str(),
                 format_bytes(r.peak_bytes).c_str(), format_bytes(r.step_total_bytes).c_str(), r.step_flops);
+}
+
+// The strategy column: at least `least` wide and as wide as the longest name,
+// so that a long spec (offload+sqrt+compress:int8, manual:…) keeps the other
+// columns under their headers.
+int name_width(const std::vector<StrategyRun>& runs, int least) {
+  std::size_t w = static_cast<std::size_t>(least);
+  for (const auto& r : runs) w = std::max(w, r.name.size());
+  return static_cast<int>(w);
 }
 
 void print_table(const Model& model, const std::vector<StrategyRun>& runs) {
   const uint64_t unit = model.uniform_bytes();
+  const int w = name_width(runs, 22);
   std::printf("model %s: %d ops, %s of parameters, %s saved for backward\n", model.name.c_str(), model.size(),
               format_bytes(model.param_bytes()).c_str(), format_bytes(model.saved_bytes()).c_str());
-  std::printf("%-22s %14s %9s %10s %11s %9s %9s\n", "strategy", "peak", unit ? "tensors" : "", "fwd steps",
+  std::printf("%-*s %14s %9s %10s %11s %9s %9s\n", w, "strategy", "peak", unit ? "tensors" : "", "fwd steps",
               "recomputed", "bwd steps", "overhead");
   for (const auto& r : runs) {
     const Simulation& s = r.sim;
     std::string tensors = unit ? std::to_string(s.peak_bytes / unit) : "";
-    std::printf("%-22s %14s %9s %10lld %11lld %9lld %8.1f%%\n", r.name.c_str(), format_bytes(s.peak_bytes).c_str(),
+    std::printf("%-*s %14s %9s %10lld %11lld %9lld %8.1f%%\n", w, r.name.c_str(), format_bytes(s.peak_bytes).c_str(),
                 tensors.c_str(), static_cast<long long>(s.forward_steps), static_cast<long long>(s.recompute_steps),
                 static_cast<long long>(s.backward_steps), 100.0 * s.overhead);
   }
@@ -91,11 +104,12 @@ void print_offload_table(const std::vector<StrategyRun>& runs, const TimeModel& 
   if (std::none_of(runs.begin(), runs.end(), moves_or_converts)) return;
   std::printf("\nhost tier, compression and time (device %.4g FLOP/s, host link %.4g bytes/s, device memory %.4g bytes/s):\n",
               tm.device_flops, tm.link_bandwidth, tm.device_bandwidth);
-  std::printf("%-26s %14s %14s %10s %12s %14s %12s %12s %12s %12s %12s\n", "strategy", "device peak", "host peak",
+  const int w = name_width(runs, 26);
+  std::printf("%-*s %14s %14s %10s %12s %14s %12s %12s %12s %12s %12s\n", w, "strategy", "device peak", "host peak",
               "transfers", "conversions", "compressed", "compute", "transfer", "convert", "stall", "step");
   for (const auto& r : runs) {
     const Simulation& s = r.sim;
-    std::printf("%-26s %14s %14s %10lld %12lld %14s %12s %12s %12s %12s %12s\n", r.name.c_str(),
+    std::printf("%-*s %14s %14s %10lld %12lld %14s %12s %12s %12s %12s %12s\n", w, r.name.c_str(),
                 format_bytes(s.peak_bytes).c_str(), format_bytes(s.peak_host_bytes).c_str(),
                 static_cast<long long>(s.transfers), static_cast<long long>(s.conversions),
                 format_bytes(s.compressed_bytes).c_str(), format_seconds(s.time.compute_s).c_str(),
@@ -111,11 +125,12 @@ void print_step_table(const Model& model, Optimizer optimizer, const std::vector
               std::string(optimizer_name(optimizer)).c_str(), format_bytes(base.parameters).c_str(),
               format_bytes(base.parameter_grads).c_str(), format_bytes(base.optimizer_state).c_str());
   if (base.master_weights) std::printf(", fp32 master weights %s", format_bytes(base.master_weights).c_str());
-  std::printf("\n%-22s %14s %14s %11s\n", "strategy", "activations", "step total", "share");
+  const int w = name_width(runs, 22);
+  std::printf("\n%-*s %14s %14s %11s\n", w, "strategy", "activations", "step total", "share");
   const StrategyRun* least = nullptr;
   for (const auto& r : runs) {
     const StepMemory m = step_memory(model, optimizer, r.sim.peak_bytes);
-    std::printf("%-22s %14s %14s %10.1f%%\n", r.name.c_str(), format_bytes(m.activations).c_str(),
+    std::printf("%-*s %14s %14s %10.1f%%\n", w, r.name.c_str(), format_bytes(m.activations).c_str(),
                 format_bytes(m.total()).c_str(), m.total() ? 100.0 * double(m.activations) / double(m.total()) : 0.0);
     if (!least || r.sim.peak_bytes < least->sim.peak_bytes) least = &r;
   }

@@ -201,3 +201,30 @@ TEST(CliSimulate, BadRatesExitTwo) {
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
 }
+
+// A name longer than the strategy column widens it: every row's figures end
+// where their header ends, in the main, host-tier and whole-step tables.
+TEST(CliSimulate, LongStrategyNamesKeepColumnsUnderTheirHeaders) {
+  const std::string long_name = "offload+manual:5,10,15,20,25,30,35";
+  const CliResult r = run_cli("simulate --model chain:40 --optimizer sgd --strategy store-all," + long_name);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> lines;
+  for (std::size_t at = 0, nl; (nl = r.out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(r.out.substr(at, nl - at));
+  int tables = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("strategy ", 0) != 0) continue;
+    ++tables;
+    const std::string& header = lines[i];
+    // Both rows follow their header, store-all first, and are exactly as long.
+    ASSERT_LT(i + 2, lines.size());
+    EXPECT_EQ(lines[i + 1].rfind("store-all ", 0), 0u) << lines[i + 1];
+    EXPECT_EQ(lines[i + 2].rfind(long_name + " ", 0), 0u) << lines[i + 2];
+    EXPECT_EQ(lines[i + 1].size(), header.size()) << header << "\n" << lines[i + 1];
+    EXPECT_EQ(lines[i + 2].size(), header.size()) << header << "\n" << lines[i + 2];
+    // The first figure starts after the name and the column's one space.
+    EXPECT_NE(lines[i + 2][long_name.size()], '\0');
+    EXPECT_EQ(lines[i + 2][long_name.size()], ' ');
+  }
+  EXPECT_EQ(tables, 3) << r.out;  // activations, host tier, whole step
+}
