@@ -131,6 +131,7 @@ class Importer {
   // Transpose(W) when constant folding is off, as in training-mode exports).
   bool fold_constant(const NodeProto& n);
   bool fold_mask_step(const NodeProto& n);
+  bool fold_unsqueeze(const NodeProto& n);
   const TensorProto* folded(const std::vector<int64_t>& dims, const std::vector<float>& values);
   std::optional<float> scalar(const std::string& name) const;
   bool scalar_is(const std::string& name, float x, float tol = 1e-4f) const {

@@ -100,8 +100,10 @@ uint64_t elem_size(int32_t elem) {
 }
 
 Model Importer::run(const std::string& default_name) {
-  // torch.onnx.export names every graph "torch_jit": the file name says more.
-  model_.name = g_.name().empty() || g_.name() == "torch_jit" ? default_name : g_.name();
+  // torch.onnx.export names every graph "torch_jit" (1.13) or "main_graph"
+  // (2.x): the file name says more.
+  const bool placeholder = g_.name().empty() || g_.name() == "torch_jit" || g_.name() == "main_graph";
+  model_.name = placeholder ? default_name : g_.name();
   if (g_.node_size() > static_cast<int>(10'000'000)) fail("graph has more than 10 million nodes");
   collect_shapes();
   output_ = choose_output();
@@ -407,8 +409,59 @@ bool Importer::fold_mask_step(const NodeProto& n) {
   return true;
 }
 
+// Unsqueeze or Squeeze of a constant: the same values under new dims, in the
+// constant's own type (int64 slice bounds keep their INT64_MAX ends). torch 2.x
+// writes the causal mask's slice bounds as Unsqueeze(Constant scalar) where
+// 1.13 wrote 1-D Constants.
+bool Importer::fold_unsqueeze(const NodeProto& n) {
+  const std::string& type = n.op_type();
+  if ((type != "Unsqueeze" && type != "Squeeze") || n.input_size() < 1) return false;
+  const TensorProto* t = constant(n.input(0));
+  if (!t || t->data_location() == TensorProto::EXTERNAL) return false;
+  // Opset 13 moved the axes from an attribute to a second input.
+  std::vector<int64_t> axes = attr_ints(n, "axes");
+  if (n.input_size() > 1 && !n.input(1).empty()) {
+    const auto a = ints(constant(n.input(1)));
+    if (!a) return false;
+    axes = *a;
+  }
+  std::vector<int64_t> dims = this->dims(t);
+  if (type == "Unsqueeze") {
+    const auto rank = static_cast<int64_t>(dims.size() + axes.size());
+    std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
+    for (int64_t ax : axes) {
+      if (ax < 0) ax += rank;
+      if (ax < 0 || ax >= rank || inserted[static_cast<std::size_t>(ax)]) return false;
+      inserted[static_cast<std::size_t>(ax)] = true;
+    }
+    std::vector<int64_t> out;
+    auto in = dims.begin();
+    for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : *in++);
+    dims = std::move(out);
+  } else {
+    const auto rank = static_cast<int64_t>(dims.size());
+    std::vector<bool> drop(dims.size(), axes.empty());
+    for (int64_t ax : axes) {
+      if (ax < 0) ax += rank;
+      if (ax < 0 || ax >= rank) return false;
+      drop[static_cast<std::size_t>(ax)] = true;
+    }
+    std::vector<int64_t> out;
+    for (std::size_t i = 0; i < dims.size(); ++i) {
+      if (drop[i] && dims[i] != 1 && !axes.empty()) return false;  // squeezing a dimension that is not 1
+      if (!(drop[i] && dims[i] == 1)) out.push_back(dims[i]);
+    }
+    dims = std::move(out);
+  }
+  TensorProto& copy = folded_.emplace_back(*t);
+  copy.clear_dims();
+  for (const int64_t d : dims) copy.add_dims(d);
+  values_[out0(n)] = {Value::Constant, -1, &copy};
+  return true;
+}
+
 bool Importer::fold_constant(const NodeProto& n) {
-  if (fold_mask_step(n)) return true;
+  if (fold_mask_step(n) || fold_unsqueeze(n)) return true;
   if (n.op_type() != "Transpose" || n.input_size() != 1) return false;
   const TensorProto* t = constant(n.input(0));
   if (!t || t->dims_size() != 2) return false;

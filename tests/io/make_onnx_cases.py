@@ -68,6 +68,30 @@ def attention_bits():  # the pieces of attention: views, two-activation MatMul, 
                  [x], [Y], [t("scale", 0.5), t("ninf", -np.inf), mask], name="attention_bits")
 
 
+def causal_mask_2x():  # the causal mask as torch 2.x writes it: slice bounds as Unsqueeze(Constant)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 4])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["x", "xt"], ["s"], name="scores")]
+    inits = [t("bias", np.tril(np.ones((5, 5))).reshape(1, 1, 5, 5)), t("zero", 0.0), t("ninf", -np.inf),
+             numpy_helper.from_array(np.array([0], dtype=np.int64), "axis0")]
+
+    def bound(name, value):  # a 0-d int64 Constant unsqueezed to [1], as torch 2.x exports `:T`
+        nodes.append(helper.make_node("Constant", [], [name + "_c"], name=name + "_const",
+                                      value=numpy_helper.from_array(np.array(value, dtype=np.int64))))
+        nodes.append(helper.make_node("Unsqueeze", [name + "_c", "axis0"], [name], name=name + "_unsqueeze"))
+
+    # bias[:, :, :3, :3], the first slice with torch's INT64_MAX end for `:`
+    # (which a float round trip would turn into a negative bound).
+    for n, v in [("s0", 0), ("e0", 2**63 - 1), ("a0", 0), ("s1", 0), ("e1", 3), ("a1", 2), ("a2", 3)]:
+        bound(n, v)
+    nodes += [helper.make_node("Slice", ["bias", "s0", "e0", "a0"], ["b0"], name="slice_all"),
+              helper.make_node("Slice", ["b0", "s1", "e1", "a1"], ["b1"], name="slice_rows"),
+              helper.make_node("Slice", ["b1", "s1", "e1", "a2"], ["b2"], name="slice_cols"),
+              helper.make_node("Equal", ["b2", "zero"], ["cond"], name="equal"),
+              helper.make_node("Where", ["cond", "ninf", "s"], ["y"], name="mask")]
+    return graph(nodes, [x], [Y], inits, name="main_graph")  # torch 2.x's name for every graph
+
+
 def eval_conv():  # what an eval-mode export leaves: a batch norm folded into an exporter-made weight
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])
     return graph([helper.make_node("Conv", ["x", "onnx::Conv_7", "onnx::Conv_8"], ["c"], name="conv", pads=[1, 1, 1, 1]),
@@ -126,7 +150,8 @@ if __name__ == "__main__":
     for name, make in [("tiny_mlp", tiny_mlp), ("gemm_no_trans", gemm_no_trans), ("conv_net", conv_net),
                        ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs),
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
-                       ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split)]:
+                       ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
+                       ("causal_mask_2x", causal_mask_2x)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

@@ -272,6 +272,29 @@ TEST(OnnxCases, AttentionPieces) {
   EXPECT_TRUE(m.executable());
 }
 
+// torch 2.x names every graph "main_graph", and writes `bias[:, :, :T, :T] == 0`
+// with each slice bound an Unsqueeze of a 0-d Constant (1.13 wrote 1-D
+// Constants): folded, in int64, so the Where is a MaskedFill with the mask's
+// values, and it executes.
+TEST(OnnxCases, CausalMaskWithUnsqueezedSliceBounds) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "causal_mask_2x.onnx");
+  EXPECT_EQ(m.name, "causal_mask_2x");  // the graph's "main_graph" says nothing: the file's name
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::MatMul, OpKind::MaskedFill, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  const Op& fill = m.op(3);
+  EXPECT_EQ(fill.attrs->const_shape, (std::vector<int64_t>{1, 1, 3, 3}));
+  // The buffer is tril(ones(5, 5)); its 3 x 3 corner == 0 strictly above the diagonal.
+  std::vector<float> want;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) want.push_back(j > i ? 1.0f : 0.0f);
+  ASSERT_TRUE(fill.attrs->values.values);
+  EXPECT_EQ(*fill.attrs->values.values, want);
+  EXPECT_EQ(fill.attrs->fill, -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(m.executable());
+}
+
 TEST(OnnxCases, EmbeddingSplitConcatAndAConstant) {
   REQUIRE_ONNX();
   const Model m = load_model(kCases + "embed_split.onnx");
