@@ -13,9 +13,9 @@ rc=0
 (cd "$build" && ctest -L gpu --output-on-failure --no-tests=error -j 4 --timeout 300) >"$log" 2>&1 || rc=1
 (cd "$build" && ctest -L exec --output-on-failure -j 8 --timeout 300) \
   >>"$log" 2>&1 || rc=1
-# The PyTorch bridge (capture, snapshots, traces) with this machine's PyTorch:
-# the only place its 2.x code paths run (Debian ships 1.13). Which version ran
-# goes into the log.
+# The PyTorch bridge (capture, snapshots, traces) with this machine's PyTorch
+# (2.x; Debian 12 ships 1.13, tools/torch2-check.sh brings 2.6 elsewhere).
+# Which version ran goes into the log.
 py=$(find_torch_python)
 if [[ -n $py ]]; then
   # Its own log: a skip there (no torchvision on the machine) is not a GPU test skipped.
