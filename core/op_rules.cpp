@@ -524,6 +524,11 @@ std::string kernel_attr_problem(const Op& op) {
   return {};
 }
 
+bool ce_keeps_log_probs(const Op& op) {
+  return op.kind == OpKind::SoftmaxCELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
+         std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
+}
+
 bool executable(const Op& op) {
   if (op.simulate_only) return false;
   // Token ids: an integer input (the Embedding reads it; check_executable
@@ -536,10 +541,11 @@ bool executable(const Op& op) {
   // A Linear that PyTorch would feed a contiguous copy of its input keeps it in
   // aux(v); the kernels multiply their input in place and fill no such copy.
   if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0) return false;
-  // The loss kernels read their input again in the backward. A file whose loss
-  // keeps something else (a PyTorch capture: cross-entropy keeps its
-  // log-probabilities as aux) describes memory these kernels do not reproduce.
-  if (is_loss(op.kind) &&
+  // The loss kernels read their input again in the backward, or, for a
+  // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.
+  // A loss that keeps something else describes memory these kernels do not
+  // reproduce.
+  if (is_loss(op.kind) && !ce_keeps_log_probs(op) &&
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
     return false;
   // The softmax kernel normalises rows: the last axis only.

@@ -27,6 +27,11 @@ std::string where_label(std::string_view where, int id);
 // True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
 // with the bytes their kernels write).
 bool executable(const Op& op);
+// A SoftmaxCELoss that keeps its log-probabilities in aux(v), as PyTorch's
+// log_softmax + nll_loss do (what a capture records), rather than its logits:
+// its kernels then write and read aux(v). check_executable (core/exec) checks
+// that aux(v) holds them.
+bool ce_keeps_log_probs(const Op& op);
 // Why the kernels cannot run op's attributes (asymmetric pads, pooling with
 // dilation or ceil_mode), or "" when they can. Here, not in core/exec, so that
 // executable() needs nothing from the executor (no cycle between them).

@@ -94,11 +94,17 @@ void bwd_mse(CpuOpState& s, const OpCall& c) {
 void fwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
-  store_loss(s, c, cpu::softmax_ce_fwd(c.in(0), s.labels, x.rows(), x.cols()));
+  store_loss(s, c,
+             ce_keeps_log_probs(c.op) ? cpu::softmax_ce_fwd_keep_logp(c.in(0), s.labels, c.aux(), x.rows(), x.cols())
+                                      : cpu::softmax_ce_fwd(c.in(0), s.labels, x.rows(), x.cols()));
 }
 void bwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  if (c.dx(0)) cpu::softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
+  if (!c.dx(0)) return;
+  if (ce_keeps_log_probs(c.op))
+    cpu::softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
+  else
+    cpu::softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
 }
 
 void fwd_conv(CpuOpState& s, const OpCall& c) {

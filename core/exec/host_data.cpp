@@ -75,6 +75,10 @@ void check_executable(const Model& model) {
         throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
                          ") reads the " + std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
                          "; only an Embedding reads integers");
+    if (ce_keeps_log_probs(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
+      throw InputError("model " + model.name + ": " + op_label(model, v) + " (SoftmaxCELoss) keeps " +
+                       std::to_string(op.aux_bytes) + " bytes of aux and not its logits; its log-probabilities need " +
+                       std::to_string(4 * model.op(op.inputs[0]).numel()) + " (f32)");
     if (op.kind == OpKind::Embedding && model.op(op.inputs.at(0)).kind != OpKind::Input)
       throw InputError("model " + model.name + ": " + op_label(model, v) +
                        " looks up ids computed by the model; only the input's ids can be executed");

@@ -74,6 +74,13 @@ float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows,
                      int64_t classes);
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
                     int64_t classes, bool accumulate);
+// The same loss keeping what PyTorch's log_softmax + nll_loss keep for the
+// backward: the log-probabilities logp (rows, classes), not the logits. The
+// backward then reads logp alone: dx = (exp(logp) - onehot) / rows.
+float softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* logp, int64_t rows,
+                               int64_t classes);
+void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
+                              bool accumulate);
 
 // ---- Convolution (conv.cpp) ------------------------------------------------------
 // NCHW, as PyTorch; a 1-D convolution is the 2-D one with h = r = 1. Weights

@@ -82,4 +82,33 @@ void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64
   }
 }
 
+float softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* logp, int64_t rows,
+                               int64_t classes) {
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = logits + r * classes;
+    float* lr = logp + r * classes;
+    const int64_t y = checked_label(labels, r, classes);
+    const RowLse s = row_lse(xr, classes);
+    for (int64_t c = 0; c < classes; ++c) lr[c] = static_cast<float>(static_cast<double>(xr[c] - s.max) - s.log_sum);
+    total += static_cast<double>(s.max - xr[y]) + s.log_sum;
+  }
+  return static_cast<float>(total / static_cast<double>(rows));
+}
+
+void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
+                              bool accumulate) {
+  const double inv_rows = 1.0 / static_cast<double>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* lr = logp + r * classes;
+    float* dxr = dx + r * classes;
+    const int64_t y = checked_label(labels, r, classes);
+    for (int64_t c = 0; c < classes; ++c) {
+      const double prob = std::exp(static_cast<double>(lr[c]));
+      const float v = static_cast<float>((c == y ? prob - 1.0 : prob) * inv_rows);
+      dxr[c] = accumulate ? dxr[c] + v : v;
+    }
+  }
+}
+
 }  // namespace remat::cpu

@@ -95,12 +95,19 @@ void bwd_mse(CudaOpState& s, const OpCall& c) {
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
-  softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream);
+  if (ce_keeps_log_probs(c.op))
+    softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream);
+  else
+    softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream);
   copy_loss(s, c);
 }
 void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
-  if (c.dx(0)) softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
+  if (!c.dx(0)) return;
+  if (ce_keeps_log_probs(c.op))
+    softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
+  else
+    softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
 }
 
 ConvContext conv_context(const CudaOpState& s) {

@@ -116,6 +116,13 @@ void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int
 // out of range gets NaN.
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
                     int64_t classes, bool accumulate, cudaStream_t stream);
+// The same loss keeping the log-probabilities logp (rows, classes) for the
+// backward, as PyTorch's log_softmax + nll_loss (cpu_kernels.h's
+// softmax_ce_fwd_keep_logp); the backward reads logp alone.
+void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
+                              int64_t classes, cudaStream_t stream);
+void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
+                              bool accumulate, cudaStream_t stream);
 
 // ---- conv.cu ---------------------------------------------------------------------
 // NCHW convolution (cpu_kernels.h: ConvGeom). With cuDNN (REMAT_HAVE_CUDNN) the

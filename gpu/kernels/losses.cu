@@ -90,6 +90,32 @@ __global__ void softmax_ce_bwd_kernel(const float* logits, const int32_t* labels
   }
 }
 
+// logp (rows, classes) = x - max - log Σ exp(x - max), one warp per row: what
+// a cross-entropy that keeps its log-probabilities saves (ce_keeps_log_probs).
+__global__ void log_softmax_rows_kernel(const float* logits, float* logp, int64_t rows, int64_t classes) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / 32; r < rows;
+       r += int64_t{gridDim.x} * kRowsPerBlock) {
+    const float* xr = logits + r * classes;
+    const RowStats s = warp_row_stats(xr, classes, lane);
+    const float lse = logf(s.sum);
+    for (int64_t c = lane; c < classes; c += 32) logp[r * classes + c] = xr[c] - s.max - lse;
+  }
+}
+
+// dx (rows, classes) = or += (exp(logp) - onehot) / rows, elementwise.
+__global__ void softmax_ce_bwd_logp_kernel(const float* logp, const int32_t* labels, float* dx, int64_t rows,
+                                           int64_t classes, float inv_rows, bool accumulate) {
+  const int64_t n = rows * classes;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / classes, c = i % classes;
+    const int32_t y = labels[r];
+    const float prob = expf(logp[i]);
+    const float v = (y >= 0 && y < classes) ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
+    detail::store_grad(&dx[i], v, accumulate);
+  }
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------
@@ -125,6 +151,25 @@ void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64
   const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
   softmax_ce_bwd_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0,
                           stream>>>(logits, labels, dx, rows, classes, inv_rows, accumulate);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
+                              int64_t classes, cudaStream_t stream) {
+  softmax_ce_fwd(logits, labels, loss, rows, classes, stream);
+  if (rows == 0 || classes == 0) return;
+  log_softmax_rows_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(logits, logp,
+                                                                                                     rows, classes);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
+                              bool accumulate, cudaStream_t stream) {
+  detail::check_sizes("softmax_ce_bwd_from_logp", {rows, classes});
+  if (rows == 0 || classes == 0) return;
+  const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
+  softmax_ce_bwd_logp_kernel<<<detail::grid_for(rows * classes), detail::kBlock, 0, stream>>>(
+      logp, labels, dx, rows, classes, inv_rows, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

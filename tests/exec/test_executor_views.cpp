@@ -1,6 +1,8 @@
 // Real-model kinds in the executor: views alias their input's storage (no
 // bytes, no copy), aux(v) lives from fwd v to its free, and the tracked bytes
 // equal the simulator's count after every instruction.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -9,7 +11,9 @@
 
 #include "core/errors.h"
 #include "core/exec/forwarding_backend.h"
+#include "core/io/json_model.h"
 #include "core/model_source.h"
+#include "core/op_rules.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
@@ -19,6 +23,8 @@ using testing::quick;
 using testing::schedule_of;
 
 const std::string kViewsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/views_small.json";
+// Its cross-entropy keeps log-probabilities in aux (a capture of PyTorch's).
+const std::string kCeLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_keeps_logp.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public ForwardingBackend {
@@ -60,7 +66,9 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
   for (int v = 0; v < m.size(); ++v) rec.offsets.push_back(storage_offset(m, v));
   const ExecResult base = execute(m, schedule_of(m, "store-all"), rec, quick());
   ASSERT_TRUE(base.ok()) << base.message;
-  EXPECT_GT(rec.views_checked, 0);
+  // Where the model has views, they were checked.
+  const bool has_views = std::any_of(m.ops().begin(), m.ops().end(), [](const Op& op) { return op.view; });
+  EXPECT_EQ(rec.views_checked > 0, has_views);
   for (const std::string spec : {"store-all", "sqrt", "recompute-all", "every-k:2", "every-k:3", "auto", "selective"}) {
     SCOPED_TRACE(spec);
     const Schedule s = schedule_of(m, spec);
@@ -80,10 +88,59 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 }
 
 // The GPT: its MatMuls keep contiguous copies of the strided q, kᵀ and v in aux.
-INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux, ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20"),
-                         [](const auto& info) {
-                           return info.index == 0 ? std::string("resnet10") : info.index == 1 ? std::string("views") : std::string("gpt2");
-                         });
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp"};
+  return names[info.index];
+}
+INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
+                         ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel),
+                         param_name);
+
+// The same classifier with a cross-entropy keeping its logits (remat's own
+// loss) or its log-probabilities in aux (a PyTorch capture): one loss to the
+// bit, gradients within float rounding of each other; aux too small for the
+// log-probabilities is refused naming the op.
+std::string ce_model(const std::string& loss_saved) {
+  return R"({"format":"remat-model","version":1,"name":"ce","ops":[
+    {"id":0,"name":"x","kind":"Input","shape":[8,16]},
+    {"id":1,"name":"fc1","kind":"Linear","inputs":[0],"shape":[8,32],"saved":[0]},
+    {"id":2,"name":"relu","kind":"ReLU","inputs":[1],"saved":[2]},
+    {"id":3,"name":"fc2","kind":"Linear","inputs":[2],"shape":[8,10],"saved":[2]},
+    {"id":4,"name":"loss","kind":"SoftmaxCELoss","inputs":[3],)" + loss_saved + "}]}";
+}
+
+TEST(Executor, CrossEntropyKeepingLogProbsMatchesTheOneKeepingLogits) {
+  const Model logits = parse_json_model(ce_model(R"("saved":[3])"), "logits");
+  const Model logp = parse_json_model(ce_model(R"("saved":[],"aux_bytes":324)"), "logp");
+  EXPECT_TRUE(ce_keeps_log_probs(logp.op(4)));
+  EXPECT_FALSE(ce_keeps_log_probs(logits.op(4)));
+  CpuBackend cpu;
+  const ExecResult a = execute(logits, schedule_of(logits, "store-all"), cpu, quick());
+  const ExecResult b = execute(logp, schedule_of(logp, "store-all"), cpu, quick());
+  ASSERT_TRUE(a.ok()) << a.message;
+  ASSERT_TRUE(b.ok()) << b.message;
+  EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0);
+  ASSERT_EQ(a.param_grads.size(), b.param_grads.size());
+  for (std::size_t k = 0; k < a.param_grads.size(); ++k)
+    for (std::size_t i = 0; i < a.param_grads[k].size(); ++i)
+      ASSERT_NEAR(a.param_grads[k][i], b.param_grads[k][i], 1e-6 * (1.0 + std::fabs(a.param_grads[k][i]))) << k << "," << i;
+  // Saved for backward: x (8·16·4), the ReLU's output (8·32·4) and either the
+  // logits (8·10·4) or the log-probabilities and nll_loss's total weight
+  // (8·10·4 + 4), PyTorch's own count of this classifier.
+  EXPECT_EQ(logits.saved_bytes(), 512u + 1024u + 320u);
+  EXPECT_EQ(logp.saved_bytes(), 512u + 1024u + 324u);
+
+  const Model small = parse_json_model(ce_model(R"("saved":[],"aux_bytes":316)"), "small");
+  try {
+    execute(small, schedule_of(small, "store-all"), cpu, quick());
+    ADD_FAILURE() << "aux smaller than the log-probabilities was run";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("op 4 ('loss') (SoftmaxCELoss) keeps 316 bytes of aux and not its logits; "
+                                         "its log-probabilities need 320 (f32)"),
+              std::string::npos)
+        << e.what();
+  }
+}
 
 // The maps a view's backward scatters through, derived by hand: element i of
 // the view is element base + Σ index·stride of its input.

@@ -136,5 +136,37 @@ TEST(SoftmaxCe, RejectsOutOfRangeLabel) {
   EXPECT_THROW(softmax_ce_bwd(logits, bad_low, dx, 2, 2, false), std::out_of_range);
 }
 
+// Keeping the log-probabilities (as PyTorch's log_softmax + nll_loss): logp
+// is log softmax of each row, the loss is the logits path's to the bit, and
+// the backward from logp alone is the same gradient (finite differences) and
+// accumulates as the other.
+TEST(SoftmaxCe, KeepingLogProbsGivesTheSameLossAndGradient) {
+  const int64_t rows = 6, classes = 7;
+  const auto x = random_floats(rows * classes, 76, -3.0f, 3.0f);
+  const std::vector<int32_t> labels = {0, 6, 3, 3, 1, 5};
+  std::vector<float> logp(x.size());
+  const float loss = softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes);
+  EXPECT_EQ(loss, softmax_ce_fwd(x.data(), labels.data(), rows, classes));
+  const auto xd = to_double(x);
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(xd[r * classes + c]);
+    for (int64_t c = 0; c < classes; ++c)
+      EXPECT_NEAR(logp[r * classes + c], xd[r * classes + c] - std::log(sum), 1e-6) << r << "," << c;
+  }
+  std::vector<float> dx(x.size()), from_logits(x.size());
+  softmax_ce_bwd_from_logp(logp.data(), labels.data(), dx.data(), rows, classes, false);
+  auto xn = xd;
+  expect_grad_near(dx, numeric_grad(xn, [&] { return softmax_ce_ref(xn, labels, classes); }), "dx");
+  softmax_ce_bwd(x.data(), labels.data(), from_logits.data(), rows, classes, false);
+  for (size_t i = 0; i < dx.size(); ++i) EXPECT_NEAR(dx[i], from_logits[i], 1e-7) << i;
+  const auto start = garbage(x.size());
+  auto added = start;
+  softmax_ce_bwd_from_logp(logp.data(), labels.data(), added.data(), rows, classes, true);
+  for (size_t i = 0; i < added.size(); ++i) EXPECT_EQ(added[i], start[i] + dx[i]) << i;
+  const int32_t bad[] = {7, 0, 0, 0, 0, 0};
+  EXPECT_THROW(softmax_ce_bwd_from_logp(logp.data(), bad, dx.data(), rows, classes, false), std::out_of_range);
+}
+
 }  // namespace
 }  // namespace remat::cpu
