@@ -307,6 +307,33 @@ TEST_F(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   }
 }
 
+// The loss keeping log-probabilities (a PyTorch capture's cross-entropy):
+// logp, the loss and the gradient from logp alone as on the CPU.
+TEST_F(GpuKernels, SoftmaxCrossEntropyKeepingLogProbsMatchesCpu) {
+  for (const int64_t classes : {10, 1000}) {
+    const int64_t rows = 33;
+    const std::string name = "softmax_ce keep logp (" + std::to_string(classes) + ")";
+    const Vec logits = random_vec(rows * classes, 64, -3.0f, 3.0f);
+    std::vector<int32_t> labels(rows);
+    for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>((r * 7) % classes);
+    Vec logp_cpu(logits.size());
+    const float loss_cpu = cpu::softmax_ce_fwd_keep_logp(logits.data(), labels.data(), logp_cpu.data(), rows, classes);
+    const Dev logits_dev(logits), loss(nan_vec(1)), logp(nan_vec(logits.size()));
+    const DeviceArray<int32_t> labels_dev(labels);
+    gpu::softmax_ce_fwd_keep_logp(logits_dev.get(), labels_dev.get(), loss.get(), logp.get(), rows, classes, stream_);
+    expect_close(loss.fetch(), {loss_cpu}, 1e-5f, name + " loss");
+    expect_close(logp.fetch(), logp_cpu, 1e-5f, name + " logp");
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(logits.size(), 65) : nan_vec(logits.size());
+      Vec dx_cpu = accumulate ? dx0 : Vec(logits.size(), 0.0f);
+      const Dev dx_gpu(dx0);
+      cpu::softmax_ce_bwd_from_logp(logp_cpu.data(), labels.data(), dx_cpu.data(), rows, classes, accumulate);
+      gpu::softmax_ce_bwd_from_logp(logp.get(), labels_dev.get(), dx_gpu.get(), rows, classes, accumulate, stream_);
+      expect_close(dx_gpu.fetch(), dx_cpu, 1e-5f, name + (accumulate ? " dx accumulate" : " dx overwrite"));
+    }
+  }
+}
+
 // The CPU throws on a label out of range; a kernel cannot, so it poisons the loss.
 TEST_F(GpuKernels, SoftmaxCrossEntropyBadLabelGivesNaN) {
   const Dev logits(random_vec(3 * 4, 63)), loss(Vec{0.0f});
