@@ -200,16 +200,24 @@ TEST(OpLayout, ViewStridesFollowTorch) {
 // A loss kernel reads its input again in the backward: a loss whose file gives
 // another saved set (a PyTorch capture keeps cross-entropy's log-probabilities
 // as aux) cannot run, and `remat run` refuses it up front.
-TEST(OpRules, ALossThatDoesNotKeepItsInputIsNotExecutable) {
-  for (bool explicit_saved : {false, true}) {
-    Model m;
-    m.add(make(OpKind::Input, {}, {4, 8}));
-    m.add(make(OpKind::ReLU, {0}));
-    Op loss = make(OpKind::SoftmaxCELoss, {1});
-    if (explicit_saved) loss.aux_bytes = 4 * 8 * 4;  // log-probabilities, the input not saved
-    m.add(std::move(loss), "loss", explicit_saved);
-    m.finalize();
-    EXPECT_EQ(executable(m.op(2)), !explicit_saved);
-    EXPECT_EQ(m.executable(), !explicit_saved);
+TEST(OpRules, ALossThatDoesNotKeepItsInputIsNotExecutableUnlessItKeepsLogProbs) {
+  // A cross-entropy keeping aux (log-probabilities, a PyTorch capture) instead
+  // of its input runs; an MSE keeping aux instead of its input describes
+  // memory no kernel reproduces.
+  for (const OpKind kind : {OpKind::SoftmaxCELoss, OpKind::MSELoss}) {
+    for (bool explicit_saved : {false, true}) {
+      SCOPED_TRACE(std::string(kind_name(kind)) + (explicit_saved ? " keeping aux" : " keeping its input"));
+      Model m;
+      m.add(make(OpKind::Input, {}, {4, 8}));
+      m.add(make(OpKind::ReLU, {0}));
+      Op loss = make(kind, {1});
+      if (explicit_saved) loss.aux_bytes = 4 * 8 * 4;  // the input not saved
+      m.add(std::move(loss), "loss", explicit_saved);
+      m.finalize();
+      const bool runs = !explicit_saved || kind == OpKind::SoftmaxCELoss;
+      EXPECT_EQ(ce_keeps_log_probs(m.op(2)), explicit_saved && kind == OpKind::SoftmaxCELoss);
+      EXPECT_EQ(executable(m.op(2)), runs);
+      EXPECT_EQ(m.executable(), runs);
+    }
   }
 }
