@@ -152,7 +152,7 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     models = a.model or ["resnet:18:16:64:8:10", "resnet:10:32:64:8:10", "gpt:4:128:4:64:8:f32:512"]
-    print(f"{'model':<24}{'strategy':<11}{'remat ms':>10}{'torch ms':>10}{'remat/torch':>13}")
+    print(f"{'model':<26}{'strategy':<11}{'remat ms':>10}{'torch ms':>10}{'remat/torch':>13}")
     for m in models:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "m.json")
@@ -162,8 +162,8 @@ def main():
         r, wall = remat_times(a.remat, m, a.repeat)
         t = {"store-all": torch_time(ops, False, a.repeat), "sqrt": torch_time(ops, True, a.repeat)}
         for s in ("store-all", "sqrt"):
-            print(f"{m:<24}{s:<11}{r[s]:>10.1f}{t[s]:>10.1f}{r[s] / t[s]:>13.2f}")
-        print(f"{m:<24}{'sqrt/store':<11}{r['sqrt'] / r['store-all']:>10.3f}{t['sqrt'] / t['store-all']:>10.3f}"
+            print(f"{m:<26}{s:<11}{r[s]:>10.1f}{t[s]:>10.1f}{r[s] / t[s]:>13.2f}")
+        print(f"{m:<26}{'sqrt/store':<11}{r['sqrt'] / r['store-all']:>10.3f}{t['sqrt'] / t['store-all']:>10.3f}"
               f"   (remat run wall, end to end: {wall:.2f} s for {a.repeat + 1} steps of each)")
 
 
