@@ -183,6 +183,11 @@ void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int
 void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch,
              int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, bool accumulate_a,
              bool accumulate_b, cublasHandle_t cublas, cudaStream_t stream);
+// bmm with batch strides in floats (0: one matrix for every product), as the
+// CPU's gemm_strided; the c matrices must be distinct (stride_c != 0 unless batch is 1).
+void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool trans_a, bool trans_b, bool accumulate, int64_t stride_a, int64_t stride_b,
+                  int64_t stride_c, cublasHandle_t cublas, cudaStream_t stream);
 void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
 void softmax_bwd(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
                  bool accumulate, cudaStream_t stream);

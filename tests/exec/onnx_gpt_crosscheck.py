@@ -77,6 +77,36 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+def strategy_failures(remat, path):
+    """`remat run --strategy all` on the model file: what differs from
+    store-all (loss, gradient hash) or from the prediction (tracked peak), as
+    messages; None (said why) when the run itself failed."""
+    r = subprocess.run([remat, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("remat run failed:", r.returncode, r.stderr)
+        return None
+    runs = json.loads(r.stdout)["strategies"]
+    failures = []
+    base = next(s for s in runs if s["name"] == "store-all")
+    for s in runs:
+        if s["status"] != "ok":
+            failures.append(f"{s['name']}: status {s['status']}")
+        elif s["grad_hash"] != base["grad_hash"] or s["loss"] != base["loss"] or not s["matches_store_all"]:
+            failures.append(f"{s['name']}: loss {s['loss']} hash {s['grad_hash']}, store-all {base['loss']} {base['grad_hash']}")
+        elif s["tracked_peak_bytes"] != s["predicted_peak_bytes"]:
+            failures.append(f"{s['name']}: tracked {s['tracked_peak_bytes']} != predicted {s['predicted_peak_bytes']}")
+    print(f"{len(runs)} strategies:", ", ".join(s["name"] for s in runs))
+    return failures
+
+
+def crosscheck(remat, path, strategy):
+    """torch_crosscheck.py on the model file: True when autograd agrees."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
+                           "--model", path, "--strategy", strategy]).returncode == 0
+
+
 def main():
     remat = sys.argv[1]
     torch.manual_seed(5)
@@ -84,13 +114,9 @@ def main():
         path = os.path.join(tmp, "gpt2_like.onnx")
         torch.onnx.export(GPT().train(), torch.randint(0, V, (B, T)), path, training=torch.onnx.TrainingMode.TRAINING,
                           do_constant_folding=False, opset_version=13, input_names=["idx"], output_names=["logits"])
-        r = subprocess.run([remat, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("remat run failed:", r.returncode, r.stderr)
+        failures = strategy_failures(remat, path)
+        if failures is None:
             return 1
-        runs = json.loads(r.stdout)["strategies"]
-        failures = []
         # Each torch Linear has a bias parameter exactly when remat's does
         # (lm_head has none: a zero one would still learn).
         written = os.path.join(tmp, "gpt2_like.json")
@@ -100,21 +126,9 @@ def main():
         torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
         if sorted(remat_biases) != sorted(torch_biases):
             failures.append(f"Linear biases: remat {remat_biases}, torch {torch_biases}")
-        base = next(s for s in runs if s["name"] == "store-all")
-        for s in runs:
-            if s["status"] != "ok":
-                failures.append(f"{s['name']}: status {s['status']}")
-            elif s["grad_hash"] != base["grad_hash"] or s["loss"] != base["loss"] or not s["matches_store_all"]:
-                failures.append(f"{s['name']}: loss {s['loss']} hash {s['grad_hash']}, store-all {base['loss']} {base['grad_hash']}")
-            elif s["tracked_peak_bytes"] != s["predicted_peak_bytes"]:
-                failures.append(f"{s['name']}: tracked {s['tracked_peak_bytes']} != predicted {s['predicted_peak_bytes']}")
-        print(f"{len(runs)} strategies:", ", ".join(s["name"] for s in runs))
         for f in failures:
             print("FAIL", f)
-        here = os.path.dirname(os.path.abspath(__file__))
-        check = subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
-                                "--model", path, "--strategy", "sqrt"]).returncode
-        return 1 if failures or check != 0 else 0
+        return 1 if failures or not crosscheck(remat, path, "sqrt") else 0
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -278,6 +279,27 @@ TEST_F(GpuCnnKernels, BatchedMatmulMatchesCpuInEveryLayout) {
         expect_close(db_d.fetch(), db, kTol, name + " db");
       }
     }
+}
+
+// Batch strides as a broadcast MatMul's runs use them: b one matrix for every
+// product (stride 0), c written at a stride larger than a matrix, and a
+// second run adding into the same c matrices (beta 1).
+TEST_F(GpuCnnKernels, StridedGemmWithStrideZeroMatchesCpu) {
+  const int64_t batch = 3, m = 5, n = 7, k = 4, sc = m * n + 3;
+  const Vec a = random_vec(batch * m * k, 46), b = random_vec(k * n, 47);
+  const Vec c0 = random_vec(batch * sc, 48);
+  Vec c = c0;
+  const Dev a_d(a), b_d(b), c_d(c0);
+  for (const bool accumulate : {false, true}) {
+    cpu::gemm_strided(a.data(), b.data(), c.data(), batch, m, n, k, false, false, accumulate, m * k, 0, sc);
+    gpu::gemm_strided(a_d.get(), b_d.get(), c_d.get(), batch, m, n, k, false, false, accumulate, m * k, 0, sc,
+                      cublas_, stream_);
+  }
+  // The gaps between the c matrices are untouched on both.
+  expect_close(c_d.fetch(), c, kTol, "strided gemm c");
+  EXPECT_THROW(gpu::gemm_strided(a_d.get(), b_d.get(), c_d.get(), batch, m, n, k, false, false, true, m * k, 0, 0,
+                                 cublas_, stream_),
+               std::invalid_argument);
 }
 
 TEST_F(GpuCnnKernels, SoftmaxScaleAndCausalMaskMatchCpu) {
