@@ -181,8 +181,8 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
 
 // Views: nothing to compute forward (the executor aliases the storage); the
 // backward adds G(view) back through the view's map. An Expand's map sends
-// several elements to one (stride 0), which a kernel would have to sum with
-// atomics in no fixed order: CPU only for now.
+// several elements to one (stride 0): each input element sums its own, in the
+// view's order (expand_bwd), rather than atomics in no fixed order.
 // x's elements in logical order into `dst`, whatever x's strides.
 void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
   const std::vector<int64_t> st = layout_of(x);
@@ -198,10 +198,13 @@ void bwd_reshape(CudaOpState& s, const OpCall& c) {
 void fwd_view(CudaOpState&, const OpCall&) {}
 void bwd_view(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
-  if (c.op.kind == OpKind::Expand)
-    throw InputError(op_label(c.model, c.v) + ": the cuda backend cannot run the backward of an Expand yet (the cpu backend can)");
   const ViewMap m = view_map(c.model, c.v);
   const int64_t n = c.in_op(0).numel();
+  if (c.op.kind == OpKind::Expand) {  // several view elements per input element: summed in view order
+    expand_bwd(c.dy(), c.dx(0), m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), n, c.acc(0),
+               s.stream);
+    return;
+  }
   // A Slice leaves the rest of the input without gradient.
   if (!c.acc(0)) CUDA_CHECK_THROW(cudaMemsetAsync(c.dx(0), 0, 4 * static_cast<size_t>(n), s.stream));
   strided_add(c.dy(), c.dx(0) + m.base, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);

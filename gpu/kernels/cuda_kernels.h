@@ -213,6 +213,12 @@ void strided_copy(const float* src, float* dst, const int64_t* shape, const int6
 // gradient onto its input; the map must be one to one (no stride 0).
 void strided_add(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
                  cudaStream_t stream);
+// dx (n_in, the Expand's input in row-major order) = or += the sum of the dy
+// elements (the view's shape, row-major) that the view's map (shape/stride,
+// host arrays, rank <= 8, stride 0 where it repeats) sends to each, added in
+// increasing view order: the CPU's bits, with no atomics.
+void expand_bwd(const float* dy, float* dx, const int64_t* shape, const int64_t* stride, int rank, int64_t n_in,
+                bool accumulate, cudaStream_t stream);
 // idx is a device array; an index out of [0, vocab) gives a NaN row (a kernel
 // cannot throw; NaN cannot go unnoticed), where the CPU throws.
 void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim,

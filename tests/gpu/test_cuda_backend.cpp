@@ -150,7 +150,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // Embedding, learned positions, bmm on aux copies, mask, views' backward
                                            "gpt:2:32:4:16:2:f32:64",
                                            // torch.matmul's broadcast batches: stride-0 runs, summed gradients
-                                           kModels + "/broadcast_matmul.json"),
+                                           kModels + "/broadcast_matmul.json",
+                                           // every view kind's backward, Expand's sum included
+                                           kModels + "/views_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

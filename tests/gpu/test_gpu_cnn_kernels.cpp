@@ -395,6 +395,28 @@ TEST_F(GpuCnnKernels, ConstantsInt64IdsAndStridedCopiesMatchCpu) {
   expect_bitwise(back_d.fetch(), t, "strided add: the transpose's gradient lands where it came from");
 }
 
+// x (3, 1, 2) expanded to (4, 3, 5, 2): the view repeats x over a new leading
+// dimension and its size-1 middle one, strides (0, 2, 0, 1) into x. Each x
+// element's gradient is the sum of its 20 copies', added in view order as the
+// CPU's loop adds them: the same bits, with or without a gradient already there.
+TEST_F(GpuCnnKernels, ExpandBackwardSumsInViewOrderBitwiseAsTheCpu) {
+  const int64_t shape[] = {4, 3, 5, 2}, stride[] = {0, 2, 0, 1};
+  const int64_t n_in = 6, n = 4 * 3 * 5 * 2;
+  const Vec dy = random_vec(n, 69);
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(n_in, 70) : nan_vec(n_in);
+    Vec want(n_in);
+    for (int64_t j = 0; j < n_in; ++j) want[j] = accumulate ? dx0[j] : 0.0f;
+    for (int64_t a = 0; a < 4; ++a)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t r = 0; r < 5; ++r)
+          for (int64_t e = 0; e < 2; ++e) want[c * 2 + e] += dy[((a * 3 + c) * 5 + r) * 2 + e];
+    const Dev dy_d(dy), dx_d(dx0);
+    gpu::expand_bwd(dy_d.get(), dx_d.get(), shape, stride, 4, n_in, accumulate, stream_);
+    expect_bitwise(dx_d.fetch(), want, accumulate ? "expand dx (accumulated)" : "expand dx");
+  }
+}
+
 TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {
   const int64_t outer = 3, inner = 5;
   const std::vector<int64_t> widths = {2, 1, 4};
