@@ -318,6 +318,22 @@ MatmulDims matmul_dims(const Model& m, int v) {
   return d;
 }
 
+ViewMap coalesced(const ViewMap& m) {
+  ViewMap out;
+  out.base = m.base;
+  for (std::size_t d = 0; d < m.shape.size(); ++d) {
+    if (m.shape[d] == 1) continue;
+    if (!out.shape.empty() && out.stride.back() == m.stride[d] * m.shape[d]) {
+      out.shape.back() *= m.shape[d];
+      out.stride.back() = m.stride[d];
+    } else {
+      out.shape.push_back(m.shape[d]);
+      out.stride.push_back(m.stride[d]);
+    }
+  }
+  return out;
+}
+
 ViewMap matmul_expanded(const Model& m, int v, std::size_t k) {
   const Op& op = m.op(v);
   const Op& x = m.op(op.inputs.at(k));

@@ -154,6 +154,11 @@ int64_t storage_offset(const Model& model, int v);
 // dimensions kept; a broadcast dimension has stride 0), in its storage's
 // element strides: the elements of its aux copy, in order.
 ViewMap matmul_expanded(const Model& model, int v, std::size_t k);
+// The same elements in the same order in as few dimensions as the strides
+// allow: size-1 dimensions dropped, a dimension merged into the one before it
+// when one stride walks both (stride[d-1] == stride[d]·shape[d]; two repeats,
+// stride 0, included). The CUDA kernels take maps of rank 8 at most.
+ViewMap coalesced(const ViewMap& m);
 // Calls f(view_index, input_index) for every element of the map, in the view's order.
 template <class F>
 void for_each_mapped(const ViewMap& m, F f) {

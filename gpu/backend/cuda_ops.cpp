@@ -184,10 +184,10 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
 // several elements to one (stride 0): each input element sums its own, in the
 // view's order (expand_bwd), rather than atomics in no fixed order.
 // x's elements in logical order into `dst`, whatever x's strides.
+// Maps go to the kernels coalesced: rank 8 at most there, any rank here.
 void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
-  const std::vector<int64_t> st = layout_of(x);
-  const std::vector<int64_t> shape(x.shape.begin(), x.shape.end());
-  strided_copy(src, dst, shape.data(), st.data(), static_cast<int>(shape.size()), s.stream);
+  const ViewMap m = coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0});
+  strided_copy(src, dst, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
 }
 void fwd_reshape(CudaOpState& s, const OpCall& c) {
   if (!c.op.view) gather(s, c.in_op(0), c.in(0), c.out());
@@ -198,7 +198,7 @@ void bwd_reshape(CudaOpState& s, const OpCall& c) {
 void fwd_view(CudaOpState&, const OpCall&) {}
 void bwd_view(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
-  const ViewMap m = view_map(c.model, c.v);
+  const ViewMap m = coalesced(view_map(c.model, c.v));
   const int64_t n = c.in_op(0).numel();
   if (c.op.kind == OpKind::Expand) {  // several view elements per input element: summed in view order
     expand_bwd(c.dy(), c.dx(0), m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), n, c.acc(0),
@@ -227,7 +227,7 @@ const float* operand(CudaOpState& s, const OpCall& c, std::size_t k, float* copy
     gather(s, c.in_op(k), c.in(k), copy);
     return copy;
   }
-  const ViewMap m = matmul_expanded(c.model, c.v, k);
+  const ViewMap m = coalesced(matmul_expanded(c.model, c.v, k));
   strided_copy(c.in(k), copy, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
   return copy;
 }

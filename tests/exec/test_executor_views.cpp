@@ -14,6 +14,7 @@
 #include "core/exec/forwarding_backend.h"
 #include "core/io/json_model.h"
 #include "core/model_source.h"
+#include "core/op_layout.h"
 #include "core/op_rules.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -244,6 +245,35 @@ TEST(ViewMap, SliceTransposeAndExpandPointWhereTheirDefinitionsSay) {
     at.push_back(a);
   });
   EXPECT_EQ(at, (std::vector<int64_t>{5, 8, 6, 9}));
+}
+
+// Coalescing merges only what one stride walks, so every map reads the same
+// elements in the same order in fewer dimensions (what the CUDA kernels get).
+TEST(ViewMap, CoalescedReadsTheSameElementsInTheSameOrder) {
+  const auto order = [](const ViewMap& m) {
+    std::vector<int64_t> at;
+    for_each_mapped(m, [&](int64_t, int64_t a) { at.push_back(a); });
+    return at;
+  };
+  const std::vector<int64_t> ten = {2, 1, 2, 1, 2, 1, 2, 1, 2, 3};
+  const struct {
+    ViewMap in;
+    std::vector<int64_t> shape, stride;
+  } cases[] = {
+      {{{2, 1, 3, 4}, {12, 7, 4, 1}, 5}, {24}, {1}},               // contiguous (a size-1 dim's stride is moot)
+      {{{4, 3, 5, 2}, {0, 2, 0, 1}, 0}, {4, 3, 5, 2}, {0, 2, 0, 1}},  // repeats between kept dims: nothing merges
+      {{{2, 3, 4}, {0, 0, 1}, 0}, {6, 4}, {0, 1}},                  // two repeats in a row are one
+      {{{2, 4, 3}, {12, 1, 4}, 0}, {2, 4, 3}, {12, 1, 4}},           // a transpose stays as it is
+      {{{2, 4, 4}, {36, 9, 2}, 1}, {8, 4}, {9, 2}},  // views_small's stepped Slice: all channels, so 36 = 9·4
+      {{ten, contiguous_strides(ten), 0}, {96}, {1}},                // rank 10, over the kernels' 8
+  };
+  for (const auto& c : cases) {
+    const ViewMap m = coalesced(c.in);
+    EXPECT_EQ(m.shape, c.shape);
+    EXPECT_EQ(m.stride, c.stride);
+    EXPECT_EQ(m.base, c.in.base);
+    EXPECT_EQ(order(m), order(c.in));
+  }
 }
 
 TEST(Executor, AKernelFedANonContiguousViewIsRefusedWithTheOpsNamed) {
