@@ -7,11 +7,8 @@ store-all's loss and gradients and a tracked peak equal to the prediction, and
 the PyTorch cross-check (torch_crosscheck.py) agrees with autograd on the loss
 and every gradient (a broadcast operand's gradient summed over the batch).
 Exit 77 (skip) without torch."""
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 try:
     import torch
@@ -22,7 +19,7 @@ except ImportError as e:
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_gpt_crosscheck import crosscheck, strategy_failures  # noqa: E402
+from onnx_gpt_crosscheck import export_and_check  # noqa: E402
 
 B, T, D, H, C = 2, 4, 6, 2, 5
 
@@ -45,28 +42,18 @@ class SharedKeys(nn.Module):
         return self.head((att @ v).transpose(1, 2).reshape(B, T, D))
 
 
+def check_products(ops):
+    """The products stay broadcast MatMuls (an importer that expanded the
+    operands first would test nothing here)."""
+    shapes = [[ops[i]["shape"] for i in op["inputs"]] for op in ops if op["kind"] == "MatMul"]
+    want = [[[B, H, T, D // H], [1, H, D // H, T]], [[B, H, T, T], [H, T, D // H]]]
+    return [] if shapes == want else [f"MatMul operand shapes {shapes}, expected {want}"]
+
+
 def main():
-    remat = sys.argv[1]
     torch.manual_seed(3)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "shared_keys.onnx")
-        torch.onnx.export(SharedKeys().train(), torch.randn(B, T, D), path, training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=13, input_names=["x"], output_names=["y"])
-        failures = strategy_failures(remat, path)
-        if failures is None:
-            return 1
-        # The products stay broadcast MatMuls (an importer that expanded the
-        # operands first would test nothing here).
-        written = os.path.join(tmp, "shared_keys.json")
-        subprocess.run([remat, "model", "--model", path, "--write", written], check=True, capture_output=True)
-        ops = json.load(open(written))["ops"]
-        shapes = [[ops[i]["shape"] for i in op["inputs"]] for op in ops if op["kind"] == "MatMul"]
-        want = [[[B, H, T, D // H], [1, H, D // H, T]], [[B, H, T, T], [H, T, D // H]]]
-        if shapes != want:
-            failures.append(f"MatMul operand shapes {shapes}, expected {want}")
-        for f in failures:
-            print("FAIL", f)
-        return 1 if failures or not crosscheck(remat, path, "recompute-all") else 0
+    return export_and_check(sys.argv[1], SharedKeys().train(), torch.randn(B, T, D), "shared_keys", "x",
+                            "recompute-all", check_products)
 
 
 if __name__ == "__main__":

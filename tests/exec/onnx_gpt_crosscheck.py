@@ -107,28 +107,41 @@ def crosscheck(remat, path, strategy):
                            "--model", path, "--strategy", strategy]).returncode == 0
 
 
-def main():
-    remat = sys.argv[1]
-    torch.manual_seed(5)
+def export_and_check(remat, module, example, name, input_name, strategy, check_ops):
+    """Exports `module` to ONNX in training mode, runs every strategy on the
+    file (strategy_failures), hands the imported graph's ops to check_ops (it
+    returns failure messages) and cross-checks `strategy` against autograd:
+    the exit status."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "gpt2_like.onnx")
-        torch.onnx.export(GPT().train(), torch.randint(0, V, (B, T)), path, training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=13, input_names=["idx"], output_names=["logits"])
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(module, example, path, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=13, input_names=[input_name],
+                          output_names=["logits"])
         failures = strategy_failures(remat, path)
         if failures is None:
             return 1
-        # Each torch Linear has a bias parameter exactly when remat's does
-        # (lm_head has none: a zero one would still learn).
-        written = os.path.join(tmp, "gpt2_like.json")
+        written = os.path.join(tmp, name + ".json")
         subprocess.run([remat, "model", "--model", path, "--write", written], check=True, capture_output=True)
-        linears = [op for op in json.load(open(written))["ops"] if op["kind"] == "Linear"]
-        remat_biases = [op.get("bias", True) for op in linears]
-        torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
-        if sorted(remat_biases) != sorted(torch_biases):
-            failures.append(f"Linear biases: remat {remat_biases}, torch {torch_biases}")
+        failures += check_ops(json.load(open(written))["ops"])
         for f in failures:
             print("FAIL", f)
-        return 1 if failures or not crosscheck(remat, path, "sqrt") else 0
+        return 1 if failures or not crosscheck(remat, path, strategy) else 0
+
+
+def check_biases(ops):
+    """Each torch Linear has a bias parameter exactly when remat's does
+    (lm_head has none: a zero one would still learn)."""
+    remat_biases = [op.get("bias", True) for op in ops if op["kind"] == "Linear"]
+    torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
+    if sorted(remat_biases) != sorted(torch_biases):
+        return [f"Linear biases: remat {remat_biases}, torch {torch_biases}"]
+    return []
+
+
+def main():
+    torch.manual_seed(5)
+    return export_and_check(sys.argv[1], GPT().train(), torch.randint(0, V, (B, T)), "gpt2_like", "idx", "sqrt",
+                            check_biases)
 
 
 if __name__ == "__main__":
