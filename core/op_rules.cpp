@@ -539,8 +539,8 @@ bool executable(const Op& op) {
   if (op.kind == OpKind::Softmax && op.attrs->axis != -1 && op.attrs->axis != static_cast<int64_t>(op.shape.size()) - 1)
     return false;
   if (!const_kernel_ready(op)) return false;
-  // The batched product multiplies equal batches (no broadcast), one operand
-  // per input.
+  // The product's kernels take one operand per input (broadcast batches
+  // included): a tensor multiplied by itself (x @ x) is not run.
   if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1]) return false;
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
