@@ -356,24 +356,34 @@ std::vector<GemmRun> gemm_runs(std::span<const int64_t> x, std::span<const int64
                                bool accumulate) {
   const std::size_t n = z.size();
   if (x.size() != n || y.size() != n) throw InternalError("gemm_runs: index lists of different lengths");
-  std::vector<uint8_t> written(n == 0 ? 0 : static_cast<std::size_t>(*std::max_element(z.begin(), z.end())) + 1, 0);
-  const auto adds = [&](std::size_t i) { return accumulate || written[static_cast<std::size_t>(z[i])] != 0; };
+  // Round r holds each z's r-th product, in increasing i: its z are distinct,
+  // so one strided batch may write them together.
+  std::vector<std::size_t> writes(n == 0 ? 0 : static_cast<std::size_t>(*std::max_element(z.begin(), z.end())) + 1, 0);
+  std::vector<std::vector<std::size_t>> rounds;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t r = writes[static_cast<std::size_t>(z[i])]++;
+    if (r == rounds.size()) rounds.emplace_back();
+    rounds[r].push_back(i);
+  }
   std::vector<GemmRun> runs;
-  for (std::size_t i = 0; i < n;) {
-    GemmRun r{1, x[i], 0, y[i], 0, z[i], 0, adds(i)};
-    std::size_t j = i + 1;
-    if (j < n && z[j] != z[i] && adds(j) == r.accumulate) {
-      r.sx = x[j] - x[i];
-      r.sy = y[j] - y[i];
-      r.sz = z[j] - z[i];
-      while (j < n && x[j] - x[j - 1] == r.sx && y[j] - y[j - 1] == r.sy && z[j] - z[j - 1] == r.sz &&
-             adds(j) == r.accumulate)
-        ++j;
-      r.count = static_cast<int64_t>(j - i);
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const std::vector<std::size_t>& p = rounds[r];
+    for (std::size_t k = 0; k < p.size();) {
+      const std::size_t i = p[k];
+      GemmRun run{1, x[i], 0, y[i], 0, z[i], 0, accumulate || r > 0};
+      std::size_t j = k + 1;
+      if (j < p.size()) {
+        run.sx = x[p[j]] - x[i];
+        run.sy = y[p[j]] - y[i];
+        run.sz = z[p[j]] - z[i];
+        while (j < p.size() && x[p[j]] - x[p[j - 1]] == run.sx && y[p[j]] - y[p[j - 1]] == run.sy &&
+               z[p[j]] - z[p[j - 1]] == run.sz)
+          ++j;
+        run.count = static_cast<int64_t>(j - k);
+      }
+      runs.push_back(run);
+      k = j;
     }
-    for (std::size_t t = i; t < j; ++t) written[static_cast<std::size_t>(z[t])] = 1;
-    runs.push_back(r);
-    i = j;
   }
   return runs;
 }

@@ -120,10 +120,11 @@ struct GemmRun {
   int64_t count = 0, x = 0, sx = 0, y = 0, sy = 0, z = 0, sz = 0;
   bool accumulate = false;
 };
-// Products i (matrices x[i] · y[i] into z[i]) grouped, in order, into runs.
-// A product whose z an earlier product wrote adds to it, so a broadcast
-// operand's gradient is the sum of its products in increasing i on every
-// backend (deterministic: recomputation stays bitwise identical);
+// Products i (matrices x[i] · y[i] into z[i]) grouped into runs, in rounds:
+// round r holds each z's r-th product (so a broadcast operand's gradient of
+// B·H products onto H matrices is B runs, not B·H), and every product after
+// a z's first adds to it. Each z thus sums its products in increasing i on
+// every backend (deterministic: recomputation stays bitwise identical);
 // `accumulate` makes the first write of each z add too.
 std::vector<GemmRun> gemm_runs(std::span<const int64_t> x, std::span<const int64_t> y, std::span<const int64_t> z,
                                bool accumulate);

@@ -216,6 +216,14 @@ TEST(BroadcastMatMul, GemmRunsSumABroadcastGradientInProductOrder) {
   ASSERT_EQ(r.size(), 4u);
   for (std::size_t i = 0; i < 4; ++i)
     EXPECT_TRUE(same(r[i], {1, static_cast<int64_t>(i), 0, static_cast<int64_t>(i), 0, 0, 0}, i > 0)) << i;
+  // (B=2,1) @ (B,H=2): product (b, h) reads a's matrix b. Its gradient goes
+  // in rounds, each a's matrices once: (0,0),(1,0) then (0,1),(1,1), which
+  // adds, so each matrix still sums its products in increasing order.
+  const std::vector<int64_t> rows = {0, 0, 1, 1};
+  r = gemm_runs(each, each, rows, false);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(same(r[0], {2, 0, 2, 0, 2, 0, 1}, false));
+  EXPECT_TRUE(same(r[1], {2, 1, 2, 1, 2, 0, 1}, true));
   // Asked to accumulate: every write adds.
   r = gemm_runs(each, one, each, true);
   ASSERT_EQ(r.size(), 1u);
