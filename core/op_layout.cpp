@@ -53,4 +53,25 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& old
   return out;
 }
 
+bool folds_broadcast(const Op& x, const std::vector<int64_t>& expanded, const std::vector<int64_t>& folded) {
+  const std::vector<int64_t> st = layout_of(x);
+  // Broadcast batch dimensions read the same elements again: stride 0.
+  const std::size_t lead = expanded.size() - x.shape.size();
+  std::vector<int64_t> est(expanded.size(), 0);
+  for (std::size_t i = 0; i < x.shape.size(); ++i) est[lead + i] = x.shape[i] == expanded[lead + i] ? st[i] : 0;
+  return view_strides(expanded, est, folded).has_value();
+}
+
+MatmulCopies matmul_copies(const Op& a, const Op& b, const std::vector<int64_t>& batch) {
+  const int64_t n = a.shape.at(a.shape.size() - 2), k = a.shape.back(), m = b.shape.back();
+  int64_t bp = 1;
+  for (const int64_t d : batch) bp *= d;
+  if (a.shape.size() == 2 && b.shape.size() == 2) return {};  // mm reads any strides
+  if (b.shape.size() == 2) return {!folds_broadcast(a, a.shape, {bp * n, k}), false};
+  std::vector<int64_t> ea = batch, eb = batch;
+  ea.insert(ea.end(), {n, k});
+  eb.insert(eb.end(), {k, m});
+  return {!folds_broadcast(a, ea, {bp, n, k}), !folds_broadcast(b, eb, {bp, k, m})};
+}
+
 }  // namespace remat

@@ -22,4 +22,17 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& old
                                                  const std::vector<int64_t>& old_strides,
                                                  const std::vector<int64_t>& shape);
 
+// Whether `x`, broadcast to `expanded` (its dimensions right-aligned; a size-1
+// or missing one repeats with stride 0), reads as `folded` through strides:
+// a matmul then multiplies it in place, else PyTorch's reshape copies it.
+bool folds_broadcast(const Op& x, const std::vector<int64_t>& expanded, const std::vector<int64_t>& folded);
+// Which operands of torch.matmul(a, b) are copied before the product (and the
+// copy saved): `batch` is the product's broadcast batch dimensions. Rank 2 @
+// rank 2 is one mm (any strides); (..., n, k) @ (k, m) folds a to (batch·n, k)
+// for one mm; otherwise both are expanded to the batch and folded for bmm.
+struct MatmulCopies {
+  bool a = false, b = false;
+};
+MatmulCopies matmul_copies(const Op& a, const Op& b, const std::vector<int64_t>& batch);
+
 }  // namespace remat

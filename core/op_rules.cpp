@@ -67,16 +67,13 @@ struct Derivation {
   // are when that reshape is a view of them, else PyTorch saves a contiguous
   // copy, which is private to this op (aux).
   void save_for_matmul(int input, const std::vector<int64_t>& expanded, const std::vector<int64_t>& folded) {
-    const Op& x = before[static_cast<std::size_t>(input)];
-    const std::vector<int64_t> st = layout_of(x);
-    // Broadcast batch dimensions read the same elements again: stride 0.
-    const std::size_t lead = expanded.size() - x.shape.size();
-    std::vector<int64_t> est(expanded.size(), 0);
-    for (std::size_t i = 0; i < x.shape.size(); ++i) est[lead + i] = x.shape[i] == expanded[lead + i] ? st[i] : 0;
-    if (view_strides(expanded, est, folded)) {
+    save_or_copy(input, !folds_broadcast(before[static_cast<std::size_t>(input)], expanded, folded), folded);
+  }
+  void save_or_copy(int input, bool copy, const std::vector<int64_t>& folded) {
+    if (!copy) {
       if (std::find(saved.begin(), saved.end(), input) == saved.end()) saved.push_back(input);
     } else {
-      aux += tensor_bytes(folded, x.dtype);
+      aux += tensor_bytes(folded, before[static_cast<std::size_t>(input)].dtype);
       fwd += static_cast<double>(tensor_bytes(folded, DType::I32) / 4);  // the copy
     }
   }
@@ -293,19 +290,9 @@ void rule_matmul(Derivation& d) {
   out.push_back(m);
   d.set_shape(out);
   const int64_t bp = static_cast<int64_t>(product(batch));
-  if (ba == 0 && bb == 0) {  // mm reads any strides
-    d.saved = {d.op.inputs[0]};
-    if (d.op.inputs[1] != d.op.inputs[0]) d.saved.push_back(d.op.inputs[1]);
-  } else if (bb == 0) {  // torch folds (..., n, k) @ (k, m) into one mm
-    d.save_for_matmul(d.op.inputs[0], a.shape, {bp * n, k});
-    if (std::find(d.saved.begin(), d.saved.end(), d.op.inputs[1]) == d.saved.end()) d.saved.push_back(d.op.inputs[1]);
-  } else {  // bmm of both, expanded to the common batch
-    std::vector<int64_t> ea = batch, eb = batch;
-    ea.insert(ea.end(), {n, k});
-    eb.insert(eb.end(), {k, m});
-    d.save_for_matmul(d.op.inputs[0], ea, {bp, n, k});
-    d.save_for_matmul(d.op.inputs[1], eb, {bp, k, m});
-  }
+  const MatmulCopies copies = matmul_copies(a, b, batch);
+  d.save_or_copy(d.op.inputs[0], copies.a, {bp, n, k});
+  d.save_or_copy(d.op.inputs[1], copies.b, {bp, k, m});
   d.fwd += 2 * product(batch) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(m);
   d.bwd = 2 * d.fwd;
 }
@@ -552,8 +539,8 @@ bool executable(const Op& op) {
   if (op.kind == OpKind::Softmax && op.attrs->axis != -1 && op.attrs->axis != static_cast<int64_t>(op.shape.size()) - 1)
     return false;
   if (!const_kernel_ready(op)) return false;
-  // The batched product multiplies equal batches (no broadcast), one operand
-  // per input.
+  // The product's kernels take one operand per input (broadcast batches
+  // included): a tensor multiplied by itself (x @ x) is not run.
   if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1]) return false;
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());

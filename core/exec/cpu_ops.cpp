@@ -206,14 +206,18 @@ void view_bwd(const OpCall& c) {
 void bwd_reshape(CpuOpState&, const OpCall& c) { view_bwd(c); }
 void bwd_view(CpuOpState&, const OpCall& c) { view_bwd(c); }
 
-// Operand `k` of a MatMul as a contiguous (batch, rows, cols) array: the input
-// itself, or its elements gathered into `copy` (aux or scratch) in logical order.
-const float* operand(const OpCall& c, std::size_t k, float* copy) {
+// Operand `k` of a MatMul as contiguous matrices: the input itself, or its
+// elements gathered into `copy` in logical order (aux: expanded to the whole
+// batch; scratch: as they are).
+const float* operand(const OpCall& c, std::size_t k, float* copy, bool in_aux) {
   if (!copy) return c.in(k);
   const Op& x = c.in_op(k);
-  const ViewMap strided{x.shape, layout_of(x), 0};
   const float* src = c.in(k);
-  for_each_mapped(strided, [&](int64_t i, int64_t at) { copy[i] = src[at]; });
+  if (!in_aux) {
+    for_each_mapped(ViewMap{x.shape, layout_of(x), 0}, [&](int64_t i, int64_t at) { copy[i] = src[at]; });
+    return copy;
+  }
+  for_each_mapped(matmul_expanded(c.model, c.v, k), [&](int64_t i, int64_t at) { copy[i] = src[at]; });
   return copy;
 }
 // Where operand k's copy goes (nullptr: none) and whether it already holds it
@@ -225,18 +229,32 @@ float* operand_copy(CpuOpState& s, const OpCall& c, const MatmulDims& d, std::si
   return in_scratch ? s.scratch[k == 0 ? kMatmulA : kMatmulB] : nullptr;
 }
 
+// z = or += op(x)·op(y) over gemm_runs' runs; x, y and z hold matrices of
+// xs, ys and zs floats.
+void run_gemms(const std::vector<GemmRun>& runs, const float* x, const float* y, float* z, int64_t m, int64_t n,
+               int64_t k, bool tx, bool ty) {
+  const int64_t xs = m * k, ys = k * n, zs = m * n;
+  for (const GemmRun& r : runs)
+    cpu::gemm_strided(x + r.x * xs, y + r.y * ys, z + r.z * zs, r.count, m, n, k, tx, ty, r.accumulate, r.sx * xs,
+                      r.sy * ys, r.sz * zs);
+}
+
 void fwd_matmul(CpuOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
-  const float* a = operand(c, 0, operand_copy(s, c, d, 0));
-  const float* b = operand(c, 1, operand_copy(s, c, d, 1));
-  cpu::bmm(a, b, c.out(), d.batch, d.m, d.n, d.k, false, false, false);
+  const float* a = operand(c, 0, operand_copy(s, c, d, 0), d.aux_a);
+  const float* b = operand(c, 1, operand_copy(s, c, d, 1), d.aux_b);
+  run_gemms(gemm_runs(d.a_read(), d.b_read(), iota_index(d.batch), false), a, b, c.out(), d.m, d.n, d.k, false, false);
 }
 void bwd_matmul(CpuOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
   // aux copies were made by the forward; scratch copies are made again.
-  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(c, 0, operand_copy(s, c, d, 0));
-  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(c, 1, operand_copy(s, c, d, 1));
-  cpu::bmm_bwd(a, b, c.dy(), c.dx(0), c.dx(1), d.batch, d.m, d.n, d.k, false, false, c.acc(0), c.acc(1));
+  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(c, 0, operand_copy(s, c, d, 0), false);
+  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(c, 1, operand_copy(s, c, d, 1), false);
+  const std::vector<int64_t> each = iota_index(d.batch);
+  // da_i (m, k) = dc_i · b_iᵀ; db_i (k, n) = a_iᵀ · dc_i; a broadcast operand's
+  // products add into the same matrix of its gradient.
+  if (c.dx(0)) run_gemms(gemm_runs(each, d.b_read(), d.a_of, c.acc(0)), c.dy(), b, c.dx(0), d.m, d.k, d.n, false, true);
+  if (c.dx(1)) run_gemms(gemm_runs(d.a_read(), each, d.b_of, c.acc(1)), a, c.dy(), c.dx(1), d.k, d.n, d.m, true, false);
 }
 
 // *Const: the constant repeats over the output (op_rules' executable checks it).

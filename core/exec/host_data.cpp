@@ -82,10 +82,6 @@ void check_executable(const Model& model) {
     if (op.kind == OpKind::Embedding && model.op(op.inputs.at(0)).kind != OpKind::Input)
       throw InputError("model " + model.name + ": " + op_label(model, v) +
                        " looks up ids computed by the model; only the input's ids can be executed");
-    if (op.kind == OpKind::MatMul)
-      if (const std::string why = matmul_problem(model, v); !why.empty())
-        throw InputError("model " + model.name + ": " + op_label(model, v) + " (MatMul) multiplies " + why +
-                         ", which the kernels cannot run yet (simulate it instead)");
   }
   // The kernels read dense row-major inputs; a view is handed over as a pointer
   // into its storage, so only a contiguous one can feed a kernel. A copying

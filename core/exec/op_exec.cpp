@@ -88,8 +88,9 @@ ScratchFloats scratch_batchnorm(const Model& m, int v) { return {0, discarded_dx
 ScratchFloats scratch_matmul(const Model& m, int v) {
   const MatmulDims d = matmul_dims(m, v);
   ScratchFloats s{};
-  if (d.scratch_a) s[kMatmulA] = d.batch * d.m * d.k;
-  if (d.scratch_b) s[kMatmulB] = d.batch * d.k * d.n;
+  // The operand gathered as it is, unexpanded.
+  if (d.scratch_a) s[kMatmulA] = m.op(m.op(v).inputs[0]).numel();
+  if (d.scratch_b) s[kMatmulB] = m.op(m.op(v).inputs[1]).numel();
   return s;
 }
 ScratchFloats scratch_none(const Model&, int) { return {}; }
@@ -260,24 +261,41 @@ ConcatDims concat_dims(const Model& m, int v) {
 
 namespace {
 
-// Input k of MatMul v folded to (batch, rows, cols): false when its strides
-// cannot say so (the rule then keeps a copy in aux, op_rules' save_for_matmul).
-bool folds(const Op& x, int64_t batch) {
-  const std::vector<int64_t> folded = {batch, x.shape.at(x.shape.size() - 2), x.shape.back()};
-  return view_strides(x.shape, layout_of(x), folded).has_value();
-}
 bool contiguous(const Op& x) { return !x.view || is_contiguous(x.shape, *x.strides); }
+
+// Per product of the batch (row-major over `batch`): the matrix of x it reads,
+// x's batch dimensions right-aligned to it, a size-1 or missing one repeating.
+std::vector<int64_t> operand_index(const Op& x, const std::vector<int64_t>& batch) {
+  const std::size_t rx = x.shape.size() - 2, lead = batch.size() - rx;
+  std::vector<int64_t> step(batch.size(), 0);  // x's matrix stride along each batch dimension
+  int64_t s = 1;
+  for (std::size_t j = rx; j-- > 0;) {
+    step[lead + j] = x.shape[j] == 1 ? 0 : s;
+    s *= x.shape[j];
+  }
+  int64_t total = 1;
+  for (const int64_t d : batch) total *= d;
+  std::vector<int64_t> out(static_cast<std::size_t>(total));
+  std::vector<int64_t> idx(batch.size(), 0);
+  int64_t at = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    out[static_cast<std::size_t>(i)] = at;
+    for (std::size_t j = batch.size(); j-- > 0;) {  // odometer, last dimension fastest
+      at += step[j];
+      if (++idx[j] < batch[j]) break;
+      at -= step[j] * batch[j];
+      idx[j] = 0;
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
-std::string matmul_problem(const Model& m, int v) {
-  const Op& op = m.op(v);
-  const Op& a = m.op(op.inputs.at(0));
-  const Op& b = m.op(op.inputs.at(1));
-  if (a.shape.size() != b.shape.size() || !std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
-    return "operands of different batch shapes " + shape_string(a.shape) + " and " + shape_string(b.shape) +
-           " (a broadcast batch)";
-  return {};
+std::vector<int64_t> iota_index(int64_t n) {
+  std::vector<int64_t> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = i;
+  return out;
 }
 
 MatmulDims matmul_dims(const Model& m, int v) {
@@ -288,14 +306,86 @@ MatmulDims matmul_dims(const Model& m, int v) {
   d.m = a.shape.at(a.shape.size() - 2);
   d.k = a.shape.back();
   d.n = b.shape.back();
-  d.batch = a.numel() / (d.m * d.k);
-  if (a.shape.size() > 2) {  // bmm: the rule copies what does not fold
-    d.aux_a = !folds(a, d.batch);
-    d.aux_b = !folds(b, d.batch);
-  }
+  const std::vector<int64_t> batch(op.shape.begin(), op.shape.end() - 2);
+  d.a_of = operand_index(a, batch);
+  d.b_of = operand_index(b, batch);
+  d.batch = static_cast<int64_t>(d.a_of.size());
+  const MatmulCopies copies = matmul_copies(a, b, batch);  // the rule's decision (op_rules)
+  d.aux_a = copies.a;
+  d.aux_b = copies.b;
   d.scratch_a = !d.aux_a && !contiguous(a);
   d.scratch_b = !d.aux_b && !contiguous(b);
   return d;
+}
+
+ViewMap coalesced(const ViewMap& m) {
+  ViewMap out;
+  out.base = m.base;
+  for (std::size_t d = 0; d < m.shape.size(); ++d) {
+    if (m.shape[d] == 1) continue;
+    if (!out.shape.empty() && out.stride.back() == m.stride[d] * m.shape[d]) {
+      out.shape.back() *= m.shape[d];
+      out.stride.back() = m.stride[d];
+    } else {
+      out.shape.push_back(m.shape[d]);
+      out.stride.push_back(m.stride[d]);
+    }
+  }
+  return out;
+}
+
+ViewMap matmul_expanded(const Model& m, int v, std::size_t k) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(k));
+  ViewMap out;
+  out.shape.assign(op.shape.begin(), op.shape.end() - 2);
+  out.shape.push_back(x.shape.at(x.shape.size() - 2));
+  out.shape.push_back(x.shape.back());
+  const std::vector<int64_t> st = layout_of(x);
+  const std::size_t lead = out.shape.size() - x.shape.size();
+  out.stride.assign(out.shape.size(), 0);  // a broadcast dimension reads the same elements again
+  for (std::size_t i = 0; i < x.shape.size(); ++i)
+    if (x.shape[i] == out.shape[lead + i]) out.stride[lead + i] = st[i];
+  return out;
+}
+
+std::vector<int64_t> MatmulDims::a_read() const { return aux_a ? iota_index(batch) : a_of; }
+std::vector<int64_t> MatmulDims::b_read() const { return aux_b ? iota_index(batch) : b_of; }
+
+std::vector<GemmRun> gemm_runs(std::span<const int64_t> x, std::span<const int64_t> y, std::span<const int64_t> z,
+                               bool accumulate) {
+  const std::size_t n = z.size();
+  if (x.size() != n || y.size() != n) throw InternalError("gemm_runs: index lists of different lengths");
+  // Round r holds each z's r-th product, in increasing i: its z are distinct,
+  // so one strided batch may write them together.
+  std::vector<std::size_t> writes(n == 0 ? 0 : static_cast<std::size_t>(*std::max_element(z.begin(), z.end())) + 1, 0);
+  std::vector<std::vector<std::size_t>> rounds;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t r = writes[static_cast<std::size_t>(z[i])]++;
+    if (r == rounds.size()) rounds.emplace_back();
+    rounds[r].push_back(i);
+  }
+  std::vector<GemmRun> runs;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const std::vector<std::size_t>& p = rounds[r];
+    for (std::size_t k = 0; k < p.size();) {
+      const std::size_t i = p[k];
+      GemmRun run{1, x[i], 0, y[i], 0, z[i], 0, accumulate || r > 0};
+      std::size_t j = k + 1;
+      if (j < p.size()) {
+        run.sx = x[p[j]] - x[i];
+        run.sy = y[p[j]] - y[i];
+        run.sz = z[p[j]] - z[i];
+        while (j < p.size() && x[p[j]] - x[p[j - 1]] == run.sx && y[p[j]] - y[p[j - 1]] == run.sy &&
+               z[p[j]] - z[p[j - 1]] == run.sz)
+          ++j;
+        run.count = static_cast<int64_t>(j - k);
+      }
+      runs.push_back(run);
+      k = j;
+    }
+  }
+  return runs;
 }
 
 cpu::ConstOp const_op(OpKind kind) {

@@ -92,18 +92,44 @@ ConcatDims concat_dims(const Model& model, int v);
 // PyTorch's default batch norm epsilon (both backends).
 constexpr float kBatchNormEps = 1e-5f;
 
-// A MatMul as the kernels run it: c (batch, m, n) = a (batch, m, k) · b (batch, k, n),
-// every operand contiguous. An input whose strides cannot be folded to that
-// shape is copied into aux(v) (the copy PyTorch saves: a first, then b),
-// one that folds but is not contiguous into scratch kMatmulA/B.
+// A MatMul as the kernels run it: product i < batch of c (batch, m, n) is
+// a_i (m, k) · b_i (k, n), with torch.matmul's broadcast batch: a_i is matrix
+// a_of[i] of a (in a's own batch, row-major; a broadcast operand repeats
+// matrices), likewise b. An input whose strides cannot be folded to that
+// shape is copied, expanded to the whole batch (matrix i is a_i), into aux(v)
+// (the copy PyTorch saves: a first, then b); one that folds but is not
+// contiguous is gathered, unexpanded, into scratch kMatmulA/B. The gradient of
+// a broadcast operand sums its products' in product order.
 struct MatmulDims {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool aux_a = false, aux_b = false;
   bool scratch_a = false, scratch_b = false;
+  std::vector<int64_t> a_of, b_of;
+  // The matrix of a (b) that product i reads from the tensor the kernel is
+  // handed: i for an aux copy, else a_of[i] (b_of[i]).
+  std::vector<int64_t> a_read() const;
+  std::vector<int64_t> b_read() const;
 };
 MatmulDims matmul_dims(const Model& model, int v);
-// Why the kernels cannot run MatMul v ("" when they can): broadcast batches.
-std::string matmul_problem(const Model& model, int v);
+
+// One strided-batched GEMM of a MatMul: its products j < count read matrix
+// x + j·sx of the left operand and y + j·sy of the right one, and write matrix
+// z + j·sz of the result (distinct for each j: sz != 0 unless count is 1),
+// adding to it when `accumulate`.
+struct GemmRun {
+  int64_t count = 0, x = 0, sx = 0, y = 0, sy = 0, z = 0, sz = 0;
+  bool accumulate = false;
+};
+// Products i (matrices x[i] · y[i] into z[i]) grouped into runs, in rounds:
+// round r holds each z's r-th product (so a broadcast operand's gradient of
+// B·H products onto H matrices is B runs, not B·H), and every product after
+// a z's first adds to it. Each z thus sums its products in increasing i on
+// every backend (deterministic: recomputation stays bitwise identical);
+// `accumulate` makes the first write of each z add too.
+std::vector<GemmRun> gemm_runs(std::span<const int64_t> x, std::span<const int64_t> y, std::span<const int64_t> z,
+                               bool accumulate);
+// 0, 1, ..., n - 1: the products' own index (the result, or its gradient).
+std::vector<int64_t> iota_index(int64_t n);
 
 // A *Const or MaskedFill op's constant as the kernels read it: the values
 // (MulConst, DivConst, a fixed AddConst: f32) or the mask (MaskedFill: one
@@ -125,6 +151,15 @@ struct ViewMap {
 ViewMap view_map(const Model& model, int v);
 // Element offset of view v's first element in its storage (0 for an owner).
 int64_t storage_offset(const Model& model, int v);
+// Input k of MatMul v expanded to the product's batch (its own last two
+// dimensions kept; a broadcast dimension has stride 0), in its storage's
+// element strides: the elements of its aux copy, in order.
+ViewMap matmul_expanded(const Model& model, int v, std::size_t k);
+// The same elements in the same order in as few dimensions as the strides
+// allow: size-1 dimensions dropped, a dimension merged into the one before it
+// when one stride walks both (stride[d-1] == stride[d]·shape[d]; two repeats,
+// stride 0, included). The CUDA kernels take maps of rank 8 at most.
+ViewMap coalesced(const ViewMap& m);
 // Calls f(view_index, input_index) for every element of the map, in the view's order.
 template <class F>
 void for_each_mapped(const ViewMap& m, F f) {

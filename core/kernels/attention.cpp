@@ -48,14 +48,19 @@ void check_mask(int64_t n, int64_t mask_n) {
 
 }  // namespace
 
-void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a,
-         bool trans_b, bool accumulate) {
+void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool trans_a, bool trans_b, bool accumulate, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
   for (int64_t i = 0; i < batch; ++i) {
-    const Mat C(c + i * m * n, m, n);
-    with_op(a + i * m * k, m, k, trans_a, [&](const auto& A) {
-      with_op(b + i * k * n, k, n, trans_b, [&](const auto& B) { gemm_into(C, A, B, accumulate); });
+    const Mat C(c + i * stride_c, m, n);
+    with_op(a + i * stride_a, m, k, trans_a, [&](const auto& A) {
+      with_op(b + i * stride_b, k, n, trans_b, [&](const auto& B) { gemm_into(C, A, B, accumulate); });
     });
   }
+}
+
+void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a,
+         bool trans_b, bool accumulate) {
+  gemm_strided(a, b, c, batch, m, n, k, trans_a, trans_b, accumulate, m * k, k * n, m * n);
 }
 
 void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch, int64_t m,

@@ -147,6 +147,10 @@ void global_avgpool_bwd(const float* dy, float* dx, int64_t nc, int64_t hw, bool
 // transposed in its last two axes (trans_a: a is stored (batch, k, m)).
 void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k, bool trans_a,
          bool trans_b, bool accumulate);
+// The same with batch strides in floats (0: one matrix for every product),
+// the products done in order: c_i = or += op(a + i·stride_a) · op(b + i·stride_b).
+void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool trans_a, bool trans_b, bool accumulate, int64_t stride_a, int64_t stride_b, int64_t stride_c);
 // Backward of c = op(a)·op(b): da = or += dc·op(b)ᵀ (into a's stored layout), db likewise.
 // da or db may be null.
 void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch, int64_t m,

@@ -181,13 +181,13 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
 
 // Views: nothing to compute forward (the executor aliases the storage); the
 // backward adds G(view) back through the view's map. An Expand's map sends
-// several elements to one (stride 0), which a kernel would have to sum with
-// atomics in no fixed order: CPU only for now.
+// several elements to one (stride 0): each input element sums its own, in the
+// view's order (expand_bwd), rather than atomics in no fixed order.
 // x's elements in logical order into `dst`, whatever x's strides.
+// Maps go to the kernels coalesced: rank 8 at most there, any rank here.
 void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
-  const std::vector<int64_t> st = layout_of(x);
-  const std::vector<int64_t> shape(x.shape.begin(), x.shape.end());
-  strided_copy(src, dst, shape.data(), st.data(), static_cast<int>(shape.size()), s.stream);
+  const ViewMap m = coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0});
+  strided_copy(src, dst, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
 }
 void fwd_reshape(CudaOpState& s, const OpCall& c) {
   if (!c.op.view) gather(s, c.in_op(0), c.in(0), c.out());
@@ -198,41 +198,63 @@ void bwd_reshape(CudaOpState& s, const OpCall& c) {
 void fwd_view(CudaOpState&, const OpCall&) {}
 void bwd_view(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
-  if (c.op.kind == OpKind::Expand)
-    throw InputError(op_label(c.model, c.v) + ": the cuda backend cannot run the backward of an Expand yet (the cpu backend can)");
-  const ViewMap m = view_map(c.model, c.v);
+  const ViewMap m = coalesced(view_map(c.model, c.v));
   const int64_t n = c.in_op(0).numel();
+  if (c.op.kind == OpKind::Expand) {  // several view elements per input element: summed in view order
+    expand_bwd(c.dy(), c.dx(0), m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), n, c.acc(0),
+               s.stream);
+    return;
+  }
   // A Slice leaves the rest of the input without gradient.
   if (!c.acc(0)) CUDA_CHECK_THROW(cudaMemsetAsync(c.dx(0), 0, 4 * static_cast<size_t>(n), s.stream));
   strided_add(c.dy(), c.dx(0) + m.base, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
 }
 
 // MatMul: operands made contiguous where op_exec's matmul_dims says (aux:
-// the copy PyTorch saves, made by the forward; scratch: made each time), then
-// cuBLAS strided-batched GEMMs.
+// the copy PyTorch saves, expanded to the batch, made by the forward;
+// scratch: gathered each time), then cuBLAS strided-batched GEMMs over
+// gemm_runs' runs (a broadcast operand: batch stride 0). Stream order makes
+// the runs that add into a broadcast operand's gradient sum in product order.
 float* operand_copy(CudaOpState& s, const OpCall& c, const MatmulDims& d, std::size_t k) {
   const bool in_aux = k == 0 ? d.aux_a : d.aux_b;
   if (in_aux) return c.aux() + (k == 1 && d.aux_a ? d.batch * d.m * d.k : 0);
   const bool in_scratch = k == 0 ? d.scratch_a : d.scratch_b;
   return in_scratch ? s.scratch[k == 0 ? kMatmulA : kMatmulB] : nullptr;
 }
-const float* operand(CudaOpState& s, const OpCall& c, std::size_t k, float* copy) {
+const float* operand(CudaOpState& s, const OpCall& c, std::size_t k, float* copy, bool in_aux) {
   if (!copy) return c.in(k);
-  gather(s, c.in_op(k), c.in(k), copy);
+  if (!in_aux) {
+    gather(s, c.in_op(k), c.in(k), copy);
+    return copy;
+  }
+  const ViewMap m = coalesced(matmul_expanded(c.model, c.v, k));
+  strided_copy(c.in(k), copy, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
   return copy;
+}
+void run_gemms(CudaOpState& s, const std::vector<GemmRun>& runs, const float* x, const float* y, float* z, int64_t m,
+               int64_t n, int64_t k, bool tx, bool ty) {
+  const int64_t xs = m * k, ys = k * n, zs = m * n;
+  for (const GemmRun& r : runs)
+    gemm_strided(x + r.x * xs, y + r.y * ys, z + r.z * zs, r.count, m, n, k, tx, ty, r.accumulate, r.sx * xs,
+                 r.sy * ys, r.sz * zs, s.cublas, s.stream);
 }
 void fwd_matmul(CudaOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
-  const float* a = operand(s, c, 0, operand_copy(s, c, d, 0));
-  const float* b = operand(s, c, 1, operand_copy(s, c, d, 1));
-  bmm(a, b, c.out(), d.batch, d.m, d.n, d.k, false, false, false, s.cublas, s.stream);
+  const float* a = operand(s, c, 0, operand_copy(s, c, d, 0), d.aux_a);
+  const float* b = operand(s, c, 1, operand_copy(s, c, d, 1), d.aux_b);
+  run_gemms(s, gemm_runs(d.a_read(), d.b_read(), iota_index(d.batch), false), a, b, c.out(), d.m, d.n, d.k, false,
+            false);
 }
 void bwd_matmul(CudaOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
-  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(s, c, 0, operand_copy(s, c, d, 0));
-  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(s, c, 1, operand_copy(s, c, d, 1));
-  bmm_bwd(a, b, c.dy(), c.dx(0), c.dx(1), d.batch, d.m, d.n, d.k, false, false, c.acc(0), c.acc(1), s.cublas,
-          s.stream);
+  const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(s, c, 0, operand_copy(s, c, d, 0), false);
+  const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(s, c, 1, operand_copy(s, c, d, 1), false);
+  const std::vector<int64_t> each = iota_index(d.batch);
+  // As the CPU's bwd_matmul: da_i = dc_i · b_iᵀ, db_i = a_iᵀ · dc_i.
+  if (c.dx(0))
+    run_gemms(s, gemm_runs(each, d.b_read(), d.a_of, c.acc(0)), c.dy(), b, c.dx(0), d.m, d.k, d.n, false, true);
+  if (c.dx(1))
+    run_gemms(s, gemm_runs(d.a_read(), each, d.b_of, c.acc(1)), a, c.dy(), c.dx(1), d.k, d.n, d.m, true, false);
 }
 
 // *Const, MaskedFill, Embedding: as the CPU's entries (cpu_ops.cpp).

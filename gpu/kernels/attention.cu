@@ -93,6 +93,16 @@ void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int
   gemm_batched(a, b, c, batch, m, n, k, trans_a, trans_b, accumulate, cublas, stream);
 }
 
+void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool trans_a, bool trans_b, bool accumulate, int64_t stride_a, int64_t stride_b,
+                  int64_t stride_c, cublasHandle_t cublas, cudaStream_t stream) {
+  detail::check_sizes("gemm_strided", {batch, m, n, k, stride_a, stride_b, stride_c});
+  if (batch > 1 && stride_c == 0)
+    throw std::invalid_argument("gemm_strided: several products into one matrix (stride_c 0) would race");
+  detail::gemm_rm(a, b, c, batch, m, n, k, trans_a, trans_b, accumulate ? 1.0f : 0.0f, cublas, stream, stride_a,
+                  stride_b, stride_c);
+}
+
 // c = op(a)·op(b), dc (m, n):
 //   d op(a) = dc·op(b)ᵀ (m, k): a stored (m, k): da = dc·op(b)ᵀ; stored (k, m): da = op(b)·dcᵀ.
 //   d op(b) = op(a)ᵀ·dc (k, n): b stored (k, n): db = op(a)ᵀ·dc; stored (n, k): db = dcᵀ·op(a).

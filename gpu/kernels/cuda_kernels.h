@@ -183,6 +183,11 @@ void bmm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int
 void bmm_bwd(const float* a, const float* b, const float* dc, float* da, float* db, int64_t batch,
              int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, bool accumulate_a,
              bool accumulate_b, cublasHandle_t cublas, cudaStream_t stream);
+// bmm with batch strides in floats (0: one matrix for every product), as the
+// CPU's gemm_strided; the c matrices must be distinct (stride_c != 0 unless batch is 1).
+void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  bool trans_a, bool trans_b, bool accumulate, int64_t stride_a, int64_t stride_b,
+                  int64_t stride_c, cublasHandle_t cublas, cudaStream_t stream);
 void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols, cudaStream_t stream);
 void softmax_bwd(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols,
                  bool accumulate, cudaStream_t stream);
@@ -208,6 +213,12 @@ void strided_copy(const float* src, float* dst, const int64_t* shape, const int6
 // gradient onto its input; the map must be one to one (no stride 0).
 void strided_add(const float* src, float* dst, const int64_t* shape, const int64_t* stride, int rank,
                  cudaStream_t stream);
+// dx (n_in, the Expand's input in row-major order) = or += the sum of the dy
+// elements (the view's shape, row-major) that the view's map (shape/stride,
+// host arrays, rank <= 8, stride 0 where it repeats) sends to each, added in
+// increasing view order: the CPU's bits, with no atomics.
+void expand_bwd(const float* dy, float* dx, const int64_t* shape, const int64_t* stride, int rank, int64_t n_in,
+                bool accumulate, cudaStream_t stream);
 // idx is a device array; an index out of [0, vocab) gives a NaN row (a kernel
 // cannot throw; NaN cannot go unnoticed), where the CPU throws.
 void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, int64_t dim,

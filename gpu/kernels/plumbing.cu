@@ -63,6 +63,41 @@ __global__ void strided_add_kernel(const float* src, float* dst, int64_t n, Stri
   }
 }
 
+// An Expand's backward without atomics: thread j owns input element j and
+// adds, in increasing view order, every dy element the view maps onto it
+// (l: the view's shape, and per dimension its stride in the input, 0 where it
+// repeats). Starting from dx[j] (accumulate) or 0 and adding in that order is
+// the CPU's loop exactly, so both give the same bits.
+__global__ void expand_bwd_kernel(const float* dy, float* dx, int64_t n_in, StridedLayout l, bool accumulate) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n_in;
+       j += int64_t{gridDim.x} * blockDim.x) {
+    // The view element with j's index along the kept dimensions and 0 along
+    // the repeated ones, and the view's row-major strides.
+    int64_t first = 0, vstride[kMaxStridedRank], span = 1;
+    for (int d = l.rank - 1; d >= 0; --d) {
+      vstride[d] = span;
+      if (l.stride[d] != 0) first += (j / l.stride[d]) % l.shape[d] * span;
+      span *= l.shape[d];
+    }
+    float acc = accumulate ? dx[j] : 0.0f;
+    int64_t idx[kMaxStridedRank] = {};
+    int64_t at = first;
+    for (;;) {
+      acc += dy[at];
+      int d = l.rank - 1;  // odometer over the repeated dimensions, the last fastest
+      for (; d >= 0; --d) {
+        if (l.stride[d] != 0 || l.shape[d] == 1) continue;
+        at += vstride[d];
+        if (++idx[d] < l.shape[d]) break;
+        at -= vstride[d] * l.shape[d];
+        idx[d] = 0;
+      }
+      if (d < 0) break;
+    }
+    dx[j] = acc;
+  }
+}
+
 // y (n, dim) = table[idx] (NaN rows for an index out of range).
 template <typename Index>
 __global__ void embedding_fwd_kernel(const float* table, const Index* idx, float* y, int64_t n,
@@ -182,6 +217,16 @@ void strided_add(const float* src, float* dst, const int64_t* shape, const int64
       throw std::invalid_argument("strided_add: stride 0 sends several elements to one (an expand)");
   if (n == 0) return;
   strided_add_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(src, dst, n, l);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void expand_bwd(const float* dy, float* dx, const int64_t* shape, const int64_t* stride, int rank, int64_t n_in,
+                bool accumulate, cudaStream_t stream) {
+  int64_t n = 0;
+  const StridedLayout l = layout("expand_bwd", shape, stride, rank, n);
+  detail::check_sizes("expand_bwd", {n_in});
+  if (n_in == 0) return;
+  expand_bwd_kernel<<<detail::grid_for(n_in), kBlock, 0, stream>>>(dy, dx, n_in, l, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

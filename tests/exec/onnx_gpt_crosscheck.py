@@ -77,44 +77,71 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def main():
-    remat = sys.argv[1]
-    torch.manual_seed(5)
+def strategy_failures(remat, path):
+    """`remat run --strategy all` on the model file: what differs from
+    store-all (loss, gradient hash) or from the prediction (tracked peak), as
+    messages; None (said why) when the run itself failed."""
+    r = subprocess.run([remat, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print("remat run failed:", r.returncode, r.stderr)
+        return None
+    runs = json.loads(r.stdout)["strategies"]
+    failures = []
+    base = next(s for s in runs if s["name"] == "store-all")
+    for s in runs:
+        if s["status"] != "ok":
+            failures.append(f"{s['name']}: status {s['status']}")
+        elif s["grad_hash"] != base["grad_hash"] or s["loss"] != base["loss"] or not s["matches_store_all"]:
+            failures.append(f"{s['name']}: loss {s['loss']} hash {s['grad_hash']}, store-all {base['loss']} {base['grad_hash']}")
+        elif s["tracked_peak_bytes"] != s["predicted_peak_bytes"]:
+            failures.append(f"{s['name']}: tracked {s['tracked_peak_bytes']} != predicted {s['predicted_peak_bytes']}")
+    print(f"{len(runs)} strategies:", ", ".join(s["name"] for s in runs))
+    return failures
+
+
+def crosscheck(remat, path, strategy):
+    """torch_crosscheck.py on the model file: True when autograd agrees."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
+                           "--model", path, "--strategy", strategy]).returncode == 0
+
+
+def export_and_check(remat, module, example, name, input_name, strategy, check_ops):
+    """Exports `module` to ONNX in training mode, runs every strategy on the
+    file (strategy_failures), hands the imported graph's ops to check_ops (it
+    returns failure messages) and cross-checks `strategy` against autograd:
+    the exit status."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "gpt2_like.onnx")
-        torch.onnx.export(GPT().train(), torch.randint(0, V, (B, T)), path, training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=13, input_names=["idx"], output_names=["logits"])
-        r = subprocess.run([remat, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--json"],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            print("remat run failed:", r.returncode, r.stderr)
+        path = os.path.join(tmp, name + ".onnx")
+        torch.onnx.export(module, example, path, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False, opset_version=13, input_names=[input_name],
+                          output_names=["logits"])
+        failures = strategy_failures(remat, path)
+        if failures is None:
             return 1
-        runs = json.loads(r.stdout)["strategies"]
-        failures = []
-        # Each torch Linear has a bias parameter exactly when remat's does
-        # (lm_head has none: a zero one would still learn).
-        written = os.path.join(tmp, "gpt2_like.json")
+        written = os.path.join(tmp, name + ".json")
         subprocess.run([remat, "model", "--model", path, "--write", written], check=True, capture_output=True)
-        linears = [op for op in json.load(open(written))["ops"] if op["kind"] == "Linear"]
-        remat_biases = [op.get("bias", True) for op in linears]
-        torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
-        if sorted(remat_biases) != sorted(torch_biases):
-            failures.append(f"Linear biases: remat {remat_biases}, torch {torch_biases}")
-        base = next(s for s in runs if s["name"] == "store-all")
-        for s in runs:
-            if s["status"] != "ok":
-                failures.append(f"{s['name']}: status {s['status']}")
-            elif s["grad_hash"] != base["grad_hash"] or s["loss"] != base["loss"] or not s["matches_store_all"]:
-                failures.append(f"{s['name']}: loss {s['loss']} hash {s['grad_hash']}, store-all {base['loss']} {base['grad_hash']}")
-            elif s["tracked_peak_bytes"] != s["predicted_peak_bytes"]:
-                failures.append(f"{s['name']}: tracked {s['tracked_peak_bytes']} != predicted {s['predicted_peak_bytes']}")
-        print(f"{len(runs)} strategies:", ", ".join(s["name"] for s in runs))
+        failures += check_ops(json.load(open(written))["ops"])
         for f in failures:
             print("FAIL", f)
-        here = os.path.dirname(os.path.abspath(__file__))
-        check = subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
-                                "--model", path, "--strategy", "sqrt"]).returncode
-        return 1 if failures or check != 0 else 0
+        return 1 if failures or not crosscheck(remat, path, strategy) else 0
+
+
+def check_biases(ops):
+    """Each torch Linear has a bias parameter exactly when remat's does
+    (lm_head has none: a zero one would still learn)."""
+    remat_biases = [op.get("bias", True) for op in ops if op["kind"] == "Linear"]
+    torch_biases = [m.bias is not None for m in GPT().modules() if isinstance(m, nn.Linear)]
+    if sorted(remat_biases) != sorted(torch_biases):
+        return [f"Linear biases: remat {remat_biases}, torch {torch_biases}"]
+    return []
+
+
+def main():
+    torch.manual_seed(5)
+    return export_and_check(sys.argv[1], GPT().train(), torch.randint(0, V, (B, T)), "gpt2_like", "idx", "sqrt",
+                            check_biases)
 
 
 if __name__ == "__main__":

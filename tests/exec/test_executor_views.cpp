@@ -2,6 +2,7 @@
 // bytes, no copy), aux(v) lives from fwd v to its free, and the tracked bytes
 // equal the simulator's count after every instruction.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 #include "core/exec/forwarding_backend.h"
 #include "core/io/json_model.h"
 #include "core/model_source.h"
+#include "core/op_layout.h"
 #include "core/op_rules.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -25,6 +27,7 @@ using testing::schedule_of;
 const std::string kViewsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/views_small.json";
 // Its cross-entropy keeps log-probabilities in aux (a capture of PyTorch's).
 const std::string kCeLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_keeps_logp.json";
+const std::string kBroadcastMatmulModel = std::string(REMAT_EXEC_TEST_MODELS) + "/broadcast_matmul.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public ForwardingBackend {
@@ -88,12 +91,15 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 }
 
 // The GPT: its MatMuls keep contiguous copies of the strided q, kᵀ and v in aux.
+// broadcast_matmul: torch.matmul's broadcast batches, copied into aux or read
+// in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp"};
+  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
-                         ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel),
+                         ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
+                                           kBroadcastMatmulModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own
@@ -142,6 +148,88 @@ TEST(Executor, CrossEntropyKeepingLogProbsMatchesTheOneKeepingLogits) {
   }
 }
 
+// What each broadcast MatMul of broadcast_matmul.json copies, derived from
+// PyTorch's matmul: expand, then reshape to (batch, rows, cols) for bmm,
+// which copies unless the expanded strides fold; the copy is saved (aux).
+TEST(BroadcastMatMul, CopiesAndProductsFollowTorchMatmul) {
+  const Model m = load_model(kBroadcastMatmulModel);
+  const auto floats = [](int64_t n) { return 4 * static_cast<uint64_t>(n); };
+  // q (2,2,3,4) @ k (1,2,4,3): k expanded to (2,2,4,3) has strides (0,12,3,1),
+  // which cannot fold batch 2·2 into one stride: a copy of 2·2·4·3 floats.
+  EXPECT_EQ(m.op(6).aux_bytes, floats(2 * 2 * 4 * 3));
+  MatmulDims d = matmul_dims(m, 6);
+  EXPECT_EQ(d.batch, 4);
+  EXPECT_FALSE(d.aux_a);
+  EXPECT_TRUE(d.aux_b);
+  EXPECT_EQ(d.a_of, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(d.b_of, (std::vector<int64_t>{0, 1, 0, 1}));  // k's head h for product (b, h)
+  // att (2,2,3,3) @ v (2,3,4), v's missing batch dimension: a copy of 2·2·3·4.
+  EXPECT_EQ(m.op(11).aux_bytes, floats(2 * 2 * 3 * 4));
+  EXPECT_EQ(matmul_dims(m, 11).b_of, (std::vector<int64_t>{0, 1, 0, 1}));
+  // o (2,2,3,4) @ w.T (4,3): one mm of (12, 4) @ (4, 3), w.T saved as it is
+  // (mm reads any strides) and gathered into scratch for the kernels.
+  EXPECT_EQ(m.op(16).aux_bytes, 0u);
+  d = matmul_dims(m, 16);
+  EXPECT_FALSE(d.aux_a || d.aux_b);
+  EXPECT_TRUE(d.scratch_b);
+  EXPECT_EQ(d.b_of, (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(op_scratch(m, 16)[kMatmulB], 12);  // w.T's own 4·3 floats, not expanded
+  // u.T (2,3) @ p (2,2,3,3): u.T expanded has strides (0,0,1,2): folds to
+  // (4,2,3) with batch stride 0, so no copy; it is not contiguous: scratch.
+  EXPECT_EQ(m.op(21).aux_bytes, 0u);
+  d = matmul_dims(m, 21);
+  EXPECT_FALSE(d.aux_a);
+  EXPECT_TRUE(d.scratch_a);
+  EXPECT_EQ(d.a_of, (std::vector<int64_t>{0, 0, 0, 0}));
+  // r (2,1,2,2) @ s (2,2,2,3): r expanded has strides (4,0,2,1): batch 2·2
+  // does not fold, a copy of 2·2·2·2; product (b, h) reads r's matrix b.
+  EXPECT_EQ(m.op(24).aux_bytes, floats(2 * 2 * 2 * 2));
+  d = matmul_dims(m, 24);
+  EXPECT_TRUE(d.aux_a);
+  EXPECT_EQ(d.a_of, (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(d.a_read(), (std::vector<int64_t>{0, 1, 2, 3}));  // the expanded copy
+  // Each saved tensor is the input itself where it was not copied.
+  EXPECT_EQ(std::vector<int>(m.op(6).saved.begin(), m.op(6).saved.end()), (std::vector<int>{2}));
+  EXPECT_EQ(std::vector<int>(m.op(21).saved.begin(), m.op(21).saved.end()), (std::vector<int>{20, 16}));
+}
+
+// The runs of GEMMs a MatMul's products group into, by hand.
+TEST(BroadcastMatMul, GemmRunsSumABroadcastGradientInProductOrder) {
+  const std::vector<int64_t> each = {0, 1, 2, 3}, heads = {0, 1, 0, 1}, one = {0, 0, 0, 0};
+  const auto same = [](const GemmRun& r, std::array<int64_t, 7> f, bool acc) {
+    return r.count == f[0] && r.x == f[1] && r.sx == f[2] && r.y == f[3] && r.sy == f[4] && r.z == f[5] &&
+           r.sz == f[6] && r.accumulate == acc;
+  };
+  // Forward of (B=2,H=2) @ (1,H): two strided runs, b's step breaks at b = 1.
+  auto r = gemm_runs(each, heads, each, false);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(same(r[0], {2, 0, 1, 0, 1, 0, 1}, false));
+  EXPECT_TRUE(same(r[1], {2, 2, 1, 0, 1, 2, 1}, false));
+  // Its gradient onto the broadcast operand: batch 1 adds to batch 0's.
+  r = gemm_runs(each, each, heads, false);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(same(r[0], {2, 0, 1, 0, 1, 0, 1}, false));
+  EXPECT_TRUE(same(r[1], {2, 2, 1, 2, 1, 0, 1}, true));
+  // One matrix for every product: one write, then three adds in order, each
+  // its own run (a strided batch may not write one matrix twice).
+  r = gemm_runs(each, each, one, false);
+  ASSERT_EQ(r.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i)
+    EXPECT_TRUE(same(r[i], {1, static_cast<int64_t>(i), 0, static_cast<int64_t>(i), 0, 0, 0}, i > 0)) << i;
+  // (B=2,1) @ (B,H=2): product (b, h) reads a's matrix b. Its gradient goes
+  // in rounds, each a's matrices once: (0,0),(1,0) then (0,1),(1,1), which
+  // adds, so each matrix still sums its products in increasing order.
+  const std::vector<int64_t> rows = {0, 0, 1, 1};
+  r = gemm_runs(each, each, rows, false);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(same(r[0], {2, 0, 2, 0, 2, 0, 1}, false));
+  EXPECT_TRUE(same(r[1], {2, 1, 2, 1, 2, 0, 1}, true));
+  // Asked to accumulate: every write adds.
+  r = gemm_runs(each, one, each, true);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(same(r[0], {4, 0, 1, 0, 0, 0, 1}, true));
+}
+
 // The maps a view's backward scatters through, derived by hand: element i of
 // the view is element base + Σ index·stride of its input.
 TEST(ViewMap, SliceTransposeAndExpandPointWhereTheirDefinitionsSay) {
@@ -165,6 +253,35 @@ TEST(ViewMap, SliceTransposeAndExpandPointWhereTheirDefinitionsSay) {
     at.push_back(a);
   });
   EXPECT_EQ(at, (std::vector<int64_t>{5, 8, 6, 9}));
+}
+
+// Coalescing merges only what one stride walks, so every map reads the same
+// elements in the same order in fewer dimensions (what the CUDA kernels get).
+TEST(ViewMap, CoalescedReadsTheSameElementsInTheSameOrder) {
+  const auto order = [](const ViewMap& m) {
+    std::vector<int64_t> at;
+    for_each_mapped(m, [&](int64_t, int64_t a) { at.push_back(a); });
+    return at;
+  };
+  const std::vector<int64_t> ten = {2, 1, 2, 1, 2, 1, 2, 1, 2, 3};
+  const struct {
+    ViewMap in;
+    std::vector<int64_t> shape, stride;
+  } cases[] = {
+      {{{2, 1, 3, 4}, {12, 7, 4, 1}, 5}, {24}, {1}},               // contiguous (a size-1 dim's stride is moot)
+      {{{4, 3, 5, 2}, {0, 2, 0, 1}, 0}, {4, 3, 5, 2}, {0, 2, 0, 1}},  // repeats between kept dims: nothing merges
+      {{{2, 3, 4}, {0, 0, 1}, 0}, {6, 4}, {0, 1}},                  // two repeats in a row are one
+      {{{2, 4, 3}, {12, 1, 4}, 0}, {2, 4, 3}, {12, 1, 4}},           // a transpose stays as it is
+      {{{2, 4, 4}, {36, 9, 2}, 1}, {8, 4}, {9, 2}},  // views_small's stepped Slice: all channels, so 36 = 9·4
+      {{ten, contiguous_strides(ten), 0}, {96}, {1}},                // rank 10, over the kernels' 8
+  };
+  for (const auto& c : cases) {
+    const ViewMap m = coalesced(c.in);
+    EXPECT_EQ(m.shape, c.shape);
+    EXPECT_EQ(m.stride, c.stride);
+    EXPECT_EQ(m.base, c.in.base);
+    EXPECT_EQ(order(m), order(c.in));
+  }
 }
 
 TEST(Executor, AKernelFedANonContiguousViewIsRefusedWithTheOpsNamed) {

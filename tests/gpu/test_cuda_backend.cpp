@@ -20,6 +20,7 @@
 #include "tests/gpu/require_cuda.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/same_result.h"
+#include "core/model_source.h"
 
 namespace remat {
 namespace {
@@ -77,11 +78,20 @@ TEST(CudaBackendFactory, NullReasonPointerIsAllowed) {
 bool close(float a, float b) { return std::fabs(a - b) <= 1e-3f * (1.0f + std::fabs(b)); }
 
 class CudaStrategies : public ::testing::TestWithParam<std::string> {};
+const std::string kModels = REMAT_EXEC_TEST_MODELS;
+// "chain_12_256" for a preset, the file's stem for a model file.
+std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  if (const auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1, s.rfind('.') - slash - 1);
+  for (char& c : s)
+    if (c == ':') c = '_';
+  return s;
+}
 
 TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
   REQUIRE_CUDA();
   Backend& gpu = *device().backend;
-  const Model m = make_preset(GetParam());
+  const Model m = load_model(GetParam());
   CpuBackend cpu;
   const ExecResult ref = execute(m, schedule_of(m, "store-all"), cpu, quick());
   ASSERT_TRUE(ref.ok()) << ref.message;
@@ -138,12 +148,12 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                          ::testing::Values("chain:12:256", "mlp:4:64:8", "transformer:2:32:8:2",
                                            "resnet:10:4:64:4:5",
                                            // Embedding, learned positions, bmm on aux copies, mask, views' backward
-                                           "gpt:2:32:4:16:2:f32:64"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s) if (c == ':') c = '_';
-                           return s;
-                         });
+                                           "gpt:2:32:4:16:2:f32:64",
+                                           // torch.matmul's broadcast batches: stride-0 runs, summed gradients
+                                           kModels + "/broadcast_matmul.json",
+                                           // every view kind's backward, Expand's sum included
+                                           kModels + "/views_small.json"),
+                         case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {
   REQUIRE_CUDA();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -280,6 +281,27 @@ TEST_F(GpuCnnKernels, BatchedMatmulMatchesCpuInEveryLayout) {
     }
 }
 
+// Batch strides as a broadcast MatMul's runs use them: b one matrix for every
+// product (stride 0), c written at a stride larger than a matrix, and a
+// second run adding into the same c matrices (beta 1).
+TEST_F(GpuCnnKernels, StridedGemmWithStrideZeroMatchesCpu) {
+  const int64_t batch = 3, m = 5, n = 7, k = 4, sc = m * n + 3;
+  const Vec a = random_vec(batch * m * k, 46), b = random_vec(k * n, 47);
+  const Vec c0 = random_vec(batch * sc, 48);
+  Vec c = c0;
+  const Dev a_d(a), b_d(b), c_d(c0);
+  for (const bool accumulate : {false, true}) {
+    cpu::gemm_strided(a.data(), b.data(), c.data(), batch, m, n, k, false, false, accumulate, m * k, 0, sc);
+    gpu::gemm_strided(a_d.get(), b_d.get(), c_d.get(), batch, m, n, k, false, false, accumulate, m * k, 0, sc,
+                      cublas_, stream_);
+  }
+  // The gaps between the c matrices are untouched on both.
+  expect_close(c_d.fetch(), c, kTol, "strided gemm c");
+  EXPECT_THROW(gpu::gemm_strided(a_d.get(), b_d.get(), c_d.get(), batch, m, n, k, false, false, true, m * k, 0, 0,
+                                 cublas_, stream_),
+               std::invalid_argument);
+}
+
 TEST_F(GpuCnnKernels, SoftmaxScaleAndCausalMaskMatchCpu) {
   const int64_t heads = 4, t = 9, n = heads * t * t;
   std::vector<uint8_t> mask(t * t);
@@ -371,6 +393,28 @@ TEST_F(GpuCnnKernels, ConstantsInt64IdsAndStridedCopiesMatchCpu) {
   expect_bitwise(got_d.fetch(), want, "strided copy");
   gpu::strided_add(got_d.get(), back_d.get(), shape, stride, 3, stream_);
   expect_bitwise(back_d.fetch(), t, "strided add: the transpose's gradient lands where it came from");
+}
+
+// x (3, 1, 2) expanded to (4, 3, 5, 2): the view repeats x over a new leading
+// dimension and its size-1 middle one, strides (0, 2, 0, 1) into x. Each x
+// element's gradient is the sum of its 20 copies', added in view order as the
+// CPU's loop adds them: the same bits, with or without a gradient already there.
+TEST_F(GpuCnnKernels, ExpandBackwardSumsInViewOrderBitwiseAsTheCpu) {
+  const int64_t shape[] = {4, 3, 5, 2}, stride[] = {0, 2, 0, 1};
+  const int64_t n_in = 6, n = 4 * 3 * 5 * 2;
+  const Vec dy = random_vec(n, 69);
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(n_in, 70) : nan_vec(n_in);
+    Vec want(n_in);
+    for (int64_t j = 0; j < n_in; ++j) want[j] = accumulate ? dx0[j] : 0.0f;
+    for (int64_t a = 0; a < 4; ++a)
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t r = 0; r < 5; ++r)
+          for (int64_t e = 0; e < 2; ++e) want[c * 2 + e] += dy[((a * 3 + c) * 5 + r) * 2 + e];
+    const Dev dy_d(dy), dx_d(dx0);
+    gpu::expand_bwd(dy_d.get(), dx_d.get(), shape, stride, 4, n_in, accumulate, stream_);
+    expect_bitwise(dx_d.fetch(), want, accumulate ? "expand dx (accumulated)" : "expand dx");
+  }
 }
 
 TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {

@@ -102,6 +102,30 @@ TEST_P(BmmTest, BackwardMatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, BmmTest, testing::ValuesIn(bmm_cases()), bmm_name);
 
+// A broadcast MatMul's run: every product reads the one b (stride 0), a
+// transposed; c matrices sit 3 floats apart and the gaps keep their values;
+// a second call with accumulate adds the same products again.
+TEST(GemmStrided, StrideZeroOperandAndGappedResult) {
+  const int64_t batch = 3, m = 4, n = 5, k = 6, sc = m * n + 3;
+  const auto a = random_floats(batch * m * k, 92), b = random_floats(k * n, 93);
+  const std::vector<float> c0 = garbage(batch * sc);
+  std::vector<float> c = c0;
+  gemm_strided(a.data(), b.data(), c.data(), batch, m, n, k, true, false, false, m * k, 0, sc);
+  std::vector<float> twice = c;
+  gemm_strided(a.data(), b.data(), twice.data(), batch, m, n, k, true, false, true, m * k, 0, sc);
+  for (int64_t t = 0; t < batch; ++t) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = 0.0;  // a_t stored (k, m): element (i, l) at l·m + i
+        for (int64_t l = 0; l < k; ++l) ref += double(a[t * m * k + l * m + i]) * double(b[l * n + j]);
+        const int64_t at_c = t * sc + i * n + j;
+        EXPECT_NEAR(c[at_c], ref, 1e-5 * (1 + std::abs(ref))) << t << "," << i << "," << j;
+        EXPECT_NEAR(twice[at_c], 2 * ref, 2e-5 * (1 + std::abs(ref))) << t << "," << i << "," << j;
+      }
+    for (int64_t g = m * n; g < sc && t * sc + g < batch * sc; ++g) EXPECT_EQ(c[t * sc + g], c0[t * sc + g]);
+  }
+}
+
 std::vector<double> softmax_ref(const std::vector<double>& x, int64_t rows, int64_t cols) {
   std::vector<double> y(x.size());
   for (int64_t r = 0; r < rows; ++r) {
