@@ -84,7 +84,9 @@ std::string InstructionCaption::text(std::size_t t) const {
     case InstrKind::CompressF16:
     case InstrKind::CompressInt8:
       return "compressing " + name(v) + " to " + std::string(packing_name(packing_of(ins.kind))) +
-             ": the checkpoint waits for its recompute at the smaller size";
+             ": the checkpoint waits for its recompute in " +
+             std::to_string(packed_bytes(op.bytes, packing_of(ins.kind))) + " B instead of " +
+             std::to_string(op.bytes) + " B";
     case InstrKind::Decompress:
       return "decompressing " + name(v) + " for the recompute that reads it (its values carry the rounding)";
     case InstrKind::FreePacked:

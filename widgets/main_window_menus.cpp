@@ -168,7 +168,9 @@ void MainWindow::showPictureHelp() {
       this, tr("What the picture shows"),
       tr("<p>The top row holds the forward activations (circles), the bottom row their gradients and backward steps "
          "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed; a cross-hatched one "
-         "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow).</p>"
+         "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow); a yellow one with a "
+         "small blue core is held only as its compressed copy (smaller, decompressed before the recompute that "
+         "reads it).</p>"
          "<ul>%1</ul><p>Arrows go from the running instruction to the tensors it reads (highlighted). The readout "
          "gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the peak. "
          "View › Side by side plays up to three strategies at the same phase of the step.</p>")
