@@ -20,6 +20,7 @@
 #include "widgets/playback_controller.h"
 #include "widgets/side_by_side_view.h"
 #include "widgets/studio_document.h"
+#include "widgets/time_model_dialog.h"
 #include "widgets/timeline_chart.h"
 #include "widgets/transport_bar.h"
 
@@ -130,6 +131,9 @@ void MainWindow::buildMenus() {
     else cancelAll();
   });
   shortcut(cancel, Qt::Key_Escape);
+  run->addSeparator();
+  run->addAction(tr("Time model rates..."), this, &MainWindow::editTimeModel)
+      ->setToolTip(tr("Device throughput, host link and device memory bandwidth: where a fetch stalls the step"));
   updateRunAction();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -154,6 +158,11 @@ void MainWindow::showShortcuts() {
                      QString(a->text()).remove('&').toHtmlEscaped());
   }
   QMessageBox::information(this, tr("Keyboard shortcuts"), "<table cellspacing=6>" + rows + "</table>");
+}
+
+void MainWindow::editTimeModel() {
+  TimeModelDialog d(doc_->timeModel(), this);
+  if (d.exec() == QDialog::Accepted) doc_->setTimeModel(d.timeModel());
 }
 
 void MainWindow::showPictureHelp() {
