@@ -56,6 +56,13 @@ std::string InstructionCaption::text(std::size_t t) const {
       for (std::size_t i = t + 1; i < code.size(); ++i) {
         if (code[i].kind == InstrKind::Fwd && code[i].op == v)
           return "freeing " + name(v) + ": it will be recomputed when it is needed again";
+        // Freed after its compress: the smaller copy is what waits.
+        if (code[i].kind == InstrKind::Decompress && code[i].op == v) {
+          const Packing p = facts_->packing(v);
+          return "freeing " + name(v) + ": its compressed copy (" + std::string(packing_name(p)) + ", " +
+                 std::to_string(packed_bytes(op.bytes, p)) + " B of " + std::to_string(op.bytes) +
+                 " B) waits until it is decompressed";
+        }
         if (reads_act(code[i], v)) break;  // cannot happen in a valid schedule
       }
       return "freeing " + name(v) + ": nothing later reads it";

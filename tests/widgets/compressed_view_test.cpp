@@ -171,6 +171,10 @@ TEST(CompressedView, TheWindowDrawsItYellowAndNamesTypeAndBytes) {
   doc.setStep(comp);
   EXPECT_TRUE(doc.caption().contains("compressing a3 to bf16: the checkpoint waits for its recompute in 32 B instead of 64 B"))
       << doc.caption().toStdString();
+  // Its A is freed next: the copy waits, nothing is lost.
+  doc.setStep(comp + 1);
+  EXPECT_TRUE(doc.caption().contains("freeing a3: its compressed copy (bf16, 32 B of 64 B) waits until it is decompressed"))
+      << doc.caption().toStdString();
 }
 
 TEST(CompressedView, TheLegendHasTheCompressedEntry) {
