@@ -81,10 +81,22 @@ std::string InstructionCaption::text(std::size_t t) const {
           if (reads_act(code[i], v))
             reader = (code[i].kind == InstrKind::Fwd ? "the recompute of " : "the backward of ") + name(code[i].op);
       }
+      // Under a compress modifier the copy that moves may be C(v): the last
+      // conversion of v before t says which form is there.
+      std::string what = name(v);
+      for (std::size_t i = t; i-- > 0;) {
+        if (code[i].op != v) continue;
+        if (is_compress(code[i].kind)) {
+          const Packing p = packing_of(code[i].kind);
+          what = "the compressed copy of " + name(v) + " (" + std::string(packing_name(p)) + ", " +
+                 std::to_string(packed_bytes(op.bytes, p)) + " B)";
+        }
+        if (is_compress(code[i].kind) || code[i].kind == InstrKind::Decompress || code[i].kind == InstrKind::Fwd) break;
+      }
       if (ins.kind == InstrKind::Offload)
-        return "offloading " + name(v) + " to host memory: its device bytes are free until " +
+        return "offloading " + what + " to host memory: its device bytes are free until " +
                (reader.empty() ? std::string("it is fetched") : reader + " needs it");
-      return "fetching " + name(v) + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
+      return "fetching " + what + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
              " (the copy overlaps the compute in between)";
     }
     case InstrKind::CompressBF16:

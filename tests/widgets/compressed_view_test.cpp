@@ -16,6 +16,7 @@
 #include "widgets/node_states.h"
 #include "widgets/node_style.h"
 #include "widgets/studio_document.h"
+#include "tests/widgets/schedule_case.h"
 
 using namespace remat;
 
@@ -28,17 +29,8 @@ namespace {
 // (x after fwd a1, a3 after fwd a4), its A freed at once, and decompressed
 // right before that recompute. So x is held only compressed from `free A(x)`
 // until `decompress A(x)`, a3 likewise, and no other op ever is.
-struct Chain7 {
-  Model model = load_model("chain:7:64");
-  Schedule schedule = make_strategy("sqrt+compress:bf16")->schedule(model);
-  ResidentIndex index{model, schedule};
-  ScheduleFacts facts{model, schedule};
-  std::size_t first(InstrKind k, int op, std::size_t from = 0) const {
-    for (std::size_t i = from; i < schedule.code.size(); ++i)
-      if (schedule.code[i] == Instr{k, op}) return i;
-    return schedule.code.size();
-  }
-  NodeStates states(std::size_t t) const { return node_states_at(model, schedule, index, facts, t); }
+struct Chain7 : ScheduleCase {
+  Chain7() : ScheduleCase("chain:7:64", "sqrt+compress:bf16") {}
 };
 
 std::vector<int> compressedOps(const NodeStates& s) {
@@ -53,16 +45,16 @@ TEST(CompressedView, Chain7SqrtBf16CompressedNodesAtEveryStep) {
   Chain7 c;
   const std::size_t n = c.schedule.code.size();
   // Where the rule above puts the conversions.
-  const std::size_t compX = c.first(InstrKind::CompressBF16, 0), compA3 = c.first(InstrKind::CompressBF16, 3);
+  const std::size_t compX = c.first({InstrKind::CompressBF16, 0}), compA3 = c.first({InstrKind::CompressBF16, 3});
   ASSERT_LT(compX, n);
   ASSERT_LT(compA3, n);
   EXPECT_EQ(c.schedule.code[compX - 1], (Instr{InstrKind::Fwd, 1}));
   EXPECT_EQ(c.schedule.code[compA3 - 1], (Instr{InstrKind::Fwd, 4}));
-  EXPECT_EQ(c.first(InstrKind::CompressBF16, 6), n);  // a6 is not compressed
+  EXPECT_EQ(c.first({InstrKind::CompressBF16, 6}), n);  // a6 is not compressed
   const std::size_t freeX = compX + 1, freeA3 = compA3 + 1;
   EXPECT_EQ(c.schedule.code[freeX], (Instr{InstrKind::FreeAct, 0}));
   EXPECT_EQ(c.schedule.code[freeA3], (Instr{InstrKind::FreeAct, 3}));
-  const std::size_t decX = c.first(InstrKind::Decompress, 0), decA3 = c.first(InstrKind::Decompress, 3);
+  const std::size_t decX = c.first({InstrKind::Decompress, 0}), decA3 = c.first({InstrKind::Decompress, 3});
   ASSERT_LT(decX, n);
   ASSERT_LT(decA3, n);
   // Decompressed, C freed, then the recompute that reads it.
@@ -175,6 +167,40 @@ TEST(CompressedView, TheWindowDrawsItYellowAndNamesTypeAndBytes) {
   doc.setStep(comp + 1);
   EXPECT_TRUE(doc.caption().contains("freeing a3: its compressed copy (bf16, 32 B of 64 B) waits until it is decompressed"))
       << doc.caption().toStdString();
+}
+
+// Offloaded and compressed (docs/memory-model.md): a checkpoint is
+// compressed, its A freed, and C goes to the host and comes back; the
+// captions of the copies say that C moves, at its stored size (f16: 2 bytes
+// of each of x's 16 floats), and the node waits on the host meanwhile.
+TEST(CompressedView, TheCopiesOfACompressedCheckpointSayWhatMoves) {
+  StudioDocument doc;
+  doc.loadModel("chain:7:64");
+  doc.setSpecs({"offload+sqrt+compress:f16", "offload+sqrt"});
+  ASSERT_TRUE(doc.runs()[0].ok()) << doc.runs()[0].error;
+  const Schedule& s = doc.runs()[0].schedule;
+  auto at = [&](Instr ins) { return std::size_t(std::find(s.code.begin(), s.code.end(), ins) - s.code.begin()); };
+  const std::size_t comp = at({InstrKind::CompressF16, 0}), off = at({InstrKind::Offload, 0}),
+                    get = at({InstrKind::Fetch, 0}), dec = at({InstrKind::Decompress, 0});
+  ASSERT_LT(dec, s.code.size());
+  EXPECT_LT(comp, off);
+  EXPECT_LT(off, get);
+  EXPECT_LT(get, dec);
+  doc.setStep(off);
+  EXPECT_TRUE(doc.caption().contains("offloading the compressed copy of x (f16, 32 B) to host memory"))
+      << doc.caption().toStdString();
+  EXPECT_EQ(doc.nodeStates().fwd[0], FwdState::OnHost);
+  doc.setStep(get);
+  EXPECT_TRUE(doc.caption().contains("fetching the compressed copy of x (f16, 32 B) back from host memory"))
+      << doc.caption().toStdString();
+  // Between the fetch and the decompress only C(x) is on the device.
+  doc.setStep(get + 1);
+  EXPECT_EQ(doc.nodeStates().fwd[0], FwdState::Compressed);
+  // Uncompressed, the whole tensor moves.
+  doc.setCurrentRun(1);
+  const Schedule& plain = doc.runs()[1].schedule;
+  doc.setStep(std::size_t(std::find(plain.code.begin(), plain.code.end(), Instr{InstrKind::Offload, 0}) - plain.code.begin()));
+  EXPECT_TRUE(doc.caption().contains("offloading x to host memory")) << doc.caption().toStdString();
 }
 
 TEST(CompressedView, TheLegendHasTheCompressedEntry) {
