@@ -26,7 +26,9 @@ std::vector<TensorRef> tensors_read(const Model& model, const Instr& ins) {
     case InstrKind::CompressInt8:
       add({ins.op, false});
       break;
-    case InstrKind::Decompress:  // reads C(op), which is no TensorRef: the window draws no arrow
+    case InstrKind::Decompress:  // widens C(op) back into A(op)
+      add({ins.op, false, false, true});
+      break;
     case InstrKind::FreePacked:
     case InstrKind::FreeAct:
     case InstrKind::FreeGrad:

@@ -1,6 +1,7 @@
 // Which tensors an instruction reads, by the memory model (DESIGN.md): fwd v
 // reads A of v's inputs; bwd v reads A of saved(v), its private aux(v) when it
-// has one, and G(v) (none for the loss: its seed is implicit); frees read nothing. The simulator checks
+// has one, and G(v) (none for the loss: its seed is implicit); compress v reads
+// A(v), decompress v reads C(v); frees, offloads and fetches read nothing. The simulator checks
 // exactly these reads; the window draws them as arrows from the running
 // instruction.
 #pragma once

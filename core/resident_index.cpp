@@ -57,7 +57,7 @@ ResidentIndex::Flags ResidentIndex::replay(std::size_t t) const {
   for (auto [v, p] : snapshots_[k].packed) r.packed[static_cast<std::size_t>(v)] = p;
   r.recount(*model_);  // storage holders follow from the aliases
   for (std::size_t i = k * stride_; i <= t && i < schedule_->code.size(); ++i) r.apply(*model_, schedule_->code[i]);
-  return {std::move(r.act), std::move(r.grad), std::move(r.aux)};
+  return {std::move(r.act), std::move(r.grad), std::move(r.aux), std::move(r.packed)};
 }
 
 std::vector<TensorRef> ResidentIndex::resident_at(std::size_t t) const {
@@ -66,6 +66,7 @@ std::vector<TensorRef> ResidentIndex::resident_at(std::size_t t) const {
   for (int32_t v : ids(f.act)) out.push_back({v, false});
   for (int32_t v : ids(f.grad)) out.push_back({v, true});
   for (int32_t v : ids(f.aux)) out.push_back({v, false, true});
+  for (int32_t v : ids(f.packed)) out.push_back({v, false, false, true});
   return out;
 }
 

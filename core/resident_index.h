@@ -23,7 +23,8 @@ class ResidentIndex {
   std::size_t stride() const { return stride_; }
   // Tensors resident on the device while instruction t runs (after its
   // allocation; after the release for a free or an offload), activations then
-  // gradients then aux, each by op id. Offloaded activations are not listed.
+  // gradients then aux then compressed copies C(v), each by op id. What is on
+  // the host (offloaded) is not listed.
   std::vector<TensorRef> resident_at(std::size_t t) const;
   // Activation residency per op while instruction t runs (the GUI's node states).
   std::vector<uint8_t> activations_at(std::size_t t) const;
@@ -36,7 +37,7 @@ class ResidentIndex {
     std::vector<std::pair<int32_t, uint8_t>> host, packed;
   };
   struct Flags {
-    std::vector<uint8_t> act, grad, aux;
+    std::vector<uint8_t> act, grad, aux, packed;
   };
   Flags replay(std::size_t t) const;
 

@@ -80,7 +80,11 @@ QString GraphView::toolTipAt(QPointF pos) const {
   bool backward = false;
   const int op = layout_.opAt(transform_.inverted().map(pos), &backward);
   if (op < 0 || (backward && op == 0)) return {};
-  return node_tooltip(doc_->model(), op, backward);
+  QString tip = node_tooltip(doc_->model(), op, backward);
+  const auto v = static_cast<std::size_t>(op);
+  if (!backward && v < states_.fwd.size() && states_.fwd[v] == FwdState::Compressed)
+    tip += "<br>" + compressed_note(doc_->model(), op, states_.packing[v]);
+  return tip;
 }
 
 bool GraphView::event(QEvent* e) {

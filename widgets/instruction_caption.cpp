@@ -56,6 +56,13 @@ std::string InstructionCaption::text(std::size_t t) const {
       for (std::size_t i = t + 1; i < code.size(); ++i) {
         if (code[i].kind == InstrKind::Fwd && code[i].op == v)
           return "freeing " + name(v) + ": it will be recomputed when it is needed again";
+        // Freed after its compress: the smaller copy is what waits.
+        if (code[i].kind == InstrKind::Decompress && code[i].op == v) {
+          const Packing p = facts_->packing(v);
+          return "freeing " + name(v) + ": its compressed copy (" + std::string(packing_name(p)) + ", " +
+                 std::to_string(packed_bytes(op.bytes, p)) + " B of " + std::to_string(op.bytes) +
+                 " B) waits until it is decompressed";
+        }
         if (reads_act(code[i], v)) break;  // cannot happen in a valid schedule
       }
       return "freeing " + name(v) + ": nothing later reads it";
@@ -74,17 +81,31 @@ std::string InstructionCaption::text(std::size_t t) const {
           if (reads_act(code[i], v))
             reader = (code[i].kind == InstrKind::Fwd ? "the recompute of " : "the backward of ") + name(code[i].op);
       }
+      // Under a compress modifier the copy that moves may be C(v): the last
+      // conversion of v before t says which form is there.
+      std::string what = name(v);
+      for (std::size_t i = t; i-- > 0;) {
+        if (code[i].op != v) continue;
+        if (is_compress(code[i].kind)) {
+          const Packing p = packing_of(code[i].kind);
+          what = "the compressed copy of " + name(v) + " (" + std::string(packing_name(p)) + ", " +
+                 std::to_string(packed_bytes(op.bytes, p)) + " B)";
+        }
+        if (is_compress(code[i].kind) || code[i].kind == InstrKind::Decompress || code[i].kind == InstrKind::Fwd) break;
+      }
       if (ins.kind == InstrKind::Offload)
-        return "offloading " + name(v) + " to host memory: its device bytes are free until " +
+        return "offloading " + what + " to host memory: its device bytes are free until " +
                (reader.empty() ? std::string("it is fetched") : reader + " needs it");
-      return "fetching " + name(v) + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
+      return "fetching " + what + " back from host memory" + (reader.empty() ? std::string() : " ahead of " + reader) +
              " (the copy overlaps the compute in between)";
     }
     case InstrKind::CompressBF16:
     case InstrKind::CompressF16:
     case InstrKind::CompressInt8:
       return "compressing " + name(v) + " to " + std::string(packing_name(packing_of(ins.kind))) +
-             ": the checkpoint waits for its recompute at the smaller size";
+             ": the checkpoint waits for its recompute in " +
+             std::to_string(packed_bytes(op.bytes, packing_of(ins.kind))) + " B instead of " +
+             std::to_string(op.bytes) + " B";
     case InstrKind::Decompress:
       return "decompressing " + name(v) + " for the recompute that reads it (its values carry the rounding)";
     case InstrKind::FreePacked:

@@ -423,6 +423,12 @@ void MainWindow::addTradeoffTab() {
     tradeoffStale_ = true;
     if (tabs_->currentWidget() == tradeoff_) startSweep();
   });
+  // Its points are timed: other rates place them again.
+  connect(doc_, &StudioDocument::timeModelChanged, this, [this] {
+    sweeper_->cancel();
+    tradeoffStale_ = true;
+    if (tabs_->currentWidget() == tradeoff_) startSweep();
+  });
   connect(tabs_, &QTabWidget::currentChanged, this, [this] {
     if (tabs_->currentWidget() == tradeoff_ && tradeoffStale_) startSweep();
   });
@@ -451,7 +457,7 @@ void MainWindow::addTradeoffTab() {
 void MainWindow::startSweep() {
   tradeoffStale_ = false;
   activity_->set("sweep", tr("Computing the trade-off"), 0);
-  sweeper_->start(doc_->sharedModel(), doc_->maxInstructions());
+  sweeper_->start(doc_->sharedModel(), doc_->maxInstructions(), doc_->timeModel());
   updateTabTitles();
 }
 

@@ -77,6 +77,8 @@ class MainWindow : public QMainWindow {
   void showStrategy(const QString& spec);
   // The Run action: executes the valid strategies on the CPU in a worker.
   void startRun();
+  // Run › Time model rates: the dialog, then the document times its offloading runs again.
+  void editTimeModel();
   // File › Open PyTorch snapshot: against the current strategy (SnapshotDialog).
   void openSnapshot();
   // Stops the run, the sweep, the animation export and the strategies still computing.

@@ -20,6 +20,7 @@
 #include "widgets/playback_controller.h"
 #include "widgets/side_by_side_view.h"
 #include "widgets/studio_document.h"
+#include "widgets/time_model_dialog.h"
 #include "widgets/timeline_chart.h"
 #include "widgets/transport_bar.h"
 
@@ -130,6 +131,9 @@ void MainWindow::buildMenus() {
     else cancelAll();
   });
   shortcut(cancel, Qt::Key_Escape);
+  run->addSeparator();
+  run->addAction(tr("Time model rates..."), this, &MainWindow::editTimeModel)
+      ->setToolTip(tr("Device throughput, host link and device memory bandwidth: where a fetch stalls the step"));
   updateRunAction();
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -156,6 +160,11 @@ void MainWindow::showShortcuts() {
   QMessageBox::information(this, tr("Keyboard shortcuts"), "<table cellspacing=6>" + rows + "</table>");
 }
 
+void MainWindow::editTimeModel() {
+  TimeModelDialog d(doc_->timeModel(), this);
+  if (d.exec() == QDialog::Accepted) doc_->setTimeModel(d.timeModel());
+}
+
 void MainWindow::showPictureHelp() {
   QString rows;
   for (int i = 0; i < int(NodeLook::Count); ++i) {
@@ -168,7 +177,9 @@ void MainWindow::showPictureHelp() {
       this, tr("What the picture shows"),
       tr("<p>The top row holds the forward activations (circles), the bottom row their gradients and backward steps "
          "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed; a cross-hatched one "
-         "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow).</p>"
+         "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow); a yellow one with a "
+         "small blue core is held only as its compressed copy (smaller, decompressed before the recompute that "
+         "reads it).</p>"
          "<ul>%1</ul><p>Arrows go from the running instruction to the tensors it reads (highlighted). The readout "
          "gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the peak. "
          "View › Side by side plays up to three strategies at the same phase of the step.</p>")

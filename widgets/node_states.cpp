@@ -11,6 +11,7 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
   first_fwd_.assign(n, kNever);
   bwd_.assign(n, kNever);
   checkpoint_.assign(n, 0);
+  packing_.assign(n, 0);
   first_fwd_[0] = 0;  // the input is given before the first instruction
   std::vector<uint8_t> freed(n, 0);
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
@@ -36,11 +37,12 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
             break;
           }
         break;
+      // A compressed checkpoint is still one: it is decompressed, not recomputed.
+      case InstrKind::CompressBF16:
+      case InstrKind::CompressF16:
+      case InstrKind::CompressInt8: packing_[v] = static_cast<uint8_t>(packing_of(ins.kind)); break;
       case InstrKind::FreeGrad:
       case InstrKind::FreeAux:
-      case InstrKind::CompressBF16:  // a compressed checkpoint is still one: it is decompressed, not recomputed
-      case InstrKind::CompressF16:
-      case InstrKind::CompressInt8:
       case InstrKind::Decompress:
       case InstrKind::FreePacked: break;
     }
@@ -83,18 +85,26 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
   s.bwd.assign(n, BwdState::Pending);
   s.checkpoint = facts.checkpoints();
   s.grad_live.assign(n, 0);
+  s.packing.assign(n, Packing::None);
   if (schedule.code.empty()) return s;
   if (t >= schedule.code.size()) t = schedule.code.size() - 1;
-  std::vector<uint8_t> act(n, 0);
+  std::vector<uint8_t> act(n, 0), packed(n, 0);
   for (const TensorRef& r : index.resident_at(t)) {
     if (r.aux) continue;  // aux(v) is not a node of the graph
     if (r.grad) s.grad_live[static_cast<std::size_t>(r.op)] = 1;
+    else if (r.packed) packed[static_cast<std::size_t>(r.op)] = 1;
     else act[static_cast<std::size_t>(r.op)] = 1;
   }
   for (std::size_t v = 0; v < n; ++v) {
     const std::size_t first = facts.first_fwd(static_cast<int>(v));
-    if (act[v]) s.fwd[v] = FwdState::Live;
-    else if (first != ScheduleFacts::kNever && first <= t) s.fwd[v] = FwdState::Freed;
+    if (act[v]) {
+      s.fwd[v] = FwdState::Live;
+    } else if (packed[v]) {  // kept at a smaller size: not freed
+      s.fwd[v] = FwdState::Compressed;
+      s.packing[v] = facts.packing(static_cast<int>(v));
+    } else if (first != ScheduleFacts::kNever && first <= t) {
+      s.fwd[v] = FwdState::Freed;
+    }
     const std::size_t b = facts.bwd_at(static_cast<int>(v));
     if (b != ScheduleFacts::kNever && b < t) s.bwd[v] = BwdState::Done;
   }

@@ -1,7 +1,8 @@
 // What each node of the graph shows at step t, read from the schedule and the
 // core's ResidentIndex (never re-derived from the strategy): forward nodes are
 // not yet computed, live, being computed or recomputed, freed, on the host
-// (offloaded: kept, not freed) or being fetched back; checkpoints
+// (offloaded: kept, not freed), being fetched back, or held only as its
+// compressed copy C(v) (kept at a smaller size, not freed); checkpoints
 // are ringed; backward nodes are pending, running or done; gradients live; and
 // what the running instruction reads (core's tensors_read).
 #pragma once
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "core/compression.h"
 #include "core/resident_index.h"
 #include "core/schedule.h"
 
@@ -18,7 +20,9 @@ struct Model;
 // OnHost: A(v) was offloaded and waits on the host (from its `offload` until
 // its `fetch`); Fetching: the `fetch` instruction itself, A(v) back on the
 // device while the copy lands; after it the tensor is Live again.
-enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching };
+// Compressed: C(v) is on the device and A(v) is not (from the `free A(v)`
+// after its compress until its decompress makes A(v) again).
+enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching, Compressed };
 enum class BwdState : uint8_t { Pending, Running, Done };
 
 struct NodeStates {
@@ -26,6 +30,7 @@ struct NodeStates {
   std::vector<BwdState> bwd;
   std::vector<uint8_t> checkpoint;  // kept from the first pass and read by a recompute
   std::vector<uint8_t> grad_live;   // G(v) resident
+  std::vector<Packing> packing;     // C(v)'s type where fwd[v] is Compressed, else None
   bool has_running = false;         // false before a schedule's first step
   Instr running{InstrKind::Fwd, 0}; // the instruction at this step
   std::vector<TensorRef> reads;     // what it reads
@@ -52,11 +57,15 @@ class ScheduleFacts {
     std::size_t offload, fetch;
   };
   const std::vector<HostSpan>& host_spans() const { return host_; }
+  // The type the schedule compresses A(op) to (None: never compressed); a
+  // modifier picks one type per schedule.
+  Packing packing(int op) const { return static_cast<Packing>(packing_[static_cast<std::size_t>(op)]); }
 
  private:
   std::vector<std::size_t> first_fwd_, bwd_;
   std::vector<HostSpan> host_;
   std::vector<uint8_t> checkpoint_;
+  std::vector<uint8_t> packing_;
 };
 
 // The checkpoint set a strategy spec names, from core's helpers

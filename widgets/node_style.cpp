@@ -27,6 +27,10 @@ const NodeStyle kStyles[] = {
      NodeMark::ToHost, false, "on host (offloaded)"},
     {okabe_ito::skyBlue(), Qt::NoBrush, {}, okabe_ito::black(), 0.2, Qt::SolidLine, NodeMark::FromHost, true,
      "fetching back"},
+    // In memory, but smaller: a colour of its own and a small core in the
+    // resident blue (the stored copy), so that it never reads as freed.
+    {okabe_ito::yellow(), Qt::NoBrush, {}, okabe_ito::blue(), 0.14, Qt::DotLine, NodeMark::Packed, true,
+     "compressed (stored smaller)"},
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "gradient not yet"},
     {okabe_ito::bluishGreen(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
      "gradient in memory"},
@@ -50,6 +54,7 @@ NodeLook activation_look(const NodeStates& s, int v) {
     case FwdState::Freed: return NodeLook::ActFreed;
     case FwdState::OnHost: return NodeLook::ActOnHost;
     case FwdState::Fetching: return NodeLook::ActFetching;
+    case FwdState::Compressed: return NodeLook::ActCompressed;
     case FwdState::Live: return s.checkpoint[i] ? NodeLook::ActCheckpoint : NodeLook::ActResident;
   }
   return NodeLook::ActNotComputed;
@@ -107,6 +112,11 @@ void paint_node(QPainter& p, NodeLook look, QPointF c, double r) {
     p.setPen(QPen(okabe_ito::black(), std::max(0.8, r * 0.06)));
     p.setBrush(st.filled ? markColor : okabe_ito::blue());
     p.drawPath(arrow);
+  } else if (st.mark == NodeMark::Packed) {
+    // The stored copy: a disc of about half the area inside the node.
+    p.setPen(Qt::NoPen);
+    p.setBrush(okabe_ito::blue());
+    p.drawEllipse(c, m, m);
   } else if (st.mark == NodeMark::Tick) {
     p.setPen(QPen(markColor, std::max(1.2, r * 0.16), Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
     QPainterPath tick;

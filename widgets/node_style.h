@@ -37,6 +37,7 @@ enum class NodeLook : uint8_t {
   ActFreed,        // pale grey, dashed outline: done and gone
   ActOnHost,       // sky-blue cross-hatching on white, dash-dot outline, a "down" mark: offloaded, kept on the host
   ActFetching,     // filled sky blue, bold outline, an "up" mark: back on the device, the copy landing
+  ActCompressed,   // filled yellow, dotted blue outline, a small blue core: only C(v), a smaller copy, in memory
   // Gradients and backward steps (squares, backward row).
   GradNotYet,      // white, thin outline
   GradResident,    // filled bluish green: G(v) in memory
@@ -45,7 +46,7 @@ enum class NodeLook : uint8_t {
   Count
 };
 
-enum class NodeMark : uint8_t { None, Forward, Backward, Tick, ToHost, FromHost };
+enum class NodeMark : uint8_t { None, Forward, Backward, Tick, ToHost, FromHost, Packed };
 
 struct NodeStyle {
   QColor fill;

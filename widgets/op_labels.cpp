@@ -135,4 +135,11 @@ QString node_tooltip(const Model& m, int v, bool backward) {
            names(m, op.saved).toHtmlEscaped(), readers.isEmpty() ? QString("nothing") : readers.join(", ").toHtmlEscaped());
 }
 
+QString compressed_note(const Model& m, int v, Packing packing) {
+  const uint64_t f32 = m.op(v).bytes;
+  return QString("held compressed: %1, %2 stored of %3")
+      .arg(QString::fromUtf8(packing_name(packing).data(), qsizetype(packing_name(packing).size())),
+           format_bytes(packed_bytes(f32, packing)), format_bytes(f32));
+}
+
 }  // namespace remat

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/compression.h"
+
 namespace remat {
 struct Model;
 
@@ -29,5 +31,8 @@ QString node_label(const Model& model, int op);
 // Full name, kind, shape, bytes, saved tensors and readers (activation), or
 // what the backward reads and writes (backward).
 QString node_tooltip(const Model& model, int op, bool backward);
+// What a forward node's tooltip adds while only C(op), its compressed copy, is
+// held: "held compressed: bf16, 128 B stored of 256 B".
+QString compressed_note(const Model& model, int op, Packing packing);
 
 }  // namespace remat

@@ -3,7 +3,8 @@
 namespace remat {
 
 std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
-                                         const InstructionLimit& limit, const std::atomic<bool>* cancel) {
+                                         const InstructionLimit& limit, const TimeModel& time,
+                                         const std::atomic<bool>* cancel) {
   auto p = std::make_shared<PreparedRun>();
   p->model = std::move(model);
   p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit, .timelines = true, .time = std::nullopt}).front());
@@ -13,7 +14,7 @@ std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, con
     p->facts = std::make_unique<ScheduleFacts>(m, p->run.schedule, declared_checkpoints(m, p->run.name));
     p->phases = PhaseMap(m, p->run.schedule);
     // A second pass over the schedule, only where a fetch can stall.
-    if (p->run.sim.transfers > 0) p->run.sim.time = predict_step_time(m, p->run.schedule, TimeModel{}, &p->stalls);
+    if (p->run.sim.transfers > 0) p->run.sim.time = predict_step_time(m, p->run.schedule, time, &p->stalls);
   }
   return p;
 }

@@ -22,18 +22,19 @@ struct PreparedRun {
   std::unique_ptr<ResidentIndex> index;  // null for an invalid or pending run
   std::unique_ptr<ScheduleFacts> facts;
   PhaseMap phases;
-  // Strategies that offload: the time model's stalls (core/time_model.h, its
-  // default rates), each fwd/bwd that waits for a fetch; run.sim.time holds
-  // the totals. Empty, and no time predicted, for the others.
+  // Strategies that offload: the time model's stalls (core/time_model.h, at
+  // the rates prepare_run was given), each fwd/bwd that waits for a fetch;
+  // run.sim.time holds the totals. Empty, and no time predicted, for the others.
   std::vector<Stall> stalls;
 };
 
 // Builds and simulates `spec` (core's simulate_strategies, under `limit`) and
-// prepares its index, facts and phases. An inapplicable spec gives a run with
+// prepares its index, facts and phases; one that offloads is timed under `time`. An inapplicable spec gives a run with
 // `error` set; one longer than the limit, `too_large` too. Once `cancel` is
 // set the rest is skipped (the caller drops the result).
 std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
-                                         const InstructionLimit& limit, const std::atomic<bool>* cancel = nullptr);
+                                         const InstructionLimit& limit, const TimeModel& time = {},
+                                         const std::atomic<bool>* cancel = nullptr);
 // A placeholder for a spec still being computed or refused before any work.
 std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
                                              const std::string& why, bool pending);

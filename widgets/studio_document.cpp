@@ -119,6 +119,27 @@ void StudioDocument::setMicroBatches(int k) {
   emit computingChanged(computing());
 }
 
+void StudioDocument::setTimeModel(const TimeModel& time) {
+  time_ = time;
+  // Only a run that moves tensors was timed (prepare_run): those are made
+  // again, jobs still computing one included; the rest stay.
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    const auto job = jobOf_.find(it->first);
+    const bool timed = it->second && it->second->run.ok() && it->second->run.sim.transfers > 0;
+    if (!timed && job == jobOf_.end()) {
+      ++it;
+      continue;
+    }
+    if (job != jobOf_.end()) {
+      jobs_.cancel(job->second);
+      jobOf_.erase(job);
+    }
+    it = cache_.erase(it);
+  }
+  emit timeModelChanged();
+  if (model_->size() > 0) resimulate();
+}
+
 void StudioDocument::setSpecs(const QStringList& specs) {
   specs_ = specs;
   resimulate();
@@ -130,13 +151,13 @@ std::shared_ptr<const PreparedRun> StudioDocument::compute(const std::string& sp
   // simulate (N instructions ...)", before anything is made; stating a length
   // can take O(model) (auto's articulation points), so a large model's
   // refusal is found by its worker like any other result.
-  if (model_->size() <= kInlineOps && !isSearch(spec)) return prepare_run(model_, spec, limit_);
+  if (model_->size() <= kInlineOps && !isSearch(spec)) return prepare_run(model_, spec, limit_, time_);
   // The worker shares the (immutable) model; the result is built beside its
   // index on the heap and handed over whole.
   const int id = jobs_.start(
-      [model = model_, spec, limit = limit_](JobToken& token) {
+      [model = model_, spec, limit = limit_, time = time_](JobToken& token) {
         const CancelScope scope(token.flag());  // a search stops where its deadline would
-        return prepare_run(model, spec, limit, token.flag());
+        return prepare_run(model, spec, limit, time, token.flag());
       },
       [this, spec](std::shared_ptr<PreparedRun> run) { arrived(spec, std::move(run)); });
   jobOf_[spec] = id;

@@ -20,6 +20,7 @@
 #include "core/instruction_limit.h"
 #include "core/model.h"
 #include "core/resident_index.h"
+#include "core/time_model.h"
 #include "widgets/job_tracker.h"
 #include "widgets/node_states.h"
 #include "widgets/phase_map.h"
@@ -70,6 +71,13 @@ class StudioDocument : public QObject {
   const Model& loadedModel() const { return *loaded_; }
   std::shared_ptr<const Model> sharedLoadedModel() const { return loaded_; }
   QString source() const { return source_; }
+
+  // The time model's rates (core/time_model.h; the CLI's --device-flops,
+  // --link-bandwidth, --device-bandwidth) under which strategies that
+  // offload are timed: their stalls. A change recomputes those runs (in the
+  // background where the model is large) and leaves the others as they are.
+  void setTimeModel(const TimeModel& time);
+  const TimeModel& timeModel() const { return time_; }
 
   void setSpecs(const QStringList& specs);
   QStringList specs() const { return specs_; }
@@ -137,6 +145,7 @@ class StudioDocument : public QObject {
   void computingChanged(int count);
   void microBatchesChanged(int k);
   void microBatchesFailed(const QString& message);
+  void timeModelChanged();
 
  private:
   void resimulate();
@@ -148,6 +157,7 @@ class StudioDocument : public QObject {
   const PreparedRun* entry(int run) const;
 
   InstructionLimit limit_;
+  TimeModel time_;
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Model> loaded_;  // model_ at K = 1
   int microBatches_ = 1;

@@ -22,11 +22,11 @@ SweepController::SweepController(QObject* parent) : QObject(parent) {
   });
 }
 
-void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInstructions) {
+void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInstructions, const TimeModel& time) {
   if (job_) jobs_.cancel(job_);
   const QString title = QString::fromStdString(model->name);
   job_ = jobs_.start(
-      [model, maxInstructions](JobToken& token) {
+      [model, maxInstructions, time](JobToken& token) {
         SweepOutcome out;
         try {
           SweepOptions o;
@@ -36,7 +36,7 @@ void SweepController::start(std::shared_ptr<const Model> model, uint64_t maxInst
           o.limit.max = maxInstructions;
           o.named = named_points(*model, o.limit, &o.notes);
           out.result = sweep(*model, auto_budgets(o.named), o);
-          if (!token.cancelled()) out.families = family_points(*model, o.limit, token.flag(), &out.result.notes);
+          if (!token.cancelled()) out.families = family_points(*model, o.limit, token.flag(), &out.result.notes, time);
         } catch (const InputError& e) {
           out.error = QString::fromStdString(e.what());
         }

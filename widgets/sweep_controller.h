@@ -23,7 +23,8 @@ class SweepController : public QObject {
   static constexpr double kOptimalSeconds = 0.25;
   // Schedules longer than `maxInstructions` are left out with a note
   // (SweepResult::notes), as the window refuses them.
-  void start(std::shared_ptr<const Model> model, uint64_t maxInstructions);
+  // The families' points are timed under `time`.
+  void start(std::shared_ptr<const Model> model, uint64_t maxInstructions, const TimeModel& time = {});
   void cancel();
   bool running() const { return job_ && jobs_.isCurrent(job_); }
   JobTracker* jobs() { return &jobs_; }

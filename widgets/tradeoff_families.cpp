@@ -36,8 +36,8 @@ double step_time_overhead(const Simulation& sim, double device_flops) {
 }
 
 std::vector<FamilyPoint> family_points(const Model& model, const InstructionLimit& limit,
-                                       const std::atomic<bool>* cancel, std::vector<std::string>* notes) {
-  const TimeModel tm;
+                                       const std::atomic<bool>* cancel, std::vector<std::string>* notes,
+                                       const TimeModel& tm) {
   std::vector<FamilyPoint> out;
   for (const TradeoffFamily& f : tradeoff_families()) {
     for (const std::string& spec : family_specs(f, model)) {

@@ -4,7 +4,7 @@
 // on that model (4 on chain:16) and its half and double. A family is one
 // line in the table (offload; compressed checkpoints, "sqrt+compress:bf16").
 // Each point sits at (peak device bytes, step-time overhead): the time
-// model's step time (core/time_model.h, default rates) over the step without
+// model's step time (core/time_model.h, the window's rates) over the step without
 // recomputation, minus one. For a schedule that only recomputes this is
 // exactly the recompute overhead the staircase plots, so the families share
 // the y axis; offload's stalls add to it.
@@ -45,11 +45,11 @@ struct FamilyPoint {
 // (sim.flops - sim.recompute_flops) / device FLOP/s is that time.
 double step_time_overhead(const Simulation& sim, double device_flops);
 
-// Every family's points on `model`, simulated with the time model; a spec that
+// Every family's points on `model`, simulated with the time model `time`; a spec that
 // does not apply or is too long is left out, with a line in `notes`. Stops
 // early (returning what is done) once `cancel` is set.
 std::vector<FamilyPoint> family_points(const Model& model, const InstructionLimit& limit,
                                        const std::atomic<bool>* cancel = nullptr,
-                                       std::vector<std::string>* notes = nullptr);
+                                       std::vector<std::string>* notes = nullptr, const TimeModel& time = {});
 
 }  // namespace remat

@@ -136,7 +136,8 @@ const char* same_column(const ExecResult& e, const ExecResult& ref) {
   return same_loss_and_grads(e, ref) ? "yes" : "NO";
 }
 
-// Compressed strategies: how far their loss and gradients are from store-all's.
+// Compressed strategies: how far their loss and gradients are from store-all's,
+// and their conversions: the time model's prediction beside the measured time.
 void print_error_table(const Model& model, const std::vector<Row>& rows, const ExecResult& ref) {
   if (!ref.ok() || std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.exec->ok() && r.exec->compressed; }))
     return;
@@ -145,14 +146,20 @@ void print_error_table(const Model& model, const std::vector<Row>& rows, const E
               "largest over parameter tensors of ||g - g_ref||2 / ||g_ref||2)\n");
   int w = 16;
   for (const auto& r : rows) w = std::max(w, static_cast<int>(r.sim->name.size()) + 1);
-  std::printf("%-*s %14s %14s  %s\n", w, "strategy", "loss error", "grad error", "worst parameter");
+  std::printf("%-*s %14s %14s %11s %13s %12s  %s\n", w, "strategy", "loss error", "grad error", "conversions",
+              "pred. convert", "measured", "worst parameter");
   for (const auto& r : rows) {
     if (!r.exec->ok() || !r.exec->compressed) continue;
     const ResultError e = relative_error(*r.exec, ref);
-    std::printf("%-*s %14.3e %14.3e  %s\n", w, r.sim->name.c_str(), e.loss, e.grad,
+    char measured[32];
+    std::snprintf(measured, sizeof measured, "%.3f ms", r.exec->convert_ms);
+    std::printf("%-*s %14.3e %14.3e %11lld %13s %12s  %s\n", w, r.sim->name.c_str(), e.loss, e.grad,
+                static_cast<long long>(r.exec->conversions), format_seconds(r.sim->sim.time.convert_s).c_str(), measured,
                 params.empty() ? "-" : params[e.worst].name.c_str());
   }
   std::printf("~: compressed, not expected to be bitwise equal; exactly reproducible run to run\n");
+  std::printf("conversions: compress and decompress instructions; pred. convert: the time model's (bytes read and "
+              "written over --device-bandwidth); measured: their own time on this backend\n");
 }
 
 void print_table(const Model& model, const Backend& backend, const RunOptions& o, const std::vector<Row>& rows,
@@ -256,8 +263,10 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
     j["host_allocator_peak_bytes"] = e.host_memory.allocator_peak;
     j["transfers"] = s.transfers;
     j["transfer_ms"] = e.transfer_ms;
-    j["predicted_time"] = {{"compute_s", s.time.compute_s}, {"transfer_s", s.time.transfer_s},
-                           {"stall_s", s.time.stall_s}, {"step_s", s.time.step_s}};
+    j["conversions"] = e.conversions;
+    j["convert_ms"] = e.convert_ms;
+    j["predicted_time"] = {{"compute_s", s.time.compute_s}, {"convert_s", s.time.convert_s},
+                           {"transfer_s", s.time.transfer_s}, {"stall_s", s.time.stall_s}, {"step_s", s.time.step_s}};
     strategies.push_back(std::move(j));
   }
   return {{"model", model_json(model)},

@@ -11,6 +11,7 @@
 #include "core/spec_parse.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/compress.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/optimal_schedule.h"
@@ -30,6 +31,17 @@ std::vector<std::string> named_specs(const Model& m) {
   return s;
 }
 
+// The modifier's spelling after a spec ("" without compression).
+std::string compress_suffix(Packing p) {
+  return p == Packing::None ? std::string() : "+compress:" + std::string(packing_name(p));
+}
+
+// A schedule as the sweep judges it: with compressed checkpoints when asked.
+Simulation simulate_point(const Model& m, Schedule s, Packing p) {
+  if (p != Packing::None) s = with_compression(m, std::move(s), p);
+  return simulate(m, s, {.timeline = false});
+}
+
 std::string manual_spec(const std::vector<int>& ckpt) {
   if (ckpt.empty()) return "store-all";
   std::string s = "manual:";
@@ -39,12 +51,14 @@ std::string manual_spec(const std::vector<int>& ckpt) {
 
 }  // namespace
 
-std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit, std::vector<std::string>* notes) {
+std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit, std::vector<std::string>* notes,
+                                     Packing compress) {
   std::vector<NamedPoint> named;
-  for (const auto& spec : named_specs(m)) {
+  for (const auto& base : named_specs(m)) {
+    const std::string spec = base + compress_suffix(compress);
     try {
       const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, limit), {.timeline = false});
-      named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops});
+      named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops, s.compressed_bytes});
     } catch (const ScheduleTooLarge& e) {
       if (notes) notes->push_back(spec + " left out: " + e.what());
     } catch (const InputError&) {  // chain-only strategies on a DAG
@@ -54,16 +68,20 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
 }
 
 std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count) {
+  // A named point's strategy without the +compress:DTYPE it may carry.
+  auto is = [](const NamedPoint& n, const std::string& base) {
+    return n.spec == base || n.spec.starts_with(base + "+compress:");
+  };
   auto peak_of = [&](const std::string& spec) {
     for (const NamedPoint& n : named)
-      if (n.spec == spec) return n.peak;
+      if (is(n, spec)) return n.peak;
     throw std::logic_error("auto_budgets: no " + spec + " among the named points");
   };
-  if (std::none_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "store-all"; }))
+  if (std::none_of(named.begin(), named.end(), [&](const NamedPoint& n) { return is(n, "store-all"); }))
     throw InputError("automatic budgets run up to store-all's peak, and store-all was left out as too large to "
                      "simulate; give the budgets (B1,B2,...) instead");
   // recompute-all (the least memory) may have been left out as too large.
-  const bool has_recompute = std::any_of(named.begin(), named.end(), [](const NamedPoint& n) { return n.spec == "recompute-all"; });
+  const bool has_recompute = std::any_of(named.begin(), named.end(), [&](const NamedPoint& n) { return is(n, "recompute-all"); });
   const uint64_t least = std::min_element(named.begin(), named.end(), [](const NamedPoint& a, const NamedPoint& b) {
                            return a.peak < b.peak;
                          })->peak;
@@ -95,7 +113,9 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   const double denom = m.forward_flops() + m.backward_flops();
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
   r.notes = o.notes;
-  r.named = o.named.empty() ? named_points(m, o.limit, &r.notes) : o.named;
+  r.compress = o.compress;
+  const std::string suffix = compress_suffix(o.compress);
+  r.named = o.named.empty() ? named_points(m, o.limit, &r.notes, o.compress) : o.named;
   const bool chain = is_chain(m) && m.loss() <= 4000;
   // The DAG search (optimal's branch and bound, then the MILP) is left out
   // when the longest schedule it could return is over the limit.
@@ -110,12 +130,12 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
     if (o.cancel && o.cancel->load()) break;
     SweepPoint p;
     p.budget = budgets[static_cast<std::size_t>(i)];
-    auto take = [&](const std::string& spec, uint64_t peak, double flops) {
+    auto take = [&](const std::string& spec, uint64_t peak, double flops, uint64_t compressed) {
       if (peak <= p.budget && (!p.feasible || flops < p.recompute_flops)) {
-        p = {p.budget, true, spec, peak, overhead(flops), flops};
+        p = {p.budget, true, spec, peak, overhead(flops), flops, compressed};
       }
     };
-    for (const auto& n : r.named) take(n.spec, n.peak, n.recompute_flops);
+    for (const auto& n : r.named) take(n.spec, n.peak, n.recompute_flops, n.compressed_bytes);
     if (chain) {
       SweepPoint single;
       single.budget = p.budget;
@@ -123,9 +143,10 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       if (chain_budget_dp(m, p.budget, ckpt)) {
         // A chain's segment schedules are at most twice its forward pass
         // (segment_schedule_bound): not checked against the limit.
-        const Simulation s = simulate(m, segment_schedule(m, ckpt, "budget"), {.timeline = false});
-        single = {p.budget, true, manual_spec(ckpt), s.peak_bytes, overhead(s.recompute_flops), s.recompute_flops};
-        take(single.spec, s.peak_bytes, s.recompute_flops);
+        const Simulation s = simulate_point(m, segment_schedule(m, ckpt, "budget"), o.compress);
+        single = {p.budget,          true, manual_spec(ckpt) + suffix, s.peak_bytes, overhead(s.recompute_flops),
+                  s.recompute_flops, s.compressed_bytes};
+        take(single.spec, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       }
       if (!r.single_level.empty() && r.single_level.back().feasible &&
           (!single.feasible || r.single_level.back().recompute_flops < single.recompute_flops)) {
@@ -140,11 +161,11 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         // steps, far above what its plans take. On a chain of at most 4000
         // ops the schedule is at most ~16M instructions: it is made, and its
         // real length checked against the limit before it is simulated.
-        const Schedule schedule = make_strategy(spec)->schedule(m);
+        const Schedule schedule = make_strategy(spec + suffix)->schedule(m);
         if (schedule.code.size() > o.limit.max)
           throw ScheduleTooLarge({schedule.code.size(), ScheduleSize::Bound::Exact}, o.limit);
         const Simulation s = simulate(m, schedule, {.timeline = false});
-        take(spec, s.peak_bytes, s.recompute_flops);
+        take(spec + suffix, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       } catch (const ScheduleTooLarge& e) {
         if (!nested_left_out)
           r.notes.push_back(std::string("nested checkpoints (budget:B) left out: ") + e.what() +
@@ -160,7 +181,8 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         const std::string spec = opt.from_milp ? "optimal:" + std::to_string(p.budget) + ":" +
                                                      std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
                                                : manual_spec(opt.sets.checkpoints);
-        take(spec, simulate(m, with_frees(m, opt.compute, "optimal"), {.timeline = false}).peak_bytes, opt.recompute_flops);
+        const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);
+        take(spec + suffix, s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
       }
     }
     // A schedule that fits a smaller budget fits this one: keep the front monotone.
@@ -178,6 +200,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
 
 nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
   nlohmann::json j{{"model", m.name}};
+  j["compress"] = r.compress == Packing::None ? nlohmann::json() : nlohmann::json(std::string(packing_name(r.compress)));
   j["budgets"] = nlohmann::json::array();
   for (const auto& p : r.budgets) {
     nlohmann::json e{{"budget_bytes", p.budget}, {"feasible", p.feasible}};
@@ -186,11 +209,14 @@ nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
       e["peak_bytes"] = p.peak;
       e["overhead"] = p.overhead;
       e["recompute_flops"] = p.recompute_flops;
+      e["compressed_bytes"] = p.compressed_bytes;
     }
     j["budgets"].push_back(e);
   }
   j["strategies"] = nlohmann::json::array();
-  for (const auto& n : r.named) j["strategies"].push_back({{"spec", n.spec}, {"peak_bytes", n.peak}, {"overhead", n.overhead}});
+  for (const auto& n : r.named)
+    j["strategies"].push_back(
+        {{"spec", n.spec}, {"peak_bytes", n.peak}, {"overhead", n.overhead}, {"compressed_bytes", n.compressed_bytes}});
   if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
 }

@@ -1,5 +1,7 @@
 // The memory–time trade-off: for each memory budget, the least recompute
 // overhead any strategy reaches within it, plus the named strategies as points.
+// With compressed checkpoints (SweepOptions::compress) every point is its
+// schedule with the modifier +compress:DTYPE: peaks at the stored sizes.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/compression.h"
 #include "core/instruction_limit.h"
 
 namespace remat {
@@ -22,6 +25,7 @@ struct SweepPoint {
   uint64_t peak = 0;
   double overhead = 0;     // recomputed forward FLOPs over one forward + backward
   double recompute_flops = 0;
+  uint64_t compressed_bytes = 0;  // stored size of the compressed checkpoints C(v) (Simulation::compressed_bytes)
 };
 
 struct NamedPoint {
@@ -29,6 +33,7 @@ struct NamedPoint {
   uint64_t peak = 0;
   double overhead = 0;
   double recompute_flops = 0;
+  uint64_t compressed_bytes = 0;
 };
 
 struct SweepResult {
@@ -38,6 +43,7 @@ struct SweepResult {
   // sets, the single-level DP), so the window can show what nesting buys.
   std::vector<SweepPoint> single_level;
   std::vector<std::string> notes;   // what was left out and why (a strategy too large to simulate)
+  Packing compress = Packing::None;  // SweepOptions::compress
 };
 
 struct SweepOptions {
@@ -49,12 +55,17 @@ struct SweepOptions {
   std::vector<NamedPoint> named;
   std::vector<std::string> notes;  // named_points' notes, when the caller made them
   InstructionLimit limit;          // per schedule; longer ones are left out with a note
+  // Every schedule the sweep makes gets compressed checkpoints
+  // (with_compression; specs end in +compress:DTYPE) and is judged at its
+  // compressed peak. `named` must then have been made with the same type.
+  Packing compress = Packing::None;
 };
 
 // store-all, recompute-all, sqrt, auto, selective (and revolve on chains),
-// simulated. One longer than `limit` is left out, with a line in *notes.
+// simulated, each +compress:DTYPE unless `compress` is None. One longer than
+// `limit` is left out, with a line in *notes.
 std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& limit = {},
-                                     std::vector<std::string>* notes = nullptr);
+                                     std::vector<std::string>* notes = nullptr, Packing compress = Packing::None);
 // `count` budgets evenly from recompute-all's peak (or the least named peak
 // when it was left out) to store-all's, plus the peak of each named strategy
 // (so none of them lies below the front).

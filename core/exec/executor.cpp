@@ -392,6 +392,10 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
     sum += res.instr_ms[i];
     if (recompute[i]) res.recompute_ms += res.instr_ms[i];
     if (code[i].kind == InstrKind::Offload || code[i].kind == InstrKind::Fetch) res.transfer_ms += res.instr_ms[i];
+    if (is_compress(code[i].kind) || code[i].kind == InstrKind::Decompress) {
+      res.convert_ms += res.instr_ms[i];
+      ++res.conversions;
+    }
   }
   res.recompute_share = sum > 0 ? res.recompute_ms / sum : 0;
   return res;

@@ -74,6 +74,10 @@ struct ExecResult {
   double recompute_ms = 0;          // of fwd instructions that recompute (from instr_ms)
   double recompute_share = 0;       // recompute_ms / sum(instr_ms)
   double transfer_ms = 0;           // of offload and fetch instructions (from instr_ms)
+  // Compressed checkpoints: the compress and decompress instructions of one
+  // run and their time (from instr_ms), the conversions measured.
+  int64_t conversions = 0;
+  double convert_ms = 0;
 
   bool ok() const { return status == ExecStatus::Ok; }
 };

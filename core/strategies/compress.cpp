@@ -6,42 +6,12 @@
 
 #include "core/model.h"
 #include "core/strategies/backward_gap.h"
+#include "core/strategies/rewriting.h"
 
 namespace remat {
 namespace {
 
 constexpr std::size_t kNone = BackwardGap::kNone;
-
-class Compress final : public Strategy {
- public:
-  Compress(std::unique_ptr<Strategy> inner, Packing p, std::string name)
-      : inner_(std::move(inner)), packing_(p), name_(std::move(name)) {}
-  std::string name() const override { return name_; }
-  Schedule schedule(const Model& m) const override {
-    std::vector<SolverRecord> ignored;
-    return schedule_with_record(m, ignored);
-  }
-  // The inner search's records stand: compression changes no recompute.
-  Schedule schedule_with_record(const Model& m, std::vector<SolverRecord>& records) const override {
-    Schedule s = with_compression(m, inner_->schedule_with_record(m, records), packing_);
-    s.strategy = name_;
-    return s;
-  }
-  // Which tensors qualify is known only from the inner schedule: at most
-  // four instructions per op on top of it.
-  ScheduleSize size(const Model& m, uint64_t limit) const override {
-    ScheduleSize s = inner_->size(m, limit);
-    if (s.bound == ScheduleSize::Bound::AtLeast) return s;
-    s.instructions += 4 * static_cast<uint64_t>(m.size());
-    s.bound = ScheduleSize::Bound::AtMost;
-    return s;
-  }
-
- private:
-  std::unique_ptr<Strategy> inner_;
-  Packing packing_;
-  std::string name_;
-};
 
 }  // namespace
 
@@ -79,7 +49,9 @@ Schedule with_compression(const Model& model, Schedule inner, Packing p) {
 }
 
 std::unique_ptr<Strategy> make_compress(std::unique_ptr<Strategy> inner, Packing p, std::string spec) {
-  return std::make_unique<Compress>(std::move(inner), p, std::move(spec));
+  // At most four instructions per op (compress, free, decompress, free).
+  return make_rewriting(std::move(inner), std::move(spec), 4,
+                        [p](const Model& m, Schedule s) { return with_compression(m, std::move(s), p); });
 }
 
 }  // namespace remat

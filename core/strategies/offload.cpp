@@ -6,35 +6,12 @@
 
 #include "core/model.h"
 #include "core/strategies/backward_gap.h"
+#include "core/strategies/rewriting.h"
 
 namespace remat {
 namespace {
 
 constexpr std::size_t kNone = BackwardGap::kNone;
-
-class Offload final : public Strategy {
- public:
-  Offload(std::unique_ptr<Strategy> inner, std::string name) : inner_(std::move(inner)), name_(std::move(name)) {}
-  std::string name() const override { return name_; }
-  Schedule schedule(const Model& m) const override {
-    Schedule s = with_offloads(m, inner_->schedule(m));
-    s.strategy = name_;
-    return s;
-  }
-  // Which tensors move is known only from the inner schedule: at most one
-  // offload and one fetch per op on top of it.
-  ScheduleSize size(const Model& m, uint64_t limit) const override {
-    ScheduleSize s = inner_->size(m, limit);
-    if (s.bound == ScheduleSize::Bound::AtLeast) return s;
-    s.instructions += 2 * static_cast<uint64_t>(m.size());
-    s.bound = ScheduleSize::Bound::AtMost;
-    return s;
-  }
-
- private:
-  std::unique_ptr<Strategy> inner_;
-  std::string name_;
-};
 
 }  // namespace
 
@@ -74,7 +51,9 @@ Schedule with_offloads(const Model& model, Schedule inner) {
 }
 
 std::unique_ptr<Strategy> make_offload(std::unique_ptr<Strategy> inner, std::string name) {
-  return std::make_unique<Offload>(std::move(inner), std::move(name));
+  // At most one offload and one fetch per op on top of the inner schedule.
+  return make_rewriting(std::move(inner), std::move(name), 2,
+                        [](const Model& m, Schedule s) { return with_offloads(m, std::move(s)); });
 }
 
 }  // namespace remat

@@ -24,6 +24,10 @@ TEST(TensorsRead, ChainDenseReadsItsInputForwardAndBothEndsBackward) {
   for (const TensorRef& t : tensors_read(m, {InstrKind::Bwd, m.loss()})) EXPECT_FALSE(t.grad);
   EXPECT_TRUE(tensors_read(m, {InstrKind::FreeAct, 5}).empty());
   EXPECT_TRUE(tensors_read(m, {InstrKind::FreeGrad, 5}).empty());
+  // A compress reads A(v); a decompress reads C(v), the compressed copy.
+  EXPECT_EQ(tensors_read(m, {InstrKind::CompressInt8, 5}), (std::vector<TensorRef>{{5, false}}));
+  EXPECT_EQ(tensors_read(m, {InstrKind::Decompress, 5}), (std::vector<TensorRef>{{5, false, false, true}}));
+  EXPECT_TRUE(tensors_read(m, {InstrKind::FreePacked, 5}).empty());
 }
 
 TEST(TensorsRead, ABackwardWithPrivateSavedTensorsReadsItsAux) {
@@ -52,7 +56,7 @@ TEST(TensorsRead, EveryReadOfAValidScheduleIsResident) {
   // gpt: has views (reshape, transpose) and aux (LayerNorm's statistics).
   for (const char* model : {"chain:16", "transformer:2:8:2:1", "mlp:4", "gpt:1:64:4:16:2:bf16:100"}) {
     const Model m = make_preset(model);
-    for (const char* spec : {"store-all", "recompute-all", "sqrt"}) {
+    for (const char* spec : {"store-all", "recompute-all", "sqrt", "sqrt+compress:bf16"}) {
       SCOPED_TRACE(std::string(model) + " " + spec);
       const Schedule s = make_strategy(spec)->schedule(m);
       const ResidentIndex index(m, s);
@@ -60,7 +64,7 @@ TEST(TensorsRead, EveryReadOfAValidScheduleIsResident) {
         const auto resident = index.resident_at(t);
         for (const TensorRef& r : tensors_read(m, s.code[t]))
           ASSERT_NE(std::find(resident.begin(), resident.end(), r), resident.end())
-              << "step " << t << " reads " << (r.grad ? "G" : r.aux ? "aux" : "A") << r.op;
+              << "step " << t << " reads " << (r.grad ? "G" : r.aux ? "aux" : r.packed ? "C" : "A") << r.op;
       }
     }
   }

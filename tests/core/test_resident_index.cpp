@@ -11,7 +11,8 @@ using namespace remat;
 TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
   for (const char* model : {"chain:40", "transformer:2:8:2:1", "gpt:1:16:2:4:1:f32:10", "resnet:10:4"}) {
     const Model m = make_preset(model);
-    for (const char* spec : {"store-all", "recompute-all", "sqrt"}) {
+    // sqrt+compress:int8: compressed copies C(v) are listed and counted too.
+    for (const char* spec : {"store-all", "recompute-all", "sqrt", "sqrt+compress:int8"}) {
       const Schedule s = make_strategy(spec)->schedule(m);
       const Simulation sim = simulate(m, s);
       const ResidentIndex index(m, s);
@@ -22,8 +23,12 @@ TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
         uint64_t bytes = 0;
         std::vector<uint8_t> counted(static_cast<std::size_t>(m.size()), 0);  // storages, once each
         for (const TensorRef& r : got) {
-          EXPECT_TRUE(r.aux ? replay.aux[r.op] : r.grad ? replay.grad[r.op] : replay.act[r.op]);
-          if (r.aux) bytes += m.op(r.op).aux_bytes;
+          EXPECT_TRUE(r.packed ? replay.packed[r.op] != 0
+                      : r.aux  ? replay.aux[r.op]
+                      : r.grad ? replay.grad[r.op]
+                               : replay.act[r.op]);
+          if (r.packed) bytes += packed_bytes(m.op(r.op).bytes, Packing::Int8);
+          else if (r.aux) bytes += m.op(r.op).aux_bytes;
           else if (r.grad) bytes += m.grad_bytes(r.op);
           else if (!counted[static_cast<std::size_t>(m.storage(r.op))]++) bytes += m.op(m.storage(r.op)).bytes;
         }

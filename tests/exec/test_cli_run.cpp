@@ -208,6 +208,40 @@ TEST(CliRun, CompressedStrategiesReportTheirErrorInsteadOfBitwiseEquality) {
   EXPECT_EQ(count_of(t.out, "     ~\n"), 1) << t.out;
 }
 
+// The conversions' time, measured beside the time model's: chain:7:64 under
+// sqrt+compress:bf16 compresses and decompresses x and a3 (4 conversions),
+// each reading or writing A(v) of 64 bytes and C(v) of 32: predicted
+// 4 (64 + 32) bytes over the device memory's bandwidth. Measured times are
+// only checked to be there and non-negative.
+TEST(CliRun, ConversionsAreMeasuredBesideThePrediction) {
+  const CliResult r = run_cli(
+      "run --model chain:7:64 --strategy sqrt,sqrt+compress:bf16 --backend cpu --repeat 2 --device-bandwidth 1T --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["strategies"].size(), 3u);
+  const auto& plain = j["strategies"][1];
+  const auto& bf16 = j["strategies"][2];
+  EXPECT_EQ(plain["conversions"], 0);
+  EXPECT_EQ(plain["convert_ms"].get<double>(), 0.0);
+  EXPECT_EQ(plain["predicted_time"]["convert_s"].get<double>(), 0.0);
+  EXPECT_EQ(bf16["conversions"], 4);
+  ASSERT_TRUE(bf16["convert_ms"].is_number());
+  EXPECT_GE(bf16["convert_ms"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(bf16["predicted_time"]["convert_s"].get<double>(), 4.0 * (64 + 32) / 1e12);
+
+  const CliResult t = run_cli("run --model chain:7:64 --strategy sqrt+compress:int8 --backend cpu --repeat 1");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("conversions pred. convert     measured"), std::string::npos) << t.out;
+  // int8: 4 (64 + 20) bytes over the default 2e12 bytes/s = 0.168 ns, printed
+  // to one decimal below a microsecond.
+  const auto row = t.out.find("sqrt+compress:int8       0.000e+00");
+  ASSERT_NE(row, std::string::npos) << t.out;
+  const std::string line = t.out.substr(row, t.out.find('\n', row) - row);
+  EXPECT_NE(line.find("           4 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 0.2 ns "), std::string::npos) << line;
+  EXPECT_NE(line.find(" ms "), std::string::npos) << line;
+}
+
 TEST(CliRun, BadCompressSpecIsOneMessageAndExit2) {
   for (const char* spec : {"sqrt+compress:fp8", "compress:bf16", "sqrt+compress:bf16+compress:int8"}) {
     SCOPED_TRACE(spec);

@@ -74,6 +74,14 @@ TEST(CompressExec, Chain7TrackedPeakAndRealConversions) {
     EXPECT_EQ(probe.decompressed, 2 * (1 + quick().repeat));  // x and a3, every run
     EXPECT_EQ(probe.values, 2 * 16 * (1 + quick().repeat));
     EXPECT_EQ(probe.not_representable, 0);
+    // Measured: x and a3 compressed and decompressed once a run; their time
+    // is a sum of instruction times (no value asserted: timing).
+    EXPECT_EQ(r.conversions, 4);
+    EXPECT_GE(r.convert_ms, 0.0);
+    double sum = 0;
+    for (std::size_t i = 0; i < s.code.size(); ++i)
+      if (is_compress(s.code[i].kind) || s.code[i].kind == InstrKind::Decompress) sum += r.instr_ms[i];
+    EXPECT_DOUBLE_EQ(r.convert_ms, sum);
   }
 }
 
@@ -144,6 +152,8 @@ TEST(CompressExec, UncompressedStrategiesStayBitwiseEqual) {
   const ExecResult a = execute(m, schedule_of(m, "sqrt"), cpu, quick());
   ASSERT_TRUE(ref.ok() && a.ok());
   EXPECT_FALSE(a.compressed);
+  EXPECT_EQ(a.conversions, 0);
+  EXPECT_EQ(a.convert_ms, 0.0);
   EXPECT_TRUE(same_loss_and_grads(a, ref));
   EXPECT_EQ(relative_error(a, ref).grad, 0.0);
 }

@@ -30,6 +30,49 @@ TEST(CliSweep, JsonFrontIsMonotone) {
   EXPECT_FALSE(j["strategies"].empty());
 }
 
+// --compress: every point with compressed checkpoints at their stored size.
+// chain:7:64 under sqrt+compress:int8 peaks at 6 whole 64-byte tensors and
+// C(x) of 16 one-byte codes and a 4-byte scale, and makes C(x) and C(a3)
+// (tests/strategies/test_compress.cpp derives it).
+TEST(CliSweep, CompressTakesEveryPointToTheStoredSize) {
+  const CliResult r = run_cli("sweep --model chain:7:64 --budgets 404,576 --compress int8 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["compress"], "int8");
+  bool sqrt = false;
+  for (const auto& s : j["strategies"]) {
+    EXPECT_TRUE(s["spec"].get<std::string>().ends_with("+compress:int8")) << s["spec"];
+    if (s["spec"] == "sqrt+compress:int8") {
+      sqrt = true;
+      EXPECT_EQ(s["peak_bytes"], 6 * 64 + 16 + 4);
+      EXPECT_EQ(s["compressed_bytes"], 2 * (16 + 4));
+    }
+  }
+  EXPECT_TRUE(sqrt);
+  ASSERT_EQ(j["budgets"].size(), 2u);
+  for (const auto& b : j["budgets"]) {
+    ASSERT_TRUE(b["feasible"].get<bool>()) << b;
+    EXPECT_TRUE(b["spec"].get<std::string>().ends_with("+compress:int8")) << b;
+    EXPECT_LE(b["peak_bytes"].get<uint64_t>(), b["budget_bytes"].get<uint64_t>());
+  }
+  const CliResult t = run_cli("sweep --model chain:7:64 --budgets 404 --compress int8");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("checkpoints compressed to int8"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("compressed"), std::string::npos);
+  // sqrt's row: its peak, then what its compressed copies hold.
+  const auto row = t.out.find("sqrt+compress:int8");
+  ASSERT_NE(row, std::string::npos) << t.out;
+  const std::string line = t.out.substr(t.out.rfind('\n', row) + 1, row - t.out.rfind('\n', row) - 1);
+  EXPECT_NE(line.find(" 404 B "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 40 B "), std::string::npos) << line;
+  EXPECT_LT(line.find(" 404 B "), line.find(" 40 B ")) << line;
+  const CliResult bad = run_cli("sweep --model chain:7:64 --compress fp8");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(bad.out.empty()) << bad.out;
+  EXPECT_NE(bad.err.find("--compress: unknown compression type 'fp8' (known: bf16, f16, int8)"), std::string::npos)
+      << bad.err;
+}
+
 // A search cut off by its time limit says so in the table and the JSON.
 TEST(CliSimulate, OptimalOutOfTimeSaysSo) {
   const CliResult t = run_cli("simulate --model transformer:12:16:4:2 --strategy optimal:18176:1");

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
+#include "core/comparison.h"
 #include "core/errors.h"
 #include "core/presets.h"
 #include "core/simulator.h"
@@ -132,6 +134,40 @@ TEST(Offload, NeverRaisesTheDevicePeak) {
       EXPECT_LE(off, plain) << spec << " " << inner;
     }
   }
+}
+
+// offload+SPEC and SPEC+compress:DTYPE rewrite SPEC's schedule without
+// changing its compute, so what SPEC's search proved stands: the records of
+// optimal:B come through both wrappers, into the JSON too.
+TEST(Offload, TheInnerSearchsSolverRecordsPassThrough) {
+  const Model m = make_preset("chain:8:64");
+  const std::string opt = "optimal:" + std::to_string(6 * 64) + ":1";
+  const auto runs = simulate_strategies(m, {opt, "offload+" + opt, opt + "+compress:bf16", "offload+sqrt"});
+  ASSERT_EQ(runs.size(), 4u);
+  for (const StrategyRun& r : runs) ASSERT_TRUE(r.ok()) << r.spec << ": " << r.error;
+  const std::vector<SolverRecord>& own = runs[0].solvers;
+  ASSERT_FALSE(own.empty());
+  EXPECT_TRUE(std::any_of(own.begin(), own.end(), [](const SolverRecord& r) { return r.chosen; }));
+  for (std::size_t i : {1u, 2u}) {
+    SCOPED_TRACE(runs[i].spec);
+    ASSERT_EQ(runs[i].solvers.size(), own.size());
+    for (std::size_t k = 0; k < own.size(); ++k) {
+      EXPECT_EQ(runs[i].solvers[k].solver, own[k].solver);
+      EXPECT_EQ(runs[i].solvers[k].family, own[k].family);
+      EXPECT_EQ(runs[i].solvers[k].status, own[k].status);
+      EXPECT_EQ(runs[i].solvers[k].chosen, own[k].chosen);
+      EXPECT_EQ(runs[i].solvers[k].recompute_flops, own[k].recompute_flops);
+    }
+    // The same compute: the search's recompute, offloaded or compressed.
+    EXPECT_EQ(runs[i].sim.recompute_flops, runs[0].sim.recompute_flops);
+  }
+  EXPECT_TRUE(runs[3].solvers.empty());  // sqrt searches nothing
+  const auto j = comparison_json(m, runs, false);
+  ASSERT_TRUE(j["strategies"][1].contains("solvers"));
+  ASSERT_EQ(j["strategies"][1]["solvers"].size(), own.size());
+  EXPECT_EQ(j["strategies"][1]["solvers"][0]["solver"], own[0].solver);
+  EXPECT_EQ(j["strategies"][1]["name"], "offload+" + opt);
+  EXPECT_FALSE(j["strategies"][3].contains("solvers"));
 }
 
 TEST(Offload, SpecErrors) {

@@ -91,6 +91,71 @@ TEST(Sweep, BudgetListsParse) {
 // checkpoint splits the backward into the last layer and everything before it,
 // so the earlier segment is recomputed whole and held at once: the same tensors
 // store-all holds while they wait for their backward.
+// chain:7:64 (x, a1..a6, loss; every tensor and gradient T = 64 bytes, 16
+// floats) with compressed checkpoints, derived in tests/strategies/test_compress.cpp:
+// sqrt keeps x and a3 through the backward, both compressed, and peaks at
+// bwd a6 with 6 whole tensors and C(x): 6 T + |C(x)|; the copies made are
+// C(x) and C(a3). bf16 keeps 2 bytes a float (|C| = 32), int8 one byte a
+// float and the f32 scale (|C| = 20). store-all compresses nothing (the
+// backward reads every kept tensor directly): its peak is at bwd a6 too, x
+// and a1..a6 with G(a6) and G(a5), 9 T.
+TEST(Sweep, CompressedCheckpointsCountAtTheirStoredSize) {
+  constexpr uint64_t T = 64;
+  const Model m = make_preset("chain:7:64");
+  for (const auto& [packing, name, c] : {std::tuple{Packing::BF16, "bf16", uint64_t{32}}, {Packing::Int8, "int8", uint64_t{20}}}) {
+    SCOPED_TRACE(name);
+    const std::string suffix = std::string("+compress:") + name;
+    SweepOptions o;
+    o.compress = packing;
+    const SweepResult r = sweep(m, {6 * T + c, 9 * T}, o);
+    EXPECT_EQ(r.compress, packing);
+    auto named = [&](const std::string& spec) -> const NamedPoint* {
+      for (const NamedPoint& n : r.named)
+        if (n.spec == spec) return &n;
+      return nullptr;
+    };
+    const NamedPoint* sqrt = named("sqrt" + suffix);
+    ASSERT_NE(sqrt, nullptr);
+    EXPECT_EQ(sqrt->peak, 6 * T + c);
+    EXPECT_EQ(sqrt->compressed_bytes, 2 * c);
+    const NamedPoint* all = named("store-all" + suffix);
+    ASSERT_NE(all, nullptr);
+    EXPECT_EQ(all->peak, 9 * T);
+    EXPECT_EQ(all->compressed_bytes, 0u);
+    EXPECT_EQ(named("sqrt"), nullptr);  // every named point is compressed
+    ASSERT_EQ(r.budgets.size(), 2u);
+    // At sqrt's compressed peak, sqrt's recompute at most (it fits there);
+    // at store-all's peak none (store-all fits, the first candidate taken).
+    const SweepPoint& low = r.budgets[0];
+    ASSERT_TRUE(low.feasible);
+    EXPECT_LE(low.peak, 6 * T + c);
+    EXPECT_LE(low.recompute_flops, sqrt->recompute_flops);
+    const SweepPoint& high = r.budgets[1];
+    ASSERT_TRUE(high.feasible);
+    EXPECT_EQ(high.spec, "store-all" + suffix);
+    EXPECT_EQ(high.peak, 9 * T);
+    EXPECT_EQ(high.recompute_flops, 0);
+    // Each point's spec recreates its schedule, compressed, with that peak and stored size.
+    for (const SweepPoint& p : r.budgets) {
+      EXPECT_TRUE(p.spec.ends_with(suffix)) << p.spec;
+      const Simulation s = simulate(m, make_strategy(p.spec)->schedule(m));
+      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
+      EXPECT_EQ(s.compressed_bytes, p.compressed_bytes) << p.spec;
+    }
+    const auto j = sweep_json(m, r);
+    EXPECT_EQ(j["compress"], name);
+    EXPECT_EQ(j["budgets"][1]["compressed_bytes"], 0u);
+  }
+  // Without compression sqrt keeps x whole: 7 T.
+  const SweepResult plain = sweep(m, {7 * T});
+  EXPECT_EQ(plain.compress, Packing::None);
+  EXPECT_TRUE(sweep_json(m, plain)["compress"].is_null());
+  for (const NamedPoint& n : plain.named) {
+    EXPECT_EQ(n.spec.find("+compress:"), std::string::npos) << n.spec;
+    if (n.spec == "sqrt") EXPECT_EQ(n.peak, 7 * T);
+  }
+}
+
 TEST(Explain, LastLayerCheckpointSavesNothing) {
   const Model m = make_preset("mlp:8");
   const int last = m.loss() - 1;  // l8.relu

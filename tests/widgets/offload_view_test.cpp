@@ -19,6 +19,7 @@
 #include "widgets/prepared_run.h"
 #include "widgets/studio_document.h"
 #include "widgets/timeline_chart.h"
+#include "tests/widgets/schedule_case.h"
 
 using namespace remat;
 
@@ -31,20 +32,8 @@ namespace {
 // by that of a3, x by that of a1), a4 comes back when the backward starts
 // (just before bwd loss), a2 just before the recompute of a5, x just before
 // the recompute of a3.
-struct Chain8 {
-  Model model = load_model("chain:8");
-  Schedule schedule = make_strategy("offload:2")->schedule(model);
-  ResidentIndex index{model, schedule};
-  ScheduleFacts facts{model, schedule, declared_checkpoints(model, "offload:2")};
-  std::size_t at(Instr ins) const {
-    return std::size_t(std::find(schedule.code.begin(), schedule.code.end(), ins) - schedule.code.begin());
-  }
-  std::size_t first(InstrKind k, int op, std::size_t from = 0) const {
-    for (std::size_t i = from; i < schedule.code.size(); ++i)
-      if (schedule.code[i] == Instr{k, op}) return i;
-    return schedule.code.size();
-  }
-  NodeStates states(std::size_t t) const { return node_states_at(model, schedule, index, facts, t); }
+struct Chain8 : ScheduleCase {
+  Chain8() : ScheduleCase("chain:8", "offload:2") {}
 };
 
 std::vector<int> opsIn(const NodeStates& s, FwdState state) {
@@ -57,20 +46,20 @@ std::vector<int> opsIn(const NodeStates& s, FwdState state) {
 
 TEST(OffloadView, Chain8OffloadTwoNodeStatesByHand) {
   Chain8 c;
-  const std::size_t offX = c.at({InstrKind::Offload, 0}), offA2 = c.at({InstrKind::Offload, 2}),
-                    offA4 = c.at({InstrKind::Offload, 4});
-  const std::size_t getA4 = c.at({InstrKind::Fetch, 4}), getA2 = c.at({InstrKind::Fetch, 2}),
-                    getX = c.at({InstrKind::Fetch, 0});
+  const std::size_t offX = c.first({InstrKind::Offload, 0}), offA2 = c.first({InstrKind::Offload, 2}),
+                    offA4 = c.first({InstrKind::Offload, 4});
+  const std::size_t getA4 = c.first({InstrKind::Fetch, 4}), getA2 = c.first({InstrKind::Fetch, 2}),
+                    getX = c.first({InstrKind::Fetch, 0});
   const std::size_t n = c.schedule.code.size();
   for (std::size_t i : {offX, offA2, offA4, getA4, getA2, getX}) ASSERT_LT(i, n);
-  EXPECT_EQ(c.at({InstrKind::Offload, 6}), n);  // a6 stays: bwd a7 reads it at once
+  EXPECT_EQ(c.first({InstrKind::Offload, 6}), n);  // a6 stays: bwd a7 reads it at once
   // Where the schedule puts them (the rule above).
   EXPECT_EQ(c.schedule.code[offX - 1], (Instr{InstrKind::Fwd, 1}));
   EXPECT_EQ(c.schedule.code[offA2 - 1], (Instr{InstrKind::Fwd, 3}));
   EXPECT_EQ(c.schedule.code[offA4 - 1], (Instr{InstrKind::Fwd, 5}));
   EXPECT_EQ(c.schedule.code[getA4 + 1], (Instr{InstrKind::Bwd, 8}));
-  const std::size_t recompute5 = c.first(InstrKind::Fwd, 5, c.first(InstrKind::Fwd, 5) + 1);
-  const std::size_t recompute3 = c.first(InstrKind::Fwd, 3, c.first(InstrKind::Fwd, 3) + 1);
+  const std::size_t recompute5 = c.first({InstrKind::Fwd, 5}, c.first({InstrKind::Fwd, 5}) + 1);
+  const std::size_t recompute3 = c.first({InstrKind::Fwd, 3}, c.first({InstrKind::Fwd, 3}) + 1);
   EXPECT_EQ(getA2 + 1, recompute5);
   EXPECT_EQ(getX + 1, recompute3);
 
