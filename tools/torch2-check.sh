@@ -22,10 +22,19 @@ remat="$build/app/remat"
 [[ -x $remat ]] || { echo "torch2-check: $remat is not built" >&2; exit 2; }
 [[ $(id -u) == 0 ]] || { echo "torch2-check: chroot and mount need root" >&2; exit 2; }
 
+mounts=()
+bind() {  # bind SRC DST: mount SRC at DST for this run only
+  mkdir -p "$2" 2>/dev/null || true
+  mount --bind "$1" "$2"
+  mounts=("$2" "${mounts[@]}")
+}
+cleanup() { for m in "${mounts[@]}"; do umount "$m" || true; done; }
+trap cleanup EXIT
+
 if ! chroot "$root" /usr/bin/python3 -c "import torch, torchvision, numpy, onnx" 2>/dev/null; then
   command -v debootstrap >/dev/null || apt-get install -y -q debootstrap
   [[ -x $root/usr/bin/python3 ]] || debootstrap --variant=minbase --include=python3 trixie "$root" http://deb.debian.org/debian
-  mountpoint -q "$root/proc" || mount --bind /proc "$root/proc"
+  mountpoint -q "$root/proc" || bind /proc "$root/proc"
   chroot "$root" apt-get update -q
   chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
     python3-torch python3-torchvision python3-numpy python3-onnx
@@ -39,14 +48,6 @@ rm -rf "$lib" && mkdir -p "$lib"
 ldd "$remat" "$build/app/remat-onnx-infer" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so' |
   sort -u | xargs -I{} cp -L {} "$lib/"
 
-mounts=()
-bind() {  # bind SRC DST: mount SRC at DST for this run only
-  mkdir -p "$2" 2>/dev/null || true
-  mount --bind "$1" "$2"
-  mounts=("$2" "${mounts[@]}")
-}
-cleanup() { for m in "${mounts[@]}"; do umount "$m" || true; done; }
-trap cleanup EXIT
 # oneDNN sizes its blocks from /sys's cache sizes (a divide by zero without it).
 for d in /proc /sys /dev; do mountpoint -q "$root$d" || bind "$d" "$root$d"; done
 # The repository at its own path (the tests pass absolute paths) and once more
