@@ -10,84 +10,14 @@
 
 #include "core/model.h"
 #include "core/simulator.h"
+#include "core/strategies/milp_facts.h"
+#include "core/strategies/mip_matrix.h"
 
-#if REMAT_HAVE_MILP
-#include <Cbc_C_Interface.h>
-#endif
 
 namespace remat {
 namespace {
 
-// What the formulation needs of the graph. Ops 0..L, L the loss; stage b
-// (L >= b >= 1) is what runs between bwd b+1 and bwd b, bwd b included.
-//
-// Views own no bytes and keep their storage resident (DESIGN.md), so the
-// decisions are per storage: R and S exist for the ops that own one, and a
-// view is recomputed with its owner, in op order (it costs nothing, and its
-// storage is resident exactly while any alias is). aux(v) follows with_frees:
-// it lives from the last computation of v before bwd v until bwd v, and a
-// computation that is not the last frees it at once.
-struct Facts {
-  int L = 0;
-  std::vector<int> own;                // the op owning A(v)'s storage (v unless a view)
-  std::vector<uint64_t> a, aux;        // bytes a storage owns (0 for a view), aux(v)
-  std::vector<double> f;               // forward FLOPs
-  std::vector<std::vector<int>> in;    // per op: the distinct storages its fwd reads (a view: its own)
-  std::vector<std::vector<int>> readers;  // per storage: the ops whose fwd reads it, views included, ascending
-  std::vector<std::vector<int>> saved;    // per op: the distinct storages its bwd reads
-  std::vector<int> last_read;          // per storage: the last op whose fwd reads it; -1: none
-  std::vector<int> first_use;          // per storage: the first op (not one of its views) whose fwd or bwd reads it
-  std::vector<uint64_t> grads, new_grads;  // G bytes resident before bwd b; allocated by bwd b
-
-  explicit Facts(const Model& m) : L(m.loss()) {
-    const auto n = static_cast<std::size_t>(m.size());
-    own.resize(n), a.resize(n), aux.resize(n), f.resize(n), in.resize(n), readers.resize(n), saved.resize(n);
-    last_read.assign(n, -1), first_use.assign(n, std::numeric_limits<int>::max()), grads.assign(n, 0), new_grads.assign(n, 0);
-    for (int v = 0; v < m.size(); ++v) {
-      const auto i = static_cast<std::size_t>(v);
-      own[i] = m.storage(v), a[i] = m.op(v).bytes, aux[i] = m.op(v).aux_bytes, f[i] = m.op(v).fwd_flops;
-    }
-    for (int v = 0; v < m.size(); ++v) {
-      const auto i = static_cast<std::size_t>(v);
-      for (int u : m.op(v).inputs) add_once(in[i], own[static_cast<std::size_t>(u)]);
-      for (int u : m.op(v).saved) add_once(saved[i], own[static_cast<std::size_t>(u)]);
-      for (int s : in[i]) {
-        readers[static_cast<std::size_t>(s)].push_back(v);
-        last_read[static_cast<std::size_t>(s)] = v;
-        if (own[i] != s) first_use[static_cast<std::size_t>(s)] = std::min(first_use[static_cast<std::size_t>(s)], v);
-      }
-      for (int s : saved[i]) first_use[static_cast<std::size_t>(s)] = std::min(first_use[static_cast<std::size_t>(s)], v);
-    }
-    // Backward runs L..1, so G(u) lives from bwd of its last consumer to bwd u.
-    std::vector<int> last_consumer(n, -1);
-    for (int v = 0; v < m.size(); ++v)
-      if (!m.consumers(v).empty()) last_consumer[static_cast<std::size_t>(v)] = m.consumers(v).back();
-    for (int b = 1; b <= L; ++b)
-      for (int u = 1; u <= b; ++u)
-        if (m.has_grad_tensor(u) && last_consumer[static_cast<std::size_t>(u)] > b) grads[static_cast<std::size_t>(b)] += m.grad_bytes(u);
-    for (int b = 1; b <= L; ++b) {
-      std::vector<int> seen;
-      for (int u : m.op(b).inputs)
-        if (m.has_grad_tensor(u) && last_consumer[static_cast<std::size_t>(u)] == b && add_once(seen, u))
-          new_grads[static_cast<std::size_t>(b)] += m.grad_bytes(u);
-    }
-  }
-  bool owner(int v) const { return own[static_cast<std::size_t>(v)] == v; }
-  bool saved_by(int b, int s) const { return contains(saved[static_cast<std::size_t>(b)], s); }
-  // Whether storage s is worth a decision in stage b: read in stage b or
-  // later (by an op w <= b, its recompute or backward), or its owner has aux
-  // (recomputed for bwd s, A(s) dropped at once).
-  bool useful(int b, int s) const {
-    if (s > b || !owner(s)) return false;
-    return first_use[static_cast<std::size_t>(s)] <= b || aux[static_cast<std::size_t>(s)] > 0;
-  }
-  static bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-  static bool add_once(std::vector<int>& v, int x) {
-    if (contains(v, x)) return false;
-    v.push_back(x);
-    return true;
-  }
-};
+using Facts = MilpFacts;
 
 // The decisions: R[b][v] recompute A(v) in stage b, S[b][u] A(u) resident
 // when stage b starts (S[L]: kept from the forward pass). Index 0 of R and S
@@ -240,8 +170,8 @@ std::string milp_solver_name() { return std::string("CBC ") + Cbc_getVersion(); 
 
 namespace {
 
-// Columns and rows, built once; CBC gets them row by row.
-class Formulation {
+// The formulation in docs/strategies.md, built once; CBC gets it whole.
+class Formulation : public MipMatrix {
  public:
   Formulation(const Facts& x, uint64_t budget) : x_(x), budget_(budget) {
     const auto n = static_cast<std::size_t>(x.L) + 1;
@@ -268,37 +198,7 @@ class Formulation {
 
   int R(int b, int v) const { return b < 1 ? -1 : R_[static_cast<std::size_t>(b)][static_cast<std::size_t>(v)]; }
   int S(int b, int u) const { return b < 1 ? -1 : S_[static_cast<std::size_t>(b)][static_cast<std::size_t>(u)]; }
-  int binaries() const { return binaries_; }
-  int rows() const { return static_cast<int>(row_start_.size()); }
-  int64_t columns() const { return static_cast<int64_t>(col_lb_.size()); }
-  int64_t nonzeros() const { return static_cast<int64_t>(row_col_.size()); }
   double flops_scale() const { return flops_scale_; }
-
-  // The whole matrix in one call, column by column: CBC 2.10's C interface
-  // drops coefficients when rows are added one at a time (a row x0 - x3 <= 0
-  // arrived as x0 <= 0).
-  void load(Cbc_Model* model) const {
-    const std::size_t cols = col_lb_.size(), rows = row_start_.size();
-    std::vector<CoinBigIndex> start(cols + 1, 0);
-    for (int c : row_col_) ++start[static_cast<std::size_t>(c) + 1];
-    for (std::size_t c = 0; c < cols; ++c) start[c + 1] += start[c];
-    std::vector<int> index(row_col_.size());
-    std::vector<double> value(row_col_.size()), row_lb(rows), row_ub(rows);
-    std::vector<CoinBigIndex> fill(start.begin(), start.end() - 1);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const std::size_t from = row_start_[r], to = r + 1 < rows ? row_start_[r + 1] : row_col_.size();
-      for (std::size_t k = from; k < to; ++k) {
-        const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(row_col_[k])]++);
-        index[at] = static_cast<int>(r), value[at] = row_coef_[k];
-      }
-      row_lb[r] = row_sense_[r] == 'L' ? -std::numeric_limits<double>::max() : row_rhs_[r];
-      row_ub[r] = row_sense_[r] == 'G' ? std::numeric_limits<double>::max() : row_rhs_[r];
-    }
-    Cbc_loadProblem(model, static_cast<int>(cols), static_cast<int>(rows), start.data(), index.data(), value.data(),
-                    col_lb_.data(), col_ub_.data(), col_obj_.data(), row_lb.data(), row_ub.data());
-    for (std::size_t c = 0; c < cols; ++c)
-      if (col_int_[c]) Cbc_setInteger(model, static_cast<int>(c));
-  }
 
   Decisions read(const double* sol) const {
     Decisions d(x_.L);
@@ -311,35 +211,12 @@ class Formulation {
   }
 
  private:
-  using Terms = std::vector<std::pair<int, double>>;
-
   // Op v's fwd in stage b: a view's is its owner's decision.
   int fires(int b, int v) const { return v <= b ? R(b, x_.own[static_cast<std::size_t>(v)]) : -1; }
 
-  int add_col(double lb, double ub, double obj, bool integer) {
-    col_lb_.push_back(lb), col_ub_.push_back(ub), col_obj_.push_back(obj), col_int_.push_back(integer ? 1 : 0);
-    binaries_ += integer;
-    return static_cast<int>(col_lb_.size()) - 1;
-  }
-  // A column named twice in `terms` gets one coefficient, their sum: the
-  // matrix loaded column by column must not hold duplicate entries.
-  void add_row(const Terms& terms, char sense, double rhs) {
-    row_start_.push_back(row_col_.size());
-    for (auto [c, v] : terms) {
-      auto at = std::find(row_col_.begin() + static_cast<std::ptrdiff_t>(row_start_.back()), row_col_.end(), c);
-      if (at != row_col_.end()) row_coef_[static_cast<std::size_t>(at - row_col_.begin())] += v;
-      else row_col_.push_back(c), row_coef_.push_back(v);
-    }
-    row_sense_.push_back(sense), row_rhs_.push_back(rhs);
-  }
   double units(uint64_t bytes) const { return static_cast<double>(bytes) / static_cast<double>(unit_); }
   // Memory rows are in units of the sizes' gcd: small integer coefficients.
   double budget_units() const { return static_cast<double>(budget_ / unit_); }
-
-  // A binary that is 0 when the variable does not exist.
-  void term(Terms& t, int col, double coef) {
-    if (col >= 0) t.emplace_back(col, coef);
-  }
 
   // Z[b][v] >= 1 when aux(v) made before stage b is still resident in it (no
   // computation of v in stages b..v): Z[b] >= Z[b-1] - R[b][v], Z[v-1] = 1.
@@ -504,13 +381,6 @@ class Formulation {
   uint64_t budget_, unit_ = 1;
   double flops_scale_ = 1;
   std::vector<std::vector<int>> R_, S_, Z_;
-  std::vector<double> col_lb_, col_ub_, col_obj_;
-  std::vector<char> col_int_;
-  int binaries_ = 0;
-  std::vector<std::size_t> row_start_;
-  std::vector<int> row_col_;
-  std::vector<double> row_coef_, row_rhs_;
-  std::vector<char> row_sense_;
 };
 
 // The (stage, op) pairs of a model: every one has a decision or a row in
