@@ -177,8 +177,8 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       const OptimalOutcome opt = optimal_schedule(m, p.budget, o.optimal_seconds);
       if (opt.found) {
         // A proven or chosen checkpoint set is recreated by manual:...; the
-        // MILP's schedule by the optimal spec that found it.
-        const std::string spec = opt.from_milp ? "optimal:" + std::to_string(p.budget) + ":" +
+        // MILP's or the residency bound's schedule by the optimal spec that found it.
+        const std::string spec = opt.from_milp || opt.from_residency ? "optimal:" + std::to_string(p.budget) + ":" +
                                                      std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
                                                : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);

@@ -11,6 +11,7 @@
 #include "core/model.h"
 #include "core/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/residency_bound.h"
 
 namespace remat {
 namespace {
@@ -28,9 +29,12 @@ struct Eval {
 // The best set seen so far lives in the result; every evaluation goes through here.
 class Search {
  public:
-  Search(const Model& m, uint64_t budget, OptimalResult& r) : m_(m), budget_(budget), r_(r) {
+  Search(const Model& m, uint64_t budget, double floor, OptimalResult& r) : m_(m), budget_(budget), floor_(floor), r_(r) {
     r_.least_peak = std::numeric_limits<uint64_t>::max();
   }
+  // The best set meets the floor: no schedule recomputes less, the search is done.
+  bool met() const { return floor_ >= 0 && r_.found && meets_bound(r_.recompute_flops, floor_); }
+  bool going(Clock::time_point t) const { return running(t) && !met(); }
 
   const Model& model() const { return m_; }
   uint64_t budget() const { return budget_; }
@@ -56,6 +60,7 @@ class Search {
  private:
   const Model& m_;
   uint64_t budget_;
+  double floor_;
   OptimalResult& r_;
 };
 
@@ -81,9 +86,9 @@ void local_search(Search& s, Clock::time_point until) {
   auto descend = [&](std::vector<char>& in) {
     Eval cur = s.consider(as_set(in));
     bool improved = true;
-    while (improved && running(until)) {
+    while (improved && s.going(until)) {
       improved = false;
-      for (int v = 1; v < n && running(until); ++v) {
+      for (int v = 1; v < n && s.going(until); ++v) {
         in[static_cast<std::size_t>(v)] ^= 1;
         const Eval e = s.consider(as_set(in));
         if (better(e, cur)) {
@@ -104,7 +109,7 @@ void local_search(Search& s, Clock::time_point until) {
   descend(in);
   std::mt19937 rng(1);
   std::uniform_int_distribution<int> pick(1, n - 1);
-  for (int quiet = 0; quiet < 200 && running(until); ++quiet) {
+  for (int quiet = 0; quiet < 200 && s.going(until); ++quiet) {
     const double before = r.found ? r.recompute_flops : std::numeric_limits<double>::infinity();
     in = from_best();
     for (int k = 0; k < 2 + quiet % 2; ++k) in[static_cast<std::size_t>(pick(rng))] ^= 1;
@@ -187,6 +192,7 @@ class BranchAndBound {
 
  private:
   bool visit(std::vector<int>& ckpt) {
+    if (s_.met()) return true;
     if (!running(deadline_)) return false;
     const Model& m = s_.model();
     if (prune(ckpt)) return true;
@@ -268,15 +274,15 @@ class BranchAndBound {
 
 }  // namespace
 
-OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s) {
+OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
   OptimalResult r;
-  Search s(m, budget, r);
+  Search s(m, budget, floor, r);
   // Seeds: the named families.
   const int n = m.loss();
   s.consider({});
-  for (int k = 1; k < n && running(deadline); ++k) s.consider(every_k_boundaries(m, k));
+  for (int k = 1; k < n && s.going(deadline); ++k) s.consider(every_k_boundaries(m, k));
   s.consider(auto_checkpoints(m));
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));

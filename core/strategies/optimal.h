@@ -30,6 +30,9 @@ constexpr int kSeedSearchAboveOps = 18;
 // seconds unless they ask for more.
 constexpr double kOptimalDefaultSeconds = 5.0;
 
-OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s);
+// `floor`: a proven lower bound on the recompute FLOPs of any schedule within
+// the budget (residency_bound.h), or -1: the search stops, proven, as soon as
+// a set meets it.
+OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor = -1);
 
 }  // namespace remat

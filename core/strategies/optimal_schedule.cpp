@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/model.h"
@@ -21,6 +23,12 @@ std::string percent(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
   return buf;
+}
+
+// (flops - bound) over the recompute FLOPs, and over the whole step's.
+std::pair<double, double> gaps(const Model& m, double flops, double bound) {
+  const double d = std::max(0.0, flops - bound), step = m.forward_flops() + m.backward_flops() + flops;
+  return {flops > 0 && !meets_bound(flops, bound) ? d / flops : 0.0, step > 0 && !meets_bound(flops, bound) ? d / step : 0.0};
 }
 
 std::vector<Instr> compute_part(const Schedule& s) {
@@ -58,11 +66,13 @@ class Optimal final : public Strategy {
   // the model has any.
   ScheduleSize size(const Model& m, uint64_t) const override {
     ScheduleSize bound = segment_schedule_bound(m);
+    // The residency bound's schedule recomputes each op at most once.
+    bool aux = false;
+    for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+    const auto L = static_cast<uint64_t>(m.loss());
+    bound.instructions = std::max(bound.instructions, instructions_with_frees(m, 2 * L, aux ? 2 * L : 0));
     if (!milp_solver_name().empty() && milp_too_large(m, budget_, limit_).empty()) {
-      const auto L = static_cast<uint64_t>(m.loss());
       const uint64_t fwd = L + L * (L + 1) / 2;
-      bool aux = false;
-      for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
       bound.instructions = std::max(bound.instructions, instructions_with_frees(m, fwd, aux ? fwd : 0));
     }
     return bound;
@@ -102,34 +112,58 @@ uint64_t least_possible_peak(const Model& m, std::string* what) {
 
 OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds) {
   const auto start = Clock::now();
+  auto since_start = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const std::string solver = milp_solver_name();
   OptimalOutcome o;
-  // The MILP gets three quarters of the time where it runs at all.
-  const std::string too_large = solver.empty() ? "" : milp_too_large(m, budget, seconds * 3 / 4);
-  const bool milp_runs = !solver.empty() && too_large.empty();
-  o.sets = optimal_search(m, budget, milp_runs ? seconds / 4 : seconds);
-  const double bb_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  using S = MilpResult::Status;
+  using RB = ResidencyBound::Status;
+  // The residency bound first: a program with one binary per op, solved in a
+  // fraction of a second on most presets. A schedule that meets it is least
+  // over general schedules, and no search need go on. The MILP gets three
+  // quarters of the time after it where it runs at all; where it is too
+  // large, the bound gets half the time (its bound is then the only one, and
+  // its schedules often beat the branch and bound's).
+  const std::string too_large = solver.empty() ? "" : milp_too_large(m, budget, seconds * 0.9 * 3 / 4);
+  if (!solver.empty()) o.residency = residency_bound(m, budget, std::max(0.5, seconds * (too_large.empty() ? 0.1 : 0.5)));
+  const ResidencyBound& rb = o.residency;
+  const bool bounded = rb.status == RB::Solved || rb.status == RB::TimeLimit;
+  const double floor = bounded ? rb.bound : -1;
+  const bool rb_least = rb.fits && floor >= 0 && meets_bound(rb.recompute_flops, floor);
+  const std::string skipped = rb.status == RB::Infeasible ? "not needed (the residency bound proves no schedule fits)"
+                              : rb_least ? "not needed (the residency bound's schedule meets it)"
+                                         : "";
+  const bool milp_may_run = !solver.empty() && too_large.empty() && skipped.empty();
+  const double after_bound = std::max(0.5, seconds - since_start());
+  if (skipped.empty()) o.sets = optimal_search(m, budget, milp_may_run ? after_bound / 4 : after_bound, floor);
+  const double bb_seconds = skipped.empty() ? since_start() - rb.seconds : 0;  // (and milp_too_large's)
+  const bool met = o.sets.found && floor >= 0 && meets_bound(o.sets.recompute_flops, floor);
   SolverRecord bb{"branch and bound", "checkpoint sets", o.sets.proven ? (o.sets.found ? "proven" : "infeasible") : "time limit",
                   false, o.sets.found ? o.sets.recompute_flops : -1, -1, -1, bb_seconds};
-  if (o.sets.proven && o.sets.found) bb.bound = o.sets.recompute_flops, bb.gap = 0, bb.step_gap = 0;
-  std::vector<Instr> warm;
-  if (o.sets.found) {
-    warm = compute_part(segment_schedule(m, o.sets.checkpoints, "optimal"));
-    o.found = true, o.compute = warm, o.recompute_flops = o.sets.recompute_flops;
-  }
-  o.records.push_back(bb);
+  if (!skipped.empty()) bb.status = skipped;
+  // The best schedule so far, and which solver's it is (0, 1, 2: the records' order).
+  int chosen = -1;
+  auto offer = [&](const std::vector<Instr>& compute, double flops, int who) {
+    if (chosen >= 0 && flops >= o.recompute_flops) return;
+    o.found = true, o.compute = compute, o.recompute_flops = flops, chosen = who;
+  };
+  if (o.sets.found) offer(compute_part(segment_schedule(m, o.sets.checkpoints, "optimal")), o.sets.recompute_flops, 0);
+  if (rb.fits) offer(rb.compute, rb.recompute_flops, 2);
 
   SolverRecord mr{solver.empty() ? "MILP" : "MILP (" + solver + ")", "general schedules", "not in this build", false, -1, -1, -1, 0};
   if (!solver.empty()) {
-    const double left = std::max(0.5, seconds - bb_seconds);
-    if (milp_runs) {
-      o.milp = solve_milp(m, budget, left, o.sets.found ? &warm : nullptr);
+    const double left = std::max(0.5, seconds - since_start());
+    if (!skipped.empty()) {
+      mr.status = skipped;
+    } else if (met) {
+      mr.status = "not needed (the branch and bound's schedule meets the residency bound)";
+    } else if (milp_may_run) {
+      const std::vector<Instr> warm = o.compute;  // the best so far as its start
+      o.milp = solve_milp(m, budget, left, o.found ? &warm : nullptr);
     } else {
-      o.milp.status = MilpResult::Status::TooLarge;
+      o.milp.status = S::TooLarge;
       o.milp.note = too_large;
     }
     mr.seconds = o.milp.seconds;
-    using S = MilpResult::Status;
     switch (o.milp.status) {
       case S::Optimal: mr.status = "proven"; break;
       case S::Feasible: mr.status = "time limit"; break;
@@ -146,27 +180,58 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
         throw std::logic_error("optimal: the MILP's schedule peaks at " + std::to_string(sim.peak_bytes) +
                                " bytes in the simulator, " + std::to_string(o.milp.peak) + " in the MILP (budget " +
                                std::to_string(budget) + ")");
-      mr.recompute_flops = o.milp.recompute_flops, mr.bound = o.milp.bound, mr.gap = o.milp.gap, mr.step_gap = o.milp.step_gap;
-      if (!o.found || o.milp.recompute_flops < o.recompute_flops) {
-        o.found = true, o.from_milp = true, o.compute = o.milp.compute, o.recompute_flops = o.milp.recompute_flops;
-      }
-    } else if (o.milp.status == S::Infeasible) {
-      mr.bound = -1;
+      if (o.milp.bound < floor) o.milp.bound = std::min(floor, o.milp.recompute_flops);  // the residency bound is the stronger
+      if (meets_bound(o.milp.recompute_flops, o.milp.bound)) o.milp.status = S::Optimal, mr.status = "proven";
+      mr.recompute_flops = o.milp.recompute_flops, mr.bound = o.milp.bound;
+      std::tie(mr.gap, mr.step_gap) = gaps(m, o.milp.recompute_flops, o.milp.bound);
+      o.milp.gap = mr.gap, o.milp.step_gap = mr.step_gap;
+      offer(o.milp.compute, o.milp.recompute_flops, 1);
     }
   }
+  o.from_milp = chosen == 1, o.from_residency = chosen == 2;
+  // What each schedule is proven against: the branch and bound's own search
+  // (checkpoint sets), or a bound on every general schedule (the residency
+  // bound's, or the MILP's).
+  double general = floor;
+  if (o.milp.status == S::Optimal || o.milp.status == S::Feasible) general = std::max(general, o.milp.bound);
+  if (o.sets.found && o.sets.proven && !met) bb.bound = o.sets.recompute_flops;
+  if (o.sets.found && general > bb.bound) bb.bound = std::min(general, o.sets.recompute_flops);
+  if (met) bb.status = "proven";
+  if (bb.bound >= 0) std::tie(bb.gap, bb.step_gap) = gaps(m, o.sets.recompute_flops, bb.bound);
+  o.records.push_back(bb);
   o.records.push_back(mr);
-  (o.from_milp ? o.records[1] : o.records[0]).chosen = o.found;
+  SolverRecord rr{solver.empty() ? "residency bound" : "residency bound (" + solver + ")", "general schedules",
+                  "not in this build", false, -1, -1, -1, rb.seconds};
+  switch (rb.status) {
+    case RB::Solved: rr.status = "solved"; break;
+    case RB::TimeLimit: rr.status = "time limit"; break;
+    case RB::Infeasible: rr.status = "infeasible"; break;
+    case RB::TooLarge: rr.status = "too large (" + rb.note + ")"; break;
+    case RB::NotBuilt: break;
+  }
+  if (bounded) rr.bound = std::min(general, rb.fits ? rb.recompute_flops : general);
+  if (rb.fits) {
+    rr.recompute_flops = rb.recompute_flops;
+    std::tie(rr.gap, rr.step_gap) = gaps(m, rb.recompute_flops, rr.bound);
+    if (meets_bound(rb.recompute_flops, rr.bound)) rr.status = "proven";
+  }
+  o.records.push_back(rr);
+  if (chosen >= 0) o.records[static_cast<std::size_t>(chosen)].chosen = true;
+  const bool proven = o.found && general >= 0 && meets_bound(o.recompute_flops, general);
 
   const std::string b = std::to_string(budget) + " bytes";
   const std::string longer = "optimal:" + std::to_string(budget) + ":SECONDS gives it longer";
   const std::string least = o.sets.evaluated ? "; the smallest peak seen is " + std::to_string(o.sets.least_peak) + " bytes" : "";
   if (!o.found) {
     std::string what;
-    const uint64_t floor = least_possible_peak(m, &what);
-    if (floor > budget)
+    const uint64_t least_peak = least_possible_peak(m, &what);
+    if (least_peak > budget)
       o.infeasible = "optimal: " + b + " is infeasible for model '" + m.name + "': " + what + " alone needs " +
-                     std::to_string(floor) + " bytes";
-    else if (o.milp.status == MilpResult::Status::Infeasible)
+                     std::to_string(least_peak) + " bytes";
+    else if (o.residency.status == RB::Infeasible)
+      o.infeasible = "optimal: " + b + " is infeasible for model '" + m.name +
+                     "' (proven by the residency bound over general schedules: what every one must hold at some step exceeds it)";
+    else if (o.milp.status == S::Infeasible)
       o.infeasible = "optimal: " + b + " is infeasible for model '" + m.name + "' (proven by the MILP over general schedules)" + least;
     else if (solver.empty() && o.sets.proven)
       o.infeasible = "optimal: no checkpoint set fits " + b + " for model '" + m.name +
@@ -179,16 +244,23 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   // A note only when a time limit stopped what would have proven the answer
   // (the window then says "best found, not proven").
   const std::string limit = "time limit (" + seconds_text(seconds) + ")";
-  if (o.milp.status == MilpResult::Status::Feasible)
-    o.note = "the MILP stopped at its " + limit + " at most " + percent(o.milp.gap) +
-             " above the least recompute FLOPs over general schedules (" + percent(o.milp.step_gap) +
-             " of the training step's FLOPs): not proven least (" + longer + ")";
-  else if (o.milp.status == MilpResult::Status::NoSolution)
-    o.note = "the MILP stopped at its " + limit + " without a schedule; the best checkpoint set" +
-             (o.sets.proven ? " (least among sets)" : "") + " is used: not proven least (" + longer + ")";
-  else if (o.milp.status != MilpResult::Status::Optimal && !o.sets.proven)
-    o.note = "the search stopped at its " + limit + " after " + std::to_string(o.sets.evaluated) +
-             " checkpoint sets: the best found, not proven least (" + longer + ")";
+  const auto [gap, step_gap] = general >= 0 ? gaps(m, o.recompute_flops, general) : std::pair{0.0, 0.0};
+  const std::string at_most = gap > 0 ? " at most " + percent(gap) + " above the least recompute FLOPs over general schedules (" +
+                                            percent(step_gap) + " of the training step's FLOPs)"
+                                      : "";
+  if (proven || o.milp.status == S::Optimal)
+    o.note = "";
+  else if (o.milp.status == S::Feasible)
+    o.note = "the MILP stopped at its " + limit + at_most + ": not proven least (" + longer + ")";
+  else if (o.milp.status == S::NoSolution)
+    o.note = "the MILP stopped at its " + limit + " without a schedule; " +
+             (o.from_residency ? std::string("the residency bound's schedule")
+                               : "the best checkpoint set" + std::string(o.sets.proven ? " (least among sets)" : "")) +
+             " is used" + (at_most.empty() ? "" : "," + at_most) + ": not proven least (" + longer + ")";
+  else if (!o.sets.proven || o.from_residency)
+    o.note = "the search stopped at its " + limit + " after " + std::to_string(o.sets.evaluated) + " checkpoint sets: " +
+             (o.from_residency ? "the residency bound's schedule, fewer FLOPs than any set found" : "the best found") +
+             (at_most.empty() ? "" : "," + at_most) + ", not proven least (" + longer + ")";
   return o;
 }
 

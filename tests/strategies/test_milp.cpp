@@ -7,6 +7,7 @@
 // accounting says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -152,27 +153,34 @@ TEST(Milp, WarmStartKeepsTheOptimum) {
 }
 
 // optimal:BYTES says in its records which solver proved what, and which
-// schedule it returned.
-TEST(Milp, OptimalRecordsBothSolvers) {
+// schedule it returned: the branch and bound, the MILP, the residency bound.
+TEST(Milp, OptimalRecordsEverySolver) {
   const Model m = make_preset("transformer:1:16:4:2");
   const uint64_t sqrt_peak = simulate(m, make_strategy("sqrt")->schedule(m)).peak_bytes;
   std::vector<SolverRecord> records;
   const Schedule s = make_strategy("optimal:" + std::to_string(sqrt_peak) + ":30")->schedule_with_record(m, records);
-  ASSERT_EQ(records.size(), 2u);
+  ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].solver, "branch and bound");
   EXPECT_EQ(records[0].family, "checkpoint sets");
   EXPECT_EQ(records[0].status, "proven");
   EXPECT_EQ(records[1].family, "general schedules");
-  EXPECT_NE(records[0].chosen, records[1].chosen);
-  const double chosen = records[0].chosen ? records[0].recompute_flops : records[1].recompute_flops;
-  EXPECT_DOUBLE_EQ(simulate(m, s).recompute_flops, chosen);
+  EXPECT_EQ(records[2].family, "general schedules");
+  EXPECT_EQ(std::count_if(records.begin(), records.end(), [](const SolverRecord& r) { return r.chosen; }), 1);
+  const auto chosen = std::find_if(records.begin(), records.end(), [](const SolverRecord& r) { return r.chosen; });
+  EXPECT_DOUBLE_EQ(simulate(m, s).recompute_flops, chosen->recompute_flops);
   if (milp_solver_name().empty()) {
     EXPECT_EQ(records[1].status, "not in this build");
+    EXPECT_EQ(records[2].status, "not in this build");
+    EXPECT_TRUE(records[0].chosen);
   } else {
-    EXPECT_EQ(records[1].status, "proven");
-    EXPECT_EQ(records[1].gap, 0.0);
-    EXPECT_EQ(records[1].step_gap, 0.0);
-    EXPECT_LE(records[1].recompute_flops, records[0].recompute_flops);
+    // Proven least over general schedules, by the MILP or by the bound.
+    EXPECT_EQ(records[2].status, "solved");
+    EXPECT_TRUE(records[1].status == "proven" ||
+                records[1].status == "not needed (the branch and bound's schedule meets the residency bound)")
+        << records[1].status;
+    EXPECT_EQ(chosen->gap, 0.0);
+    EXPECT_EQ(chosen->step_gap, 0.0);
+    if (records[1].status == "proven") EXPECT_LE(records[1].recompute_flops, records[0].recompute_flops);
     EXPECT_EQ(s.note, "");
   }
 }
@@ -218,10 +226,10 @@ TEST(Milp, TooLargeForItsTimeLimitIsNotAttempted) {
   const uint64_t big_budget = simulate(big, make_strategy("store-all")->schedule(big)).peak_bytes * 9 / 10;
   std::vector<SolverRecord> records;
   make_strategy("optimal:" + std::to_string(big_budget) + ":2")->schedule_with_record(big, records);
-  ASSERT_EQ(records.size(), 2u);
+  ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[1].status.rfind("too large (", 0), 0u) << records[1].status;
-  EXPECT_EQ(records[1].status, "too large (" + milp_too_large(big, big_budget, 1.5) + ")");
-  EXPECT_TRUE(records[0].chosen);
+  EXPECT_EQ(records[1].status, "too large (" + milp_too_large(big, big_budget, 2 * 0.9 * 3 / 4) + ")");
+  EXPECT_FALSE(records[1].chosen);
 }
 
 // Both gaps come from one bound: `gap` over the recompute FLOPs, `step_gap`

@@ -1,0 +1,259 @@
+#include "core/strategies/residency_bound.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <numeric>
+
+#include "core/model.h"
+#include "core/simulator.h"
+#include "core/strategies/milp_facts.h"
+#include "core/strategies/mip_matrix.h"
+
+namespace remat {
+
+bool meets_bound(double flops, double bound) { return flops <= bound + 1e-9 * std::max(1.0, bound); }
+
+#if REMAT_HAVE_MILP
+
+namespace {
+
+constexpr int kNever = std::numeric_limits<int>::max();
+
+// The covering problem of residency_bound.h, in units of the sizes' gcd.
+// Columns, per storage s: d[s] (binary) s is recomputed at least once, at
+// fwd_flops(s); h[s] (binary) s is still resident when the forward pass ends.
+// Rows:
+// - a storage a backward step reads is held to the end of the forward pass
+//   unless it is recomputed: h[s] + d[s] >= 1;
+// - a recomputation's inputs are resident when it runs, in some backward
+//   stage: each input u was held from the forward pass or is recomputed too,
+//   d[v] <= h[u] + d[u];
+// - memory at every forward step: what a later forward step reads, and each
+//   held storage; at every backward step: the gradients, what it reads, its
+//   aux, and each storage a later backward step reads unless recomputed; and
+//   aux(v) from fwd v to bwd v unless v is recomputed.
+class Relaxation : public MipMatrix {
+ public:
+  Relaxation(const MilpFacts& x, uint64_t budget) : x_(x), budget_(budget) {
+    const auto n = static_cast<std::size_t>(x.L) + 1;
+    last_saved_.assign(n, kNever);  // the last backward step (least b) that reads s
+    for (int b = 1; b <= x.L; ++b)
+      for (int s : x.saved[static_cast<std::size_t>(b)]) last_saved_[static_cast<std::size_t>(s)] = std::min(last_saved_[static_cast<std::size_t>(s)], b);
+    for (int v = 0; v <= x.L; ++v)
+      unit_ = std::gcd(unit_, std::gcd(std::gcd(x.a[static_cast<std::size_t>(v)], x.aux[static_cast<std::size_t>(v)]),
+                                       std::gcd(x.grads[static_cast<std::size_t>(v)], x.new_grads[static_cast<std::size_t>(v)])));
+    unit_ = std::max<uint64_t>(unit_, 1);
+    for (double f : x.f) fmax_ = std::max(fmax_, f);
+    d_.assign(n, -1), h_.assign(n, -1);
+    for (int s = 0; s <= x.L; ++s) {
+      const auto S = static_cast<std::size_t>(s);
+      if (!x.owner(s)) continue;
+      if (s >= 1) d_[S] = add_col(0, 1, x.f[S] / fmax_, true);
+      // Read by the loss's fwd (or the loss itself): resident to the end anyway.
+      if (s < x.L && x.last_read[S] < x.L) h_[S] = add_col(0, 1, 0, true);
+    }
+    for (int s = 0; s <= x.L; ++s) {
+      const auto S = static_cast<std::size_t>(s);
+      if (h_[S] >= 0 && last_saved_[S] != kNever) {
+        Terms t{{h_[S], 1}};
+        term(t, d_[S], 1);
+        add_row(t, 'G', 1);
+      }
+      if (d_[S] < 0) continue;
+      for (int u : x.in[S])
+        if (u != s && h_[static_cast<std::size_t>(u)] >= 0) {
+          Terms t{{d_[S], 1}, {h_[static_cast<std::size_t>(u)], -1}};
+          term(t, d_[static_cast<std::size_t>(u)], -1);
+          add_row(t, 'L', 0);
+        }
+    }
+    for (int t = 1; t <= x.L; ++t) add_forward(t);
+    for (int b = x.L; b >= 1; --b) add_backward(b);
+  }
+
+  bool infeasible() const { return infeasible_; }
+  double flops_scale() const { return 1 / fmax_; }
+  // The storages a solution recomputes, and their forward FLOPs.
+  std::vector<int> recomputed(const double* sol) const {
+    std::vector<int> out;
+    for (int s = 1; s <= x_.L; ++s)
+      if (d_[static_cast<std::size_t>(s)] >= 0 && sol[d_[static_cast<std::size_t>(s)]] > 0.5) out.push_back(s);
+    return out;
+  }
+
+ private:
+  // bytes that are resident unless column `gone` is 1 (none: always).
+  void unless(int gone, uint64_t bytes) {
+    fixed_ += bytes;
+    term(terms_, gone, -units(bytes));
+  }
+  // bytes that are resident when column `held` is 1 (none: never).
+  void when(int held, uint64_t bytes) { term(terms_, held, units(bytes)); }
+  void close_row() {
+    const double room = static_cast<double>(budget_ / unit_) - units(fixed_);
+    if (!terms_.empty()) add_row(terms_, 'L', room);
+    else if (room < 0) infeasible_ = true;
+    terms_.clear(), fixed_ = 0;
+  }
+
+  void add_forward(int t) {
+    fixed_ = x_.a[static_cast<std::size_t>(t)] + x_.aux[static_cast<std::size_t>(t)];
+    for (int u = 0; u < t; ++u) {
+      const auto U = static_cast<std::size_t>(u);
+      if (x_.aux[U] > 0) unless(d_[static_cast<std::size_t>(x_.own[U])], x_.aux[U]);
+      if (!x_.owner(u)) continue;
+      if (x_.last_read[U] >= t || h_[U] < 0) fixed_ += x_.a[U];
+      else when(h_[U], x_.a[U]);
+    }
+    close_row();
+  }
+
+  void add_backward(int b) {
+    const auto B = static_cast<std::size_t>(b);
+    fixed_ = x_.grads[B] + x_.new_grads[B] + x_.aux[B];
+    for (int s : x_.saved[B]) fixed_ += x_.a[static_cast<std::size_t>(s)];
+    for (int u = 0; u < b; ++u) {
+      const auto U = static_cast<std::size_t>(u);
+      if (x_.aux[U] > 0) unless(d_[static_cast<std::size_t>(x_.own[U])], x_.aux[U]);
+      if (x_.owner(u) && last_saved_[U] < b && !MilpFacts::contains(x_.saved[B], u)) unless(d_[U], x_.a[U]);
+    }
+    close_row();
+  }
+
+  double units(uint64_t bytes) const { return static_cast<double>(bytes) / static_cast<double>(unit_); }
+
+  const MilpFacts& x_;
+  uint64_t budget_, unit_ = 0;
+  double fmax_ = 1;
+  std::vector<int> last_saved_, d_, h_;
+  Terms terms_;
+  uint64_t fixed_ = 0;
+  bool infeasible_ = false;
+};
+
+// The relaxation's optimum as a general schedule: the forward pass, then
+// before each bwd b the recomputed storages it reads (and aux(b) when b is
+// one), with the recomputed inputs they need, in op order, each once: a
+// recomputed storage stays until its last read (with_frees), so a later
+// stage finds it there. Views follow their owners.
+std::vector<Instr> schedule_of(const MilpFacts& x, const std::vector<int>& recomputed) {
+  const auto n = static_cast<std::size_t>(x.L) + 1;
+  std::vector<char> dropped(n, 0), there(n, 1);
+  for (int s : recomputed) dropped[static_cast<std::size_t>(s)] = 1, there[static_cast<std::size_t>(s)] = 0;
+  std::vector<Instr> code;
+  for (int v = 1; v <= x.L; ++v) code.push_back({InstrKind::Fwd, v});
+  for (int b = x.L; b >= 1; --b) {
+    std::vector<char> now(n, 0);
+    std::vector<int> todo = x.saved[static_cast<std::size_t>(b)];
+    if (x.aux[static_cast<std::size_t>(b)] > 0) todo.push_back(x.own[static_cast<std::size_t>(b)]);
+    while (!todo.empty()) {
+      const auto s = static_cast<std::size_t>(todo.back());
+      todo.pop_back();
+      if (there[s] || now[s] || !dropped[s]) continue;
+      now[s] = 1;
+      for (int u : x.in[s]) todo.push_back(u);
+    }
+    for (int v = 1; v <= b; ++v)
+      if (now[static_cast<std::size_t>(x.own[static_cast<std::size_t>(v)])]) code.push_back({InstrKind::Fwd, v});
+    for (std::size_t s = 0; s < n; ++s) there[s] |= now[s];
+    code.push_back({InstrKind::Bwd, b});
+  }
+  return code;
+}
+
+}  // namespace
+
+namespace {
+
+struct Solution {
+  ResidencyBound::Status status = ResidencyBound::Status::TimeLimit;
+  double bound = 0;
+  bool found = false;           // `recomputed` is a solution of the program
+  std::vector<int> recomputed;  // the storages it recomputes
+  int binaries = 0, rows = 0;
+  int64_t nonzeros = 0;
+};
+
+// The relaxation with every row's budget `row_budget`.
+Solution solve(const MilpFacts& x, uint64_t row_budget, double seconds) {
+  using St = ResidencyBound::Status;
+  Solution out;
+  const Relaxation form(x, row_budget);
+  out.binaries = form.binaries(), out.rows = form.rows(), out.nonzeros = form.nonzeros();
+  if (form.infeasible()) return out.status = St::Infeasible, out;
+  if (out.nonzeros > kResidencyNonzeros) return out.status = St::TooLarge, out;
+  if (form.binaries() == 0) return out.status = St::Solved, out.found = true, out;  // nothing to choose
+  Cbc_Model* model = Cbc_newModel();
+  Cbc_setLogLevel(model, 0);
+  form.load(model);
+  Cbc_setAllowableGap(model, 0);
+  Cbc_setAllowableFractionGap(model, 0);
+  Cbc_setMaximumSeconds(model, std::max(0.05, seconds));
+  Cbc_setParameter(model, "timeMode", "elapsed");
+  Cbc_solve(model);
+  const bool finished = Cbc_status(model) == 0 && !Cbc_isSecondsLimitReached(model);
+  if (const double* sol = Cbc_bestSolution(model)) out.found = true, out.recomputed = form.recomputed(sol);
+  if (finished && Cbc_isProvenInfeasible(model)) {
+    out.status = St::Infeasible, out.found = false;
+  } else if (finished && Cbc_isProvenOptimal(model) && out.found) {
+    // The optimum's own FLOPs, summed unscaled: the bound to the last bit.
+    out.status = St::Solved;
+    for (int s : out.recomputed) out.bound += x.f[static_cast<std::size_t>(s)];
+  } else {
+    out.bound = std::max(0.0, Cbc_getBestPossibleObjValue(model) / form.flops_scale());
+  }
+  Cbc_deleteModel(model);
+  return out;
+}
+
+}  // namespace
+
+ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto left = [&] { return seconds - std::chrono::duration<double>(Clock::now() - start).count(); };
+  ResidencyBound out;
+  // Over 2,000 ops it is certainly too large (a chain's rows alone hold a
+  // term per op before each step): not even built.
+  if (m.loss() > 2000) {
+    out.status = ResidencyBound::Status::TooLarge;
+    out.note = std::to_string(m.loss()) + " ops";
+    return out;
+  }
+  const MilpFacts x(m);
+  Solution s = solve(x, budget, 0.6 * seconds);
+  out.status = s.status, out.bound = s.bound, out.binaries = s.binaries, out.rows = s.rows, out.nonzeros = s.nonzeros;
+  if (s.status == ResidencyBound::Status::TooLarge) {
+    out.note = std::to_string(s.nonzeros) + " nonzeros, over " + std::to_string(kResidencyNonzeros);
+    out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return out;
+  }
+  if (s.status == ResidencyBound::Status::Solved) out.recomputed = s.recomputed;
+  // Schedules from its solutions: at the budget, then, while the schedule
+  // overruns it (memory the relaxation leaves out: what stays for later
+  // recomputation during the backward pass), at the budget lowered by the
+  // overrun. Only a schedule, not the bound: the first solve alone is that.
+  uint64_t rows = budget;
+  for (int round = 0; round < 8 && s.found; ++round) {
+    std::vector<Instr> compute = schedule_of(x, s.recomputed);
+    const Simulation sim = simulate(m, with_frees(m, compute, "residency"));
+    const bool fits = sim.peak_bytes <= budget;
+    if (round == 0 || (fits && (!out.fits || sim.recompute_flops < out.recompute_flops))) {
+      out.compute = std::move(compute), out.fits = fits, out.recompute_flops = sim.recompute_flops, out.peak = sim.peak_bytes;
+    }
+    if (fits || sim.peak_bytes - budget >= rows || left() < 0.05) break;
+    rows -= sim.peak_bytes - budget;
+    s = solve(x, rows, left());
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+#else
+
+ResidencyBound residency_bound(const Model&, uint64_t, double) { return {}; }
+
+#endif
+
+}  // namespace remat
