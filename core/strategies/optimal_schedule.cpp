@@ -257,9 +257,13 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
              (o.from_residency ? std::string("the residency bound's schedule")
                                : "the best checkpoint set" + std::string(o.sets.proven ? " (least among sets)" : "")) +
              " is used" + (at_most.empty() ? "" : "," + at_most) + ": not proven least (" + longer + ")";
-  else if (!o.sets.proven || o.from_residency)
-    o.note = "the search stopped at its " + limit + " after " + std::to_string(o.sets.evaluated) + " checkpoint sets: " +
-             (o.from_residency ? "the residency bound's schedule, fewer FLOPs than any set found" : "the best found") +
+  else if (o.from_residency)
+    o.note = "the residency bound's schedule recomputes less than " +
+             (o.sets.proven ? std::string("the least checkpoint set")
+                            : "any of the " + std::to_string(o.sets.evaluated) + " checkpoint sets the search tried in its " + limit) +
+             (at_most.empty() ? "" : "," + at_most) + ", not proven least (" + longer + ")";
+  else if (!o.sets.proven)
+    o.note = "the search stopped at its " + limit + " after " + std::to_string(o.sets.evaluated) + " checkpoint sets: the best found" +
              (at_most.empty() ? "" : "," + at_most) + ", not proven least (" + longer + ")";
   return o;
 }

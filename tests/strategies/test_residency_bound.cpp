@@ -168,6 +168,12 @@ TEST(ResidencyBound, BoundsTheAnswerWhereTheMilpIsTooLarge) {
   std::snprintf(gap, sizeof gap, "%.1f%%", 100 * chosen->gap);
   EXPECT_NE(s.note.find(std::string("at most ") + gap + " above the least recompute FLOPs over general schedules"), std::string::npos)
       << s.note;
+  // The note names whose schedule it is.
+  EXPECT_EQ(s.note.rfind(records[2].chosen ? "the residency bound's schedule recomputes less than any of the "
+                                           : "the search stopped at its time limit (2 s) after ",
+                         0),
+            0u)
+      << s.note;
 }
 
 // "Infeasible" from the bound alone: on a small DAG where every instruction
