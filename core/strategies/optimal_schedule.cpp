@@ -117,7 +117,7 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   OptimalOutcome o;
   using S = MilpResult::Status;
   using RB = ResidencyBound::Status;
-  // The residency bound first: a program with one binary per op, solved in a
+  // The residency bound first: a program with two binaries per op, solved in a
   // fraction of a second on most presets. A schedule that meets it is least
   // over general schedules, and no search need go on. The MILP gets three
   // quarters of the time after it where it runs at all; where it is too
