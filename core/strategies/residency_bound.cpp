@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <numeric>
 
 #include "core/model.h"
@@ -118,7 +119,56 @@ class Relaxation : public MipMatrix {
       if (x_.aux[U] > 0) unless(d_[static_cast<std::size_t>(x_.own[U])], x_.aux[U]);
       if (x_.owner(u) && last_saved_[U] < b && !MilpFacts::contains(x_.saved[B], u)) unless(d_[U], x_.a[U]);
     }
+    add_bridges(b);
     close_row();
+  }
+
+  // A recomputed storage v that a later backward step reads is, at bwd b,
+  // resident or recomputed after it, from inputs resident then. So along a
+  // path of inputs v <- p1 <- ... <- pk whose last storage is never
+  // recomputed, one of the path's storages is resident at bwd b (pk at the
+  // latest: there since the forward pass), and the row holds at least the
+  // least of their bytes when d[v] - d[pk] = 1. Counted once: the paths of a
+  // row share no storage, and hold none that another term counts (what bwd b
+  // reads, or what a later backward step reads: v excepted, whose own term
+  // is 0 when d[v] = 1). A path ends at an op costlier than 4 of v (likely
+  // never recomputed) or after 6 inputs.
+  void add_bridges(int b) {
+    const auto B = static_cast<std::size_t>(b);
+    std::vector<char> taken(static_cast<std::size_t>(x_.L) + 1, 0);
+    auto counted = [&](int s) { return MilpFacts::contains(x_.saved[B], s) || last_saved_[static_cast<std::size_t>(s)] < b; };
+    for (int v = b - 1; v >= 1; --v) {
+      const auto V = static_cast<std::size_t>(v);
+      if (!x_.owner(v) || d_[V] < 0 || last_saved_[V] >= b || MilpFacts::contains(x_.saved[B], v) || taken[V]) continue;
+      std::vector<int> path{v};
+      uint64_t least = x_.a[V];
+      for (int at = v; path.size() <= 6;) {
+        int next = -1;
+        for (int u : x_.in[static_cast<std::size_t>(at)]) {
+          const auto U = static_cast<std::size_t>(u);
+          if (u == at || taken[U] || counted(u) || MilpFacts::contains(path, u)) continue;
+          if (next < 0 || x_.a[U] > x_.a[static_cast<std::size_t>(next)]) next = u;
+        }
+        if (next < 0) break;
+        path.push_back(next), at = next;
+        least = std::min(least, x_.a[static_cast<std::size_t>(next)]);
+        if (x_.f[static_cast<std::size_t>(next)] > 4 * x_.f[V]) break;
+      }
+      if (path.size() < 2 || least == 0) continue;
+      for (int p : path) taken[static_cast<std::size_t>(p)] = 1;
+      term(terms_, bridge(v, path.back()), units(least));
+    }
+  }
+
+  // z >= d[v] - d[end], continuous: the least value is the true one.
+  int bridge(int v, int end) {
+    const auto key = std::pair{v, end};
+    if (const auto at = bridges_.find(key); at != bridges_.end()) return at->second;
+    const int z = add_col(0, 1, 0, false);
+    Terms t{{z, 1}, {d_[static_cast<std::size_t>(v)], -1}};
+    term(t, d_[static_cast<std::size_t>(end)], 1);
+    add_row(t, 'G', 0);
+    return bridges_[key] = z;
   }
 
   double units(uint64_t bytes) const { return static_cast<double>(bytes) / static_cast<double>(unit_); }
@@ -127,6 +177,7 @@ class Relaxation : public MipMatrix {
   uint64_t budget_, unit_ = 0;
   double fmax_ = 1;
   std::vector<int> last_saved_, d_, h_;
+  std::map<std::pair<int, int>, int> bridges_;
   Terms terms_;
   uint64_t fixed_ = 0;
   bool infeasible_ = false;

@@ -15,6 +15,7 @@
 #include "core/presets.h"
 #include "core/simulator.h"
 #include "core/strategies/milp_schedule.h"
+#include "core/strategies/optimal.h"
 #include "core/strategies/optimal_schedule.h"
 #include "core/strategies/registry.h"
 #include "core/strategies/residency_bound.h"
@@ -147,13 +148,13 @@ TEST(ResidencyBound, AScheduleMeetingItEndsTheSearch) {
 // in the note.
 TEST(ResidencyBound, BoundsTheAnswerWhereTheMilpIsTooLarge) {
   SKIP_WITHOUT_MILP();
-  const Model m = make_preset("transformer:6");
-  const uint64_t budget = store_all_peak(m) * 9 / 10;
+  const Model m = make_preset("resnet:50:16:64:8:10");
+  const uint64_t budget = store_all_peak(m) * 8 / 10;
   std::vector<SolverRecord> records;
-  const Schedule s = make_strategy("optimal:" + std::to_string(budget) + ":2")->schedule_with_record(m, records);
+  const Schedule s = make_strategy("optimal:" + std::to_string(budget) + ":4")->schedule_with_record(m, records);
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[1].status.rfind("too large (", 0), 0u) << records[1].status;
-  ASSERT_EQ(records[2].status, "solved");
+  ASSERT_TRUE(records[2].status == "solved" || records[2].status == "time limit") << records[2].status;
   const auto chosen = std::find_if(records.begin(), records.end(), [](const SolverRecord& r) { return r.chosen; });
   ASSERT_NE(chosen, records.end());
   EXPECT_NE(chosen, records.begin() + 1);
@@ -170,7 +171,7 @@ TEST(ResidencyBound, BoundsTheAnswerWhereTheMilpIsTooLarge) {
       << s.note;
   // The note names whose schedule it is.
   EXPECT_EQ(s.note.rfind(records[2].chosen ? "the residency bound's schedule recomputes less than any of the "
-                                           : "the search stopped at its time limit (2 s) after ",
+                                           : "the search stopped at its time limit (4 s) after ",
                          0),
             0u)
       << s.note;
@@ -199,4 +200,29 @@ TEST(ResidencyBound, ProvesInfeasibleBudgets) {
     }
   }
   FAIL() << "no budget the bound alone proves infeasible";
+}
+
+// Issue 13's transformer: at 80% and 90% of store-all's peak the bound's own
+// schedule meets it, so optimal returns a schedule proven least over general
+// schedules (the MILP alone stopped 65-81% short of that in 60 s).
+TEST(ResidencyBound, ProvesTheTransformersScheduleLeast) {
+  SKIP_WITHOUT_MILP();
+  const Model m = make_preset("transformer:4");
+  for (uint64_t percent : {80, 90}) {
+    const uint64_t budget = store_all_peak(m) * percent / 100;
+    std::vector<SolverRecord> records;
+    const Schedule s = make_strategy("optimal:" + std::to_string(budget) + ":60")->schedule_with_record(m, records);
+    ASSERT_EQ(records.size(), 3u);
+    EXPECT_EQ(records[2].status, "proven") << percent;
+    EXPECT_TRUE(records[2].chosen) << percent;
+    EXPECT_EQ(records[0].status, "not needed (the residency bound's schedule meets it)") << percent;
+    const Simulation sim = simulate(m, s);
+    EXPECT_LE(sim.peak_bytes, budget);
+    EXPECT_EQ(sim.recompute_flops, records[2].bound) << percent;
+    EXPECT_EQ(s.note, "") << percent;
+    // Not below what the branch and bound finds among checkpoint sets in a while.
+    const OptimalResult sets = optimal_search(m, budget, 3);
+    ASSERT_TRUE(sets.found);
+    EXPECT_LE(sim.recompute_flops, sets.recompute_flops) << percent;
+  }
 }
