@@ -152,16 +152,18 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   SolverRecord mr{solver.empty() ? "MILP" : "MILP (" + solver + ")", "general schedules", "not in this build", false, -1, -1, -1, 0};
   if (!solver.empty()) {
     const double left = std::max(0.5, seconds - since_start());
-    if (!skipped.empty()) {
+    // Too large is said first: it is known before anything runs, so the record
+    // does not depend on how fast the other solvers happened to finish.
+    if (!too_large.empty()) {
+      o.milp.status = S::TooLarge;
+      o.milp.note = too_large;
+    } else if (!skipped.empty()) {
       mr.status = skipped;
     } else if (met) {
       mr.status = "not needed (the branch and bound's schedule meets the residency bound)";
-    } else if (milp_may_run) {
+    } else {
       const std::vector<Instr> warm = o.compute;  // the best so far as its start
       o.milp = solve_milp(m, budget, left, o.found ? &warm : nullptr);
-    } else {
-      o.milp.status = S::TooLarge;
-      o.milp.note = too_large;
     }
     mr.seconds = o.milp.seconds;
     switch (o.milp.status) {
