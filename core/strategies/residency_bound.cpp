@@ -5,6 +5,9 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 
 #include "core/model.h"
 #include "core/simulator.h"
@@ -15,11 +18,60 @@ namespace remat {
 
 bool meets_bound(double flops, double bound) { return flops <= bound + 1e-9 * std::max(1.0, bound); }
 
+namespace {
+
+// The relaxation's optimum as a general schedule: the forward pass, then
+// before each bwd b the recomputed storages it reads (and aux(b) when b is
+// one), with the recomputed inputs they need, in op order, each once: a
+// recomputed storage stays until its last read (with_frees), so a later
+// stage finds it there. Views follow their owners.
+std::vector<Instr> schedule_recomputing(const MilpFacts& x, const std::vector<int>& recomputed) {
+  const auto n = static_cast<std::size_t>(x.L) + 1;
+  std::vector<char> dropped(n, 0), there(n, 1);
+  for (int s : recomputed) dropped[static_cast<std::size_t>(s)] = 1, there[static_cast<std::size_t>(s)] = 0;
+  std::vector<Instr> code;
+  for (int v = 1; v <= x.L; ++v) code.push_back({InstrKind::Fwd, v});
+  for (int b = x.L; b >= 1; --b) {
+    std::vector<char> now(n, 0);
+    std::vector<int> todo = x.saved[static_cast<std::size_t>(b)];
+    if (x.aux[static_cast<std::size_t>(b)] > 0) todo.push_back(x.own[static_cast<std::size_t>(b)]);
+    while (!todo.empty()) {
+      const auto s = static_cast<std::size_t>(todo.back());
+      todo.pop_back();
+      if (there[s] || now[s] || !dropped[s]) continue;
+      now[s] = 1;
+      for (int u : x.in[s]) todo.push_back(u);
+    }
+    for (int v = 1; v <= b; ++v)
+      if (now[static_cast<std::size_t>(x.own[static_cast<std::size_t>(v)])]) code.push_back({InstrKind::Fwd, v});
+    for (std::size_t s = 0; s < n; ++s) there[s] |= now[s];
+    code.push_back({InstrKind::Bwd, b});
+  }
+  return code;
+}
+
+}  // namespace
+
+std::vector<Instr> residency_schedule(const Model& m, const std::vector<int>& recomputed) {
+  const MilpFacts x(m);
+  for (int s : recomputed)
+    if (s < 1 || s > x.L || !x.owner(s))
+      throw std::invalid_argument("residency_schedule: " + std::to_string(s) + " is not a recomputable storage (an op 1.." +
+                                  std::to_string(x.L) + " that is not a view)");
+  return schedule_recomputing(x, recomputed);
+}
+
 #if REMAT_HAVE_MILP
 
 namespace {
 
 constexpr int kNever = std::numeric_limits<int>::max();
+
+// The budget of each forward step's row and each backward step's (index t or b).
+struct RowBudgets {
+  RowBudgets(int L, uint64_t budget) : forward(static_cast<std::size_t>(L) + 1, budget), backward(forward) {}
+  std::vector<uint64_t> forward, backward;
+};
 
 // The covering problem of residency_bound.h, in units of the sizes' gcd.
 // Columns, per storage s: d[s] (binary) s is recomputed at least once, at
@@ -34,9 +86,12 @@ constexpr int kNever = std::numeric_limits<int>::max();
 //   held storage; at every backward step: the gradients, what it reads, its
 //   aux, and each storage a later backward step reads unless recomputed; and
 //   aux(v) from fwd v to bwd v unless v is recomputed.
+// Each step's row has its own budget (RowBudgets): the bound uses the
+// budget at every row; the search for a schedule that fits lowers the rows
+// of the steps its schedules overrun.
 class Relaxation : public MipMatrix {
  public:
-  Relaxation(const MilpFacts& x, uint64_t budget) : x_(x), budget_(budget) {
+  Relaxation(const MilpFacts& x, const RowBudgets& budget) : x_(x), budget_(budget) {
     const auto n = static_cast<std::size_t>(x.L) + 1;
     last_saved_.assign(n, kNever);  // the last backward step (least b) that reads s
     for (int b = 1; b <= x.L; ++b)
@@ -91,8 +146,8 @@ class Relaxation : public MipMatrix {
   }
   // bytes that are resident when column `held` is 1 (none: never).
   void when(int held, uint64_t bytes) { term(terms_, held, units(bytes)); }
-  void close_row() {
-    const double room = static_cast<double>(budget_ / unit_) - units(fixed_);
+  void close_row(uint64_t budget) {
+    const double room = static_cast<double>(budget / unit_) - units(fixed_);
     if (!terms_.empty()) add_row(terms_, 'L', room);
     else if (room < 0) infeasible_ = true;
     terms_.clear(), fixed_ = 0;
@@ -107,7 +162,7 @@ class Relaxation : public MipMatrix {
       if (x_.last_read[U] >= t || h_[U] < 0) fixed_ += x_.a[U];
       else when(h_[U], x_.a[U]);
     }
-    close_row();
+    close_row(budget_.forward[static_cast<std::size_t>(t)]);
   }
 
   void add_backward(int b) {
@@ -120,7 +175,7 @@ class Relaxation : public MipMatrix {
       if (x_.owner(u) && last_saved_[U] < b && !MilpFacts::contains(x_.saved[B], u)) unless(d_[U], x_.a[U]);
     }
     add_bridges(b);
-    close_row();
+    close_row(budget_.backward[B]);
   }
 
   // A recomputed storage v that a later backward step reads is, at bwd b,
@@ -128,20 +183,25 @@ class Relaxation : public MipMatrix {
   // path of inputs v <- p1 <- ... <- pk whose last storage is never
   // recomputed, one of the path's storages is resident at bwd b (pk at the
   // latest: there since the forward pass), and the row holds at least the
-  // least of their bytes when d[v] - d[pk] = 1. Counted once: the paths of a
-  // row share no storage, and hold none that another term counts (what bwd b
-  // reads, or what a later backward step reads: v excepted, whose own term
-  // is 0 when d[v] = 1). A path ends at an op costlier than 4 of v (likely
-  // never recomputed) or after 6 inputs.
+  // least of their bytes when d[v] - d[pk] = 1. Likewise where v has aux
+  // and bwd v is still to come: aux(v) is resident at bwd b, or v is
+  // recomputed after it (the row holds the lesser of aux(v) and the path's
+  // least); without this the program frees a dropout's mask by recomputing
+  // it, at no cost for the input held to recompute it from. Counted once:
+  // the paths of a row share no storage, and hold none that another term
+  // counts (what bwd b reads, or what a later backward step reads: v
+  // excepted, whose own term is 0 when d[v] = 1). A path ends at an op
+  // costlier than 4 of v (likely never recomputed) or after 6 inputs.
   void add_bridges(int b) {
     const auto B = static_cast<std::size_t>(b);
     std::vector<char> taken(static_cast<std::size_t>(x_.L) + 1, 0);
     auto counted = [&](int s) { return MilpFacts::contains(x_.saved[B], s) || last_saved_[static_cast<std::size_t>(s)] < b; };
     for (int v = b - 1; v >= 1; --v) {
       const auto V = static_cast<std::size_t>(v);
-      if (!x_.owner(v) || d_[V] < 0 || last_saved_[V] >= b || MilpFacts::contains(x_.saved[B], v) || taken[V]) continue;
+      const bool read_later = last_saved_[V] < b;
+      if (!x_.owner(v) || d_[V] < 0 || (!read_later && x_.aux[V] == 0) || MilpFacts::contains(x_.saved[B], v) || taken[V]) continue;
       std::vector<int> path{v};
-      uint64_t least = x_.a[V];
+      uint64_t least = read_later ? x_.a[V] : std::min(x_.a[V], x_.aux[V]);
       for (int at = v; path.size() <= 6;) {
         int next = -1;
         for (int u : x_.in[static_cast<std::size_t>(at)]) {
@@ -156,8 +216,30 @@ class Relaxation : public MipMatrix {
       }
       if (path.size() < 2 || least == 0) continue;
       for (int p : path) taken[static_cast<std::size_t>(p)] = 1;
-      term(terms_, bridge(v, path.back()), units(least));
+      const int z = bridge(v, path.back());
+      term(terms_, z, units(least));
+      // A storage p inside the path whose aux this row counts unless d[p]:
+      // recomputed (d[p] = 1) with pk not, aux(p) or one of p..pk is
+      // resident, unless the path's own term already holds (the row then
+      // counts the cheaper of the two).
+      uint64_t tail = x_.a[static_cast<std::size_t>(path.back())];
+      for (std::size_t i = path.size() - 1; i-- > 1;) {
+        const auto P = static_cast<std::size_t>(path[i]);
+        tail = std::min(tail, x_.a[P]);
+        if (x_.aux[P] > 0 && d_[P] >= 0) term(terms_, aux_bridge(z, path[i], path.back()), units(std::min(x_.aux[P], tail)));
+      }
     }
+  }
+
+  // y >= d[p] - d[end] - z, continuous.
+  int aux_bridge(int z, int p, int end) {
+    const auto key = std::tuple{z, p, end};
+    if (const auto at = aux_bridges_.find(key); at != aux_bridges_.end()) return at->second;
+    const int y = add_col(0, 1, 0, false);
+    Terms t{{y, 1}, {z, 1}, {d_[static_cast<std::size_t>(p)], -1}};
+    term(t, d_[static_cast<std::size_t>(end)], 1);
+    add_row(t, 'G', 0);
+    return aux_bridges_[key] = y;
   }
 
   // z >= d[v] - d[end], continuous: the least value is the true one.
@@ -174,44 +256,16 @@ class Relaxation : public MipMatrix {
   double units(uint64_t bytes) const { return static_cast<double>(bytes) / static_cast<double>(unit_); }
 
   const MilpFacts& x_;
-  uint64_t budget_, unit_ = 0;
+  const RowBudgets& budget_;
+  uint64_t unit_ = 0;
   double fmax_ = 1;
   std::vector<int> last_saved_, d_, h_;
   std::map<std::pair<int, int>, int> bridges_;
+  std::map<std::tuple<int, int, int>, int> aux_bridges_;
   Terms terms_;
   uint64_t fixed_ = 0;
   bool infeasible_ = false;
 };
-
-// The relaxation's optimum as a general schedule: the forward pass, then
-// before each bwd b the recomputed storages it reads (and aux(b) when b is
-// one), with the recomputed inputs they need, in op order, each once: a
-// recomputed storage stays until its last read (with_frees), so a later
-// stage finds it there. Views follow their owners.
-std::vector<Instr> schedule_of(const MilpFacts& x, const std::vector<int>& recomputed) {
-  const auto n = static_cast<std::size_t>(x.L) + 1;
-  std::vector<char> dropped(n, 0), there(n, 1);
-  for (int s : recomputed) dropped[static_cast<std::size_t>(s)] = 1, there[static_cast<std::size_t>(s)] = 0;
-  std::vector<Instr> code;
-  for (int v = 1; v <= x.L; ++v) code.push_back({InstrKind::Fwd, v});
-  for (int b = x.L; b >= 1; --b) {
-    std::vector<char> now(n, 0);
-    std::vector<int> todo = x.saved[static_cast<std::size_t>(b)];
-    if (x.aux[static_cast<std::size_t>(b)] > 0) todo.push_back(x.own[static_cast<std::size_t>(b)]);
-    while (!todo.empty()) {
-      const auto s = static_cast<std::size_t>(todo.back());
-      todo.pop_back();
-      if (there[s] || now[s] || !dropped[s]) continue;
-      now[s] = 1;
-      for (int u : x.in[s]) todo.push_back(u);
-    }
-    for (int v = 1; v <= b; ++v)
-      if (now[static_cast<std::size_t>(x.own[static_cast<std::size_t>(v)])]) code.push_back({InstrKind::Fwd, v});
-    for (std::size_t s = 0; s < n; ++s) there[s] |= now[s];
-    code.push_back({InstrKind::Bwd, b});
-  }
-  return code;
-}
 
 }  // namespace
 
@@ -226,8 +280,7 @@ struct Solution {
   int64_t nonzeros = 0;
 };
 
-// The relaxation with every row's budget `row_budget`.
-Solution solve(const MilpFacts& x, uint64_t row_budget, double seconds) {
+Solution solve(const MilpFacts& x, const RowBudgets& row_budget, double seconds) {
   using St = ResidencyBound::Status;
   Solution out;
   const Relaxation form(x, row_budget);
@@ -258,6 +311,59 @@ Solution solve(const MilpFacts& x, uint64_t row_budget, double seconds) {
   return out;
 }
 
+// Lowers the row of each step whose stage of `full` (its instructions up to
+// and with that fwd in the first pass, or up to and with that bwd) peaks over
+// the budget, by the overrun. False when none can be lowered so far.
+bool lower_overrun_rows(const MilpFacts& x, const Schedule& full, const Simulation& sim, uint64_t budget, RowBudgets& rows) {
+  const auto n = static_cast<std::size_t>(x.L) + 1;
+  std::vector<uint64_t> forward(n, 0), backward(n, 0);
+  std::size_t first_pass = 0;  // fwd instructions of the forward pass seen
+  int stage_end = -1;
+  // Backwards through the code: an instruction belongs to the next bwd.
+  for (std::size_t i = full.code.size(); i-- > 0;) {
+    const Instr& in = full.code[i];
+    if (in.kind == InstrKind::Bwd) stage_end = in.op;
+    if (stage_end >= 0 && sim.timeline[i] > budget)
+      backward[static_cast<std::size_t>(stage_end)] = std::max(backward[static_cast<std::size_t>(stage_end)], sim.timeline[i] - budget);
+  }
+  int t = 0;
+  for (std::size_t i = 0; i < full.code.size() && first_pass < static_cast<std::size_t>(x.L); ++i) {
+    const Instr& in = full.code[i];
+    if (in.kind == InstrKind::Bwd) break;
+    if (in.kind == InstrKind::Fwd) t = in.op, ++first_pass;
+    if (t > 0 && sim.timeline[i] > budget)
+      forward[static_cast<std::size_t>(t)] = std::max(forward[static_cast<std::size_t>(t)], sim.timeline[i] - budget);
+  }
+  bool lowered = false;
+  auto lower = [&](std::vector<uint64_t>& row, const std::vector<uint64_t>& over) {
+    for (std::size_t r = 0; r < n; ++r)
+      if (over[r] > 0 && over[r] < row[r]) row[r] -= over[r], lowered = true;
+  };
+  lower(rows.forward, forward);
+  lower(rows.backward, backward);
+  return lowered;
+}
+
+// A fitting schedule may recompute a storage that fits resident after all
+// (the lowered rows are only an estimate): each, costliest first, is kept
+// instead where the schedule still fits and recomputes less, until none is.
+void keep_what_fits(const Model& m, const MilpFacts& x, uint64_t budget, std::vector<int> recomputed, ResidencyBound& out) {
+  SimulateOptions figures;
+  figures.timeline = false;
+  std::sort(recomputed.begin(), recomputed.end(), [&](int a, int b) { return x.f[static_cast<std::size_t>(a)] > x.f[static_cast<std::size_t>(b)]; });
+  for (bool kept = true; kept;) {
+    kept = false;
+    for (std::size_t i = 0; i < recomputed.size(); ++i) {
+      std::vector<int> fewer = recomputed;
+      fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(i));
+      std::vector<Instr> compute = schedule_recomputing(x, fewer);
+      const Simulation sim = simulate(m, with_frees(m, compute, "residency"), figures);
+      if (sim.peak_bytes > budget || sim.recompute_flops >= out.recompute_flops) continue;
+      recomputed = std::move(fewer), kept = true, --i;
+      out.compute = std::move(compute), out.recompute_flops = sim.recompute_flops, out.peak = sim.peak_bytes;
+    }
+  }
+}
 }  // namespace
 
 ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) {
@@ -273,7 +379,7 @@ ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) 
     return out;
   }
   const MilpFacts x(m);
-  Solution s = solve(x, budget, 0.6 * seconds);
+  Solution s = solve(x, RowBudgets(x.L, budget), 0.6 * seconds);
   out.status = s.status, out.bound = s.bound, out.binaries = s.binaries, out.rows = s.rows, out.nonzeros = s.nonzeros;
   if (s.status == ResidencyBound::Status::TooLarge) {
     out.note = std::to_string(s.nonzeros) + " nonzeros, over " + std::to_string(kResidencyNonzeros);
@@ -283,20 +389,36 @@ ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) 
   if (s.status == ResidencyBound::Status::Solved) out.recomputed = s.recomputed;
   // Schedules from its solutions: at the budget, then, while the schedule
   // overruns it (memory the relaxation leaves out: what stays for later
-  // recomputation during the backward pass), at the budget lowered by the
-  // overrun. Only a schedule, not the bound: the first solve alone is that.
-  uint64_t rows = budget;
-  for (int round = 0; round < 8 && s.found; ++round) {
-    std::vector<Instr> compute = schedule_of(x, s.recomputed);
-    const Simulation sim = simulate(m, with_frees(m, compute, "residency"));
+  // recomputation during the backward pass, and what recomputation itself
+  // holds), with the rows of the steps it overran lowered by the overrun.
+  // Only a schedule, not the bound: the first solve alone is that.
+  RowBudgets rows(x.L, budget);
+  std::vector<int> best;   // the fitting schedule's recomputed storages
+  std::vector<int> tried;  // the choice of the round before
+  for (int round = 0; round < 16 && s.found; ++round) {
+    std::vector<Instr> compute = schedule_recomputing(x, s.recomputed);
+    const Schedule full = with_frees(m, compute, "residency");
+    const Simulation sim = simulate(m, full);
     const bool fits = sim.peak_bytes <= budget;
     if (round == 0 || (fits && (!out.fits || sim.recompute_flops < out.recompute_flops))) {
       out.compute = std::move(compute), out.fits = fits, out.recompute_flops = sim.recompute_flops, out.peak = sim.peak_bytes;
+      if (fits) best = s.recomputed;
     }
-    if (fits || sim.peak_bytes - budget >= rows || left() < 0.05) break;
-    rows -= sim.peak_bytes - budget;
+    if (fits || left() < 0.05) break;
+    // Where lowering its steps' rows brought back the same choice, the
+    // overrun is not in those rows: every row is lowered by it instead.
+    if (s.recomputed == tried || !lower_overrun_rows(x, full, sim, budget, rows)) {
+      const uint64_t over = sim.peak_bytes - budget;
+      bool lowered = false;
+      for (auto* row : {&rows.forward, &rows.backward})
+        for (uint64_t& r : *row)
+          if (r > over) r -= over, lowered = true;
+      if (!lowered) break;
+    }
+    tried = s.recomputed;
     s = solve(x, rows, left());
   }
+  if (out.fits) keep_what_fits(m, x, budget, best, out);
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

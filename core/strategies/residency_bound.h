@@ -39,8 +39,10 @@ struct ResidencyBound {
   // with_frees adds the frees): each recomputed storage once, at its first
   // need. `fits`: within the budget; then it is least when its FLOPs meet
   // the bound. The optimum's schedule can overrun the budget (the relaxation
-  // leaves out what stays for later recomputation during the backward pass);
-  // then solutions at budgets lowered by the overrun are tried.
+  // leaves out some of what stays for later recomputation, and what
+  // recomputation itself holds); then solutions with the rows of the steps
+  // it overran lowered by the overrun are tried, and each storage the
+  // fitting one recomputes is kept instead where it still fits.
   std::vector<Instr> compute;
   bool fits = false;
   double recompute_flops = 0;  // of `compute`
@@ -58,6 +60,12 @@ struct ResidencyBound {
 constexpr int64_t kResidencyNonzeros = 250000;
 
 ResidencyBound residency_bound(const Model& model, uint64_t budget, double seconds);
+
+// The general schedule residency_bound makes of a choice of storages to
+// recompute (a fwd/bwd program; with_frees adds the frees): the forward
+// pass, then before each bwd b the chosen storages it reads, with the chosen
+// inputs they need, each recomputed once at its first need.
+std::vector<Instr> residency_schedule(const Model& model, const std::vector<int>& recomputed);
 
 // Whether `flops` (a schedule's recompute FLOPs) meets `bound`: equal up to
 // the rounding of summing the same FLOPs in another order.
