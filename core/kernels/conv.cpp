@@ -83,6 +83,10 @@ void im2col(const ConvGeom& g, const float* xg, float* col) {
 // dxg (cg, h, w) = or += the adjoint of im2col applied to dcol. `acc` holds w floats.
 void col2im_gather(const ConvGeom& g, const float* dcol, float* dxg, bool accumulate, float* acc) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
+  // Each column tap's valid outputs, once: valid_outputs divides, and inside
+  // the row loop it cost 5-10% of a ResNet's training step.
+  std::vector<Range> taps(static_cast<std::size_t>(g.s));
+  for (int64_t ks = 0; ks < g.s; ++ks) taps[static_cast<std::size_t>(ks)] = valid_outputs(ow, g.w, g.stride_w, ks * g.dil_w - g.pad_w);
   for (int64_t ci = 0; ci < cg; ++ci) {
     for (int64_t ih = 0; ih < g.h; ++ih) {
       std::fill(acc, acc + g.w, 0.0f);
@@ -93,7 +97,7 @@ void col2im_gather(const ConvGeom& g, const float* dcol, float* dxg, bool accumu
         for (int64_t ks = 0; ks < g.s; ++ks) {
           const float* src = dcol + ((ci * g.r + kr) * g.s + ks) * oh * ow + oy * ow;
           const int64_t offw = ks * g.dil_w - g.pad_w;
-          const Range xs = valid_outputs(ow, g.w, g.stride_w, offw);
+          const Range xs = taps[static_cast<std::size_t>(ks)];
           if (g.stride_w == 1) {
             for (int64_t ox = xs.lo; ox < xs.hi; ++ox) acc[ox + offw] += src[ox];
           } else {
