@@ -257,7 +257,8 @@ TEST(ResidencyBound, ItsScheduleRecomputesNothingItCouldHold) {
   SKIP_WITHOUT_MILP();
   const Model m = make_preset("resnet:18:8:32:4:10");
   const uint64_t budget = store_all_peak(m) * 7 / 10;
-  const ResidencyBound r = residency_bound(m, budget, 10);
+  // (Its first solve finishes in 1.2-2.4 s here; the limit leaves room for a loaded machine.)
+  const ResidencyBound r = residency_bound(m, budget, 30);
   ASSERT_TRUE(r.fits);
   const std::vector<int> recomputed = recomputed_storages(m, r.compute);
   ASSERT_FALSE(recomputed.empty());
