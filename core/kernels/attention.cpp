@@ -7,9 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <Eigen/Core>
-
 #include "core/kernels/cpu_kernels.h"
+#include "core/kernels/eigen.h"
 #include "core/kernels/reduce.h"
 
 namespace remat::cpu {

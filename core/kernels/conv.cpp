@@ -17,9 +17,8 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "core/kernels/cpu_kernels.h"
+#include "core/kernels/eigen.h"
 #include "core/kernels/reduce.h"
 
 namespace remat::cpu {

@@ -3,9 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <Eigen/Core>
-
 #include "core/kernels/cpu_kernels.h"
+#include "core/kernels/eigen.h"
 
 namespace remat::cpu {
 namespace {
