@@ -346,20 +346,26 @@ bool lower_overrun_rows(const MilpFacts& x, const Schedule& full, const Simulati
 
 // A fitting schedule may recompute a storage that fits resident after all
 // (the lowered rows are only an estimate): each, costliest first, is kept
-// instead where the schedule still fits and recomputes less, until none is.
-void keep_what_fits(const Model& m, const MilpFacts& x, uint64_t budget, std::vector<int> recomputed, ResidencyBound& out) {
+// instead where the schedule still fits and recomputes less, until none is
+// or `in_time` says the time limit has passed (a simulation per try).
+template <class InTime>
+void keep_what_fits(const Model& m, const MilpFacts& x, uint64_t budget, std::vector<int> recomputed, ResidencyBound& out,
+                    InTime in_time) {
   SimulateOptions figures;
   figures.timeline = false;
   std::sort(recomputed.begin(), recomputed.end(), [&](int a, int b) { return x.f[static_cast<std::size_t>(a)] > x.f[static_cast<std::size_t>(b)]; });
   for (bool kept = true; kept;) {
     kept = false;
-    for (std::size_t i = 0; i < recomputed.size(); ++i) {
+    for (std::size_t i = 0; i < recomputed.size() && in_time();) {
       std::vector<int> fewer = recomputed;
       fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(i));
       std::vector<Instr> compute = schedule_recomputing(x, fewer);
       const Simulation sim = simulate(m, with_frees(m, compute, "residency"), figures);
-      if (sim.peak_bytes > budget || sim.recompute_flops >= out.recompute_flops) continue;
-      recomputed = std::move(fewer), kept = true, --i;
+      if (sim.peak_bytes > budget || sim.recompute_flops >= out.recompute_flops) {
+        ++i;
+        continue;
+      }
+      recomputed = std::move(fewer), kept = true;  // the next one moved to i
       out.compute = std::move(compute), out.recompute_flops = sim.recompute_flops, out.peak = sim.peak_bytes;
     }
   }
@@ -418,7 +424,7 @@ ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) 
     tried = s.recomputed;
     s = solve(x, rows, left());
   }
-  if (out.fits) keep_what_fits(m, x, budget, best, out);
+  if (out.fits) keep_what_fits(m, x, budget, best, out, [&] { return left() > 0; });
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
