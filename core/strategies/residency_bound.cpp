@@ -70,6 +70,18 @@ constexpr int kNever = std::numeric_limits<int>::max();
 // The budget of each forward step's row and each backward step's (index t or b).
 struct RowBudgets {
   RowBudgets(int L, uint64_t budget) : forward(static_cast<std::size_t>(L) + 1, budget), backward(forward) {}
+  // Each row lowered by its overrun (0: none) where that leaves it above 0;
+  // whether any was.
+  bool lower(const std::vector<uint64_t>& forward_over, const std::vector<uint64_t>& backward_over) {
+    bool lowered = false;
+    auto by = [&](std::vector<uint64_t>& rows, const std::vector<uint64_t>& over) {
+      for (std::size_t r = 0; r < rows.size(); ++r)
+        if (over[r] > 0 && over[r] < rows[r]) rows[r] -= over[r], lowered = true;
+    };
+    by(forward, forward_over);
+    by(backward, backward_over);
+    return lowered;
+  }
   std::vector<uint64_t> forward, backward;
 };
 
@@ -317,31 +329,22 @@ Solution solve(const MilpFacts& x, const RowBudgets& row_budget, double seconds)
 bool lower_overrun_rows(const MilpFacts& x, const Schedule& full, const Simulation& sim, uint64_t budget, RowBudgets& rows) {
   const auto n = static_cast<std::size_t>(x.L) + 1;
   std::vector<uint64_t> forward(n, 0), backward(n, 0);
-  std::size_t first_pass = 0;  // fwd instructions of the forward pass seen
-  int stage_end = -1;
-  // Backwards through the code: an instruction belongs to the next bwd.
-  for (std::size_t i = full.code.size(); i-- > 0;) {
-    const Instr& in = full.code[i];
-    if (in.kind == InstrKind::Bwd) stage_end = in.op;
-    if (stage_end >= 0 && sim.timeline[i] > budget)
-      backward[static_cast<std::size_t>(stage_end)] = std::max(backward[static_cast<std::size_t>(stage_end)], sim.timeline[i] - budget);
-  }
-  int t = 0;
-  for (std::size_t i = 0; i < full.code.size() && first_pass < static_cast<std::size_t>(x.L); ++i) {
-    const Instr& in = full.code[i];
-    if (in.kind == InstrKind::Bwd) break;
-    if (in.kind == InstrKind::Fwd) t = in.op, ++first_pass;
-    if (t > 0 && sim.timeline[i] > budget)
-      forward[static_cast<std::size_t>(t)] = std::max(forward[static_cast<std::size_t>(t)], sim.timeline[i] - budget);
-  }
-  bool lowered = false;
-  auto lower = [&](std::vector<uint64_t>& row, const std::vector<uint64_t>& over) {
-    for (std::size_t r = 0; r < n; ++r)
-      if (over[r] > 0 && over[r] < row[r]) row[r] -= over[r], lowered = true;
+  auto over = [&](std::vector<uint64_t>& row, int step, std::size_t i) {
+    if (sim.timeline[i] > budget) row[static_cast<std::size_t>(step)] = std::max(row[static_cast<std::size_t>(step)], sim.timeline[i] - budget);
   };
-  lower(rows.forward, forward);
-  lower(rows.backward, backward);
-  return lowered;
+  // The forward pass ends at the first bwd (residency_schedule's order).
+  const auto first_bwd = static_cast<std::size_t>(
+      std::find_if(full.code.begin(), full.code.end(), [](const Instr& i) { return i.kind == InstrKind::Bwd; }) - full.code.begin());
+  for (std::size_t i = 0, t = 0; i < first_bwd; ++i) {
+    if (full.code[i].kind == InstrKind::Fwd) t = static_cast<std::size_t>(full.code[i].op);
+    if (t > 0) over(forward, static_cast<int>(t), i);
+  }
+  // After it, backwards through the code: an instruction belongs to the next bwd.
+  for (std::size_t i = full.code.size(), b = 0; i-- > first_bwd;) {
+    if (full.code[i].kind == InstrKind::Bwd) b = static_cast<std::size_t>(full.code[i].op);
+    if (b > 0) over(backward, static_cast<int>(b), i);
+  }
+  return rows.lower(forward, backward);
 }
 
 // A fitting schedule may recompute a storage that fits resident after all
@@ -414,12 +417,8 @@ ResidencyBound residency_bound(const Model& m, uint64_t budget, double seconds) 
     // Where lowering its steps' rows brought back the same choice, the
     // overrun is not in those rows: every row is lowered by it instead.
     if (s.recomputed == tried || !lower_overrun_rows(x, full, sim, budget, rows)) {
-      const uint64_t over = sim.peak_bytes - budget;
-      bool lowered = false;
-      for (auto* row : {&rows.forward, &rows.backward})
-        for (uint64_t& r : *row)
-          if (r > over) r -= over, lowered = true;
-      if (!lowered) break;
+      const std::vector<uint64_t> over(rows.forward.size(), sim.peak_bytes - budget);
+      if (!rows.lower(over, over)) break;
     }
     tried = s.recomputed;
     s = solve(x, rows, left());

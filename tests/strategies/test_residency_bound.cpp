@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
-#include <stdexcept>
-#include <utility>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/errors.h"
 #include "core/presets.h"
