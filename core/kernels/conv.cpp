@@ -1,10 +1,18 @@
-// 2-D convolution (1-D is h = r = 1) as im2col + one Eigen GEMM per image and
-// group. The columns of one (image, group) live in the caller's scratch:
-//   col (cg·r·s, oh·ow), row (ci, kr, ks), column (oy, ox), cg = c / groups,
-// which is conv2d_scratch_floats(). A pointwise convolution (1×1, stride 1, no
-// padding) needs no columns: its input already is that matrix, and the forward
-// reads it in place; the backward still uses the same amount of scratch for
-// dcol, the gradient of the columns.
+// 2-D convolution (1-D is h = r = 1) as im2col + one Eigen GEMM per group and
+// run of images. The columns of a run of nb images live in the caller's scratch:
+//   col (cg·r·s, nb·oh·ow), row (ci, kr, ks), column (image, oy, ox),
+// cg = c / groups. One image per product wastes a deep layer: at 7×7 (49
+// columns) the GEMM repacks all of W for 49 columns, and the backward's
+// dW += dY·colᵀ is 49 deep, so it reads and writes dW once per 49 FMAs. So
+// images go together until a product has kMinColumns columns
+// (conv2d_images_per_gemm); the run's output rows, or dy's, then need a
+// (kg, nb·oh·ow) buffer of their own beside the columns, since each image's
+// rows lie apart in NCHW. With one image per product a pointwise convolution
+// (1×1, stride 1, no padding) needs no columns: its input already is that
+// matrix, and the forward reads it in place; the backward still uses the same
+// amount of scratch for dcol, the gradient of the columns. The run length
+// depends on the geometry alone, so every strategy's products, and their
+// rounding, are the same.
 //
 // The backward folds dcol back into dx by gathering, not scattering: every
 // element of dx is the sum of its (kr, ks) taps in that order, formed once and
@@ -50,15 +58,19 @@ bool is_pointwise(const ConvGeom& g) {
   return g.r == 1 && g.s == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
 }
 
-// col (cg·r·s, oh·ow) of one image's group xg (cg, h, w); padding reads as zero.
-void im2col(const ConvGeom& g, const float* xg, float* col) {
+// Columns per product that make a GEMM worth its packing (see the top).
+constexpr int64_t kMinColumns = 512;
+
+// col (cg·r·s, oh·ow) of one image's group xg (cg, h, w), row i at col + i·ld;
+// padding reads as zero.
+void im2col(const ConvGeom& g, const float* xg, float* col, int64_t ld) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
   for (int64_t ci = 0; ci < cg; ++ci) {
     const float* plane = xg + ci * g.h * g.w;
     for (int64_t kr = 0; kr < g.r; ++kr) {
       const Range ys = valid_outputs(oh, g.h, g.stride_h, kr * g.dil_h - g.pad_h);
       for (int64_t ks = 0; ks < g.s; ++ks) {
-        float* dst = col + ((ci * g.r + kr) * g.s + ks) * oh * ow;
+        float* dst = col + ((ci * g.r + kr) * g.s + ks) * ld;
         const int64_t offw = ks * g.dil_w - g.pad_w;
         const Range xs = valid_outputs(ow, g.w, g.stride_w, offw);
         std::fill(dst, dst + ys.lo * ow, 0.0f);
@@ -79,8 +91,9 @@ void im2col(const ConvGeom& g, const float* xg, float* col) {
   }
 }
 
-// dxg (cg, h, w) = or += the adjoint of im2col applied to dcol. `acc` holds w floats.
-void col2im_gather(const ConvGeom& g, const float* dcol, float* dxg, bool accumulate, float* acc) {
+// dxg (cg, h, w) = or += the adjoint of im2col applied to dcol (row i at
+// dcol + i·ld). `acc` holds w floats.
+void col2im_gather(const ConvGeom& g, const float* dcol, int64_t ld, float* dxg, bool accumulate, float* acc) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
   // Each column tap's valid outputs, once: valid_outputs divides, and inside
   // the row loop it cost 5-10% of a ResNet's training step.
@@ -94,7 +107,7 @@ void col2im_gather(const ConvGeom& g, const float* dcol, float* dxg, bool accumu
         if (ty < 0 || ty % g.stride_h != 0 || ty / g.stride_h >= oh) continue;
         const int64_t oy = ty / g.stride_h;
         for (int64_t ks = 0; ks < g.s; ++ks) {
-          const float* src = dcol + ((ci * g.r + kr) * g.s + ks) * oh * ow + oy * ow;
+          const float* src = dcol + ((ci * g.r + kr) * g.s + ks) * ld + oy * ow;
           const int64_t offw = ks * g.dil_w - g.pad_w;
           const Range xs = taps[static_cast<std::size_t>(ks)];
           if (g.stride_w == 1) {
@@ -146,29 +159,71 @@ void check_conv(const ConvGeom& g) {
         " is smaller than the dilated kernel width dil_w*(s-1)+1 = " + std::to_string(span_w));
 }
 
-int64_t conv2d_scratch_floats(const ConvGeom& g) {
-  return (g.c / g.groups) * g.r * g.s * g.oh() * g.ow();
+int64_t conv2d_images_per_gemm(const ConvGeom& g) {
+  const int64_t ohw = g.oh() * g.ow();
+  return std::clamp((kMinColumns + ohw - 1) / ohw, int64_t{1}, g.n);
 }
+
+int64_t conv2d_scratch_floats(const ConvGeom& g) {
+  const int64_t K = (g.c / g.groups) * g.r * g.s, ohw = g.oh() * g.ow(), nb = conv2d_images_per_gemm(g);
+  return nb == 1 ? K * ohw : (K + g.k / g.groups) * nb * ohw;
+}
+
+namespace {
+
+// The (rows, ohw) blocks of images img0 .. img0+nb-1 that start at
+// base + img·image_stride, side by side in a (rows, nb·ohw) matrix and back.
+void gather_images(const float* base, int64_t image_stride, int64_t rows, int64_t ohw, int64_t nb, float* out) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(out + i * nb * ohw + j * ohw, base + j * image_stride + i * ohw, sizeof(float) * ohw);
+}
+void scatter_images(const float* in, int64_t rows, int64_t ohw, int64_t nb, float* base, int64_t image_stride) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t i = 0; i < rows; ++i)
+      std::memcpy(base + j * image_stride + i * ohw, in + i * nb * ohw + j * ohw, sizeof(float) * ohw);
+}
+
+// The columns of images img0 .. img0+nb-1 of group grp, (K, nb·ohw), in
+// scratch; or, for one pointwise image, that image itself.
+const float* columns(const ConvGeom& g, const float* x, int64_t img0, int64_t nb, int64_t grp, float* scratch) {
+  const int64_t cg = g.c / g.groups, ohw = g.oh() * g.ow(), hw = g.h * g.w;
+  const float* xg = x + (img0 * g.c + grp * cg) * hw;
+  if (!is_pointwise(g)) {
+    for (int64_t j = 0; j < nb; ++j) im2col(g, xg + j * g.c * hw, scratch + j * ohw, nb * ohw);
+    return scratch;
+  }
+  if (nb == 1) return xg;
+  gather_images(xg, g.c * hw, cg, ohw, nb, scratch);
+  return scratch;
+}
+
+}  // namespace
 
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y, float* scratch) {
   check_conv(g);
   const int64_t cg = g.c / g.groups, kg = g.k / g.groups, ohw = g.oh() * g.ow();
   const int64_t K = cg * g.r * g.s;  // GEMM depth
-  const bool pointwise = is_pointwise(g);
-  for (int64_t img = 0; img < g.n; ++img) {
+  const int64_t run = conv2d_images_per_gemm(g);
+  float* out = scratch + K * run * ohw;  // a run's output rows, when run > 1
+  for (int64_t img0 = 0; img0 < g.n; img0 += run) {
+    const int64_t nb = std::min(run, g.n - img0);
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* xg = x + (img * g.c + grp * cg) * g.h * g.w;
-      const float* col = xg;
-      if (!pointwise) {
-        im2col(g, xg, scratch);
-        col = scratch;
+      const float* col = columns(g, x, img0, nb, grp, scratch);
+      const ConstMat Wg(W + grp * kg * K, kg, K);
+      float* yg = y + (img0 * g.k + grp * kg) * ohw;
+      if (run == 1) {
+        Mat(yg, kg, ohw).noalias() = Wg * ConstMat(col, K, ohw);
+      } else {
+        Mat(out, kg, nb * ohw).noalias() = Wg * ConstMat(col, K, nb * ohw);
+        scatter_images(out, kg, ohw, nb, yg, g.k * ohw);
       }
-      Mat Y(y + (img * g.k + grp * kg) * ohw, kg, ohw);
-      Y.noalias() = ConstMat(W + grp * kg * K, kg, K) * ConstMat(col, K, ohw);
     }
-    // The bias is added after the product, as in linear_fwd: the GEMM sees the
-    // same problem whatever b holds.
-    if (b != nullptr) {
+  }
+  // The bias is added after the product, as in linear_fwd: the GEMM sees the
+  // same problem whatever b holds.
+  if (b != nullptr) {
+    for (int64_t img = 0; img < g.n; ++img) {
       for (int64_t ch = 0; ch < g.k; ++ch) {
         float* yc = y + (img * g.k + ch) * ohw;
         const float bias = b[ch];
@@ -181,26 +236,28 @@ void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* 
 void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx, float* dW, float* db,
                 bool accumulate, float* scratch) {
   check_conv(g);
-  const int64_t cg = g.c / g.groups, kg = g.k / g.groups, ohw = g.oh() * g.ow();
+  const int64_t cg = g.c / g.groups, kg = g.k / g.groups, ohw = g.oh() * g.ow(), hw = g.h * g.w;
   const int64_t K = cg * g.r * g.s;
-  const bool pointwise = is_pointwise(g);
+  const int64_t run = conv2d_images_per_gemm(g);
+  float* dy_run = scratch + K * run * ohw;  // a run's dy rows, when run > 1
   std::vector<float> acc(dx != nullptr ? g.w : 0);  // one row of dx being gathered
-  for (int64_t img = 0; img < g.n; ++img) {
+  for (int64_t img0 = 0; img0 < g.n; img0 += run) {
+    const int64_t nb = std::min(run, g.n - img0), cols = nb * ohw;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* xg = x + (img * g.c + grp * cg) * g.h * g.w;
-      const ConstMat dY(dy + (img * g.k + grp * kg) * ohw, kg, ohw);
-      const ConstMat Wg(W + grp * kg * K, kg, K);
-      // dW_g (kg, K) += dY_g · colᵀ; images in order, so the sum is reproducible.
-      const float* col = xg;
-      if (!pointwise) {
-        im2col(g, xg, scratch);
-        col = scratch;
+      const float* dyg = dy + (img0 * g.k + grp * kg) * ohw;
+      if (run > 1) {
+        gather_images(dyg, g.k * ohw, kg, ohw, nb, dy_run);
+        dyg = dy_run;
       }
-      Mat(dW + grp * kg * K, kg, K).noalias() += dY * ConstMat(col, K, ohw).transpose();
+      const ConstMat dY(dyg, kg, cols);
+      // dW_g (kg, K) += dY_g · colᵀ; runs of images in order, so the sum is reproducible.
+      const float* col = columns(g, x, img0, nb, grp, scratch);
+      Mat(dW + grp * kg * K, kg, K).noalias() += dY * ConstMat(col, K, cols).transpose();
       if (dx == nullptr) continue;
-      // dcol (K, ohw) = W_gᵀ · dY_g overwrites the columns, which are done with.
-      Mat(scratch, K, ohw).noalias() = Wg.transpose() * dY;
-      col2im_gather(g, scratch, dx + (img * g.c + grp * cg) * g.h * g.w, accumulate, acc.data());
+      // dcol (K, cols) = W_gᵀ · dY_g overwrites the columns, which are done with.
+      Mat(scratch, K, cols).noalias() = ConstMat(W + grp * kg * K, kg, K).transpose() * dY;
+      for (int64_t j = 0; j < nb; ++j)
+        col2im_gather(g, scratch + j * ohw, cols, dx + ((img0 + j) * g.c + grp * cg) * hw, accumulate, acc.data());
     }
   }
   if (db != nullptr) {

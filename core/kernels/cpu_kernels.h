@@ -98,7 +98,11 @@ struct ConvGeom {
 // Throws std::invalid_argument naming the field: non-positive sizes, groups
 // not dividing c and k, an empty output.
 void check_conv(const ConvGeom& g);
-// Floats of scratch conv2d_fwd/conv2d_bwd need (their im2col columns).
+// Images that share one GEMM (a run): enough for 512 output columns, at most n.
+int64_t conv2d_images_per_gemm(const ConvGeom& g);
+// Floats of scratch conv2d_fwd/conv2d_bwd need: a run's im2col columns,
+// (c/groups·r·s, run·oh·ow), and when a run has several images, its output or
+// dy rows, (k/groups, run·oh·ow).
 int64_t conv2d_scratch_floats(const ConvGeom& g);
 // y = conv(x, W) + b (b may be null).
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y, float* scratch);

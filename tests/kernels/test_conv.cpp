@@ -85,6 +85,21 @@ std::vector<Case> cases() {
   v.push_back({"anisotropic", g, false});
   g = geom(1, 1, 3, 3, 1, 3, 3);  // the kernel covers the input: a 1×1 output
   v.push_back({"full_window", g});
+  // Runs of images per GEMM (conv2d_images_per_gemm): 306 columns an image
+  // make runs of 2, so 3 images are a run of 2 and a run of 1; likewise with
+  // groups and pointwise; 529 columns: one image per product.
+  g = geom(3, 1, 17, 18, 2, 3, 3);
+  g.pad_h = g.pad_w = 1;
+  v.push_back({"ragged_runs", g});
+  g = geom(3, 2, 13, 20, 4, 3, 3);
+  g.groups = 2;
+  g.pad_h = g.pad_w = 1;
+  v.push_back({"ragged_runs_groups2", g});
+  v.push_back({"pointwise_ragged_runs", geom(3, 2, 15, 20, 3, 1, 1), false});
+  g = geom(2, 1, 23, 23, 2, 3, 3);
+  g.pad_h = g.pad_w = 1;
+  v.push_back({"image_per_gemm", g});
+  v.push_back({"pointwise_image_per_gemm", geom(1, 2, 23, 23, 2, 1, 1)});
   return v;
 }
 
@@ -201,8 +216,10 @@ TEST_P(ConvTest, NullDxAndDbSkipOnlyThemselves) {
 
 TEST_P(ConvTest, StaysInsideItsScratchAndRepeatsBitForBit) {
   const ConvGeom& g = GetParam().g;
-  // The documented size: one (image, group)'s columns, (c/groups·r·s, oh·ow).
-  const int64_t expected = g.c / g.groups * g.r * g.s * g.oh() * g.ow();
+  // The documented size: a run's columns, (c/groups·r·s, run·oh·ow), and with
+  // more than one image a run, its output or dy rows, (k/groups, run·oh·ow).
+  const int64_t run = conv2d_images_per_gemm(g), cols = run * g.oh() * g.ow();
+  const int64_t expected = g.c / g.groups * g.r * g.s * cols + (run > 1 ? g.k / g.groups * cols : 0);
   ASSERT_EQ(conv2d_scratch_floats(g), expected);
   const Data d = make_data(g, 65);
   constexpr int64_t kGuard = 64;
@@ -224,6 +241,22 @@ TEST_P(ConvTest, StaysInsideItsScratchAndRepeatsBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Geometries, ConvTest, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// Enough images for 512 columns a product, never more than the batch.
+TEST(Conv, ImagesShareAGemmUpTo512Columns) {
+  ConvGeom g = geom(8, 64, 7, 7, 64, 3, 3);
+  g.pad_h = g.pad_w = 1;
+  EXPECT_EQ(conv2d_images_per_gemm(g), 8);  // ⌈512 / 49⌉ = 11, 8 images
+  g.n = 32;
+  EXPECT_EQ(conv2d_images_per_gemm(g), 11);
+  g.h = g.w = 16;  // 256 columns
+  EXPECT_EQ(conv2d_images_per_gemm(g), 2);
+  g.h = g.w = 23;  // 529
+  EXPECT_EQ(conv2d_images_per_gemm(g), 1);
+  EXPECT_EQ(conv2d_scratch_floats(g), 64 * 9 * 529);  // one image: no output rows
+  g.h = g.w = 10;  // 100 columns, runs of 6
+  EXPECT_EQ(conv2d_scratch_floats(g), (64 * 9 + 64) * 600);
+}
 
 TEST(Conv, OutputSizeFollowsPyTorchFormula) {
   ConvGeom g = geom(1, 1, 56, 57, 1, 3, 3);
