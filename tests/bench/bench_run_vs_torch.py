@@ -9,10 +9,16 @@ end (model build, parameter init, warm-up, R runs), is printed too.
 PyTorch: the graph from `remat model --write` rebuilt op for op (the
 cross-check's apply_op), float32, torch.set_num_threads(1); a step is forward,
 loss and backward with fresh parameter gradients; the median of R steps after
-one warm-up. Under sqrt, every segment between remat's sqrt checkpoints (op
-ids k, 2k, ... with k = ceil(sqrt(ops after the input))) runs inside
+one warm-up. Under sqrt, every segment between remat's sqrt cuts (op ids
+k, 2k, ... with k = ceil(sqrt(ops after the input))) but the last runs inside
 torch.utils.checkpoint (use_reentrant=False), taking the earlier tensors it
-reads as inputs and returning those later ops read.
+reads as inputs and returning those later ops read: checkpoint_sequential's
+segments, and the ones remat's sqrt drops. PyTorch's checkpoint recomputes a
+segment whole, its cut op too; remat's schedule recomputes only what a
+backward reads. So a third PyTorch row, same-ops, wraps each run of
+consecutive ops remat's sqrt recomputes (from `remat run --trace`) in its own
+checkpoint: PyTorch then recomputes exactly remat's ops, and the two ratios
+over store-all differ only by what each side's recomputation costs.
 
 Usage: tests/with_torch_python.sh tests/bench/bench_run_vs_torch.py --remat build/app/remat
          [--model resnet:18:16:64:8:10 ...] [--repeat 5]
@@ -47,7 +53,18 @@ def remat_times(remat, model, repeat):
     return {s["name"].rstrip("*"): s["time_ms"] for s in json.loads(out)["strategies"]}, wall
 
 
-def torch_step_fn(ops, sqrt):
+def remat_recomputed(remat, model, tmp):
+    """The op ids sqrt's schedule recomputes, from `remat run --trace` (one run)."""
+    path = os.path.join(tmp, "trace.json")
+    subprocess.run([remat, "run", "--model", model, "--strategy", "sqrt", "--backend", "cpu",
+                    "--repeat", "1", "--trace", path], check=True, capture_output=True)
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    return {e["args"]["op_id"] for e in events
+            if e.get("ph") == "X" and e.get("args", {}).get("recompute")}
+
+
+def torch_step_fn(ops, mode, recomputed):
     params = {}
     shapes = {}
 
@@ -95,13 +112,7 @@ def torch_step_fn(ops, sqrt):
     logits_shape = shapes[last["inputs"][0]]
     labels = torch.randint(0, logits_shape[-1], (math.prod(logits_shape[:-1]),))
 
-    k = max(1, math.ceil(math.sqrt(n)))
-    bounds = list(range(k, n, k)) if sqrt else []
-    segments = []  # [first, last] op ids, the last segment ends before the loss
-    first = 1
-    for b in bounds + [n - 1]:
-        segments.append((first, b))
-        first = b + 1
+    segments = plan(n, mode, recomputed)
     readers = {}
     for op in ops:
         for u in op.get("inputs", []):
@@ -117,13 +128,13 @@ def torch_step_fn(ops, sqrt):
         for p in params.values():
             p.grad = None
         acts = {0: x0}
-        for lo, hi in segments:
+        for lo, hi, checkpointed in segments:
             in_ids = sorted({u for v in range(lo, hi + 1) for u in ops[v].get("inputs", []) if u < lo})
             out_ids = [v for v in range(lo, hi + 1) if any(r > hi for r in readers.get(v, []))]
             xs = [acts[u] for u in in_ids]
-            if sqrt and lo > 1:
+            if checkpointed:
                 ys = checkpoint(run_segment, lo, hi, in_ids, out_ids, *xs, use_reentrant=False)
-            else:  # the first segment reads only the input: nothing to recompute from (as remat)
+            else:
                 ys = run_segment(lo, hi, in_ids, out_ids, *xs)
             acts.update(zip(out_ids, ys))
         logits = acts[last["inputs"][0]]
@@ -133,8 +144,32 @@ def torch_step_fn(ops, sqrt):
     return step
 
 
-def torch_time(ops, sqrt, repeat):
-    step = torch_step_fn(ops, sqrt)
+def plan(n, mode, recomputed):
+    """[(first op, last op, checkpointed)] covering ops 1..n-1 (the loss, op n, runs after).
+    store-all: one plain segment. sqrt: torch.utils.checkpoint around every segment
+    between remat's sqrt cuts (op ids k, 2k, ..., k = ceil(sqrt(n))) but the last, as
+    checkpoint_sequential and remat's sqrt do: the last segment's backward comes first.
+    same-ops: checkpoint around each run of consecutive ops remat's sqrt recomputes, the
+    rest plain. PyTorch then recomputes exactly remat's ops; sqrt's checkpoints
+    recompute each segment whole, its cut op too (its output is kept, but the segment's
+    graph is rebuilt through it), so they do more work than remat's schedule."""
+    if mode == "store-all":
+        return [(1, n - 1, False)]
+    if mode == "sqrt":
+        k = max(1, math.ceil(math.sqrt(n)))
+        ends = list(range(k, n - 1, k)) + [n - 1]
+        return [(lo, hi, hi != n - 1) for lo, hi in zip([1] + [e + 1 for e in ends[:-1]], ends)]
+    segments = []
+    for v in range(1, n):
+        if segments and (v in recomputed) == segments[-1][2]:
+            segments[-1] = (segments[-1][0], v, segments[-1][2])
+        else:
+            segments.append((v, v, v in recomputed))
+    return segments
+
+
+def torch_time(ops, mode, recomputed, repeat):
+    step = torch_step_fn(ops, mode, recomputed)
     step()  # warm-up
     times = []
     for _ in range(repeat):
@@ -159,12 +194,17 @@ def main():
             subprocess.run([a.remat, "model", "--model", m, "--write", path], check=True, capture_output=True)
             with open(path) as f:
                 ops = json.load(f)["ops"]
+            recomputed = remat_recomputed(a.remat, m, tmp)
         r, wall = remat_times(a.remat, m, a.repeat)
-        t = {"store-all": torch_time(ops, False, a.repeat), "sqrt": torch_time(ops, True, a.repeat)}
-        for s in ("store-all", "sqrt"):
+        t = {mode: torch_time(ops, mode, recomputed, a.repeat) for mode in ("store-all", "sqrt", "same-ops")}
+        r["same-ops"] = r["sqrt"]  # remat's sqrt is the schedule same-ops reproduces
+        for s in ("store-all", "sqrt", "same-ops"):
             print(f"{m:<26}{s:<11}{r[s]:>10.1f}{t[s]:>10.1f}{r[s] / t[s]:>13.2f}")
-        print(f"{m:<26}{'sqrt/store':<11}{r['sqrt'] / r['store-all']:>10.3f}{t['sqrt'] / t['store-all']:>10.3f}"
-              f"   (remat run wall, end to end: {wall:.2f} s for {a.repeat + 1} steps of each)")
+        for s in ("sqrt", "same-ops"):
+            print(f"{m:<26}{s + '/st':<11}{r[s] / r['store-all']:>10.3f}{t[s] / t['store-all']:>10.3f}"
+                  f"{100 * (r[s] / r['store-all'] - t[s] / t['store-all']):>+12.1f} pts")
+        print(f"{'':<26}remat recomputes {len(recomputed)} ops; remat run wall, end to end: "
+              f"{wall:.2f} s for {a.repeat + 1} steps of each")
 
 
 if __name__ == "__main__":
