@@ -89,6 +89,7 @@ struct OpAttrs {
   ConstValues values;
   float fill = -std::numeric_limits<float>::infinity();  // MaskedFill: the value written where the mask is set
   bool learned = false;  // AddConst: the constant is a parameter with a gradient (a learned position table)
+  bool copy = false;     // Reshape: a copy even where a view would do (PyTorch's clone)
   bool operator==(const OpAttrs&) const = default;
 };
 

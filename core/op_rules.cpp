@@ -357,11 +357,12 @@ void rule_reshape(Derivation& d) {
   int64_t n = 1;
   for (int64_t s : d.op.shape) n *= s;
   if (n != x.numel()) d.fail("Reshape to " + shape_string(d.op.shape) + " changes the element count of " + shape_string(x.shape));
-  if (auto st = view_strides(x.shape, layout_of(x), d.op.shape)) {
+  auto st = d.op.attrs->copy ? std::nullopt : view_strides(x.shape, layout_of(x), d.op.shape);
+  if (st) {
     d.view = true;
     d.strides = std::move(*st);
   } else {
-    d.fwd = d.n();  // not viewable (e.g. after a transpose): PyTorch copies
+    d.fwd = d.n();  // not viewable (e.g. after a transpose) or asked to copy: PyTorch copies
   }
 }
 

@@ -67,6 +67,7 @@ const AttrField kAttrFields[] = {
     {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
     {"fill", {K::MaskedFill}},
     {"learned", {K::AddConst}},
+    {"copy", {K::Reshape}},
 };
 
 bool takes(OpKind kind, std::string_view key) {
@@ -208,6 +209,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "step") a.step = r.integer(v, here, 1, kBig);
     else if (key == "const_shape") a.const_shape = r.ints(v, here, 1, kBig);
     else if (key == "learned") a.learned = r.boolean(v, here);
+    else if (key == "copy") a.copy = r.boolean(v, here);
     else if (key == "fill") a.fill = r.extended_number(v, here);
   }
   // After const_shape, which "causal" needs.
@@ -246,6 +248,9 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       j["step"] = a.step;
       break;
     case OpKind::Transpose: j["perm"] = a.perm; break;
+    case OpKind::Reshape:
+      if (a.copy) j["copy"] = true;
+      break;
     case OpKind::MulConst:
     case OpKind::DivConst:
     case OpKind::AddConst:

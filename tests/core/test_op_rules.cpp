@@ -158,6 +158,20 @@ TEST(OpRules, ViewsReshapeSliceExpand) {
   const int ex = m.add(make(OpKind::Expand, {row}, {4, 1, 10}));
   EXPECT_EQ(*m.op(ex).strides, (std::vector<int64_t>{0, 10, 1}));
   EXPECT_EQ(m.storage(ex), 0);
+  // copy: PyTorch's clone, a tensor of its own even where a view would do, and
+  // of an expanded tensor, every element the expansion repeats.
+  Op clone = make(OpKind::Reshape, {0}, {6, 10});
+  clone.attrs = {.copy = true};
+  const int cl = m.add(clone);
+  EXPECT_FALSE(m.op(cl).view);
+  EXPECT_EQ(m.op(cl).bytes, 240u);
+  EXPECT_EQ(m.storage(cl), cl);
+  EXPECT_DOUBLE_EQ(m.op(cl).fwd_flops, 60.0);
+  clone = make(OpKind::Reshape, {ex}, {4, 1, 10});
+  clone.attrs = {.copy = true};
+  const int cx = m.add(clone);
+  EXPECT_FALSE(m.op(cx).view);
+  EXPECT_EQ(m.op(cx).bytes, 160u);
   Op bad = make(OpKind::Reshape, {0}, {7, 9});
   EXPECT_NE(error_of(m, bad).find("changes the element count"), std::string::npos);
   bad = make(OpKind::Transpose, {0});

@@ -93,7 +93,8 @@ TEST(JsonModel, AttributesOfTheNewKinds) {
     {"id":2,"kind":"MaxPool","inputs":[1],"kernel":[2,2]},
     {"id":3,"kind":"Reshape","inputs":[2],"shape":[2,64]},
     {"id":4,"kind":"Slice","inputs":[3],"axis":1,"start":0,"end":32,"aux_bytes":7},
-    {"id":5,"kind":"MSELoss","inputs":[4]})"), "c.json");
+    {"id":5,"kind":"Reshape","inputs":[4],"shape":[2,32],"copy":true},
+    {"id":6,"kind":"MSELoss","inputs":[5]})"), "c.json");
   EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 4, 8, 8}));
   EXPECT_EQ(m.op(1).param_bytes, 4u * 3 * 9 * 4);
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 4, 4, 4}));  // stride defaults to the kernel
@@ -101,6 +102,11 @@ TEST(JsonModel, AttributesOfTheNewKinds) {
   EXPECT_TRUE(m.op(3).view);
   EXPECT_EQ(m.op(4).shape, (std::vector<int64_t>{2, 32}));
   EXPECT_EQ(m.op(4).aux_bytes, 7u);  // explicit
+  EXPECT_TRUE(m.op(5).attrs->copy);   // a clone: its own bytes, where a view would do
+  EXPECT_FALSE(m.op(5).view);
+  EXPECT_EQ(m.op(5).bytes, 2u * 32 * 4);
+  EXPECT_EQ(model_to_json(m)["ops"][5]["copy"], true);
+  EXPECT_FALSE(model_to_json(m)["ops"][3].contains("copy"));
   expect_identical(m, parse_json_model(model_to_json(m).dump(), "again"));
 }
 
@@ -251,6 +257,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "/ops/1/fill: expected a number, \"inf\" or \"-inf\", got a string"},
         BadCase{"learned mul", doc(kIn + R"(,{"id":1,"kind":"MulConst","inputs":[0],"values":2,"learned":true},{"id":2,"kind":"MSELoss","inputs":[1]})"),
                 "/ops/1/learned: only AddConst ops take 'learned'"},
+        BadCase{"copy on a kernel", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0],"copy":true},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/copy: only Reshape ops take 'copy'"},
         BadCase{"loss shape", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"shape":[1]})"), "/ops/1 ('MSELoss1'): a loss produces a scalar"},
         BadCase{"deep nesting", std::string(5000, '[') + std::string(5000, ']'), "not a model file: nesting deeper than 32 levels"},
         BadCase{"id overflow", doc(R"({"id":18446744073709551615,"kind":"Input","shape":[4]},)" + kLoss1), "/ops/0/id: value 18446744073709551615 is out of range"},
