@@ -312,7 +312,21 @@ class Builder:
         if not self._one_act(ev):
             return False
         extra = {"const_shape": list(mask.shape)} if mask.dim() > 0 else {}
+        fill = ev.args[2] if len(ev.args) > 2 else None
+        fill = fill.item() if isinstance(fill, torch.Tensor) and fill.dim() == 0 else fill
+        if isinstance(fill, (int, float)) and fill == fill and not mask.requires_grad:  # not NaN
+            extra["values"] = "causal" if _is_causal(mask) else _numbers(mask)
+            extra["fill"] = _number(float(fill))
         return self._simple(ev, "MaskedFill", extra)
+
+    def _op_clone(self, ev):
+        # A tensor of its own, as PyTorch's clone makes it: of an expanded
+        # tensor (q @ k broadcast by matmul), every element the expansion repeats.
+        if not self._one_act(ev):
+            return False
+        self._new({"kind": "Reshape", "shape": list(ev.outputs[0].shape) or [1], "copy": True},
+                  [self.rid[id(ev.args[0])]], ev.outputs[0], view=False, event=ev, label=self._label(ev, "clone"))
+        return True
 
     def _op_embedding(self, ev):
         w, ids = ev.args[0], ev.args[1]
@@ -350,6 +364,7 @@ class Builder:
         if isinstance(b, torch.Tensor) and b.dim() > len(a.shape):
             return False
         extra = {"const_shape": list(b.shape)} if isinstance(b, torch.Tensor) and b.dim() > 0 else {}
+        extra.update(_const_values(ev.name.rstrip("_"), b))
         return self._simple(ev, CONST_KINDS[ev.name], extra)
 
     _op_add = _op_sub = _op_mul = _op_div = _binary
@@ -597,6 +612,52 @@ class Builder:
                 j.pop("shape", None)
             ops.append(j)
         return ops, self.notes
+
+
+def _number(f):
+    """A float for the JSON file: infinities as the format's "inf"/"-inf"."""
+    if f in (float("inf"), float("-inf")):
+        return "inf" if f > 0 else "-inf"
+    return f
+
+
+def _numbers(t):
+    """A constant tensor's values, row-major, as plain numbers."""
+    return [_number(float(x)) for x in t.detach().reshape(-1).tolist()]
+
+
+def _is_causal(mask):
+    """(1, ..., 1, T, T), set exactly above the diagonal: the format's "causal"."""
+    if mask.dim() < 2 or mask.shape[-1] != mask.shape[-2] or any(int(d) != 1 for d in mask.shape[:-2]):
+        return False
+    t = int(mask.shape[-1])
+    want = torch.ones(t, t, dtype=torch.bool).triu(1)
+    return bool(torch.equal(mask.detach().reshape(t, t).to(torch.bool), want))
+
+
+def _const_values(name, c):
+    """The values of an add/sub/mul/div's constant operand c (x - c is written
+    x + (-c)), so the op can run. A constant computed from parameters (a
+    position table looked up by arange) is a learned AddConst, its current
+    values the initial ones; a product or quotient with such a constant has no
+    kind that trains it and stays simulate-only (no values)."""
+    grad = isinstance(c, torch.Tensor) and c.requires_grad
+    if grad and name != "add":
+        return {}
+    sign = -1.0 if name == "sub" else 1.0
+    if isinstance(c, torch.Tensor):
+        if c.dim() == 0:
+            vals = _number(sign * float(c.item()))
+        else:
+            vals = [v if isinstance(v, str) else sign * v for v in _numbers(c)] if sign < 0 else _numbers(c)
+    elif isinstance(c, (int, float)) and not isinstance(c, bool):
+        vals = _number(sign * float(c))
+    else:
+        return {}
+    out = {"values": vals}
+    if grad:
+        out["learned"] = True
+    return out
 
 
 def _flops(ev, out):

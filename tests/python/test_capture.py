@@ -9,8 +9,10 @@ capture one training step into the JSON model format, then
   exactly;
 - the file loads (`remat model`) and simulates under every strategy that
   takes no argument (`remat simulate`);
-- ops with kernels run: the MLP is executable, `remat run` executes it and
-  every strategy matches store-all bit for bit;
+- ops with kernels run: the MLP, ResNet-18 and the GPT block are executable,
+  `remat run` executes them and every strategy matches store-all bit for bit;
+  the GPT block's step, rebuilt in PyTorch from `remat run --dump`
+  (tests/exec/torch_crosscheck.py), agrees on the loss and every gradient;
 - views are views: the GPT block's q, k, v are Slices and Transposes owning no bytes.
 Also the command line: `python3 -m remat_capture FILE:FUNCTION --input ...`
 writes the same model, and bad arguments exit 2 with one line.
@@ -77,6 +79,8 @@ def check_run(args, name, path, executable):
         check(executable, "mlp: every op has a kernel (Linear, ReLU, Dropout, Tanh, MSELoss)")
     if name == "resnet18":  # its cross-entropy keeps log-probabilities (aux), which the kernels write and read
         check(executable, "resnet18: every op has a kernel (Conv, BatchNorm, pools, the cross-entropy keeping log-probs)")
+    if name == "gpt_block":  # constants with their values, the position table learned, clones as copies
+        check(executable, "gpt_block: every op has a kernel (attention's scale, causal mask and clones included)")
     run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json",
                 ok=False)
     if executable:
@@ -130,12 +134,30 @@ def main():
             check("Generic" not in kinds, "resnet18: every op has a kind remat knows")
         if name == "gpt_block":
             ops = doc["ops"]
-            views = [op for op in ops if op["kind"] in ("Reshape", "Transpose", "Slice", "Expand")]
+            views = [op for op in ops if op["kind"] in ("Reshape", "Transpose", "Slice", "Expand") and not op.get("copy")]
             check(len([op for op in views if op["kind"] == "Slice"]) >= 3, "gpt_block: split into q, k, v Slices")
             check(all("bytes" not in op for op in views), "gpt_block: views own no bytes")
             for kind in ("Embedding", "LayerNorm", "MatMul", "Softmax", "MaskedFill", "GELU", "Dropout", "AddConst",
                          "SoftmaxCELoss"):
                 check(kind in kinds, f"gpt_block: has {kind}")
+            check("Generic" not in kinds, "gpt_block: every op has a kind remat knows")
+            by_kind = {}
+            for op in ops:
+                by_kind.setdefault(op["kind"], []).append(op)
+            pos = by_kind["AddConst"][0]
+            check(pos.get("learned") is True and pos.get("const_shape") == [32, 64] and len(pos.get("values", [])) == 32 * 64,
+                  "gpt_block: wpe(arange) is a learned AddConst with the table's 32x64 values")
+            check([op.get("values") for op in by_kind["MulConst"]] == [0.25], "gpt_block: attention's scale 1/sqrt(16)")
+            mask = by_kind["MaskedFill"][0]
+            check(mask.get("values") == "causal" and mask.get("fill") == "-inf", "gpt_block: the causal mask, filled with -inf")
+            clones = [op for op in by_kind["Reshape"] if op.get("copy")]
+            check([ops[op["inputs"][0]]["kind"] for op in clones] == ["Expand", "Expand", "Expand", "Transpose"],
+                  "gpt_block: clones are copies: matmul's of its 3 expanded operands, contiguous() of the heads' transpose")
+            cross = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "torch_crosscheck.py"),
+                                    "--remat", args.remat, "--model", path, "--strategy", "sqrt"],
+                                   capture_output=True, text=True)
+            check(cross.returncode == 0, f"gpt_block: the step rebuilt in PyTorch from remat's dump agrees "
+                                         f"({(cross.stdout + cross.stderr).strip()[-300:]})")
             model = remat(args, "model", "--model", path).stdout
             check(f"{len(views)} view(s) owning none" in model,
                   f"gpt_block: remat model loads it and counts its {len(views)} views")
