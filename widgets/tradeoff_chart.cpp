@@ -1,6 +1,7 @@
 #include "widgets/tradeoff_chart.h"
 
 #include <QChart>
+#include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QGraphicsScene>
 #include <QImage>
@@ -38,7 +39,50 @@ std::pair<double, QString> unit_for(uint64_t bytes) {
 
 TradeoffChart::TradeoffChart(QWidget* parent) : QChartView(parent) {
   setRenderHint(QPainter::Antialiasing);
-  chart()->legend()->setAlignment(Qt::AlignBottom);
+  // On the right, one entry a line: along the bottom a dozen entries
+  // ("offload (checkpoints on the host)") did not fit and were elided.
+  chart()->legend()->setAlignment(Qt::AlignRight);
+  chart()->legend()->setShowToolTips(true);  // the whole name of one still elided
+  connect(chart(), &QChart::plotAreaChanged, this, [this] { declutterLabels(); });
+}
+
+// A point label sits centred above its marker (Qt's drawSeriesPointLabels:
+// baseline at half the marker plus 2 px above the point).
+static QRectF label_rect(QChart* c, QScatterSeries* s, const QString& text) {
+  const QPointF at = c->mapToPosition(s->at(0), s);
+  const QFontMetricsF fm(s->pointLabelsFont());
+  const double w = fm.horizontalAdvance(text);
+  return {at.x() - w / 2, at.y() - s->markerSize() / 2 - 2 - fm.ascent(), w, fm.height()};
+}
+
+void TradeoffChart::declutterLabels() {
+  QChart* c = chart();
+  if (c->plotArea().isEmpty()) return;
+  struct Placed {
+    QScatterSeries* series;
+    QString text;
+    QRectF rect;
+  };
+  std::vector<Placed> placed;
+  for (const auto& [series, text] : labels_) {
+    series->setPointLabelsFormat(text);
+    series->setPointLabelsVisible(true);
+    const QRectF r = label_rect(c, series, text);
+    auto hit = std::find_if(placed.begin(), placed.end(), [&](const Placed& p) { return p.rect.intersects(r); });
+    if (hit == placed.end()) {
+      placed.push_back({series, text, r});
+      continue;
+    }
+    // Two labels on top of each other read as neither: the first names both.
+    hit->text += ", " + text;
+    hit->series->setPointLabelsFormat(hit->text);
+    hit->rect = label_rect(c, hit->series, hit->text);
+    series->setPointLabelsVisible(false);
+  }
+}
+
+QString TradeoffChart::shownLabel(const QScatterSeries* s) const {
+  return s->pointLabelsVisible() ? s->pointLabelsFormat() : QString();
 }
 
 void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const std::vector<FamilyPoint>& families) {
@@ -128,6 +172,8 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   }
   // The other families: the marker says which, the label which spec.
   familySeries_.clear();
+  labels_.clear();
+  for (QScatterSeries* sp : named_) labels_.emplace_back(sp, sp->pointLabelsFormat());
   std::vector<std::string> seen;
   for (const FamilyPoint& f : families) {
     auto* sp = new QScatterSeries;
@@ -146,6 +192,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     sp->setPointLabelsFormat(logY_ && f.overhead == 0 ? spec + " (0 %)" : spec);
     connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
     familySeries_.push_back(sp);
+    labels_.emplace_back(sp, sp->pointLabelsFormat());
   }
   if (single_) c->addSeries(single_);
   c->addSeries(front_);
@@ -204,6 +251,11 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     for (int i = 0; i < frontPoints_->count(); ++i)
       if (frontPoints_->at(i) == pt) return emit pointClicked(frontSpecs_[std::size_t(i)]);
   });
+  // Left to right, so a merged label starts with the leftmost point's name.
+  std::stable_sort(labels_.begin(), labels_.end(), [](const auto& a, const auto& b) {
+    return a.first->at(0).x() < b.first->at(0).x();
+  });
+  declutterLabels();
 }
 
 void save_tradeoff_chart(TradeoffChart& chart, const std::string& path) {
@@ -221,6 +273,7 @@ void save_tradeoff_chart(TradeoffChart& chart, const std::string& path) {
   }
   chart.chart()->resize(QSizeF(size));
   chart.chart()->layout()->activate();
+  chart.declutterLabels();
   auto paint = [&](QPainter& painter) {
     painter.setRenderHint(QPainter::Antialiasing);
     chart.scene()->render(&painter, QRectF(QPointF(0, 0), QSizeF(size)), QRectF(QPointF(0, 0), QSizeF(size)));

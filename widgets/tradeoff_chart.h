@@ -12,6 +12,7 @@
 #include <QChartView>
 #include <QString>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/analysis/sweep.h"
@@ -46,6 +47,13 @@ class TradeoffChart : public QChartView {
   // Whether an axis is logarithmic (its values span more than 30x).
   bool logX() const { return logX_; }
   bool logY() const { return logY_; }
+  // The label drawn at a point (named or family): its spec, or, where labels
+  // would overlap at the chart's size, the leftmost one names every spec
+  // there ("sqrt, sqrt+compress:bf16") and the others show none (empty).
+  QString shownLabel(const QScatterSeries* s) const;
+  // Redoes that merging for the current layout (the chart does it whenever
+  // its plot area changes).
+  void declutterLabels();
 
  signals:
   void pointClicked(const QString& spec);
@@ -58,6 +66,7 @@ class TradeoffChart : public QChartView {
   std::vector<QScatterSeries*> familySeries_;
   std::vector<FamilyPoint> families_;
   std::vector<QString> namedSpecs_, frontSpecs_;
+  std::vector<std::pair<QScatterSeries*, QString>> labels_;  // each labelled point and its own label
   bool logX_ = false, logY_ = false;
 };
 
