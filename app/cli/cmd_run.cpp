@@ -2,6 +2,7 @@
 // memory and time beside the simulator's prediction (docs/run.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -44,14 +45,20 @@ struct RunOptions {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
+// 'all' anywhere in the list stands for every strategy that takes no
+// argument ('all,offload' adds offload to them); each spec runs once.
 std::vector<std::string> strategy_specs(const std::string& list) {
   std::vector<std::string> specs;
-  if (list == "all") {
-    for (const auto& s : strategy_catalog()) {
-      if (s.argument.empty()) specs.push_back(s.name);
+  const auto add = [&specs](const std::string& spec) {
+    if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
+  };
+  for (const auto& item : split_strategy_list(list)) {
+    if (item != "all") {
+      add(item);
+      continue;
     }
-  } else {
-    specs = split_strategy_list(list);
+    for (const auto& s : strategy_catalog())
+      if (s.argument.empty()) add(s.name);
   }
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
   return specs;
@@ -391,7 +398,7 @@ void add_run_command(CLI::App& app) {
       ->required();
   const std::string names = strategy_help();
   cmd->add_option("-s,--strategy", o->strategies,
-                  "Comma-separated strategies, or 'all' (every one that takes no argument):" + names)
+                  "Comma-separated strategies, 'all' among them standing for every one that takes no argument (all,offload):" + names)
       ->capture_default_str();
   cmd->add_option("--backend", o->backend, "auto (CUDA when a GPU answers, else the CPU), cpu or cuda")->capture_default_str();
   cmd->add_option("--repeat", o->repeat, "Timed runs per strategy after one warm-up; the median is reported")

@@ -58,6 +58,17 @@ TEST(CliRun, TableAddsStoreAllAsReference) {
   EXPECT_EQ(r.err, "");  // --backend cpu: no notice; not a terminal and short: no progress
 }
 
+// 'all' inside a list: the argument-free strategies and the others named,
+// each run once in the order first named.
+TEST(CliRun, AllInsideAListAddsTheNamedOnes) {
+  const CliResult r = run_cli("run --model mlp:2:16:4 --strategy sqrt,all,offload,sqrt --backend cpu --repeat 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::vector<std::string> names;
+  for (const auto& s : j["strategies"]) names.push_back(s["name"].get<std::string>());
+  EXPECT_EQ(names, (std::vector<std::string>{"sqrt", "store-all", "recompute-all", "auto", "selective", "offload"}));
+}
+
 TEST(CliRun, AutoFallsBackToCpuWithOneNotice) {
   const CliResult r = run_cli("run --model mlp:2:16:4 --strategy store-all,sqrt --repeat 1 --json");
   ASSERT_EQ(r.code, 0) << r.err;
