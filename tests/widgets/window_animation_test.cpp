@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "widgets/activity_bar.h"
+#include "tests/widgets/shown_window.h"
 #include "widgets/main_window.h"
 #include "widgets/prepared_run.h"
 #include "widgets/studio_document.h"
@@ -19,14 +20,9 @@
 using namespace remat;
 
 namespace {
-struct Window {
-  MainWindow w;
-  explicit Window(const char* model, const QStringList& specs) {
-    w.openModel(model, true);
-    w.document()->setSpecs(specs);
-    w.resize(1200, 800);
-    w.show();
-    EXPECT_TRUE(QTest::qWaitForWindowExposed(&w));
+// Shown, and done computing its strategies.
+struct Window : remat::testing::ShownWindow {
+  explicit Window(const char* model, const QStringList& specs) : ShownWindow(model, specs, {1200, 800}) {
     EXPECT_TRUE(QTest::qWaitFor([&] { return w.document()->computing() == 0; }, 60000));
   }
 };

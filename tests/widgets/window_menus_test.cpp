@@ -15,6 +15,7 @@
 #include "core/simulator.h"
 #include "core/strategies/registry.h"
 #include "widgets/graph_view.h"
+#include "tests/widgets/shown_window.h"
 #include "widgets/main_window.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
@@ -22,16 +23,7 @@
 using namespace remat;
 
 namespace {
-struct Window {
-  MainWindow w;
-  Window() {
-    w.openModel("chain:16", true);
-    w.document()->setSpecs(StudioDocument::defaultSpecs());
-    w.resize(1400, 900);
-    w.show();
-    EXPECT_TRUE(QTest::qWaitForWindowExposed(&w));
-  }
-};
+using Window = remat::testing::ShownWindow;
 QStringList menu_titles(QMenuBar* bar) {
   QStringList out;
   for (QAction* a : bar->actions()) out << a->text().remove('&');

@@ -15,6 +15,7 @@
 #include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
 #include "widgets/graph_view.h"
+#include "tests/widgets/shown_window.h"
 #include "widgets/main_window.h"
 #include "widgets/playback_controller.h"
 #include "widgets/run_controller.h"
@@ -24,17 +25,7 @@
 using namespace remat;
 
 namespace {
-struct Window {
-  MainWindow w;
-  Window() {
-    w.openModel("chain:16", true);
-    w.document()->setSpecs(StudioDocument::defaultSpecs());
-    w.resize(1400, 900);
-    w.show();
-    w.activateWindow();
-    EXPECT_TRUE(QTest::qWaitForWindowExposed(&w));
-  }
-};
+using Window = remat::testing::ShownWindow;
 
 double maxY(const QLineSeries* s) {
   double m = 0;
