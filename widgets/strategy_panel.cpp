@@ -358,6 +358,8 @@ void StrategyPanel::setRuns(const RunList& runs) {
         it->setForeground(Status, QBrush(QColor(170, 30, 30)));
       }
     }
+    // The column is narrow in a narrow dock: the whole status on hover.
+    if (it->toolTip(Status).isEmpty()) it->setToolTip(Status, it->text(Status));
   }
   updating_ = false;
 }

@@ -146,4 +146,6 @@ TEST(OffloadPanel, ACombinationThatMovesNothingSaysWhyInline) {
   EXPECT_TRUE(nothing.contains("the same schedule as store-all")) << nothing.toStdString();
   EXPECT_EQ(p.panel.offloadRows()[1]->text(Status),
             QString("ok, peak %1, host %2").arg(format_bytes(runs[1].sim.peak_bytes), format_bytes(runs[1].sim.peak_host_bytes)));
+  // A narrow dock cuts the column short: the whole status shows on hover.
+  EXPECT_EQ(p.panel.offloadRows()[1]->toolTip(Status), p.panel.offloadRows()[1]->text(Status));
 }
