@@ -21,7 +21,7 @@ checkpoint: PyTorch then recomputes exactly remat's ops, and the two ratios
 over store-all differ only by what each side's recomputation costs.
 
 Usage: tests/with_torch_python.sh tests/bench/bench_run_vs_torch.py --remat build/app/remat
-         [--model resnet:18:16:64:8:10 ...] [--repeat 5]
+         [--model resnet:18:16:64:8:10 ...] [--repeat 7] [--rounds 5]
 GPTs (token ids, learned positions, causal attention) too: dropout in PyTorch
 draws its own masks (the time does not depend on which elements are kept).
 A measurement, never a test.
@@ -168,9 +168,7 @@ def plan(n, mode, recomputed):
     return segments
 
 
-def torch_time(ops, mode, recomputed, repeat):
-    step = torch_step_fn(ops, mode, recomputed)
-    step()  # warm-up
+def torch_time(step, repeat):
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -179,14 +177,20 @@ def torch_time(ops, mode, recomputed, repeat):
     return statistics.median(times)
 
 
+MODES = ("store-all", "sqrt", "same-ops")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--remat", required=True)
     ap.add_argument("--model", action="append")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     torch.set_num_threads(1)
     models = a.model or ["resnet:18:16:64:8:10", "resnet:10:32:64:8:10", "gpt:4:128:4:64:8:f32:512"]
+    print(f"medians of {a.rounds} rounds; a round: one `remat run --repeat {a.repeat}`, then PyTorch's "
+          f"store-all, sqrt and same-ops, {a.repeat} steps each (each the median of its steps)")
     print(f"{'model':<26}{'strategy':<11}{'remat ms':>10}{'torch ms':>10}{'remat/torch':>13}")
     for m in models:
         with tempfile.TemporaryDirectory() as tmp:
@@ -195,16 +199,29 @@ def main():
             with open(path) as f:
                 ops = json.load(f)["ops"]
             recomputed = remat_recomputed(a.remat, m, tmp)
-        r, wall = remat_times(a.remat, m, a.repeat)
-        t = {mode: torch_time(ops, mode, recomputed, a.repeat) for mode in ("store-all", "sqrt", "same-ops")}
-        r["same-ops"] = r["sqrt"]  # remat's sqrt is the schedule same-ops reproduces
-        for s in ("store-all", "sqrt", "same-ops"):
-            print(f"{m:<26}{s:<11}{r[s]:>10.1f}{t[s]:>10.1f}{r[s] / t[s]:>13.2f}")
+        steps = {mode: torch_step_fn(ops, mode, recomputed) for mode in MODES}
+        for step in steps.values():
+            step()  # warm-up
+        # Rounds, so that a burst of other work on a shared machine lands in
+        # one round of every strategy rather than on one strategy's block;
+        # each ratio is taken within a round, then the median over rounds.
+        rounds, walls = [], []
+        for _ in range(a.rounds):
+            r, wall = remat_times(a.remat, m, a.repeat)
+            r["same-ops"] = r["sqrt"]  # remat's sqrt is the schedule same-ops reproduces
+            t = {mode: torch_time(steps[mode], a.repeat) for mode in MODES}
+            rounds.append((r, t))
+            walls.append(wall)
+        med = lambda f: statistics.median(f(r, t) for r, t in rounds)  # noqa: E731
+        for s in MODES:
+            rs, ts = med(lambda r, t: r[s]), med(lambda r, t: t[s])
+            print(f"{m:<26}{s:<11}{rs:>10.1f}{ts:>10.1f}{med(lambda r, t: r[s] / t[s]):>13.2f}")
         for s in ("sqrt", "same-ops"):
-            print(f"{m:<26}{s + '/st':<11}{r[s] / r['store-all']:>10.3f}{t[s] / t['store-all']:>10.3f}"
-                  f"{100 * (r[s] / r['store-all'] - t[s] / t['store-all']):>+12.1f} pts")
+            rr = med(lambda r, t: r[s] / r["store-all"])
+            tr = med(lambda r, t: t[s] / t["store-all"])
+            print(f"{m:<26}{s + '/st':<11}{rr:>10.3f}{tr:>10.3f}{100 * (rr - tr):>+12.1f} pts")
         print(f"{'':<26}remat recomputes {len(recomputed)} ops; remat run wall, end to end: "
-              f"{wall:.2f} s for {a.repeat + 1} steps of each")
+              f"{statistics.median(walls):.2f} s for {a.repeat + 1} steps of each")
 
 
 if __name__ == "__main__":
