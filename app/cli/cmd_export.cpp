@@ -39,7 +39,7 @@ void run_export(const ExportOptions& o) {
   const RenderModule* render = pictures ? &render_module() : nullptr;  // a snapshot alone needs no Qt
   if (render) render->check_export(f);
   if (o.stepSet && f.graph.empty()) throw InputError("--step needs --graph");
-  const auto specs = split_strategy_list(o.strategies);
+  const auto specs = expand_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);
   if (!f.animation.empty() && specs.size() > 3)
     throw InputError("--animation shows 1 to 3 strategies side by side; --strategy lists " +
@@ -63,7 +63,7 @@ void add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "export", "Export the memory timeline and the graph at a step as PNG/SVG, an animation as GIF/MP4/WebM (and data)");
   cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16) or a .json/.onnx file")->required();
-  cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies (the graph shows the first)")
+  cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies, 'all' among them for every one that takes no argument (the graph shows the first)")
       ->capture_default_str();
   cmd->add_option("--timeline", o->files.timeline, "Write the memory timeline to this .png or .svg");
   cmd->add_option("--graph", o->files.graph, "Write the graph at --step to this .png or .svg");

@@ -27,7 +27,7 @@ void add_export_command(CLI::App& app) {
           "-DREMAT_BUILD_GUI=ON, or use 'remat simulate --json/--csv' for the data ('--memory-snapshot' works here)");
     if (o->model.empty()) throw InputError("--model is required");
     check_snapshot_export(o->snapshot);
-    const auto specs = split_strategy_list(o->strategies);
+    const auto specs = expand_strategy_list(o->strategies);
     for (const auto& spec : specs) (void)make_strategy(spec);
     const Model model = load_model(o->model);
     const auto runs = simulate_strategies(model, specs);

@@ -45,21 +45,8 @@ struct RunOptions {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
-// 'all' anywhere in the list stands for every strategy that takes no
-// argument ('all,offload' adds offload to them); each spec runs once.
 std::vector<std::string> strategy_specs(const std::string& list) {
-  std::vector<std::string> specs;
-  const auto add = [&specs](const std::string& spec) {
-    if (std::find(specs.begin(), specs.end(), spec) == specs.end()) specs.push_back(spec);
-  };
-  for (const auto& item : split_strategy_list(list)) {
-    if (item != "all") {
-      add(item);
-      continue;
-    }
-    for (const auto& s : strategy_catalog())
-      if (s.argument.empty()) add(s.name);
-  }
+  std::vector<std::string> specs = expand_strategy_list(list);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
   return specs;
 }

@@ -152,7 +152,7 @@ void run_simulate(const SimulateOptions& o) {
   const Optimizer optimizer = optimizer_flag(o.optimizer);
   const TimeModel tm = time_model_of(o.time);
   const std::vector<int> ks = parse_micro_batches(o.micro_batches);
-  const auto specs = split_strategy_list(o.strategies);
+  const auto specs = expand_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
   if (ks.size() > 1) {
     if (!o.csv.empty()) throw InputError("--csv takes one --micro-batches value, not a list");
@@ -203,7 +203,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "Model: a preset spec (chain:16, mlp:8:1024:64, transformer:12, gpt:12, resnet:18) or a .json/.onnx file")
       ->required();
   const std::string names = strategy_help();
-  cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies (default: store-all,recompute-all,sqrt):" + names)
+  cmd->add_option("-s,--strategy", o->strategies, "Comma-separated strategies, 'all' among them standing for every one that takes no argument (default: store-all,recompute-all,sqrt):" + names)
       ->capture_default_str();
   cmd->add_flag("--json", o->json,
                 "Print JSON {model: {..., saved_bytes}, time_model, strategies:[{name, peak_bytes, peak_host_bytes, "

@@ -163,4 +163,20 @@ std::vector<std::string> split_strategy_list(std::string_view list) {
   return out;
 }
 
+std::vector<std::string> expand_strategy_list(std::string_view list) {
+  std::vector<std::string> out;
+  const auto add = [&out](const std::string& spec) {
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
+  };
+  for (const auto& item : split_strategy_list(list)) {
+    if (item != "all") {
+      add(item);
+      continue;
+    }
+    for (const auto& s : strategy_catalog())
+      if (s.argument.empty()) add(s.name);
+  }
+  return out;
+}
+
 }  // namespace remat

@@ -43,5 +43,8 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec);
 // argument list of the previous spec (manual's checkpoints use commas too), and
 // so does an integer followed by a modifier ("manual:1,2+compress:bf16").
 std::vector<std::string> split_strategy_list(std::string_view list);
+// split_strategy_list, with 'all' anywhere standing for every strategy that
+// takes no argument ("all,offload"); each spec once, in the order first named.
+std::vector<std::string> expand_strategy_list(std::string_view list);
 
 }  // namespace remat

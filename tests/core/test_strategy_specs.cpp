@@ -29,6 +29,19 @@ TEST(StrategySpecs, ListSplittingKeepsManualArguments) {
             (std::vector<std::string>{"store-all", "manual:1,2,3", "sqrt", "every-k:2"}));
 }
 
+// 'all' stands for every strategy that takes no argument, wherever it is in
+// the list; a spec named twice is kept once, where first named.
+TEST(StrategySpecs, AllExpandsInPlaceAndRepeatsAreDropped) {
+  std::vector<std::string> argument_free;
+  for (const auto& s : strategy_catalog())
+    if (s.argument.empty()) argument_free.push_back(s.name);
+  EXPECT_EQ(argument_free, (std::vector<std::string>{"store-all", "recompute-all", "sqrt", "auto", "selective"}));
+  EXPECT_EQ(expand_strategy_list("all"), argument_free);
+  EXPECT_EQ(expand_strategy_list("manual:1,2,all,offload,sqrt,manual:1,2"),
+            (std::vector<std::string>{"manual:1,2", "store-all", "recompute-all", "sqrt", "auto", "selective", "offload"}));
+  EXPECT_EQ(expand_strategy_list("sqrt,sqrt+compress:bf16"), (std::vector<std::string>{"sqrt", "sqrt+compress:bf16"}));
+}
+
 TEST(StrategySpecs, BadSpecsSayWhat) {
   EXPECT_EQ(error_of("every-k:0"), "every-k: K must be between 1 and 1073741824, got 0");
   EXPECT_EQ(error_of("every-k:-2"), "every-k: K must be between 1 and 1073741824, got -2");
