@@ -37,7 +37,7 @@ struct ParamSpec {
 enum ScratchSlot : int {
   kPreActGrad = 0,  // Dense: the gradient of the pre-activation (rows, out)
   kDiscardedDx = 1, // the input gradient of an op whose input has none (the model input)
-  kConvColumns = 2, // Conv: one (image, group)'s im2col columns, forward and backward
+  kConvColumns = 2, // Conv (CPU): a run of images' im2col columns and output or dy rows (conv2d_scratch_floats)
   kMatmulA = 3,     // MatMul: a contiguous copy of an operand read through strides
   kMatmulB = 4,     //   that PyTorch multiplies in place (no copy in aux)
   kScratchSlots = 5,
