@@ -20,6 +20,7 @@
 // accumulate == false gives), the order never depends on the geometry's
 // overlaps, and no second buffer is needed.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,11 @@ bool is_pointwise(const ConvGeom& g) {
   return g.r == 1 && g.s == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
 }
 
+// Stride 1 and as wide as the input ("same" padding): output (oy, ox) of a tap
+// reads plane element (oy + kr·dil_h − pad_h)·w + ox + offw, so a tap's whole
+// (oh, ow) block maps to one shifted run of the plane.
+bool is_flat(const ConvGeom& g) { return g.stride_h == 1 && g.stride_w == 1 && g.ow() == g.w; }
+
 // Columns per product that make a GEMM worth its packing (see the top).
 constexpr int64_t kMinColumns = 512;
 
@@ -65,27 +71,56 @@ constexpr int64_t kMinColumns = 512;
 // padding reads as zero.
 void im2col(const ConvGeom& g, const float* xg, float* col, int64_t ld) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
-  for (int64_t ci = 0; ci < cg; ++ci) {
-    const float* plane = xg + ci * g.h * g.w;
-    for (int64_t kr = 0; kr < g.r; ++kr) {
-      const Range ys = valid_outputs(oh, g.h, g.stride_h, kr * g.dil_h - g.pad_h);
+  // The taps' valid ranges, once: valid_outputs divides, and a deep layer's
+  // rows are a few floats long. The rows are copied by plain loops, which
+  // the compiler vectorises: memcpy and fill calls on 4-16 floats cost more
+  // than the copy.
+  std::array<Range, 64> small_taps;
+  std::vector<Range> big_taps;
+  Range* xs_of = small_taps.data();
+  if (g.s > static_cast<int64_t>(small_taps.size())) {
+    big_taps.resize(static_cast<std::size_t>(g.s));
+    xs_of = big_taps.data();
+  }
+  for (int64_t ks = 0; ks < g.s; ++ks) xs_of[ks] = valid_outputs(ow, g.w, g.stride_w, ks * g.dil_w - g.pad_w);
+  // is_flat: a tap's row, over all oy, is one copy of a shifted run of the
+  // plane; the columns that read the padding are zeroed after.
+  const bool flat = is_flat(g);
+  for (int64_t kr = 0; kr < g.r; ++kr) {
+    const Range ys = valid_outputs(oh, g.h, g.stride_h, kr * g.dil_h - g.pad_h);
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const float* plane = xg + ci * g.h * g.w;
       for (int64_t ks = 0; ks < g.s; ++ks) {
         float* dst = col + ((ci * g.r + kr) * g.s + ks) * ld;
         const int64_t offw = ks * g.dil_w - g.pad_w;
-        const Range xs = valid_outputs(ow, g.w, g.stride_w, offw);
-        std::fill(dst, dst + ys.lo * ow, 0.0f);
-        for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
-          const float* src = plane + (oy * g.stride_h + kr * g.dil_h - g.pad_h) * g.w;
-          float* d = dst + oy * ow;
-          std::fill(d, d + xs.lo, 0.0f);
-          if (g.stride_w == 1) {
-            std::memcpy(d + xs.lo, src + xs.lo + offw, sizeof(float) * (xs.hi - xs.lo));
-          } else {
-            for (int64_t ox = xs.lo; ox < xs.hi; ++ox) d[ox] = src[ox * g.stride_w + offw];
+        const Range xs = xs_of[ks];
+        for (int64_t i = 0; i < ys.lo * ow; ++i) dst[i] = 0.0f;
+        if (flat && ys.lo < ys.hi && xs.lo < xs.hi) {
+          // dst[oy·ow + ox] = plane[(oy + kr·dil_h − pad_h)·w + ox + offw] for every valid
+          // (oy, ox), and ow == w: from the first valid element to the last, all in the plane.
+          const float* from = plane + (ys.lo + kr * g.dil_h - g.pad_h) * g.w + xs.lo + offw;
+          float* to = dst + ys.lo * ow + xs.lo;
+          const int64_t run = (ys.hi - 1 - ys.lo) * ow + xs.hi - xs.lo;
+          for (int64_t i = 0; i < run; ++i) to[i] = from[i];
+          for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
+            float* d = dst + oy * ow;
+            for (int64_t ox = 0; ox < xs.lo; ++ox) d[ox] = 0.0f;
+            for (int64_t ox = xs.hi; ox < ow; ++ox) d[ox] = 0.0f;
           }
-          std::fill(d + xs.hi, d + ow, 0.0f);
+        } else {
+          for (int64_t oy = ys.lo; oy < ys.hi; ++oy) {
+            const float* src = plane + (oy * g.stride_h + kr * g.dil_h - g.pad_h) * g.w;
+            float* d = dst + oy * ow;
+            for (int64_t ox = 0; ox < xs.lo; ++ox) d[ox] = 0.0f;
+            if (g.stride_w == 1) {
+              for (int64_t ox = xs.lo; ox < xs.hi; ++ox) d[ox] = src[ox + offw];
+            } else {
+              for (int64_t ox = xs.lo; ox < xs.hi; ++ox) d[ox] = src[ox * g.stride_w + offw];
+            }
+            for (int64_t ox = xs.hi; ox < ow; ++ox) d[ox] = 0.0f;
+          }
         }
-        std::fill(dst + ys.hi * ow, dst + oh * ow, 0.0f);
+        for (int64_t i = ys.hi * ow; i < oh * ow; ++i) dst[i] = 0.0f;
       }
     }
   }
@@ -123,6 +158,54 @@ void col2im_gather(const ConvGeom& g, const float* dcol, int64_t ld, float* dxg,
       } else {
         std::copy(acc, acc + g.w, row);
       }
+    }
+  }
+}
+
+// col2im_gather for a stride-1 convolution as wide as its input (im2col's
+// flat case): each tap's row, over all oy, adds into one shifted run of the
+// plane, after its columns that read the padding are zeroed in dcol (which
+// is done with). Every element still sums its taps in (kr, ks) order from
+// +0, so the result is col2im_gather's bit for bit: a +0 added in passing
+// changes no partial sum, none of which is −0. `acc` holds h·w floats.
+void col2im_flat(const ConvGeom& g, float* dcol, int64_t ld, float* dxg, bool accumulate, float* acc) {
+  const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow(), hw = g.h * g.w;
+  // The taps that read the plane at all, with their valid ranges, once (as
+  // in col2im_gather: valid_outputs divides).
+  struct Tap {
+    int64_t row;                // (kr·s + ks): the tap's row of dcol within a channel
+    Range ys, xs;
+    int64_t to;                 // where its first valid output lands in the plane
+  };
+  std::vector<Tap> taps;
+  for (int64_t kr = 0; kr < g.r; ++kr) {
+    const Range ys = valid_outputs(oh, g.h, 1, kr * g.dil_h - g.pad_h);
+    for (int64_t ks = 0; ks < g.s; ++ks) {
+      const int64_t offw = ks * g.dil_w - g.pad_w;
+      const Range xs = valid_outputs(ow, g.w, 1, offw);
+      if (ys.lo < ys.hi && xs.lo < xs.hi)
+        taps.push_back({kr * g.s + ks, ys, xs, (ys.lo + kr * g.dil_h - g.pad_h) * g.w + xs.lo + offw});
+    }
+  }
+  for (int64_t ci = 0; ci < cg; ++ci) {
+    for (int64_t i = 0; i < hw; ++i) acc[i] = 0.0f;
+    for (const Tap& t : taps) {
+      float* row = dcol + (ci * g.r * g.s + t.row) * ld;
+      for (int64_t oy = t.ys.lo; oy < t.ys.hi; ++oy) {
+        float* d = row + oy * ow;
+        for (int64_t ox = 0; ox < t.xs.lo; ++ox) d[ox] = 0.0f;
+        for (int64_t ox = t.xs.hi; ox < ow; ++ox) d[ox] = 0.0f;
+      }
+      const float* from = row + t.ys.lo * ow + t.xs.lo;
+      float* to = acc + t.to;
+      const int64_t run = (t.ys.hi - 1 - t.ys.lo) * ow + t.xs.hi - t.xs.lo;
+      for (int64_t i = 0; i < run; ++i) to[i] += from[i];
+    }
+    float* plane = dxg + ci * hw;
+    if (accumulate) {
+      for (int64_t i = 0; i < hw; ++i) plane[i] += acc[i];
+    } else {
+      for (int64_t i = 0; i < hw; ++i) plane[i] = acc[i];
     }
   }
 }
@@ -240,7 +323,8 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
   const int64_t K = cg * g.r * g.s;
   const int64_t run = conv2d_images_per_gemm(g);
   float* dy_run = scratch + K * run * ohw;  // a run's dy rows, when run > 1
-  std::vector<float> acc(dx != nullptr ? g.w : 0);  // one row of dx being gathered
+  const bool flat = is_flat(g);
+  std::vector<float> acc(dx == nullptr ? 0 : flat ? hw : g.w);  // a plane, or a row, of dx being gathered
   for (int64_t img0 = 0; img0 < g.n; img0 += run) {
     const int64_t nb = std::min(run, g.n - img0), cols = nb * ohw;
     for (int64_t grp = 0; grp < g.groups; ++grp) {
@@ -256,8 +340,11 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
       if (dx == nullptr) continue;
       // dcol (K, cols) = W_gᵀ · dY_g overwrites the columns, which are done with.
       Mat(scratch, K, cols).noalias() = ConstMat(W + grp * kg * K, kg, K).transpose() * dY;
-      for (int64_t j = 0; j < nb; ++j)
-        col2im_gather(g, scratch + j * ohw, cols, dx + ((img0 + j) * g.c + grp * cg) * hw, accumulate, acc.data());
+      for (int64_t j = 0; j < nb; ++j) {
+        float* dxg = dx + ((img0 + j) * g.c + grp * cg) * hw;
+        if (flat) col2im_flat(g, scratch + j * ohw, cols, dxg, accumulate, acc.data());
+        else col2im_gather(g, scratch + j * ohw, cols, dxg, accumulate, acc.data());
+      }
     }
   }
   if (db != nullptr) {
