@@ -17,8 +17,10 @@
 // The backward folds dcol back into dx by gathering, not scattering: every
 // element of dx is the sum of its (kr, ks) taps in that order, formed once and
 // then stored or added. So accumulate == true gives exactly dx + (what
-// accumulate == false gives), the order never depends on the geometry's
-// overlaps, and no second buffer is needed.
+// accumulate == false gives), and the order never depends on the geometry's
+// overlaps. The sums are formed in a row of w floats (col2im_gather), or, for
+// a stride-1 convolution as wide as its input, a plane of h·w (col2im_flat,
+// which adds each tap's whole block at once, in the same order).
 #include <algorithm>
 #include <array>
 #include <cstring>
