@@ -87,6 +87,7 @@ QString TradeoffChart::shownLabel(const QScatterSeries* s) const {
 
 void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const std::vector<FamilyPoint>& families) {
   QChart* c = chart();
+  labels_.clear();  // before the series it points at go
   c->removeAllSeries();
   for (QAbstractAxis* a : c->axes()) {
     c->removeAxis(a);
@@ -172,7 +173,6 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   }
   // The other families: the marker says which, the label which spec.
   familySeries_.clear();
-  labels_.clear();
   for (QScatterSeries* sp : named_) labels_.emplace_back(sp, sp->pointLabelsFormat());
   std::vector<std::string> seen;
   for (const FamilyPoint& f : families) {

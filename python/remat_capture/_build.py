@@ -621,9 +621,9 @@ def _number(f):
     return f
 
 
-def _numbers(t):
-    """A constant tensor's values, row-major, as plain numbers."""
-    return [_number(float(x)) for x in t.detach().reshape(-1).tolist()]
+def _numbers(t, sign=1.0):
+    """A constant tensor's values (times sign), row-major, as plain numbers."""
+    return [_number(sign * float(x)) for x in t.detach().reshape(-1).tolist()]
 
 
 def _is_causal(mask):
@@ -649,7 +649,7 @@ def _const_values(name, c):
         if c.dim() == 0:
             vals = _number(sign * float(c.item()))
         else:
-            vals = [v if isinstance(v, str) else sign * v for v in _numbers(c)] if sign < 0 else _numbers(c)
+            vals = _numbers(c, sign)
     elif isinstance(c, (int, float)) and not isinstance(c, bool):
         vals = _number(sign * float(c))
     else:

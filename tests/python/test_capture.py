@@ -100,8 +100,22 @@ def check_run(args, name, path, executable):
           f"{name}: remat run refuses it in one line naming '{first}' ({run.stderr.strip()[:160]})")
 
 
+def check_constants():
+    """What a constant operand writes: x - c as x + (-c), infinities as the
+    format's strings, a table computed from parameters as a learned AddConst,
+    and nothing (simulate only) for a product with one."""
+    from remat_capture._build import _const_values
+    t = torch.tensor([1.0, float("inf"), -2.0])
+    check(_const_values("sub", t) == {"values": [-1.0, "-inf", 2.0]}, "x - c is x + (-c), infinities included")
+    check(_const_values("div", 4) == {"values": 4.0}, "a scalar divisor")
+    p = torch.ones(2, requires_grad=True)
+    check(_const_values("add", p) == {"values": [1.0, 1.0], "learned": True}, "a parameter's table added: learned")
+    check(_const_values("mul", p) == {}, "a product with a parameter's table: no values, simulate only")
+
+
 def main():
     args = parse_args()
+    check_constants()
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
