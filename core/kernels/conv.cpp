@@ -22,7 +22,6 @@
 // a stride-1 convolution as wide as its input, a plane of h·w (col2im_flat,
 // which adds each tap's whole block at once, in the same order).
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -66,25 +65,25 @@ bool is_pointwise(const ConvGeom& g) {
 // (oh, ow) block maps to one shifted run of the plane.
 bool is_flat(const ConvGeom& g) { return g.stride_h == 1 && g.stride_w == 1 && g.ow() == g.w; }
 
+// Each column tap ks's valid outputs, once per call: valid_outputs divides,
+// and inside the row loops it cost 5-10% of a ResNet's training step.
+std::vector<Range> column_taps(const ConvGeom& g) {
+  std::vector<Range> taps(static_cast<std::size_t>(g.s));
+  for (int64_t ks = 0; ks < g.s; ++ks)
+    taps[static_cast<std::size_t>(ks)] = valid_outputs(g.ow(), g.w, g.stride_w, ks * g.dil_w - g.pad_w);
+  return taps;
+}
+
 // Columns per product that make a GEMM worth its packing (see the top).
 constexpr int64_t kMinColumns = 512;
 
 // col (cg·r·s, oh·ow) of one image's group xg (cg, h, w), row i at col + i·ld;
-// padding reads as zero.
-void im2col(const ConvGeom& g, const float* xg, float* col, int64_t ld) {
+// padding reads as zero. xs_of: column_taps(g).
+void im2col(const ConvGeom& g, const std::vector<Range>& xs_of, const float* xg, float* col, int64_t ld) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
-  // The taps' valid ranges, once: valid_outputs divides, and a deep layer's
-  // rows are a few floats long. The rows are copied by plain loops, which
-  // the compiler vectorises: memcpy and fill calls on 4-16 floats cost more
-  // than the copy.
-  std::array<Range, 64> small_taps;
-  std::vector<Range> big_taps;
-  Range* xs_of = small_taps.data();
-  if (g.s > static_cast<int64_t>(small_taps.size())) {
-    big_taps.resize(static_cast<std::size_t>(g.s));
-    xs_of = big_taps.data();
-  }
-  for (int64_t ks = 0; ks < g.s; ++ks) xs_of[ks] = valid_outputs(ow, g.w, g.stride_w, ks * g.dil_w - g.pad_w);
+  // A deep layer's rows are a few floats long: they are copied by plain
+  // loops, which the compiler vectorises; memcpy and fill calls on 4-16
+  // floats cost more than the copy.
   // is_flat: a tap's row, over all oy, is one copy of a shifted run of the
   // plane; the columns that read the padding are zeroed after.
   const bool flat = is_flat(g);
@@ -95,7 +94,7 @@ void im2col(const ConvGeom& g, const float* xg, float* col, int64_t ld) {
       for (int64_t ks = 0; ks < g.s; ++ks) {
         float* dst = col + ((ci * g.r + kr) * g.s + ks) * ld;
         const int64_t offw = ks * g.dil_w - g.pad_w;
-        const Range xs = xs_of[ks];
+        const Range xs = xs_of[static_cast<std::size_t>(ks)];
         for (int64_t i = 0; i < ys.lo * ow; ++i) dst[i] = 0.0f;
         if (flat && ys.lo < ys.hi && xs.lo < xs.hi) {
           // dst[oy·ow + ox] = plane[(oy + kr·dil_h − pad_h)·w + ox + offw] for every valid
@@ -132,10 +131,7 @@ void im2col(const ConvGeom& g, const float* xg, float* col, int64_t ld) {
 // dcol + i·ld). `acc` holds w floats.
 void col2im_gather(const ConvGeom& g, const float* dcol, int64_t ld, float* dxg, bool accumulate, float* acc) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow();
-  // Each column tap's valid outputs, once: valid_outputs divides, and inside
-  // the row loop it cost 5-10% of a ResNet's training step.
-  std::vector<Range> taps(static_cast<std::size_t>(g.s));
-  for (int64_t ks = 0; ks < g.s; ++ks) taps[static_cast<std::size_t>(ks)] = valid_outputs(ow, g.w, g.stride_w, ks * g.dil_w - g.pad_w);
+  const std::vector<Range> taps = column_taps(g);
   for (int64_t ci = 0; ci < cg; ++ci) {
     for (int64_t ih = 0; ih < g.h; ++ih) {
       std::fill(acc, acc + g.w, 0.0f);
@@ -172,21 +168,21 @@ void col2im_gather(const ConvGeom& g, const float* dcol, int64_t ld, float* dxg,
 // changes no partial sum, none of which is −0. `acc` holds h·w floats.
 void col2im_flat(const ConvGeom& g, float* dcol, int64_t ld, float* dxg, bool accumulate, float* acc) {
   const int64_t cg = g.c / g.groups, oh = g.oh(), ow = g.ow(), hw = g.h * g.w;
-  // The taps that read the plane at all, with their valid ranges, once (as
-  // in col2im_gather: valid_outputs divides).
+  // The taps that read the plane at all, with their valid ranges, once.
   struct Tap {
     int64_t row;                // (kr·s + ks): the tap's row of dcol within a channel
     Range ys, xs;
     int64_t to;                 // where its first valid output lands in the plane
   };
+  const std::vector<Range> xs_of = column_taps(g);
   std::vector<Tap> taps;
   for (int64_t kr = 0; kr < g.r; ++kr) {
     const Range ys = valid_outputs(oh, g.h, 1, kr * g.dil_h - g.pad_h);
     for (int64_t ks = 0; ks < g.s; ++ks) {
-      const int64_t offw = ks * g.dil_w - g.pad_w;
-      const Range xs = valid_outputs(ow, g.w, 1, offw);
+      const Range xs = xs_of[static_cast<std::size_t>(ks)];
       if (ys.lo < ys.hi && xs.lo < xs.hi)
-        taps.push_back({kr * g.s + ks, ys, xs, (ys.lo + kr * g.dil_h - g.pad_h) * g.w + xs.lo + offw});
+        taps.push_back({kr * g.s + ks, ys, xs,
+                        (ys.lo + kr * g.dil_h - g.pad_h) * g.w + xs.lo + ks * g.dil_w - g.pad_w});
     }
   }
   for (int64_t ci = 0; ci < cg; ++ci) {
@@ -275,7 +271,8 @@ const float* columns(const ConvGeom& g, const float* x, int64_t img0, int64_t nb
   const int64_t cg = g.c / g.groups, ohw = g.oh() * g.ow(), hw = g.h * g.w;
   const float* xg = x + (img0 * g.c + grp * cg) * hw;
   if (!is_pointwise(g)) {
-    for (int64_t j = 0; j < nb; ++j) im2col(g, xg + j * g.c * hw, scratch + j * ohw, nb * ohw);
+    const std::vector<Range> xs_of = column_taps(g);
+    for (int64_t j = 0; j < nb; ++j) im2col(g, xs_of, xg + j * g.c * hw, scratch + j * ohw, nb * ohw);
     return scratch;
   }
   if (nb == 1) return xg;
