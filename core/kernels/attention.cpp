@@ -9,6 +9,7 @@
 
 #include "core/kernels/cpu_kernels.h"
 #include "core/kernels/eigen.h"
+#include "core/kernels/exp_nonpositive.h"
 #include "core/kernels/reduce.h"
 
 namespace remat::cpu {
@@ -43,6 +44,25 @@ void check_mask(int64_t n, int64_t mask_n) {
     throw std::invalid_argument("masked_fill: the mask's " + std::to_string(mask_n) +
                                 " elements do not tile the tensor's " + std::to_string(n));
   }
+}
+
+// max over x[0, n): eight lanes, so that GCC vectorises it; a NaN is skipped
+// (std::max keeps its first argument), as the one-lane loop did.
+float row_max(const float* x, int64_t n) {
+  constexpr int64_t kLanes = 8;
+  float lane[kLanes];
+  for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float v = x[i + j];
+      lane[j] = lane[j] < v ? v : lane[j];  // std::max by value: GCC keeps the lanes in a register
+    }
+  }
+  float mx = lane[0];
+  for (int64_t j = 1; j < kLanes; ++j) mx = std::max(mx, lane[j]);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
 }
 
 }  // namespace
@@ -95,13 +115,10 @@ void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols) {
     float* yr = y + r * cols;
     // Subtracting the row max keeps exp() finite. A row that is all −inf (fully
     // masked) becomes NaN, as in PyTorch.
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, xr[i]);
-    // exp and the sum in one pass (lane_sum's order, as sum_f64 sums).
-    const double sum = lane_sum(cols, [xr, yr, mx](int64_t i) {
-      yr[i] = std::exp(xr[i] - mx);
-      return static_cast<double>(yr[i]);
-    });
+    const float mx = row_max(xr, cols);
+    // The exps in a loop of their own, which GCC vectorises; then their sum.
+    for (int64_t i = 0; i < cols; ++i) yr[i] = exp_nonpositive(xr[i] - mx);
+    const double sum = sum_f64(yr, cols);
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < cols; ++i) yr[i] *= inv;
   }
