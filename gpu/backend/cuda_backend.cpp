@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
+#include <iostream>
 #include <limits>
+#include <thread>
 
 #include "core/errors.h"
 #include "gpu/cuda_check.h"
@@ -47,7 +48,18 @@ void CudaBackend::create() {
     void* ws = pool_->allocate(workspace_bytes_, MemoryUse::Workspace);
     if (!ws) throw DeviceOutOfMemory("the cuBLAS workspace", workspace_bytes_, 0);
     CUBLAS_CHECK_THROW(cublasSetWorkspace(state_.cublas, ws, workspace_bytes_));
-    if (cudnn_available()) state_.cudnn = cudnn_create(state_.stream);
+    if (cudnn_available()) {
+      // A cuDNN that cannot start (a library found at build time whose parts
+      // do not load here) costs speed, not correctness: im2col + cuBLAS runs
+      // every convolution.
+      try {
+        state_.cudnn = cudnn_create(state_.stream);
+      } catch (const CudaError& e) {
+        (void)cudaGetLastError();
+        std::cerr << "remat: warning: cuDNN could not start (" << e.what()
+                  << "); convolutions run on im2col and cuBLAS\n";
+      }
+    }
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
   } catch (...) {
     destroy();

@@ -209,12 +209,17 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-// The first (fastest) deterministic FMA-math result of a cuDNN algorithm query.
+// The first (fastest) deterministic result of a cuDNN algorithm query that
+// uses no tensor cores. The calls run with the descriptor's math type,
+// CUDNN_FMA_MATH, whatever a result reports; a result may report
+// CUDNN_DEFAULT_MATH for an FP32 algorithm, and accepting FMA alone could then
+// leave every convolution on im2col (conv2d_uses_cudnn and the GPU tests say
+// which path ran).
 template <typename Perf>
 bool pick(const Perf* perf, int count, decltype(Perf{}.algo)& algo, size_t& bytes) {
   for (int i = 0; i < count; ++i) {
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        perf[i].mathType == CUDNN_FMA_MATH) {
+        (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH)) {
       algo = perf[i].algo;
       bytes = perf[i].memory;
       return true;
@@ -320,6 +325,16 @@ size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx) {
 #endif
   (void)ctx;
   return im2col_workspace(g);
+}
+
+bool conv2d_uses_cudnn(const ConvGeom& g, const ConvContext& ctx) {
+  check("conv2d_uses_cudnn", g);
+#ifdef REMAT_HAVE_CUDNN
+  return cudnn_plan(ctx, g) != nullptr;
+#else
+  (void)ctx;
+  return false;
+#endif
 }
 
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,

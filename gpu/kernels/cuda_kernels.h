@@ -146,6 +146,9 @@ void* cudnn_create(cudaStream_t stream);
 void cudnn_destroy(void* handle) noexcept;
 // Bytes of workspace the forward and the backward of g need (the larger).
 size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx);
+// True when g runs on cuDNN: ctx has a handle and cuDNN offered deterministic
+// FMA-math algorithms for all three passes; false means im2col + cuBLAS.
+bool conv2d_uses_cudnn(const ConvGeom& g, const ConvContext& ctx);
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
                 const ConvContext& ctx);
 // dx (may be null) = or += ; dW += ; db (may be null) += .

@@ -85,7 +85,9 @@ __global__ void maxpool_bwd_kernel(Geom g, const float* dy, const int64_t* indic
 
 __global__ void avgpool_fwd_kernel(Geom g, const float* x, float* y) {
   const int64_t total = g.n * g.c * g.oh * g.ow;
-  const float inv = 1.0f / static_cast<float>(g.kh * g.kw);
+  // Divided, not multiplied by 1/(kh·kw), as the CPU does: the same bits
+  // (a product by the reciprocal differs in the last bit for 3x3 windows).
+  const float divisor = static_cast<float>(g.kh * g.kw);
   for (int64_t o = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; o < total;
        o += int64_t{gridDim.x} * blockDim.x) {
     const int64_t plane = o / (g.oh * g.ow), oy = (o / g.ow) % g.oh, ox = o % g.ow;
@@ -99,19 +101,19 @@ __global__ void avgpool_fwd_kernel(Geom g, const float* x, float* y) {
         if (ix >= 0 && ix < g.w) sum += xp[iy * g.w + ix];
       }
     }
-    y[o] = sum * inv;
+    y[o] = sum / divisor;
   }
 }
 
 __global__ void avgpool_bwd_kernel(Geom g, const float* dy, float* dx, bool accumulate) {
   const int64_t total = g.n * g.c * g.h * g.w;
-  const float inv = 1.0f / static_cast<float>(g.kh * g.kw);
+  const float divisor = static_cast<float>(g.kh * g.kw);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
        i += int64_t{gridDim.x} * blockDim.x) {
     const Cover c = cover(g, i);
     float sum = 0.0f;
     for (int64_t oy = c.y0; oy <= c.y1; ++oy)
-      for (int64_t ox = c.x0; ox <= c.x1; ++ox) sum += dy[c.base + oy * g.ow + ox] * inv;
+      for (int64_t ox = c.x0; ox <= c.x1; ++ox) sum += dy[c.base + oy * g.ow + ox] / divisor;
     detail::store_grad(&dx[i], sum, accumulate);
   }
 }

@@ -134,6 +134,19 @@ TEST_F(GpuCnnKernels, ConvolutionMatchesCpuOnBothPaths) {
     for (const auto& [g, tol] : cases) check_conv(g, path, cublas_, stream_, tol);
 }
 
+// Where the build has cuDNN, a ResNet's usual convolutions must run on it: a
+// query that finds no algorithm we accept would otherwise leave them on
+// im2col silently, and the test above would compare im2col with the CPU twice.
+TEST_F(GpuCnnKernels, CudnnRunsTheUsualConvolutions) {
+  if (!cudnn_) GTEST_SKIP() << "this build has no cuDNN (REMAT_CUDNN)";
+  gpu::ConvContext with{cublas_, cudnn_, stream_, nullptr, 0}, without{cublas_, nullptr, stream_, nullptr, 0};
+  for (const ConvGeom& g : {conv(2, 16, 15, 15, 32, 7, 7, 2, 3), conv(4, 32, 16, 16, 64, 3, 3, 1, 1),
+                            conv(2, 8, 6, 6, 16, 1, 1), conv(4, 32, 16, 16, 64, 3, 3, 2, 1)}) {
+    EXPECT_TRUE(gpu::conv2d_uses_cudnn(g, with)) << str(g) << ": cuDNN offered no deterministic FMA algorithm";
+    EXPECT_FALSE(gpu::conv2d_uses_cudnn(g, without)) << str(g);
+  }
+}
+
 TEST_F(GpuCnnKernels, ConvolutionWithoutInputGradientOrBias) {
   const ConvGeom g = conv(2, 3, 6, 6, 4, 3, 3, 1, 1);
   const Vec x = random_vec(2 * 3 * 36, 1), W = random_vec(g.weight_numel(), 2), dy = random_vec(2 * 4 * 36, 3);
@@ -227,20 +240,20 @@ TEST_F(GpuCnnKernels, PoolingMatchesCpu) {
       const Dev dx_d(dx0);
       cpu::maxpool2d_bwd(g, dy.data(), idx.data(), dx.data(), accumulate);
       gpu::maxpool2d_bwd(g, dy_d.get(), idx_d.get(), dx_d.get(), accumulate, stream_);
-      expect_close(dx_d.fetch(), dx, kTol, "max dx");
+      expect_bitwise(dx_d.fetch(), dx, "max dx");  // the same sums in the same order
     }
     Vec ya(yn);
     const Dev ya_d(nan_vec(yn));
     cpu::avgpool2d_fwd(g, x.data(), ya.data());
     gpu::avgpool2d_fwd(g, x_d.get(), ya_d.get(), stream_);
-    expect_close(ya_d.fetch(), ya, kTol, "avg y");
+    expect_bitwise(ya_d.fetch(), ya, "avg y");  // window order, then one division
     for (const bool accumulate : {false, true}) {
       const Vec dx0 = accumulate ? random_vec(xn, 34) : nan_vec(xn);
       Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
       const Dev dx_d(dx0);
       cpu::avgpool2d_bwd(g, dy.data(), dx.data(), accumulate);
       gpu::avgpool2d_bwd(g, dy_d.get(), dx_d.get(), accumulate, stream_);
-      expect_close(dx_d.fetch(), dx, kTol, "avg dx");
+      expect_bitwise(dx_d.fetch(), dx, "avg dx");  // output order, each share divided
     }
   }
   const int64_t nc = 6, hw = 49;
