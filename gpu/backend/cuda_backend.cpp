@@ -283,6 +283,13 @@ void CudaBackend::copy_to_host(void* host, const void* device, uint64_t bytes) {
     CUDA_CHECK_THROW(cudaStreamWaitEvent(copy_stream_, written, 0));
     (void)cudaEventDestroy(written);  // released once it completes
     if (bytes) CUDA_CHECK_THROW(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, copy_stream_));
+    // Fetched and offloaded again unread: this copy follows the fetch's on the
+    // copy stream, so its event is done with (left, it would leak and stay
+    // keyed to an address the pool hands out again).
+    if (const auto it = fetching_.find(device); it != fetching_.end()) {
+      (void)cudaEventDestroy(it->second);
+      fetching_.erase(it);
+    }
     offloading_[device] = record_on(copy_stream_);
   });
 }
