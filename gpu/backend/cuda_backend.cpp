@@ -318,6 +318,9 @@ uint64_t CudaBackend::peak_bytes() const { return pool_->tensor_peak_bytes(); }
 
 void CudaBackend::begin_strategy() {
   guarded([&] {
+    // Offloaded tensors were freed in the copy stream's order: those frees
+    // must have run before the trim can hand their memory back.
+    CUDA_CHECK_THROW(cudaStreamSynchronize(copy_stream_));
     pool_->trim();
     host_pool_->trim();
     reset_peaks();
