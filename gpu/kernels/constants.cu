@@ -23,16 +23,13 @@ __global__ void const_fwd_kernel(int op, const float* x, const float* c, float* 
   }
 }
 
-// dx (n) = or += dy·c, dy/c or dy. The product is rounded on its own
-// (__fmul_rn): nvcc would otherwise fuse it with the accumulate's add into one
-// FMA, which the CPU (-ffp-contract=off) does not do, and dx would differ in
-// the last bit.
+// dx (n) = or += dy·c, dy/c or dy.
 __global__ void const_bwd_kernel(int op, const float* dy, const float* c, float* dx, int64_t n, int64_t cn,
                                  bool accumulate) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float k = c[i % cn];
-    const float v = op == 0 ? __fmul_rn(dy[i], k) : op == 1 ? dy[i] / k : dy[i];
+    const float v = op == 0 ? dy[i] * k : op == 1 ? dy[i] / k : dy[i];
     detail::store_grad(&dx[i], v, accumulate);
   }
 }

@@ -127,9 +127,12 @@ __device__ __forceinline__ T block_sum(T v, T* shared) {
   return warp_sum(lane < warps ? shared[lane] : T{0});
 }
 
-// dst = v or dst += v: the one place the `accumulate` rule is applied.
+// dst = v or dst += v: the one place the `accumulate` rule is applied. The
+// add is __fadd_rn, which nvcc never fuses with a product in v: dst + a·b as
+// one FMA would differ from the CPU's dst + (a·b) (-ffp-contract=off there)
+// in the last bit.
 __device__ __forceinline__ void store_grad(float* dst, float v, bool accumulate) {
-  *dst = accumulate ? *dst + v : v;
+  *dst = accumulate ? __fadd_rn(*dst, v) : v;
 }
 
 }  // namespace remat::cuda::detail
