@@ -27,6 +27,7 @@
 #include "core/errors.h"
 #include "widgets/activity_bar.h"
 #include "widgets/comparison_model.h"
+#include "widgets/elided_label.h"
 #include "widgets/graph_view.h"
 #include "widgets/micro_batch_dialog.h"
 #include "widgets/playback_controller.h"
@@ -103,12 +104,16 @@ void MainWindow::buildCentre() {
   xMode->addItem(tr("instructions"));
   xMode->addItem(tr("each strategy scaled to its own length"));
   xMode->setObjectName("xMode");
+  // As wide as its short entry: the long one would hold the window wider.
+  xMode->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  xMode->setMinimumContentsLength(12);
   controls->addWidget(xMode);
   auto* reset = new QPushButton(tr("Whole schedule"), timelineTab_);
   reset->setToolTip(tr("Undo the zoom (double-click the chart does it too)"));
   controls->addWidget(reset);
-  controls->addWidget(new QLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_));
-  controls->addStretch(1);
+  auto* hint = new ElidedLabel(tr("drag or wheel to zoom · click to show that step · hover for values"), timelineTab_);
+  hint->setObjectName("timelineHint");
+  controls->addWidget(hint, 1);
   // Gradient accumulation: simulate one micro-batch of batch/K.
   controls->addWidget(new QLabel(tr("micro-batches K:"), timelineTab_));
   microK_ = new QComboBox(timelineTab_);
@@ -127,9 +132,11 @@ void MainWindow::buildCentre() {
   stepBar_ = new StepMemoryBar(beside);
   beside->addWidget(chart_);
   beside->addWidget(stepBar_);
-  beside->setStretchFactor(0, 1);
-  beside->setStretchFactor(1, 0);
-  beside->setSizes({1000, 430});  // in proportion: the timeline keeps most of the width
+  // In proportion, and resized in proportion: on a narrow window the bars
+  // give up width too, not the timeline alone.
+  beside->setStretchFactor(0, 7);
+  beside->setStretchFactor(1, 3);
+  beside->setSizes({1000, 430});
   tv->addWidget(beside, 1);
   if (Optimizer o; parse_optimizer(QSettings().value("step/optimizer", "adam").toString().toStdString(), o))
     stepBar_->setOptimizer(o);
@@ -164,7 +171,7 @@ void MainWindow::buildCentre() {
   dock_ = new QDockWidget(tr("Strategies"), this);
   dock_->setObjectName("strategies");
   dock_->setWidget(panel_);
-  panel_->setMinimumWidth(420);
+  panel_->setMinimumWidth(480);  // the status column ("ok, peak 3.77 MiB") shown whole beside the editors
   addDockWidget(Qt::LeftDockWidgetArea, dock_);
 }
 

@@ -50,7 +50,7 @@ StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
   v->addLayout(row);
   view_ = new QChartView(this);
   view_->setRenderHint(QPainter::Antialiasing);
-  view_->setMinimumWidth(240);
+  view_->setMinimumWidth(320);  // the four-entry legend unelided
   v->addWidget(view_, 1);
   note_ = new QLabel(this);
   note_->setWordWrap(true);
