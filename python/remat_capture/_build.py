@@ -11,7 +11,8 @@ What each op saves is what autograd saved, never a rule: a saved tensor that
 is one of the op's (remat-level) inputs or its output goes into `saved`;
 anything else that is not a parameter, buffer or loss target (normalisation
 statistics, pooling indices, dropout noise, a log-softmax kept inside a fused
-cross-entropy, 0-dim scalars, the ids of a position embedding) is private to
+cross-entropy, a fused attention's logsumexp, 0-dim scalars, the ids of a
+position embedding) is private to
 the op and counted in `aux_bytes`. Each storage is counted once, as PyTorch's
 own count over unique storages does. So remat's saved_bytes of the file equals
 PyTorch's count exactly.
@@ -318,6 +319,30 @@ class Builder:
             extra["values"] = "causal" if _is_causal(mask) else _numbers(mask)
             extra["fill"] = _number(float(fill))
         return self._simple(ev, "MaskedFill", extra)
+
+    def _op__scaled_dot_product_flash_attention_for_cpu(self, ev):
+        # PyTorch 2.x's fused CPU attention (F.scaled_dot_product_attention
+        # without a mask or dropout): (query, key, value, dropout_p=0,
+        # is_causal=False, *, attn_mask=None, scale=None) -> (output,
+        # logsumexp). Its node keeps q, k, v, the output and the f32
+        # logsumexp (aux: 4 bytes per output row), as remat's Attention.
+        a = list(ev.args) + [None] * 5
+        q, k, v = a[0], a[1], a[2]
+        dropout = ev.kwargs.get("dropout_p", a[3] if a[3] is not None else 0.0)
+        causal = ev.kwargs.get("is_causal", a[4] if a[4] is not None else False)
+        mask = ev.kwargs.get("attn_mask", a[5])
+        scale = ev.kwargs.get("scale", a[6])
+        if not all(self._act(t) for t in (q, k, v)) or dropout != 0 or mask is not None:
+            return False
+        if any(t.dtype != torch.float32 or t.dim() not in (3, 4) or t.dim() != q.dim() for t in (q, k, v)):
+            return False
+        if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or q.shape[-1] != k.shape[-1] \
+                or k.shape[-2] != v.shape[-2]:
+            return False
+        extra = {"causal": bool(causal)}
+        if scale is not None:
+            extra["scale"] = float(scale)
+        return self._simple(ev, "Attention", extra, inputs=[self.rid[id(t)] for t in (q, k, v)])
 
     def _op_clone(self, ev):
         # A tensor of its own, as PyTorch's clone makes it: of an expanded

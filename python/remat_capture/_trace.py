@@ -21,6 +21,13 @@ except ImportError:  # pragma: no cover - older PyTorch
     TorchDispatchMode = None
 
 
+# Ops whose autograd node keeps its outputs under their names in the schema
+# (grad_fn._saved_output, _saved_logsumexp) instead of _saved_result0, ...:
+# PyTorch 2.x's fused CPU attention keeps its output and logsumexp. Listed one
+# by one so that no other op's attribution changes.
+NAMED_SAVED_OUTPUTS = {"_scaled_dot_product_flash_attention_for_cpu"}
+
+
 def storage_of(t):
     """The storage a tensor's bytes live in (2.x: untyped_storage; 1.13: storage)."""
     if hasattr(t, "untyped_storage"):
@@ -58,8 +65,9 @@ class OpEvent:
 
     def note_history(self):
         """Which outputs this op's autograd node saves (grad_fn._saved_result,
-        _saved_result0, ...), read once autograd has set the outputs' history
-        and before a later in-place op replaces it."""
+        _saved_result0, ...; for NAMED_SAVED_OUTPUTS _saved_<the schema's
+        return name>), read once autograd has set the outputs' history and
+        before a later in-place op replaces it."""
         if self.saves_output is not None:
             return
         # One node for all outputs (non-differentiable ones have no grad_fn of their own).
@@ -68,6 +76,9 @@ class OpEvent:
         single = len(self.outputs) == 1
         flags = [("_saved_result" in names if single else f"_saved_result{j}" in names)
                  for j in range(len(self.outputs))]
+        if self.name in NAMED_SAVED_OUTPUTS:
+            returns = [r.name for r in self.func._schema.returns]
+            flags = [j < len(returns) and f"_saved_{returns[j]}" in names for j in range(len(self.outputs))]
         self.saves_output = flags
 
     def tensor_args(self):

@@ -1,6 +1,7 @@
 """The models the capture tests use: an MLP, torchvision's ResNet-18 and a
 GPT-2-style block with causal attention (nanoGPT's, with nn.Dropout as users
-write it). Each builder returns (module, example_input, loss_fn, target);
+write it); with PyTorch 2.x also an attention block through
+F.scaled_dot_product_attention (sdpa_block, not in MODELS: checked apart). Each builder returns (module, example_input, loss_fn, target);
 target is what loss_fn compares against (None: labels drawn inside), left out
 of PyTorch's count like parameters and buffers."""
 import math
@@ -89,6 +90,37 @@ def gpt_block():
     idx = torch.randint(0, 96, (2, 32))
     labels = torch.randint(0, 96, (2 * 32,))
     return net, idx, (lambda out: F.cross_entropy(out.view(-1, out.size(-1)), labels)), labels
+
+
+class SdpaAttention(nn.Module):
+    """Multi-head self-attention through F.scaled_dot_product_attention
+    (PyTorch 2.x; on the CPU its fused kernel when there is no mask and no
+    dropout): q, k, v split from one Linear, the heads' output projected."""
+
+    def __init__(self, d=32, heads=4, is_causal=True, scale=None, mask=None):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.d, self.heads, self.is_causal, self.scale = d, heads, is_causal, scale
+        self.register_buffer("mask", mask)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+                   for t in self.qkv(x).split(self.d, dim=2))
+        extra = {} if self.scale is None else {"scale": self.scale}
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask, is_causal=self.is_causal, **extra)
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+def sdpa_block(**kw):
+    """SdpaAttention on 2 x 16 tokens of width 32 (4 heads of 8), MSE loss.
+    Only for PyTorch with F.scaled_dot_product_attention (test_capture checks)."""
+    torch.manual_seed(0)
+    net = SdpaAttention(**kw)
+    x = torch.randn(2, 16, 32)
+    target = torch.randn(2, 16, 32)
+    return net, x, (lambda out: F.mse_loss(out, target)), target
 
 
 MODELS = {"mlp": mlp, "resnet18": resnet18, "gpt_block": gpt_block}

@@ -13,7 +13,11 @@ capture one training step into the JSON model format, then
   `remat run` executes them and every strategy matches store-all bit for bit;
   the GPT block's step, rebuilt in PyTorch from `remat run --dump`
   (tests/exec/torch_crosscheck.py), agrees on the loss and every gradient;
-- views are views: the GPT block's q, k, v are Slices and Transposes owning no bytes.
+- views are views: the GPT block's q, k, v are Slices and Transposes owning no bytes;
+- with PyTorch 2.x, F.scaled_dot_product_attention's fused CPU kernel is one
+  Attention op keeping q, k, v, itself and its logsumexp (aux), and the file's
+  saved bytes equal PyTorch's count (check_sdpa; skipped with the reason where
+  torch has no such kernel, as 1.13).
 Also the command line: `python3 -m remat_capture FILE:FUNCTION --input ...`
 writes the same model, and bad arguments exit 2 with one line.
 
@@ -113,9 +117,121 @@ def check_constants():
     check(_const_values("mul", p) == {}, "a product with a parameter's table: no values, simulate only")
 
 
+VIEW_KINDS = ("Reshape", "Transpose", "Slice", "Expand")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
+
+
+def file_saved_bytes(doc):
+    """What the file says autograd keeps, counted here without remat: the
+    storage of every op in a saved set once (a view is its input's storage,
+    as PyTorch made it; a Reshape with copy owns its bytes), plus aux_bytes."""
+    ops = doc["ops"]
+
+    def owner(i):
+        while ops[i]["kind"] in VIEW_KINDS and not ops[i].get("copy"):
+            i = ops[i]["inputs"][0]
+        return i
+
+    def nbytes(op):
+        n = 1
+        for s in op["shape"]:
+            n *= s
+        return op.get("bytes", n * DTYPE_BYTES[op.get("dtype", "f32")])
+
+    owners = {owner(s) for op in ops for s in op.get("saved", [])}
+    return sum(nbytes(ops[o]) for o in owners) + sum(op.get("aux_bytes", 0) for op in ops)
+
+
+def fused_sdpa():
+    """Why F.scaled_dot_product_attention cannot be checked here (None: it can):
+    torch without it, or one that runs it on the CPU as math ops instead of
+    the fused aten._scaled_dot_product_flash_attention_for_cpu."""
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return f"torch {torch.__version__} has no F.scaled_dot_product_attention"
+    seen = []
+
+    class Names(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    q = torch.randn(1, 2, 4, 8, requires_grad=True)
+    with Names():
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    if "_scaled_dot_product_flash_attention_for_cpu" not in seen:
+        return (f"torch {torch.__version__} runs F.scaled_dot_product_attention on the CPU as math ops "
+                f"({', '.join(dict.fromkeys(seen))}), not the fused kernel")
+    return None
+
+
+def check_sdpa():
+    """F.scaled_dot_product_attention's fused CPU kernel is one Attention op
+    (causal, scale only when given) on the q, k, v views, keeping q, k, v and
+    itself, its f32 logsumexp (4 bytes per output row) as its own aux_bytes,
+    and nothing of it charged to another op; the file's saved bytes equal
+    PyTorch's count. With an attn_mask it stays Generic, saves charged the
+    same way. Not run by remat here (the kind's kernels land separately)."""
+    from capture_models import sdpa_block
+    why = fused_sdpa()
+    if why:
+        print(f"SKIP: sdpa_block: {why}")
+        return
+    B, H, T, C = 2, 4, 16, 32
+    for variant, kw in (("causal", {"is_causal": True}), ("scale", {"is_causal": False, "scale": 0.5}),
+                        ("mask", {"is_causal": False, "mask": torch.ones(T, T, dtype=torch.bool).tril()})):
+        name = f"sdpa_block ({variant})"
+        net, x, loss_fn, target = sdpa_block(**kw)
+        want = torch_count(net, x, loss_fn, target)
+        doc = remat_capture.capture(net, x, loss_fn, name="sdpa_block")
+        ops = doc["ops"]
+        check(remat_capture.torch_saved_bytes(doc) == want, f"{name}: the file's description quotes {want}")
+        got = file_saved_bytes(doc)
+        check(got == want, f"{name}: the file's saved bytes {got} == PyTorch's count {want}")
+        fused = [op for op in ops if op["kind"] == "Attention"]
+        if variant == "mask":
+            generic = [op for op in ops if op.get("comment") == "aten._scaled_dot_product_flash_attention_for_cpu"]
+            check(not fused and len(generic) == 1 and generic[0]["kind"] == "Generic"
+                  and generic[0]["id"] in generic[0]["saved"],
+                  f"{name}: with attn_mask it stays one Generic op, keeping its output")
+            continue
+        check(len(fused) == 1, f"{name}: exactly one Attention op (got {len(fused)})")
+        if len(fused) != 1:
+            continue
+        att = fused[0]
+        a = att["id"]
+        check(att["causal"] is (variant == "causal") and att.get("scale") == kw.get("scale"),
+              f"{name}: causal {att['causal']}, scale {att.get('scale')} (written only when given)")
+        check(not any(k in att for k in ("fwd_flops", "bwd_flops", "simulate_only")),
+              f"{name}: no FLOP estimates, not simulate-only (remat derives them)")
+
+        def source(i):  # q, k, v: Transpose <- Reshape <- Slice <- Reshape of the qkv Linear's output
+            chain = []
+            while ops[i]["kind"] in VIEW_KINDS:
+                chain.append(ops[i])
+                i = ops[i]["inputs"][0]
+            return chain, i
+
+        chains = [c for c, _ in map(source, att["inputs"])]
+        linears = {ops[end]["kind"] + ":" + ops[end].get("name", "") for _, end in map(source, att["inputs"])}
+        check(len(att["inputs"]) == 3 and linears == {"Linear:qkv.linear"}
+              and [[op["kind"] for op in c[:3]] for c in chains] == [["Transpose", "Reshape", "Slice"]] * 3
+              and [c[2]["start"] for c in chains] == [0, C, 2 * C]
+              and all(c[0]["shape"] == [B, H, T, C // H] for c in chains),
+              f"{name}: its inputs are the q, k, v views of the qkv Linear, in order")
+        check(sorted(att["saved"]) == sorted(att["inputs"] + [a]), f"{name}: it keeps q, k, v and itself: {att['saved']}")
+        check(att.get("aux_bytes") == B * H * T * 4, f"{name}: its logsumexp, B*H*T*4 = {B * H * T * 4} bytes, "
+                                                     f"is its aux_bytes (got {att.get('aux_bytes')})")
+        others = [op for op in ops if op["id"] != a and (a in op.get("saved", []) or op.get("aux_bytes"))]
+        check(not others, f"{name}: no other op keeps its output or has private bytes "
+                          f"({[(op['id'], op['kind']) for op in others]})")
+
+
 def main():
     args = parse_args()
     check_constants()
+    check_sdpa()
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
