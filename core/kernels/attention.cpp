@@ -46,25 +46,6 @@ void check_mask(int64_t n, int64_t mask_n) {
   }
 }
 
-// max over x[0, n): eight lanes, so that GCC vectorises it; a NaN is skipped
-// (std::max keeps its first argument), as the one-lane loop did.
-float row_max(const float* x, int64_t n) {
-  constexpr int64_t kLanes = 8;
-  float lane[kLanes];
-  for (float& l : lane) l = -std::numeric_limits<float>::infinity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t j = 0; j < kLanes; ++j) {
-      const float v = x[i + j];
-      lane[j] = lane[j] < v ? v : lane[j];  // std::max by value: GCC keeps the lanes in a register
-    }
-  }
-  float mx = lane[0];
-  for (int64_t j = 1; j < kLanes; ++j) mx = std::max(mx, lane[j]);
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
-  return mx;
-}
-
 }  // namespace
 
 void gemm_strided(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,

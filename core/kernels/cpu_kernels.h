@@ -8,6 +8,7 @@
 // which every strategy keeps). Parameter gradients always accumulate into
 // zero-initialised buffers.
 #pragma once
+#include <array>
 #include <cstdint>
 
 namespace remat::cpu {
@@ -169,6 +170,38 @@ void scale_bwd(const float* dy, float* dx, int64_t n, float alpha, bool accumula
 // each) repeats over x (n = reps·mask_n), as a causal (T, T) mask over batch·heads.
 void masked_fill_fwd(const float* x, const uint8_t* mask, float* y, int64_t n, int64_t mask_n, float value);
 void masked_fill_bwd(const float* dy, const uint8_t* mask, float* dx, int64_t n, int64_t mask_n, bool accumulate);
+
+// ---- Fused scaled dot-product attention (sdpa.cpp) ------------------------------------
+// out = softmax(q·kᵀ·scale) · v for each of batch·heads heads, as PyTorch's
+// CPU flash kernel: q (tq, d), k (tk, d) and v (tk, dv) per head, read
+// through element strides (batch, head, row, column) since they are usually
+// views of one projection; out (batch, heads, tq, dv) through its strides
+// (PyTorch lays it out in q's dimension order; its columns are adjacent,
+// out_strides[3] = 1); lse (batch, heads, tq) each row's log Σ exp, the
+// backward's only extra input; dout and the gradients contiguous in their
+// logical shapes.
+// Causal: query i attends to keys j <= i (top-left, PyTorch's is_causal).
+struct SdpaGeom {
+  int64_t batch = 1, heads = 1, tq = 0, tk = 0, d = 0, dv = 0;
+  bool causal = false;
+  float scale = 1;
+  std::array<int64_t, 4> q_strides{}, k_strides{}, v_strides{}, out_strides{};
+  // Row-major (batch, heads, tq, dv): out_strides for a contiguous output.
+  static std::array<int64_t, 4> dense_strides(int64_t heads, int64_t rows, int64_t cols) {
+    return {heads * rows * cols, rows * cols, cols, 1};
+  }
+  // Floats of scratch the forward and the backward need (the larger): one
+  // head's gathered q, k, v, its scores and their gradient, its fresh gradients.
+  int64_t scratch_floats() const;
+};
+void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v, float* out, float* lse,
+              float* scratch);
+// dq, dk, dv (contiguous, the inputs' logical shapes; each may be null) = or
+// += their gradients; the backward recomputes the scores and reads out, lse
+// and dout. With accumulate the fresh gradient is formed aside and added.
+void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
+              const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
+              bool acc_v, float* scratch);
 
 // ---- Tensor plumbing (plumbing.cpp) ---------------------------------------------------
 // Concatenation along one axis: each input is (outer, widths[i]·inner) once

@@ -4,7 +4,9 @@
 // (a single chain is latency-bound), and the order depends only on n, so a
 // result is the same on every call. Internal to the CPU kernels.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 namespace remat::cpu {
 
@@ -45,6 +47,25 @@ inline void lane_sum2(int64_t n, F f, G g, double& sum_f, double& sum_g) {
     sum_f += f(i);
     sum_g += g(i);
   }
+}
+
+// max over x[0, n) (-inf when n = 0): eight lanes, so that GCC vectorises it;
+// a NaN is skipped (std::max keeps its first argument), as a one-lane loop.
+inline float row_max(const float* x, int64_t n) {
+  constexpr int64_t kLanes = 8;
+  float lane[kLanes];
+  for (float& l : lane) l = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float v = x[i + j];
+      lane[j] = lane[j] < v ? v : lane[j];  // std::max by value: GCC keeps the lanes in a register
+    }
+  }
+  float mx = lane[0];
+  for (int64_t j = 1; j < kLanes; ++j) mx = std::max(mx, lane[j]);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
 }
 
 // Σ x[i].

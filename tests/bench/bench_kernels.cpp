@@ -200,9 +200,46 @@ void BM_SoftmaxBwd(benchmark::State& state) {
   }
 }
 
+// Fused attention over (bh, T, d) heads, causal: the forward (scores, softmax,
+// ·v, logsumexp) and the backward (scores recomputed), beside the unfused
+// path's pieces above (scores, softmax) for one picture of the GPT's cost.
+SdpaGeom sdpa_geom_of(const benchmark::State& state) {
+  SdpaGeom g;
+  g.heads = state.range(0), g.tq = g.tk = state.range(1), g.d = g.dv = state.range(2), g.causal = true;
+  g.scale = 0.125f;
+  g.q_strides = g.k_strides = g.v_strides = g.out_strides = SdpaGeom::dense_strides(g.heads, g.tq, g.d);
+  return g;
+}
+void BM_SdpaFwd(benchmark::State& state) {
+  const SdpaGeom g = sdpa_geom_of(state);
+  const int64_t n = g.heads * g.tq * g.d;
+  const auto q = random_floats(n, 20), k = random_floats(n, 21), v = random_floats(n, 22);
+  std::vector<float> out(n), lse(g.heads * g.tq), scratch(g.scratch_floats());
+  for (auto _ : state) {
+    sdpa_fwd(g, q.data(), k.data(), v.data(), out.data(), lse.data(), scratch.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+}
+void BM_SdpaBwd(benchmark::State& state) {
+  const SdpaGeom g = sdpa_geom_of(state);
+  const int64_t n = g.heads * g.tq * g.d;
+  const auto q = random_floats(n, 20), k = random_floats(n, 21), v = random_floats(n, 22), dout = random_floats(n, 23);
+  std::vector<float> out(n), lse(g.heads * g.tq), scratch(g.scratch_floats()), dq(n), dk(n), dv(n);
+  sdpa_fwd(g, q.data(), k.data(), v.data(), out.data(), lse.data(), scratch.data());
+  for (auto _ : state) {
+    sdpa_bwd(g, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(), dq.data(), dk.data(), dv.data(),
+             false, false, false, scratch.data());
+    benchmark::DoNotOptimize(dq.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 BENCHMARK(BM_AttentionScores)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxFwd)->ArgNames({"bh", "T"})->Args({8 * 12, 128})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxBwd)->ArgNames({"bh", "T"})->Args({8 * 12, 128})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SdpaFwd)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SdpaBwd)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
