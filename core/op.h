@@ -33,7 +33,12 @@ enum class OpKind : uint8_t {
   // Views: the output aliases input 0's storage (a Reshape that cannot be a
   // view becomes a copy, as PyTorch's reshape does).
   Reshape, Transpose, Slice, Expand,
+  // Scaled dot-product attention fused into one op (PyTorch's
+  // scaled_dot_product_attention as its CPU flash kernel runs it): softmax(q·kᵀ
+  // · scale, causal or not) · v, keeping the rows' logsumexp for the backward.
+  Attention,
 };
+constexpr OpKind kLastOpKind = OpKind::Attention;
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 
@@ -90,6 +95,8 @@ struct OpAttrs {
   float fill = -std::numeric_limits<float>::infinity();  // MaskedFill: the value written where the mask is set
   bool learned = false;  // AddConst: the constant is a parameter with a gradient (a learned position table)
   bool copy = false;     // Reshape: a copy even where a view would do (PyTorch's clone)
+  bool causal = false;   // Attention: query i attends to keys j <= i (PyTorch's is_causal, top-left)
+  float scale = 0;       // Attention: the factor on q·kᵀ; 0: 1/sqrt(D), PyTorch's default
   bool operator==(const OpAttrs&) const = default;
 };
 
@@ -107,7 +114,8 @@ struct Op {
   // Derived by op_rules (never read from a file): whether A(v) is a view, the
   // op that owns its storage (itself unless a view), and a view's element
   // strides in that storage (what makes a reshape a view or a copy). Empty
-  // for owners, which are contiguous: layout_of() gives them.
+  // for owners, which are contiguous, but an Attention's, which PyTorch lays
+  // out in its q's dimension order: layout_of() gives them.
   bool view = false;
   float dropout_p = 0.0f;             // Dropout only
   int32_t storage = -1;

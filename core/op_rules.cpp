@@ -29,7 +29,7 @@ struct Derivation {
   uint64_t params = 0;
   uint64_t aux = 0;
   bool view = false;
-  std::vector<int64_t> strides;  // a view's layout (owners are contiguous)
+  std::vector<int64_t> strides;  // a view's layout; an owner's when not row-major (Attention)
 
   const Op& in(std::size_t i) const { return before[static_cast<std::size_t>(op.inputs.at(i))]; }
   double n() const { return static_cast<double>(op.numel()); }
@@ -421,6 +421,55 @@ void rule_expand(Derivation& d) {
   d.view = true;
 }
 
+// softmax(q·kᵀ · scale) · v over (..., Tq, D), (..., Tk, D), (..., Tk, Dv),
+// the leading dimensions equal (rank 3 or 4, as the kernels take them). What
+// PyTorch's CPU flash kernel keeps for its backward: q, k, v, the output and
+// each row's logsumexp in f32 (aux); the backward recomputes the scores.
+void rule_attention(Derivation& d) {
+  const Op &q = d.in(0), &k = d.in(1), &v = d.in(2);
+  d.need_rank(q, 3, 4);
+  if (k.shape.size() != q.shape.size() || v.shape.size() != q.shape.size())
+    d.fail("Attention needs q, k and v of one rank, got " + shape_string(q.shape) + ", " + shape_string(k.shape) +
+           " and " + shape_string(v.shape));
+  const std::size_t r = q.shape.size();
+  for (std::size_t i = 0; i + 2 < r; ++i)
+    if (k.shape[i] != q.shape[i] || v.shape[i] != q.shape[i])
+      d.fail("Attention needs q, k and v with the same leading dimensions, got " + shape_string(q.shape) + ", " +
+             shape_string(k.shape) + " and " + shape_string(v.shape));
+  if (k.shape[r - 1] != q.shape[r - 1]) d.fail("Attention: q and k differ in their last dimension: " + shape_string(q.shape) + " and " + shape_string(k.shape));
+  if (v.shape[r - 2] != k.shape[r - 2]) d.fail("Attention: k and v differ in length: " + shape_string(k.shape) + " and " + shape_string(v.shape));
+  if (d.op.attrs->scale < 0) d.fail("Attention: scale must be positive");
+  std::vector<int64_t> out(q.shape.begin(), q.shape.end());
+  out[r - 1] = v.shape[r - 1];
+  d.set_shape(out);
+  // PyTorch's kernel lays its output out in q's dimension order: after a
+  // GPT's transposed q, (batch, t, heads, d) in memory, so the transpose and
+  // reshape that merge the heads are views. Dimensions by q's strides,
+  // largest first (ties in order); the output dense in that order.
+  const std::vector<int64_t> qs = layout_of(q);
+  std::vector<std::size_t> order(r);
+  for (std::size_t i = 0; i < r; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return qs[a] > qs[b]; });
+  if (order.back() == r - 1 && !std::is_sorted(order.begin(), order.end())) {
+    d.strides.assign(r, 0);
+    int64_t stride = 1;
+    for (std::size_t i = r; i-- > 0;) d.strides[order[i]] = stride, stride *= out[order[i]];
+  }
+  const double heads = product(std::vector<int64_t>(q.shape.begin(), q.shape.end() - 2));
+  const double tq = static_cast<double>(q.shape[r - 2]), tk = static_cast<double>(k.shape[r - 2]);
+  const double dq = static_cast<double>(q.shape[r - 1]), dv = static_cast<double>(v.shape[r - 1]);
+  // Scores and the product with v, plus the softmax's few per score; the
+  // backward recomputes the scores, then dv, dp, dq and dk.
+  d.fwd = heads * tq * tk * (2 * dq + 2 * dv + 4);
+  d.bwd = heads * tq * tk * (2 * dq + 4 * dv + 4 * dq + 6);
+  d.saved = {d.op.inputs[0]};
+  for (int i : {1, 2})
+    if (std::find(d.saved.begin(), d.saved.end(), d.op.inputs[static_cast<std::size_t>(i)]) == d.saved.end())
+      d.saved.push_back(d.op.inputs[static_cast<std::size_t>(i)]);
+  d.saved.push_back(d.self);
+  d.aux = static_cast<uint64_t>(heads * tq) * Derivation::kStatBytes;
+}
+
 struct KindRule {
   OpKind kind;
   int min_inputs, max_inputs;
@@ -429,7 +478,7 @@ struct KindRule {
 
 constexpr int kMany = 256;
 // One line per kind: arity and rule. The order is OpKind's.
-constexpr std::array<KindRule, 31> kRules = {{
+constexpr std::array<KindRule, 32> kRules = {{
     {OpKind::Input, 0, 0, rule_input},
     {OpKind::Linear, 1, 1, rule_linear},
     {OpKind::ReLU, 1, 1, rule_activation},
@@ -461,6 +510,7 @@ constexpr std::array<KindRule, 31> kRules = {{
     {OpKind::Transpose, 1, 1, rule_transpose},
     {OpKind::Slice, 1, 1, rule_slice},
     {OpKind::Expand, 1, 1, rule_expand},
+    {OpKind::Attention, 3, 3, rule_attention},
 }};
 
 const KindRule& rule_of(OpKind k) {
@@ -543,6 +593,16 @@ bool executable(const Op& op) {
   // The product's kernels take one operand per input (broadcast batches
   // included): a tensor multiplied by itself (x @ x) is not run.
   if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1]) return false;
+  // The attention kernels read q, k, v and the output again in the backward,
+  // and keep each row's logsumexp (f32) in aux.
+  if (op.kind == OpKind::Attention) {
+    for (int u : op.inputs)
+      if (std::find(op.saved.begin(), op.saved.end(), u) == op.saved.end()) return false;
+    const bool keeps_output = std::any_of(op.saved.begin(), op.saved.end(), [&](int s) {
+      return std::find(op.inputs.begin(), op.inputs.end(), s) == op.inputs.end();
+    });
+    if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows())) return false;
+  }
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }
@@ -577,7 +637,8 @@ void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool 
   } else {
     if (op.bytes == 0) op.bytes = shape_bytes;
     op.storage = self;
-    op.strides.reset();  // contiguous (layout_of)
+    if (d.strides.empty()) op.strides.reset();  // contiguous (layout_of)
+    else op.strides = std::move(d.strides);     // dense in another dimension order
   }
   if (op.fwd_flops <= 0) op.fwd_flops = d.fwd;
   if (op.bwd_flops <= 0) op.bwd_flops = d.bwd;

@@ -257,6 +257,15 @@ void bwd_matmul(CpuOpState& s, const OpCall& c) {
   if (c.dx(1)) run_gemms(gemm_runs(d.a_read(), each, d.b_of, c.acc(1)), a, c.dy(), c.dx(1), d.k, d.n, d.m, true, false);
 }
 
+// Attention: lse in aux (op_rules' executable checks it holds a float per row).
+void fwd_attention(CpuOpState& s, const OpCall& c) {
+  cpu::sdpa_fwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention]);
+}
+void bwd_attention(CpuOpState& s, const OpCall& c) {
+  cpu::sdpa_bwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1),
+                c.dx(2), c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention]);
+}
+
 // *Const: the constant repeats over the output (op_rules' executable checks it).
 void fwd_by_const(CpuOpState& s, const OpCall& c) {
   const float* k = c.op.attrs->learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));

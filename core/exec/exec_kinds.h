@@ -40,4 +40,5 @@
   X(DivConst, by_const)     \
   X(AddConst, by_const)     \
   X(MaskedFill, masked_fill) \
-  X(Embedding, embedding)
+  X(Embedding, embedding)   \
+  X(Attention, attention)

@@ -84,17 +84,18 @@ void check_executable(const Model& model) {
                        " looks up ids computed by the model; only the input's ids can be executed");
   }
   // The kernels read dense row-major inputs; a view is handed over as a pointer
-  // into its storage, so only a contiguous one can feed a kernel. A copying
-  // Reshape, a MatMul (it copies such an operand, as PyTorch) and the views
-  // themselves read any strides.
+  // into its storage, so only a contiguous one can feed a kernel (an
+  // Attention's output too, laid out in its q's order). A copying Reshape, a
+  // MatMul (it copies such an operand, as PyTorch), an Attention and the
+  // views themselves read any strides.
   for (int v = 1; v < model.size(); ++v) {
     const Op& op = model.op(v);
-    if (op.view || op.kind == OpKind::Reshape || op.kind == OpKind::MatMul) continue;
+    if (op.view || op.kind == OpKind::Reshape || op.kind == OpKind::MatMul || op.kind == OpKind::Attention) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
-      if (in.view && !is_contiguous(in.shape, *in.strides))
+      if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides))
         throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
-                         ") reads the non-contiguous view " + op_label(model, u) +
+                         ") reads the non-contiguous " + (in.view ? "view " : "tensor ") + op_label(model, u) +
                          ", which the kernels cannot run yet (simulate it instead)");
     }
   }

@@ -1,6 +1,7 @@
 #include "core/exec/op_exec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/exec/exec_kinds.h"
@@ -93,6 +94,11 @@ ScratchFloats scratch_matmul(const Model& m, int v) {
   if (d.scratch_b) s[kMatmulB] = m.op(m.op(v).inputs[1]).numel();
   return s;
 }
+ScratchFloats scratch_attention(const Model& m, int v) {
+  ScratchFloats s{};
+  s[kAttention] = sdpa_geom(m, v).scratch_floats();
+  return s;
+}
 ScratchFloats scratch_none(const Model&, int) { return {}; }
 ScratchFloats scratch_activation(const Model&, int) { return {}; }
 ScratchFloats scratch_add(const Model&, int) { return {}; }
@@ -112,6 +118,7 @@ REMAT_NO_PARAMS_NO_SCRATCH(reshape)
 REMAT_NO_PARAMS_NO_SCRATCH(view)
 REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
 constexpr auto params_matmul = &params_none;
+constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
 constexpr auto scratch_embedding = &scratch_none;
 #undef REMAT_NO_PARAMS_NO_SCRATCH
@@ -217,6 +224,31 @@ cpu::ConvGeom conv_geom(const Model& m, int v) {
   g.dil_h = two_d ? a.dilation[0] : 1;
   g.dil_w = a.dilation.back();
   g.groups = a.groups;
+  return g;
+}
+
+cpu::SdpaGeom sdpa_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op &q = m.op(op.inputs.at(0)), &k = m.op(op.inputs.at(1)), &val = m.op(op.inputs.at(2));
+  const bool heads = q.shape.size() == 4;  // else (batch, rows, cols): one head each
+  // (batch, head, row, col) strides of an input, its head stride 0 at rank 3.
+  auto strides4 = [heads](const Op& x) {
+    const std::vector<int64_t> s = layout_of(x);
+    return heads ? std::array<int64_t, 4>{s[0], s[1], s[2], s[3]} : std::array<int64_t, 4>{s[0], 0, s[1], s[2]};
+  };
+  cpu::SdpaGeom g;
+  g.batch = q.shape[0];
+  g.heads = heads ? q.shape[1] : 1;
+  g.tq = q.shape[q.shape.size() - 2];
+  g.tk = k.shape[k.shape.size() - 2];
+  g.d = q.shape.back();
+  g.dv = val.shape.back();
+  g.causal = op.attrs->causal;
+  g.scale = op.attrs->scale > 0 ? op.attrs->scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.d)));
+  g.q_strides = strides4(q);
+  g.k_strides = strides4(k);
+  g.v_strides = strides4(val);
+  g.out_strides = strides4(op);
   return g;
 }
 

@@ -40,7 +40,8 @@ enum ScratchSlot : int {
   kConvColumns = 2, // Conv (CPU): a run of images' im2col columns and output or dy rows (conv2d_scratch_floats)
   kMatmulA = 3,     // MatMul: a contiguous copy of an operand read through strides
   kMatmulB = 4,     //   that PyTorch multiplies in place (no copy in aux)
-  kScratchSlots = 5,
+  kAttention = 5,   // Attention: one head's gathered q, k, v, scores and fresh gradients (SdpaGeom)
+  kScratchSlots = 6,
 };
 using ScratchFloats = std::array<int64_t, kScratchSlots>;
 
@@ -73,6 +74,9 @@ class ParamSlots {
 // pooling with dilation or ceil_mode): executable() refuses those ops first.
 cpu::ConvGeom conv_geom(const Model& model, int v);
 cpu::PoolGeom pool_geom(const Model& model, int v);
+// An Attention op's heads, sizes, scale and its inputs' strides in their
+// storages (rank 3 is one head per batch entry).
+cpu::SdpaGeom sdpa_geom(const Model& model, int v);
 // kernel_attr_problem() (core/op_rules.h) says why the kernels cannot run
 // an op's attributes.
 

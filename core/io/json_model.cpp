@@ -37,7 +37,7 @@ std::string type_of(const json& v) {
 
 std::string kind_list() {
   std::string s;
-  for (int k = 0; k <= static_cast<int>(OpKind::Expand); ++k)
+  for (int k = 0; k <= static_cast<int>(kLastOpKind); ++k)
     s += (k ? ", " : "") + std::string(kind_name(static_cast<OpKind>(k)));
   return s;
 }
@@ -68,7 +68,19 @@ const AttrField kAttrFields[] = {
     {"fill", {K::MaskedFill}},
     {"learned", {K::AddConst}},
     {"copy", {K::Reshape}},
+    {"causal", {K::Attention}},
+    {"scale", {K::Attention}},
 };
+
+}  // namespace
+
+std::vector<std::string_view> attribute_keys() {
+  std::vector<std::string_view> keys;
+  for (const auto& f : kAttrFields) keys.push_back(f.key);
+  return keys;
+}
+
+namespace {
 
 bool takes(OpKind kind, std::string_view key) {
   for (const auto& f : kAttrFields)
@@ -210,6 +222,8 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "const_shape") a.const_shape = r.ints(v, here, 1, kBig);
     else if (key == "learned") a.learned = r.boolean(v, here);
     else if (key == "copy") a.copy = r.boolean(v, here);
+    else if (key == "causal") a.causal = r.boolean(v, here);
+    else if (key == "scale") a.scale = static_cast<float>(r.number(v, here, 1e-30, 1e30));  // positive: 0 means "default"
     else if (key == "fill") a.fill = r.extended_number(v, here);
   }
   // After const_shape, which "causal" needs.
@@ -250,6 +264,10 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
     case OpKind::Transpose: j["perm"] = a.perm; break;
     case OpKind::Reshape:
       if (a.copy) j["copy"] = true;
+      break;
+    case OpKind::Attention:
+      j["causal"] = a.causal;
+      if (a.scale != 0) j["scale"] = float_json(a.scale);
       break;
     case OpKind::MulConst:
     case OpKind::DivConst:

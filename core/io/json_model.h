@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,5 +32,8 @@ Model model_from_json(const nlohmann::json& doc, const std::string& origin, cons
 // kind derives (op_rules.h), so a file read back gives the identical graph.
 // Parameter values (Op::param_init) are not written.
 nlohmann::ordered_json model_to_json(const Model& model);
+
+// The attribute keys the reader takes (each for some kinds), for the schema's test.
+std::vector<std::string_view> attribute_keys();
 
 }  // namespace remat

@@ -194,6 +194,7 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       const ScratchFloats scratch = model_scratch(model);
       for (int i = 0; i < kScratchSlots; ++i) {
         if (i == kConvColumns) continue;  // the convolution workspace below takes its place
+        if (i == kAttention) continue;    // the attention kernels stage their tiles in shared memory
         state_.scratch[i] =
             static_cast<float*>(hold(4 * static_cast<uint64_t>(scratch[i]), MemoryUse::Scratch, "backward scratch"));
       }

@@ -299,6 +299,15 @@ void bwd_embedding(CudaOpState& s, const OpCall& c) {
                   ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
 }
 
+// Attention: lse in aux, as the CPU's entries (cpu_ops.cpp).
+void fwd_attention(CudaOpState& s, const OpCall& c) {
+  sdpa_fwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention], s.stream);
+}
+void bwd_attention(CudaOpState& s, const OpCall& c) {
+  sdpa_bwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1), c.dx(2),
+           c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention], s.stream);
+}
+
 #define REMAT_CUDA_ROW(Kind, entry) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCudaKernels = {REMAT_EXEC_KINDS(REMAT_CUDA_ROW)};
 #undef REMAT_CUDA_ROW

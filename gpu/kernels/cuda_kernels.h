@@ -202,6 +202,23 @@ void masked_fill_fwd(const float* x, const uint8_t* mask, float* y, int64_t n, i
 void masked_fill_bwd(const float* dy, const uint8_t* mask, float* dx, int64_t n, int64_t mask_n,
                      bool accumulate, cudaStream_t stream);
 
+// ---- sdpa.cu ---------------------------------------------------------------------
+// Fused scaled dot-product attention (cpu_kernels.h: SdpaGeom): out (batch,
+// heads, tq, dv) through out_strides (columns adjacent) and lse (batch, heads,
+// tq) from q, k, v read through their strides; dout contiguous; the backward recomputes the probabilities from lse. One warp per
+// query row (forward, dq) or key row (dk, dv), the other side in shared tiles,
+// every sum in a fixed order (no atomics). Head dimensions d, dv up to 256
+// (larger throws std::invalid_argument). The kernels use no scratch (the
+// pointer, SdpaGeom::scratch_floats() floats, may be null). dq, dk, dv as the
+// CPU's: each may be null; one buffer for q, k, v being one tensor works (dq
+// stored first, then dk and dv added, element by element in that order).
+using remat::cpu::SdpaGeom;
+void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v, float* out, float* lse,
+              float* scratch, cudaStream_t stream);
+void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
+              const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
+              bool acc_v, float* scratch, cudaStream_t stream);
+
 // ---- plumbing.cu -----------------------------------------------------------------
 // xs, dxs, widths and accumulate are host arrays (of device pointers, sizes, flags).
 void concat_fwd(const float* const* xs, const int64_t* widths, int64_t count, float* y,

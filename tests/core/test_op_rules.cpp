@@ -130,6 +130,43 @@ TEST(OpRules, MatMulSavesInputsOrTheCopiesTorchMakes) {
   EXPECT_DOUBLE_EQ(m.op(rr).fwd_flops, 2.0 * 6 * 4 * 5 * 4);
 }
 
+// Attention saves q, k, v, itself and a float logsumexp per row; its output
+// is laid out in q's dimension order, as PyTorch's CPU kernel lays it.
+TEST(OpRules, AttentionSavesItsInputsItselfAndTheRowsLogSumExp) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {2, 5, 3, 4}));  // (batch, t, heads, d)
+  const int x = m.add(make(OpKind::ReLU, {0}));
+  Op t = make(OpKind::Transpose, {x});
+  t.attrs.edit().perm = {0, 2, 1, 3};  // (2, 3, 5, 4), strides (60, 4, 12, 1)
+  const int q = m.add(t);
+  Op a = make(OpKind::Attention, {q, q, q});
+  a.attrs.edit().causal = true;
+  const int at = m.add(a);
+  const Op& op = m.op(at);
+  EXPECT_EQ(op.shape, (std::vector<int64_t>{2, 3, 5, 4}));
+  EXPECT_EQ(op.saved, (std::vector<int>{q, at}));  // q = k = v saved once, and the output
+  EXPECT_EQ(op.aux_bytes, 2u * 3 * 5 * 4);          // one f32 per (batch, head, query)
+  EXPECT_EQ(op.bytes, 2u * 3 * 5 * 4 * 4);
+  // (batch, t, heads, d) in memory, like q: transposing back is contiguous.
+  EXPECT_EQ(layout_of(op), (std::vector<int64_t>{60, 4, 12, 1}));
+  EXPECT_TRUE(executable(op));
+  // A contiguous q gives a contiguous output.
+  const int c = m.add(make(OpKind::Attention, {0, 0, 0}));
+  EXPECT_TRUE(m.op(c).strides->empty());
+  // 2·(d + dv) + 4 per score for the forward, 10·d + 6 for the backward (d = dv = 4; 2·3 heads, 5x5 scores).
+  EXPECT_DOUBLE_EQ(op.fwd_flops, 6.0 * 25 * (8 + 8 + 4));
+  EXPECT_DOUBLE_EQ(op.bwd_flops, 6.0 * 25 * (8 + 16 + 16 + 6));
+  // Without its output or its logsumexp kept, the kernels cannot run it.
+  Op lean = make(OpKind::Attention, {q, q, q});
+  lean.saved = {q};
+  const int l = m.add(lean, "lean", true);
+  EXPECT_FALSE(executable(m.op(l)));
+  Op v = make(OpKind::Input, {}, {2, 3, 6, 7});
+  EXPECT_NE(error_of(m, make(OpKind::Attention, {q, q, m.add(v)})).find("k and v differ in length"), std::string::npos);
+  const int flat = m.add(make(OpKind::Input, {}, {6, 4}));
+  EXPECT_NE(error_of(m, make(OpKind::Attention, {flat, flat, flat})).find("rank 3 to 4"), std::string::npos);
+}
+
 TEST(OpRules, ViewsReshapeSliceExpand) {
   Model m;
   m.add(make(OpKind::Input, {}, {6, 10}));

@@ -28,6 +28,8 @@ const std::string kViewsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/views_sm
 // Its cross-entropy keeps log-probabilities in aux (a capture of PyTorch's).
 const std::string kCeLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_keeps_logp.json";
 const std::string kBroadcastMatmulModel = std::string(REMAT_EXEC_TEST_MODELS) + "/broadcast_matmul.json";
+// Fused attentions over strided q, k, v, one reading a single tensor three times.
+const std::string kAttentionModel = std::string(REMAT_EXEC_TEST_MODELS) + "/attention_small.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public ForwardingBackend {
@@ -94,12 +96,12 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // broadcast_matmul: torch.matmul's broadcast batches, copied into aux or read
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul"};
+  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
-                                           kBroadcastMatmulModel),
+                                           kBroadcastMatmulModel, kAttentionModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

@@ -14,6 +14,7 @@ atol * max|torch| + rtol * |torch| (atol 1e-5, rtol 1e-4).
 Exit 77 (CTest SKIP_RETURN_CODE) when torch is not importable.
 """
 import argparse
+import math
 import json
 import os
 import struct
@@ -96,6 +97,16 @@ def constant(op, t):
     return np.array(vals, dtype=np.float64).reshape(shape)
 
 
+def attention(q, k, v, causal, scale):
+    """softmax(q·kᵀ·scale)·v written out (PyTorch 1.13 has no
+    scaled_dot_product_attention; 2.x's matches it): causal masks key j > query i."""
+    s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale else 1.0 / math.sqrt(q.shape[-1]))
+    if causal:
+        tq, tk = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
 def apply_op(op, acts, param, t):
     """The output of a non-loss op from its inputs' outputs (acts), in the inputs'
     dtype; param(v, slot) gives a parameter tensor, t the dump (dropout masks)."""
@@ -166,6 +177,8 @@ def apply_op(op, acts, param, t):
         y = x.masked_fill(mask, float(fill) if fill is not None else float("-inf"))
     elif kind == "MatMul":
         y = torch.matmul(x, acts[ins[1]])
+    elif kind == "Attention":
+        y = attention(x, acts[ins[1]], acts[ins[2]], op.get("causal", False), op.get("scale"))
     else:
         raise SystemExit(f"op {v}: cannot rebuild a {kind}")
     if "shape" in op and op["shape"]:

@@ -152,7 +152,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // torch.matmul's broadcast batches: stride-0 runs, summed gradients
                                            kModels + "/broadcast_matmul.json",
                                            // every view kind's backward, Expand's sum included
-                                           kModels + "/views_small.json"),
+                                           kModels + "/views_small.json",
+                                           // fused attention: strided q, k, v, out in q's order, q = k = v
+                                           kModels + "/attention_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "core/io/json_model.h"
 #include "core/model_source.h"
 #include "core/presets.h"
 
@@ -87,11 +88,13 @@ TEST(Schema, KindsAndDtypesMatchTheLoader) {
   const auto s = nlohmann::json::parse(in);
   const auto& props = s["$defs"]["op"]["properties"];
   std::vector<std::string> kinds;
-  for (int k = 0; k <= static_cast<int>(OpKind::Expand); ++k) kinds.emplace_back(kind_name(static_cast<OpKind>(k)));
+  for (int k = 0; k <= static_cast<int>(kLastOpKind); ++k) kinds.emplace_back(kind_name(static_cast<OpKind>(k)));
   EXPECT_EQ(props["kind"]["enum"].get<std::vector<std::string>>(), kinds);
   EXPECT_EQ(props["dtype"]["enum"].get<std::vector<std::string>>(), (std::vector<std::string>{"f32", "f16", "bf16", "i32", "i64"}));
   EXPECT_EQ(props["shape"]["maxItems"], 8);
   EXPECT_EQ(s["properties"]["format"]["const"], "remat-model");
+  // Every attribute the loader reads is described (the op allows no others).
+  for (std::string_view key : attribute_keys()) EXPECT_TRUE(props.contains(std::string(key))) << key;
 }
 
 }  // namespace

@@ -1,0 +1,393 @@
+// Fused scaled dot-product attention (cpu_kernels.h: SdpaGeom), the mirror of
+// core/kernels/sdpa.cpp: out through its strides (columns adjacent), lse, dout
+// and the gradients contiguous. One warp owns one row: a query row in the forward and
+// in the backward's dq kernel, a key row in the backward's dk/dv kernel; a block
+// is kWarps such rows of one head, and walks the other side's rows in tiles of
+// 32 staged in shared memory, one row per lane. Every sum has one fixed order:
+// a lane's dot product runs over the columns in increasing order, a row's
+// weighted sum over the tile's rows in increasing order (each lane's value
+// broadcast by a shuffle), tiles in increasing order; the warp reductions are
+// the butterflies of device_common.cuh. No atomics, no scratch: reruns give the
+// same bits.
+#include <cmath>
+#include <string>
+
+#include "gpu/kernels/device_common.cuh"
+
+namespace remat::cuda {
+namespace {
+
+constexpr int kWarps = 8;             // rows per block, one warp each
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = 32;             // rows of the other side per shared tile: one per lane
+constexpr int kPerLane = 8;           // head-dimension columns per lane
+constexpr int64_t kMaxHeadDim = 32 * kPerLane;  // 256
+constexpr unsigned kFull = 0xffffffffu;
+
+struct Geom {  // SdpaGeom for the device
+  int64_t heads, tq, tk, d, dv;
+  bool causal;
+  float scale;
+  int64_t qs[4], ks[4], vs[4], os[4];  // os: out's; its columns are adjacent (os[3] = 1)
+};
+
+Geom device_geom(const cpu::SdpaGeom& g) {
+  Geom r{g.heads, g.tq, g.tk, g.d, g.dv, g.causal, g.scale, {}, {}, {}, {}};
+  for (int i = 0; i < 4; ++i) {
+    r.qs[i] = g.q_strides[i];
+    r.ks[i] = g.k_strides[i];
+    r.vs[i] = g.v_strides[i];
+    r.os[i] = g.out_strides[i];
+  }
+  return r;
+}
+
+void check(const char* fn, const cpu::SdpaGeom& g) {
+  if (g.batch < 1 || g.heads < 1 || g.tq < 1 || g.tk < 1 || g.d < 1 || g.dv < 1)
+    throw std::invalid_argument(std::string(fn) + ": every dimension must be positive");
+  if (!(g.scale > 0)) throw std::invalid_argument(std::string(fn) + ": scale must be positive");
+  if (g.out_strides[3] != 1) throw std::invalid_argument(std::string(fn) + ": the output's columns must be adjacent");
+  if (g.d > kMaxHeadDim || g.dv > kMaxHeadDim)
+    throw std::invalid_argument(std::string(fn) + ": head dimensions (" + std::to_string(g.d) + ", " +
+                                std::to_string(g.dv) + ") above the CUDA kernels' limit of " +
+                                std::to_string(kMaxHeadDim));
+}
+
+// Keys query row i sees: all, or j <= i when causal (top-left).
+__device__ __forceinline__ int64_t visible(const Geom& g, int64_t i) {
+  return g.causal ? (i + 1 < g.tk ? i + 1 : g.tk) : g.tk;
+}
+
+// One head's input: the (batch, head) offset of head hd = b·heads + h.
+__device__ __forceinline__ const float* head_of(const float* x, const int64_t* st, const Geom& g, int64_t hd) {
+  return x + (hd / g.heads) * st[0] + (hd % g.heads) * st[1];
+}
+
+// Row i of head hd of out (its columns adjacent).
+template <typename T>
+__device__ __forceinline__ T* out_row(T* out, const Geom& g, int64_t hd, int64_t i) {
+  return out + (hd / g.heads) * g.os[0] + (hd % g.heads) * g.os[1] + i * g.os[2];
+}
+
+// dst (n, cols), row stride `ld`, = the block's rows [r0, r0 + n) of a head
+// read through (row, column) strides; all threads of the block take part.
+__device__ __forceinline__ void stage(float* dst, int ld, const float* head, const int64_t* st, int64_t r0, int n,
+                                      int cols) {
+  for (int e = threadIdx.x; e < n * cols; e += blockDim.x) {
+    const int r = e / cols, c = e % cols;
+    dst[r * ld + c] = head[(r0 + r) * st[2] + c * st[3]];
+  }
+}
+
+// A warp's copy of one row of a head into shared memory.
+__device__ __forceinline__ void stage_row(float* dst, const float* head, const int64_t* st, int64_t r, int cols,
+                                          int lane) {
+  for (int c = lane; c < cols; c += 32) dst[c] = head[r * st[2] + c * st[3]];
+}
+
+// a · b over n columns, in increasing order (one lane's dot product).
+__device__ __forceinline__ float dot(const float* a, const float* b, int n) {
+  float s = 0.0f;
+  for (int c = 0; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
+
+// D = Σ_c dO_c · O_c for one row (contiguous, n columns), in double as the
+// CPU's dot_f64, returned to every lane: lane partials in column order, then
+// the butterfly. The dq and the dk/dv kernels call it alike, so both see the
+// same bits.
+__device__ __forceinline__ float row_delta(const float* dout, const float* out, int n, int lane) {
+  double s = 0.0;
+  for (int c = lane; c < n; c += 32) s += static_cast<double>(dout[c]) * out[c];
+  return static_cast<float>(detail::warp_sum(s));
+}
+
+// ---- forward ------------------------------------------------------------------
+// Work item w: head w / row_blocks, query rows [r0, r0 + kWarps). Each warp
+// keeps its row's running max m, Σ exp(s − m) and Σ exp(s − m)·v (online
+// softmax, rescaled when m grows) over the key tiles.
+// Shared: the warps' q rows (kWarps, d), a key tile (kTile, d + 1) and a value
+// tile (kTile, dv + 1) (padded: lane j reads row j).
+__global__ void __launch_bounds__(kThreads)
+    sdpa_fwd_kernel(Geom g, const float* q, const float* k, const float* v, float* out, float* lse,
+                    int64_t row_blocks, int64_t work) {
+  extern __shared__ float smem[];
+  const int d = static_cast<int>(g.d), dv = static_cast<int>(g.dv);
+  const int ldk = d + 1, ldv = dv + 1;
+  float* qrows = smem;
+  float* ks = qrows + kWarps * d;
+  float* vs = ks + kTile * ldk;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    const int64_t hd = w / row_blocks, r0 = (w % row_blocks) * kWarps;
+    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t i = r0 + warp;
+    const bool active = i < g.tq;
+    const int64_t r_last = (r0 + kWarps < g.tq ? r0 + kWarps : g.tq) - 1;
+    const int64_t keys = visible(g, r_last);  // the most any row of the block sees
+    const int64_t seen = active ? visible(g, i) : 0;
+    __syncthreads();  // the previous item's readers are done with the shared rows
+    if (active) stage_row(qrows + warp * d, qh, g.qs, i, d, lane);
+    float m = -INFINITY, l = 0.0f;
+    float acc[kPerLane];
+    for (float& a : acc) a = 0.0f;
+    for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+      const int n = static_cast<int>(keys - j0 < kTile ? keys - j0 : kTile);
+      __syncthreads();  // the previous tile is consumed
+      stage(ks, ldk, kh, g.ks, j0, n, d);
+      stage(vs, ldv, vh, g.vs, j0, n, dv);
+      __syncthreads();
+      if (j0 >= seen) continue;  // warp-uniform: none of this tile is visible to the row
+      const int nj = static_cast<int>(seen - j0 < n ? seen - j0 : n);  // >= 1: key j0 is visible
+      const float s = lane < nj ? dot(qrows + warp * d, ks + lane * ldk, d) * g.scale : -INFINITY;
+      const float m_new = fmaxf(m, detail::warp_max(s));  // finite: key j0 is visible
+      const float rescale = expf(m - m_new);               // 0 on the first tile (m = -inf)
+      const float p = expf(s - m_new);                     // 0 where masked
+      l = l * rescale + detail::warp_sum(p);
+      for (float& a : acc) a *= rescale;
+      for (int jj = 0; jj < nj; ++jj) {
+        const float pj = __shfl_sync(kFull, p, jj);
+        const float* vr = vs + jj * ldv;
+#pragma unroll
+        for (int t = 0; t < kPerLane; ++t) {
+          const int c = lane + 32 * t;
+          if (c < dv) acc[t] += pj * vr[c];
+        }
+      }
+      m = m_new;
+    }
+    if (!active) continue;
+    float* orow = out_row(out, g, hd, i);
+    const float inv = 1.0f / l;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      const int c = lane + 32 * t;
+      if (c < dv) orow[c] = acc[t] * inv;
+    }
+    if (lane == 0) lse[hd * g.tq + i] = m + logf(l);
+  }
+}
+
+// ---- backward: dq ---------------------------------------------------------------
+// Work item as the forward's. Each warp forms its row's D_i = Σ dO_i·O_i, then
+// over the key tiles: lane j recomputes P_ij = exp(s_ij − lse_i) and
+// dS_ij = P_ij·(dO_i·v_j − D_i)·scale; dq_i = Σ_j dS_ij k_j in key order.
+// Shared: the warps' q and dO rows, a key and a value tile (padded).
+__global__ void __launch_bounds__(kThreads)
+    sdpa_bwd_dq_kernel(Geom g, const float* q, const float* k, const float* v, const float* out, const float* lse,
+                       const float* dout, float* dq, bool acc_q, int64_t row_blocks, int64_t work) {
+  extern __shared__ float smem[];
+  const int d = static_cast<int>(g.d), dv = static_cast<int>(g.dv);
+  const int ldk = d + 1, ldv = dv + 1;
+  float* qrows = smem;
+  float* dorows = qrows + kWarps * d;
+  float* ks = dorows + kWarps * dv;
+  float* vs = ks + kTile * ldk;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    const int64_t hd = w / row_blocks, r0 = (w % row_blocks) * kWarps;
+    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t i = r0 + warp;
+    const bool active = i < g.tq;
+    const int64_t r_last = (r0 + kWarps < g.tq ? r0 + kWarps : g.tq) - 1;
+    const int64_t keys = visible(g, r_last);
+    const int64_t seen = active ? visible(g, i) : 0;
+    const int64_t row = hd * g.tq + i;
+    __syncthreads();
+    float delta = 0.0f, l = 0.0f;
+    if (active) {
+      stage_row(qrows + warp * d, qh, g.qs, i, d, lane);
+      for (int c = lane; c < dv; c += 32) dorows[warp * dv + c] = dout[row * g.dv + c];
+      delta = row_delta(dout + row * g.dv, out_row(out, g, hd, i), dv, lane);
+      l = lse[row];
+    }
+    float acc[kPerLane];
+    for (float& a : acc) a = 0.0f;
+    for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
+      const int n = static_cast<int>(keys - j0 < kTile ? keys - j0 : kTile);
+      __syncthreads();
+      stage(ks, ldk, kh, g.ks, j0, n, d);
+      stage(vs, ldv, vh, g.vs, j0, n, dv);
+      __syncthreads();
+      if (j0 >= seen) continue;  // warp-uniform
+      const int nj = static_cast<int>(seen - j0 < n ? seen - j0 : n);
+      float ds = 0.0f;
+      if (lane < nj) {
+        const float s = dot(qrows + warp * d, ks + lane * ldk, d);
+        // s·scale − lse <= 0 but for rounding: clamped, as the CPU.
+        const float p = expf(fminf(s * g.scale - l, 0.0f));
+        const float dp = dot(dorows + warp * dv, vs + lane * ldv, dv);
+        ds = p * (dp - delta) * g.scale;
+      }
+      for (int jj = 0; jj < nj; ++jj) {
+        const float dsj = __shfl_sync(kFull, ds, jj);
+        const float* kr = ks + jj * ldk;
+#pragma unroll
+        for (int t = 0; t < kPerLane; ++t) {
+          const int c = lane + 32 * t;
+          if (c < d) acc[t] += dsj * kr[c];
+        }
+      }
+    }
+    if (!active) continue;
+#pragma unroll
+    for (int t = 0; t < kPerLane; ++t) {
+      const int c = lane + 32 * t;
+      if (c < d) detail::store_grad(&dq[row * g.d + c], acc[t], acc_q);
+    }
+  }
+}
+
+// ---- backward: dk, dv -----------------------------------------------------------
+// Work item w: head w / key_blocks, key rows [j0, j0 + kWarps). Each warp walks
+// the query rows that see its key (i >= j when causal) in increasing order, in
+// tiles: lane i recomputes P_ij and dS_ij (D_i formed per tile by row_delta,
+// lse_i read), then dv_j = Σ_i P_ij dO_i and dk_j = Σ_i dS_ij q_i in query order.
+// dk is stored before dv: where k and v are one tensor their gradients are one
+// buffer (dv accumulating), and each element is added to by the one lane that
+// owns it, dk's share first, as the CPU stores them.
+// Shared: the warps' k and v rows, a query tile (kTile, d + 1), a dO tile
+// (kTile, dv + 1), the tile's lse and D.
+__global__ void __launch_bounds__(kThreads)
+    sdpa_bwd_dkv_kernel(Geom g, const float* q, const float* k, const float* v, const float* out, const float* lse,
+                        const float* dout, float* dk, float* dv, bool acc_k, bool acc_v, int64_t key_blocks,
+                        int64_t work) {
+  extern __shared__ float smem[];
+  const int d = static_cast<int>(g.d), dvn = static_cast<int>(g.dv);
+  const int ldq = d + 1, ldo = dvn + 1;
+  float* krows = smem;
+  float* vrows = krows + kWarps * d;
+  float* qs = vrows + kWarps * dvn;
+  float* dos = qs + kTile * ldq;
+  float* lses = dos + kTile * ldo;
+  float* deltas = lses + kTile;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
+    const int64_t hd = w / key_blocks, kb = (w % key_blocks) * kWarps;
+    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t j = kb + warp;
+    const bool active = j < g.tk;
+    // Query rows that see key j: [j, tq) when causal (empty for j >= tq), else all.
+    const int64_t first = active ? (g.causal ? j : 0) : g.tq;
+    const int64_t block_first = g.causal ? kb : 0;
+    __syncthreads();
+    if (active) {
+      stage_row(krows + warp * d, kh, g.ks, j, d, lane);
+      stage_row(vrows + warp * dvn, vh, g.vs, j, dvn, lane);
+    }
+    float acck[kPerLane], accv[kPerLane];
+    for (float& a : acck) a = 0.0f;
+    for (float& a : accv) a = 0.0f;
+    for (int64_t i0 = block_first; i0 < g.tq; i0 += kTile) {
+      const int n = static_cast<int>(g.tq - i0 < kTile ? g.tq - i0 : kTile);
+      __syncthreads();
+      stage(qs, ldq, qh, g.qs, i0, n, d);
+      for (int e = threadIdx.x; e < n * dvn; e += blockDim.x) {
+        const int r = e / dvn, c = e % dvn;
+        dos[r * ldo + c] = dout[(hd * g.tq + i0 + r) * g.dv + c];
+      }
+      for (int r = warp; r < n; r += kWarps) {
+        const int64_t row = hd * g.tq + i0 + r;
+        const float delta = row_delta(dout + row * g.dv, out_row(out, g, hd, i0 + r), dvn, lane);
+        if (lane == 0) {
+          deltas[r] = delta;
+          lses[r] = lse[row];
+        }
+      }
+      __syncthreads();
+      if (i0 + n <= first) continue;  // warp-uniform: no row of this tile sees key j
+      const int ii0 = static_cast<int>(first > i0 ? first - i0 : 0);
+      float p = 0.0f, ds = 0.0f;
+      if (lane >= ii0 && lane < n) {
+        const float s = dot(qs + lane * ldq, krows + warp * d, d);
+        p = expf(fminf(s * g.scale - lses[lane], 0.0f));
+        const float dp = dot(dos + lane * ldo, vrows + warp * dvn, dvn);
+        ds = p * (dp - deltas[lane]) * g.scale;
+      }
+      for (int ii = ii0; ii < n; ++ii) {
+        const float pi = __shfl_sync(kFull, p, ii);
+        const float dsi = __shfl_sync(kFull, ds, ii);
+        const float* qr = qs + ii * ldq;
+        const float* dor = dos + ii * ldo;
+#pragma unroll
+        for (int t = 0; t < kPerLane; ++t) {
+          const int c = lane + 32 * t;
+          if (c < dvn) accv[t] += pi * dor[c];
+          if (c < d) acck[t] += dsi * qr[c];
+        }
+      }
+    }
+    if (!active) continue;
+    const int64_t row = hd * g.tk + j;
+    if (dk) {
+#pragma unroll
+      for (int t = 0; t < kPerLane; ++t) {
+        const int c = lane + 32 * t;
+        if (c < d) detail::store_grad(&dk[row * g.d + c], acck[t], acc_k);
+      }
+    }
+    if (dv) {
+#pragma unroll
+      for (int t = 0; t < kPerLane; ++t) {
+        const int c = lane + 32 * t;
+        if (c < dvn) detail::store_grad(&dv[row * g.dv + c], accv[t], acc_v);
+      }
+    }
+  }
+}
+
+// ---- launch helpers ---------------------------------------------------------------
+
+constexpr size_t kDefaultSharedBytes = 48 * 1024;
+
+// Launches kernel with `bytes` of dynamic shared memory, raising the
+// kernel's limit first where that is above the default 48 KiB (head
+// dimensions above about 150).
+template <typename Kernel, typename... Args>
+void launch(Kernel kernel, int64_t work, size_t bytes, cudaStream_t stream, Args... args) {
+  if (bytes > kDefaultSharedBytes)
+    CUDA_CHECK_THROW(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  const unsigned grid = static_cast<unsigned>(work < detail::kMaxBlocks ? work : detail::kMaxBlocks);
+  kernel<<<grid, kThreads, bytes, stream>>>(args..., work);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+int64_t blocks_of(int64_t rows) { return (rows + kWarps - 1) / kWarps; }
+
+}  // namespace
+
+void sdpa_fwd(const cpu::SdpaGeom& g, const float* q, const float* k, const float* v, float* out, float* lse,
+              float* /*scratch: unused*/, cudaStream_t stream) {
+  check("sdpa_fwd", g);
+  const Geom dg = device_geom(g);
+  const int64_t heads = g.batch * g.heads, row_blocks = blocks_of(g.tq);
+  const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * g.d + kTile * (g.d + 1) + kTile * (g.dv + 1));
+  launch(sdpa_fwd_kernel, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, row_blocks);
+}
+
+void sdpa_bwd(const cpu::SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
+              const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
+              bool acc_v, float* /*scratch: unused*/, cudaStream_t stream) {
+  check("sdpa_bwd", g);
+  const Geom dg = device_geom(g);
+  const int64_t heads = g.batch * g.heads;
+  // dq first: where q is also k or v, the gradients share one buffer and dq
+  // (stored, or added) goes in before dk and dv add theirs, as on the CPU.
+  if (dq) {
+    const int64_t row_blocks = blocks_of(g.tq);
+    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
+                                                              kTile * (g.dv + 1));
+    launch(sdpa_bwd_dq_kernel, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dq, acc_q,
+           row_blocks);
+  }
+  if (dk || dv) {
+    const int64_t key_blocks = blocks_of(g.tk);
+    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
+                                                              kTile * (g.dv + 1) + 2 * kTile);
+    launch(sdpa_bwd_dkv_kernel, heads * key_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dk, dv, acc_k,
+           acc_v, key_blocks);
+  }
+}
+
+}  // namespace remat::cuda
