@@ -166,13 +166,15 @@ def fused_sdpa():
     return None
 
 
-def check_sdpa():
+def check_sdpa(args):
     """F.scaled_dot_product_attention's fused CPU kernel is one Attention op
     (causal, scale only when given) on the q, k, v views, keeping q, k, v and
     itself, its f32 logsumexp (4 bytes per output row) as its own aux_bytes,
-    and nothing of it charged to another op; the file's saved bytes equal
-    PyTorch's count. With an attn_mask it stays Generic, saves charged the
-    same way. Not run by remat here (the kind's kernels land separately)."""
+    and nothing of it charged to another op; the file's saved bytes, and
+    remat's, equal PyTorch's count (its output laid out in q's order, the
+    heads' merge after it is a view, as in PyTorch). remat runs it under every
+    strategy, and the step rebuilt in PyTorch from the dump agrees. With an
+    attn_mask it stays Generic, saves charged the same way."""
     from capture_models import sdpa_block
     why = fused_sdpa()
     if why:
@@ -226,12 +228,23 @@ def check_sdpa():
         others = [op for op in ops if op["id"] != a and (a in op.get("saved", []) or op.get("aux_bytes"))]
         check(not others, f"{name}: no other op keeps its output or has private bytes "
                           f"({[(op['id'], op['kind']) for op in others]})")
+        path = os.path.join(args.out, f"sdpa_{variant}.json")
+        remat_capture.save(doc, path)
+        sim = json.loads(remat(args, "simulate", "--model", path, "--strategy", "store-all", "--json").stdout)
+        check(sim["model"]["saved_bytes"] == want, f"{name}: remat saved_bytes {sim['model']['saved_bytes']} == {want}")
+        check_run(args, name, path, sim["model"]["executable"])
+        check(sim["model"]["executable"], f"{name}: executable")
+        cross = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "torch_crosscheck.py"),
+                                "--remat", args.remat, "--model", path, "--strategy", "sqrt"],
+                               capture_output=True, text=True)
+        check(cross.returncode == 0, f"{name}: the step rebuilt in PyTorch from remat's dump agrees "
+                                     f"({(cross.stdout + cross.stderr).strip()[-300:]})")
 
 
 def main():
     args = parse_args()
     check_constants()
-    check_sdpa()
+    check_sdpa(args)
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
