@@ -142,7 +142,7 @@ TEST(OpRules, AttentionSavesItsInputsItselfAndTheRowsLogSumExp) {
   Op a = make(OpKind::Attention, {q, q, q});
   a.attrs.edit().causal = true;
   const int at = m.add(a);
-  const Op& op = m.op(at);
+  const Op op = m.op(at);  // a copy: adding ops below reallocates the model's op list
   EXPECT_EQ(op.shape, (std::vector<int64_t>{2, 3, 5, 4}));
   EXPECT_EQ(op.saved, (std::vector<int>{q, at}));  // q = k = v saved once, and the output
   EXPECT_EQ(op.aux_bytes, 2u * 3 * 5 * 4);          // one f32 per (batch, head, query)
