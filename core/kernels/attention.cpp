@@ -9,8 +9,8 @@
 
 #include "core/kernels/cpu_kernels.h"
 #include "core/kernels/eigen.h"
-#include "core/kernels/exp_nonpositive.h"
 #include "core/kernels/reduce.h"
+#include "core/kernels/softmax_row.h"
 
 namespace remat::cpu {
 namespace {
@@ -96,12 +96,7 @@ void softmax_fwd(const float* x, float* y, int64_t rows, int64_t cols) {
     float* yr = y + r * cols;
     // Subtracting the row max keeps exp() finite. A row that is all −inf (fully
     // masked) becomes NaN, as in PyTorch.
-    const float mx = row_max(xr, cols);
-    // The exps in a loop of their own, which GCC vectorises; then their sum.
-    for (int64_t i = 0; i < cols; ++i) yr[i] = exp_nonpositive(xr[i] - mx);
-    const double sum = sum_f64(yr, cols);
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t i = 0; i < cols; ++i) yr[i] *= inv;
+    (void)softmax_row(xr, yr, cols);
   }
 }
 

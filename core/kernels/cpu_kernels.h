@@ -190,6 +190,9 @@ struct SdpaGeom {
   static std::array<int64_t, 4> dense_strides(int64_t heads, int64_t rows, int64_t cols) {
     return {heads * rows * cols, rows * cols, cols, 1};
   }
+  // Throws std::invalid_argument, naming fn, when a dimension or the scale is
+  // not positive or out's columns are not adjacent (both backends' check).
+  void check(const char* fn) const;
   // Floats of scratch the forward and the backward need (the larger): one
   // head's gathered q, k, v, its scores and their gradient, its fresh gradients.
   int64_t scratch_floats() const;

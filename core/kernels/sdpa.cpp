@@ -12,6 +12,7 @@
 #include "core/kernels/eigen.h"
 #include "core/kernels/exp_nonpositive.h"
 #include "core/kernels/reduce.h"
+#include "core/kernels/softmax_row.h"
 
 namespace remat::cpu {
 namespace {
@@ -19,14 +20,6 @@ namespace {
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMat = Eigen::Map<const RowMajor>;
 using Mat = Eigen::Map<RowMajor>;
-
-void check(const char* fn, const SdpaGeom& g) {
-  if (g.batch < 1 || g.heads < 1 || g.tq < 1 || g.tk < 1 || g.d < 1 || g.dv < 1)
-    throw std::invalid_argument(std::string(fn) + ": every dimension must be positive");
-  if (!(g.scale > 0)) throw std::invalid_argument(std::string(fn) + ": scale must be positive");
-  if (g.out_strides[3] != 1)
-    throw std::invalid_argument(std::string(fn) + ": out_strides[3] must be 1 (the output's columns adjacent)");
-}
 
 using StridedMat = Eigen::Map<RowMajor, 0, Eigen::OuterStride<>>;
 
@@ -51,19 +44,33 @@ void gather(const float* x, const std::array<int64_t, 4>& st, int64_t b, int64_t
   }
 }
 
+// One head's q, k and v gathered, one after the other, into the front of
+// scratch; `rest` is the scratch that follows them.
+struct HeadBlocks {
+  float *q, *k, *v, *rest;
+};
+HeadBlocks gather_head(const SdpaGeom& g, const float* q, const float* k, const float* v, int64_t b, int64_t h,
+                       float* scratch) {
+  HeadBlocks hb{scratch, scratch + g.tq * g.d, scratch + g.tq * g.d + g.tk * g.d, nullptr};
+  hb.rest = hb.v + g.tk * g.dv;
+  gather(q, g.q_strides, b, h, g.tq, g.d, hb.q);
+  gather(k, g.k_strides, b, h, g.tk, g.d, hb.k);
+  gather(v, g.v_strides, b, h, g.tk, g.dv, hb.v);
+  return hb;
+}
+
 // Keys a query row sees: all, or j <= i when causal.
 int64_t visible(const SdpaGeom& g, int64_t i) { return g.causal ? std::min(g.tk, i + 1) : g.tk; }
 
-// dst = or += fresh, n floats.
-void store(float* dst, const float* fresh, int64_t n, bool accumulate) {
-  if (accumulate) {
-    for (int64_t i = 0; i < n; ++i) dst[i] += fresh[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = fresh[i];
-  }
-}
-
 }  // namespace
+
+void SdpaGeom::check(const char* fn) const {
+  if (batch < 1 || heads < 1 || tq < 1 || tk < 1 || d < 1 || dv < 1)
+    throw std::invalid_argument(std::string(fn) + ": every dimension must be positive");
+  if (!(scale > 0)) throw std::invalid_argument(std::string(fn) + ": scale must be positive");
+  if (out_strides[3] != 1)
+    throw std::invalid_argument(std::string(fn) + ": out_strides[3] must be 1 (the output's columns adjacent)");
+}
 
 int64_t SdpaGeom::scratch_floats() const {
   const int64_t blocks = tq * d + tk * d + tk * dv;
@@ -74,33 +81,24 @@ int64_t SdpaGeom::scratch_floats() const {
 
 void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v, float* out, float* lse,
               float* scratch) {
-  check("sdpa_fwd", g);
-  float* qs = scratch;
-  float* ks = qs + g.tq * g.d;
-  float* vs = ks + g.tk * g.d;
-  float* s = vs + g.tk * g.dv;
+  g.check("sdpa_fwd");
   for (int64_t b = 0; b < g.batch; ++b) {
     for (int64_t h = 0; h < g.heads; ++h) {
       const int64_t head = b * g.heads + h;
-      gather(q, g.q_strides, b, h, g.tq, g.d, qs);
-      gather(k, g.k_strides, b, h, g.tk, g.d, ks);
-      gather(v, g.v_strides, b, h, g.tk, g.dv, vs);
+      const HeadBlocks hb = gather_head(g, q, k, v, b, h, scratch);
+      float* s = hb.rest;
       Mat S(s, g.tq, g.tk);
-      S.noalias() = ConstMat(qs, g.tq, g.d) * ConstMat(ks, g.tk, g.d).transpose();
+      S.noalias() = ConstMat(hb.q, g.tq, g.d) * ConstMat(hb.k, g.tk, g.d).transpose();
       for (int64_t i = 0; i < g.tq; ++i) {
         float* row = s + i * g.tk;
         const int64_t n = visible(g, i);
         for (int64_t j = 0; j < n; ++j) row[j] *= g.scale;
-        const float mx = row_max(row, n);
-        for (int64_t j = 0; j < n; ++j) row[j] = exp_nonpositive(row[j] - mx);
-        const double sum = sum_f64(row, n);
-        lse[head * g.tq + i] = static_cast<float>(static_cast<double>(mx) + std::log(sum));
-        const float inv = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+        const RowSoftmax r = softmax_row(row, row, n);
+        lse[head * g.tq + i] = static_cast<float>(static_cast<double>(r.max) + std::log(r.sum));
         for (int64_t j = n; j < g.tk; ++j) row[j] = 0.0f;  // masked: no weight
       }
       StridedMat(out_block(g, out, b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out_strides[2])).noalias() =
-          S * ConstMat(vs, g.tk, g.dv);
+          S * ConstMat(hb.v, g.tk, g.dv);
     }
   }
 }
@@ -108,22 +106,17 @@ void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
 void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
               const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
               bool acc_v, float* scratch) {
-  check("sdpa_bwd", g);
-  float* qs = scratch;
-  float* ks = qs + g.tq * g.d;
-  float* vs = ks + g.tk * g.d;
-  float* p = vs + g.tk * g.dv;
-  float* dp = p + g.tq * g.tk;
-  float* dqs = dp + g.tq * g.tk;
-  float* dks = dqs + g.tq * g.d;
-  float* dvs = dks + g.tk * g.d;
+  g.check("sdpa_bwd");
   for (int64_t b = 0; b < g.batch; ++b) {
     for (int64_t h = 0; h < g.heads; ++h) {
       const int64_t head = b * g.heads + h;
-      gather(q, g.q_strides, b, h, g.tq, g.d, qs);
-      gather(k, g.k_strides, b, h, g.tk, g.d, ks);
-      gather(v, g.v_strides, b, h, g.tk, g.dv, vs);
-      const ConstMat Q(qs, g.tq, g.d), K(ks, g.tk, g.d), V(vs, g.tk, g.dv);
+      const HeadBlocks hb = gather_head(g, q, k, v, b, h, scratch);
+      float* p = hb.rest;
+      float* dp = p + g.tq * g.tk;
+      float* dqs = dp + g.tq * g.tk;
+      float* dks = dqs + g.tq * g.d;
+      float* dvs = dks + g.tk * g.d;
+      const ConstMat Q(hb.q, g.tq, g.d), K(hb.k, g.tk, g.d), V(hb.v, g.tk, g.dv);
       const float* ob = out_block(g, out, b, h);
       const ConstMat dO(dout + head * g.tq * g.dv, g.tq, g.dv);
       // P = exp(s·scale − lse), the forward's probabilities recomputed.
@@ -151,9 +144,9 @@ void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
       // dq = dS·k; dk = dSᵀ·q.
       Mat(dqs, g.tq, g.d).noalias() = dP * K;
       Mat(dks, g.tk, g.d).noalias() = dP.transpose() * Q;
-      if (dq) store(dq + head * g.tq * g.d, dqs, g.tq * g.d, acc_q);
-      if (dk) store(dk + head * g.tk * g.d, dks, g.tk * g.d, acc_k);
-      if (dv) store(dv + head * g.tk * g.dv, dvs, g.tk * g.dv, acc_v);
+      if (dq) add_into(dqs, dq + head * g.tq * g.d, g.tq * g.d, acc_q);
+      if (dk) add_into(dks, dk + head * g.tk * g.d, g.tk * g.d, acc_k);
+      if (dv) add_into(dvs, dv + head * g.tk * g.dv, g.tk * g.dv, acc_v);
     }
   }
 }
