@@ -42,11 +42,9 @@ Geom device_geom(const cpu::SdpaGeom& g) {
   return r;
 }
 
+// The CPU's checks, and the head dimensions these kernels hold per lane.
 void check(const char* fn, const cpu::SdpaGeom& g) {
-  if (g.batch < 1 || g.heads < 1 || g.tq < 1 || g.tk < 1 || g.d < 1 || g.dv < 1)
-    throw std::invalid_argument(std::string(fn) + ": every dimension must be positive");
-  if (!(g.scale > 0)) throw std::invalid_argument(std::string(fn) + ": scale must be positive");
-  if (g.out_strides[3] != 1) throw std::invalid_argument(std::string(fn) + ": the output's columns must be adjacent");
+  g.check(fn);
   if (g.d > kMaxHeadDim || g.dv > kMaxHeadDim)
     throw std::invalid_argument(std::string(fn) + ": head dimensions (" + std::to_string(g.d) + ", " +
                                 std::to_string(g.dv) + ") above the CUDA kernels' limit of " +
@@ -102,6 +100,31 @@ __device__ __forceinline__ float row_delta(const float* dout, const float* out, 
   return static_cast<float>(detail::warp_sum(s));
 }
 
+// A work item of the forward and the dq kernel: head w / row_blocks, query
+// rows [r0, r0 + kWarps); this warp's row, whether it exists, the keys the
+// block's last row sees (the most any row of it sees: the tiles the block
+// walks) and the keys this warp's row sees (none when it does not exist).
+struct QueryRows {
+  int64_t head, row, keys, seen;
+  bool active;
+};
+__device__ __forceinline__ QueryRows query_rows(const Geom& g, int64_t w, int64_t row_blocks, int warp) {
+  const int64_t r0 = (w % row_blocks) * kWarps, i = r0 + warp;
+  const int64_t r_last = (r0 + kWarps < g.tq ? r0 + kWarps : g.tq) - 1;
+  const bool active = i < g.tq;
+  return {w / row_blocks, i, visible(g, r_last), active ? visible(g, i) : 0, active};
+}
+
+// dst (cols) = or += a warp's row accumulator: column c is lane c % 32's acc[c / 32].
+__device__ __forceinline__ void store_row(float* dst, const float (&acc)[kPerLane], int cols, int lane,
+                                          bool accumulate) {
+#pragma unroll
+  for (int t = 0; t < kPerLane; ++t) {
+    const int c = lane + 32 * t;
+    if (c < cols) detail::store_grad(&dst[c], acc[t], accumulate);
+  }
+}
+
 // ---- forward ------------------------------------------------------------------
 // Work item w: head w / row_blocks, query rows [r0, r0 + kWarps). Each warp
 // keeps its row's running max m, Σ exp(s − m) and Σ exp(s − m)·v (online
@@ -119,13 +142,10 @@ __global__ void __launch_bounds__(kThreads)
   float* vs = ks + kTile * ldk;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
-    const int64_t hd = w / row_blocks, r0 = (w % row_blocks) * kWarps;
+    const QueryRows it = query_rows(g, w, row_blocks, warp);
+    const int64_t hd = it.head, i = it.row, keys = it.keys, seen = it.seen;
+    const bool active = it.active;
     const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
-    const int64_t i = r0 + warp;
-    const bool active = i < g.tq;
-    const int64_t r_last = (r0 + kWarps < g.tq ? r0 + kWarps : g.tq) - 1;
-    const int64_t keys = visible(g, r_last);  // the most any row of the block sees
-    const int64_t seen = active ? visible(g, i) : 0;
     __syncthreads();  // the previous item's readers are done with the shared rows
     if (active) stage_row(qrows + warp * d, qh, g.qs, i, d, lane);
     float m = -INFINITY, l = 0.0f;
@@ -185,13 +205,10 @@ __global__ void __launch_bounds__(kThreads)
   float* vs = ks + kTile * ldk;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
-    const int64_t hd = w / row_blocks, r0 = (w % row_blocks) * kWarps;
+    const QueryRows it = query_rows(g, w, row_blocks, warp);
+    const int64_t hd = it.head, i = it.row, keys = it.keys, seen = it.seen;
+    const bool active = it.active;
     const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
-    const int64_t i = r0 + warp;
-    const bool active = i < g.tq;
-    const int64_t r_last = (r0 + kWarps < g.tq ? r0 + kWarps : g.tq) - 1;
-    const int64_t keys = visible(g, r_last);
-    const int64_t seen = active ? visible(g, i) : 0;
     const int64_t row = hd * g.tq + i;
     __syncthreads();
     float delta = 0.0f, l = 0.0f;
@@ -230,11 +247,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (!active) continue;
-#pragma unroll
-    for (int t = 0; t < kPerLane; ++t) {
-      const int c = lane + 32 * t;
-      if (c < d) detail::store_grad(&dq[row * g.d + c], acc[t], acc_q);
-    }
+    store_row(dq + row * g.d, acc, d, lane, acc_q);
   }
 }
 
@@ -319,20 +332,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (!active) continue;
     const int64_t row = hd * g.tk + j;
-    if (dk) {
-#pragma unroll
-      for (int t = 0; t < kPerLane; ++t) {
-        const int c = lane + 32 * t;
-        if (c < d) detail::store_grad(&dk[row * g.d + c], acck[t], acc_k);
-      }
-    }
-    if (dv) {
-#pragma unroll
-      for (int t = 0; t < kPerLane; ++t) {
-        const int c = lane + 32 * t;
-        if (c < dvn) detail::store_grad(&dv[row * g.dv + c], accv[t], acc_v);
-      }
-    }
+    if (dk) store_row(dk + row * g.d, acck, d, lane, acc_k);
+    if (dv) store_row(dv + row * g.dv, accv, dvn, lane, acc_v);
   }
 }
 
