@@ -3,6 +3,9 @@
 # its log to OUTDIR: build, test, bench, torch (gpu/device/*.sh; docs/gpu.md).
 # Usage: gpu/run-on-device.sh [OUTDIR] [STEP ...]   (default: all four steps)
 # A build failure stops the rest; the exit code is the first failing step's.
+# REMAT_DEVICE_DEADLINE=S: all steps end within S seconds (a step is cut at what
+# is left, and one with under 20 s left is skipped), so that a call with a
+# fixed limit still returns every log the steps wrote.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${OUT:-/tmp/remat-out}}
@@ -10,12 +13,19 @@ shift || true
 steps=("$@")
 ((${#steps[@]})) || steps=(build test bench torch)
 mkdir -p "$out"
+deadline=${REMAT_DEVICE_DEADLINE:-0}
 rc=0
 for step in "${steps[@]}"; do
   [[ -x $here/device/$step.sh ]] || { echo "unknown step '$step' (build, test, bench, torch)"; exit 2; }
-  echo "== $step"
+  limit=540
+  if ((deadline > 0)); then
+    left=$((deadline - SECONDS))
+    ((left < 20)) && { echo "== $step: skipped, ${left} s left of REMAT_DEVICE_DEADLINE"; ((rc)) || rc=124; continue; }
+    ((left < limit)) && limit=$left
+  fi
+  echo "== $step (limit $limit s)"
   start=$SECONDS
-  timeout 540 "$here/device/$step.sh" "$out"
+  timeout "$limit" "$here/device/$step.sh" "$out"
   s=$?
   echo "== $step: exit $s after $((SECONDS - start)) s"
   ((s == 0)) || { ((rc)) || rc=$s; }

@@ -26,9 +26,12 @@ time <= 1.1x) is reported, not enforced.
 """
 import argparse
 import json
+import math
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 MIB = 1 << 20
 
@@ -128,16 +131,61 @@ def transformer_case(blocks, d, seq, batch):
     }
 
 
+def graph_case(spec, what):
+    """A preset with convolutions, batch norms, pooling or attention: PyTorch runs
+    the graph `remat model --write` gives, op for op (the CPU benchmark's
+    tests/bench/bench_run_vs_torch.py, on the GPU), checkpointed with
+    torch.utils.checkpoint around every segment between remat's sqrt cuts but the
+    last; remat runs sqrt. PyTorch recomputes each segment whole, remat only what
+    a backward reads."""
+    return {"name": spec, "spec": spec, "graph": True, "what": what,
+            "ckpt_torch": "checkpoint() around every segment between sqrt's cuts but the last",
+            "ckpt_remat": "sqrt"}
+
+
 CASES = [
     mlp_case(16, 1024, 64, 4),
     mlp_case(16, 4096, 256, 4),
     transformer_case(4, 512, 128, 8),
+    graph_case("resnet:18:64:64:32:10", "torchvision's ResNet-18, 64x64 images, batch 32, 10 classes"),
+    graph_case("gpt:4:256:4:256:16:f32:2048", "GPT-2 style, 4 blocks, width 256, 4 heads, 256 tokens, batch 16"),
 ]
+
+
+def graph_steps(torch, case, remat, dev):
+    """{variant: step} for a graph case; sets case["input_bytes"] from the model."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "tests", "bench"))
+    from bench_run_vs_torch import torch_step_fn
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "m.json")
+        subprocess.run([remat, "model", "--model", case["spec"], "--write", path], check=True, capture_output=True)
+        with open(path) as f:
+            ops = json.load(f)["ops"]
+    item = {"i64": 8, "f64": 8, "f16": 2, "bf16": 2}.get(ops[0].get("dtype", "f32"), 4)
+    case["input_bytes"] = item * math.prod(ops[0]["shape"])
+    return {variant: torch_step_fn(ops, mode, set(), device=dev, keep_grads=True)
+            for variant, mode in (("plain", "store-all"), ("checkpointed", "sqrt"))}
 
 
 # ---- PyTorch ----------------------------------------------------------------------
 
-def torch_side(case, repeat):
+def module_steps(torch, case, dev):
+    """{variant: step} for a case written as a torch.nn module."""
+    model = case["build"](torch).to(dev)
+    model.train()
+    x, target = case["data"](torch, dev)
+
+    def step(ck):
+        def run():
+            model.zero_grad(set_to_none=False)
+            case["step"](torch, model, x, target, ck)
+        return run
+
+    return {"plain": step(False), "checkpointed": step(True)}
+
+
+def torch_side(case, remat, repeat):
     import torch
     if not torch.cuda.is_available():
         raise RuntimeError("PyTorch sees no CUDA device")
@@ -145,24 +193,20 @@ def torch_side(case, repeat):
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda")
     torch.manual_seed(1)
-    model = case["build"](torch).to(dev)
-    model.train()
-    x, target = case["data"](torch, dev)
+    steps = graph_steps(torch, case, remat, dev) if case.get("graph") else module_steps(torch, case, dev)
     out = {}
-    for variant, ck in (("plain", False), ("checkpointed", True)):
+    for variant, step in steps.items():
         for _ in range(3):  # warm-up; also makes every .grad and the cuBLAS workspace resident
-            model.zero_grad(set_to_none=False)
-            case["step"](torch, model, x, target, ck)
+            step()
         torch.cuda.synchronize()
         times, peaks, above = [], [], []
         for _ in range(repeat):
-            model.zero_grad(set_to_none=False)
             torch.cuda.synchronize()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            case["step"](torch, model, x, target, ck)
+            step()
             stop.record()
             torch.cuda.synchronize()
             times.append(start.elapsed_time(stop))
@@ -170,7 +214,7 @@ def torch_side(case, repeat):
             above.append(torch.cuda.max_memory_allocated() - before)
         out[variant] = {"time": statistics.median(times), "peak": max(peaks), "act": max(above)}
     name = torch.cuda.get_device_name()
-    del model, x, target
+    del steps
     torch.cuda.empty_cache()
     return out, name
 
@@ -230,7 +274,7 @@ def main():
     device = None
     for case in cases:
         try:
-            t, device = torch_side(case, args.repeat)
+            t, device = torch_side(case, args.remat, args.repeat)
             r, backend = remat_side(args.remat, case, args.repeat)
         except Exception as e:  # one case's failure is reported, the others still run
             print(f"\n{case['name']}: failed: {e}")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Step 1 on the GPU machine: configure and build what the GPU needs, GUI off,
-# CUDA on (sm_90: H100/H200): the CLI, the core and GPU test suites and the CUDA
+# CUDA on (sm_90: H100/H200): the CLI, the core, GPU and bridge test suites and the CUDA
 # benchmark. Usage: gpu/device/build.sh [OUTDIR]; log in OUTDIR/build.log. A
 # configure or compile error stops here with the error and exit 1.
 source "$(dirname "$0")/common.sh"
@@ -26,7 +26,7 @@ fi
     -DBoost_DIR="$arch_lib/cmake/Boost-1.74.0" -DGTest_DIR="$arch_lib/cmake/GTest" \
     -Dbenchmark_DIR="$arch_lib/cmake/benchmark" -DREMAT_ONNX=OFF
 } >>"$log" 2>&1 || { tail -40 "$log"; echo "build: configure failed (log: $log)"; exit 1; }
-targets=(remat test_gpu_kernels test_cuda_backend test_exec test_cli_run bench_cuda_executor bench_executor)
+targets=(remat test_gpu_kernels test_cuda_backend test_exec test_cli_run test_torch_formats bench_cuda_executor bench_executor)
 if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >>"$log" 2>&1; then
   grep -E -A5 "error|FAILED" "$log" | head -60
   echo "build: failed (log: $log)"

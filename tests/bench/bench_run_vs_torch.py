@@ -64,7 +64,10 @@ def remat_recomputed(remat, model, tmp):
             if e.get("ph") == "X" and e.get("args", {}).get("recompute")}
 
 
-def torch_step_fn(ops, mode, recomputed):
+def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
+    """A training step of the graph (ops, from `remat model --write`) under plan(mode),
+    on device. keep_grads: the parameter gradients stay allocated and are zeroed
+    before each step (as a GPU comparison wants them resident); else dropped."""
     params = {}
     shapes = {}
 
@@ -111,6 +114,9 @@ def torch_step_fn(ops, mode, recomputed):
     last = ops[-1]
     logits_shape = shapes[last["inputs"][0]]
     labels = torch.randint(0, logits_shape[-1], (math.prod(logits_shape[:-1]),))
+    if device != "cpu":
+        params = {k: p.detach().to(device).requires_grad_() for k, p in params.items()}
+        x0, labels = x0.to(device), labels.to(device)
 
     segments = plan(n, mode, recomputed)
     readers = {}
@@ -126,7 +132,10 @@ def torch_step_fn(ops, mode, recomputed):
 
     def step():
         for p in params.values():
-            p.grad = None
+            if keep_grads and p.grad is not None:
+                p.grad.zero_()
+            else:
+                p.grad = None
         acts = {0: x0}
         for lo, hi, checkpointed in segments:
             in_ids = sorted({u for v in range(lo, hi + 1) for u in ops[v].get("inputs", []) if u < lo})

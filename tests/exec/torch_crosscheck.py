@@ -103,7 +103,7 @@ def attention(q, k, v, causal, scale):
     s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale else 1.0 / math.sqrt(q.shape[-1]))
     if causal:
         tq, tk = s.shape[-2], s.shape[-1]
-        s = s.masked_fill(torch.ones(tq, tk, dtype=torch.bool).triu(1), float("-inf"))
+        s = s.masked_fill(torch.ones(tq, tk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
     return torch.matmul(torch.softmax(s, dim=-1), v)
 
 
@@ -132,7 +132,7 @@ def apply_op(op, acts, param, t):
     elif kind == "Dropout" and t is None:  # timing only (the benchmark): PyTorch's own mask
         y = F.dropout(x, op["p"], training=True)
     elif kind == "Dropout":
-        mask = torch.tensor(t[f"mask.{v}"].astype(np.float64), dtype=x.dtype)
+        mask = torch.tensor(t[f"mask.{v}"].astype(np.float64), dtype=x.dtype, device=x.device)
         y = x * mask / (1.0 - op["p"])
     elif kind == "Sigmoid":
         y = torch.sigmoid(x)
@@ -168,11 +168,11 @@ def apply_op(op, acts, param, t):
         if op.get("learned"):
             c = param(v, "weight")
         else:
-            c = torch.tensor(constant(op, t).astype(np.float64), dtype=x.dtype)
+            c = torch.tensor(constant(op, t).astype(np.float64), dtype=x.dtype, device=x.device)
         c = c.reshape(shape)
         y = x * c if kind == "MulConst" else x / c if kind == "DivConst" else x + c
     elif kind == "MaskedFill":
-        mask = torch.tensor(constant(op, t).astype(bool)).reshape(op.get("const_shape", []))
+        mask = torch.tensor(constant(op, t).astype(bool), device=x.device).reshape(op.get("const_shape", []))
         fill = op.get("fill", "-inf")  # model.json writes infinities as strings, the dump's metadata as null
         y = x.masked_fill(mask, float(fill) if fill is not None else float("-inf"))
     elif kind == "MatMul":
