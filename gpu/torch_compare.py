@@ -151,6 +151,12 @@ CASES = [
     graph_case("gpt:4:256:4:256:16:f32:2048", "GPT-2 style, 4 blocks, width 256, 4 heads, 256 tokens, batch 16"),
 ]
 
+# Models at the size people train (seconds per case; run them by name with --case).
+LARGE_CASES = [
+    graph_case("resnet:50:64:224:32:1000", "torchvision's ResNet-50, 224x224 images, batch 32, 1000 classes"),
+    graph_case("gpt:12:768:12:1024:4:f32:50257", "GPT-2 small, 1024 tokens, batch 4"),
+]
+
 
 def graph_steps(torch, case, remat, dev):
     """{variant: step} for a graph case; sets case["input_bytes"] from the model."""
@@ -267,9 +273,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("remat", help="path to the remat CLI (built with the CUDA backend)")
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--case", action="append", help="run only these cases (by name)")
+    ap.add_argument("--case", action="append",
+                    help="run only these cases (by name; the large ones: "
+                    + ", ".join(c["name"] for c in LARGE_CASES) + ")")
     args = ap.parse_args()
-    cases = [c for c in CASES if not args.case or c["name"] in args.case]
+    cases = [c for c in CASES + LARGE_CASES if c["name"] in args.case] if args.case else CASES
+    unknown = set(args.case or []) - {c["name"] for c in CASES + LARGE_CASES}
+    if unknown:
+        ap.error("unknown case(s): " + ", ".join(sorted(unknown)))
     rc = 0
     device = None
     for case in cases:

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Optional step on the GPU machine: the GPU tests under compute-sanitizer.
+# memcheck (out-of-bounds and misaligned accesses, bad frees) over the kernel
+# tests and the backend tests (not the ones that fault on purpose), racecheck
+# (shared-memory hazards) over the tests of the kernels that tile through shared
+# memory. Usage: gpu/device/sanitize.sh [OUTDIR]; logs OUTDIR/sanitize_*.log.
+# Exit 1 when the sanitizer reported an error or a test failed under it. Each
+# program gets REMAT_SANITIZE_LIMIT seconds (120; exit 124 past it).
+source "$(dirname "$0")/common.sh"
+out=$(out_dir "${1:-}")
+unpack_deps
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[[ -x $cs ]] || { echo "sanitize: no compute-sanitizer here"; exit 1; }
+t=$build/tests/gpu
+[[ -x $t/test_gpu_kernels && -x $t/test_cuda_backend ]] || { echo "sanitize: run gpu/device/build.sh first"; exit 1; }
+export REMAT_REQUIRE_CUDA=1
+rc=0
+check() {  # name, sanitizer arguments..., --, test program and its arguments
+  local name=$1 log=$out/sanitize_$1.log
+  shift
+  local s=0
+  timeout "${REMAT_SANITIZE_LIMIT:-120}" "$cs" --error-exitcode 9 "$@" >"$log" 2>&1 || s=$?
+  echo "sanitize $name: exit $s; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1); $(grep -E "^\[  (PASSED|FAILED)" "$log" | tr '\n' ' ')"
+  ((s == 0)) || rc=1
+}
+check memcheck_kernels --tool memcheck --leak-check no "$t/test_gpu_kernels"
+check memcheck_backend --tool memcheck --leak-check no "$t/test_cuda_backend" --gtest_filter='-*Fault*'
+check racecheck_kernels --tool racecheck "$t/test_gpu_kernels" \
+  --gtest_filter='*Sdpa*:*Pool*:*Norm*:*Softmax*:*Conv*:*Int8*:*Attention*:*CrossEntropy*:*Linear*'
+echo "sanitize: exit $rc"
+exit "$rc"
