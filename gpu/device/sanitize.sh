@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Optional step on the GPU machine: the GPU tests under compute-sanitizer.
 # memcheck (out-of-bounds and misaligned accesses, bad frees) over the kernel
-# tests and the backend tests (not the ones that fault on purpose), racecheck
+# tests and the backend tests (not the ones that fault or run out of memory on
+# purpose: memcheck counts the failed allocation as an error), racecheck
 # (shared-memory hazards) over the tests of the kernels that tile through shared
 # memory. Usage: gpu/device/sanitize.sh [OUTDIR]; logs OUTDIR/sanitize_*.log.
 # Exit 1 when the sanitizer reported an error or a test failed under it. Each
@@ -24,7 +25,7 @@ check() {  # name, sanitizer arguments..., --, test program and its arguments
   ((s == 0)) || rc=1
 }
 check memcheck_kernels --tool memcheck --leak-check no "$t/test_gpu_kernels"
-check memcheck_backend --tool memcheck --leak-check no "$t/test_cuda_backend" --gtest_filter='-*Fault*'
+check memcheck_backend --tool memcheck --leak-check no "$t/test_cuda_backend" --gtest_filter='-*Fault*:*AllocationFailure*'
 check racecheck_kernels --tool racecheck "$t/test_gpu_kernels" \
   --gtest_filter='*Sdpa*:*Pool*:*Norm*:*Softmax*:*Conv*:*Int8*:*Attention*:*CrossEntropy*:*Linear*'
 echo "sanitize: exit $rc"
