@@ -48,6 +48,8 @@ void CudaBackend::create() {
     void* ws = pool_->allocate(workspace_bytes_, MemoryUse::Workspace);
     if (!ws) throw DeviceOutOfMemory("the cuBLAS workspace", workspace_bytes_, 0);
     CUBLAS_CHECK_THROW(cublasSetWorkspace(state_.cublas, ws, workspace_bytes_));
+    state_.cublas_workspace = ws;
+    state_.cublas_workspace_bytes = workspace_bytes_;
     if (cudnn_available()) {
       // A cuDNN that cannot start (a library found at build time whose parts
       // do not load here) costs speed, not correctness: im2col + cuBLAS runs

@@ -95,10 +95,13 @@ void bwd_mse(CudaOpState& s, const OpCall& c) {
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
+  // The per-block sums go to the cuBLAS workspace: no GEMM runs in between.
+  double* partials = static_cast<double*>(s.cublas_workspace);
+  const auto capacity = static_cast<int64_t>(s.cublas_workspace_bytes / sizeof(double));
   if (ce_keeps_log_probs(c.op))
-    softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream);
+    softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
   else
-    softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream);
+    softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream, partials, capacity);
   copy_loss(s, c);
 }
 void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {

@@ -23,6 +23,10 @@ struct CudaOpState {
   // backend's pool (MemoryUse::Workspace) at load(), sized for the largest Conv.
   void* conv_workspace = nullptr;
   size_t conv_workspace_bytes = 0;
+  // cuBLAS's workspace (cublasSetWorkspace), lent between GEMMs to kernels that
+  // need a little memory in stream order: the loss's per-block partial sums.
+  void* cublas_workspace = nullptr;
+  size_t cublas_workspace_bytes = 0;
   const float* target = nullptr;
   const int32_t* labels = nullptr;
   uint64_t target_n = 0, labels_n = 0;

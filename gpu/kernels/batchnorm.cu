@@ -1,13 +1,18 @@
 // Batch normalisation in training mode over x (n, c, hw): one block per channel
 // reduces its n·hw values with a fixed tree in double (two passes: the mean,
 // then the centred squares), so results are bit-identical from run to run and
-// recomputation changes nothing. gamma/beta may be null (affine=False).
+// recomputation changes nothing. gamma/beta may be null (affine=False). Each
+// thread walks its elements with a ChannelWalk (channel_walk.h): no 64-bit
+// division per element.
 #include <cmath>
 
+#include "gpu/kernels/channel_walk.h"
 #include "gpu/kernels/device_common.cuh"
 
 namespace remat::cuda {
 namespace {
+
+using detail::ChannelWalk;
 
 constexpr int kChannelBlock = 256;
 
@@ -25,19 +30,22 @@ __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const f
   const int64_t m = n * hw;
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
     double sum = 0.0;
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x) sum += x[((e / hw) * c + ch) * hw + e % hw];
+    ChannelWalk w(threadIdx.x, blockDim.x, hw);
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) sum += x[w.at(c, ch)];
     const double mean = detail::block_sum(sum, shared) / static_cast<double>(m);
     double sq = 0.0;
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
-      const double d = x[((e / hw) * c + ch) * hw + e % hw] - mean;
+    w = ChannelWalk(threadIdx.x, blockDim.x, hw);
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
+      const double d = x[w.at(c, ch)] - mean;
       sq += d * d;
     }
     const double var = detail::block_sum(sq, shared) / static_cast<double>(m);  // biased
     const float mean_f = static_cast<float>(mean);
     const float invstd = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
     const float g = gamma ? gamma[ch] : 1.0f, b = beta ? beta[ch] : 0.0f;
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
-      const int64_t at = ((e / hw) * c + ch) * hw + e % hw;
+    w = ChannelWalk(threadIdx.x, blockDim.x, hw);
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
+      const int64_t at = w.at(c, ch);
       y[at] = (x[at] - mean_f) * invstd * g + b;
     }
     if (threadIdx.x == 0) {
@@ -63,8 +71,9 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
     const float mean = save_mean[ch], invstd = save_invstd[ch];
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
-      const int64_t at = ((e / hw) * c + ch) * hw + e % hw;
+    ChannelWalk w(threadIdx.x, blockDim.x, hw);
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
+      const int64_t at = w.at(c, ch);
       const float xhat = (x[at] - mean) * invstd;
       sum_dy += dy[at];
       sum_dy_xhat += static_cast<double>(dy[at]) * xhat;
@@ -79,8 +88,9 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
     const float g = gamma ? gamma[ch] : 1.0f;
     const float k = g * invstd / static_cast<float>(m);
     const float mean_dy = static_cast<float>(sum_dy), mean_dy_xhat = static_cast<float>(sum_dy_xhat);
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x) {
-      const int64_t at = ((e / hw) * c + ch) * hw + e % hw;
+    w = ChannelWalk(threadIdx.x, blockDim.x, hw);
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
+      const int64_t at = w.at(c, ch);
       const float xhat = (x[at] - mean) * invstd;
       detail::store_grad(&dx[at], k * (static_cast<float>(m) * dy[at] - mean_dy - xhat * mean_dy_xhat),
                          accumulate);

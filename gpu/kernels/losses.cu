@@ -10,7 +10,8 @@ namespace remat::cuda {
 namespace {
 
 constexpr int kLossBlock = 1024;  // one block does the whole sum
-constexpr int kRowsPerBlock = 8;  // softmax backward: one warp per row
+constexpr int kRowsPerBlock = 8;  // softmax's grid-wide kernels: one warp per row
+constexpr int64_t kMaxLossPartials = 1024;  // blocks of softmax_ce_partials_kernel, at most
 
 // ---- kernels ------------------------------------------------------------------
 
@@ -66,6 +67,41 @@ __global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels
                : NAN;
   }
   sum = detail::block_sum(lane == 0 ? sum : 0.0, shared);
+  if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
+}
+
+// The same loss over the whole grid: block b's warps take rows b·8 + w, then a
+// grid's rows further on, each summing its rows' terms in double; warp sums are
+// added in warp order into partials[b]. The grid depends on rows alone, so the
+// order of every sum does too. Then sum_partials_kernel, one block, adds them.
+__global__ void softmax_ce_partials_kernel(const float* logits, const int32_t* labels, double* partials,
+                                           int64_t rows, int64_t classes) {
+  __shared__ double warp_sums[kRowsPerBlock];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  double sum = 0.0;  // identical in every lane of a warp
+  for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + warp; r < rows; r += int64_t{gridDim.x} * kRowsPerBlock) {
+    const float* xr = logits + r * classes;
+    const int32_t y = labels[r];
+    const RowStats s = warp_row_stats(xr, classes, lane);
+    sum += (y >= 0 && y < classes)
+               ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum))
+               : NAN;
+  }
+  if (lane == 0) warp_sums[warp] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double b = 0.0;
+    for (int w = 0; w < kRowsPerBlock; ++w) b += warp_sums[w];
+    partials[blockIdx.x] = b;
+  }
+}
+
+// *loss = Σ partials[0, count) / rows. One block.
+__global__ void sum_partials_kernel(const double* partials, int64_t count, float* loss, int64_t rows) {
+  __shared__ double shared[32];
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
+  sum = detail::block_sum(sum, shared);
   if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
 
@@ -136,11 +172,25 @@ void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool acc
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
+int64_t softmax_ce_partial_count(int64_t rows) {
+  const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  return blocks < 1 ? 1 : blocks < kMaxLossPartials ? blocks : kMaxLossPartials;
+}
+
 void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
-                    int64_t classes, cudaStream_t stream) {
+                    int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
   detail::check_sizes("softmax_ce_fwd", {rows, classes});
   // rows == 0 writes NaN (0/0); classes == 0 makes every label invalid, hence NaN.
-  softmax_ce_fwd_kernel<<<1, kLossBlock, 0, stream>>>(logits, labels, loss, rows, classes);
+  const int64_t count = softmax_ce_partial_count(rows);
+  if (partials == nullptr || partial_capacity < count) {
+    softmax_ce_fwd_kernel<<<1, kLossBlock, 0, stream>>>(logits, labels, loss, rows, classes);
+    CUDA_CHECK_THROW(cudaGetLastError());
+    return;
+  }
+  softmax_ce_partials_kernel<<<static_cast<unsigned>(count), kRowsPerBlock * 32, 0, stream>>>(logits, labels,
+                                                                                                partials, rows, classes);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  sum_partials_kernel<<<1, kLossBlock, 0, stream>>>(partials, count, loss, rows);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
@@ -155,8 +205,8 @@ void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64
 }
 
 void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
-                              int64_t classes, cudaStream_t stream) {
-  softmax_ce_fwd(logits, labels, loss, rows, classes, stream);
+                              int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
+  softmax_ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
   if (rows == 0 || classes == 0) return;
   log_softmax_rows_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(logits, logp,
                                                                                                      rows, classes);

@@ -13,8 +13,6 @@ namespace {
 
 using detail::kBlock;
 
-constexpr int kIdxTile = 1024;  // positions of idx staged in shared memory at a time
-
 // ---- kernels ------------------------------------------------------------------
 
 // dst (outer, width) with row pitch dst_pitch += src (outer, width) with row pitch src_pitch.
@@ -110,24 +108,39 @@ __global__ void embedding_fwd_kernel(const float* table, const Index* idx, float
   }
 }
 
-// One block per table row v (grid-stride over rows): every position i with
-// idx[i] == v adds its dy row, in increasing i, as the CPU's loop does.
+// One block per position i (grid-stride) whose token v = idx[i] has no earlier
+// position: that block adds to dtable[v] every dy row of a position j >= i with
+// idx[j] == v, in increasing j, as the CPU's loop does; so no two blocks write
+// one row and no atomics decide the order. Work: n²/2 index reads for the
+// first-position tests, plus a ballot per blockDim positions after each distinct
+// token's first; no longer the whole vocabulary (a GPT's 50257 rows) times every
+// position, which took 90 ms of GPT-2 small's 232 ms step on an H100. Positions
+// whose token is out of range are left out.
 template <typename Index>
 __global__ void embedding_bwd_kernel(const float* dy, const Index* idx, float* dtable, int64_t n,
                                      int64_t dim, int64_t vocab) {
-  __shared__ Index tile[kIdxTile];
-  for (int64_t v = blockIdx.x; v < vocab; v += gridDim.x) {
+  __shared__ unsigned matches[kBlock / 32];  // one ballot per warp: which of blockDim positions are v's
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    const Index v = idx[i];
+    if (v < 0 || v >= vocab) continue;  // the same for every thread of the block
+    int earlier = 0;
+    for (int64_t j = threadIdx.x; j < i; j += blockDim.x) earlier |= idx[j] == v;
+    if (__syncthreads_or(earlier)) continue;
     for (int64_t d0 = 0; d0 < dim; d0 += blockDim.x) {
       const int64_t d = d0 + threadIdx.x;
       float acc = d < dim ? dtable[v * dim + d] : 0.0f;
-      for (int64_t base = 0; base < n; base += kIdxTile) {
-        const int64_t len = n - base < kIdxTile ? n - base : kIdxTile;
+      for (int64_t base = i; base < n; base += blockDim.x) {
+        const int64_t j = base + threadIdx.x;
+        const unsigned ballot = __ballot_sync(0xffffffffu, j < n && idx[j] == v);
+        if (lane == 0) matches[warp] = ballot;
         __syncthreads();
-        for (int64_t j = threadIdx.x; j < len; j += blockDim.x) tile[j] = idx[base + j];
-        __syncthreads();
-        if (d < dim)
-          for (int64_t j = 0; j < len; ++j)
-            if (tile[j] == v) acc += dy[(base + j) * dim + d];
+        for (int w = 0; w < warps; ++w)
+          for (unsigned m = matches[w]; m != 0; m &= m - 1) {
+            const int64_t k = base + w * 32 + (__ffs(static_cast<int>(m)) - 1);
+            if (d < dim) acc = __fadd_rn(acc, dy[k * dim + d]);
+          }
+        __syncthreads();  // matches[] is rewritten by the next chunk
       }
       if (d < dim) dtable[v * dim + d] = acc;
     }
@@ -246,8 +259,9 @@ void scatter_rows(const float* dy, const Index* idx, float* dtable, int64_t n, i
                   cudaStream_t stream) {
   detail::check_sizes("embedding_bwd", {n, dim, vocab});
   if (n == 0 || dim == 0 || vocab == 0) return;
+  // Whole warps (the ballots need all 32 lanes), at most kBlock threads.
   const int block = dim < kBlock ? static_cast<int>((dim + 31) / 32 * 32) : kBlock;
-  const unsigned grid = static_cast<unsigned>(vocab < detail::kMaxBlocks ? vocab : detail::kMaxBlocks);
+  const unsigned grid = static_cast<unsigned>(n < detail::kMaxBlocks ? n : detail::kMaxBlocks);
   embedding_bwd_kernel<<<grid, block, 0, stream>>>(dy, idx, dtable, n, dim, vocab);
   CUDA_CHECK_THROW(cudaGetLastError());
 }

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu/kernels/channel_walk.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace {
@@ -486,6 +487,48 @@ TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {
   EXPECT_TRUE(std::isnan(yb[dim]));
   Vec ycpu(2 * dim);
   EXPECT_THROW(cpu::embedding_fwd(table.data(), bad.data(), ycpu.data(), 2, dim, vocab), std::invalid_argument);
+}
+
+// The batch-norm kernels' walk over a channel, checked on the host (no GPU
+// needed): every element a thread visits, for blocks wider and narrower than
+// an image's hw, hw = 1 (a BatchNorm1d), first elements past an image.
+TEST(ChannelWalk, VisitsWhatTheDivisionsGive) {
+  for (const int64_t hw : {1, 3, 49, 256, 3136, 5000})
+    for (const int64_t step : {32, 256, 1024})
+      for (const int64_t first : {0, 1, 31, 255})
+        for (const int64_t ch : {0, 5}) {
+          const int64_t n = 3, c = 7, m = n * hw;
+          remat::cuda::detail::ChannelWalk w(first, step, hw);
+          for (int64_t e = first; e < m; e += step, w.next())
+            ASSERT_EQ(w.at(c, ch), ((e / hw) * c + ch) * hw + e % hw)
+                << "hw " << hw << ", step " << step << ", first " << first << ", e " << e;
+        }
+}
+
+// The embedding's gradient at a GPT's scale of repeats: a token's positions
+// spread over several blocks' chunks of positions (the first at 0, others at
+// the chunk edges 255 and 256, the last at n - 1), rows wider than a block of
+// threads and rows narrower than a warp; the sums in position order, as the CPU
+// adds them, so bit for bit, into a table that already holds gradients.
+TEST_F(GpuCnnKernels, EmbeddingGradientOfManyRepeatsIsTheCpusBitForBit) {
+  const int64_t n = 1000, vocab = 300;
+  std::vector<int32_t> idx(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = static_cast<int32_t>((i * 37 + 11) % vocab);
+  for (const int64_t i : {0, 255, 256, 511, 999}) idx[static_cast<std::size_t>(i)] = 7;
+  std::vector<int64_t> idx64(idx.begin(), idx.end());
+  const DeviceArray<int32_t> idx_d(idx);
+  const DeviceArray<int64_t> idx64_d(idx64);
+  for (const int64_t dim : {5, 45, 300}) {
+    const std::string name = "embedding bwd, dim " + std::to_string(dim);
+    const Vec dy = random_vec(n * dim, 91), dtable0 = random_vec(vocab * dim, 92);
+    const Dev dy_d(dy), dtable_d(dtable0), dtable64_d(dtable0);
+    Vec dtable = dtable0;
+    cpu::embedding_bwd(dy.data(), idx.data(), dtable.data(), n, dim, vocab);
+    gpu::embedding_bwd(dy_d.get(), idx_d.get(), dtable_d.get(), n, dim, vocab, stream_);
+    gpu::embedding_bwd(dy_d.get(), idx64_d.get(), dtable64_d.get(), n, dim, vocab, stream_);
+    expect_bitwise(dtable_d.fetch(), dtable, name);
+    expect_bitwise(dtable64_d.fetch(), dtable, name + ", int64 ids");
+  }
 }
 
 TEST_F(GpuCnnKernels, SigmoidAndSiluMatchCpu) {

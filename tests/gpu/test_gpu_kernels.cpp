@@ -4,6 +4,7 @@
 // skips with the runtime's reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -332,6 +333,44 @@ TEST_F(GpuKernels, SoftmaxCrossEntropyKeepingLogProbsMatchesCpu) {
       expect_close(dx_gpu.fetch(), dx_cpu, 1e-5f, name + (accumulate ? " dx accumulate" : " dx overwrite"));
     }
   }
+}
+
+// With a buffer for per-block partial sums (the backend lends cuBLAS's
+// workspace) the loss's rows spread over the whole grid: the same loss as the
+// CPU and as one block, the same bits run to run, and a buffer too small for
+// the grid falls back to one block.
+TEST_F(GpuKernels, SoftmaxCrossEntropyOverTheGridMatchesCpuAndOneBlock) {
+  struct Shape {
+    int64_t rows, classes;
+  };
+  // More rows than 1024 blocks of 8 warps take in one pass; GPT-like wide rows; one row.
+  for (const Shape s : {Shape{9000, 37}, Shape{200, 5000}, Shape{1, 10}}) {
+    const std::string name = "softmax_ce over the grid (" + std::to_string(s.rows) + "," + std::to_string(s.classes) + ")";
+    const Vec logits = random_vec(s.rows * s.classes, 66, -4.0f, 4.0f);
+    std::vector<int32_t> labels(static_cast<std::size_t>(s.rows));
+    for (int64_t r = 0; r < s.rows; ++r) labels[static_cast<std::size_t>(r)] = static_cast<int32_t>((r * 13) % s.classes);
+    const Dev logits_dev(logits), one_block(nan_vec(1)), grid(nan_vec(1)), again(nan_vec(1)), small(nan_vec(1));
+    const DeviceArray<int32_t> labels_dev(labels);
+    const int64_t count = gpu::softmax_ce_partial_count(s.rows);
+    ASSERT_EQ(count, std::min<int64_t>((s.rows + 7) / 8, 1024)) << name;
+    const DeviceArray<double> partials(std::vector<double>(static_cast<std::size_t>(count), std::nan("")));
+    gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), one_block.get(), s.rows, s.classes, stream_);
+    gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), grid.get(), s.rows, s.classes, stream_, partials.get(), count);
+    gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), again.get(), s.rows, s.classes, stream_, partials.get(), count);
+    gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), small.get(), s.rows, s.classes, stream_, partials.get(),
+                        count - 1);
+    const float cpu_loss = cpu::softmax_ce_fwd(logits.data(), labels.data(), s.rows, s.classes);
+    expect_close(grid.fetch(), {cpu_loss}, 1e-5f, name + " loss");
+    expect_close(grid.fetch(), one_block.fetch(), 1e-6f, name + " against one block");
+    expect_bitwise(again.fetch(), grid.fetch(), name + " rerun");
+    expect_bitwise(small.fetch(), one_block.fetch(), name + " buffer too small: one block");
+  }
+  // A label out of range poisons the grid's loss too.
+  const Dev logits(random_vec(3 * 4, 63)), loss(Vec{0.0f});
+  const DeviceArray<int32_t> labels(std::vector<int32_t>{0, 4, 1});
+  const DeviceArray<double> partials(std::vector<double>(1, 0.0));
+  gpu::softmax_ce_fwd(logits.get(), labels.get(), loss.get(), 3, 4, stream_, partials.get(), 1);
+  EXPECT_TRUE(std::isnan(loss.fetch()[0]));
 }
 
 // The CPU throws on a label out of range; a kernel cannot, so it poisons the loss.
