@@ -22,6 +22,9 @@ packages=(
   libgif-dev libavcodec-dev libavformat-dev libswscale-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch python3-torchvision python3-onnx
+  # python3-torch brings only the reference BLAS (libblas3), 30x slower on the
+  # linear layers that the benchmarks against PyTorch time: OpenBLAS takes its place.
+  libopenblas0-pthread
   xvfb xauth
   hyperfine jq time
 )
