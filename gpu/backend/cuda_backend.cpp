@@ -119,13 +119,14 @@ void* CudaBackend::hold(uint64_t bytes, MemoryUse use, const char* what, std::op
 void CudaBackend::drop_baseline() {
   for (void* p : held_) pool_->release(p);
   held_.clear();
-  const cudaStream_t stream = state_.stream;
-  const cublasHandle_t cublas = state_.cublas;
-  void* const cudnn = state_.cudnn;
-  state_ = CudaOpState{};
-  state_.stream = stream;
-  state_.cublas = cublas;
-  state_.cudnn = cudnn;
+  // What create() made outlives a model: the stream, the handles, the lent workspace.
+  CudaOpState kept;
+  kept.stream = state_.stream;
+  kept.cublas = state_.cublas;
+  kept.cudnn = state_.cudnn;
+  kept.cublas_workspace = state_.cublas_workspace;
+  kept.cublas_workspace_bytes = state_.cublas_workspace_bytes;
+  state_ = kept;
   numel_.clear();
   baseline_bytes_ = grads_bytes_ = 0;
   loaded_ = false;

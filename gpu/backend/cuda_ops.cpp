@@ -95,9 +95,12 @@ void bwd_mse(CudaOpState& s, const OpCall& c) {
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
-  // The per-block sums go to the cuBLAS workspace: no GEMM runs in between.
+  // The per-block sums go to the cuBLAS workspace: no GEMM runs in between. A
+  // backend without one would silently fall back to one block (25 ms for GPT-2's logits).
   double* partials = static_cast<double*>(s.cublas_workspace);
   const auto capacity = static_cast<int64_t>(s.cublas_workspace_bytes / sizeof(double));
+  if (capacity < softmax_ce_partial_count(x.rows()))
+    throw InternalError(op_label(c.model, c.v) + ": the cuBLAS workspace was not lent to the loss");
   if (ce_keeps_log_probs(c.op))
     softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
   else

@@ -25,6 +25,7 @@ struct CudaOpState {
   size_t conv_workspace_bytes = 0;
   // cuBLAS's workspace (cublasSetWorkspace), lent between GEMMs to kernels that
   // need a little memory in stream order: the loss's per-block partial sums.
+  // Like stream, cublas and cudnn, made by create() and kept by drop_baseline().
   void* cublas_workspace = nullptr;
   size_t cublas_workspace_bytes = 0;
   const float* target = nullptr;

@@ -1,7 +1,8 @@
 // Scalar losses: mean squared error and softmax cross-entropy. The loss is written
 // to a device float rather than returned, so that nothing synchronises. Loss sums
-// accumulate in double (as the CPU reference does) in a single block with a fixed
-// tree: the value never depends on scheduling, and it does not drift with batch size.
+// accumulate in double (as the CPU reference does) in trees fixed by the sizes
+// alone (one block, or the cross-entropy's per-block sums then one block): the
+// value never depends on scheduling, and it does not drift with batch size.
 #include <cmath>
 
 #include "gpu/kernels/device_common.cuh"
