@@ -23,9 +23,12 @@ except ImportError:  # pragma: no cover - older PyTorch
 
 # Ops whose autograd node keeps its outputs under their names in the schema
 # (grad_fn._saved_output, _saved_logsumexp) instead of _saved_result0, ...:
-# PyTorch 2.x's fused CPU attention keeps its output and logsumexp. Listed one
-# by one so that no other op's attribution changes.
-NAMED_SAVED_OUTPUTS = {"_scaled_dot_product_flash_attention_for_cpu"}
+# PyTorch 2.x's fused CPU attention keeps its output and logsumexp; the
+# reductions and selections that return (values, indices) keep their indices
+# (_saved_indices). Listed one by one so that no other op's attribution
+# changes (embedding's node saves an *input* called indices).
+NAMED_SAVED_OUTPUTS = {"_scaled_dot_product_flash_attention_for_cpu", "max", "min", "topk", "sort", "kthvalue",
+                       "median", "nanmedian", "mode", "cummax", "cummin"}
 
 
 def storage_of(t):
@@ -77,8 +80,10 @@ class OpEvent:
         flags = [("_saved_result" in names if single else f"_saved_result{j}" in names)
                  for j in range(len(self.outputs))]
         if self.name in NAMED_SAVED_OUTPUTS:
+            # Either name: max() without a dim keeps _saved_result, max.dim _saved_indices.
             returns = [r.name for r in self.func._schema.returns]
-            flags = [j < len(returns) and f"_saved_{returns[j]}" in names for j in range(len(self.outputs))]
+            flags = [f or (j < len(returns) and bool(returns[j]) and f"_saved_{returns[j]}" in names)
+                     for j, f in enumerate(flags)]
         self.saves_output = flags
 
     def tensor_args(self):

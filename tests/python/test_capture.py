@@ -17,7 +17,9 @@ capture one training step into the JSON model format, then
 - with PyTorch 2.x, F.scaled_dot_product_attention's fused CPU kernel is one
   Attention op keeping q, k, v, itself and its logsumexp (aux), and the file's
   saved bytes equal PyTorch's count (check_sdpa; skipped with the reason where
-  torch has no such kernel, as 1.13).
+  torch has no such kernel, as 1.13);
+- topk, sort, max and min over a dim keep their int64 indices as their own
+  aux_bytes (check_kept_indices).
 Also the command line: `python3 -m remat_capture FILE:FUNCTION --input ...`
 writes the same model, and bad arguments exit 2 with one line.
 
@@ -241,10 +243,58 @@ def check_sdpa(args):
                                      f"({(cross.stdout + cross.stderr).strip()[-300:]})")
 
 
+def check_kept_indices():
+    """Ops returning (values, indices) whose backward keeps the indices
+    (topk, max and min over a dim, sort: grad_fn._saved_indices) have them
+    as their own aux_bytes, not charged to the op after them; max() over all
+    elements still keeps its input and result; the totals equal PyTorch's."""
+    class Router(torch.nn.Module):  # a mixture-of-experts router's top-2, and reductions
+        def __init__(self):
+            super().__init__()
+            self.gate, self.out = torch.nn.Linear(16, 16), torch.nn.Linear(2, 4)
+
+        def forward(self, x):
+            h = self.gate(x)
+            top, _ = h.topk(2, dim=-1)
+            hi, _ = h.max(dim=-1, keepdim=True)
+            lo, _ = h.min(dim=-1, keepdim=True)
+            srt, _ = h.sort(dim=-1)
+            return self.out(torch.relu(top) * hi + lo + srt[:, :2]) + h.max()
+
+    torch.manual_seed(3)
+    net, x = Router(), torch.rand(8, 16)
+    target = torch.rand(8, 4)
+
+    def loss_fn(y):
+        return (y - target).square().mean()
+
+    want = torch_count(net, x, loss_fn, target)
+    doc = remat_capture.capture(net, x, loss_fn, name="router")
+    ops = doc["ops"]
+    check(file_saved_bytes(doc) == want, f"router: the file's saved bytes {file_saved_bytes(doc)} == PyTorch's {want}")
+    by = {}
+    for op in ops:
+        by.setdefault(op.get("comment", op["kind"]), []).append(op)
+    expect = {"aten.topk": 8 * 2 * 8, "aten.sort": 8 * 16 * 8}
+    for name, aux in expect.items():
+        got = [op.get("aux_bytes") for op in by.get(name, [])]
+        check(got == [aux], f"router: {name} keeps its int64 indices as its own aux_bytes ({aux}; got {got})")
+    got = sorted(op.get("aux_bytes", 0) for op in by.get("aten.max", []) + by.get("aten.min", []))
+    check(got == [0, 64, 64], f"router: max and min over a dim keep 8x1 int64 indices each, max() none ({got})")
+    full_max = [op for op in by.get("aten.max", []) if not op.get("aux_bytes")]
+    check(len(full_max) == 1 and full_max[0]["id"] in full_max[0]["saved"],
+          f"router: max() over all elements keeps its result ({full_max and full_max[0]['saved']})")
+    named = {"aten.topk", "aten.max", "aten.min", "aten.sort"}
+    others = [(op["id"], op.get("comment", op["kind"])) for op in ops
+              if op.get("aux_bytes") and op.get("comment") not in named]
+    check(not others, f"router: no other op has private bytes ({others})")
+
+
 def main():
     args = parse_args()
     check_constants()
     check_sdpa(args)
+    check_kept_indices()
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
