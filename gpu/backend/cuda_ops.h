@@ -24,7 +24,7 @@ struct CudaOpState {
   void* conv_workspace = nullptr;
   size_t conv_workspace_bytes = 0;
   // cuBLAS's workspace (cublasSetWorkspace), lent between GEMMs to kernels that
-  // need a little memory in stream order: the loss's per-block partial sums.
+  // need a little memory in stream order: the loss's and batch norm's partial sums.
   // Like stream, cublas and cudnn, made by create() and kept by drop_baseline().
   void* cublas_workspace = nullptr;
   size_t cublas_workspace_bytes = 0;

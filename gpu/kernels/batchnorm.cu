@@ -98,28 +98,232 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
   }
 }
 
+// ---- the grid-wide path: each channel split over several blocks ----------------
+//
+// One block per channel leaves most of a GPU idle where channels are few and
+// large (a ResNet's first stage: 64 channels of n·56·56 values). With a buffer
+// of doubles (the backend lends its cuBLAS workspace), each channel's values
+// are split into `splits` contiguous ranges, one block each (blockIdx.x the
+// range, blockIdx.y the channel); a second kernel adds a channel's range sums
+// in range order. splits depends on the shape alone, so every sum's order does.
+
+constexpr int64_t kTargetBlocks = 1024;  // blocks a pass aims at, over all channels
+constexpr int64_t kMinPerBlock = 4096;   // values a range holds at least (when there are that many)
+
+int64_t bn_splits(int64_t c, int64_t m) {
+  const int64_t want = (kTargetBlocks + c - 1) / c, most = (m + kMinPerBlock - 1) / kMinPerBlock;
+  const int64_t s = want < most ? want : most;
+  return s < 1 ? 1 : s;
+}
+
+// part[ch·splits + s] = Σ over range s of channel ch of x (Centred: of (x − mean[ch])²).
+template <bool Centred>
+__global__ void bn_range_sums_kernel(const float* x, const double* mean, double* part, int64_t n, int64_t c,
+                                     int64_t hw, int64_t splits) {
+  __shared__ double shared[32];
+  const int64_t ch = blockIdx.y, s = blockIdx.x, m = n * hw;
+  const int64_t chunk = (m + splits - 1) / splits, lo = s * chunk, hi = lo + chunk < m ? lo + chunk : m;
+  const double mu = Centred ? mean[ch] : 0.0;
+  double acc = 0.0;
+  if (lo + threadIdx.x < hi) {
+    ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
+    for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
+      if constexpr (Centred) {
+        const double d = x[w.at(c, ch)] - mu;
+        acc += d * d;
+      } else {
+        acc += x[w.at(c, ch)];
+      }
+    }
+  }
+  acc = detail::block_sum(acc, shared);
+  if (threadIdx.x == 0) part[ch * splits + s] = acc;
+}
+
+// mean[ch] = Σ_s part[ch·splits + s] / m, in range order.
+__global__ void bn_mean_kernel(const double* part, double* mean, int64_t c, int64_t splits, int64_t m) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < c; ch += int64_t{gridDim.x} * blockDim.x) {
+    double sum = 0.0;
+    for (int64_t s = 0; s < splits; ++s) sum += part[ch * splits + s];
+    mean[ch] = sum / static_cast<double>(m);
+  }
+}
+
+// The statistics from the mean and the centred squares' range sums, as the
+// per-channel kernel writes them.
+__global__ void bn_stats_kernel(const double* part, const double* mean, float* save_mean, float* save_invstd,
+                                float* running_mean, float* running_var, int64_t c, int64_t splits, int64_t m,
+                                float eps, float momentum) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < c; ch += int64_t{gridDim.x} * blockDim.x) {
+    double sq = 0.0;
+    for (int64_t s = 0; s < splits; ++s) sq += part[ch * splits + s];
+    const double var = sq / static_cast<double>(m);  // biased
+    const float mean_f = static_cast<float>(mean[ch]);
+    save_mean[ch] = mean_f;
+    save_invstd[ch] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
+    if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean_f;
+    if (running_var) {
+      const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
+      running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
+    }
+  }
+}
+
+// y = (x − mean)·invstd·gamma + beta over every (image, channel) plane:
+// planes along y (grid-stride), a plane's hw values along x.
+__global__ void bn_apply_kernel(const float* x, const float* gamma, const float* beta, const float* save_mean,
+                                const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw) {
+  for (int64_t p = blockIdx.y; p < n * c; p += gridDim.y) {
+    const int64_t ch = p % c;
+    const float mean_f = save_mean[ch], invstd = save_invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.0f, b = beta ? beta[ch] : 0.0f;
+    const float* xp = x + p * hw;
+    float* yp = y + p * hw;
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x)
+      yp[i] = (xp[i] - mean_f) * invstd * g + b;
+  }
+}
+
+// part[ch·splits + s] = Σ dy and part[(c + ch)·splits + s] = Σ dy·x̂ over range s of channel ch.
+__global__ void bn_bwd_range_sums_kernel(const float* x, const float* dy, const float* save_mean,
+                                         const float* save_invstd, double* part, int64_t n, int64_t c, int64_t hw,
+                                         int64_t splits) {
+  __shared__ double shared[32];
+  const int64_t ch = blockIdx.y, s = blockIdx.x, m = n * hw;
+  const int64_t chunk = (m + splits - 1) / splits, lo = s * chunk, hi = lo + chunk < m ? lo + chunk : m;
+  const float mean = save_mean[ch], invstd = save_invstd[ch];
+  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  if (lo + threadIdx.x < hi) {
+    ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
+    for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
+      const int64_t at = w.at(c, ch);
+      const float xhat = (x[at] - mean) * invstd;
+      sum_dy += dy[at];
+      sum_dy_xhat += static_cast<double>(dy[at]) * xhat;
+    }
+  }
+  sum_dy = detail::block_sum(sum_dy, shared);
+  sum_dy_xhat = detail::block_sum(sum_dy_xhat, shared);
+  if (threadIdx.x == 0) {
+    part[ch * splits + s] = sum_dy;
+    part[(c + ch) * splits + s] = sum_dy_xhat;
+  }
+}
+
+// Per channel: the two sums in range order into sums[ch] and sums[c + ch];
+// dbeta += Σ dy, dgamma += Σ dy·x̂.
+__global__ void bn_bwd_sums_kernel(const double* part, double* sums, float* dgamma, float* dbeta, int64_t c,
+                                   int64_t splits) {
+  for (int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; ch < c; ch += int64_t{gridDim.x} * blockDim.x) {
+    double sum_dy = 0.0, sum_dy_xhat = 0.0;
+    for (int64_t s = 0; s < splits; ++s) {
+      sum_dy += part[ch * splits + s];
+      sum_dy_xhat += part[(c + ch) * splits + s];
+    }
+    sums[ch] = sum_dy;
+    sums[c + ch] = sum_dy_xhat;
+    if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
+    if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
+  }
+}
+
+// dx = or += gamma·invstd/m · (m·dy − Σ dy − x̂·Σ dy·x̂), planes as bn_apply_kernel.
+__global__ void bn_bwd_apply_kernel(const float* x, const float* dy, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, const double* sums, float* dx, int64_t n, int64_t c,
+                                    int64_t hw, bool accumulate) {
+  const int64_t m = n * hw;
+  for (int64_t p = blockIdx.y; p < n * c; p += gridDim.y) {
+    const int64_t ch = p % c;
+    const float mean = save_mean[ch], invstd = save_invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.0f;
+    const float k = g * invstd / static_cast<float>(m);
+    const float mean_dy = static_cast<float>(sums[ch]), mean_dy_xhat = static_cast<float>(sums[c + ch]);
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x) {
+      const int64_t at = p * hw + i;
+      const float xhat = (x[at] - mean) * invstd;
+      detail::store_grad(&dx[at], k * (static_cast<float>(m) * dy[at] - mean_dy - xhat * mean_dy_xhat),
+                         accumulate);
+    }
+  }
+}
+
+// Planes along y (at most 65535 at once), a plane's values along x.
+dim3 plane_grid(int64_t n, int64_t c, int64_t hw) {
+  const int64_t planes = n * c, across = (hw + kChannelBlock - 1) / kChannelBlock;
+  return dim3(static_cast<unsigned>(across < 64 ? across : 64), static_cast<unsigned>(planes < 65535 ? planes : 65535));
+}
+
+unsigned channel_threads_grid(int64_t c) { return static_cast<unsigned>((c + kChannelBlock - 1) / kChannelBlock); }
+
+// Whether the grid-wide path can run: a buffer large enough, channels that fit gridDim.y.
+bool grid_path(int64_t n, int64_t c, int64_t hw, const double* partials, int64_t capacity) {
+  return partials != nullptr && c <= 65535 && capacity >= batchnorm_partial_count(n, c, hw);
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------
 
+int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw) {
+  detail::check_sizes("batchnorm_partial_count", {n, c, hw});
+  return 2 * c * (bn_splits(c < 1 ? 1 : c, n * hw) + 1);  // the backward's: 2·c·splits ranges, 2·c sums
+}
+
 void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
                    float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c,
-                   int64_t hw, float eps, float momentum, cudaStream_t stream) {
+                   int64_t hw, float eps, float momentum, cudaStream_t stream, double* partials,
+                   int64_t capacity) {
   detail::check_sizes("batchnorm_fwd", {n, c, hw});
   if (c == 0) return;
   if (n * hw == 0) throw std::invalid_argument("batchnorm_fwd: a channel has no values (n·hw = 0)");
-  batchnorm_fwd_kernel<<<channel_grid(c), kChannelBlock, 0, stream>>>(
-      x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, n, c, hw, eps, momentum);
+  if (!grid_path(n, c, hw, partials, capacity)) {
+    batchnorm_fwd_kernel<<<channel_grid(c), kChannelBlock, 0, stream>>>(
+        x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, n, c, hw, eps, momentum);
+    CUDA_CHECK_THROW(cudaGetLastError());
+    return;
+  }
+  const int64_t m = n * hw, splits = bn_splits(c, m);
+  double* part = partials;          // c·splits range sums
+  double* mean = partials + c * splits;  // c means
+  const dim3 ranges(static_cast<unsigned>(splits), static_cast<unsigned>(c));
+  bn_range_sums_kernel<false><<<ranges, kChannelBlock, 0, stream>>>(x, nullptr, part, n, c, hw, splits);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  bn_mean_kernel<<<channel_threads_grid(c), kChannelBlock, 0, stream>>>(part, mean, c, splits, m);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  bn_range_sums_kernel<true><<<ranges, kChannelBlock, 0, stream>>>(x, mean, part, n, c, hw, splits);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  bn_stats_kernel<<<channel_threads_grid(c), kChannelBlock, 0, stream>>>(part, mean, save_mean, save_invstd,
+                                                                         running_mean, running_var, c, splits, m,
+                                                                         eps, momentum);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  bn_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, gamma, beta, save_mean, save_invstd, y, n,
+                                                                      c, hw);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const float* save_mean,
                    const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
-                   int64_t hw, bool accumulate, cudaStream_t stream) {
+                   int64_t hw, bool accumulate, cudaStream_t stream, double* partials, int64_t capacity) {
   detail::check_sizes("batchnorm_bwd", {n, c, hw});
   if (c == 0 || n * hw == 0) return;
-  batchnorm_bwd_kernel<<<channel_grid(c), kChannelBlock, 0, stream>>>(
-      x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, n, c, hw, accumulate);
+  if (!grid_path(n, c, hw, partials, capacity)) {
+    batchnorm_bwd_kernel<<<channel_grid(c), kChannelBlock, 0, stream>>>(
+        x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, n, c, hw, accumulate);
+    CUDA_CHECK_THROW(cudaGetLastError());
+    return;
+  }
+  const int64_t splits = bn_splits(c, n * hw);
+  double* part = partials;                  // 2·c·splits range sums
+  double* sums = partials + 2 * c * splits;  // 2·c channel sums
+  const dim3 ranges(static_cast<unsigned>(splits), static_cast<unsigned>(c));
+  bn_bwd_range_sums_kernel<<<ranges, kChannelBlock, 0, stream>>>(x, dy, save_mean, save_invstd, part, n, c, hw,
+                                                                  splits);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  bn_bwd_sums_kernel<<<channel_threads_grid(c), kChannelBlock, 0, stream>>>(part, sums, dgamma, dbeta, c, splits);
+  CUDA_CHECK_THROW(cudaGetLastError());
+  if (!dx) return;
+  bn_bwd_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, dy, gamma, save_mean, save_invstd, sums,
+                                                                          dx, n, c, hw, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

@@ -179,10 +179,25 @@ TEST_F(GpuCnnKernels, ConvolutionRefusesATooSmallWorkspace) {
   EXPECT_THROW((void)gpu::conv2d_workspace_bytes(bad, none), std::invalid_argument);
 }
 
+// Both paths: one block a channel, and each channel split over blocks with the
+// partial sums in a lent buffer (a ResNet's first stage, 4 channels of 8·3136
+// values, splits them in 7 ranges; 3·25 values stay one range).
 TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
-  for (const auto& [n, c, hw] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{4, 3, 25}, {8, 16, 49}, {2, 5, 1}}) {
-    const std::string name = "batchnorm n" + std::to_string(n) + " c" + std::to_string(c) + " hw" + std::to_string(hw);
+  struct Case {
+    bool grid;
+    int64_t n, c, hw;
+  };
+  std::vector<Case> cases;
+  for (const bool grid : {false, true})
+    for (const auto& [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{4, 3, 25}, {8, 16, 49}, {2, 5, 1}, {8, 4, 3136}})
+      cases.push_back({grid, n, c, hw});
+  for (const auto& [grid, n, c, hw] : cases) {
+    const std::string name = std::string(grid ? "grid-wide " : "") + "batchnorm n" + std::to_string(n) + " c" +
+                             std::to_string(c) + " hw" + std::to_string(hw);
     SCOPED_TRACE(name);
+    const int64_t count = grid ? gpu::batchnorm_partial_count(n, c, hw) : 0;
+    const DeviceArray<double> part(std::vector<double>(static_cast<std::size_t>(std::max<int64_t>(count, 1)), std::nan("")));
+    double* const partials = grid ? part.get() : nullptr;
     const int64_t m = n * c * hw;
     const Vec x = random_vec(m, 21, -2.0f, 3.0f), gamma = random_vec(c, 22, 0.5f, 1.5f), beta = random_vec(c, 23);
     Vec rm = random_vec(c, 24), rv = random_vec(c, 25, 0.5f, 1.5f);
@@ -192,7 +207,7 @@ TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
     cpu::batchnorm_fwd(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), inv.data(), rm.data(), rv.data(),
                        n, c, hw, 1e-5f, 0.1f);
     gpu::batchnorm_fwd(x_d.get(), g_d.get(), b_d.get(), y_d.get(), mean_d.get(), inv_d.get(), rm_d.get(),
-                       rv_d.get(), n, c, hw, 1e-5f, 0.1f, stream_);
+                       rv_d.get(), n, c, hw, 1e-5f, 0.1f, stream_, partials, count);
     expect_close(y_d.fetch(), y, kTol, name + " y");
     expect_close(mean_d.fetch(), mean, kTol, name + " save_mean");
     expect_close(inv_d.fetch(), inv, kTol, name + " save_invstd");
@@ -207,12 +222,48 @@ TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
       cpu::batchnorm_bwd(x.data(), dy.data(), gamma.data(), mean.data(), inv.data(), dx.data(), dg.data(), db.data(),
                          n, c, hw, accumulate);
       gpu::batchnorm_bwd(x_d.get(), dy_d.get(), g_d.get(), mean_d.get(), inv_d.get(), dx_d.get(), dg_d.get(),
-                         db_d.get(), n, c, hw, accumulate, stream_);
+                         db_d.get(), n, c, hw, accumulate, stream_, partials, count);
       expect_close(dx_d.fetch(), dx, kTol, name + " dx");
       expect_close(dg_d.fetch(), dg, kTol, name + " dgamma");
       expect_close(db_d.fetch(), db, kTol, name + " dbeta");
     }
   }
+}
+
+// The grid-wide batch norm gives the same bits run to run (its sums' order is
+// the shape's), agrees with one block a channel to rounding, and a buffer one
+// double too small falls back to one block a channel, bit for bit.
+TEST_F(GpuCnnKernels, GridWideBatchNormIsReproducibleAndFallsBack) {
+  const int64_t n = 8, c = 4, hw = 3136, m = n * c * hw;
+  const int64_t count = gpu::batchnorm_partial_count(n, c, hw);
+  ASSERT_EQ(count, 2 * c * (7 + 1));  // min(1024 / 4, ceil(25088 / 4096)) = 7 ranges a channel
+  const Vec x = random_vec(m, 31, -2.0f, 3.0f), gamma = random_vec(c, 32, 0.5f, 1.5f), beta = random_vec(c, 33),
+            dy = random_vec(m, 34);
+  const Dev x_d(x), g_d(gamma), b_d(beta), dy_d(dy);
+  const DeviceArray<double> part(std::vector<double>(static_cast<std::size_t>(count), 0.0));
+  struct Out {
+    Vec y, mean, inv, dx, dg, db;
+  };
+  auto run = [&](double* partials, int64_t capacity) {
+    const Dev y(nan_vec(m)), mean(nan_vec(c)), inv(nan_vec(c)), dx(nan_vec(m)), dg(Vec(c, 0.0f)), db(Vec(c, 0.0f));
+    gpu::batchnorm_fwd(x_d.get(), g_d.get(), b_d.get(), y.get(), mean.get(), inv.get(), nullptr, nullptr, n, c, hw,
+                       1e-5f, 0.1f, stream_, partials, capacity);
+    gpu::batchnorm_bwd(x_d.get(), dy_d.get(), g_d.get(), mean.get(), inv.get(), dx.get(), dg.get(), db.get(), n, c, hw,
+                       false, stream_, partials, capacity);
+    return Out{y.fetch(), mean.fetch(), inv.fetch(), dx.fetch(), dg.fetch(), db.fetch()};
+  };
+  const Out a = run(part.get(), count), b = run(part.get(), count), one = run(nullptr, 0),
+            small = run(part.get(), count - 1);
+  for (const auto& [got, want, what] : std::vector<std::tuple<Vec, Vec, std::string>>{
+           {a.y, b.y, "y"}, {a.mean, b.mean, "mean"}, {a.inv, b.inv, "invstd"}, {a.dx, b.dx, "dx"},
+           {a.dg, b.dg, "dgamma"}, {a.db, b.db, "dbeta"}})
+    expect_bitwise(got, want, "grid-wide rerun: " + what);
+  for (const auto& [got, want, what] : std::vector<std::tuple<Vec, Vec, std::string>>{
+           {a.y, one.y, "y"}, {a.mean, one.mean, "mean"}, {a.inv, one.inv, "invstd"}, {a.dx, one.dx, "dx"},
+           {a.dg, one.dg, "dgamma"}, {a.db, one.db, "dbeta"}})
+    expect_close(got, want, kTol, "grid-wide against one block a channel: " + what);
+  expect_bitwise(small.y, one.y, "buffer too small: one block a channel, y");
+  expect_bitwise(small.dx, one.dx, "buffer too small: one block a channel, dx");
 }
 
 PoolGeom pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride, int64_t pad) {
