@@ -18,15 +18,19 @@ float* dx_or_discard(CudaOpState& s, const OpCall& c) { return c.dx(0) ? c.dx(0)
 
 // The cuBLAS workspace as doubles, for the kernels that sum in two steps over
 // the whole grid (the loss, batch norm): no GEMM runs between their kernels on
-// the stream. Without it they would fall back to one block per sum, unnoticed.
+// the stream. Without `need` of them they would fall back to one block per
+// sum, unnoticed: an InternalError instead (the workspace holds 4 MiB at least,
+// the most they need is 2 MiB, batch norm's over 65535 channels).
 struct LentDoubles {
   double* data;
   int64_t count;
 };
-LentDoubles lent_doubles(const CudaOpState& s, const OpCall& c) {
-  if (!s.cublas_workspace)
-    throw InternalError(op_label(c.model, c.v) + ": the backend lent no workspace for its partial sums");
-  return {static_cast<double*>(s.cublas_workspace), static_cast<int64_t>(s.cublas_workspace_bytes / sizeof(double))};
+LentDoubles lent_doubles(const CudaOpState& s, const OpCall& c, int64_t need) {
+  const auto count = static_cast<int64_t>(s.cublas_workspace_bytes / sizeof(double));
+  if (!s.cublas_workspace || count < need)
+    throw InternalError(op_label(c.model, c.v) + ": the backend lent " + std::to_string(count) + " of the " +
+                        std::to_string(need) + " doubles its partial sums need");
+  return {static_cast<double*>(s.cublas_workspace), count};
 }
 
 // The loss kernels wrote the baseline scalar (read_loss); A(v) gets a copy, as on the CPU.
@@ -108,7 +112,7 @@ void bwd_mse(CudaOpState& s, const OpCall& c) {
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
-  const auto [partials, capacity] = lent_doubles(s, c);
+  const auto [partials, capacity] = lent_doubles(s, c, softmax_ce_partial_count(x.rows()));
   if (ce_keeps_log_probs(c.op))
     softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
   else
@@ -140,13 +144,13 @@ void bwd_conv(CudaOpState& s, const OpCall& c) {
 // aux(v): batch mean then inverse std per channel; eps as on the CPU (cpu_ops.cpp).
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
-  const auto [partials, capacity] = lent_doubles(s, c);
+  const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
   batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                 d.c, d.hw, kBatchNormEps, 0.1f, s.stream, partials, capacity);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
-  const auto [partials, capacity] = lent_doubles(s, c);
+  const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
   batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), s.param_grad(c.v, 0),
                 s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream, partials, capacity);
 }

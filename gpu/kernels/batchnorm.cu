@@ -257,7 +257,8 @@ unsigned channel_threads_grid(int64_t c) { return static_cast<unsigned>((c + kCh
 
 // Whether the grid-wide path can run: a buffer large enough, channels that fit gridDim.y.
 bool grid_path(int64_t n, int64_t c, int64_t hw, const double* partials, int64_t capacity) {
-  return partials != nullptr && c <= 65535 && capacity >= batchnorm_partial_count(n, c, hw);
+  const int64_t need = batchnorm_partial_count(n, c, hw);
+  return partials != nullptr && need > 0 && capacity >= need;
 }
 
 }  // namespace
@@ -266,7 +267,8 @@ bool grid_path(int64_t n, int64_t c, int64_t hw, const double* partials, int64_t
 
 int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw) {
   detail::check_sizes("batchnorm_partial_count", {n, c, hw});
-  return 2 * c * (bn_splits(c < 1 ? 1 : c, n * hw) + 1);  // the backward's: 2·c·splits ranges, 2·c sums
+  if (c < 1 || c > 65535 || n * hw == 0) return 0;  // channels along gridDim.y; nothing to split
+  return 2 * c * (bn_splits(c, n * hw) + 1);        // the backward's: 2·c·splits ranges, 2·c sums
 }
 
 void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,

@@ -177,6 +177,7 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
                    const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n,
                    int64_t c, int64_t hw, bool accumulate, cudaStream_t stream, double* partials = nullptr,
                    int64_t capacity = 0);
+// 0 where the shape runs one block a channel anyway (more than 65535 channels).
 int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw);
 
 // ---- pooling.cu ------------------------------------------------------------------

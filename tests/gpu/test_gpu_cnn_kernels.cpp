@@ -181,7 +181,8 @@ TEST_F(GpuCnnKernels, ConvolutionRefusesATooSmallWorkspace) {
 
 // Both paths: one block a channel, and each channel split over blocks with the
 // partial sums in a lent buffer (a ResNet's first stage, 4 channels of 8·3136
-// values, splits them in 7 ranges; 3·25 values stay one range).
+// values, splits them in 7 ranges; 3·25 values stay one range; 3·4099 in 4,
+// the last shorter; 20000 values a plane take more than 64 blocks of threads).
 TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
   struct Case {
     bool grid;
@@ -189,7 +190,8 @@ TEST_F(GpuCnnKernels, BatchNormMatchesCpu) {
   };
   std::vector<Case> cases;
   for (const bool grid : {false, true})
-    for (const auto& [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{4, 3, 25}, {8, 16, 49}, {2, 5, 1}, {8, 4, 3136}})
+    for (const auto& [n, c, hw] : {std::tuple<int64_t, int64_t, int64_t>{4, 3, 25}, {8, 16, 49}, {2, 5, 1}, {8, 4, 3136},
+                                  {3, 7, 4099}, {1, 2, 20000}})
       cases.push_back({grid, n, c, hw});
   for (const auto& [grid, n, c, hw] : cases) {
     const std::string name = std::string(grid ? "grid-wide " : "") + "batchnorm n" + std::to_string(n) + " c" +
