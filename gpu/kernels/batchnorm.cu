@@ -1,9 +1,10 @@
-// Batch normalisation in training mode over x (n, c, hw): one block per channel
-// reduces its n·hw values with a fixed tree in double (two passes: the mean,
-// then the centred squares), so results are bit-identical from run to run and
-// recomputation changes nothing. gamma/beta may be null (affine=False). Each
-// thread walks its elements with a ChannelWalk (channel_walk.h): no 64-bit
-// division per element.
+// Batch normalisation in training mode over x (n, c, hw): each channel's n·hw
+// values are reduced with fixed trees in double (two passes: the mean, then the
+// centred squares), by one block per channel or, with a buffer for partial
+// sums, by several blocks a channel (below), so results are bit-identical from
+// run to run and recomputation changes nothing. gamma/beta may be null
+// (affine=False). Threads walk a channel with a ChannelWalk (channel_walk.h):
+// no 64-bit division per element.
 #include <cmath>
 
 #include "gpu/kernels/channel_walk.h"
@@ -21,6 +22,31 @@ unsigned channel_grid(int64_t c) {
 }
 
 // ---- kernels ------------------------------------------------------------------
+
+// y and dx of one element, the same expressions on both paths (so the same bits
+// for the same statistics): y = x̂·gamma + beta, dx = gamma·invstd/m ·
+// (m·dy − Σ dy − x̂·Σ dy·x̂) with k = gamma·invstd/m.
+__device__ __forceinline__ float normalised(float x, float mean, float invstd, float g, float b) {
+  return (x - mean) * invstd * g + b;
+}
+__device__ __forceinline__ float input_grad(float x, float dy, float mean, float invstd, float k, int64_t m,
+                                            float sum_dy, float sum_dy_xhat) {
+  const float xhat = (x - mean) * invstd;
+  return k * (static_cast<float>(m) * dy - sum_dy - xhat * sum_dy_xhat);
+}
+
+// What both paths write for channel ch from its mean and biased variance: the
+// saved mean and inverse std, and PyTorch's running statistics (unbiased variance).
+__device__ void store_channel_stats(int64_t ch, float mean_f, float invstd, double var, int64_t m, float momentum,
+                                    float* save_mean, float* save_invstd, float* running_mean, float* running_var) {
+  save_mean[ch] = mean_f;
+  save_invstd[ch] = invstd;
+  if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean_f;
+  if (running_var) {
+    const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
+    running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
+  }
+}
 
 __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const float* beta, float* y,
                                      float* save_mean, float* save_invstd, float* running_mean,
@@ -46,17 +72,10 @@ __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const f
     w = ChannelWalk(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      y[at] = (x[at] - mean_f) * invstd * g + b;
+      y[at] = normalised(x[at], mean_f, invstd, g, b);
     }
-    if (threadIdx.x == 0) {
-      save_mean[ch] = mean_f;
-      save_invstd[ch] = invstd;
-      if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean_f;
-      if (running_var) {
-        const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
-        running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
-      }
-    }
+    if (threadIdx.x == 0)
+      store_channel_stats(ch, mean_f, invstd, var, m, momentum, save_mean, save_invstd, running_mean, running_var);
   }
 }
 
@@ -91,9 +110,7 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
     w = ChannelWalk(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      const float xhat = (x[at] - mean) * invstd;
-      detail::store_grad(&dx[at], k * (static_cast<float>(m) * dy[at] - mean_dy - xhat * mean_dy_xhat),
-                         accumulate);
+      detail::store_grad(&dx[at], input_grad(x[at], dy[at], mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
     }
   }
 }
@@ -158,14 +175,8 @@ __global__ void bn_stats_kernel(const double* part, const double* mean, float* s
     double sq = 0.0;
     for (int64_t s = 0; s < splits; ++s) sq += part[ch * splits + s];
     const double var = sq / static_cast<double>(m);  // biased
-    const float mean_f = static_cast<float>(mean[ch]);
-    save_mean[ch] = mean_f;
-    save_invstd[ch] = static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps)));
-    if (running_mean) running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean_f;
-    if (running_var) {
-      const double unbiased = m > 1 ? var * static_cast<double>(m) / static_cast<double>(m - 1) : var;
-      running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
-    }
+    store_channel_stats(ch, static_cast<float>(mean[ch]), static_cast<float>(1.0 / sqrt(var + static_cast<double>(eps))),
+                        var, m, momentum, save_mean, save_invstd, running_mean, running_var);
   }
 }
 
@@ -180,7 +191,7 @@ __global__ void bn_apply_kernel(const float* x, const float* gamma, const float*
     const float* xp = x + p * hw;
     float* yp = y + p * hw;
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x)
-      yp[i] = (xp[i] - mean_f) * invstd * g + b;
+      yp[i] = normalised(xp[i], mean_f, invstd, g, b);
   }
 }
 
@@ -240,9 +251,7 @@ __global__ void bn_bwd_apply_kernel(const float* x, const float* dy, const float
     const float mean_dy = static_cast<float>(sums[ch]), mean_dy_xhat = static_cast<float>(sums[c + ch]);
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x) {
       const int64_t at = p * hw + i;
-      const float xhat = (x[at] - mean) * invstd;
-      detail::store_grad(&dx[at], k * (static_cast<float>(m) * dy[at] - mean_dy - xhat * mean_dy_xhat),
-                         accumulate);
+      detail::store_grad(&dx[at], input_grad(x[at], dy[at], mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
     }
   }
 }
