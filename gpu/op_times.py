@@ -25,8 +25,10 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 def remat_by_kind(remat, spec, tmp):
     path = os.path.join(tmp, "trace.json")
-    subprocess.run([remat, "run", "-m", spec, "-s", "store-all", "--backend", "cuda", "--repeat", "3",
-                    "--trace", path], check=True, capture_output=True)
+    cmd = [remat, "run", "-m", spec, "-s", "store-all", "--backend", "cuda", "--repeat", "3", "--trace", path]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"op_times: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
     with open(path) as f:
         events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
     rows = {}

@@ -275,10 +275,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--case", action="append",
                     help="run only these cases (by name; the large ones: "
-                    + ", ".join(c["name"] for c in LARGE_CASES) + ")")
+                    + ", ".join(c["name"] for c in LARGE_CASES) + "; all: every case)")
     args = ap.parse_args()
-    cases = [c for c in CASES + LARGE_CASES if c["name"] in args.case] if args.case else CASES
-    unknown = set(args.case or []) - {c["name"] for c in CASES + LARGE_CASES}
+    wanted = args.case or [c["name"] for c in CASES]
+    if "all" in wanted:
+        wanted = [c["name"] for c in CASES + LARGE_CASES]
+    cases = [c for c in CASES + LARGE_CASES if c["name"] in wanted]
+    unknown = set(wanted) - {c["name"] for c in CASES + LARGE_CASES}
     if unknown:
         ap.error("unknown case(s): " + ", ".join(sorted(unknown)))
     rc = 0

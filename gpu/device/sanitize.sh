@@ -4,7 +4,8 @@
 # tests and the backend tests (not the ones that fault or run out of memory on
 # purpose: memcheck counts the failed allocation as an error), racecheck
 # (shared-memory hazards) over the tests of the kernels that tile through shared
-# memory. Usage: gpu/device/sanitize.sh [OUTDIR]; logs OUTDIR/sanitize_*.log.
+# memory. Usage: gpu/device/sanitize.sh [OUTDIR]; log OUTDIR/sanitize.log (one
+# file: a device call returns at most 8).
 # Exit 1 when the sanitizer reported an error or a test failed under it. Each
 # program gets REMAT_SANITIZE_LIMIT seconds (120; exit 124 past it).
 source "$(dirname "$0")/common.sh"
@@ -16,17 +17,22 @@ t=$build/tests/gpu
 [[ -x $t/test_gpu_kernels && -x $t/test_cuda_backend ]] || { echo "sanitize: run gpu/device/build.sh first"; exit 1; }
 export REMAT_REQUIRE_CUDA=1
 rc=0
-check() {  # name, sanitizer arguments..., --, test program and its arguments
-  local name=$1 log=$out/sanitize_$1.log
+all=$out/sanitize.log
+: >"$all"
+check() {  # name, sanitizer arguments, then the test program and its arguments
+  local name=$1 log
   shift
+  log=$(mktemp)
   local s=0
   timeout "${REMAT_SANITIZE_LIMIT:-120}" "$cs" --error-exitcode 9 "$@" >"$log" 2>&1 || s=$?
+  { echo "==== $name (exit $s)"; cat "$log"; } >>"$all"
   echo "sanitize $name: exit $s; $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1); $(grep -E "^\[  (PASSED|FAILED)" "$log" | tr '\n' ' ')"
+  rm -f "$log"
   ((s == 0)) || rc=1
 }
 check memcheck_kernels --tool memcheck --leak-check no "$t/test_gpu_kernels"
 check memcheck_backend --tool memcheck --leak-check no "$t/test_cuda_backend" --gtest_filter='-*Fault*:*AllocationFailure*'
 check racecheck_kernels --tool racecheck "$t/test_gpu_kernels" \
-  --gtest_filter='*Sdpa*:*Pool*:*Norm*:*Softmax*:*Conv*:*Int8*:*Attention*:*CrossEntropy*:*Linear*'
+  --gtest_filter='*Sdpa*:*Pool*:*Norm*:*Softmax*:*Conv*:*Int8*:*Attention*:*CrossEntropy*:*Linear*:*Embedding*'
 echo "sanitize: exit $rc"
 exit "$rc"

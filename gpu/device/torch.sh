@@ -9,7 +9,8 @@ py=$(find_torch_python)
 [[ -n $py ]] || { echo "torch: no Python here imports torch (set REMAT_PYTHON)"; exit 1; }
 [[ -x $build/app/remat ]] || { echo "torch: $build/app/remat missing: run gpu/device/build.sh first"; exit 1; }
 set -o pipefail
-# REMAT_TORCH_CASES: names of the cases to run (the large ones among them), else the default set.
+# REMAT_TORCH_CASES: names of the cases to run (the large ones among them; "all":
+# every case), else the default set.
 cases=()
 for c in ${REMAT_TORCH_CASES:-}; do cases+=(--case "$c"); done
 PYTHONUNBUFFERED=1 "$py" "$repo/gpu/torch_compare.py" "$build/app/remat" "${cases[@]}" | tee "$out/torch_compare.txt"
