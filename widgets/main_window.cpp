@@ -208,8 +208,7 @@ void MainWindow::connectWork() {
   activity_ = new ActivityBar(this);
   statusBar()->addPermanentWidget(activity_);
   connect(activity_, &ActivityBar::cancelRequested, this, &MainWindow::cancelAll);
-  connect(runner_, &RunController::progress, this,
-          [this](double f) { activity_->set("run", tr("Running on the CPU"), f); });
+  connect(runner_, &RunController::progress, this, [this](double f) { activity_->set("run", runningText(), f); });
   connect(runner_, &RunController::cancelled, this, [this] {
     activity_->clear("run");
     updateRunAction();
@@ -229,7 +228,11 @@ void MainWindow::connectWork() {
             for (const auto& [spec, m] : measured) tl[spec] = m.timeline;
             chart_->setMeasured(tl);
             tabs_->setCurrentWidget(tableView_);
-            statusBar()->showMessage(tr("Run finished on the CPU"), 5000);
+            const QString on = RunController::backendLabel(runner_->lastBackend());
+            statusBar()->showMessage(runner_->lastNoGpu().isEmpty()
+                                         ? tr("Run finished on %1").arg(on)
+                                         : tr("Run finished on %1 (no GPU: %2)").arg(on, runner_->lastNoGpu()),
+                                     8000);
           });
   connect(doc_, &StudioDocument::computingChanged, this, [this](int n) {
     if (n) activity_->set("strategies", n == 1 ? tr("Computing 1 strategy") : tr("Computing %1 strategies").arg(n));
@@ -406,8 +409,12 @@ void MainWindow::updateRunAction() {
   // Say why Run cannot execute this model before it is pressed.
   const QString why = RunController::cannotRun(doc_->model());
   runAction_->setEnabled(why.isEmpty() && !runner_->running());
-  runAction_->setText(why.isEmpty() ? tr("Run selected strategies on the CPU") : tr("Run (cannot: %1)").arg(why));
-  runAction_->setToolTip(why.isEmpty() ? tr("Execute the compared strategies for real and measure them") : why);
+  runAction_->setText(why.isEmpty() ? tr("Run selected strategies") : tr("Run (cannot: %1)").arg(why));
+  runAction_->setToolTip(why.isEmpty() ? tr("Execute the compared strategies for real on %1 and measure them")
+                                             .arg(runner_->device() == RunDevice::Cpu   ? tr("the CPU")
+                                                  : runner_->device() == RunDevice::Gpu ? tr("the GPU")
+                                                                                        : tr("the GPU if one answers, else the CPU"))
+                                       : why);
   runAction_->setStatusTip(runAction_->toolTip());
 }
 
@@ -415,7 +422,16 @@ void MainWindow::startRun() {
   if (runner_->running() || !RunController::cannotRun(doc_->model()).isEmpty()) return;
   if (!runner_->start(doc_->model(), doc_->runs())) return;
   runAction_->setEnabled(false);
-  activity_->set("run", tr("Running on the CPU"), 0);
+  activity_->set("run", runningText(), 0);
+}
+
+QString MainWindow::runningText() const {
+  switch (runner_->device()) {
+    case RunDevice::Cpu: return tr("Running on the CPU");
+    case RunDevice::Gpu: return tr("Running on the GPU");
+    case RunDevice::Auto: break;
+  }
+  return tr("Running");
 }
 
 void MainWindow::addTradeoffTab() {

@@ -107,6 +107,7 @@ class MainWindow : public QMainWindow {
   void onRunsChanged();
   void syncCursor();
   void updateRunAction();
+  QString runningText() const;  // the activity bar's label while Run works
   void updateTabTitles();
   void addTradeoffTab();
   void startSweep();
@@ -114,6 +115,7 @@ class MainWindow : public QMainWindow {
   void buildMenus();
   void addRecent(const QString& path);
   void rebuildRecentMenu();
+  void addRunDeviceMenu(QMenu* run);
   void showShortcuts();
   void showPictureHelp();
   // main_window_export.cpp

@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QActionGroup>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -18,6 +19,7 @@
 #include "widgets/main_window.h"
 #include "widgets/node_style.h"
 #include "widgets/playback_controller.h"
+#include "widgets/run_controller.h"
 #include "widgets/side_by_side_view.h"
 #include "widgets/studio_document.h"
 #include "widgets/time_model_dialog.h"
@@ -124,8 +126,9 @@ void MainWindow::buildMenus() {
   });
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
-  runAction_ = run->addAction(tr("Run selected strategies on the CPU"), this, &MainWindow::startRun);
+  runAction_ = run->addAction(tr("Run selected strategies"), this, &MainWindow::startRun);
   runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
+  addRunDeviceMenu(run);
   QAction* cancel = run->addAction(tr("Cancel what is computing"), this, [this] {
     if (presenting_) setPresentation(false);
     else cancelAll();
@@ -215,6 +218,46 @@ void MainWindow::setPresentation(bool on) {
   caption_->setStyleSheet(QString("QLabel { font-size: %1px; padding: 4px 8px; background: #f1f3f6; }")
                               .arg(int(13 * scale)));
   graph_->setFocus();
+}
+
+// Run › Run on: the GPU when one answers (else the CPU, saying why), the CPU,
+// or the GPU only; as `remat run --backend auto|cpu|cuda`, kept in the settings.
+void MainWindow::addRunDeviceMenu(QMenu* run) {
+  QMenu* on = run->addMenu(tr("Run &on"));
+  auto* group = new QActionGroup(on);
+  const bool gpu = RunController::gpuBuilt();
+  const QString noModule = tr("This build has no CUDA backend (configure with nvcc found, or -DREMAT_CUDA=ON)");
+  const struct {
+    RunDevice device;
+    QString text, key;
+  } choices[] = {{RunDevice::Auto, tr("The GPU when one answers, else the CPU"), "auto"},
+                 {RunDevice::Cpu, tr("The CPU"), "cpu"},
+                 {RunDevice::Gpu, tr("The GPU only"), "gpu"}};
+  const QString saved = QSettings().value("runDevice", gpu ? "auto" : "cpu").toString();
+  for (const auto& c : choices) {
+    QAction* a = on->addAction(c.text);
+    a->setObjectName("runOn_" + c.key);
+    a->setCheckable(true);
+    group->addAction(a);
+    if (c.device != RunDevice::Cpu && !gpu) {
+      a->setEnabled(false);
+      a->setToolTip(noModule);
+    }
+    connect(a, &QAction::triggered, this, [this, device = c.device, key = c.key] {
+      runner_->setDevice(device);
+      QSettings().setValue("runDevice", key);
+      updateRunAction();
+    });
+    if (c.key == saved && a->isEnabled()) {
+      a->setChecked(true);
+      runner_->setDevice(c.device);
+    }
+  }
+  if (!group->checkedAction()) {  // a saved GPU choice in a build without one
+    group->actions().at(1)->setChecked(true);
+    runner_->setDevice(RunDevice::Cpu);
+  }
+  on->setToolTipsVisible(true);
 }
 
 void MainWindow::addRecent(const QString& path) {

@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/exec/cpu_backend.h"
+#include "core/exec/cuda_module.h"
 #include "core/exec/executor.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/same_result.h"
@@ -54,7 +55,21 @@ class RecordingBackend final : public ForwardingBackend {
 struct RunOutcome {
   std::map<std::string, MeasuredRun> measured;
   QString error;
+  QString backend;  // Backend::name() of what measured: "cpu", "cuda: <device>"
+  QString noGpu;    // Auto fell back to the CPU: why (the loader's or runtime's reason)
 };
+
+// The backend a run asks for (as `remat run --backend auto|cpu|cuda`): the
+// CUDA module is opened only here, so the window pays for cuBLAS only when a
+// run wants a GPU. Gpu without one is an InputError naming why.
+std::unique_ptr<Backend> backend_for(RunDevice device, QString* no_gpu) {
+  if (device == RunDevice::Cpu) return std::make_unique<CpuBackend>();
+  std::string why;
+  if (auto b = load_cuda_backend(&why)) return b;
+  if (device == RunDevice::Gpu) throw InputError("no usable GPU: " + why);
+  *no_gpu = QString::fromStdString(why);
+  return std::make_unique<CpuBackend>();
+}
 
 MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResult& reference) {
   MeasuredRun m;
@@ -79,7 +94,7 @@ MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResul
 }
 
 RunOutcome execute_runs(const Model& model, const std::vector<Schedule>& schedules,
-                        const std::vector<std::string>& specs, int repeat, JobToken& token) {
+                        const std::vector<std::string>& specs, int repeat, RunDevice device, JobToken& token) {
   RunOutcome out;
   try {
     check_executable(model);
@@ -93,8 +108,10 @@ RunOutcome execute_runs(const Model& model, const std::vector<Schedule>& schedul
       all.insert(all.begin(), make_strategy("store-all")->schedule(model));
       refIndex = 0;
     }
-    CpuBackend cpu;
-    RecordingBackend rec(cpu);
+    // Made and destroyed in this job, so no CUDA object outlives it.
+    const std::unique_ptr<Backend> backend = backend_for(device, &out.noGpu);
+    out.backend = QString::fromStdString(backend->name());
+    RecordingBackend rec(*backend);
     ExecOptions o;
     o.repeat = std::max(1, repeat);
     o.cancel = token.flag();
@@ -152,14 +169,23 @@ bool RunController::start(const Model& model, const RunList& runs, int repeat) {
       specs.push_back(r.spec);
     }
   job_ = jobs_.start(
-      [model, schedules = std::move(schedules), specs = std::move(specs), repeat](JobToken& token) {
-        return execute_runs(model, schedules, specs, repeat, token);
+      [model, schedules = std::move(schedules), specs = std::move(specs), repeat, device = device_](JobToken& token) {
+        return execute_runs(model, schedules, specs, repeat, device, token);
       },
       [this](RunOutcome o) {
         job_ = 0;
+        lastBackend_ = o.backend;
+        lastNoGpu_ = o.noGpu;
         emit finished(o.measured, o.error);
       });
   return true;
+}
+
+bool RunController::gpuBuilt() { return cuda_module_built(); }
+
+QString RunController::backendLabel(const QString& backend) {
+  if (backend.isEmpty() || backend == "cpu") return tr("the CPU");
+  return backend.startsWith("cuda: ") ? tr("the GPU (%1)").arg(backend.mid(6)) : backend;
 }
 
 void RunController::cancel() {

@@ -1,5 +1,6 @@
-// The Run action: executes the chosen strategies for real on the CPU backend
-// with core's execute_strategies (as `remat run` does) in a background job
+// The Run action: executes the chosen strategies for real on the CPU or a GPU
+// (RunDevice, as `remat run --backend`) with core's execute_strategies (as
+// `remat run` does) in a background job
 // (job_tracker.h), with progress and cancel, and hands back what was measured
 // as plain values: tracked, allocator and reserved peaks, time, the loss and
 // gradient hash, whether they equal store-all's bit for bit (core's
@@ -19,6 +20,10 @@
 
 namespace remat {
 
+// Where Run executes: Auto is the GPU when the CUDA module loads and a device
+// answers, else the CPU (lastNoGpu() says why); Gpu fails the run without one.
+enum class RunDevice { Auto, Cpu, Gpu };
+
 class RunController : public QObject {
   Q_OBJECT
  public:
@@ -29,6 +34,17 @@ class RunController : public QObject {
   bool running() const { return job_ && jobs_.isCurrent(job_); }
   // Starts executing the valid runs; false when already running.
   bool start(const Model& model, const RunList& runs, int repeat = 3);
+  // For the next start(); a run in progress keeps its own.
+  void setDevice(RunDevice d) { device_ = d; }
+  RunDevice device() const { return device_; }
+  // Whether this build made the CUDA backend module (not whether a GPU exists).
+  static bool gpuBuilt();
+  // After finished(): the backend that measured (Backend::name(): "cpu",
+  // "cuda: <device>") and, when Auto fell back to the CPU, why.
+  QString lastBackend() const { return lastBackend_; }
+  QString lastNoGpu() const { return lastNoGpu_; }
+  // "the CPU", "the GPU (<device>)": for messages.
+  static QString backendLabel(const QString& backend);
   // Stops the run: nothing is delivered, cancelled() is emitted at once.
   void cancel();
   JobTracker* jobs() { return &jobs_; }
@@ -41,6 +57,8 @@ class RunController : public QObject {
 
  private:
   int job_ = 0;
+  RunDevice device_ = RunDevice::Auto;
+  QString lastBackend_, lastNoGpu_;
   JobTracker jobs_;  // last member: joined first
 };
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/exec/cuda_module.h"
 #include "core/model_source.h"
 #include "core/simulator.h"
 #include "tests/app/cli_runner.h"
@@ -51,6 +52,39 @@ TEST(RunController, MeasuredEqualsPredictedOnTheCpu) {
   // Bit-identical means the same loss and gradients as store-all.
   EXPECT_EQ(measured.at("sqrt").grad_hash, measured.at("store-all").grad_hash);
   EXPECT_EQ(measured.at("sqrt").loss, measured.at("store-all").loss);
+}
+
+// Where Run executes, as `remat run --backend`: the default is the GPU when one
+// answers, else the CPU with the reason kept; the GPU only fails the run with
+// that reason. Without a GPU here (CI), both fall to their no-GPU behaviour.
+TEST(RunController, WithoutAGpuAutoRunsOnTheCpuAndGpuOnlySaysWhy) {
+  std::string why;
+  if (load_cuda_backend(&why)) GTEST_SKIP() << "a GPU answers here";
+  const Model m = load_model("chain:8:64");
+  const auto runs = simulate_strategies(m, {"store-all", "sqrt"});
+  RunController rc;
+  EXPECT_EQ(rc.device(), RunDevice::Auto);
+  QSignalSpy done(&rc, &RunController::finished);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_TRUE(done.at(0).at(1).toString().isEmpty());
+  EXPECT_EQ(measuredOf(done).at("sqrt").status, "ok");
+  EXPECT_EQ(rc.lastBackend(), "cpu");
+  EXPECT_EQ(rc.lastNoGpu().toStdString(), why);
+  EXPECT_EQ(RunController::backendLabel(rc.lastBackend()), "the CPU");
+
+  rc.setDevice(RunDevice::Gpu);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_EQ(done.at(1).at(1).toString().toStdString(), "no usable GPU: " + why);
+  EXPECT_TRUE((done.at(1).at(0).value<std::map<std::string, MeasuredRun>>().empty()));
+
+  rc.setDevice(RunDevice::Cpu);
+  ASSERT_TRUE(rc.start(m, runs, 1));
+  ASSERT_TRUE(done.wait(30000));
+  EXPECT_EQ(rc.lastBackend(), "cpu");
+  EXPECT_TRUE(rc.lastNoGpu().isEmpty());  // the CPU was asked for: nothing to explain
+  EXPECT_EQ(RunController::backendLabel("cuda: NVIDIA H100 80GB HBM3"), "the GPU (NVIDIA H100 80GB HBM3)");
 }
 
 // The same model and strategies through `remat run --json` and through the

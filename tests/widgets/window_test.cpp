@@ -1,6 +1,7 @@
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QLineEdit>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QApplication>
@@ -10,6 +11,7 @@
 #include <QTreeWidget>
 #include <gtest/gtest.h>
 
+#include "core/exec/cuda_module.h"
 #include "core/model_source.h"
 #include "core/simulator.h"
 #include "core/strategies/registry.h"
@@ -224,6 +226,54 @@ TEST(TimelineChart, MeasuredSeriesBesideThePredictedOnes) {
 }
 
 
+// Run › Run on: the GPU when one answers (the default, as `remat run`), the
+// CPU, or the GPU only; the choice is kept. Without a GPU the default runs on
+// the CPU and the status says why; without the CUDA module the GPU choices are
+// disabled and say why.
+TEST(MainWindow, RunOnChoosesTheDeviceAndKeepsIt) {
+  QSettings().remove("runDevice");
+  std::string why;
+  const bool gpu = load_cuda_backend(&why) != nullptr;
+  {
+    Window t;
+    auto* automatic = t.w.findChild<QAction*>("runOn_auto");
+    auto* cpu = t.w.findChild<QAction*>("runOn_cpu");
+    auto* only = t.w.findChild<QAction*>("runOn_gpu");
+    ASSERT_TRUE(automatic && cpu && only);
+    EXPECT_EQ(automatic->isEnabled(), RunController::gpuBuilt());
+    EXPECT_EQ(only->isEnabled(), RunController::gpuBuilt());
+    if (!RunController::gpuBuilt()) {
+      EXPECT_TRUE(cpu->isChecked());
+      EXPECT_TRUE(only->toolTip().contains("no CUDA backend"));
+      return;
+    }
+    EXPECT_TRUE(automatic->isChecked());
+    EXPECT_EQ(t.w.runner()->device(), RunDevice::Auto);
+    ASSERT_TRUE(t.w.openModel("chain:16:4", true));  // one that runs: the tooltip names the device
+    EXPECT_TRUE(t.w.runAction()->toolTip().contains("the GPU if one answers, else the CPU"));
+    cpu->trigger();
+    EXPECT_EQ(t.w.runner()->device(), RunDevice::Cpu);
+    EXPECT_TRUE(t.w.runAction()->toolTip().contains("on the CPU"));
+    EXPECT_EQ(QSettings().value("runDevice").toString(), "cpu");
+  }
+  {
+    Window t;  // kept
+    EXPECT_TRUE(t.w.findChild<QAction*>("runOn_cpu")->isChecked());
+    EXPECT_EQ(t.w.runner()->device(), RunDevice::Cpu);
+    t.w.findChild<QAction*>("runOn_auto")->trigger();
+    EXPECT_EQ(t.w.runner()->device(), RunDevice::Auto);
+    if (gpu) return;  // the rest is the fallback
+    ASSERT_TRUE(t.w.openModel("chain:16:4", true));
+    QSignalSpy done(t.w.runner(), &RunController::finished);
+    t.w.startRun();
+    EXPECT_TRUE(t.w.activity()->text().startsWith("Running")) << t.w.activity()->text().toStdString();
+    ASSERT_TRUE(done.wait(30000));
+    EXPECT_EQ(t.w.statusBar()->currentMessage(),
+              QString("Run finished on the CPU (no GPU: %1)").arg(QString::fromStdString(why)));
+  }
+  QSettings().remove("runDevice");
+}
+
 TEST(MainWindow, RunSaysWhyBeforeAndTheStatusNeverStaysRunning) {
   Window t;
   QAction* run = t.w.runAction();
@@ -232,6 +282,7 @@ TEST(MainWindow, RunSaysWhyBeforeAndTheStatusNeverStaysRunning) {
   EXPECT_TRUE(run->text().contains("try chain:16:4")) << run->text().toStdString();
   ASSERT_TRUE(t.w.openModel("chain:16:4", true));
   EXPECT_TRUE(run->isEnabled());
+  t.w.findChild<QAction*>("runOn_cpu")->trigger();  // Run › Run on › The CPU
   QSignalSpy done(t.w.runner(), &RunController::finished);
   t.w.startRun();
   EXPECT_TRUE(t.w.activity()->active("run"));
