@@ -1,5 +1,6 @@
 // The window's menus, recent files, help and presentation mode.
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QComboBox>
 #include <QDockWidget>
@@ -9,7 +10,6 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QActionGroup>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
