@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   shot.setFlags(QCommandLineOption::HiddenFromHelp);
   QCommandLineOption step("step", "Start at step K (1 is the first, as the caption counts).", "K");
   QCommandLineOption show("show", "Show strategy NAME in the graph (compared too).", "NAME");
-  QCommandLineOption run("run", "Run the strategies on the CPU at start.");
+  QCommandLineOption run("run", "Run the strategies at start, where Run › Run on says (the GPU when one answers, else the CPU).");
   QCommandLineOption tab("tab", "Open the bottom tab N (0: timeline, 1: comparison, 2: trade-off).", "N");
   QCommandLineOption sideBySide("side-by-side", "Show up to three strategies side by side.");
   QCommandLineOption hideFrees("hide-frees", "Count only fwd and bwd instructions as steps.");
