@@ -177,15 +177,16 @@ def graph_steps(torch, case, remat, dev):
 # ---- PyTorch ----------------------------------------------------------------------
 
 def module_steps(torch, case, dev):
-    """{variant: step} for a case written as a torch.nn module."""
+    """{variant: step} for a case written as a torch.nn module; each step adds
+    into the gradients, its zero_grads() zeroes them (untimed)."""
     model = case["build"](torch).to(dev)
     model.train()
     x, target = case["data"](torch, dev)
 
     def step(ck):
         def run():
-            model.zero_grad(set_to_none=False)
             case["step"](torch, model, x, target, ck)
+        run.zero_grads = lambda: model.zero_grad(set_to_none=False)
         return run
 
     return {"plain": step(False), "checkpointed": step(True)}
@@ -203,10 +204,12 @@ def torch_side(case, remat, repeat):
     out = {}
     for variant, step in steps.items():
         for _ in range(3):  # warm-up; also makes every .grad and the cuBLAS workspace resident
+            step.zero_grads()
             step()
         torch.cuda.synchronize()
         times, peaks, above = [], [], []
         for _ in range(repeat):
+            step.zero_grads()  # outside the events, as remat zeroes its gradients before a run's marks
             torch.cuda.synchronize()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()

@@ -66,8 +66,10 @@ def remat_recomputed(remat, model, tmp):
 
 def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
     """A training step of the graph (ops, from `remat model --write`) under plan(mode),
-    on device. keep_grads: the parameter gradients stay allocated and are zeroed
-    before each step (as a GPU comparison wants them resident); else dropped."""
+    on device. keep_grads: the parameter gradients stay allocated and the step
+    adds into them; step.zero_grads() zeroes them, outside what a caller times
+    (as remat zeroes its own before a run's marks), and a GPU comparison wants
+    them resident. Else each step drops them first."""
     params = {}
     shapes = {}
 
@@ -130,11 +132,14 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
             acts[v] = apply_op(ops[v], acts, param, None)
         return tuple(acts[v] for v in out_ids)
 
-    def step():
+    def zero_grads():
         for p in params.values():
-            if keep_grads and p.grad is not None:
+            if p.grad is not None:
                 p.grad.zero_()
-            else:
+
+    def step():
+        if not keep_grads:
+            for p in params.values():
                 p.grad = None
         acts = {0: x0}
         for lo, hi, checkpointed in segments:
@@ -150,6 +155,7 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
         loss.backward()
 
+    step.zero_grads = zero_grads
     return step
 
 
