@@ -5,6 +5,7 @@
 
 #include "core/model.h"
 #include "core/time_model.h"
+#include "widgets/run_controller.h"
 
 namespace remat {
 
@@ -72,7 +73,12 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
       "A compressed strategy shows its relative error against store-all instead: the loss's |l - l_ref| / |l_ref| and the largest "
       "over parameter tensors of ||g - g_ref||2 / ||g_ref||2 (remat run's 'relative_error')"};
   if (role == Qt::DisplayRole) return QVariant(names[section]);
-  if (role == Qt::ToolTipRole) return QVariant(tips[section]);
+  if (role == Qt::ToolTipRole) {
+    // The measured columns say on what, once something was measured.
+    if (section >= MeasuredPeak && !measured_.empty())
+      return QString("%1\nMeasured on %2").arg(tips[section], RunController::backendLabel(measured_.begin()->second.backend));
+    return QVariant(tips[section]);
+  }
   return {};
 }
 

@@ -15,6 +15,7 @@ struct Model;
 
 // What the executor measured for one strategy (filled by the Run action).
 struct MeasuredRun {
+  QString backend; // what measured (Backend::name(): "cpu", "cuda: <device>")
   QString status;  // "ok", "out-of-memory", ...
   QString message; // why, when not ok
   uint64_t tracked_peak = 0;    // the executor's own count (== predicted)

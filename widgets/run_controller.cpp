@@ -73,6 +73,7 @@ std::unique_ptr<Backend> backend_for(RunDevice device, QString* no_gpu) {
 
 MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResult& reference) {
   MeasuredRun m;
+  m.backend = QString::fromStdString(r.backend);
   m.status = QString::fromStdString(std::string(exec_status_name(r.status)));
   m.message = QString::fromStdString(r.message);
   m.tracked_peak = r.tracked_peak_bytes;

@@ -69,6 +69,7 @@ TEST(RunController, WithoutAGpuAutoRunsOnTheCpuAndGpuOnlySaysWhy) {
   ASSERT_TRUE(done.wait(30000));
   EXPECT_TRUE(done.at(0).at(1).toString().isEmpty());
   EXPECT_EQ(measuredOf(done).at("sqrt").status, "ok");
+  EXPECT_EQ(measuredOf(done).at("sqrt").backend, "cpu");
   EXPECT_EQ(rc.lastBackend(), "cpu");
   EXPECT_EQ(rc.lastNoGpu().toStdString(), why);
   EXPECT_EQ(RunController::backendLabel(rc.lastBackend()), "the CPU");

@@ -163,8 +163,10 @@ TEST(ComparisonModel, PassesTheModelTesterAndShowsFigures) {
   EXPECT_EQ(model.data(model.index(1, ComparisonModel::Recomputed)).toLongLong(), 120);
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::Overhead)).toString(), "21.4%");
   EXPECT_TRUE(model.data(model.index(3, ComparisonModel::Peak)).toString().startsWith("invalid: "));
+  EXPECT_FALSE(model.headerData(ComparisonModel::Time, Qt::Horizontal, Qt::ToolTipRole).toString().contains("Measured on"));
   std::map<std::string, MeasuredRun> measured;
   MeasuredRun sqrt_run;
+  sqrt_run.backend = "cuda: NVIDIA H100 80GB HBM3";
   sqrt_run.status = "ok";
   sqrt_run.tracked_peak = 9;
   sqrt_run.allocator_peak = 1000;
@@ -184,6 +186,13 @@ TEST(ComparisonModel, PassesTheModelTesterAndShowsFigures) {
   EXPECT_TRUE(model.headerData(ComparisonModel::MeasuredPeak, Qt::Horizontal, Qt::ToolTipRole)
                   .toString()
                   .contains("bookkeeping"));
+  // The measured columns say what measured; the predicted ones do not.
+  for (int c = ComparisonModel::MeasuredPeak; c < ComparisonModel::ColumnCount; ++c)
+    EXPECT_TRUE(model.headerData(c, Qt::Horizontal, Qt::ToolTipRole)
+                    .toString()
+                    .endsWith("\nMeasured on the GPU (NVIDIA H100 80GB HBM3)"))
+        << c;
+  EXPECT_FALSE(model.headerData(ComparisonModel::Peak, Qt::Horizontal, Qt::ToolTipRole).toString().contains("Measured on"));
   EXPECT_EQ(model.data(model.index(2, ComparisonModel::Match)).toString(), "bit-identical");
 }
 
