@@ -51,6 +51,13 @@ __device__ RowStats warp_row_stats(const float* xr, int64_t classes, int lane) {
   return {mx, detail::warp_sum(sum)};
 }
 
+// Row r's term of the loss, max + log Σ exp(x - max) - x[label], in double,
+// computed by a whole warp (every lane gets it); NaN for a label out of range.
+__device__ double row_loss(const float* xr, int32_t y, int64_t classes, int lane) {
+  const RowStats s = warp_row_stats(xr, classes, lane);
+  return (y >= 0 && y < classes) ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum)) : NAN;
+}
+
 // *loss = mean over rows of max + log Σ exp(x - max) - x[label]; logits (rows,
 // classes), labels (rows). One block; warp w takes rows w, w + warps, ...
 __global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels, float* loss,
@@ -59,14 +66,8 @@ __global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels
   const int lane = threadIdx.x % 32;
   const int warps = blockDim.x / 32;
   double sum = 0.0;  // identical in every lane of a warp; lane 0's is counted
-  for (int64_t r = threadIdx.x / 32; r < rows; r += warps) {
-    const float* xr = logits + r * classes;
-    const int32_t y = labels[r];
-    const RowStats s = warp_row_stats(xr, classes, lane);
-    sum += (y >= 0 && y < classes)
-               ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum))
-               : NAN;
-  }
+  for (int64_t r = threadIdx.x / 32; r < rows; r += warps)
+    sum += row_loss(logits + r * classes, labels[r], classes, lane);
   sum = detail::block_sum(lane == 0 ? sum : 0.0, shared);
   if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
@@ -80,14 +81,8 @@ __global__ void softmax_ce_partials_kernel(const float* logits, const int32_t* l
   __shared__ double warp_sums[kRowsPerBlock];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double sum = 0.0;  // identical in every lane of a warp
-  for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + warp; r < rows; r += int64_t{gridDim.x} * kRowsPerBlock) {
-    const float* xr = logits + r * classes;
-    const int32_t y = labels[r];
-    const RowStats s = warp_row_stats(xr, classes, lane);
-    sum += (y >= 0 && y < classes)
-               ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum))
-               : NAN;
-  }
+  for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + warp; r < rows; r += int64_t{gridDim.x} * kRowsPerBlock)
+    sum += row_loss(logits + r * classes, labels[r], classes, lane);
   if (lane == 0) warp_sums[warp] = sum;
   __syncthreads();
   if (threadIdx.x == 0) {
