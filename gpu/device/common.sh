@@ -41,6 +41,14 @@ unpack_deps() {
   touch "$deps/.unpacked"
 }
 
+# For a step that runs remat beside PyTorch: sets py to a Python that imports
+# torch and checks the build's remat, else says why (naming the step) and exits 1.
+need_torch_and_remat() {
+  py=$(find_torch_python)
+  [[ -n $py ]] || { echo "$1: no Python here imports torch (set REMAT_PYTHON)"; exit 1; }
+  [[ -x $build/app/remat ]] || { echo "$1: $build/app/remat missing: run gpu/device/build.sh first"; exit 1; }
+}
+
 # The first Python that imports torch: $REMAT_PYTHON, then python3 on PATH, then
 # the usual places (Debian's, a venv). Prints nothing when there is none.
 find_torch_python() {

@@ -5,9 +5,7 @@
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
-py=$(find_torch_python)
-[[ -n $py ]] || { echo "profile: no Python here imports torch (set REMAT_PYTHON)"; exit 1; }
-[[ -x $build/app/remat ]] || { echo "profile: $build/app/remat missing: run gpu/device/build.sh first"; exit 1; }
+need_torch_and_remat profile
 read -r -a models <<<"${REMAT_PROFILE_MODELS:-resnet:50:64:224:32:1000 gpt:12:768:12:1024:4:f32:50257}"
 set -o pipefail
 PYTHONUNBUFFERED=1 "$py" "$repo/gpu/op_times.py" "$build/app/remat" "${models[@]}" 2>&1 | tee "$out/op_times.txt"

@@ -5,9 +5,7 @@
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
-py=$(find_torch_python)
-[[ -n $py ]] || { echo "torch: no Python here imports torch (set REMAT_PYTHON)"; exit 1; }
-[[ -x $build/app/remat ]] || { echo "torch: $build/app/remat missing: run gpu/device/build.sh first"; exit 1; }
+need_torch_and_remat torch
 set -o pipefail
 # REMAT_TORCH_CASES: names of the cases to run (the large ones among them; "all":
 # every case), else the default set.
