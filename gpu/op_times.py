@@ -51,21 +51,10 @@ def torch_profile(spec, remat, steps=3):
         with open(path) as f:
             ops = json.load(f)["ops"]
     step = torch_step_fn(ops, "store-all", set(), device="cuda", keep_grads=True)
+    from torch_compare import measure_steps  # beside this file: the comparison's timing loop
 
     def timed(n=10):
-        for _ in range(3):
-            step.zero_grads()
-            step()
-        ts = []
-        for _ in range(n):
-            step.zero_grads()  # untimed, as remat's
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            step()
-            b.record()
-            torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b))
-        return statistics.median(ts)
+        return statistics.median(ms for ms, _, _ in measure_steps(torch, step, n))
 
     default_ms = timed()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

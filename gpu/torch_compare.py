@@ -192,6 +192,31 @@ def module_steps(torch, case, dev):
     return {"plain": step(False), "checkpointed": step(True)}
 
 
+def measure_steps(torch, step, repeat, warmups=3):
+    """[(ms, allocator peak, peak above what was resident)] of `repeat` steps after
+    `warmups` (which also make every .grad and the cuBLAS workspace resident):
+    CUDA events around the step alone; its gradients are zeroed outside them,
+    as remat zeroes its own before a run's marks."""
+    for _ in range(warmups):
+        step.zero_grads()
+        step()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeat):
+        step.zero_grads()
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        stop.record()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated()
+        out.append((start.elapsed_time(stop), peak, peak - before))
+    return out
+
+
 def torch_side(case, remat, repeat):
     import torch
     if not torch.cuda.is_available():
@@ -203,24 +228,7 @@ def torch_side(case, remat, repeat):
     steps = graph_steps(torch, case, remat, dev) if case.get("graph") else module_steps(torch, case, dev)
     out = {}
     for variant, step in steps.items():
-        for _ in range(3):  # warm-up; also makes every .grad and the cuBLAS workspace resident
-            step.zero_grads()
-            step()
-        torch.cuda.synchronize()
-        times, peaks, above = [], [], []
-        for _ in range(repeat):
-            step.zero_grads()  # outside the events, as remat zeroes its gradients before a run's marks
-            torch.cuda.synchronize()
-            before = torch.cuda.memory_allocated()
-            torch.cuda.reset_peak_memory_stats()
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            stop.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(stop))
-            peaks.append(torch.cuda.max_memory_allocated())
-            above.append(torch.cuda.max_memory_allocated() - before)
+        times, peaks, above = zip(*measure_steps(torch, step, repeat))
         out[variant] = {"time": statistics.median(times), "peak": max(peaks), "act": max(above)}
     name = torch.cuda.get_device_name()
     del steps
