@@ -86,7 +86,7 @@ chmod +x "$py"
 log="$build/torch2-check.log"
 echo "torch2-check: $("$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')" | tee "$log"
 rc=0
-(cd "$build" && REMAT_PYTHON="$py" CI=true ctest -L 'bridge|torch' --output-on-failure -j 2 --timeout 900) >>"$log" 2>&1 || rc=$?
+(cd "$build" && REMAT_PYTHON="$py" REMAT_REQUIRE_TORCH2=1 CI=true ctest -L 'bridge|torch' --output-on-failure -j 2 --timeout 900) >>"$log" 2>&1 || rc=$?
 grep -E "tests passed|tests failed|\*\*\*|Skipped" "$log" | head -40 || true
 echo "torch2-check: exit $rc (log: $log)"
 exit $rc

@@ -16,8 +16,8 @@ capture one training step into the JSON model format, then
 - views are views: the GPT block's q, k, v are Slices and Transposes owning no bytes;
 - with PyTorch 2.x, F.scaled_dot_product_attention's fused CPU kernel is one
   Attention op keeping q, k, v, itself and its logsumexp (aux), and the file's
-  saved bytes equal PyTorch's count (check_sdpa; skipped with the reason where
-  torch has no such kernel, as 1.13);
+  saved bytes equal PyTorch's count (check_sdpa, run by test_capture_sdpa.py:
+  its own CTest test, so that a torch without the kernel shows as a skip);
 - topk, sort, max and min over a dim keep their int64 indices as their own
   aux_bytes (check_kept_indices).
 Also the command line: `python3 -m remat_capture FILE:FUNCTION --input ...`
@@ -293,7 +293,6 @@ def check_kept_indices():
 def main():
     args = parse_args()
     check_constants()
-    check_sdpa(args)
     check_kept_indices()
 
     for name, builder in MODELS.items():
