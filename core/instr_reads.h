@@ -1,4 +1,4 @@
-// Which tensors an instruction reads, by the memory model (DESIGN.md): fwd v
+// Which tensors an instruction reads, by the memory model (docs/memory-model.md): fwd v
 // reads A of v's inputs; bwd v reads A of saved(v), its private aux(v) when it
 // has one, and G(v) (none for the loss: its seed is implicit); compress v reads
 // A(v), decompress v reads C(v); frees, offloads and fetches read nothing. The simulator checks

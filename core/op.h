@@ -1,5 +1,5 @@
 // One forward op of a model: what it computes, the tensor it produces and what
-// its backward reads (the memory model of DESIGN.md).
+// its backward reads (the memory model of docs/memory-model.md).
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -128,7 +128,7 @@ struct Op {
   // Private saved tensors aux(v): what the backward reads that is neither an
   // input nor the output (normalisation statistics, pooling indices, dropout
   // masks, contiguous copies a matmul makes of its inputs). Live from fwd v to
-  // bwd v (DESIGN.md).
+  // bwd v (docs/memory-model.md).
   uint64_t aux_bytes = 0;
   double fwd_flops = 0;
   double bwd_flops = 0;

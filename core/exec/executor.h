@@ -1,5 +1,5 @@
 // Executes a validated schedule for real, instruction by instruction, on a
-// Backend, under the memory model of DESIGN.md: fwd v allocates exactly
+// Backend, under the memory model of docs/memory-model.md: fwd v allocates exactly
 // bytes(v) for A(v); a bwd allocates bytes(u) for G(u) of each input u with a
 // gradient tensor that is not yet resident (then overwrites it, otherwise adds
 // into it); frees release. A(0) is allocated before the first instruction.

@@ -1,4 +1,4 @@
-// The equality rule every strategy is held to (DESIGN.md, Executor): the loss
+// The equality rule every strategy is held to (docs/memory-model.md): the loss
 // and every parameter-gradient byte identical to the reference's (store-all on
 // the same backend). `remat run` and the window's Run action both use it, so
 // the window never calls "bit-identical" what the CLI would not.

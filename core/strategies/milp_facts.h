@@ -12,7 +12,7 @@ struct Model;
 // What the formulations need of the graph. Ops 0..L, L the loss; stage b
 // (L >= b >= 1) is what runs between bwd b+1 and bwd b, bwd b included.
 //
-// Views own no bytes and keep their storage resident (DESIGN.md), so the
+// Views own no bytes and keep their storage resident (docs/memory-model.md), so the
 // decisions are per storage: R and S exist for the ops that own one, and a
 // view is recomputed with its owner, in op order (it costs nothing, and its
 // storage is resident exactly while any alias is). aux(v) follows with_frees:

@@ -1,6 +1,6 @@
 // Exhaustive search over ALL schedules of a small chain under a peak budget:
 // every sequence of fwd, bwd and free instructions the memory model accepts
-// (DESIGN.md), found by Dijkstra over the resident set. Independent of the
+// (docs/memory-model.md), found by Dijkstra over the resident set. Independent of the
 // strategies it judges: it knows only the model's bytes, saved sets and FLOPs.
 #pragma once
 #include <cstdint>

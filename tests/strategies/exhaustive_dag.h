@@ -6,7 +6,7 @@
 //   at most once and in op order; any tensor freed at any time.
 // - all: any op recomputed any number of times, in any order, also during the
 //   forward pass.
-// Memory follows DESIGN.md: a fwd holds its inputs and output, a bwd its saved
+// Memory follows docs/memory-model.md: a fwd holds its inputs and output, a bwd its saved
 // tensors, its gradient and the gradients it creates; G(u) lives from the
 // backward of u's last consumer to bwd u; a storage counts once while any of
 // its aliases (views) is resident, and an op is not recomputed while a view
