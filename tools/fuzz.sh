@@ -14,11 +14,11 @@ OUT=build-fuzz
 mkdir -p "$OUT"
 CXX=${CXX_FUZZ:-clang++-14}
 FLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
-CORE=(core/op.cpp core/op_rules.cpp core/model.cpp core/atomic_file.cpp core/io/json_model.cpp)
+CORE=(core/model/op.cpp core/model/op_rules.cpp core/model/model.cpp core/io/atomic_file.cpp core/io/json_model.cpp)
 
 build() {  # name, extra sources and flags...
   local name=$1; shift
-  if [[ ! -x $OUT/$name || -n $(find core/op.cpp core/op_rules.cpp core/model.cpp core/io tests/fuzz -newer "$OUT/$name" -print -quit) ]]; then
+  if [[ ! -x $OUT/$name || -n $(find core/model/op.cpp core/model/op_rules.cpp core/model/model.cpp core/io tests/fuzz -newer "$OUT/$name" -print -quit) ]]; then
     echo "building $OUT/$name"
     "$CXX" "${FLAGS[@]}" -o "$OUT/$name" "tests/fuzz/$name.cpp" "${CORE[@]}" "$@"
   fi

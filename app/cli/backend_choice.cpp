@@ -1,6 +1,6 @@
 #include "app/cli/backend_choice.h"
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/cuda_module.h"
 

@@ -7,10 +7,10 @@
 #include <memory>
 
 #include "app/cli/commands.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "core/io/atomic_file.h"
+#include "core/base/errors.h"
 #include "core/io/snapshot_compare.h"
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
 
 namespace remat::cli {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "core/errors.h"
-#include "core/model_source.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
 #include "core/analysis/explain.h"
 #include "core/strategies/registry.h"
 

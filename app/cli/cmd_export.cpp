@@ -1,7 +1,7 @@
 // remat export: the memory timeline and the graph at a step as PNG or SVG, and
 // the animation of one to three strategies side by side as GIF/MP4/WebM,
-// rendered headless by the same code as the window (widgets/exporter.h,
-// widgets/animation_export.h), in the picture module that only this command
+// rendered headless by the same code as the window (widgets/export/exporter.h,
+// widgets/export/animation_export.h), in the picture module that only this command
 // and sweep --plot open (render_module.h). Built only with the GUI;
 // cmd_export_nogui.cpp stands in otherwise.
 #include <iostream>
@@ -10,9 +10,9 @@
 #include "app/cli/commands.h"
 #include "app/cli/render_module.h"
 #include "app/cli/export_snapshot.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/executor.h"
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
 
 namespace remat::cli {

@@ -3,8 +3,8 @@
 // file or cmd_export.cpp.
 #include "app/cli/commands.h"
 #include "app/cli/export_snapshot.h"
-#include "core/errors.h"
-#include "core/model_source.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
 
 namespace remat::cli {

@@ -5,12 +5,12 @@
 #include <memory>
 
 #include "app/cli/commands.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/io/graphviz.h"
 #include "core/io/onnx_model.h"
-#include "core/model_source.h"
-#include "core/op_rules.h"
-#include "core/step_memory.h"
+#include "core/io/model_source.h"
+#include "core/model/op_rules.h"
+#include "core/analysis/step_memory.h"
 
 namespace remat::cli {
 namespace {

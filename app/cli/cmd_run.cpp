@@ -14,14 +14,14 @@
 
 #include "app/cli/backend_choice.h"
 #include "app/cli/commands.h"
-#include "core/comparison.h"
-#include "core/errors.h"
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
 #include "core/exec/same_result.h"
-#include "core/model_source.h"
-#include "core/spec_parse.h"
+#include "core/io/model_source.h"
+#include "core/base/spec_parse.h"
 #include "core/strategies/registry.h"
 
 namespace remat::cli {

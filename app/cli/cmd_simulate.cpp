@@ -7,16 +7,16 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "core/atomic_file.h"
-#include "core/comparison.h"
-#include "core/errors.h"
-#include "core/micro_batch.h"
-#include "core/micro_batch_sweep.h"
-#include "core/model_source.h"
-#include "core/step_memory.h"
-#include "core/spec_parse.h"
+#include "core/io/atomic_file.h"
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
+#include "core/analysis/micro_batch.h"
+#include "core/analysis/micro_batch_sweep.h"
+#include "core/io/model_source.h"
+#include "core/analysis/step_memory.h"
+#include "core/base/spec_parse.h"
 #include "core/strategies/registry.h"
-#include "core/time_model.h"
+#include "core/sim/time_model.h"
 
 namespace remat::cli {
 namespace {
@@ -44,7 +44,7 @@ std::vector<int> parse_micro_batches(const std::string& s) {
   return ks;
 }
 
-// One row per K and strategy (core/micro_batch_sweep.h): what gradient
+// One row per K and strategy (core/analysis/micro_batch_sweep.h): what gradient
 // accumulation trades, activations for passes. The baseline (parameters,
 // gradients, optimizer state) is the same for every K: the gradients
 // accumulate in place.

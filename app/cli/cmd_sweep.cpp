@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "core/errors.h"
-#include "core/model_source.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
 #include "core/analysis/sweep.h"
 
 // --plot renders with Qt Charts in the picture module (render_module.h): only

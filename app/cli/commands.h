@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/instruction_limit.h"
-#include "core/time_model.h"
+#include "core/sim/instruction_limit.h"
+#include "core/sim/time_model.h"
 
 namespace remat::cli {
 
@@ -43,7 +43,7 @@ struct TimeModelFlags {
 };
 void add_time_model_options(CLI::App* cmd, TimeModelFlags& flags);
 TimeModel time_model_of(const TimeModelFlags& flags);
-// format_seconds ("12.3 us", "4.56 ms") is core's (core/time_model.h): the window prints the same.
+// format_seconds ("12.3 us", "4.56 ms") is core's (core/sim/time_model.h): the window prints the same.
 using remat::format_seconds;
 
 }  // namespace remat::cli

@@ -4,7 +4,7 @@
 
 #include "app/cli/backend_choice.h"
 #include "app/cli/commands.h"
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/io/run_recorder.h"
 #include "core/io/torch_snapshot.h"

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/comparison.h"
+#include "core/analysis/comparison.h"
 
 namespace remat::cli {
 

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "app/cli/commands.h"
-#include "core/errors.h"
-#include "core/presets.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"remat: simulate, run and export gradient-checkpointing schedules"};

@@ -1,7 +1,7 @@
 #include "app/cli/render_module.h"
 
-#include "core/errors.h"
-#include "core/module_loader.h"
+#include "core/base/errors.h"
+#include "core/base/module_loader.h"
 
 namespace remat::cli {
 

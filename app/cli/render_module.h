@@ -1,6 +1,6 @@
 // The pictures of `remat export` and `remat sweep --plot` are drawn by the
 // window's widgets (Qt). They live in a module, libremat_render.so, that only
-// those two open (core/module_loader.h): linking Qt into remat made every
+// those two open (core/base/module_loader.h): linking Qt into remat made every
 // command load some forty libraries first. This is remat's side of the
 // contract: no Qt type crosses it.
 #pragma once
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/comparison.h"
-#include "core/model.h"
+#include "core/analysis/comparison.h"
+#include "core/model/model.h"
 #include "core/analysis/sweep.h"
 
 namespace remat::cli {

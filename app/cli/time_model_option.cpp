@@ -1,7 +1,7 @@
 #include <cstdio>
 
 #include "app/cli/commands.h"
-#include "core/spec_parse.h"
+#include "core/base/spec_parse.h"
 
 namespace remat::cli {
 

@@ -1,6 +1,6 @@
 // libremat_render.so: the pictures of `remat export` and `remat sweep --plot`,
-// drawn headless by the window's own widgets (widgets/exporter.h,
-// widgets/animation_export.h, widgets/tradeoff_chart.h). remat opens it only for those (render_module.h),
+// drawn headless by the window's own widgets (widgets/export/exporter.h,
+// widgets/export/animation_export.h, widgets/views/tradeoff_chart.h). remat opens it only for those (render_module.h),
 // so that no other command loads Qt.
 #include <QApplication>
 #include <cstdlib>
@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "app/cli/render_module.h"
-#include "core/errors.h"
-#include "widgets/animation_export.h"
-#include "widgets/exporter.h"
-#include "widgets/tradeoff_chart.h"
+#include "core/base/errors.h"
+#include "widgets/export/animation_export.h"
+#include "widgets/export/exporter.h"
+#include "widgets/views/tradeoff_chart.h"
 
 namespace remat::cli {
 namespace {

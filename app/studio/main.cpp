@@ -7,8 +7,8 @@
 #include <QTabWidget>
 #include <QTimer>
 
-#include "widgets/main_window.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/studio_document.h"
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

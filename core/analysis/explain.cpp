@@ -3,9 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/compression.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/sim/compression.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 
 namespace remat {
 

@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/simulator.h"
-#include "core/spec_parse.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
+#include "core/base/spec_parse.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/compress.h"

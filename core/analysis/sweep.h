@@ -11,8 +11,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/compression.h"
-#include "core/instruction_limit.h"
+#include "core/sim/compression.h"
+#include "core/sim/instruction_limit.h"
 
 namespace remat {
 

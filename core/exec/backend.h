@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "core/compression.h"
-#include "core/model.h"
+#include "core/sim/compression.h"
+#include "core/model/model.h"
 
 namespace remat {
 

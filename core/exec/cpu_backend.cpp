@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/kernels/convert.h"
 
 namespace remat {

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/kernels/cpu_kernels.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

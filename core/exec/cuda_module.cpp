@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "core/module_loader.h"
+#include "core/base/module_loader.h"
 
 namespace remat {
 namespace {

@@ -5,14 +5,14 @@
 #include <cstring>
 #include <limits>
 
-#include "core/compression.h"
-#include "core/errors.h"
+#include "core/sim/compression.h"
+#include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/op_exec.h"
-#include "core/instr_reads.h"
+#include "core/sim/instr_reads.h"
 #include "core/kernels/rng.h"
-#include "core/op_rules.h"
-#include "core/simulator.h"
+#include "core/model/op_rules.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/exec/backend.h"
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 
 namespace remat {
 

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <limits>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/executor.h"
 #include "core/exec/op_exec.h"
 #include "core/kernels/rng.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

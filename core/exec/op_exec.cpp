@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "core/exec/exec_kinds.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

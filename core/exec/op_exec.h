@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/backend.h"
 #include "core/kernels/cpu_kernels.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 
@@ -77,7 +77,7 @@ cpu::PoolGeom pool_geom(const Model& model, int v);
 // An Attention op's heads, sizes, scale and its inputs' strides in their
 // storages (rank 3 is one head per batch entry).
 cpu::SdpaGeom sdpa_geom(const Model& model, int v);
-// kernel_attr_problem() (core/op_rules.h) says why the kernels cannot run
+// kernel_attr_problem() (core/model/op_rules.h) says why the kernels cannot run
 // an op's attributes.
 
 // (N, C, spatial...) as the batch norm and pooling kernels take it: hw is the

@@ -8,12 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "core/io/atomic_file.h"
+#include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/exec/op_exec.h"
 #include "core/kernels/cpu_kernels.h"
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 
 namespace remat {
 namespace {

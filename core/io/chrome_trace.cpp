@@ -1,6 +1,6 @@
 #include "core/io/chrome_trace.h"
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/comparison.h"
+#include "core/analysis/comparison.h"
 #include "core/exec/executor.h"
 #include "core/io/run_recorder.h"
 

@@ -2,9 +2,9 @@
 
 #include <boost/graph/graphviz.hpp>
 
-#include "core/atomic_file.h"
-#include "core/model_graph.h"
-#include "core/op_rules.h"
+#include "core/io/atomic_file.h"
+#include "core/model/model_graph.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 

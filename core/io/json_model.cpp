@@ -7,10 +7,10 @@
 #include <fstream>
 #include <limits>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/model_source.h"
-#include "core/op_rules.h"
+#include "core/io/atomic_file.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

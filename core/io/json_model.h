@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 

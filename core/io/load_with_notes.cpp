@@ -1,8 +1,8 @@
 #include <filesystem>
 
 #include "core/io/onnx_model.h"
-#include "core/model_source.h"
-#include "core/presets.h"
+#include "core/io/model_source.h"
+#include "core/model/presets.h"
 
 namespace remat {
 

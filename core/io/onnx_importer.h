@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
 
 namespace remat::onnx_import {
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "core/io/onnx_importer.h"
-#include "core/op_rules.h"
+#include "core/model/op_rules.h"
 
 namespace remat::onnx_import {
 

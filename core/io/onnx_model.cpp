@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/errors.h"
-#include "core/model_source.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
 
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 

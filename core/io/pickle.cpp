@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 
 namespace remat {
 namespace {

@@ -1,8 +1,8 @@
 #include "core/io/run_trace.h"
 
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "core/io/atomic_file.h"
+#include "core/base/errors.h"
 #include "core/io/chrome_trace.h"
 
 namespace remat {

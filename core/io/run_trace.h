@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comparison.h"
+#include "core/analysis/comparison.h"
 #include "core/exec/executor.h"
 #include "core/io/run_recorder.h"
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/exec/executor.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/comparison.h"
+#include "core/analysis/comparison.h"
 #include "core/io/torch_snapshot.h"
 
 namespace remat {

@@ -6,12 +6,12 @@
 #include <map>
 #include <unordered_map>
 
-#include "core/atomic_file.h"
-#include "core/compression.h"
-#include "core/errors.h"
+#include "core/io/atomic_file.h"
+#include "core/sim/compression.h"
+#include "core/base/errors.h"
 #include "core/io/pickle.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 namespace {

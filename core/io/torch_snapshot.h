@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 
 namespace remat {
 

@@ -1,7 +1,7 @@
 #include "core/strategies/backward_gap.h"
 
-#include "core/instr_reads.h"
-#include "core/model.h"
+#include "core/sim/instr_reads.h"
+#include "core/model/model.h"
 
 namespace remat {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/schedule.h"
-#include "core/simulator.h"
+#include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 

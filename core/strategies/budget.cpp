@@ -3,9 +3,9 @@
 // this project's memory model). Where the chain is too long for the exact
 // tables, the grouped approximation is compared with the single-level
 // segment DP (chain_segments.h) and the better one is used.
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"

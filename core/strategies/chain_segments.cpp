@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 namespace {

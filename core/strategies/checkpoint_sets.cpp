@@ -8,8 +8,8 @@
 #include <limits>
 #include <optional>
 
-#include "core/model.h"
-#include "core/prefault.h"
+#include "core/model/model.h"
+#include "core/base/prefault.h"
 
 namespace remat {
 

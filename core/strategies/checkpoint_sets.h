@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 
 namespace remat {
 

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "core/compression.h"
-#include "core/schedule.h"
-#include "core/strategy.h"
+#include "core/sim/compression.h"
+#include "core/sim/schedule.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/strategy.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

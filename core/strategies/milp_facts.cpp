@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/milp_facts.h"
 #include "core/strategies/mip_matrix.h"
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <numeric>
 
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/revolve.h"
 
 namespace remat {

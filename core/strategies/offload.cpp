@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/strategies/backward_gap.h"
 #include "core/strategies/rewriting.h"
 

@@ -4,8 +4,8 @@
 #pragma once
 #include <memory>
 
-#include "core/schedule.h"
-#include "core/strategy.h"
+#include "core/sim/schedule.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "core/cancel_scope.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/base/cancel_scope.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/residency_bound.h"
 
@@ -18,7 +18,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Still before `t`, and the caller has not cancelled (core/cancel_scope.h).
+// Still before `t`, and the caller has not cancelled (core/base/cancel_scope.h).
 bool running(Clock::time_point t) { return Clock::now() < t && !cancel_requested(); }
 
 struct Eval {

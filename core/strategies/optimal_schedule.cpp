@@ -6,9 +6,9 @@
 #include <tuple>
 #include <utility>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
 

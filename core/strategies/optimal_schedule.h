@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 #include "core/strategies/milp_schedule.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/residency_bound.h"
-#include "core/strategy.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/errors.h"
-#include "core/spec_parse.h"
+#include "core/base/errors.h"
+#include "core/base/spec_parse.h"
 #include "core/strategies/compress.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/offload.h"

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/strategy.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <tuple>
 
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/milp_facts.h"
 #include "core/strategies/mip_matrix.h"
 

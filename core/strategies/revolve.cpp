@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/revolve.h"

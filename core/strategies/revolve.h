@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/schedule.h"
+#include "core/sim/schedule.h"
 
 namespace remat {
 

@@ -1,6 +1,6 @@
 #include "core/strategies/rewriting.h"
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat {
 namespace {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/strategy.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 

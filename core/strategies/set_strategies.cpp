@@ -1,8 +1,8 @@
 // The strategies that are one checkpoint set fed to the generator
 // (checkpoint_sets.h): store-all, recompute-all, sqrt, every-k, manual, auto
 // and selective.
-#include "core/errors.h"
-#include "core/model.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <thread>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
 

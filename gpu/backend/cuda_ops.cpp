@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/exec/executor.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 #include "gpu/backend/cuda_backend.h"
 #include "gpu/cuda_backend_factory.h"

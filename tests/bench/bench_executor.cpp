@@ -19,8 +19,8 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
 #include "core/kernels/cpu_kernels.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 namespace {

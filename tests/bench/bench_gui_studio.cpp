@@ -9,9 +9,9 @@
 #include <benchmark/benchmark.h>
 #include <cstdlib>
 
-#include "widgets/graph_view.h"
-#include "widgets/main_window.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/graph_view.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

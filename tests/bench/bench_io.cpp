@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/io/json_model.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 #include <chrono>
 #include <string>
 
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/milp_schedule.h"
 #include "core/strategies/optimal_schedule.h"
 #include "core/strategies/registry.h"

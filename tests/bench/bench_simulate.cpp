@@ -10,8 +10,8 @@
 #include <map>
 #include <memory>
 
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 namespace {

@@ -3,9 +3,9 @@
 // iteration builds the schedule and simulates it (the validator included).
 #include <benchmark/benchmark.h>
 
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/nested_checkpoints.h"

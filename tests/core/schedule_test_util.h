@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/schedule.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
 
 namespace remat::testing {
 

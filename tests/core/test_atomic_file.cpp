@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "core/io/atomic_file.h"
+#include "core/base/errors.h"
 
 using namespace remat;
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <set>
 
 #include "core/strategies/checkpoint_sets.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

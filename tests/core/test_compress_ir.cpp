@@ -4,12 +4,12 @@
 // validator; the time model's conversion cost.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/schedule.h"
-#include "core/simulator.h"
-#include "core/time_model.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
+#include "core/sim/time_model.h"
 #include "tests/core/schedule_test_util.h"
 
 using namespace remat;

@@ -1,14 +1,14 @@
 // How an Op holds what most ops do not have (attributes, a view's strides,
 // imported parameter values): one pointer each, nothing for the defaults,
-// shared between copies until one of them writes (core/copy_on_write.h).
+// shared between copies until one of them writes (core/base/copy_on_write.h).
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "core/copy_on_write.h"
-#include "core/model.h"
-#include "core/presets.h"
+#include "core/base/copy_on_write.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
 
 using namespace remat;
 

@@ -13,8 +13,8 @@
 // f32: 2 x 2 x 4 x sb), which remat counts.
 #include <gtest/gtest.h>
 
-#include "core/model.h"
-#include "core/presets.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
 
 using namespace remat;
 

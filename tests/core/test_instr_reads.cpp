@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/instr_reads.h"
-#include "core/presets.h"
-#include "core/resident_index.h"
+#include "core/sim/instr_reads.h"
+#include "core/model/presets.h"
+#include "core/sim/resident_index.h"
 #include "core/strategies/registry.h"
 
 namespace remat {

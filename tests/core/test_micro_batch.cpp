@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/micro_batch.h"
-#include "core/micro_batch_sweep.h"
-#include "core/step_memory.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/analysis/micro_batch.h"
+#include "core/analysis/micro_batch_sweep.h"
+#include "core/analysis/step_memory.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "core/model.h"
-#include "core/presets.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
 
 namespace {
 std::atomic<long> g_allocations{0};

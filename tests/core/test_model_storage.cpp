@@ -13,9 +13,9 @@
 #include <tuple>
 
 #include "core/io/graphviz.h"
-#include "core/model_graph.h"
-#include "core/presets.h"
-#include "core/small_vec.h"
+#include "core/model/model_graph.h"
+#include "core/model/presets.h"
+#include "core/base/small_vec.h"
 
 using namespace remat;
 

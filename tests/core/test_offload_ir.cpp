@@ -3,12 +3,12 @@
 // every rejection of the validator.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/resident_index.h"
-#include "core/schedule.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/resident_index.h"
+#include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
 #include "tests/core/schedule_test_util.h"
 
 using namespace remat;

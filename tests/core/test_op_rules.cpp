@@ -2,10 +2,10 @@
 // aux sizes, parameters, layouts; each expected value derived in a comment.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 
 using namespace remat;
 

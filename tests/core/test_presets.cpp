@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model_graph.h"
-#include "core/op_rules.h"
-#include "core/presets.h"
+#include "core/base/errors.h"
+#include "core/model/model_graph.h"
+#include "core/model/op_rules.h"
+#include "core/model/presets.h"
 
 using namespace remat;
 

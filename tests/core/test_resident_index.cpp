@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "core/presets.h"
-#include "core/resident_index.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/resident_index.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

@@ -9,10 +9,10 @@
 #include <random>
 
 #include "core/strategies/checkpoint_sets.h"
-#include "core/errors.h"
-#include "core/instruction_limit.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/sim/instruction_limit.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

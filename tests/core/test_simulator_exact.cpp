@@ -4,8 +4,8 @@
 // gradient is the implicit seed, no tensor).
 #include <gtest/gtest.h>
 
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

@@ -2,11 +2,11 @@
 // (torch.optim's buffers) and fp32 master weights, derived per op from shapes.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/simulator.h"
-#include "core/step_memory.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
+#include "core/analysis/step_memory.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

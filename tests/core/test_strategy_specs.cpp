@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/spec_parse.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/base/spec_parse.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

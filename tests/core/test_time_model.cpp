@@ -6,11 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "core/presets.h"
-#include "core/simulator.h"
-#include "core/spec_parse.h"
-#include "core/errors.h"
-#include "core/time_model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
+#include "core/base/spec_parse.h"
+#include "core/base/errors.h"
+#include "core/sim/time_model.h"
 #include "tests/core/schedule_test_util.h"
 
 using namespace remat;

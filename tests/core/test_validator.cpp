@@ -2,9 +2,9 @@
 // names the instruction.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 #include "tests/core/schedule_test_util.h"
 

@@ -2,10 +2,10 @@
 // on small graphs, derived by hand in the comments, and the validator's rules.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

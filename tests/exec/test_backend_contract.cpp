@@ -6,7 +6,7 @@
 // The CPU backend's allocator with a capacity plays the small device.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/op_exec.h"
 #include "tests/exec/exec_test_util.h"

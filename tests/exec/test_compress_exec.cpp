@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/same_result.h"
 #include "core/kernels/convert.h"

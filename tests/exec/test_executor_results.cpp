@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {

@@ -10,12 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/io/json_model.h"
-#include "core/model_source.h"
-#include "core/op_layout.h"
-#include "core/op_rules.h"
+#include "core/io/model_source.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {

@@ -3,7 +3,7 @@
 // allocator measures its own peak, and the gradients are bitwise store-all's.
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/forwarding_backend.h"
 #include "exec_test_util.h"
 

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/safetensors.h"
 #include "tests/exec/exec_test_util.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/io/json_model.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

@@ -20,7 +20,7 @@
 #include "tests/gpu/require_cuda.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/same_result.h"
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 
 namespace remat {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/io/json_model.h"
 
 namespace remat::testing {

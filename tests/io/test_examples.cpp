@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "core/io/json_model.h"
-#include "core/model_source.h"
-#include "core/presets.h"
+#include "core/io/model_source.h"
+#include "core/model/presets.h"
 
 namespace remat {
 namespace {

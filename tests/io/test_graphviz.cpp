@@ -6,7 +6,7 @@
 
 #include "core/io/graphviz.h"
 #include "core/io/json_model.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "tests/io/io_test_util.h"
 
 namespace remat {

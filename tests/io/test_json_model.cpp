@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "core/io/json_model.h"
-#include "core/model_source.h"
-#include "core/presets.h"
+#include "core/io/model_source.h"
+#include "core/model/presets.h"
 #include "tests/io/io_test_util.h"
 
 namespace remat {

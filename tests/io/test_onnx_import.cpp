@@ -10,11 +10,11 @@
 #include <fstream>
 #include <limits>
 
-#include "core/errors.h"
+#include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
 #include "core/io/onnx_model.h"
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
 
 namespace remat {

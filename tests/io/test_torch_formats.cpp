@@ -5,14 +5,14 @@
 
 #include <map>
 
-#include "core/comparison.h"
-#include "core/errors.h"
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
 #include "core/io/pickle.h"
 #include "core/io/snapshot_compare.h"
 #include "core/io/torch_snapshot.h"
-#include "core/model.h"
-#include "core/presets.h"
-#include "core/strategy.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 namespace {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat::test {
 

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace remat::test {
 

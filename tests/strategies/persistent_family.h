@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
-#include "core/model.h"
-#include "core/schedule.h"
+#include "core/model/model.h"
+#include "core/sim/schedule.h"
 
 namespace remat::test {
 

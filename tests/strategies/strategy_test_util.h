@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/strategies/checkpoint_sets.h"
-#include "core/model.h"
-#include "core/simulator.h"
+#include "core/model/model.h"
+#include "core/sim/simulator.h"
 
 namespace remat::test {
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
 

@@ -8,8 +8,8 @@
 #include <random>
 #include <set>
 
-#include "core/errors.h"
-#include "core/presets.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/nested_checkpoints.h"
 #include "core/strategies/registry.h"

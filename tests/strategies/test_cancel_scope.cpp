@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "core/cancel_scope.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/cancel_scope.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 #include "core/strategies/optimal.h"
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "core/comparison.h"
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/offload.h"
 #include "core/strategies/registry.h"
 

@@ -7,9 +7,9 @@
 #include <random>
 #include <set>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/registry.h"

@@ -5,9 +5,9 @@
 
 #include <set>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 using namespace remat;

@@ -14,9 +14,9 @@
 #include <string>
 #include <utility>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/milp_schedule.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/optimal_schedule.h"

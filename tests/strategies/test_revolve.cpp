@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "core/errors.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 #include "tests/strategies/exhaustive_chain.h"
 

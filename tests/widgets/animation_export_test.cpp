@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 
-#include "core/comparison.h"
-#include "core/errors.h"
-#include "core/model_source.h"
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
-#include "widgets/animation_export.h"
-#include "widgets/lanes_painter.h"
-#include "widgets/strategy_colors.h"
+#include "widgets/export/animation_export.h"
+#include "widgets/views/lanes_painter.h"
+#include "widgets/document/strategy_colors.h"
 
 using namespace remat;
 

@@ -15,11 +15,11 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
-#include "widgets/animation_export.h"
-#include "widgets/lanes_painter.h"
-#include "widgets/strategy_colors.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
+#include "widgets/export/animation_export.h"
+#include "widgets/views/lanes_painter.h"
+#include "widgets/document/strategy_colors.h"
 
 using namespace remat;
 

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
-#include "widgets/instruction_caption.h"
-#include "widgets/node_states.h"
+#include "widgets/document/instruction_caption.h"
+#include "widgets/document/node_states.h"
 
 using namespace remat;
 

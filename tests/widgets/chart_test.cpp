@@ -8,15 +8,15 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
-#include "widgets/chart_scale.h"
-#include "widgets/comparison_model.h"
-#include "widgets/main_window.h"
-#include "widgets/strategy_colors.h"
-#include "widgets/studio_document.h"
-#include "widgets/timeline_chart.h"
+#include "widgets/views/chart_scale.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/strategy_colors.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/timeline_chart.h"
 
 using namespace remat;
 

@@ -7,15 +7,15 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 
-#include "core/model_source.h"
-#include "core/resident_index.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/resident_index.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/graph_layout.h"
-#include "widgets/graph_view.h"
-#include "widgets/node_states.h"
-#include "widgets/node_style.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/graph_layout.h"
+#include "widgets/views/graph_view.h"
+#include "widgets/document/node_states.h"
+#include "widgets/views/node_style.h"
+#include "widgets/document/studio_document.h"
 #include "tests/widgets/schedule_case.h"
 
 using namespace remat;

@@ -5,10 +5,10 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "core/model_source.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/studio_document.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
-#include "core/model_source.h"
-#include "widgets/exporter.h"
+#include "core/base/errors.h"
+#include "core/io/model_source.h"
+#include "widgets/export/exporter.h"
 
 using namespace remat;
 

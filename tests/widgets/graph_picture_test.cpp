@@ -9,18 +9,18 @@
 #include <gtest/gtest.h>
 #include <set>
 
-#include "core/instr_reads.h"
-#include "core/model_source.h"
-#include "core/resident_index.h"
+#include "core/sim/instr_reads.h"
+#include "core/io/model_source.h"
+#include "core/sim/resident_index.h"
 #include "core/strategies/registry.h"
 #include "tests/widgets/color_vision.h"
-#include "widgets/comparison_model.h"
-#include "widgets/graph_painter.h"
-#include "widgets/graph_view.h"
-#include "widgets/main_window.h"
-#include "widgets/node_style.h"
-#include "widgets/op_labels.h"
-#include "widgets/studio_document.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/graph_painter.h"
+#include "widgets/views/graph_view.h"
+#include "widgets/views/main_window.h"
+#include "widgets/views/node_style.h"
+#include "widgets/document/op_labels.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

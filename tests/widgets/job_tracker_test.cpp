@@ -12,7 +12,7 @@
 #include <memory>
 #include <thread>
 
-#include "widgets/job_tracker.h"
+#include "widgets/controllers/job_tracker.h"
 
 using namespace remat;
 

@@ -9,15 +9,15 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "core/presets.h"
-#include "core/simulator.h"
-#include "core/step_memory.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
+#include "core/analysis/step_memory.h"
 #include "core/strategies/registry.h"
-#include "widgets/comparison_model.h"
-#include "widgets/main_window.h"
-#include "widgets/micro_batch_dialog.h"
-#include "widgets/step_memory_bar.h"
-#include "widgets/studio_document.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/main_window.h"
+#include "widgets/views/micro_batch_dialog.h"
+#include "widgets/views/step_memory_bar.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

@@ -1,12 +1,12 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "core/model_source.h"
-#include "core/resident_index.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/resident_index.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/node_states.h"
-#include "widgets/studio_document.h"
+#include "widgets/document/node_states.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

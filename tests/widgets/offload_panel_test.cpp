@@ -10,11 +10,11 @@
 #include <QTreeWidget>
 #include <gtest/gtest.h>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
-#include "widgets/comparison_model.h"
-#include "widgets/offload_editor.h"
-#include "widgets/strategy_panel.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/offload_editor.h"
+#include "widgets/views/strategy_panel.h"
 
 using namespace remat;
 

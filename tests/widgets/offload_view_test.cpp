@@ -8,17 +8,17 @@
 #include <gtest/gtest.h>
 #include <limits>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
-#include "core/resident_index.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
+#include "core/sim/resident_index.h"
 #include "core/strategies/registry.h"
-#include "core/time_model.h"
-#include "widgets/comparison_model.h"
-#include "widgets/node_states.h"
-#include "widgets/node_style.h"
-#include "widgets/prepared_run.h"
-#include "widgets/studio_document.h"
-#include "widgets/timeline_chart.h"
+#include "core/sim/time_model.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/document/node_states.h"
+#include "widgets/views/node_style.h"
+#include "widgets/document/prepared_run.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/timeline_chart.h"
 #include "tests/widgets/schedule_case.h"
 
 using namespace remat;

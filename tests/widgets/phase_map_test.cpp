@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "core/model_source.h"
+#include "core/io/model_source.h"
 #include "core/strategies/registry.h"
-#include "widgets/phase_map.h"
-#include "widgets/step_numbering.h"
+#include "widgets/document/phase_map.h"
+#include "widgets/document/step_numbering.h"
 
 using namespace remat;
 

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/exec/cuda_module.h"
-#include "core/model_source.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/simulator.h"
 #include "tests/app/cli_runner.h"
-#include "widgets/run_controller.h"
+#include "widgets/controllers/run_controller.h"
 
 using namespace remat;
 

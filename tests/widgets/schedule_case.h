@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <string>
 
-#include "core/model_source.h"
-#include "core/resident_index.h"
+#include "core/io/model_source.h"
+#include "core/sim/resident_index.h"
 #include "core/strategies/registry.h"
-#include "widgets/node_states.h"
+#include "widgets/document/node_states.h"
 
 namespace remat {
 

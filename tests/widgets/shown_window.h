@@ -5,8 +5,8 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "widgets/main_window.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/studio_document.h"
 
 namespace remat::testing {
 

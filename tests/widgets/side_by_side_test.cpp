@@ -9,17 +9,17 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 
-#include "core/model_source.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/graph_view.h"
-#include "widgets/lanes_painter.h"
-#include "widgets/main_window.h"
-#include "widgets/side_by_side_view.h"
-#include "widgets/strategy_colors.h"
-#include "widgets/timeline_chart.h"
-#include "widgets/comparison_model.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/graph_view.h"
+#include "widgets/views/lanes_painter.h"
+#include "widgets/views/main_window.h"
+#include "widgets/views/side_by_side_view.h"
+#include "widgets/document/strategy_colors.h"
+#include "widgets/views/timeline_chart.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

@@ -9,9 +9,9 @@
 #include <fstream>
 
 #include "core/io/torch_snapshot.h"
-#include "core/model_source.h"
-#include "core/strategy.h"
-#include "widgets/snapshot_dialog.h"
+#include "core/io/model_source.h"
+#include "core/strategies/strategy.h"
+#include "widgets/views/snapshot_dialog.h"
 
 using namespace remat;
 

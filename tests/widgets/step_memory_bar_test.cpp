@@ -8,11 +8,11 @@
 
 #include <QBarSet>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
-#include "widgets/main_window.h"
-#include "widgets/step_memory_bar.h"
-#include "widgets/studio_document.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
+#include "widgets/views/main_window.h"
+#include "widgets/views/step_memory_bar.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

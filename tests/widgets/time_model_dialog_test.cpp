@@ -10,13 +10,13 @@
 #include <QTimer>
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
-#include "core/time_model.h"
-#include "widgets/main_window.h"
-#include "widgets/prepared_run.h"
-#include "widgets/studio_document.h"
-#include "widgets/time_model_dialog.h"
-#include "widgets/timeline_chart.h"
+#include "core/base/errors.h"
+#include "core/sim/time_model.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/prepared_run.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/time_model_dialog.h"
+#include "widgets/views/timeline_chart.h"
 
 using namespace remat;
 

@@ -10,16 +10,16 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
-#include "core/comparison.h"
-#include "core/presets.h"
-#include "core/simulator.h"
+#include "core/analysis/comparison.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
-#include "core/time_model.h"
-#include "widgets/main_window.h"
-#include "widgets/studio_document.h"
-#include "widgets/tradeoff_chart.h"
-#include "widgets/tradeoff_families.h"
+#include "core/sim/time_model.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/tradeoff_chart.h"
+#include "widgets/views/tradeoff_families.h"
 
 using namespace remat;
 

@@ -4,9 +4,9 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "core/simulator.h"
-#include "widgets/main_window.h"
-#include "widgets/studio_document.h"
+#include "core/sim/simulator.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/studio_document.h"
 
 #include <QLineSeries>
 #include <QLogValueAxis>
@@ -15,9 +15,9 @@
 #include <limits>
 
 #include "core/analysis/sweep.h"
-#include "core/presets.h"
+#include "core/model/presets.h"
 #include "core/strategies/registry.h"
-#include "widgets/tradeoff_chart.h"
+#include "widgets/views/tradeoff_chart.h"
 
 using namespace remat;
 

@@ -11,11 +11,11 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
-#include "widgets/activity_bar.h"
+#include "widgets/views/activity_bar.h"
 #include "tests/widgets/shown_window.h"
-#include "widgets/main_window.h"
-#include "widgets/prepared_run.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/main_window.h"
+#include "widgets/document/prepared_run.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

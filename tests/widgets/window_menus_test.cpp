@@ -10,15 +10,15 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
-#include "core/comparison.h"
-#include "core/model_source.h"
-#include "core/simulator.h"
+#include "core/analysis/comparison.h"
+#include "core/io/model_source.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/graph_view.h"
+#include "widgets/views/graph_view.h"
 #include "tests/widgets/shown_window.h"
-#include "widgets/main_window.h"
-#include "widgets/strategy_panel.h"
-#include "widgets/studio_document.h"
+#include "widgets/views/main_window.h"
+#include "widgets/views/strategy_panel.h"
+#include "widgets/document/studio_document.h"
 
 using namespace remat;
 

@@ -12,19 +12,19 @@
 #include <gtest/gtest.h>
 
 #include "core/exec/cuda_module.h"
-#include "core/model_source.h"
-#include "core/simulator.h"
+#include "core/io/model_source.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
-#include "widgets/activity_bar.h"
-#include "widgets/comparison_model.h"
-#include "widgets/elided_label.h"
-#include "widgets/graph_view.h"
+#include "widgets/views/activity_bar.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/elided_label.h"
+#include "widgets/views/graph_view.h"
 #include "tests/widgets/shown_window.h"
-#include "widgets/main_window.h"
-#include "widgets/playback_controller.h"
-#include "widgets/run_controller.h"
-#include "widgets/studio_document.h"
-#include "widgets/timeline_chart.h"
+#include "widgets/views/main_window.h"
+#include "widgets/controllers/playback_controller.h"
+#include "widgets/controllers/run_controller.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/timeline_chart.h"
 
 using namespace remat;
 

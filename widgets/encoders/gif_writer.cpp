@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/errors.h"
-#include "widgets/frame_writer.h"
+#include "core/base/errors.h"
+#include "widgets/export/frame_writer.h"
 
 namespace remat::encoders {
 namespace {

@@ -12,8 +12,8 @@ extern "C" {
 #include <cmath>
 #include <stdexcept>
 
-#include "core/errors.h"
-#include "widgets/frame_writer.h"
+#include "core/base/errors.h"
+#include "widgets/export/frame_writer.h"
 
 namespace remat::encoders {
 namespace {

@@ -1,0 +1,62 @@
+// Several strategies simulated on one model: what the CLI's table, the GUI's
+// comparison and the exports all start from.
+#pragma once
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/sim/instruction_limit.h"
+#include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
+#include "core/strategies/strategy.h"
+
+namespace remat {
+
+struct Model;
+
+struct StrategyRun {
+  std::string spec;   // as the user wrote it
+  std::string name;   // canonical ("sqrt", "every-k:4")
+  Schedule schedule;
+  Simulation sim;
+  std::vector<SolverRecord> solvers;  // what the searches behind it proved (optimal, budget)
+  std::string error;  // why this strategy does not apply to the model; empty when it does
+  // Still being computed elsewhere (the window's background searches); `error`
+  // then says what is under way.
+  bool pending = false;
+  // Not made: its stated length is over the instruction limit; `error` says
+  // "too large to simulate (N instructions, ...)".
+  bool too_large = false;
+  bool ok() const { return error.empty(); }
+};
+
+struct SimulateStrategiesOptions {
+  InstructionLimit limit;  // per strategy
+  bool timelines = true;   // keep each simulation's timeline (8 bytes per instruction)
+  std::optional<TimeModel> time;  // predict each step's time (Simulation::time)
+};
+
+// Builds and simulates each spec; a spec that fails (bad argument, not
+// applicable to this model, longer than the limit) yields a run with `error`
+// set, the others go on.
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
+                                             const SimulateStrategiesOptions& options = {});
+
+// {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
+nlohmann::json model_json(const Model& model);
+// {"name","peak_bytes","peak_host_bytes","transfers","transfer_bytes",
+//  "conversions","compressed_bytes",
+//  "forward_steps","backward_steps","recompute_steps","flops","overhead",
+//  "note"?,"solvers"?,
+//  "time"? {"compute_s","transfer_s","convert_s","stall_s","step_s"} (when predicted),
+//  "timeline"?, "host_timeline"? (when something is offloaded)}
+nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline = true);
+// {"model":{...},"strategies":[...]}: the CLI's --json, the GUI's JSON export.
+nlohmann::json comparison_json(const Model& model, const std::vector<StrategyRun>& runs, bool with_timeline = true);
+// Long format, one row per instruction: strategy,step,instruction,bytes.
+void write_timelines_csv(std::ostream& out, const Model& model, const std::vector<StrategyRun>& runs);
+
+}  // namespace remat

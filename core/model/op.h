@@ -1,0 +1,166 @@
+// One forward op of a model: what it computes, the tensor it produces and what
+// its backward reads (the memory model of docs/memory-model.md).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/copy_on_write.h"
+#include "core/base/small_vec.h"
+
+namespace remat {
+
+// The one list of op kinds. What each kind computes, its shape, costs and what
+// its backward saves are in op_rules.cpp (one entry per kind) and the table of
+// docs/model-format.md; which kinds a backend runs, in core/exec/exec_kinds.h.
+enum class OpKind : uint8_t {
+  Input, Linear, ReLU, GELU, Tanh, LayerNorm, Add, Dropout, MSELoss, SoftmaxCELoss,
+  Dense,    // Linear followed by an activation, fused (the teaching chain)
+  Generic,  // imported op we cannot execute: simulate only
+  // Simulate-only kinds of real networks (convolutions, attention).
+  Conv, BatchNorm, MaxPool, AvgPool, GlobalAvgPool,
+  MatMul,                        // product of two activations, batched (attention)
+  Softmax, Sigmoid, SiLU,
+  MulConst, DivConst, AddConst,  // by a constant (scalar or broadcast tensor)
+  MaskedFill,                    // Where(constant mask, constant, x)
+  Concat,
+  Embedding,                     // Gather of rows of a table by integer ids
+  // Views: the output aliases input 0's storage (a Reshape that cannot be a
+  // view becomes a copy, as PyTorch's reshape does).
+  Reshape, Transpose, Slice, Expand,
+  // Scaled dot-product attention fused into one op (PyTorch's
+  // scaled_dot_product_attention as its CPU flash kernel runs it): softmax(q·kᵀ
+  // · scale, causal or not) · v, keeping the rows' logsumexp for the backward.
+  Attention,
+};
+constexpr OpKind kLastOpKind = OpKind::Attention;
+
+enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
+
+// Activation fused into a Dense op.
+enum class Activation : uint8_t { None, ReLU, Tanh };
+
+std::string_view kind_name(OpKind k);
+bool parse_kind(std::string_view s, OpKind& out);
+std::string_view dtype_name(DType d);
+bool parse_dtype(std::string_view s, DType& out);
+uint64_t dtype_size(DType d);
+std::string_view activation_name(Activation a);
+bool parse_activation(std::string_view s, Activation& out);
+
+// A constant's values, row-major over its shape. Shared, so that copying a
+// Model stays cheap (one causal mask serves every block of a GPT); compared
+// by value.
+struct ConstValues {
+  std::shared_ptr<const std::vector<float>> values;
+  bool empty() const { return !values || values->empty(); }
+  std::size_t size() const { return values ? values->size() : 0; }
+  const float* data() const { return values ? values->data() : nullptr; }
+  bool operator==(const ConstValues& o) const {
+    return empty() ? o.empty() : !o.empty() && (values == o.values || *values == *o.values);
+  }
+};
+
+// A causal mask over (seq, seq): 1 above the diagonal (a position never sees a later one).
+ConstValues causal_mask_values(int64_t seq);
+// Whether `c` over `shape` (…, seq, seq, leading dims 1) is that mask.
+bool is_causal_mask(const std::vector<int64_t>& shape, const ConstValues& c);
+
+// Attributes of the kinds that take them (op_rules.cpp says which reads what).
+// An Op holds them copy-on-write (below): read op.attrs->axis, write
+// op.attrs.edit().axis = 1 or assign a whole OpAttrs.
+struct OpAttrs {
+  int64_t channels = 0;            // Conv: output channels
+  int64_t vocab = 0;               // Embedding: rows of the table
+  std::vector<int64_t> kernel;     // Conv, MaxPool, AvgPool: spatial kernel (1 or 2 dims)
+  std::vector<int64_t> stride;     // default 1 per spatial dim
+  std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0
+  std::vector<int64_t> dilation;   // Conv, MaxPool; default 1
+  int64_t groups = 1;              // Conv
+  bool ceil_mode = false;          // MaxPool, AvgPool
+  bool bias = true;                // Conv, Linear: a bias vector among the parameters
+  int64_t axis = -1;               // Softmax, Concat, Slice (negative: from the end)
+  std::vector<int64_t> perm;       // Transpose
+  int64_t start = 0, end = 0, step = 1;  // Slice along axis: [start, end) by step
+  std::vector<int64_t> const_shape;      // *Const, MaskedFill: the constant's shape ([] = scalar)
+  // *Const: the constant's values (one for a scalar); MaskedFill: its mask
+  // (non-zero: filled). Empty: unknown, the op is simulate-only. A learned
+  // AddConst's values are its parameter's initial values (optional).
+  ConstValues values;
+  float fill = -std::numeric_limits<float>::infinity();  // MaskedFill: the value written where the mask is set
+  bool learned = false;  // AddConst: the constant is a parameter with a gradient (a learned position table)
+  bool copy = false;     // Reshape: a copy even where a view would do (PyTorch's clone)
+  bool causal = false;   // Attention: query i attends to keys j <= i (PyTorch's is_causal, top-left)
+  float scale = 0;       // Attention: the factor on q·kᵀ; 0: 1/sqrt(D), PyTorch's default
+  bool operator==(const OpAttrs&) const = default;
+};
+
+// Ops id-ed by their position in topological order; op 0 is the input batch,
+// the last op is the loss.
+using OpIds = SmallVec<int, 2>;       // inputs and saved tensors: one or two for nearly every op
+using Shape = SmallVec<int64_t, 3>;   // (rows, features), (batch, seq, features)
+
+// The fields are ordered so that the struct packs: a model may hold millions.
+struct Op {
+  OpKind kind = OpKind::Input;
+  DType dtype = DType::F32;
+  Activation act = Activation::None;  // Dense only
+  bool simulate_only = false;         // no kernel can run it
+  // Derived by op_rules (never read from a file): whether A(v) is a view, the
+  // op that owns its storage (itself unless a view), and a view's element
+  // strides in that storage (what makes a reshape a view or a copy). Empty
+  // for owners, which are contiguous, but an Attention's, which PyTorch lays
+  // out in its q's dimension order: layout_of() gives them.
+  bool view = false;
+  float dropout_p = 0.0f;             // Dropout only
+  int32_t storage = -1;
+  std::string name;
+  OpIds inputs;                // producer op ids, in argument order
+  OpIds saved;                 // forward tensors its backward reads (op ids; may include itself)
+  Shape shape;                 // output shape; (rows, features) for the built-in ops
+  uint64_t bytes = 0;          // bytes A(v) owns: 0 for a view (it aliases another op's storage)
+  uint64_t param_bytes = 0;    // weights of this op (baseline, not an activation)
+  // Private saved tensors aux(v): what the backward reads that is neither an
+  // input nor the output (normalisation statistics, pooling indices, dropout
+  // masks, contiguous copies a matmul makes of its inputs). Live from fwd v to
+  // bwd v (docs/memory-model.md).
+  uint64_t aux_bytes = 0;
+  double fwd_flops = 0;
+  double bwd_flops = 0;
+  // What most ops do not have is held out of line, one pointer each, nothing
+  // at all when empty or default (copy_on_write.h): a million-op chain is
+  // 176 bytes an op instead of 408.
+  CopyOnWrite<std::vector<int64_t>> strides;  // a view's (see above)
+  CopyOnWrite<OpAttrs> attrs;
+  // Initial parameter values (e.g. ONNX initializers), in kernel order: Linear
+  // and Dense {W (out,in), b}, LayerNorm {gamma, beta}. Empty: the executor
+  // initialises from its seed. The arrays are shared, so copying a Model stays cheap.
+  CopyOnWrite<std::vector<std::shared_ptr<const std::vector<float>>>> param_init;
+
+  int64_t numel() const;
+  // Features: the last dimension (1 for a scalar).
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+  int64_t rows() const { return cols() == 0 ? 0 : numel() / cols(); }
+  // Bytes of the tensor's elements (shape x dtype), whoever owns them.
+  uint64_t logical_bytes() const;
+};
+
+bool is_view_kind(OpKind k);
+bool is_integer(DType d);
+
+// Bytes of `numel` elements of `dtype`; throws InputError on overflow.
+uint64_t tensor_bytes(std::span<const int64_t> shape, DType dtype);
+inline uint64_t tensor_bytes(std::initializer_list<int64_t> shape, DType dtype) {
+  return tensor_bytes(std::span<const int64_t>(shape.begin(), shape.size()), dtype);
+}
+inline uint64_t tensor_bytes(const Shape& shape, DType dtype) { return tensor_bytes(std::span<const int64_t>(shape), dtype); }
+inline uint64_t tensor_bytes(const std::vector<int64_t>& shape, DType dtype) {
+  return tensor_bytes(std::span<const int64_t>(shape), dtype);
+}
+
+}  // namespace remat

@@ -1,0 +1,51 @@
+// Per-kind rules of the memory model: output shape, bytes, FLOPs, saved tensors,
+// private saved tensors (aux) and parameter bytes, derived from an op's kind,
+// attributes and inputs. One entry per kind in op_rules.cpp; the table in
+// docs/model-format.md says the same op by op, with PyTorch's reasons.
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/model/op.h"
+
+namespace remat {
+
+// Checks `op` against its inputs (among `before`, the ops the model holds so
+// far: op ids index it) and fills what the caller
+// left unset: shape (for kinds that infer it), bytes, costs, saved, aux,
+// params, and the layout (view, storage, strides). Fields the caller set
+// explicitly (bytes > 0, costs > 0, aux_bytes > 0, non-empty saved) are kept:
+// custom and imported ops carry their own. Throws InputError naming `where`
+// (empty: "op N", N being the id it will have, before.size()). It takes the
+// ops, not the Model, so that Model (which calls it from add) and the rules do
+// not depend on each other.
+void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved);
+// `where`, or "op N" when it is empty: what error messages call an op.
+std::string where_label(std::string_view where, int id);
+
+// True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
+// with the bytes their kernels write).
+bool executable(const Op& op);
+// A SoftmaxCELoss that keeps its log-probabilities in aux(v), as PyTorch's
+// log_softmax + nll_loss do (what a capture records), rather than its logits:
+// its kernels then write and read aux(v). check_executable (core/exec) checks
+// that aux(v) holds them.
+bool ce_keeps_log_probs(const Op& op);
+// Why the kernels cannot run op's attributes (asymmetric pads, pooling with
+// dilation or ceil_mode), or "" when they can. Here, not in core/exec, so that
+// executable() needs nothing from the executor (no cycle between them).
+std::string kernel_attr_problem(const Op& op);
+
+// The part of op.param_bytes that is not trained: BatchNorm's running mean and
+// variance (fp32 buffers, updated in place). They get no gradient and no
+// optimizer state (core/analysis/step_memory.h).
+uint64_t buffer_bytes(const Op& op);
+
+// Loss kinds end a model.
+inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
+
+// "[2,3]" for messages.
+std::string shape_string(std::span<const int64_t> s);
+
+}  // namespace remat

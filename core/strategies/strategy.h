@@ -1,0 +1,54 @@
+// The strategy interface: each strategy turns a model into an ordinary
+// schedule, so the simulator, executor and GUI need no special cases. The
+// strategies themselves live in core/strategies/; registry.h names them
+// ("sqrt", "every-k:4", "manual:3,7,11").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sim/schedule.h"
+
+namespace remat {
+
+struct Model;
+
+// What one solver behind a schedule proved (optimal, budget); the JSON output
+// lists them ("solvers") so a user sees which solver proved what.
+struct SolverRecord {
+  std::string solver;   // "branch and bound", "MILP (CBC 2.10.8)", "nested DP", ...
+  std::string family;   // the schedules it searched: "checkpoint sets", "general schedules", ...
+  std::string status;   // "proven", "time limit", "infeasible", "no schedule found", "approximate", "not in this build"
+  bool chosen = false;  // the schedule returned is this solver's
+  double recompute_flops = -1;  // of its best schedule; -1: none
+  double bound = -1;            // a proven lower bound on its family's least recompute FLOPs; -1: none
+  double gap = -1;              // (recompute_flops - bound) / recompute_flops; -1: none
+  double seconds = 0;
+  // (recompute_flops - bound) over the whole step's FLOPs (forward + backward
+  // + recompute_flops); -1: none. Much smaller than `gap`: the step's FLOPs
+  // are mostly the one forward and backward no schedule avoids.
+  double step_gap = -1;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // The spec that recreates this strategy ("every-k:4").
+  virtual std::string name() const = 0;
+  // Throws InputError when the strategy cannot apply to this model (e.g. a
+  // checkpoint index out of range).
+  virtual Schedule schedule(const Model& model) const = 0;
+  // The same schedule, and what the solvers behind it proved: searches append
+  // their records, other strategies leave `records` alone.
+  virtual Schedule schedule_with_record(const Model& model, std::vector<SolverRecord>& records) const {
+    (void)records;
+    return schedule(model);
+  }
+  // The length of schedule(model), stated before it is made
+  // (instruction_limit.h refuses the ones that would not fit): exact, or an
+  // upper bound for searches; counting may stop once it passes `limit`
+  // (Bound::AtLeast). Cheap next to schedule(). Throws as schedule() would.
+  virtual ScheduleSize size(const Model& model, uint64_t limit) const = 0;
+};
+
+}  // namespace remat

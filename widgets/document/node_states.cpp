@@ -1,0 +1,127 @@
+#include "widgets/document/node_states.h"
+
+#include "core/sim/instr_reads.h"
+#include "core/model/model.h"
+#include "core/strategies/checkpoint_sets.h"
+
+namespace remat {
+
+ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared) {
+  const auto n = static_cast<std::size_t>(model.size());
+  first_fwd_.assign(n, kNever);
+  bwd_.assign(n, kNever);
+  checkpoint_.assign(n, 0);
+  packing_.assign(n, 0);
+  first_fwd_[0] = 0;  // the input is given before the first instruction
+  std::vector<uint8_t> freed(n, 0);
+  for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+    const Instr ins = schedule.code[i];
+    const auto v = static_cast<std::size_t>(ins.op);
+    switch (ins.kind) {
+      case InstrKind::Fwd:
+        if (first_fwd_[v] == kNever) {
+          first_fwd_[v] = i;
+        } else {
+          for (int u : model.op(ins.op).inputs)
+            if (!freed[static_cast<std::size_t>(u)]) checkpoint_[static_cast<std::size_t>(u)] = 1;
+        }
+        break;
+      case InstrKind::Bwd: bwd_[v] = i; break;
+      case InstrKind::FreeAct: freed[v] = 1; break;
+      // A checkpoint on the host is still one: it comes back, not recomputed.
+      case InstrKind::Offload: host_.push_back({ins.op, i, kNever}); break;
+      case InstrKind::Fetch:
+        for (auto it = host_.rbegin(); it != host_.rend(); ++it)
+          if (it->op == ins.op && it->fetch == kNever) {
+            it->fetch = i;
+            break;
+          }
+        break;
+      // A compressed checkpoint is still one: it is decompressed, not recomputed.
+      case InstrKind::CompressBF16:
+      case InstrKind::CompressF16:
+      case InstrKind::CompressInt8: packing_[v] = static_cast<uint8_t>(packing_of(ins.kind)); break;
+      case InstrKind::FreeGrad:
+      case InstrKind::FreeAux:
+      case InstrKind::Decompress:
+      case InstrKind::FreePacked: break;
+    }
+  }
+  for (int v : declared)
+    if (v >= 0 && static_cast<std::size_t>(v) < n) checkpoint_[static_cast<std::size_t>(v)] = 1;
+}
+
+std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
+  try {
+    if (name == "sqrt") return cut_checkpoints(model, every_k_boundaries(model, sqrt_interval(model)));
+    if (name.rfind("every-k:", 0) == 0) return cut_checkpoints(model, every_k_boundaries(model, std::stoi(name.substr(8))));
+    if (name.rfind("manual:", 0) == 0) {
+      std::vector<int> out;
+      std::size_t pos = 7;
+      while (pos < name.size()) {
+        std::size_t used = 0;
+        out.push_back(std::stoi(name.substr(pos), &used));
+        pos += used + 1;
+      }
+      return out;
+    }
+  } catch (const std::exception&) {
+  }
+  return {};
+}
+
+std::vector<int> ScheduleFacts::checkpoint_list() const {
+  std::vector<int> out;
+  for (std::size_t v = 0; v < checkpoint_.size(); ++v)
+    if (checkpoint_[v]) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
+                          const ScheduleFacts& facts, std::size_t t) {
+  const auto n = static_cast<std::size_t>(model.size());
+  NodeStates s;
+  s.fwd.assign(n, FwdState::NotComputed);
+  s.bwd.assign(n, BwdState::Pending);
+  s.checkpoint = facts.checkpoints();
+  s.grad_live.assign(n, 0);
+  s.packing.assign(n, Packing::None);
+  if (schedule.code.empty()) return s;
+  if (t >= schedule.code.size()) t = schedule.code.size() - 1;
+  std::vector<uint8_t> act(n, 0), packed(n, 0);
+  for (const TensorRef& r : index.resident_at(t)) {
+    if (r.aux) continue;  // aux(v) is not a node of the graph
+    if (r.grad) s.grad_live[static_cast<std::size_t>(r.op)] = 1;
+    else if (r.packed) packed[static_cast<std::size_t>(r.op)] = 1;
+    else act[static_cast<std::size_t>(r.op)] = 1;
+  }
+  for (std::size_t v = 0; v < n; ++v) {
+    const std::size_t first = facts.first_fwd(static_cast<int>(v));
+    if (act[v]) {
+      s.fwd[v] = FwdState::Live;
+    } else if (packed[v]) {  // kept at a smaller size: not freed
+      s.fwd[v] = FwdState::Compressed;
+      s.packing[v] = facts.packing(static_cast<int>(v));
+    } else if (first != ScheduleFacts::kNever && first <= t) {
+      s.fwd[v] = FwdState::Freed;
+    }
+    const std::size_t b = facts.bwd_at(static_cast<int>(v));
+    if (b != ScheduleFacts::kNever && b < t) s.bwd[v] = BwdState::Done;
+  }
+  // Offloaded, not freed: it waits on the host and comes back.
+  for (const ScheduleFacts::HostSpan& h : facts.host_spans())
+    if (h.offload <= t && t < h.fetch) s.fwd[static_cast<std::size_t>(h.op)] = FwdState::OnHost;
+  const Instr ins = schedule.code[t];
+  const auto v = static_cast<std::size_t>(ins.op);
+  s.has_running = true;
+  s.running = ins;
+  // aux(v) is no node of the graph: no arrow goes to it.
+  for (const TensorRef& r : tensors_read(model, ins))
+    if (!r.aux) s.reads.push_back(r);
+  if (ins.kind == InstrKind::Fwd) s.fwd[v] = facts.first_fwd(ins.op) == t ? FwdState::Computing : FwdState::Recomputing;
+  if (ins.kind == InstrKind::Bwd) s.bwd[v] = BwdState::Running;
+  if (ins.kind == InstrKind::Fetch) s.fwd[v] = FwdState::Fetching;
+  return s;
+}
+
+}  // namespace remat

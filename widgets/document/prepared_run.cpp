@@ -1,0 +1,32 @@
+#include "widgets/document/prepared_run.h"
+
+namespace remat {
+
+std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
+                                         const InstructionLimit& limit, const TimeModel& time,
+                                         const std::atomic<bool>* cancel) {
+  auto p = std::make_shared<PreparedRun>();
+  p->model = std::move(model);
+  p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit, .timelines = true, .time = std::nullopt}).front());
+  if (p->run.ok() && !(cancel && cancel->load())) {
+    const Model& m = *p->model;
+    p->index = std::make_unique<ResidentIndex>(m, p->run.schedule);
+    p->facts = std::make_unique<ScheduleFacts>(m, p->run.schedule, declared_checkpoints(m, p->run.name));
+    p->phases = PhaseMap(m, p->run.schedule);
+    // A second pass over the schedule, only where a fetch can stall.
+    if (p->run.sim.transfers > 0) p->run.sim.time = predict_step_time(m, p->run.schedule, time, &p->stalls);
+  }
+  return p;
+}
+
+std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
+                                             const std::string& why, bool pending) {
+  auto p = std::make_shared<PreparedRun>();
+  p->model = std::move(model);
+  p->run.spec = p->run.name = spec;
+  p->run.error = why;
+  p->run.pending = pending;
+  return p;
+}
+
+}  // namespace remat

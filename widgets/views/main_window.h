@@ -1,0 +1,164 @@
+// Remat Studio's window: the graph (or the strategies side by side) with
+// caption and transport on top, memory timeline / comparison / trade-off tabs
+// below, the strategy panel docked at the left, background work in the status
+// bar. Menus: File (models, exports, the animation), Playback, View (side by
+// side, presentation mode, panels), Run, Help.
+// Logic lives in StudioDocument, PlaybackController, RunController,
+// SweepController and the exporters; this class wires them to widgets and
+// remembers settings. main_window_menus.cpp builds the menus and the
+// presentation mode, main_window_export.cpp the exports.
+#pragma once
+#include <QByteArray>
+#include <QMainWindow>
+
+#include "widgets/controllers/job_tracker.h"
+
+class QAction;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QStackedWidget;
+class QTabWidget;
+class QTableView;
+
+namespace remat {
+class ActivityBar;
+class MicroBatchDialog;
+class ComparisonModel;
+class GraphView;
+class PlaybackController;
+class RunController;
+class SideBySideView;
+class StepMemoryBar;
+class StrategyPanel;
+class StudioDocument;
+class SweepController;
+class TimelineChart;
+class TradeoffChart;
+class TransportBar;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Loads a preset spec or a file; errors go to a dialog (or, with
+  // `quiet`, only to the return value) and the current model stays.
+  bool openModel(const QString& specOrPath, bool quiet = false);
+  StudioDocument* document() const { return doc_; }
+  PlaybackController* player() const { return player_; }
+  GraphView* graphView() const { return graph_; }
+  SideBySideView* sideBySideView() const { return sideBySide_; }
+  TimelineChart* timeline() const { return chart_; }
+  StepMemoryBar* stepMemory() const { return stepBar_; }
+  ComparisonModel* comparison() const { return table_; }
+  StrategyPanel* strategyPanel() const { return panel_; }
+  QDockWidget* strategyDock() const { return dock_; }
+  QLabel* captionLabel() const { return caption_; }
+  QTabWidget* tabs() const { return tabs_; }
+  TradeoffChart* tradeoffTab() const { return tradeoff_; }
+  RunController* runner() const { return runner_; }
+  SweepController* sweeper() const { return sweeper_; }
+  ActivityBar* activity() const { return activity_; }
+  JobTracker* exportJobs() { return &exportJobs_; }
+  QAction* runAction() const { return runAction_; }
+  // The micro-batch count K of the timeline tab (StudioDocument::setMicroBatches).
+  QComboBox* microBatchBox() const { return microK_; }
+  // The K sweep for the compared strategies, in a dialog computing in the background.
+  MicroBatchDialog* openMicroBatchSweep();
+  // The action of a menu entry by its text without '&' (tests, shortcuts help).
+  QAction* action(const QString& text) const;
+
+  // Compares `spec` (if it is not yet) and shows it in the graph; the
+  // Strategies panel checks its row (the trade-off's clicks, --show).
+  void showStrategy(const QString& spec);
+  // The Run action: executes the valid strategies in a worker, where Run › Run on says.
+  void startRun();
+  // Run › Time model rates: the dialog, then the document times its offloading runs again.
+  void editTimeModel();
+  // File › Open PyTorch snapshot: against the current strategy (SnapshotDialog).
+  void openSnapshot();
+  // Stops the run, the sweep, the animation export and the strategies still computing.
+  void cancelAll();
+  void setSideBySide(bool on);
+  bool sideBySide() const;
+  // Full-screen graph, large text, keyboard stepping; Esc or F5 leaves.
+  void setPresentation(bool on);
+  bool presenting() const { return presenting_; }
+  // Writes the animation of the shown strategy (or the side-by-side lanes) in
+  // the background; false when it could not start (the reason is shown).
+  bool startAnimationExport(const QString& path, bool sideBySide, bool withChart, QSize size, double scale,
+                            double fontScale, double fps, bool hideFrees);
+
+ signals:
+  void animationWritten(const QString& path, int frames);
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  // main_window.cpp
+  void buildCentre();
+  void buildToolbar();
+  void connectWork();
+  void onRunsChanged();
+  void syncCursor();
+  void updateRunAction();
+  QString runningText() const;  // the activity bar's label while Run works
+  void updateTabTitles();
+  void addTradeoffTab();
+  void startSweep();
+  // main_window_menus.cpp
+  void buildMenus();
+  void addRecent(const QString& path);
+  void rebuildRecentMenu();
+  void addRunDeviceMenu(QMenu* run);
+  void showShortcuts();
+  void showPictureHelp();
+  // main_window_export.cpp
+  void exportTimeline(const QString& ext);
+  void exportGraph(const QString& ext);
+  void exportData(const QString& ext);
+  void exportAnimation();
+  QString askExportPath(const QString& what, const QString& filter, const QString& ext);
+
+  StudioDocument* doc_;
+  PlaybackController* player_;
+  QStackedWidget* graphStack_;
+  GraphView* graph_;
+  SideBySideView* sideBySide_;
+  QLabel* caption_;
+  TransportBar* transport_;
+  QWidget* timelineTab_;
+  TimelineChart* chart_;
+  StepMemoryBar* stepBar_;
+  ComparisonModel* table_;
+  QTableView* tableView_;
+  StrategyPanel* panel_;
+  QDockWidget* dock_;
+  QTabWidget* tabs_;
+  QLineEdit* specEdit_;
+  QComboBox* shownRun_;
+  QComboBox* microK_;
+  void fillMicroBatchChoices();
+  QMenu* recentMenu_ = nullptr;
+  RunController* runner_;
+  SweepController* sweeper_;
+  ActivityBar* activity_;
+  QAction* runAction_ = nullptr;
+  QAction* sideBySideAction_ = nullptr;
+  QAction* presentAction_ = nullptr;
+  TradeoffChart* tradeoff_ = nullptr;
+  bool tradeoffStale_ = true;
+  // Presentation mode: what to restore.
+  bool presenting_ = false;
+  QByteArray savedState_;
+  bool wasMaximized_ = false;
+  int animationJob_ = 0;
+  JobTracker exportJobs_;  // last member: joined first
+};
+
+}  // namespace remat

@@ -1,0 +1,164 @@
+#include "widgets/views/step_memory_bar.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include "widgets/views/chart_scale.h"
+
+namespace remat {
+namespace {
+
+// Fixed colours for the parts (Okabe–Ito, apart from the strategies' own):
+// what no strategy changes in greys and muted tones, activations in orange.
+struct Part {
+  const char* name;
+  QColor color;
+  uint64_t StepMemory::*bytes;
+};
+const Part kParts[] = {
+    // Short names: the legend sits under a narrow chart.
+    {"weights", QColor(0x99, 0x99, 0x99), &StepMemory::parameters},
+    {"fp32 copy", QColor(0xcc, 0xcc, 0xcc), &StepMemory::master_weights},
+    {"grads", QColor(0x56, 0xb4, 0xe9), &StepMemory::parameter_grads},
+    {"optimizer", QColor(0xcc, 0x79, 0xa7), &StepMemory::optimizer_state},
+    {"activations", QColor(0xe6, 0x9f, 0x00), &StepMemory::activations},
+};
+
+}  // namespace
+
+StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("whole step, optimizer:"), this));
+  choice_ = new QComboBox(this);
+  choice_->setObjectName("optimizer");
+  for (Optimizer o : {Optimizer::SGD, Optimizer::Momentum, Optimizer::Adam, Optimizer::AdamW})
+    choice_->addItem(QString::fromUtf8(optimizer_name(o).data(), int(optimizer_name(o).size())), int(o));
+  choice_->setToolTip(tr("The optimizer's state per weight: SGD none, momentum one fp32 buffer, Adam/AdamW two"));
+  row->addWidget(choice_);
+  row->addStretch(1);
+  v->addLayout(row);
+  view_ = new QChartView(this);
+  view_->setRenderHint(QPainter::Antialiasing);
+  view_->setMinimumWidth(320);  // the four-entry legend unelided
+  v->addWidget(view_, 1);
+  note_ = new QLabel(this);
+  note_->setWordWrap(true);
+  v->addWidget(note_);
+  micro_ = new QLabel(this);
+  micro_->setWordWrap(true);
+  micro_->hide();
+  v->addWidget(micro_);
+  choice_->setCurrentIndex(choice_->findData(int(optimizer_)));
+  connect(choice_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    optimizer_ = Optimizer(choice_->itemData(i).toInt());
+    rebuild();
+    emit optimizerChanged(optimizer_);
+  });
+  rebuild();
+}
+
+void StepMemoryBar::setOptimizer(Optimizer o) { choice_->setCurrentIndex(choice_->findData(int(o))); }
+
+void StepMemoryBar::setRuns(const Model& model, const RunList& runs) {
+  for (Optimizer o : {Optimizer::SGD, Optimizer::Momentum, Optimizer::Adam, Optimizer::AdamW})
+    baseline_[std::size_t(o)] = step_memory(model, o, 0);
+  peaks_.clear();
+  categories_.clear();
+  for (const StrategyRun& r : runs) {
+    if (!r.ok()) continue;
+    categories_ << QString::fromStdString(r.name);
+    peaks_.push_back(r.sim.peak_bytes);
+  }
+  rebuild();
+}
+
+QString StepMemoryBar::note() const { return note_->text(); }
+
+void StepMemoryBar::setMicroBatches(int k, int64_t microBatch, int64_t batch) {
+  micro_->setVisible(k > 1);
+  micro_->setText(k > 1 ? tr("K = %1 micro-batches of %2 (batch %3): the activations are one micro-batch's; the "
+                             "gradients accumulate in place, the step runs %1 forward and backward passes.")
+                              .arg(k)
+                              .arg(microBatch)
+                              .arg(batch)
+                        : QString());
+}
+
+QString StepMemoryBar::microBatchText() const { return micro_->text(); }
+
+QList<QBarSet*> StepMemoryBar::sets() const {
+  for (QAbstractSeries* s : view_->chart()->series())
+    if (auto* bars = qobject_cast<QStackedBarSeries*>(s)) return bars->barSets();
+  return {};
+}
+
+void StepMemoryBar::rebuild() {
+  parts_.clear();
+  uint64_t most = 1;
+  for (uint64_t peak : peaks_) {
+    StepMemory m = baseline_[std::size_t(optimizer_)];
+    m.activations = peak;
+    parts_.push_back(m);
+    most = std::max(most, m.total());
+  }
+  const ByteUnit unit = byte_unit(most);
+  unitName_ = unit.name;
+  auto* chart = new QChart;
+  chart->setMargins(QMargins(2, 2, 2, 2));
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  auto* series = new QStackedBarSeries;
+  for (const Part& p : kParts) {
+    auto* set = new QBarSet(tr(p.name));
+    set->setColor(p.color);
+    set->setBorderColor(p.color.darker(130));
+    for (const StepMemory& m : parts_) set->append(double(m.*p.bytes) / unit.bytes);
+    series->append(set);
+  }
+  chart->addSeries(series);
+  // A part that is zero everywhere (no master weights in f32, no state for
+  // SGD) stays out of the legend.
+  for (QBarSet* set : series->barSets()) {
+    double sum = 0;
+    for (int i = 0; i < set->count(); ++i) sum += set->at(i);
+    if (sum == 0)
+      for (QLegendMarker* m : chart->legend()->markers(series))
+        if (m->label() == set->label()) m->setVisible(false);
+  }
+  auto* x = new QBarCategoryAxis;
+  x->append(categories_);
+  chart->addAxis(x, Qt::AlignBottom);
+  series->attachAxis(x);
+  auto* y = new QValueAxis;
+  const NiceScale ys = nice_scale(double(most) / unit.bytes, 6);
+  y->setTickType(QValueAxis::TicksDynamic);
+  y->setTickAnchor(0);
+  y->setTickInterval(ys.step);
+  y->setRange(0, ys.top);
+  y->setLabelFormat("%g");
+  y->setTitleText(tr("step memory (%1)").arg(unit.name));
+  chart->addAxis(y, Qt::AlignLeft);
+  series->attachAxis(y);
+  QChart* old = view_->chart();
+  view_->setChart(chart);
+  delete old;
+  // The note speaks of the strategy with the least activations: if even there
+  // another part is the largest, no strategy will change that.
+  std::size_t least = 0;
+  for (std::size_t i = 1; i < parts_.size(); ++i)
+    if (parts_[i].activations < parts_[least].activations) least = i;
+  const std::string n = parts_.empty() ? std::string() : dominant_part_note(parts_[least]);
+  note_->setText(n.empty() ? QString() : tr("At %1's peak, %2.").arg(categories_[qsizetype(least)], QString::fromStdString(n)));
+}
+
+}  // namespace remat

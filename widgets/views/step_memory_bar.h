@@ -1,0 +1,69 @@
+// The whole training step's memory beside the timeline: one stacked bar per
+// strategy (parameters, fp32 master weights, parameter gradients, optimizer
+// state, activations), in one byte unit with round ticks, and a one-line note
+// naming the largest part when it is not the activations ("optimizer state is
+// 62% of the step"): the picture that says when no checkpointing can help.
+// The optimizer is chosen here (sgd, momentum, adam, adamw), as --optimizer
+// does in the CLI (core/analysis/step_memory.h).
+#pragma once
+#include <QChartView>
+#include <QWidget>
+#include <array>
+#include <vector>
+
+#include "core/analysis/step_memory.h"
+#include "widgets/document/run_list.h"
+
+QT_BEGIN_NAMESPACE
+class QBarSet;
+class QComboBox;
+class QLabel;
+QT_END_NAMESPACE
+
+namespace remat {
+
+class StepMemoryBar : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StepMemoryBar(QWidget* parent = nullptr);
+  void setRuns(const Model& model, const RunList& runs);
+  void setOptimizer(Optimizer o);
+  // Gradient accumulation: the runs are of one micro-batch of `microBatch`
+  // samples, K of them per step of `batch`; a line under the bars says so
+  // (the baseline does not change with K). K = 1 hides it.
+  void setMicroBatches(int k, int64_t microBatch, int64_t batch);
+  QString microBatchText() const;
+  Optimizer optimizer() const { return optimizer_; }
+
+  // What is drawn: the breakdown per shown strategy (in order), and the note.
+  const std::vector<StepMemory>& parts() const { return parts_; }
+  const QStringList& categories() const { return categories_; }
+  QString note() const;
+  QChartView* view() const { return view_; }
+  // The bar sets, bottom to top: parameters, master weights, parameter
+  // gradients, optimizer state, activations (values in the axis' unit).
+  QList<QBarSet*> sets() const;
+  QString unitName() const { return unitName_; }
+
+ signals:
+  void optimizerChanged(Optimizer o);
+
+ private:
+  void rebuild();
+
+  // The parts no strategy changes, per optimizer (indexed by Optimizer),
+  // kept instead of the model so that a later optimizer change needs nothing
+  // that may since have been replaced.
+  std::array<StepMemory, 4> baseline_{};
+  std::vector<uint64_t> peaks_;
+  QStringList categories_;
+  std::vector<StepMemory> parts_;
+  Optimizer optimizer_ = Optimizer::Adam;
+  QString unitName_;
+  QComboBox* choice_;
+  QChartView* view_;
+  QLabel* note_;
+  QLabel* micro_;
+};
+
+}  // namespace remat

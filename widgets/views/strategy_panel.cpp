@@ -1,0 +1,367 @@
+#include "widgets/views/strategy_panel.h"
+
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "core/model/model.h"
+#include "core/strategies/registry.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/views/offload_editor.h"
+#include "widgets/document/strategy_colors.h"
+
+namespace remat {
+namespace {
+enum Col { Name, Param, Status };
+}
+
+StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
+  auto* l = new QVBoxLayout(this);
+  l->setContentsMargins(0, 0, 0, 0);
+  auto* hint = new QLabel(tr("Strategies to compare:"), this);
+  l->addWidget(hint);
+  tree_ = new QTreeWidget(this);
+  tree_->setColumnCount(3);
+  tree_->setHeaderLabels({tr("Strategy"), tr("Parameter"), tr("Status")});
+  tree_->setRootIsDecorated(false);
+  tree_->header()->setSectionResizeMode(Status, QHeaderView::Stretch);
+  tree_->setMouseTracking(true);
+  for (const StrategyInfo& info : strategy_catalog()) {
+    if (info.modify) continue;  // a modifier (compress) is no strategy of its own: SPEC+compress:bf16
+    auto* it = new QTreeWidgetItem(tree_);
+    const QString name = QString::fromStdString(info.name);
+    it->setText(Name, name);
+    it->setToolTip(Name, QString::fromStdString(info.help));
+    it->setCheckState(Name, Qt::Unchecked);
+    it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
+    // The strategy's colour, as in the charts.
+    QPixmap swatch(10, 10);
+    swatch.fill(strategy_color(name));
+    it->setIcon(Name, QIcon(swatch));
+    Editors e;
+    QWidget* editor = nullptr;
+    if (name == "every-k" || name == "revolve") {
+      e.count = new QSpinBox(tree_);
+      e.count->setSuffix(name == "every-k" ? tr(" ops") : tr(" slots"));
+      e.count->setToolTip(name == "every-k" ? tr("K: a checkpoint every K ops")
+                                            : tr("C: checkpoint slots, the input's included"));
+      connect(e.count, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+      editor = e.count;
+    } else if (name == "budget" || name == "optimal") {
+      auto* box = new QWidget(tree_);
+      auto* h = new QHBoxLayout(box);
+      h->setContentsMargins(0, 0, 0, 0);
+      h->setSpacing(2);
+      e.budget = new QDoubleSpinBox(box);
+      e.budget->setDecimals(2);
+      e.budget->setToolTip(tr("Memory budget for activations and their gradients (half of store-all's peak by default)"));
+      connect(e.budget, &QDoubleSpinBox::valueChanged, this, &StrategyPanel::changed);
+      h->addWidget(e.budget);
+      if (name == "optimal") {
+        e.seconds = new QSpinBox(box);
+        e.seconds->setRange(1, 86400);
+        e.seconds->setSuffix(tr(" s"));
+        e.seconds->setToolTip(tr("Time limit of the search: the best found when it runs out"));
+        connect(e.seconds, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+        h->addWidget(e.seconds);
+      }
+      editor = box;
+    } else if (name == "offload") {
+      auto* ed = new OffloadEditor(false, tree_);
+      connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
+      connect(ed, &OffloadEditor::addRequested, this, [this] { addOffloadRow(); });
+      offload_.push_back({it, ed});
+      tree_->setItemWidget(it, Param, ed);
+      editors_[name] = e;
+      continue;
+    } else if (name == "manual") {
+      e.list = new QLineEdit("0", tree_);
+      e.list->setToolTip(tr("Checkpointed op ids, comma-separated (or click forward nodes in the graph)"));
+      connect(e.list, &QLineEdit::editingFinished, this, &StrategyPanel::changed);
+      editor = e.list;
+    }
+    if (editor) tree_->setItemWidget(it, Param, editor);
+    editors_[name] = e;
+  }
+  tree_->resizeColumnToContents(Name);
+  tree_->setColumnWidth(Param, 230);
+  l->addWidget(tree_);
+  help_ = new QLabel(this);
+  help_->setWordWrap(true);
+  help_->setStyleSheet("QLabel { color: #444; padding: 4px; }");
+  l->addWidget(help_);
+  auto showHelp = [this](QTreeWidgetItem* it) {
+    if (!it) return;
+    const QString why = it->data(Status, Qt::UserRole).toString();
+    help_->setText(QString("<b>%1</b>: %2%3").arg(it->text(Name), it->toolTip(Name).toHtmlEscaped(),
+                                                   why.isEmpty() ? QString() : "<br><i>" + why.toHtmlEscaped() + "</i>"));
+  };
+  connect(tree_, &QTreeWidget::currentItemChanged, this, showHelp);
+  connect(tree_, &QTreeWidget::itemEntered, this, showHelp);
+  connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int col) {
+    if (col == Name) changed();
+  });
+}
+
+void StrategyPanel::changed() {
+  if (updating_) return;
+  // A base's parameter may have changed: the offload rows name it.
+  updating_ = true;
+  refreshOffloadBases();
+  updating_ = false;
+  emit specsChanged(specs());
+}
+
+OffloadEditor* StrategyPanel::offloadOf(const QTreeWidgetItem* item) const {
+  for (const OffloadRow& r : offload_)
+    if (r.item == item) return r.editor;
+  return nullptr;
+}
+
+std::vector<QTreeWidgetItem*> StrategyPanel::offloadRows() const {
+  std::vector<QTreeWidgetItem*> out;
+  for (const OffloadRow& r : offload_) out.push_back(r.item);
+  return out;
+}
+
+OffloadEditor* StrategyPanel::offloadEditor(int i) const {
+  return i >= 0 && i < int(offload_.size()) ? offload_[std::size_t(i)].editor : nullptr;
+}
+
+void StrategyPanel::refreshOffloadBases() {
+  std::vector<OffloadEditor::Base> bases;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    const QTreeWidgetItem* it = tree_->topLevelItem(i);
+    if (offloadOf(it)) continue;  // offload never wraps another offload
+    bases.push_back({it->text(Name), specOf(it), it->data(Status, Qt::UserRole).toString()});
+  }
+  for (const OffloadRow& r : offload_) {
+    r.editor->setBases(bases);
+    r.editor->setKRange(defaults_.n);
+  }
+}
+
+OffloadEditor* StrategyPanel::addOffloadRow(const QString& spec) {
+  const OffloadRow& last = offload_.back();
+  auto* it = new QTreeWidgetItem;
+  tree_->insertTopLevelItem(tree_->indexOfTopLevelItem(last.item) + 1, it);
+  it->setText(Name, last.item->text(Name));
+  it->setToolTip(Name, last.item->toolTip(Name));
+  it->setIcon(Name, last.item->icon(Name));
+  it->setFlags(last.item->flags());
+  auto* ed = new OffloadEditor(true, tree_);
+  offload_.push_back({it, ed});
+  tree_->setItemWidget(it, Param, ed);
+  const bool wasUpdating = updating_;
+  updating_ = true;
+  it->setCheckState(Name, Qt::Checked);
+  refreshOffloadBases();
+  ed->setKRange(defaults_.n);
+  if (!spec.isEmpty()) ed->setSpec(spec);
+  else ed->kBox()->setValue(std::min(2 * defaults_.k, std::max(1, defaults_.n)));  // another K than the first row's default
+  updating_ = wasUpdating;
+  connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
+  connect(ed, &OffloadEditor::removeRequested, this, [this, it] { removeOffloadRow(it); });
+  changed();
+  return ed;
+}
+
+void StrategyPanel::removeOffloadRow(QTreeWidgetItem* item) {
+  for (auto r = offload_.begin() + 1; r != offload_.end(); ++r)
+    if (r->item == item) {
+      offload_.erase(r);
+      delete item;  // and its editor with it
+      changed();
+      return;
+    }
+}
+
+QTreeWidgetItem* StrategyPanel::row(const QString& name) const {
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i)
+    if (tree_->topLevelItem(i)->text(Name) == name) return tree_->topLevelItem(i);
+  return nullptr;
+}
+
+QSpinBox* StrategyPanel::intEditor(const QString& name) const {
+  const auto it = editors_.find(name);
+  return it == editors_.end() ? nullptr : it->second.count;
+}
+QDoubleSpinBox* StrategyPanel::budgetEditor(const QString& name) const {
+  const auto it = editors_.find(name);
+  return it == editors_.end() ? nullptr : it->second.budget;
+}
+QString StrategyPanel::helpText() const { return help_->text(); }
+
+void StrategyPanel::setModel(const Model& model) {
+  updating_ = true;
+  defaults_ = strategy_defaults(model);
+  for (auto& [name, e] : editors_) {
+    if (e.count) {
+      e.count->setRange(1, std::max(1, defaults_.n));
+      e.count->setValue(name == "every-k" ? defaults_.k : defaults_.revolveSlots);
+    }
+    if (e.budget) {
+      const double u = defaults_.unit.bytes;
+      e.budget->setSuffix(" " + defaults_.unit.name);
+      e.budget->setDecimals(u == 1 ? 0 : 2);
+      e.budget->setRange(u == 1 ? 1 : 0.01, std::max(1.0, 2.0 * double(defaults_.storeAllPeak) / u));
+      e.budget->setSingleStep(std::max(u == 1 ? 1.0 : 0.01, nice_scale(double(defaults_.storeAllPeak) / u, 20).step));
+      e.budget->setValue(double(defaults_.budget) / u);
+    }
+    if (e.seconds) e.seconds->setValue(defaults_.seconds);
+    if (e.list) e.list->setText("0");
+  }
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    auto* it = tree_->topLevelItem(i);
+    const QString why = not_applicable(it->text(Name), model);
+    it->setData(Status, Qt::UserRole, why);
+    it->setFlags(why.isEmpty() ? it->flags() | Qt::ItemIsEnabled : it->flags() & ~Qt::ItemIsEnabled);
+    if (QWidget* w = tree_->itemWidget(it, Param)) w->setEnabled(why.isEmpty());
+    if (!why.isEmpty()) {
+      it->setCheckState(Name, Qt::Unchecked);
+      it->setText(Status, why);
+      it->setToolTip(Status, why);
+    }
+  }
+  // Parameters do not carry over: one offload row, every K ops at this model's K.
+  while (offload_.size() > 1) {
+    delete offload_.back().item;
+    offload_.pop_back();
+  }
+  refreshOffloadBases();
+  if (!offload_.empty()) offload_.front().editor->setSpec(QString("offload:%1").arg(defaults_.k));
+  updating_ = false;
+}
+
+QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
+  if (const OffloadEditor* ed = offloadOf(it)) return ed->spec();
+  const QString name = it->text(Name);
+  const auto found = editors_.find(name);
+  if (found == editors_.end()) return name;
+  const Editors& e = found->second;
+  if (e.count) return QString("%1:%2").arg(name).arg(e.count->value());
+  if (e.list) return "manual:" + e.list->text().trimmed();
+  if (e.budget) {
+    const auto bytes = static_cast<qulonglong>(std::llround(e.budget->value() * defaults_.unit.bytes));
+    return e.seconds ? QString("optimal:%1:%2").arg(bytes).arg(e.seconds->value()) : QString("budget:%1").arg(bytes);
+  }
+  return name;
+}
+
+QStringList StrategyPanel::specs() const {
+  QStringList out;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    const auto* it = tree_->topLevelItem(i);
+    // Two offload rows may name the same spec: compared once.
+    if (it->checkState(Name) == Qt::Checked && (it->flags() & Qt::ItemIsEnabled) && !out.contains(specOf(it)))
+      out << specOf(it);
+  }
+  return out;
+}
+
+void StrategyPanel::applyParameter(const QString& name, const QString& p) {
+  Editors& e = editors_[name];
+  const QStringList f = p.split(':');
+  bool ok = false;
+  if (e.count) {
+    const int v = p.toInt(&ok);
+    if (ok) e.count->setValue(v);
+  } else if (e.list) {
+    e.list->setText(p);
+  } else if (e.budget) {
+    const double bytes = f.value(0).toDouble(&ok);
+    if (ok) e.budget->setValue(bytes / defaults_.unit.bytes);
+    if (e.seconds && f.size() > 1) e.seconds->setValue(f[1].toInt());
+  }
+}
+
+void StrategyPanel::setSpecs(const QStringList& specs) {
+  updating_ = true;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    auto* it = tree_->topLevelItem(i);
+    if (offloadOf(it)) continue;  // below, once the bases have their parameters
+    bool on = false;
+    for (const QString& s : specs) {
+      if (s.section(':', 0, 0) != it->text(Name)) continue;
+      on = true;
+      if (s.contains(':')) applyParameter(it->text(Name), s.section(':', 1));
+    }
+    it->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
+    if (!on && it->data(Status, Qt::UserRole).toString().isEmpty()) it->setText(Status, {});
+  }
+  setOffloadSpecs(specs);
+  updating_ = false;
+}
+
+void StrategyPanel::setOffloadSpecs(const QStringList& specs) {
+  QStringList mine;
+  for (const QString& s : specs)
+    if (s == "offload" || s.startsWith("offload:") || s.startsWith("offload+")) mine << s;
+  // offload+BASE:P takes P from BASE's row: set it there first.
+  for (const QString& s : mine)
+    if (s.startsWith("offload+") && s.contains(':')) applyParameter(s.mid(8).section(':', 0, 0), s.mid(8).section(':', 1));
+  while (offload_.size() > std::max<std::size_t>(1, std::size_t(mine.size()))) {
+    delete offload_.back().item;
+    offload_.pop_back();
+  }
+  refreshOffloadBases();
+  while (offload_.size() < std::size_t(mine.size())) addOffloadRow();
+  for (std::size_t i = 0; i < offload_.size(); ++i) {
+    const bool on = i < std::size_t(mine.size()) && offload_[i].editor->setSpec(mine[qsizetype(i)]);
+    offload_[i].item->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
+    if (!on && offload_[i].item->data(Status, Qt::UserRole).toString().isEmpty()) offload_[i].item->setText(Status, {});
+  }
+}
+
+void StrategyPanel::setRuns(const RunList& runs) {
+  updating_ = true;
+  for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
+    auto* it = tree_->topLevelItem(i);
+    const QString why = it->data(Status, Qt::UserRole).toString();
+    if (!why.isEmpty()) continue;  // says why it cannot apply
+    it->setText(Status, {});
+    it->setToolTip(Status, {});
+    it->setForeground(Status, QBrush());
+    const OffloadEditor* offload = offloadOf(it);
+    for (const StrategyRun& r : runs) {
+      if (offload ? QString::fromStdString(r.spec) != offload->spec()
+                  : QString::fromStdString(r.spec).section(':', 0, 0) != it->text(Name))
+        continue;
+      if (r.ok() && offload && r.sim.transfers == 0) {
+        // Valid, but not what the user meant: say why nothing went to the host.
+        const QString why = tr("moves nothing: every checkpoint it keeps is read as soon as the backward reaches it, "
+                               "none waits through a recompute (the same schedule as %1)")
+                                .arg(offload->baseName().isEmpty() ? QString("every-k:%1").arg(offload->spec().mid(8))
+                                                                   : offload->spec().mid(8));
+        it->setText(Status, why);
+        it->setToolTip(Status, why);
+        it->setForeground(Status, QBrush(QColor(150, 90, 0)));
+      } else if (r.ok()) {
+        it->setText(Status, tr("ok, peak %1").arg(format_bytes(r.sim.peak_bytes)));
+        if (r.sim.transfers > 0)
+          it->setText(Status, tr("ok, peak %1, host %2").arg(format_bytes(r.sim.peak_bytes), format_bytes(r.sim.peak_host_bytes)));
+        if (!r.schedule.note.empty()) {
+          it->setText(Status, it->text(Status) + tr(" (best found, not proven)"));
+          it->setToolTip(Status, QString::fromStdString(r.schedule.note));
+        }
+      } else if (r.pending) {
+        it->setText(Status, QString::fromStdString(r.error));
+      } else {
+        it->setText(Status, tr("invalid: %1").arg(QString::fromStdString(r.error)));
+        it->setToolTip(Status, QString::fromStdString(r.error));
+        it->setForeground(Status, QBrush(QColor(170, 30, 30)));
+      }
+    }
+    // The column is narrow in a narrow dock: the whole status on hover.
+    if (it->toolTip(Status).isEmpty()) it->setToolTip(Status, it->text(Status));
+  }
+  updating_ = false;
+}
+
+}  // namespace remat

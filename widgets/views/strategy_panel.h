@@ -1,0 +1,82 @@
+// Chooses the strategies to compare: one row per entry of strategy_catalog(),
+// a check box, its parameter as a spin box with its unit (K ops, C slots, a
+// budget in the model's byte unit, a time limit) defaulting per model
+// (strategy_defaults.h), and whether it applies to this model (disabled with
+// the reason when it cannot, the run's error when it did not). The strategy's
+// one-line help shows under the list.
+#pragma once
+#include <QStringList>
+#include <QWidget>
+#include <map>
+#include <vector>
+
+#include "core/analysis/comparison.h"
+#include "widgets/document/run_list.h"
+#include "widgets/document/strategy_defaults.h"
+
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QSpinBox;
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace remat {
+class OffloadEditor;
+struct Model;
+
+class StrategyPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit StrategyPanel(QWidget* parent = nullptr);
+  // New defaults for this model's parameters; the strategies that cannot
+  // apply are disabled. Does not emit.
+  void setModel(const Model& model);
+  QStringList specs() const;
+  // Checks the rows of `specs` and fills their parameters, without emitting.
+  void setSpecs(const QStringList& specs);
+  void setRuns(const RunList& runs);
+  QTreeWidget* tree() const { return tree_; }
+  QTreeWidgetItem* row(const QString& name) const;
+  // The editors, for tests: K / C as spin boxes, budgets in the unit shown.
+  QSpinBox* intEditor(const QString& name) const;
+  QDoubleSpinBox* budgetEditor(const QString& name) const;
+  QString helpText() const;
+  // The offload rows in order (the catalog's first) and their editors.
+  std::vector<QTreeWidgetItem*> offloadRows() const;
+  OffloadEditor* offloadEditor(int i) const;
+  // Adds an offload row after the last one, checked, with `spec` (or every K
+  // ops); emits unless called from setSpecs.
+  OffloadEditor* addOffloadRow(const QString& spec = {});
+
+ signals:
+  void specsChanged(const QStringList& specs);
+
+ private:
+  struct Editors {
+    QSpinBox* count = nullptr;         // every-k K, revolve C
+    QDoubleSpinBox* budget = nullptr;  // budget, optimal: in unit_
+    QSpinBox* seconds = nullptr;       // optimal
+    QLineEdit* list = nullptr;         // manual
+  };
+  QString specOf(const QTreeWidgetItem* item) const;
+  void applyParameter(const QString& name, const QString& parameter);
+  void changed();
+  OffloadEditor* offloadOf(const QTreeWidgetItem* item) const;
+  void removeOffloadRow(QTreeWidgetItem* item);
+  // Every offload editor's list of bases: the other rows with their current specs.
+  void refreshOffloadBases();
+  void setOffloadSpecs(const QStringList& specs);
+  QTreeWidget* tree_;
+  QLabel* help_;
+  std::map<QString, Editors> editors_;
+  struct OffloadRow {
+    QTreeWidgetItem* item;
+    OffloadEditor* editor;
+  };
+  std::vector<OffloadRow> offload_;
+  StrategyDefaults defaults_;
+  bool updating_ = false;
+};
+
+}  // namespace remat

@@ -1,0 +1,58 @@
+#include "widgets/views/tradeoff_families.h"
+
+#include <algorithm>
+
+#include "core/analysis/comparison.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/sim/time_model.h"
+
+namespace remat {
+
+const std::vector<TradeoffFamily>& tradeoff_families() {
+  static const std::vector<TradeoffFamily> table = {
+      {"offload (checkpoints on the host)", QScatterSeries::MarkerShapeTriangle,
+       // offload+sqrt is offload:{K} (the same schedule): listed once.
+       {"offload:{K/2}", "offload+sqrt", "offload:{2K}"}},
+      {"compressed checkpoints", QScatterSeries::MarkerShapeStar, {"sqrt+compress:bf16", "sqrt+compress:int8"}},
+  };
+  return table;
+}
+
+std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model) {
+  const int k = std::max(1, sqrt_interval(model));
+  const std::pair<const char*, int> values[] = {{"{K/2}", std::max(1, k / 2)}, {"{2K}", 2 * k}, {"{K}", k}};
+  std::vector<std::string> out;
+  for (std::string s : family.specs) {
+    for (const auto& [token, v] : values)
+      if (const auto at = s.find(token); at != std::string::npos) s.replace(at, std::string(token).size(), std::to_string(v));
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  }
+  return out;
+}
+
+double step_time_overhead(const Simulation& sim, double device_flops) {
+  const double plain = (sim.flops - sim.recompute_flops) / device_flops;
+  return plain > 0 ? sim.time.step_s / plain - 1 : 0;
+}
+
+std::vector<FamilyPoint> family_points(const Model& model, const InstructionLimit& limit,
+                                       const std::atomic<bool>* cancel, std::vector<std::string>* notes,
+                                       const TimeModel& tm) {
+  std::vector<FamilyPoint> out;
+  for (const TradeoffFamily& f : tradeoff_families()) {
+    for (const std::string& spec : family_specs(f, model)) {
+      if (cancel && cancel->load()) return out;
+      const auto runs = simulate_strategies(model, {spec}, {.limit = limit, .timelines = false, .time = tm});
+      const StrategyRun& r = runs.front();
+      if (!r.ok()) {
+        if (notes) notes->push_back(spec + ": " + r.error);
+        continue;
+      }
+      out.push_back({f.name, r.spec, r.sim.peak_bytes, r.sim.peak_host_bytes,
+                     step_time_overhead(r.sim, tm.device_flops), r.sim.time.stall_s});
+    }
+  }
+  return out;
+}
+
+}  // namespace remat
