@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/schedule.h"
+#include "core/instr.h"
 
 namespace remat {
 
