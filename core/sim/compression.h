@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/sim/schedule.h"
+#include "core/sim/instr.h"
 
 namespace remat {
 
