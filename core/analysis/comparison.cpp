@@ -80,6 +80,10 @@ nlohmann::json simulation_json(const StrategyRun& run, bool with_timeline) {
       if (r.bound >= 0) e["bound"] = r.bound;
       if (r.gap >= 0) e["gap"] = r.gap;
       if (r.step_gap >= 0) e["step_gap"] = r.step_gap;
+      if (r.ratio >= 0) e["ratio"] = r.ratio;
+      if (r.overhead >= 0) e["overhead"] = r.overhead;
+      if (r.bound_overhead >= 0) e["bound_overhead"] = r.bound_overhead;
+      if (!r.detail.empty()) e["detail"] = r.detail;
       j["solvers"].push_back(e);
     }
   }

@@ -15,6 +15,7 @@
 #include "core/strategies/factories.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/optimal_schedule.h"
+#include "core/strategies/repeated_blocks.h"
 #include "core/strategies/registry.h"
 
 namespace remat {
@@ -22,6 +23,14 @@ namespace {
 
 std::vector<std::string> named_specs(const Model& m) {
   std::vector<std::string> s{"store-all", "recompute-all", "sqrt", "auto", "selective"};
+  // The hand-written policies for real networks, where the graph has them
+  // (attention cores, blocks of more than one op).
+  if (!attention_cores(m).empty()) s.push_back("attention-core");
+  try {
+    block_input_checkpoints(m);
+    s.push_back("blocks");
+  } catch (const InputError&) {
+  }
   if (is_chain(m)) {
     const int n = m.loss();
     for (int c : {2, static_cast<int>(std::ceil(std::log2(std::max(2, n)))), sqrt_interval(m)})
@@ -178,9 +187,11 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       if (opt.found) {
         // A proven or chosen checkpoint set is recreated by manual:...; the
         // MILP's or the residency bound's schedule by the optimal spec that found it.
-        const std::string spec = opt.from_milp || opt.from_residency ? "optimal:" + std::to_string(p.budget) + ":" +
-                                                     std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
-                                               : manual_spec(opt.sets.checkpoints);
+        const std::string spec = !opt.from_named.empty() ? opt.from_named
+                                 : opt.from_milp || opt.from_residency
+                                     ? "optimal:" + std::to_string(p.budget) + ":" +
+                                           std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
+                                     : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);
         take(spec + suffix, s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
       }

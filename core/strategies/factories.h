@@ -18,6 +18,12 @@ std::unique_ptr<Strategy> make_manual(std::vector<int> sorted_ops);
 std::unique_ptr<Strategy> make_auto();
 std::unique_ptr<Strategy> make_selective();
 
+// From the graph's structure (block_strategies.cpp, repeated_blocks.h): every
+// op kept but the first `count` attention cores (0: all); every op kept but
+// those inside a block, every `every`-th block's output kept (0: each).
+std::unique_ptr<Strategy> make_attention_core(int count);
+std::unique_ptr<Strategy> make_blocks(int every);
+
 // Binomial checkpointing for chains: `slots` stored states, the input's
 // included (revolve.cpp).
 std::unique_ptr<Strategy> make_revolve(int slots);

@@ -11,6 +11,8 @@
 #include "core/model/model.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
+#include "core/base/errors.h"
+#include "core/strategies/repeated_blocks.h"
 #include "core/strategies/residency_bound.h"
 
 namespace remat {
@@ -274,18 +276,28 @@ class BranchAndBound {
 
 }  // namespace
 
-OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor) {
+OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor,
+                             const std::vector<std::vector<int>>& seeds) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
   OptimalResult r;
   Search s(m, budget, floor, r);
-  // Seeds: the named families.
+  // Seeds: the caller's, then the named families.
   const int n = m.loss();
+  for (const auto& seed : seeds)
+    if (s.going(deadline)) s.consider(seed);
   s.consider({});
   for (int k = 1; k < n && s.going(deadline); ++k) s.consider(every_k_boundaries(m, k));
   s.consider(auto_checkpoints(m));
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));
+  // The hand-written policies for real networks, where the model has them.
+  if (!attention_cores(m).empty()) s.consider(attention_core_checkpoints(m));
+  for (int every : {1, 2})
+    try {
+      s.consider(block_input_checkpoints(m, every));
+    } catch (const InputError&) {  // no block of more than one op
+    }
   // A good incumbent prunes most of the tree; small graphs need none.
   if (n - 1 > kSeedSearchAboveOps) local_search(s, start + (deadline - start) / 4);
   r.proven = BranchAndBound(s, deadline).run();

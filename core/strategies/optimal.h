@@ -32,7 +32,9 @@ constexpr double kOptimalDefaultSeconds = 5.0;
 
 // `floor`: a proven lower bound on the recompute FLOPs of any schedule within
 // the budget (residency_bound.h), or -1: the search stops, proven, as soon as
-// a set meets it.
-OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor = -1);
+// a set meets it. `seeds`: sets tried first, before the named families (the
+// block DP's, block_solver.h), as incumbents.
+OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_s, double floor = -1,
+                             const std::vector<std::vector<int>>& seeds = {});
 
 }  // namespace remat

@@ -6,11 +6,13 @@
 #include <tuple>
 #include <utility>
 
+#include "core/base/cancel_scope.h"
 #include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 namespace {
@@ -19,16 +21,32 @@ using Clock = std::chrono::steady_clock;
 
 std::string seconds_text(double s) { return std::to_string(static_cast<long long>(s + 0.5)) + " s"; }
 
-std::string percent(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
-  return buf;
-}
-
 // (flops - bound) over the recompute FLOPs, and over the whole step's.
 std::pair<double, double> gaps(const Model& m, double flops, double bound) {
   const double d = std::max(0.0, flops - bound), step = m.forward_flops() + m.backward_flops() + flops;
   return {flops > 0 && !meets_bound(flops, bound) ? d / flops : 0.0, step > 0 && !meets_bound(flops, bound) ? d / step : 0.0};
+}
+
+// What the record says about its schedule against its bound: the ratio and
+// both as overheads (over one forward plus one backward pass).
+void compare_to_bound(const Model& m, SolverRecord& r) {
+  if (r.recompute_flops < 0 || r.bound < 0) return;
+  const double pass = m.forward_flops() + m.backward_flops();
+  if (pass > 0) r.overhead = r.recompute_flops / pass, r.bound_overhead = r.bound / pass;
+  if (meets_bound(r.recompute_flops, r.bound)) r.ratio = 1;
+  else if (r.bound > 0) r.ratio = r.recompute_flops / r.bound;
+}
+
+std::string ratio_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, x < 10 ? "%.2fx" : "%.0fx", x);
+  return buf;
+}
+
+std::string percent2(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100 * x);
+  return buf;
 }
 
 std::vector<Instr> compute_part(const Schedule& s) {
@@ -64,18 +82,10 @@ class Optimal final : public Strategy {
   // forward pass, then before each bwd b at most the b ops up to it:
   // L + L(L+1)/2 forward steps for the loss L, each of an op with aux(v) when
   // the model has any.
+  // The registered strategies it tries (best_named) are held to the same
+  // bound: only those not longer are tried.
   ScheduleSize size(const Model& m, uint64_t) const override {
-    ScheduleSize bound = segment_schedule_bound(m);
-    // The residency bound's schedule recomputes each op at most once.
-    bool aux = false;
-    for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
-    const auto L = static_cast<uint64_t>(m.loss());
-    bound.instructions = std::max(bound.instructions, instructions_with_frees(m, 2 * L, aux ? 2 * L : 0));
-    if (!milp_solver_name().empty() && milp_too_large(m, budget_, limit_).empty()) {
-      const uint64_t fwd = L + L * (L + 1) / 2;
-      bound.instructions = std::max(bound.instructions, instructions_with_frees(m, fwd, aux ? fwd : 0));
-    }
-    return bound;
+    return {optimal_length_bound(m, budget_, limit_), ScheduleSize::Bound::AtMost};
   }
 
  private:
@@ -84,6 +94,60 @@ class Optimal final : public Strategy {
 };
 
 }  // namespace
+
+uint64_t optimal_length_bound(const Model& m, uint64_t budget, double seconds) {
+  uint64_t bound = segment_schedule_bound(m).instructions;
+  // The residency bound's schedule recomputes each op at most once.
+  bool aux = false;
+  for (int v = 1; v < m.size() && !aux; ++v) aux = m.op(v).aux_bytes > 0;
+  const auto L = static_cast<uint64_t>(m.loss());
+  bound = std::max(bound, instructions_with_frees(m, 2 * L, aux ? 2 * L : 0));
+  if (!milp_solver_name().empty() && milp_too_large(m, budget, seconds).empty()) {
+    const uint64_t fwd = L + L * (L + 1) / 2;
+    bound = std::max(bound, instructions_with_frees(m, fwd, aux ? fwd : 0));
+  }
+  return bound;
+}
+
+namespace {
+
+// The registered strategies optimal compares itself with (the sweep's and the
+// window's): every one that takes no argument, blocks:2, every-k:K for K up to
+// twice sqrt's interval and every power of two, revolve:C (C <= 32) and
+// budget:BUDGET on chains.
+std::vector<std::string> portfolio_specs(const Model& m, uint64_t budget) {
+  std::vector<std::string> s{"sqrt", "auto", "selective", "attention-core", "blocks", "blocks:2", "recompute-all"};
+  const int n = m.loss();
+  for (int k = 1; k < n; ++k)
+    if (k <= 2 * sqrt_interval(m) || (k & (k - 1)) == 0) s.push_back("every-k:" + std::to_string(k));
+  if (is_chain(m)) {
+    s.push_back("budget:" + std::to_string(budget));
+    for (int c = 1; c <= std::min(n, 32); ++c) s.push_back("revolve:" + std::to_string(c));
+  }
+  return s;
+}
+
+}  // namespace
+
+NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, double seconds) {
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  NamedCandidate best;
+  for (const std::string& spec : portfolio_specs(m, budget)) {
+    if (Clock::now() >= until || cancel_requested()) break;
+    try {
+      const auto strategy = make_strategy(spec);
+      const ScheduleSize size = strategy->size(m, max_length);
+      if (size.instructions > max_length || size.bound == ScheduleSize::Bound::AtLeast) continue;
+      std::vector<Instr> compute = compute_part(strategy->schedule(m));
+      // As optimal returns it: its compute part, frees added again.
+      const Simulation sim = simulate(m, with_frees(m, compute, spec), {.timeline = false});
+      if (sim.peak_bytes > budget || (best.found && sim.recompute_flops >= best.recompute_flops)) continue;
+      best = {true, spec, std::move(compute), sim.recompute_flops, sim.peak_bytes};
+    } catch (const InputError&) {  // not for this model (revolve on a DAG, no attention) or nothing fits (budget)
+    }
+  }
+  return best;
+}
 
 uint64_t least_possible_peak(const Model& m, std::string* what) {
   uint64_t best = 0;
@@ -134,12 +198,29 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
                                          : "";
   const bool milp_may_run = !solver.empty() && too_large.empty() && skipped.empty();
   const double after_bound = std::max(0.5, seconds - since_start());
-  if (skipped.empty()) o.sets = optimal_search(m, budget, milp_may_run ? after_bound / 4 : after_bound, floor);
-  const double bb_seconds = skipped.empty() ? since_start() - rb.seconds : 0;  // (and milp_too_large's)
+  // The structure first (block_solver.h): a set the branch and bound starts
+  // from, found in a fraction of its time on a chain of repeated blocks.
+  std::vector<std::vector<int>> seeds;
+  if (skipped.empty()) {
+    // At least a second: enumerating a shape's options once (then cached, for
+    // every budget of a sweep) takes a fraction of one on GPT-2's layer.
+    o.blocks = block_solve(m, budget, std::max(1.0, (milp_may_run ? after_bound / 4 : after_bound) / 2));
+    if (o.blocks.found) seeds.push_back(o.blocks.checkpoints);
+  }
+  const double after_blocks = std::max(0.5, seconds - since_start());
+  if (skipped.empty()) o.sets = optimal_search(m, budget, milp_may_run ? after_blocks / 4 : after_blocks, floor, seeds);
+  const double bb_seconds = skipped.empty() ? since_start() - rb.seconds : 0;  // (and milp_too_large's, the block DP's)
   const bool met = o.sets.found && floor >= 0 && meets_bound(o.sets.recompute_flops, floor);
   SolverRecord bb{"branch and bound", "checkpoint sets", o.sets.proven ? (o.sets.found ? "proven" : "infeasible") : "time limit",
                   false, o.sets.found ? o.sets.recompute_flops : -1, -1, -1, bb_seconds};
   if (!skipped.empty()) bb.status = skipped;
+  if (o.blocks.blocks > 0) {
+    const BlockSolution& k = o.blocks;
+    bb.detail = "started from the block DP's set (" + std::to_string(k.blocks) + " blocks of " + std::to_string(k.shapes) +
+                " shapes, " + std::to_string(k.options) + " options" + (k.complete ? "" : ", not all enumerated") + "; " +
+                (k.found ? std::to_string(k.recompute_flops) + " recompute FLOPs" : std::string("none fits")) + " in " +
+                std::to_string(k.seconds).substr(0, 5) + " s)";
+  }
   // The best schedule so far, and which solver's it is (0, 1, 2: the records' order).
   int chosen = -1;
   auto offer = [&](const std::vector<Instr>& compute, double flops, int who) {
@@ -190,6 +271,21 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
       offer(o.milp.compute, o.milp.recompute_flops, 1);
     }
   }
+  // Every registered strategy that fits is a candidate too: optimal is never
+  // above a point the sweep or the window would show beside it.
+  // (Not where a solver's schedule meets a bound: nothing recomputes less.)
+  double general_so_far = floor;
+  if (o.milp.status == S::Optimal || o.milp.status == S::Feasible) general_so_far = std::max(general_so_far, o.milp.bound);
+  const bool least_so_far = o.found && ((general_so_far >= 0 && meets_bound(o.recompute_flops, general_so_far)) ||
+                                        o.milp.status == S::Optimal || o.recompute_flops == 0);
+  if (const NamedCandidate n = least_so_far ? NamedCandidate{}
+                                            : best_named(m, budget, optimal_length_bound(m, budget, seconds),
+                                                         std::max(0.25, seconds - since_start()));
+      n.found) {
+    const double before = o.found ? o.recompute_flops : -1;
+    offer(n.compute, n.recompute_flops, 3);
+    if (chosen == 3 && (before < 0 || n.recompute_flops < before)) o.from_named = n.spec;
+  }
   o.from_milp = chosen == 1, o.from_residency = chosen == 2;
   // What each schedule is proven against: the branch and bound's own search
   // (checkpoint sets), or a bound on every general schedule (the residency
@@ -200,6 +296,8 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   if (o.sets.found && general > bb.bound) bb.bound = std::min(general, o.sets.recompute_flops);
   if (met) bb.status = "proven";
   if (bb.bound >= 0) std::tie(bb.gap, bb.step_gap) = gaps(m, o.sets.recompute_flops, bb.bound);
+  compare_to_bound(m, bb);
+  compare_to_bound(m, mr);
   o.records.push_back(bb);
   o.records.push_back(mr);
   SolverRecord rr{solver.empty() ? "residency bound" : "residency bound (" + solver + ")", "general schedules",
@@ -217,8 +315,9 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
     std::tie(rr.gap, rr.step_gap) = gaps(m, rb.recompute_flops, rr.bound);
     if (meets_bound(rb.recompute_flops, rr.bound)) rr.status = "proven";
   }
+  compare_to_bound(m, rr);
   o.records.push_back(rr);
-  if (chosen >= 0) o.records[static_cast<std::size_t>(chosen)].chosen = true;
+  if (chosen >= 0 && chosen < 3) o.records[static_cast<std::size_t>(chosen)].chosen = true;
   const bool proven = o.found && general >= 0 && meets_bound(o.recompute_flops, general);
 
   const std::string b = std::to_string(budget) + " bytes";
@@ -246,11 +345,23 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   // A note only when a time limit stopped what would have proven the answer
   // (the window then says "best found, not proven").
   const std::string limit = "time limit (" + seconds_text(seconds) + ")";
-  const auto [gap, step_gap] = general >= 0 ? gaps(m, o.recompute_flops, general) : std::pair{0.0, 0.0};
-  const std::string at_most = gap > 0 ? " at most " + percent(gap) + " above the least recompute FLOPs over general schedules (" +
-                                            percent(step_gap) + " of the training step's FLOPs)"
-                                      : "";
-  if (proven || o.milp.status == S::Optimal)
+  // Against the bound: the ratio (the least may be as low as the bound), and
+  // both as overheads. (gap, (found - bound) / found, is what the records
+  // keep for the solvers; as "above the least" it would understate: a
+  // schedule at 4.4x the bound has a gap of 77%.)
+  std::string at_most;
+  if (general >= 0 && !meets_bound(o.recompute_flops, general)) {
+    SolverRecord r;
+    r.recompute_flops = o.recompute_flops, r.bound = general;
+    compare_to_bound(m, r);
+    at_most = std::string(" recomputing ") + (r.ratio > 0 ? "at most " + ratio_text(r.ratio) + " the least" : "FLOPs where the least may be none") +
+              " over general schedules (overhead " + percent2(std::max(0.0, r.overhead)) + ", the lower bound's " +
+              percent2(std::max(0.0, r.bound_overhead)) + ")";
+  }
+  if (!o.from_named.empty())
+    o.note = "the registered strategy " + o.from_named + " recomputes less than every solver's schedule found in the " + limit +
+             (at_most.empty() ? "" : "," + at_most) + (proven ? "" : ": not proven least (" + longer + ")");
+  else if (proven || o.milp.status == S::Optimal)
     o.note = "";
   else if (o.milp.status == S::Feasible)
     o.note = "the MILP stopped at its " + limit + at_most + ": not proven least (" + longer + ")";

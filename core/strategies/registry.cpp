@@ -84,11 +84,27 @@ const std::vector<StrategyInfo>& strategy_catalog() {
       {"auto", "", "", "checkpoint articulation points of the DAG, spaced about sqrt(n)",
        [](const std::string&) { return make_auto(); }},
       {"optimal", "BYTES[:SECONDS]", "1M",
-       "least recompute FLOPs under BYTES (branch and bound over checkpoint sets, and a MILP over general schedules "
-       "when built with one; best found when the time limit, default 5 s, runs out)",
+       "least recompute FLOPs under BYTES (a DP over the model's repeated blocks, branch and bound over checkpoint "
+       "sets, and a MILP over general schedules when built with one; never above a registered strategy that fits; "
+       "best found when the time limit, default 5 s, runs out)",
        optimal_from},
       {"selective", "", "", "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
        [](const std::string&) { return make_selective(); }},
+      {"attention-core", "N", "1",
+       "keep everything but each attention's core (scores, scale, mask, softmax, attention dropout), recomputed "
+       "before its backward (Megatron-LM's selective recomputation); attention-core:N only the first N attentions'",
+       [](const std::string& a) {
+         return make_attention_core(a.empty() ? 0 : static_cast<int>(parse_int(a, "attention-core: N (attentions)", 1, 1 << 27)));
+       },
+       true},
+      {"blocks", "K", "2",
+       "keep each block's input and output, recompute inside (torch.utils.checkpoint around every transformer "
+       "layer or ResNet block), blocks found from the graph: the ops between cuts, grouped by their repeat; "
+       "blocks:K keeps every K-th block's output (checkpoint_sequential)",
+       [](const std::string& a) {
+         return make_blocks(a.empty() ? 0 : static_cast<int>(parse_int(a, "blocks: K (blocks per segment)", 1, 1 << 27)));
+       },
+       true},
       {"offload", "K", "4",
        "checkpoint every K ops (plain 'offload': ceil(sqrt(n))); the checkpoints go to host memory after the forward "
        "and come back one segment ahead of the backward that needs them; offload+SPEC offloads another strategy's "

@@ -28,6 +28,15 @@ struct SolverRecord {
   // + recompute_flops); -1: none. Much smaller than `gap`: the step's FLOPs
   // are mostly the one forward and backward no schedule avoids.
   double step_gap = -1;
+  // recompute_flops / bound, the honest "how far from the least": at most this
+  // many times the least FLOPs; -1: no bound (or a zero bound under FLOPs).
+  double ratio = -1;
+  // recompute_flops and bound over one forward plus one backward pass (the
+  // overhead simulate reports), side by side; -1: none.
+  double overhead = -1, bound_overhead = -1;
+  // What else a user should know about this solver's run (where its search
+  // started from), "" when nothing.
+  std::string detail = "";
 };
 
 class Strategy {

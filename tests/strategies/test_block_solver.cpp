@@ -1,0 +1,324 @@
+// Issue 29: the structure of real networks (cuts, repeated blocks, attention
+// cores) read from the graph, the attention-core and blocks baselines, and
+// the block solver behind optimal: exhaustive search agrees with it on small
+// repeated-block graphs, the MILP bounds it, and optimal is never above a
+// baseline at the baseline's peak. Every schedule is replayed by the
+// simulator (which rejects an invalid one) and its peak checked against the
+// budget.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/base/errors.h"
+#include "core/model/model.h"
+#include "core/model/presets.h"
+#include "core/sim/simulator.h"
+#include "core/strategies/block_solver.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/milp_schedule.h"
+#include "core/strategies/optimal_schedule.h"
+#include "core/strategies/registry.h"
+#include "core/strategies/repeated_blocks.h"
+
+namespace remat {
+namespace {
+
+uint64_t peak_of(const Model& m, const std::string& spec) { return simulate(m, make_strategy(spec)->schedule(m)).peak_bytes; }
+
+// GPT-2's layer: ln_1 .. res2, found as one block of two cut segments (the
+// attention's and the MLP's, each ending at a residual sum), repeated.
+TEST(RepeatedBlocks, GptLayersAreTheRepeatedBlocks) {
+  const Model m = make_preset("gpt:3:64:4:16:2:f32:100");
+  std::vector<Block> layers;
+  for (const Block& b : block_chain(m))
+    if (b.first < b.last) layers.push_back(b);
+  ASSERT_EQ(layers.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const Block& b = layers[static_cast<std::size_t>(i)];
+    const std::string p = "h" + std::to_string(i) + ".";
+    EXPECT_EQ(m.op(b.first).name, p + "ln_1");
+    EXPECT_EQ(m.op(b.last).name, p + "res2");
+    EXPECT_TRUE(b.repeated);
+    EXPECT_EQ(b.shape, layers[0].shape);
+  }
+  // Every other block is a single op (embedding, dropout, head).
+  for (const Block& b : block_chain(m))
+    if (b.first == b.last) EXPECT_FALSE(b.repeated) << m.op(b.first).name;
+}
+
+// ResNet-50's bottlenecks: 16 blocks of more than one op; within each stage all
+// but the first (its shortcut convolves) are one repeated shape.
+TEST(RepeatedBlocks, ResNetBottlenecksAreBlocks) {
+  const Model m = make_preset("resnet:50:8:32:2:10");
+  int multi = 0, repeated = 0;
+  for (const Block& b : block_chain(m)) {
+    if (b.first == b.last) continue;
+    ++multi;
+    repeated += b.repeated;
+  }
+  EXPECT_EQ(multi, 16);
+  EXPECT_EQ(repeated, 2 + 3 + 5 + 2);
+}
+
+// The cores: q@kT, scale, mask, softmax, attention dropout, in each layer.
+TEST(RepeatedBlocks, AttentionCoresAreFoundInEachLayer) {
+  const Model m = make_preset("gpt:2:64:4:16:1:f32:100");
+  const auto cores = attention_cores(m);
+  ASSERT_EQ(cores.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::vector<std::string> names;
+    for (int v : cores[i]) names.push_back(m.op(v).name);
+    const std::string p = "h" + std::to_string(i) + ".attn.";
+    EXPECT_EQ(names, (std::vector<std::string>{p + "q@kT", p + "scale", p + "mask", p + "softmax", p + "attn_dropout"}));
+  }
+  EXPECT_TRUE(attention_cores(make_preset("transformer:2")).empty());
+  try {
+    make_strategy("attention-core")->schedule(make_preset("resnet:18"));
+    FAIL() << "no attention in a ResNet";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("attention-core: model 'resnet:18' has no attention core", 0), 0u) << e.what();
+  }
+  try {
+    make_strategy("blocks")->schedule(make_preset("chain:8"));
+    FAIL() << "a chain has no block of more than one op";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("blocks: model 'chain:8' has no block of more than one op", 0), 0u) << e.what();
+  }
+}
+
+// attention-core recomputes each core op exactly once, nothing else: its
+// recompute FLOPs are the cores' forward FLOPs.
+TEST(Baselines, AttentionCoreRecomputesEachCoreOnce) {
+  for (const char* spec : {"gpt:2:64:4:16:1:f32:100", "gpt:4"}) {
+    const Model m = make_preset(spec);
+    double core_flops = 0;
+    for (const auto& c : attention_cores(m))
+      for (int v : c) core_flops += m.op(v).fwd_flops;
+    const Schedule s = make_strategy("attention-core")->schedule(m);
+    const Simulation sim = simulate(m, s);
+    EXPECT_EQ(sim.recompute_flops, core_flops) << spec;
+    EXPECT_EQ(sim.recompute_steps, 5 * static_cast<int64_t>(attention_cores(m).size())) << spec;
+    EXPECT_LT(sim.peak_bytes, peak_of(m, "store-all")) << spec;
+    // attention-core:1 recomputes the first core only.
+    const Simulation one = simulate(m, make_strategy("attention-core:1")->schedule(m));
+    EXPECT_EQ(one.recompute_steps, 5) << spec;
+  }
+}
+
+// blocks recomputes only ops inside blocks, each at most once, and peaks
+// below store-all; blocks:2 keeps every other block's output only (its peak
+// may be higher: two blocks are recomputed at once).
+TEST(Baselines, BlocksRecomputeInsideBlocksOnly) {
+  for (const char* spec : {"gpt:4:64:4:16:1:f32:100", "resnet:18", "transformer:4"}) {
+    const Model m = make_preset(spec);
+    std::vector<char> inside(static_cast<std::size_t>(m.size()), 0);
+    for (const Block& b : block_chain(m))
+      for (int v = b.first; v < b.last; ++v) inside[static_cast<std::size_t>(v)] = 1;
+    const Schedule s = make_strategy("blocks")->schedule(m);
+    std::vector<int> fwd(static_cast<std::size_t>(m.size()), 0);
+    for (const Instr& i : s.code)
+      if (i.kind == InstrKind::Fwd) ++fwd[static_cast<std::size_t>(i.op)];
+    for (int v = 1; v < m.size(); ++v) {
+      EXPECT_LE(fwd[static_cast<std::size_t>(v)], inside[static_cast<std::size_t>(v)] ? 2 : 1) << spec << " op " << v;
+    }
+    const Simulation sim = simulate(m, s);
+    EXPECT_GT(sim.recompute_steps, 0) << spec;
+    EXPECT_LT(sim.peak_bytes, peak_of(m, "store-all")) << spec;
+    const std::vector<int> one = block_input_checkpoints(m), two = block_input_checkpoints(m, 2);
+    EXPECT_LT(two.size(), one.size()) << spec;
+    EXPECT_TRUE(std::includes(one.begin(), one.end(), two.begin(), two.end())) << spec;
+  }
+}
+
+// A chain of `repeats` copies of one random block: x -> a few ops of
+// LayerNorm, Linear, GELU, Tanh, ReLU, Dropout (each reading one of the
+// block's earlier tensors) -> Add(x, last), so each block ends at a cut.
+Model repeated_random_blocks(unsigned seed, int repeats, int ops) {
+  std::mt19937 rng(seed);
+  const OpKind kinds[] = {OpKind::LayerNorm, OpKind::Linear, OpKind::GELU, OpKind::Tanh, OpKind::ReLU, OpKind::Dropout};
+  struct Step {
+    OpKind kind;
+    int from;  // 0: the block's input, k: its k-th op
+    int64_t width;
+  };
+  std::vector<Step> steps;
+  const int64_t d = 8;
+  for (int k = 1; k <= ops; ++k) {
+    Step s{kinds[rng() % 6], static_cast<int>(rng() % static_cast<unsigned>(k)), d};
+    // The first op reads the input; later ones mostly the op before.
+    if (k > 1 && rng() % 3 != 0) s.from = k - 1;
+    steps.push_back(s);
+  }
+  Model m;
+  m.name = "repeated " + std::to_string(seed);
+  Op in;
+  in.kind = OpKind::Input;
+  in.name = "x";
+  in.shape = {4, d};
+  int x = m.add(in);
+  for (int r = 0; r < repeats; ++r) {
+    std::vector<int> ids{x};
+    std::vector<int64_t> width{d};
+    for (const Step& s : steps) {
+      Op o;
+      o.kind = s.kind;
+      int src = ids[static_cast<std::size_t>(s.from)];
+      int64_t w = width[static_cast<std::size_t>(s.from)];
+      o.inputs = {src};
+      if (s.kind == OpKind::Dropout) o.dropout_p = 0.1f;
+      if (s.kind == OpKind::Linear) o.shape = {4, s.width}, w = s.width;
+      ids.push_back(m.add(o));
+      width.push_back(w);
+    }
+    // Back to width d for the residual sum.
+    int last = ids.back();
+    if (width.back() != d) {
+      Op down;
+      down.kind = OpKind::Linear;
+      down.inputs = {last};
+      down.shape = {4, d};
+      last = m.add(down);
+    }
+    // Ops nothing else reads are summed in, so every op reaches the loss.
+    std::vector<char> read(ids.size(), 0);
+    for (std::size_t k = 1; k < ids.size(); ++k)
+      for (int u : m.op(ids[k]).inputs)
+        for (std::size_t j = 0; j < ids.size(); ++j)
+          if (ids[j] == u) read[j] = 1;
+    for (std::size_t k = 1; k + 1 < ids.size(); ++k) {
+      if (read[k] || width[k] != d) continue;
+      Op add;
+      add.kind = OpKind::Add;
+      add.inputs = {last, ids[k]};
+      last = m.add(add);
+    }
+    Op res;
+    res.kind = OpKind::Add;
+    res.inputs = {x, last};
+    x = m.add(res);
+  }
+  Op loss;
+  loss.kind = OpKind::MSELoss;
+  loss.inputs = {x};
+  m.add(loss);
+  m.finalize();
+  return m;
+}
+
+// The family the block solver searches, by brute force: every choice, in
+// every block, of which storages inside it are kept (views with their
+// storage), the rest of the model kept. The least recompute FLOPs within the
+// budget, or -1.
+double exhaustive_block_sets(const Model& m, uint64_t budget) {
+  std::vector<int> fixed, free;
+  std::vector<char> inside(static_cast<std::size_t>(m.size()), 0);
+  for (const Block& b : block_chain(m)) {
+    if (b.first == b.last) continue;
+    for (int v = b.first; v < b.last; ++v) {
+      inside[static_cast<std::size_t>(v)] = 1;
+      if (!m.op(v).view) free.push_back(v);
+    }
+  }
+  for (int v = 1; v < m.loss(); ++v)
+    if (!inside[static_cast<std::size_t>(v)]) fixed.push_back(v);
+  EXPECT_LE(free.size(), 16u);
+  double best = -1;
+  for (uint32_t mask = 0; mask < (1u << free.size()); ++mask) {
+    std::vector<char> kept(static_cast<std::size_t>(m.size()), 0);
+    for (int v : fixed) kept[static_cast<std::size_t>(v)] = 1;
+    for (std::size_t i = 0; i < free.size(); ++i)
+      if (mask >> i & 1u) kept[static_cast<std::size_t>(free[i])] = 1;
+    std::vector<int> ckpt;
+    for (int v = 1; v < m.loss(); ++v)
+      if (kept[static_cast<std::size_t>(v)] || (m.op(v).view && kept[static_cast<std::size_t>(m.storage(v))])) ckpt.push_back(v);
+    const Simulation s = simulate(m, segment_schedule(m, ckpt, "brute"), {.timeline = false});
+    if (s.peak_bytes <= budget && (best < 0 || s.recompute_flops < best)) best = s.recompute_flops;
+  }
+  return best;
+}
+
+// On random blocks repeated 2-4 times, at budgets from store-all's peak down
+// to below blocks', the block solver finds the least FLOPs of its family, or
+// says nothing fits when nothing does; its set's schedule fits the budget.
+TEST(BlockSolver, EqualsExhaustiveSearchOnRandomRepeatedBlocks) {
+  int cases = 0, feasible = 0;
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    const int repeats = 2 + static_cast<int>(seed % 3);
+    const int ops = repeats == 4 ? 3 : repeats == 3 ? 4 : 5;
+    const Model m = repeated_random_blocks(seed, repeats, ops);
+    int free = 0;
+    for (const Block& b : block_chain(m))
+      for (int v = b.first; v < b.last; ++v) free += !m.op(v).view;
+    if (free > 16) continue;
+    const uint64_t hi = peak_of(m, "store-all"), lo = least_possible_peak(m);
+    for (int i = 0; i <= 6; ++i) {
+      const uint64_t budget = lo + (hi - lo) * static_cast<uint64_t>(i) / 6;
+      const double want = exhaustive_block_sets(m, budget);
+      const BlockSolution got = block_solve(m, budget, 30);
+      ++cases;
+      ASSERT_EQ(got.found, want >= 0) << m.name << " budget " << budget;
+      if (!got.found) continue;
+      ++feasible;
+      EXPECT_TRUE(got.complete);
+      EXPECT_EQ(got.recompute_flops, want) << m.name << " budget " << budget;
+      const Simulation s = simulate(m, segment_schedule(m, got.checkpoints, "blocks"));
+      EXPECT_LE(s.peak_bytes, budget);
+      EXPECT_EQ(s.recompute_flops, got.recompute_flops);
+      EXPECT_EQ(s.peak_bytes, got.peak);
+    }
+  }
+  EXPECT_GE(cases, 60);
+  EXPECT_GE(feasible, 30);
+}
+
+// The MILP searches general schedules, a wider family (a tensor recomputed
+// in some phases and kept in others): where it proves its answer, it is never
+// above the block solver's, and equal to it on some budgets.
+TEST(BlockSolver, MilpIsNeverAboveItWhereItFinishes) {
+  if (milp_solver_name().empty()) GTEST_SKIP() << "this build has no MILP solver";
+  int compared = 0, equal = 0;
+  for (unsigned seed = 1; seed <= 4; ++seed) {
+    const Model m = repeated_random_blocks(seed, 2, 3);
+    const uint64_t hi = peak_of(m, "store-all"), lo = least_possible_peak(m);
+    for (int i = 1; i <= 5; ++i) {
+      const uint64_t budget = lo + (hi - lo) * static_cast<uint64_t>(i) / 6;
+      const BlockSolution b = block_solve(m, budget, 30);
+      const MilpResult milp = solve_milp(m, budget, 10);
+      if (!b.found || milp.status != MilpResult::Status::Optimal) continue;
+      ++compared;
+      EXPECT_LE(milp.recompute_flops, b.recompute_flops * (1 + 1e-12)) << m.name << " budget " << budget;
+      equal += meets_bound(b.recompute_flops, milp.recompute_flops);
+    }
+  }
+  EXPECT_GE(compared, 5);
+  EXPECT_GE(equal, 1) << equal << " of " << compared;
+  std::printf("the MILP's proven least equals the block solver's on %d of %d budgets\n", equal, compared);
+}
+
+// optimal at a baseline's peak recomputes no more than the baseline, on small
+// GPT and ResNet presets.
+TEST(BlockSolver, OptimalIsNeverAboveABaselineAtItsPeak) {
+  for (const char* spec : {"gpt:2:64:4:32:2:f32:100", "resnet:18"}) {
+    const Model m = make_preset(spec);
+    for (const char* base : {"attention-core", "blocks", "sqrt", "selective"}) {
+      Schedule bs;
+      try {
+        bs = make_strategy(base)->schedule(m);
+      } catch (const InputError&) {  // no attention in a ResNet
+        continue;
+      }
+      const Simulation b = simulate(m, bs);
+      const Schedule os = make_strategy("optimal:" + std::to_string(b.peak_bytes) + ":1")->schedule(m);
+      const Simulation o = simulate(m, os);
+      EXPECT_LE(o.peak_bytes, b.peak_bytes) << spec << " at " << base << "'s peak";
+      EXPECT_LE(o.recompute_flops, b.recompute_flops) << spec << " at " << base << "'s peak";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat
