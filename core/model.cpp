@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/exec/run_check.h"
 #include "core/op_rules.h"
 #include "core/prefault.h"
 
@@ -87,11 +88,6 @@ uint64_t Model::saved_bytes() const {
   return b;
 }
 
-bool Model::executable() const {
-  for (const Op& o : ops_) {
-    if (!remat::executable(o)) return false;
-  }
-  return true;
-}
+bool Model::executable() const { return run_blockers(*this, 1).empty(); }
 
 }  // namespace remat
