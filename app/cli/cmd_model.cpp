@@ -6,6 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "core/base/errors.h"
+#include "core/exec/run_check.h"
 #include "core/io/graphviz.h"
 #include "core/io/onnx_model.h"
 #include "core/io/model_source.h"
@@ -37,8 +38,10 @@ void print_summary(const Model& m) {
     aux += op.aux_bytes;
     views += op.view;
     largest = std::max(largest, op.bytes);
-    if (!executable(op) && sim_only_count++ < kNamesShown) sim_only.push_back(op.name);
   }
+  const std::vector<RunBlocker> blockers = run_blockers(m);
+  for (const RunBlocker& b : blockers)
+    if (b.simulate_only && sim_only_count++ < kNamesShown) sim_only.push_back(m.op(b.op).name);
   std::printf("model %s: %d ops\n", m.name.c_str(), m.size());
   std::string k;
   for (const auto& [name, n] : kinds) k += (k.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(name);
@@ -50,14 +53,28 @@ void print_summary(const Model& m) {
               format_bytes(m.saved_bytes()).c_str(), static_cast<unsigned long long>(m.saved_bytes()),
               format_bytes(aux).c_str());
   std::printf("flops: forward %.4g, backward %.4g\n", m.forward_flops(), m.backward_flops());
-  if (sim_only_count == 0) {
+  // Exactly what `remat run` accepts (core/exec/run_check.h), and why not.
+  if (blockers.empty()) {
     std::printf("simulate-only ops: none (executable with remat run)\n");
-  } else {
-    std::string names;
-    for (std::size_t i = 0; i < sim_only.size(); ++i) names += (i ? ", " : "") + std::string(sim_only[i]);
-    if (sim_only_count > kNamesShown) names += ", ... (" + std::to_string(sim_only_count - kNamesShown) + " more)";
-    std::printf("simulate-only ops (%zu): %s\n", sim_only_count, names.c_str());
+    return;
   }
+  if (sim_only_count == 0) {
+    std::printf("simulate-only ops: none, but remat run refuses it: %s\n", blockers.front().why.c_str());
+    return;
+  }
+  std::string names;
+  for (std::size_t i = 0; i < sim_only.size(); ++i) names += (i ? ", " : "") + std::string(sim_only[i]);
+  if (sim_only_count > kNamesShown) names += ", ... (" + std::to_string(sim_only_count - kNamesShown) + " more)";
+  std::printf("simulate-only ops (%zu): %s\n", sim_only_count, names.c_str());
+  // Why, per kind and reason, with the first op of each (a GPT in bf16 has one line).
+  std::map<std::string, std::pair<int, std::size_t>> why;  // "Kind: reason" -> first op, count
+  for (const RunBlocker& b : blockers) {
+    if (!b.simulate_only) continue;
+    auto [it, fresh] = why.try_emplace(std::string(kind_name(m.op(b.op).kind)) + ": " + b.why, b.op, 0);
+    ++it->second.second;
+  }
+  for (const auto& [reason, first] : why)
+    std::printf("  why: %s (%zu op(s), first %s)\n", reason.c_str(), first.second, m.op(first.first).name.c_str());
 }
 
 // What no strategy changes; the activations depend on the strategy (remat simulate --optimizer).

@@ -49,7 +49,9 @@ void bwd_dense(CpuOpState& s, const OpCall& c) {
                  c.dx(0) && c.acc(0));
 }
 
-void fwd_activation(CpuOpState&, const OpCall& c) { cpu::act_fwd(kernel_act(c.op.kind), c.in(0), c.out(), c.op.numel()); }
+void fwd_activation(CpuOpState&, const OpCall& c) {
+  cpu::act_fwd(kernel_act(c.op.kind), c.in(0), c.out(), c.op.numel());
+}
 void bwd_activation(CpuOpState&, const OpCall& c) {
   if (!c.dx(0)) return;
   // ReLU, Tanh and Sigmoid differentiate from their output, GELU and SiLU from
@@ -68,7 +70,9 @@ void bwd_layernorm(CpuOpState& s, const OpCall& c) {
                      s.param_grad(c.v, 0), s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0));
 }
 
-void fwd_add(CpuOpState&, const OpCall& c) { cpu::add_fwd(c.in(0), c.in(1), c.out(), c.op.numel()); }
+void fwd_add(CpuOpState&, const OpCall& c) {
+  cpu::add_fwd(c.in(0), c.in(1), c.out(), c.op.numel());
+}
 void bwd_add(CpuOpState&, const OpCall& c) {
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k)
     if (c.dx(k)) cpu::add_into(c.dy(), c.dx(k), c.op.numel(), c.acc(k));
@@ -160,6 +164,15 @@ void bwd_softmax(CpuOpState&, const OpCall& c) {
 }
 
 void fwd_concat(CpuOpState&, const OpCall& c) {
+  if (reads_strided(c.model, c.v)) {  // each input copied through its strides into its slice
+    for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
+      int64_t at = 0;
+      const cpu::PwGeom g = concat_piece_geom(c.model, c.v, k, at);
+      const float* x[3] = {c.in(k), nullptr, nullptr};
+      cpu::pointwise_fwd(g, x, c.out() + at);
+    }
+    return;
+  }
   const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
@@ -304,6 +317,26 @@ void bwd_embedding(CpuOpState& s, const OpCall& c) {
     cpu::embedding_bwd(c.dy(), static_cast<const int64_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs->vocab);
   else
     cpu::embedding_bwd(c.dy(), static_cast<const int32_t*>(idx), s.param_grad(c.v, 0), ids.numel(), c.op.cols(), c.op.attrs->vocab);
+}
+
+// The pointwise family (op_exec.h's pointwise_call says which pointer is which).
+void fwd_pointwise(CpuOpState& s, const OpCall& c) {
+  const PwCall a = pointwise_call(s, c, false);
+  cpu::pointwise_fwd(a.g, a.x, c.out());
+}
+void bwd_pointwise(CpuOpState& s, const OpCall& c) {
+  const PwCall a = pointwise_call(s, c, true);
+  for_each_pointwise_grad(s, c, a.ops, [&](int k, float* dx, bool acc) {
+    cpu::pointwise_bwd(a.g, k, a.x, a.y, c.dy(), dx, acc);
+  });
+}
+
+void fwd_reduce(CpuOpState&, const OpCall& c) { cpu::reduce_fwd(reduce_geom(c.model, c.v), c.in(0), c.out()); }
+void bwd_reduce(CpuOpState&, const OpCall& c) {
+  if (!c.dx(0)) return;
+  const bool amax = c.op.attrs->fn == static_cast<uint8_t>(pw::ReduceFn::Amax);
+  cpu::reduce_bwd(reduce_geom(c.model, c.v), amax ? c.in(0) : nullptr, amax ? c.self() : nullptr, c.dy(), c.dx(0),
+                  c.acc(0));
 }
 
 #define REMAT_CPU_ROW(Kind, entry) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},

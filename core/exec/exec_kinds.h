@@ -41,4 +41,6 @@
   X(AddConst, by_const)     \
   X(MaskedFill, masked_fill) \
   X(Embedding, embedding)   \
-  X(Attention, attention)
+  X(Attention, attention)   \
+  X(Pointwise, pointwise)   \
+  X(Reduce, reduce)

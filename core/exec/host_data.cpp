@@ -8,6 +8,7 @@
 #include "core/exec/exec_kinds.h"
 #include "core/exec/executor.h"
 #include "core/exec/op_exec.h"
+#include "core/exec/run_check.h"
 #include "core/kernels/rng.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
@@ -53,52 +54,22 @@ static std::string executable_kinds_list() {
 }
 
 void check_executable(const Model& model) {
+  const std::vector<RunBlocker> blockers = run_blockers(model);
   std::string list;
   int bad = 0;
-  for (int v = 0; v < model.size(); ++v) {
-    if (executable(model.op(v))) continue;
+  for (const RunBlocker& b : blockers) {
+    if (!b.simulate_only) continue;
     if (++bad <= 5) {
-      const Op& op = model.op(v);
+      const Op& op = model.op(b.op);
       list += (bad > 1 ? ", " : "") + (op.name.empty() ? std::string(kind_name(op.kind)) : op.name) + " (op " +
-              std::to_string(v) + ", " + std::string(kind_name(op.kind)) + ")";
+              std::to_string(b.op) + ", " + std::string(kind_name(op.kind)) + ": " + b.why + ")";
     }
   }
   if (bad > 5) list += " and " + std::to_string(bad - 5) + " more";
   if (bad)
     throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
                      executable_kinds_list() + " with whole-float sizes can be executed)");
-  for (int v = 1; v < model.size(); ++v) {
-    const Op& op = model.op(v);
-    // Integer token ids feed an Embedding, nothing else reads integers.
-    for (const int u : op.inputs)
-      if (model.op(u).dtype != DType::F32 && op.kind != OpKind::Embedding)
-        throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
-                         ") reads the " + std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
-                         "; only an Embedding reads integers");
-    if (ce_keeps_log_probs(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
-      throw InputError("model " + model.name + ": " + op_label(model, v) + " (SoftmaxCELoss) keeps " +
-                       std::to_string(op.aux_bytes) + " bytes of aux and not its logits; its log-probabilities need " +
-                       std::to_string(4 * model.op(op.inputs[0]).numel()) + " (f32)");
-    if (op.kind == OpKind::Embedding && model.op(op.inputs.at(0)).kind != OpKind::Input)
-      throw InputError("model " + model.name + ": " + op_label(model, v) +
-                       " looks up ids computed by the model; only the input's ids can be executed");
-  }
-  // The kernels read dense row-major inputs; a view is handed over as a pointer
-  // into its storage, so only a contiguous one can feed a kernel (an
-  // Attention's output too, laid out in its q's order). A copying Reshape, a
-  // MatMul (it copies such an operand, as PyTorch), an Attention and the
-  // views themselves read any strides.
-  for (int v = 1; v < model.size(); ++v) {
-    const Op& op = model.op(v);
-    if (op.view || op.kind == OpKind::Reshape || op.kind == OpKind::MatMul || op.kind == OpKind::Attention) continue;
-    for (const int u : op.inputs) {
-      const Op& in = model.op(u);
-      if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides))
-        throw InputError("model " + model.name + ": " + op_label(model, v) + " (" + std::string(kind_name(op.kind)) +
-                         ") reads the non-contiguous " + (in.view ? "view " : "tensor ") + op_label(model, u) +
-                         ", which the kernels cannot run yet (simulate it instead)");
-    }
-  }
+  if (!blockers.empty()) throw InputError("model " + model.name + ": " + blockers.front().why);
 }
 
 uint64_t baseline_bytes_of(const Model& model) {
@@ -146,7 +117,7 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     const ParamTensor& p = tensors[k];
     const Op& op = model.op(p.op);
     std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if (op.kind == OpKind::AddConst && !op.attrs->values.empty()) {  // a learned constant's initial values
+    if ((op.kind == OpKind::AddConst || op.kind == OpKind::Pointwise) && !op.attrs->values.empty()) {  // a learned constant's initial values
       values.assign(op.attrs->values.data(), op.attrs->values.data() + op.attrs->values.size());
     } else if (!op.param_init->empty()) {
       if (op.param_init->size() <= static_cast<std::size_t>(p.slot) || !(*op.param_init)[static_cast<std::size_t>(p.slot)] ||

@@ -52,7 +52,19 @@ std::vector<ParamSpec> params_embedding(const Model& m, int v) {
 std::vector<ParamSpec> params_by_const(const Model& m, int v) {
   const Op& op = m.op(v);
   if (!op.attrs->learned) return {};
-  return {{"weight", op.attrs->const_shape, ParamInit::NearZero}};
+  const auto fn = static_cast<pw::Fn>(op.attrs->fn);
+  const bool scale = fn == pw::Fn::Mul || fn == pw::Fn::Div;  // a scale starts near 1, anything else near 0
+  return {{"weight", op.attrs->const_shape, scale ? ParamInit::NearOne : ParamInit::NearZero}};
+}
+// A Pointwise op's learned constant (a layer scale, an RMSNorm weight): a
+// parameter of the constant's shape; its values, when the file gives them,
+// are the initial ones (make_host_data).
+std::vector<ParamSpec> params_pointwise(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (!op.attrs->learned) return {};
+  const auto fn = static_cast<pw::Fn>(op.attrs->fn);
+  const bool scale = fn == pw::Fn::Mul || fn == pw::Fn::Div;  // a scale starts near 1, anything else near 0
+  return {{"weight", op.attrs->const_shape, scale ? ParamInit::NearOne : ParamInit::NearZero}};
 }
 std::vector<ParamSpec> params_none(const Model&, int) { return {}; }
 std::vector<ParamSpec> params_activation(const Model&, int) { return {}; }
@@ -117,10 +129,12 @@ REMAT_NO_PARAMS_NO_SCRATCH(concat)
 REMAT_NO_PARAMS_NO_SCRATCH(reshape)
 REMAT_NO_PARAMS_NO_SCRATCH(view)
 REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
+REMAT_NO_PARAMS_NO_SCRATCH(reduce)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
 constexpr auto scratch_embedding = &scratch_none;
+constexpr auto scratch_pointwise = &scratch_none;
 #undef REMAT_NO_PARAMS_NO_SCRATCH
 
 struct ExecKind {
@@ -430,6 +444,87 @@ cpu::ConstOp const_op(OpKind kind) {
   throw InternalError("const_op: " + std::string(kind_name(kind)) + " is not by a constant");
 }
 
+bool reads_strided(const Model& m, int v) {
+  for (const int u : m.op(v).inputs) {
+    const Op& x = m.op(u);  // a view, or an owner laid out in another order (an Attention's output)
+    if (!is_contiguous(std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x))) return true;
+  }
+  return false;
+}
+
+cpu::PwGeom pointwise_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const PwOperands ops = pointwise_operands(op);
+  if (!ops.problem.empty()) throw InputError(op_label(m, v) + ": " + ops.problem);
+  cpu::PwGeom g;
+  g.rank = static_cast<int>(op.shape.size());
+  if (g.rank > cpu::PwGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  for (int d = 0; d < g.rank; ++d) g.shape[d] = op.shape[static_cast<std::size_t>(d)];
+  g.arity = ops.arity;
+  g.fn = static_cast<pw::Fn>(op.attrs->fn);
+  g.p = op.attrs->alpha;
+  g.q = op.attrs->beta;
+  for (int k = 0; k < ops.arity; ++k) {
+    std::vector<int64_t> shape, strides;
+    if (ops.at[k].src == PwOperand::Input) {
+      const Op& x = m.op(op.inputs[static_cast<std::size_t>(ops.at[k].input)]);
+      shape.assign(x.shape.begin(), x.shape.end());
+      strides = layout_of(x);
+    } else if (ops.at[k].src == PwOperand::Constant) {
+      shape = op.attrs->const_shape;
+      strides = contiguous_strides(shape);
+    }
+    // Right-aligned onto the output; where the operand has 1, it repeats.
+    const int lead = g.rank - static_cast<int>(shape.size());
+    if (lead < 0) throw InputError(op_label(m, v) + ": an operand of higher rank than the result");
+    for (int d = 0; d < g.rank; ++d) {
+      const int64_t n = d < lead ? 1 : shape[static_cast<std::size_t>(d - lead)];
+      g.dims[k][d] = n;
+      g.stride[k][d] = n == 1 ? 0 : strides[static_cast<std::size_t>(d - lead)];
+    }
+  }
+  return g;
+}
+
+cpu::PwGeom concat_piece_geom(const Model& m, int v, std::size_t k, int64_t& out_offset) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(k));
+  const ConcatDims d = concat_dims(m, v);
+  int64_t before = 0;
+  for (std::size_t i = 0; i < k; ++i) before += d.widths[i];
+  out_offset = before * d.inner;
+  cpu::PwGeom g;
+  g.rank = static_cast<int>(x.shape.size());
+  if (g.rank > cpu::PwGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  g.fn = pw::Fn::Cast;
+  g.arity = 1;
+  g.out_strided = true;
+  const std::vector<int64_t> xs = layout_of(x);
+  const std::vector<int64_t> ys = contiguous_strides(std::vector<int64_t>(op.shape.begin(), op.shape.end()));
+  for (int i = 0; i < g.rank; ++i) {
+    g.shape[i] = g.dims[0][i] = x.shape[static_cast<std::size_t>(i)];
+    g.stride[0][i] = xs[static_cast<std::size_t>(i)];
+    g.out_stride[i] = ys[static_cast<std::size_t>(i)];
+  }
+  return g;
+}
+
+cpu::ReduceGeom reduce_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  cpu::ReduceGeom g;
+  g.rank = static_cast<int>(x.shape.size());
+  if (g.rank > cpu::ReduceGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  const std::vector<int64_t> st = layout_of(x);
+  for (int d = 0; d < g.rank; ++d) {
+    g.shape[d] = x.shape[static_cast<std::size_t>(d)];
+    g.stride[d] = st[static_cast<std::size_t>(d)];
+    g.reduced[d] = std::find(op.attrs->axes.begin(), op.attrs->axes.end(), d) != op.attrs->axes.end();
+  }
+  g.fn = static_cast<pw::ReduceFn>(op.attrs->fn);
+  return g;
+}
+
 int64_t constant_numel(const Op& op) {
   int64_t n = 1;
   for (const int64_t d : op.attrs->const_shape) n *= d;
@@ -438,6 +533,16 @@ int64_t constant_numel(const Op& op) {
 
 std::vector<uint8_t> constant_bytes(const Op& op) {
   const ConstValues& c = op.attrs->values;
+  if (op.kind == OpKind::Pointwise) {
+    // The fixed constant's values, then the scalar operand (if it has one).
+    std::vector<float> f;
+    if (op.attrs->const_at >= 0 && !op.attrs->learned) f.assign(c.data(), c.data() + c.size());
+    const PwOperands ops = pointwise_operands(op);
+    if (ops.problem.empty() && ops.at[ops.arity - 1].src == PwOperand::Scalar) f.push_back(op.attrs->scalar);
+    std::vector<uint8_t> out(f.size() * sizeof(float));
+    if (!f.empty()) std::memcpy(out.data(), f.data(), out.size());
+    return out;
+  }
   if (op.kind == OpKind::MaskedFill) {
     std::vector<uint8_t> mask(c.size());
     for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = c.data()[i] != 0.0f ? 1 : 0;

@@ -14,6 +14,7 @@
 #include "core/exec/backend.h"
 #include "core/kernels/cpu_kernels.h"
 #include "core/model/model.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 
@@ -140,9 +141,23 @@ std::vector<int64_t> iota_index(int64_t n);
 // byte per element, 1 = filled). Empty for a learned AddConst (a parameter).
 // Backends hold it from load() on, counted in the baseline.
 std::vector<uint8_t> constant_bytes(const Op& op);
+// A Pointwise op: its fixed constant's f32 values, then its scalar operand.
 // Elements of the constant, which repeats over the op's output.
 int64_t constant_numel(const Op& op);
 cpu::ConstOp const_op(OpKind kind);
+// A Pointwise op as the kernels run it: each operand's strides over the
+// output's index (an input's layout, the constant's row-major order, 0 where
+// it broadcasts) and its own extents (pointwise_operands says which is which).
+cpu::PwGeom pointwise_geom(const Model& model, int v);
+// Whether an input of op v is laid out other than row-major (a transposed or
+// sliced view, an Attention's output): a Concat then copies it through its strides.
+bool reads_strided(const Model& model, int v);
+// Input k of Concat v copied into its slice of the output: the family's
+// identity (cast) from the input's strides to the output's; out_offset is
+// where the slice starts (elements). What a Concat of strided inputs runs.
+cpu::PwGeom concat_piece_geom(const Model& model, int v, std::size_t k, int64_t& out_offset);
+// A Reduce op: its input's shape and strides and the axes it reduces.
+cpu::ReduceGeom reduce_geom(const Model& model, int v);
 
 // Where a view's elements are in its input, both in logical row-major order:
 // element i of the view (row-major over view_shape) is element
@@ -223,6 +238,55 @@ class OpCall {
   const TensorTable& t_;
   std::span<const uint8_t> acc_;
 };
+
+// A Pointwise op's kernel arguments on any backend: the geometry and each
+// operand's pointer: an input (in the backward only where a derivative of an
+// operand that needs a gradient reads it: the rest may be freed, op_rules'
+// saved sets), the fixed constant and the scalar (constant_bytes, held by the
+// backend from load()), a learned constant (the op's parameter); `y` the
+// output where a derivative reads it. State: CpuOpState or CudaOpState.
+struct PwCall {
+  cpu::PwGeom g;
+  PwOperands ops;
+  const float* x[3] = {};
+  const float* y = nullptr;
+};
+template <typename State>
+PwCall pointwise_call(const State& s, const OpCall& c, bool backward) {
+  PwCall a{pointwise_geom(c.model, c.v), pointwise_operands(c.op)};
+  const pw::FnInfo& f = pw::kFns[c.op.attrs->fn];
+  uint8_t reads = 0;
+  if (backward)
+    for (int k = 0; k < a.ops.arity; ++k)
+      if (pointwise_needs_grad(c.op, a.ops, k, c.model.ops())) reads |= f.reads[k];
+  const auto* constant = static_cast<const float*>(s.constant(c.v));
+  for (int k = 0; k < a.ops.arity; ++k) {
+    const PwOperand& o = a.ops.at[k];
+    if (o.src == PwOperand::Input) {
+      if (!backward || (reads & (1 << k))) a.x[k] = c.in(static_cast<std::size_t>(o.input));
+    } else if (o.src == PwOperand::Constant) {
+      a.x[k] = c.op.attrs->learned ? s.param(c.v, 0) : constant;
+    } else {
+      a.x[k] = constant + (c.op.attrs->learned ? 0 : constant_numel(c.op));
+    }
+  }
+  if (backward && (reads & pw::kY)) a.y = c.self();
+  return a;
+}
+// Calls grad(k, dx, accumulate) for each operand of Pointwise op c that
+// takes a gradient, in operand order (an input given twice, x * x, is
+// written, then added to): an input's G, or a learned constant's parameter
+// gradient (always added to).
+template <typename State, typename Grad>
+void for_each_pointwise_grad(const State& s, const OpCall& c, const PwOperands& ops, Grad grad) {
+  for (int k = 0; k < ops.arity; ++k) {
+    const PwOperand& o = ops.at[k];
+    if (o.src == PwOperand::Input && c.dx(static_cast<std::size_t>(o.input)))
+      grad(k, c.dx(static_cast<std::size_t>(o.input)), c.acc(static_cast<std::size_t>(o.input)));
+    else if (o.src == PwOperand::Constant && c.op.attrs->learned)
+      grad(k, s.param_grad(c.v, 0), true);
+  }
+}
 
 // A backend's kernel table: fwd_<entry>/bwd_<entry> per listed kind, over the
 // backend's own state type S. Generated in each backend from REMAT_EXEC_KINDS.

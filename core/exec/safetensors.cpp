@@ -137,7 +137,10 @@ std::vector<SafeTensor> execution_tensors(const Model& model, const HostData& da
   for (int v = 0; v < model.size(); ++v) {
     const Op& op = model.op(v);
     const std::vector<uint8_t> c = constant_bytes(op);
-    if (!c.empty()) out.push_back(tensor("const." + std::to_string(v), op.kind == OpKind::MaskedFill ? "U8" : "F32", op.attrs->const_shape, c));
+    // A Pointwise op's: its constant's values, then its scalar, flat.
+    const std::vector<int64_t> shape =
+        op.kind == OpKind::Pointwise ? std::vector<int64_t>{static_cast<int64_t>(c.size() / 4)} : op.attrs->const_shape;
+    if (!c.empty()) out.push_back(tensor("const." + std::to_string(v), op.kind == OpKind::MaskedFill ? "U8" : "F32", shape, c));
   }
   out.push_back(tensor("loss", "F32", {}, std::vector<float>{result.loss}));
   for (std::size_t k = 0; k < params.size() && k < result.param_grads.size(); ++k)

@@ -7,9 +7,10 @@
 #include <fstream>
 #include <limits>
 
-#include "core/io/atomic_file.h"
 #include "core/base/errors.h"
+#include "core/io/atomic_file.h"
 #include "core/io/model_source.h"
+#include "core/kernels/pointwise_fns.h"
 #include "core/model/op_rules.h"
 
 namespace remat {
@@ -63,10 +64,17 @@ const AttrField kAttrFields[] = {
     {"start", {K::Slice}},
     {"end", {K::Slice}},
     {"step", {K::Slice}},
-    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
-    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill}},
+    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise}},
+    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise}},
     {"fill", {K::MaskedFill}},
-    {"learned", {K::AddConst}},
+    {"learned", {K::AddConst, K::Pointwise}},
+    {"fn", {K::Pointwise, K::Reduce}},
+    {"const_at", {K::Pointwise}},
+    {"scalar", {K::Pointwise}},
+    {"alpha", {K::Pointwise}},
+    {"beta", {K::Pointwise}},
+    {"axes", {K::Reduce}},
+    {"keepdim", {K::Reduce}},
     {"copy", {K::Reshape}},
     {"causal", {K::Attention}},
     {"scale", {K::Attention}},
@@ -198,6 +206,23 @@ bool known(std::string_view key, std::initializer_list<std::string_view> keys) {
   return false;
 }
 
+// A Pointwise function or a reduction, by name.
+uint8_t family_fn(const Reader& r, OpKind kind, const std::string& name, const std::string& at) {
+  std::string all;
+  if (kind == OpKind::Pointwise) {
+    for (int f = 0; f < pw::kFnCount; ++f) {
+      if (name == pw::kFns[f].name) return static_cast<uint8_t>(f);
+      all += (f ? ", " : "") + std::string(pw::kFns[f].name);
+    }
+  } else {
+    for (uint8_t f = 0; f < 3; ++f) {
+      if (name == pw::kReduceNames[f]) return f;
+      all += (f ? ", " : "") + std::string(pw::kReduceNames[f]);
+    }
+  }
+  fail(r.origin, at, "unknown function '" + name + "' (expected one of " + all + ")");
+}
+
 void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
   constexpr int64_t kBig = int64_t{1} << 40;
   for (const auto& [key, v] : j.items()) {
@@ -225,12 +250,31 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "causal") a.causal = r.boolean(v, here);
     else if (key == "scale") a.scale = static_cast<float>(r.number(v, here, 1e-30, 1e30));  // positive: 0 means "default"
     else if (key == "fill") a.fill = r.extended_number(v, here);
+    else if (key == "fn") a.fn = family_fn(r, op.kind, r.string(v, here), here);
+    else if (key == "const_at") a.const_at = r.integer(v, here, 0, 2);
+    else if (key == "scalar") a.scalar = r.extended_number(v, here);
+    else if (key == "axes") a.axes = r.ints(v, here, -static_cast<int64_t>(kMaxRank), kMaxRank - 1);
+    else if (key == "keepdim") a.keepdim = r.boolean(v, here);
   }
+  if (op.kind == OpKind::Pointwise) {
+    if (!j.contains("fn")) fail(r.origin, at, "a Pointwise op needs its function (fn)");
+    // PyTorch's defaults for the attributes the file leaves out.
+    OpAttrs& a = op.attrs.edit();
+    pw::attr_defaults(static_cast<pw::Fn>(a.fn), a.alpha, a.beta);
+    if (j.contains("alpha")) a.alpha = r.extended_number(j["alpha"], at + "/alpha");
+    if (j.contains("beta")) a.beta = r.extended_number(j["beta"], at + "/beta");
+  }
+  if (op.kind == OpKind::Reduce && !j.contains("fn")) fail(r.origin, at, "a Reduce op needs its function (fn: sum, mean or amax)");
   // After const_shape, which "causal" needs.
   if (j.contains("values")) op.attrs.edit().values = r.constant(j["values"], at + "/values", op.attrs->const_shape);
 }
 
 nlohmann::ordered_json float_json(float f);
+// A float that may be infinite: "inf" / "-inf" (JSON has no infinities).
+nlohmann::ordered_json extended_json(float f) {
+  if (std::isinf(f)) return f < 0 ? "-inf" : "inf";
+  return float_json(f);
+}
 
 // The attributes of `op`'s kind, as derived (defaults filled in), so a file
 // reads back into the same op.
@@ -289,6 +333,32 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       }
       break;
     case OpKind::Embedding: j["vocab"] = a.vocab; break;
+    case OpKind::Pointwise: {
+      j["fn"] = pw::kFns[a.fn].name;
+      if (a.const_at >= 0) {
+        j["const_at"] = a.const_at;
+        if (!a.const_shape.empty()) j["const_shape"] = a.const_shape;
+        if (a.learned) j["learned"] = true;
+        if (a.values.size() == 1 && a.const_shape.empty()) {
+          j["values"] = float_json(a.values.data()[0]);
+        } else if (!a.values.empty()) {
+          auto& vals = j["values"] = nlohmann::ordered_json::array();
+          for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+        }
+      }
+      const PwOperands ops = pointwise_operands(op);
+      if (ops.problem.empty() && ops.at[ops.arity - 1].src == PwOperand::Scalar) j["scalar"] = extended_json(a.scalar);
+      float p = 0, q = 0;
+      const int takes = pw::attr_defaults(static_cast<pw::Fn>(a.fn), p, q);
+      if (takes >= 1) j["alpha"] = extended_json(a.alpha);
+      if (takes >= 2) j["beta"] = extended_json(a.beta);
+      break;
+    }
+    case OpKind::Reduce:
+      j["fn"] = pw::kReduceNames[a.fn];
+      j["axes"] = a.axes;
+      if (a.keepdim) j["keepdim"] = true;
+      break;
     default: break;
   }
 }

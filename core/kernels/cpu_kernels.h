@@ -11,6 +11,8 @@
 #include <array>
 #include <cstdint>
 
+#include "core/kernels/pointwise_fns.h"
+
 namespace remat::cpu {
 
 enum class Act : int { None = 0, ReLU = 1, Tanh = 2, GELU = 3, Sigmoid = 4, SiLU = 5 };
@@ -233,5 +235,55 @@ void const_fwd(ConstOp op, const float* x, const float* c, float* y, int64_t n, 
 void const_bwd(ConstOp op, const float* dy, const float* c, float* dx, int64_t n, int64_t cn, bool accumulate);
 // A learned added constant: dc += Σ over the repeats of dy, repeats in increasing order.
 void const_add_param_grad(const float* dy, float* dc, int64_t n, int64_t cn);
+
+
+// ---- The pointwise family and reductions (pointwise.cpp) -------------------------------
+// One function of pointwise_fns.h over a broadcast index: the output
+// (rank dimensions, row-major, contiguous) and up to three operands, operand k
+// read at Σ idx[d]·stride[k][d] from its pointer (stride 0 along a dimension it
+// broadcasts or an expanded view repeats). dims[k][d] is operand k's own
+// extent along output dimension d (1 where it broadcasts): its gradient's shape.
+struct PwGeom {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int arity = 1;
+  int64_t stride[3][kMaxRank] = {};
+  int64_t dims[3][kMaxRank] = {};
+  pw::Fn fn = pw::Fn::Neg;
+  float p = 0, q = 0;  // the function's attributes (pointwise_fns.h)
+  // The forward's output through these strides instead of row-major (a
+  // Concat writes each input into its slice of the result).
+  bool out_strided = false;
+  int64_t out_stride[kMaxRank] = {};
+  int64_t numel() const;
+};
+// y (contiguous, or through out_stride) = fn(x[0], x[1], x[2]); x[k] unused past the arity.
+void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y);
+// dx (operand k's own shape, contiguous) = or += Σ over the dimensions it
+// broadcasts of dy·∂fn/∂x_k, each element's terms summed in the output's
+// row-major order in double. x[j] and y may be null where the derivative does
+// not read them (pw::kFns' reads); they then read as 0.
+void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+                   bool accumulate);
+
+// Sum, mean or amax of x (rank dimensions, read through element strides) over
+// the dimensions marked reduced; y contiguous over the kept ones (keepdim
+// changes no element). Sums in double, in row-major order of the reduced
+// positions; amax propagates NaN.
+struct ReduceGeom {
+  static constexpr int kMaxRank = 8;
+  int rank = 0;
+  int64_t shape[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+  bool reduced[kMaxRank] = {};
+  pw::ReduceFn fn = pw::ReduceFn::Sum;
+  int64_t count() const;  // elements each output reduces
+};
+void reduce_fwd(const ReduceGeom& g, const float* x, float* y);
+// dx (x's shape, contiguous) = or += dy spread back: sum as is, mean divided by
+// the count, amax to the maxima only, split evenly among ties (PyTorch's
+// formula; x and y are read only for amax).
+void reduce_bwd(const ReduceGeom& g, const float* x, const float* y, const float* dy, float* dx, bool accumulate);
 
 }  // namespace remat::cpu

@@ -3,8 +3,9 @@
 #include <algorithm>
 
 #include "core/base/errors.h"
-#include "core/model/op_rules.h"
 #include "core/base/prefault.h"
+#include "core/exec/run_check.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 
@@ -87,11 +88,6 @@ uint64_t Model::saved_bytes() const {
   return b;
 }
 
-bool Model::executable() const {
-  for (const Op& o : ops_) {
-    if (!remat::executable(o)) return false;
-  }
-  return true;
-}
+bool Model::executable() const { return run_blockers(*this, 1).empty(); }
 
 }  // namespace remat

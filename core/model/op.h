@@ -37,8 +37,15 @@ enum class OpKind : uint8_t {
   // scaled_dot_product_attention as its CPU flash kernel runs it): softmax(q·kᵀ
   // · scale, causal or not) · v, keeping the rows' logsumexp for the backward.
   Attention,
+  // The pointwise family (core/kernels/pointwise_fns.h: one line per
+  // function, with its forward, backward and what the backward reads): unary
+  // and binary functions, where, casts, of activations, a constant or learned
+  // tensor and a scalar, broadcast as PyTorch broadcasts, inputs read through
+  // their strides.
+  Pointwise,
+  Reduce,  // sum, mean or amax over axes, keepdim or not
 };
-constexpr OpKind kLastOpKind = OpKind::Attention;
+constexpr OpKind kLastOpKind = OpKind::Reduce;
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 
@@ -97,6 +104,20 @@ struct OpAttrs {
   bool copy = false;     // Reshape: a copy even where a view would do (PyTorch's clone)
   bool causal = false;   // Attention: query i attends to keys j <= i (PyTorch's is_causal, top-left)
   float scale = 0;       // Attention: the factor on q·kᵀ; 0: 1/sqrt(D), PyTorch's default
+  // Pointwise: the function (pw::Fn) and its operands: the activation inputs
+  // in order, the constant (const_shape, values, learned) at operand
+  // const_at (-1: none), and a scalar for a last operand neither fills;
+  // alpha and beta are the function's attributes (leaky_relu's slope, elu's
+  // alpha, softplus's beta and threshold, clamp's min and max), set to the
+  // function's (a file that leaves them out gets PyTorch's defaults).
+  // Reduce: the function (pw::ReduceFn), the axes (sorted, non-negative;
+  // empty: all) and keepdim.
+  uint8_t fn = 0;
+  int64_t const_at = -1;
+  float scalar = 0;
+  float alpha = 0, beta = 0;
+  std::vector<int64_t> axes;
+  bool keepdim = false;
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
+#include "core/kernels/pointwise_fns.h"
 #include "core/model/op_layout.h"
 
 namespace remat {
@@ -470,6 +471,82 @@ void rule_attention(Derivation& d) {
   d.aux = static_cast<uint64_t>(heads * tq) * Derivation::kStatBytes;
 }
 
+// The pointwise family: one rule for every function of pointwise_fns.h. The
+// output broadcasts its operands (PyTorch's rule); saved is what the
+// derivatives of the operands that need a gradient read (the reads columns):
+// an activation other than the model's input, or a learned constant.
+void rule_pointwise(Derivation& d) {
+  Op& op = d.op;
+  if (op.attrs->fn >= pw::kFnCount) d.fail("unknown pointwise function " + std::to_string(op.attrs->fn));
+  const pw::FnInfo& f = pw::kFns[op.attrs->fn];
+  const PwOperands ops = pointwise_operands(op);
+  if (!ops.problem.empty()) d.fail(std::string(f.name) + ": " + ops.problem);
+  const auto& cs = op.attrs->const_shape;
+  const auto cn = static_cast<uint64_t>(product(cs));
+  if (!op.attrs->values.empty() && op.attrs->values.size() != cn)
+    d.fail("the constant has " + std::to_string(op.attrs->values.size()) + " values, its shape " + shape_string(cs) +
+           " holds " + std::to_string(cn));
+  if (op.attrs->learned && op.attrs->const_at < 0) d.fail("a learned constant needs its operand (const_at)");
+  // Broadcast every operand's shape, right-aligned.
+  std::vector<int64_t> out;
+  for (int k = 0; k < ops.arity; ++k) {
+    const PwOperand& o = ops.at[k];
+    const std::vector<int64_t> s = o.src == PwOperand::Input ? std::vector<int64_t>(d.in(static_cast<std::size_t>(o.input)).shape.begin(), d.in(static_cast<std::size_t>(o.input)).shape.end())
+                                   : o.src == PwOperand::Constant ? cs : std::vector<int64_t>{};
+    if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      int64_t& to = out[out.size() - s.size() + i];
+      if (s[i] != to && s[i] != 1 && to != 1)
+        d.fail(std::string(f.name) + ": operand " + std::to_string(k) + " of shape " + shape_string(s) +
+               " does not broadcast onto " + shape_string(out));
+      if (to == 1) to = s[i];
+    }
+  }
+  if (out.empty()) out = {1};
+  // A rank-0 result is written [1] (remat's tensors have a rank); a given shape may say so.
+  if (!(op.shape.size() == 1 && op.shape[0] == 1 && product(out) == 1)) d.set_shape(out);
+  const double n = d.n();
+  d.fwd = f.fwd_flops * n;
+  d.bwd = f.bwd_flops * n;
+  for (int k = 0; k < ops.arity; ++k) {
+    if (!pointwise_needs_grad(op, ops, k, d.before)) continue;
+    for (int j = 0; j < 3; ++j)
+      if ((f.reads[k] & (1 << j)) && ops.at[j].src == PwOperand::Input) {
+        const int u = op.inputs[static_cast<std::size_t>(ops.at[j].input)];
+        if (std::find(d.saved.begin(), d.saved.end(), u) == d.saved.end()) d.saved.push_back(u);
+      }
+    if ((f.reads[k] & pw::kY) && std::find(d.saved.begin(), d.saved.end(), d.self) == d.saved.end())
+      d.saved.push_back(d.self);
+  }
+  if (op.attrs->learned) d.params = tensor_bytes(cs, op.dtype);
+}
+
+// sum, mean, amax over axes (empty: all), keepdim or not; a reduction to one
+// value without keepdim is [1]. amax keeps its input and its result
+// (PyTorch's amax backward); sum and mean keep nothing.
+void rule_reduce(Derivation& d) {
+  Op& op = d.op;
+  const Op& x = d.in(0);
+  if (op.attrs->fn > static_cast<uint8_t>(pw::ReduceFn::Amax)) d.fail("unknown reduction " + std::to_string(op.attrs->fn));
+  std::vector<int64_t> axes;
+  for (const int64_t a : op.attrs->axes) axes.push_back(static_cast<int64_t>(d.axis(a, x.shape.size())));
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (axes.empty())
+    for (std::size_t i = 0; i < x.shape.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (axes != op.attrs->axes) op.attrs.edit().axes = axes;
+  std::vector<int64_t> out;
+  for (std::size_t i = 0; i < x.shape.size(); ++i) {
+    const bool r = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i));
+    if (!r) out.push_back(x.shape[i]);
+    else if (op.attrs->keepdim) out.push_back(1);
+  }
+  if (out.empty()) out = {1};
+  d.set_shape(out);
+  d.fwd = d.bwd = static_cast<double>(x.numel());
+  if (op.attrs->fn == static_cast<uint8_t>(pw::ReduceFn::Amax)) d.saved = {op.inputs[0], d.self};
+}
+
 struct KindRule {
   OpKind kind;
   int min_inputs, max_inputs;
@@ -478,7 +555,7 @@ struct KindRule {
 
 constexpr int kMany = 256;
 // One line per kind: arity and rule. The order is OpKind's.
-constexpr std::array<KindRule, 32> kRules = {{
+constexpr std::array<KindRule, 34> kRules = {{
     {OpKind::Input, 0, 0, rule_input},
     {OpKind::Linear, 1, 1, rule_linear},
     {OpKind::ReLU, 1, 1, rule_activation},
@@ -511,6 +588,8 @@ constexpr std::array<KindRule, 32> kRules = {{
     {OpKind::Slice, 1, 1, rule_slice},
     {OpKind::Expand, 1, 1, rule_expand},
     {OpKind::Attention, 3, 3, rule_attention},
+    {OpKind::Pointwise, 1, 3, rule_pointwise},
+    {OpKind::Reduce, 1, 1, rule_reduce},
 }};
 
 const KindRule& rule_of(OpKind k) {
@@ -527,6 +606,44 @@ constexpr bool exec_listed(OpKind k) {
 }
 
 }  // namespace
+
+PwOperands pointwise_operands(const Op& op) {
+  PwOperands out;
+  if (op.attrs->fn >= pw::kFnCount) {
+    out.problem = "unknown function";
+    return out;
+  }
+  out.arity = pw::kFns[op.attrs->fn].arity;
+  const int64_t c = op.attrs->const_at;
+  const bool has_const = c >= 0;
+  if (c >= out.arity) {
+    out.problem = "const_at " + std::to_string(c) + " is not an operand (the function takes " + std::to_string(out.arity) + ")";
+    return out;
+  }
+  std::size_t next = 0;
+  int scalars = 0;
+  for (int k = 0; k < out.arity; ++k) {
+    if (has_const && k == c) out.at[k] = {PwOperand::Constant, -1};
+    else if (next < op.inputs.size()) out.at[k] = {PwOperand::Input, static_cast<int>(next++)};
+    else out.at[k] = {PwOperand::Scalar, -1}, ++scalars;
+  }
+  if (next < op.inputs.size())
+    out.problem = std::to_string(op.inputs.size()) + " inputs" + (has_const ? " and a constant" : "") + " are more than its " +
+                  std::to_string(out.arity) + " operand(s)";
+  else if (scalars > 1 || (scalars == 1 && out.at[out.arity - 1].src != PwOperand::Scalar))
+    out.problem = "only its last operand may be the scalar; give the others as inputs or the constant";
+  else if (!has_const && (!op.attrs->const_shape.empty() || !op.attrs->values.empty() || op.attrs->learned))
+    out.problem = "a constant without its operand (const_at)";
+  return out;
+}
+
+bool pointwise_needs_grad(const Op& op, const PwOperands& ops, int k, std::span<const Op> before) {
+  const PwOperand& o = ops.at[k];
+  if (o.src == PwOperand::Constant) return op.attrs->learned;
+  if (o.src != PwOperand::Input) return false;
+  const Op& u = before[static_cast<std::size_t>(op.inputs[static_cast<std::size_t>(o.input)])];
+  return u.kind != OpKind::Input && !is_integer(u.dtype);
+}
 
 uint64_t buffer_bytes(const Op& op) {
   if (op.kind != OpKind::BatchNorm || op.shape.size() < 2) return 0;
@@ -567,45 +684,75 @@ bool ce_keeps_log_probs(const Op& op) {
          std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
 }
 
-bool executable(const Op& op) {
-  if (op.simulate_only) return false;
+// Pointwise and Reduce: the constant's values (or a learned one); amax keeps
+// what its backward reads. (What a Pointwise backward reads depends on which
+// inputs have gradients: core/exec/run_check.cpp checks it, with the model.)
+static std::string family_problem(const Op& op) {
+  if (op.kind == OpKind::Reduce) {
+    if (op.shape.size() > 8) return "rank over 8";
+    const bool keeps_input = std::find(op.saved.begin(), op.saved.end(), op.inputs.at(0)) != op.saved.end();
+    const bool keeps_result = std::any_of(op.saved.begin(), op.saved.end(), [&](int s) { return s != op.inputs.at(0); });
+    if (op.attrs->fn == static_cast<uint8_t>(pw::ReduceFn::Amax) && (!keeps_input || !keeps_result))
+      return "amax's backward reads its input and its result, which its saved set leaves out";
+    return {};
+  }
+  const PwOperands ops = pointwise_operands(op);
+  if (!ops.problem.empty()) return ops.problem;
+  if (op.shape.size() > 8) return "rank over 8";
+  const auto cn = static_cast<std::size_t>(product(op.attrs->const_shape));
+  if (op.attrs->const_at >= 0 && !op.attrs->learned && op.attrs->values.size() != cn)
+    return "its constant operand's values are unknown";
+  return {};
+}
+
+std::string exec_problem(const Op& op) {
+  if (op.simulate_only) return op.kind == OpKind::Generic ? "no kernel runs a Generic op (an op remat has no kind for)" : "marked simulate_only";
   // Token ids: an integer input (the Embedding reads it; check_executable
   // refuses other readers).
-  if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64)) return op.bytes >= tensor_bytes(op.shape, op.dtype);
-  if (op.dtype != DType::F32) return false;
-  if (op.kind != OpKind::Input && !exec_listed(op.kind)) return false;
-  if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return false;
-  if (!kernel_attr_problem(op).empty()) return false;
+  if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64))
+    return op.bytes >= tensor_bytes(op.shape, op.dtype) ? "" : "its bytes do not hold its elements";
+  if (op.dtype != DType::F32) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32 runs";
+  if (op.kind != OpKind::Input && !exec_listed(op.kind)) return "no kernel runs a " + std::string(kind_name(op.kind));
+  if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return "it owns fewer bytes than its elements take";
+  if (std::string why = kernel_attr_problem(op); !why.empty()) return "the kernels take no " + why;
   // A Linear that PyTorch would feed a contiguous copy of its input keeps it in
   // aux(v); the kernels multiply their input in place and fill no such copy.
-  if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0) return false;
+  if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0)
+    return "it keeps a contiguous copy of its input (aux), which the kernels do not make";
   // The loss kernels read their input again in the backward, or, for a
   // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.
   // A loss that keeps something else describes memory these kernels do not
   // reproduce.
   if (is_loss(op.kind) && !ce_keeps_log_probs(op) &&
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
-    return false;
+    return "the loss's backward reads its input, which its saved set leaves out";
   // The softmax kernel normalises rows: the last axis only.
   if (op.kind == OpKind::Softmax && op.attrs->axis != -1 && op.attrs->axis != static_cast<int64_t>(op.shape.size()) - 1)
-    return false;
-  if (!const_kernel_ready(op)) return false;
+    return "the kernel takes a softmax over the last axis only";
+  if (!const_kernel_ready(op)) return "its constant's values are unknown or do not repeat over the input's last dimensions";
   // The product's kernels take one operand per input (broadcast batches
   // included): a tensor multiplied by itself (x @ x) is not run.
-  if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1]) return false;
+  if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1])
+    return "a tensor multiplied by itself";
   // The attention kernels read q, k, v and the output again in the backward,
   // and keep each row's logsumexp (f32) in aux.
   if (op.kind == OpKind::Attention) {
     for (int u : op.inputs)
-      if (std::find(op.saved.begin(), op.saved.end(), u) == op.saved.end()) return false;
+      if (std::find(op.saved.begin(), op.saved.end(), u) == op.saved.end()) return "its saved set leaves out q, k or v";
     const bool keeps_output = std::any_of(op.saved.begin(), op.saved.end(), [&](int s) {
       return std::find(op.inputs.begin(), op.inputs.end(), s) == op.inputs.end();
     });
-    if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows())) return false;
+    if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows()))
+      return "it does not keep its output and a logsumexp per row";
   }
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
-  return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
+  if (op.kind == OpKind::LayerNorm && op.aux_bytes < 8 * static_cast<uint64_t>(op.rows()))
+    return "it keeps no mean and rstd per row (aux)";
+  if (op.kind == OpKind::Pointwise || op.kind == OpKind::Reduce) return family_problem(op);
+  return {};
 }
+
+bool executable(const Op& op) { return exec_problem(op).empty(); }
 
 std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
 

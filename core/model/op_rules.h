@@ -27,6 +27,10 @@ std::string where_label(std::string_view where, int id);
 // True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
 // with the bytes their kernels write).
 bool executable(const Op& op);
+// Why op is not executable ("" when it is), for the lists `remat model` and
+// `remat run` print. What the model around an op adds (its inputs' strides
+// and dtypes) is core/exec/run_check.h's.
+std::string exec_problem(const Op& op);
 // A SoftmaxCELoss that keeps its log-probabilities in aux(v), as PyTorch's
 // log_softmax + nll_loss do (what a capture records), rather than its logits:
 // its kernels then write and read aux(v). check_executable (core/exec) checks
@@ -41,6 +45,24 @@ std::string kernel_attr_problem(const Op& op);
 // variance (fp32 buffers, updated in place). They get no gradient and no
 // optimizer state (core/analysis/step_memory.h).
 uint64_t buffer_bytes(const Op& op);
+
+// The operands of a Pointwise op (op.attrs: fn, const_at): operand k is
+// activation input `input` (an index into op.inputs), the constant or the
+// scalar. `problem` says why they do not fill the function's arity ("": they do).
+struct PwOperand {
+  enum Src : uint8_t { Input, Constant, Scalar } src = Scalar;
+  int input = -1;
+};
+struct PwOperands {
+  int arity = 0;
+  PwOperand at[3];
+  std::string problem;
+};
+PwOperands pointwise_operands(const Op& op);
+// Whether operand k needs a gradient: an activation other than the model's
+// input (as PyTorch's example input, it has none), or a learned constant.
+// `before` holds the ops up to op (op ids index it).
+bool pointwise_needs_grad(const Op& op, const PwOperands& ops, int k, std::span<const Op> before);
 
 // Loss kinds end a model.
 inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }

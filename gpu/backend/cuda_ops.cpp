@@ -85,7 +85,9 @@ void bwd_layernorm(CudaOpState& s, const OpCall& c) {
                 s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0), s.stream);
 }
 
-void fwd_add(CudaOpState& s, const OpCall& c) { add_fwd(c.in(0), c.in(1), c.out(), c.op.numel(), s.stream); }
+void fwd_add(CudaOpState& s, const OpCall& c) {
+  add_fwd(c.in(0), c.in(1), c.out(), c.op.numel(), s.stream);
+}
 void bwd_add(CudaOpState& s, const OpCall& c) {
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k)
     if (c.dx(k)) add_into(c.dy(), c.dx(k), c.op.numel(), c.acc(k), s.stream);
@@ -182,6 +184,15 @@ void bwd_softmax(CudaOpState& s, const OpCall& c) {
 }
 
 void fwd_concat(CudaOpState& s, const OpCall& c) {
+  if (reads_strided(c.model, c.v)) {  // each input copied through its strides into its slice, as on the CPU
+    for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
+      int64_t at = 0;
+      const PwGeom g = concat_piece_geom(c.model, c.v, k, at);
+      const float* x[3] = {c.in(k), nullptr, nullptr};
+      pointwise_fwd(g, x, c.out() + at, s.stream);
+    }
+    return;
+  }
   const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
@@ -326,6 +337,25 @@ void fwd_attention(CudaOpState& s, const OpCall& c) {
 void bwd_attention(CudaOpState& s, const OpCall& c) {
   sdpa_bwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1), c.dx(2),
            c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention], s.stream);
+}
+
+// The pointwise family and the reductions (op_exec.h's pointwise_call, as the CPU's entries).
+void fwd_pointwise(CudaOpState& s, const OpCall& c) {
+  const PwCall a = pointwise_call(s, c, false);
+  pointwise_fwd(a.g, a.x, c.out(), s.stream);
+}
+void bwd_pointwise(CudaOpState& s, const OpCall& c) {
+  const PwCall a = pointwise_call(s, c, true);
+  for_each_pointwise_grad(s, c, a.ops, [&](int k, float* dx, bool acc) {
+    pointwise_bwd(a.g, k, a.x, a.y, c.dy(), dx, acc, s.stream);
+  });
+}
+void fwd_reduce(CudaOpState& s, const OpCall& c) { reduce_fwd(reduce_geom(c.model, c.v), c.in(0), c.out(), s.stream); }
+void bwd_reduce(CudaOpState& s, const OpCall& c) {
+  if (!c.dx(0)) return;
+  const bool amax = c.op.attrs->fn == static_cast<uint8_t>(pw::ReduceFn::Amax);
+  reduce_bwd(reduce_geom(c.model, c.v), amax ? c.in(0) : nullptr, amax ? c.self() : nullptr, c.dy(), c.dx(0), c.acc(0),
+             s.stream);
 }
 
 #define REMAT_CUDA_ROW(Kind, entry) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},

@@ -290,4 +290,18 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
 void f32_to_int8(const float* x, void* packed, int64_t n, cudaStream_t stream);
 void int8_to_f32(const void* packed, float* y, int64_t n, cudaStream_t stream);
 
+// ---- pointwise.cu ---------------------------------------------------------------------
+// The pointwise family and the reductions, as cpu_kernels.h's pointwise_fwd,
+// pointwise_bwd, reduce_fwd and reduce_bwd (same geometry, same summation
+// order: a broadcast operand's gradient and a sum add their terms in
+// row-major order in double, one thread per result element).
+using remat::cpu::PwGeom;
+using remat::cpu::ReduceGeom;
+void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y, cudaStream_t stream);
+void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+                   bool accumulate, cudaStream_t stream);
+void reduce_fwd(const ReduceGeom& g, const float* x, float* y, cudaStream_t stream);
+void reduce_bwd(const ReduceGeom& g, const float* x, const float* y, const float* dy, float* dx, bool accumulate,
+                cudaStream_t stream);
+
 }  // namespace remat::cuda

@@ -107,6 +107,60 @@ def attention(q, k, v, causal, scale):
     return torch.matmul(torch.softmax(s, dim=-1), v)
 
 
+PW_ARITY = dict(add=2, sub=2, mul=2, div=2, maximum=2, minimum=2, pow=2, where=3)
+PW_UNARY = dict(neg=torch.neg, exp=torch.exp, log=torch.log, sqrt=torch.sqrt, rsqrt=torch.rsqrt,
+                reciprocal=torch.reciprocal, abs=torch.abs, sin=torch.sin, cos=torch.cos, erf=torch.erf,
+                hardswish=F.hardswish, hardsigmoid=F.hardsigmoid, mish=F.mish, relu=torch.relu, tanh=torch.tanh,
+                sigmoid=torch.sigmoid, gelu=F.gelu, silu=F.silu, cast=lambda a: a)
+
+
+def pointwise(op, inputs, param, t):
+    """A Pointwise op (docs/model-format.md): its operands are the inputs in
+    order, the constant at const_at (a learned one is the op's parameter) and
+    the scalar for a last operand neither fills."""
+    fn, at = op["fn"], op.get("const_at", -1)
+    like = inputs[0]
+    ops, rest = [], list(inputs)
+    for k in range(PW_ARITY.get(fn, 1)):
+        if k == at:
+            shape = op.get("const_shape", [])
+            if op.get("learned"):
+                ops.append(param(op["id"], "weight").reshape(shape))
+            else:
+                n = int(np.prod(shape)) if shape else 1
+                vals = constant(op, t).reshape(-1)[:n] if t is not None else constant(op, None).reshape(-1)
+                ops.append(torch.tensor(np.asarray(vals, dtype=np.float64), dtype=like.dtype,
+                                        device=like.device).reshape(shape))
+        elif rest:
+            ops.append(rest.pop(0))
+        else:
+            s = op["scalar"]
+            ops.append(float(s) if not isinstance(s, str) else float(s))
+    a = ops[0]
+    p, q = op.get("alpha"), op.get("beta")
+    if fn in PW_UNARY:
+        return PW_UNARY[fn](a)
+    if fn == "leaky_relu":
+        return F.leaky_relu(a, float(p))
+    if fn == "elu":
+        return F.elu(a, float(p))
+    if fn == "softplus":
+        return F.softplus(a, float(p), float(q))
+    if fn == "clamp":
+        return torch.clamp(a, float(p), float(q))
+    if fn == "where":
+        cond = ops[0] != 0 if isinstance(ops[0], torch.Tensor) else bool(ops[0])
+        return torch.where(cond, ops[1], ops[2] if isinstance(ops[2], torch.Tensor)
+                           else torch.tensor(ops[2], dtype=like.dtype))
+    b = ops[1]
+    return dict(add=lambda: a + b, sub=lambda: a - b, mul=lambda: a * b, div=lambda: a / b,
+                maximum=lambda: torch.maximum(*[o if isinstance(o, torch.Tensor) else torch.tensor(o, dtype=like.dtype)
+                                                for o in (a, b)]),
+                minimum=lambda: torch.minimum(*[o if isinstance(o, torch.Tensor) else torch.tensor(o, dtype=like.dtype)
+                                                for o in (a, b)]),
+                pow=lambda: torch.pow(a, b))[fn]()
+
+
 def apply_op(op, acts, param, t):
     """The output of a non-loss op from its inputs' outputs (acts), in the inputs'
     dtype; param(v, slot) gives a parameter tensor, t the dump (dropout masks)."""
@@ -175,6 +229,13 @@ def apply_op(op, acts, param, t):
         mask = torch.tensor(constant(op, t).astype(bool), device=x.device).reshape(op.get("const_shape", []))
         fill = op.get("fill", "-inf")  # model.json writes infinities as strings, the dump's metadata as null
         y = x.masked_fill(mask, float(fill) if fill is not None else float("-inf"))
+    elif kind == "Pointwise":
+        y = pointwise(op, [acts[u] for u in ins], param, t)
+    elif kind == "Reduce":
+        fn = dict(sum=torch.sum, mean=torch.mean, amax=torch.amax)[op["fn"]]
+        y = fn(x, dim=op.get("axes") or list(range(x.dim())), keepdim=op.get("keepdim", False))
+        if y.dim() == 0:
+            y = y.reshape(1)
     elif kind == "MatMul":
         y = torch.matmul(x, acts[ins[1]])
     elif kind == "Attention":

@@ -154,7 +154,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // every view kind's backward, Expand's sum included
                                            kModels + "/views_small.json",
                                            // fused attention: strided q, k, v, out in q's order, q = k = v
-                                           kModels + "/attention_small.json"),
+                                           kModels + "/attention_small.json",
+                                           // the pointwise family and reductions: strided, broadcast, learned
+                                           kModels + "/pointwise_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

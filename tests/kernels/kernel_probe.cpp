@@ -247,6 +247,68 @@ void run_embedding(const json& c, const CaseIo& io) {
   io.write("dtable", dtable);
 }
 
+// The pointwise family over a (2, 3, 4) output: operand k (x<k>, its own 3-D
+// dims, 1 where it broadcasts; operand 0 stored transposed when "transposed")
+// and the gradient of each operand but a where's condition.
+void run_pointwise(const json& c, const CaseIo& io) {
+  PwGeom g;
+  const std::string name = c["fn"];
+  int fn = 0;
+  while (fn < pw::kFnCount && name != pw::kFns[fn].name) ++fn;
+  if (fn == pw::kFnCount) throw std::runtime_error("unknown function " + name);
+  g.fn = static_cast<pw::Fn>(fn);
+  g.rank = 3;
+  g.arity = pw::kFns[fn].arity;
+  g.p = c["p"], g.q = c["q"];
+  const std::vector<int64_t> shape = c["shape"];
+  for (int d = 0; d < 3; ++d) g.shape[d] = shape[static_cast<std::size_t>(d)];
+  std::vector<std::vector<float>> xs;
+  const float* x[3] = {};
+  for (int k = 0; k < g.arity; ++k) {
+    const std::vector<int64_t> dims = c["dims"][static_cast<std::size_t>(k)];
+    const bool t = k == 0 && c["transposed"].get<bool>();
+    const int64_t st[3] = {t ? 1 : dims[1] * dims[2], t ? dims[0] : dims[2], t ? dims[0] * dims[1] : 1};
+    for (int d = 0; d < 3; ++d) {
+      g.dims[k][d] = dims[static_cast<std::size_t>(d)];
+      g.stride[k][d] = dims[static_cast<std::size_t>(d)] == 1 ? 0 : st[d];
+    }
+    xs.push_back(io.floats("x" + std::to_string(k), dims[0] * dims[1] * dims[2]));
+  }
+  for (int k = 0; k < g.arity; ++k) x[k] = xs[static_cast<std::size_t>(k)].data();
+  const auto dy = io.floats("dy", g.numel());
+  std::vector<float> y(static_cast<std::size_t>(g.numel()));
+  pointwise_fwd(g, x, y.data());
+  io.write("y", y);
+  for (int k = g.fn == pw::Fn::Where ? 1 : 0; k < g.arity; ++k) {
+    auto dx = nans(static_cast<int64_t>(xs[static_cast<std::size_t>(k)].size()));
+    pointwise_bwd(g, k, x, y.data(), dy.data(), dx.data(), false);
+    io.write("dx" + std::to_string(k), dx);
+  }
+}
+
+// sum, mean or amax of x (2, 3, 4) over "axes".
+void run_reduce(const json& c, const CaseIo& io) {
+  ReduceGeom g;
+  const std::string name = c["fn"];
+  g.fn = name == "sum" ? pw::ReduceFn::Sum : name == "mean" ? pw::ReduceFn::Mean : pw::ReduceFn::Amax;
+  g.rank = 3;
+  const int64_t shape[3] = {2, 3, 4};
+  int64_t out = 1;
+  for (int d = 0; d < 3; ++d) {
+    g.shape[d] = shape[d];
+    g.stride[d] = d == 0 ? 12 : d == 1 ? 4 : 1;
+  }
+  for (const int64_t a : c["axes"].get<std::vector<int64_t>>()) g.reduced[a] = true;
+  for (int d = 0; d < 3; ++d) out *= g.reduced[d] ? 1 : shape[d];
+  const auto x = io.floats("x", 24), dy = io.floats("dy", out);
+  std::vector<float> y(static_cast<std::size_t>(out));
+  reduce_fwd(g, x.data(), y.data());
+  auto dx = nans(24);
+  reduce_bwd(g, x.data(), y.data(), dy.data(), dx.data(), false);
+  io.write("y", y);
+  io.write("dx", dx);
+}
+
 void run_case(const json& c, const std::string& dir) {
   const CaseIo io(dir, c["name"]);
   const std::string op = c["op"];
@@ -262,6 +324,8 @@ void run_case(const json& c, const std::string& dir) {
   if (op == "act") return run_act(c, io);
   if (op == "concat") return run_concat(c, io);
   if (op == "embedding") return run_embedding(c, io);
+  if (op == "pointwise") return run_pointwise(c, io);
+  if (op == "reduce") return run_reduce(c, io);
   throw std::runtime_error("unknown op " + op);
 }
 

@@ -72,6 +72,74 @@ CASES = [
     dict(name="embedding", op="embedding", vocab=11, dim=6, positions=40),
 ]
 
+# The pointwise family (core/kernels/pointwise_fns.h), each function once with
+# operand 0 strided (stored transposed) and the others broadcast, and binary
+# ones once more with operand 0 broadcast (its gradient sums); the reductions.
+FAMILY = {  # name: (arity, p, q, torch function of the operands and p, q)
+    "neg": (1, 0, 0, lambda a, p, q: torch.neg(a)),
+    "exp": (1, 0, 0, lambda a, p, q: torch.exp(a)),
+    "log": (1, 0, 0, lambda a, p, q: torch.log(a)),
+    "sqrt": (1, 0, 0, lambda a, p, q: torch.sqrt(a)),
+    "rsqrt": (1, 0, 0, lambda a, p, q: torch.rsqrt(a)),
+    "reciprocal": (1, 0, 0, lambda a, p, q: torch.reciprocal(a)),
+    "abs": (1, 0, 0, lambda a, p, q: torch.abs(a)),
+    "sin": (1, 0, 0, lambda a, p, q: torch.sin(a)),
+    "cos": (1, 0, 0, lambda a, p, q: torch.cos(a)),
+    "erf": (1, 0, 0, lambda a, p, q: torch.erf(a)),
+    "hardswish": (1, 0, 0, lambda a, p, q: F.hardswish(a)),
+    "hardsigmoid": (1, 0, 0, lambda a, p, q: F.hardsigmoid(a)),
+    "leaky_relu": (1, 0.2, 0, lambda a, p, q: F.leaky_relu(a, p)),
+    "elu": (1, 0.7, 0, lambda a, p, q: F.elu(a, p)),
+    "softplus": (1, 2.0, 3.0, lambda a, p, q: F.softplus(a, p, q)),
+    "mish": (1, 0, 0, lambda a, p, q: F.mish(a)),
+    "clamp": (1, -0.5, 0.8, lambda a, p, q: torch.clamp(a, p, q)),
+    "relu": (1, 0, 0, lambda a, p, q: torch.relu(a)),
+    "tanh": (1, 0, 0, lambda a, p, q: torch.tanh(a)),
+    "sigmoid": (1, 0, 0, lambda a, p, q: torch.sigmoid(a)),
+    "gelu": (1, 0, 0, lambda a, p, q: F.gelu(a)),
+    "silu": (1, 0, 0, lambda a, p, q: F.silu(a)),
+    "cast": (1, 0, 0, lambda a, p, q: a.to(torch.float64)),
+    "add": (2, 0, 0, lambda a, b, p, q: a + b),
+    "sub": (2, 0, 0, lambda a, b, p, q: a - b),
+    "mul": (2, 0, 0, lambda a, b, p, q: a * b),
+    "div": (2, 0, 0, lambda a, b, p, q: a / b),
+    "maximum": (2, 0, 0, lambda a, b, p, q: torch.maximum(a, b)),
+    "minimum": (2, 0, 0, lambda a, b, p, q: torch.minimum(a, b)),
+    "pow": (2, 0, 0, lambda a, b, p, q: torch.pow(a, b)),
+    "where": (3, 0, 0, lambda c, a, b, p, q: torch.where(c != 0, a, b)),
+}
+for _fn, (_arity, _p, _q, _) in FAMILY.items():
+    CASES.append(dict(name=f"pw_{_fn}", op="pointwise", fn=_fn, p=_p, q=_q, shape=[2, 3, 4],
+                      dims=[[2, 3, 4], [1, 3, 1], [1, 1, 4]][:_arity], transposed=True))
+    if _arity > 1:
+        CASES.append(dict(name=f"pw_{_fn}_bcast", op="pointwise", fn=_fn, p=_p, q=_q, shape=[2, 3, 4],
+                          dims=[[1, 3, 1], [2, 3, 4], [2, 1, 4]][:_arity], transposed=False))
+for _fn in ("sum", "mean", "amax"):
+    for _axes in ([2], [0, 2], [0, 1, 2]):
+        CASES.append(dict(name=f"reduce_{_fn}_{''.join(map(str, _axes))}", op="reduce", fn=_fn, axes=_axes))
+
+
+def family_operand(case, k, rng):
+    """Operand k of a pointwise case in its function's domain, away from kinks
+    (as tests/kernels/test_pointwise.cpp), stored transposed when asked."""
+    fn, dims = case["fn"], case["dims"][k]
+    lo, hi = -2.0, 2.0
+    if k == 0 and fn in ("log", "sqrt", "rsqrt", "reciprocal", "pow"):
+        lo = 0.5
+    if k == 1 and fn == "div":
+        lo = 0.5
+    if k == 1 and fn == "pow":
+        lo, hi = -1.5, 1.5
+    if fn in ("hardswish", "hardsigmoid"):
+        lo, hi = -5.0, 5.0
+    v = rng.uniform(lo, hi, size=dims)
+    if fn == "where" and k == 0:
+        v = (v > 0).astype(np.float64)
+    else:
+        for kink in (0.0, 3.0, -3.0, case["p"], case["q"]):
+            v = np.where(np.abs(v - kink) < 1e-2, v + 0.05, v)
+    return v.astype(np.float32)
+
 
 def causal_mask(T):
     return np.triu(np.ones((T, T), dtype=np.uint8), k=1)
@@ -130,6 +198,17 @@ def make_inputs(case, rng):
         t = {f"x{i}": f32(case["outer"], wd, case["inner"]) for i, wd in enumerate(case["widths"])}
         t["dy"] = f32(case["outer"], sum(case["widths"]), case["inner"])
         return t
+    if op == "pointwise":
+        t = {}
+        for k in range(len(case["dims"])):
+            v = family_operand(case, k, rng)
+            t[f"x{k}"] = v
+            if k == 0 and case["transposed"]:
+                t["x0_stored"] = np.ascontiguousarray(v.transpose(2, 1, 0))
+        t["dy"] = f32(*case["shape"])
+        return t
+    if op == "reduce":
+        return dict(x=f32(2, 3, 4), dy=f32(*[1 if d in case["axes"] else n for d, n in enumerate((2, 3, 4))]))
     if op == "embedding":
         idx = rng.integers(0, case["vocab"], size=case["positions"]).astype(np.int32)
         idx[:3] = [0, case["vocab"] - 1, 0]  # both ends of the table and a repeat
@@ -210,6 +289,18 @@ def reference(case, t):
         y = torch.cat(xs, dim=1)
         g = grads(y, xs, d("dy"))
         return dict(y=y, **{f"dx{i}": gi for i, gi in enumerate(g)})
+    if op == "pointwise":
+        arity, _, _, fn = FAMILY[case["fn"]]
+        xs = [d(f"x{k}", not (case["fn"] == "where" and k == 0)) for k in range(arity)]
+        y = fn(*xs, case["p"], case["q"]).expand(*case["shape"])
+        first = 1 if case["fn"] == "where" else 0
+        g = grads(y, xs[first:], d("dy"))
+        return dict(y=y, **{f"dx{k + first}": gk for k, gk in enumerate(g)})
+    if op == "reduce":
+        x, dy = d("x", True), d("dy")
+        fn = dict(sum=torch.sum, mean=torch.mean, amax=torch.amax)[case["fn"]]
+        y = fn(x, dim=case["axes"], keepdim=True)
+        return dict(y=y, dx=grads(y, [x], dy)[0])
     if op == "embedding":
         table, dy = d("table", True), d("dy")
         y = F.embedding(torch.from_numpy(t["idx"]).long(), table)
@@ -246,7 +337,10 @@ def main():
         for case in CASES:
             inputs[case["name"]] = make_inputs(case, rng)
             for tensor, arr in inputs[case["name"]].items():
-                np.ascontiguousarray(arr).tofile(tmp / f"{case['name']}.{tensor}.bin")
+                if tensor == "x0" and "x0_stored" in inputs[case["name"]]:
+                    continue  # the probe reads operand 0 as stored (transposed)
+                name = "x0" if tensor == "x0_stored" else tensor
+                np.ascontiguousarray(arr).tofile(tmp / f"{case['name']}.{name}.bin")
         (tmp / "manifest.json").write_text(json.dumps({"cases": CASES}))
         proc = subprocess.run([args.probe, str(tmp)], capture_output=True, text=True)
         if proc.returncode != 0:

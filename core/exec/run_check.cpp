@@ -1,0 +1,94 @@
+#include "core/exec/run_check.h"
+
+#include <algorithm>
+
+#include "core/exec/op_exec.h"
+#include "core/kernels/pointwise_fns.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
+
+namespace remat {
+namespace {
+
+// Kinds whose kernels read their inputs through any strides: the views
+// themselves, a copying Reshape, a MatMul (it copies such an operand, as
+// PyTorch), an Attention, the pointwise family and the reductions, and a
+// Concat (which copies a strided input as the family's identity). Add and the
+// activation kinds read dense inputs: a capture writes them as the family
+// where an input is strided.
+bool reads_strides(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Reshape:
+    case OpKind::MatMul:
+    case OpKind::Attention:
+    case OpKind::Pointwise:
+    case OpKind::Reduce:
+    case OpKind::Concat: return true;
+    default: return op.view;
+  }
+}
+
+std::string pointwise_saved_problem(const Model& model, int v) {
+  const Op& op = model.op(v);
+  const PwOperands ops = pointwise_operands(op);
+  const pw::FnInfo& f = pw::kFns[op.attrs->fn];
+  auto kept = [&](int u) { return std::find(op.saved.begin(), op.saved.end(), u) != op.saved.end(); };
+  for (int k = 0; k < ops.arity; ++k) {
+    if (!pointwise_needs_grad(op, ops, k, model.ops())) continue;
+    for (int j = 0; j < 3; ++j)
+      if ((f.reads[k] & (1 << j)) && ops.at[j].src == PwOperand::Input &&
+          !kept(op.inputs[static_cast<std::size_t>(ops.at[j].input)]))
+        return "the derivative of " + std::string(f.name) + " with respect to operand " + std::to_string(k) +
+               " reads operand " + std::to_string(j) + ", which its saved set leaves out";
+    if ((f.reads[k] & pw::kY) && !kept(v))
+      return "the derivative of " + std::string(f.name) + " reads its result, which its saved set leaves out";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
+  std::vector<RunBlocker> out;
+  for (int v = 0; v < model.size() && out.size() < limit; ++v) {
+    std::string why = exec_problem(model.op(v));
+    if (why.empty() && model.op(v).kind == OpKind::Pointwise) why = pointwise_saved_problem(model, v);
+    if (!why.empty()) out.push_back({v, true, std::move(why)});
+  }
+  const auto add = [&](int v, std::string why) {
+    if (out.size() < limit) out.push_back({v, false, std::move(why)});
+  };
+  for (int v = 1; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    // Integer token ids feed an Embedding, nothing else reads integers.
+    for (const int u : op.inputs)
+      if (model.op(u).dtype != DType::F32 && op.kind != OpKind::Embedding) {
+        add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") reads the " +
+                   std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
+                   "; only an Embedding reads integers");
+        break;
+      }
+    if (ce_keeps_log_probs(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
+      add(v, op_label(model, v) + " (SoftmaxCELoss) keeps " + std::to_string(op.aux_bytes) +
+                 " bytes of aux and not its logits; its log-probabilities need " +
+                 std::to_string(4 * model.op(op.inputs[0]).numel()) + " (f32)");
+    if (op.kind == OpKind::Embedding && model.op(op.inputs.at(0)).kind != OpKind::Input)
+      add(v, op_label(model, v) + " looks up ids computed by the model; only the input's ids can be executed");
+    // The other kernels read dense row-major inputs; a view is handed over as
+    // a pointer into its storage, so only a contiguous one can feed them (an
+    // Attention's output too, laid out in its q's order).
+    if (reads_strides(op)) continue;
+    for (const int u : op.inputs) {
+      const Op& in = model.op(u);
+      if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {
+        add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") reads the non-contiguous " +
+                   (in.view ? "view " : "tensor ") + op_label(model, u) +
+                   ", which the kernels cannot run yet (simulate it instead)");
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace remat

@@ -1,0 +1,167 @@
+// The Pointwise and Reduce kinds around the kernels: the saved sets their
+// rules derive from pointwise_fns.h (what PyTorch's formulas keep), operands
+// and broadcast shapes, the JSON form, and the one answer to "does `remat
+// run` accept this model" (run_blockers): Model::executable(), `remat model`
+// and check_executable agree, with the op and the reason.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/base/errors.h"
+#include "core/exec/executor.h"
+#include "core/exec/run_check.h"
+#include "core/io/json_model.h"
+#include "core/kernels/pointwise_fns.h"
+#include "core/io/model_source.h"
+#include "core/model/op_rules.h"
+
+namespace remat {
+namespace {
+
+const std::string kPointwiseModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pointwise_small.json";
+
+std::string model_text(const std::string& ops) {
+  return R"({"format":"remat-model","version":1,"name":"pw","ops":[)" + ops + "]}";
+}
+Model parse(const std::string& ops) { return parse_json_model(model_text(ops), "test"); }
+
+// x (no gradient, as PyTorch's example input), a and b (activations).
+const std::string kHead = R"({"id":0,"name":"x","kind":"Input","shape":[2,3]},
+  {"id":1,"name":"a","kind":"Linear","inputs":[0],"shape":[2,3]},
+  {"id":2,"name":"b","kind":"Linear","inputs":[0],"shape":[2,3]},)";
+
+std::vector<int> saved_of(const std::string& op3) {
+  const Model m = parse(kHead + op3 + R"(,{"id":4,"kind":"MSELoss","inputs":[3]})");
+  return {m.op(3).saved.begin(), m.op(3).saved.end()};
+}
+
+TEST(PointwiseRules, SavedIsWhatTheDerivativesOfOperandsWithAGradientRead) {
+  using V = std::vector<int>;
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"mul","inputs":[1,2]})"), (V{2, 1}));  // each the other
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"exp","inputs":[1]})"), (V{3}));       // its result
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"rsqrt","inputs":[1]})"), (V{3}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"neg","inputs":[1]})"), (V{}));        // nothing
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"log","inputs":[1]})"), (V{1}));       // its input
+  // x has no gradient: only a's derivative (which reads x) counts.
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"mul","inputs":[0,1]})"), (V{0}));
+  // A learned scale: its gradient reads the activation; a fixed one keeps nothing.
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"mul","inputs":[1],"const_at":1,"const_shape":[3],"learned":true})"), (V{1}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"mul","inputs":[1],"const_at":1,"const_shape":[3],"values":[1,2,3]})"), (V{}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"div","inputs":[1,2]})"), (V{2, 1}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"pow","inputs":[1],"scalar":2})"), (V{1}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"pow","inputs":[1,2]})"), (V{1, 2, 3}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"where","inputs":[1,2],"const_at":0,"values":1})"), (V{}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Pointwise","fn":"add","inputs":[1,2]})"), (V{}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Reduce","fn":"amax","inputs":[1],"axes":[1]})"), (V{1, 3}));
+  EXPECT_EQ(saved_of(R"({"id":3,"kind":"Reduce","fn":"mean","inputs":[1],"axes":[1]})"), (V{}));
+}
+
+TEST(PointwiseRules, ShapesBroadcastAndALearnedConstantIsAParameter) {
+  const Model m = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,1,4]},
+    {"id":1,"kind":"Pointwise","fn":"sin","inputs":[0]},
+    {"id":2,"kind":"Reshape","inputs":[1],"shape":[3,1,1]},
+    {"id":3,"kind":"Pointwise","fn":"mul","inputs":[1,2]},
+    {"id":4,"kind":"Pointwise","fn":"mul","inputs":[3],"const_at":0,"const_shape":[4],"learned":true},
+    {"id":5,"kind":"Reduce","fn":"sum","inputs":[4],"axes":[0,-1],"keepdim":true},
+    {"id":6,"kind":"Reduce","fn":"mean","inputs":[5]},
+    {"id":7,"kind":"MSELoss","inputs":[6]})");
+  EXPECT_EQ(m.op(3).shape, (Shape{3, 2, 4}));  // (2,1,4) · (3,1,1)
+  EXPECT_EQ(m.op(4).param_bytes, 16u);
+  EXPECT_EQ(m.op(5).shape, (Shape{1, 2, 1}));
+  EXPECT_EQ(m.op(5).attrs->axes, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(m.op(6).shape, (Shape{1}));  // everything, without keepdim
+  EXPECT_EQ(m.op(4).fwd_flops, 24.0);
+}
+
+TEST(PointwiseRules, OperandsThatDoNotFitAreRefusedNamingTheOp) {
+  const auto refused = [](const std::string& op1, const std::string& says) {
+    try {
+      (void)parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3]},)" + op1 + R"(,{"id":2,"kind":"MSELoss","inputs":[1]})");
+      ADD_FAILURE() << "accepted " << op1;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("/ops/1"), std::string::npos) << e.what();
+    }
+  };
+  refused(R"({"id":1,"kind":"Pointwise","fn":"mul","inputs":[0],"const_at":1,"const_shape":[4],"values":[1,2,3,4]})",
+          "does not broadcast");
+  refused(R"({"id":1,"kind":"Pointwise","fn":"exp","inputs":[0],"const_at":1,"values":2})", "const_at 1 is not an operand");
+  refused(R"({"id":1,"kind":"Pointwise","fn":"where","inputs":[0]})", "only its last operand may be the scalar");
+  refused(R"({"id":1,"kind":"Pointwise","fn":"frobnicate","inputs":[0]})", "unknown function 'frobnicate'");
+  refused(R"({"id":1,"kind":"Pointwise","inputs":[0]})", "needs its function");
+  refused(R"({"id":1,"kind":"Reduce","fn":"sum","inputs":[0],"axes":[2]})", "axis 2 is out of range");
+}
+
+TEST(PointwiseJson, EveryAttributeReadsBackIntoTheSameOps) {
+  const Model m = load_model(kPointwiseModel);
+  const Model back = parse_json_model(model_to_json(m).dump(), "round trip");
+  ASSERT_EQ(back.size(), m.size());
+  for (int v = 0; v < m.size(); ++v) {
+    EXPECT_EQ(*back.op(v).attrs, *m.op(v).attrs) << v;
+    EXPECT_EQ(back.op(v).saved, m.op(v).saved) << v;
+    EXPECT_EQ(back.op(v).shape, m.op(v).shape) << v;
+  }
+  // PyTorch's defaults where a file leaves the function's attributes out.
+  const Model d = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2]},
+    {"id":1,"kind":"Pointwise","fn":"leaky_relu","inputs":[0]},
+    {"id":2,"kind":"Pointwise","fn":"clamp","inputs":[1],"beta":6},
+    {"id":3,"kind":"Pointwise","fn":"softplus","inputs":[2]},
+    {"id":4,"kind":"MSELoss","inputs":[3]})");
+  EXPECT_EQ(d.op(1).attrs->alpha, 0.01f);
+  EXPECT_EQ(d.op(2).attrs->alpha, -INFINITY);
+  EXPECT_EQ(d.op(2).attrs->beta, 6.0f);
+  EXPECT_EQ(d.op(3).attrs->alpha, 1.0f);
+  EXPECT_EQ(d.op(3).attrs->beta, 20.0f);
+}
+
+TEST(RunCheck, TheFamilyRunsAndAModelIsExecutableExactlyWhenCheckExecutableAcceptsIt) {
+  const Model m = load_model(kPointwiseModel);
+  EXPECT_TRUE(run_blockers(m).empty());
+  EXPECT_TRUE(m.executable());
+  EXPECT_NO_THROW(check_executable(m));
+}
+
+TEST(RunCheck, APointwiseWhoseSavedSetLeavesOutWhatItsBackwardReadsIsRefusedWithTheReason) {
+  // exp's backward reads its result; a file that says it keeps nothing cannot run.
+  const Model m = parse(kHead + R"({"id":3,"name":"e","kind":"Pointwise","fn":"exp","inputs":[1],"saved":[]},
+    {"id":4,"kind":"MSELoss","inputs":[3]})");
+  const auto blockers = run_blockers(m);
+  ASSERT_EQ(blockers.size(), 1u);
+  EXPECT_EQ(blockers[0].op, 3);
+  EXPECT_NE(blockers[0].why.find("reads its result"), std::string::npos) << blockers[0].why;
+  EXPECT_FALSE(m.executable());
+  try {
+    check_executable(m);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("e (op 3, Pointwise: the derivative of exp reads its result"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(RunCheck, AKernelReadingANonContiguousViewMakesTheModelNotExecutable) {
+  // A LayerNorm over a transposed view: every op has a kernel, yet `remat run`
+  // refuses it, so executable() says no and says why (it said yes before).
+  const Model m = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
+    {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[0,2,1]},
+    {"id":2,"name":"ln","kind":"LayerNorm","inputs":[1]},
+    {"id":3,"kind":"MSELoss","inputs":[2]})");
+  EXPECT_FALSE(m.executable());
+  const auto blockers = run_blockers(m);
+  ASSERT_EQ(blockers.size(), 1u);
+  EXPECT_FALSE(blockers[0].simulate_only);
+  EXPECT_NE(blockers[0].why.find("op 2 ('ln') (LayerNorm) reads the non-contiguous view op 1 ('swap')"), std::string::npos)
+      << blockers[0].why;
+  EXPECT_THROW(check_executable(m), InputError);
+  // The same through the family instead: it reads the strides.
+  const Model ok = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
+    {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[0,2,1]},
+    {"id":2,"name":"act","kind":"Pointwise","fn":"hardswish","inputs":[1]},
+    {"id":3,"kind":"MSELoss","inputs":[2]})");
+  EXPECT_TRUE(ok.executable());
+}
+
+}  // namespace
+}  // namespace remat

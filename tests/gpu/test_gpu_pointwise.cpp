@@ -1,0 +1,119 @@
+// The CUDA pointwise family and reductions against the CPU kernels: every
+// function of pointwise_fns.h on a strided (transposed) operand and broadcast
+// ones, each operand's gradient (a broadcast one summed on both in the same
+// order, in double), and accumulate; sum, mean and amax over several axes of a
+// strided input. Without a usable device each test skips with the reason.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "tests/gpu/gpu_test_util.h"
+
+namespace {
+
+using namespace remat::gpu_testing;  // NOLINT: the fixture and helpers of every GPU kernel test
+namespace pw = remat::pw;
+
+// Output (2, 3, 4); operand k's dims (1 where it broadcasts); operand 0 read
+// through transposed strides when `transposed`.
+cpu::PwGeom geom(pw::Fn fn, const std::vector<std::vector<int64_t>>& dims, bool transposed) {
+  cpu::PwGeom g;
+  g.rank = 3;
+  g.fn = fn;
+  g.arity = pw::kFns[static_cast<int>(fn)].arity;
+  pw::attr_defaults(fn, g.p, g.q);
+  if (fn == pw::Fn::Clamp) g.p = -0.5f, g.q = 0.8f;
+  if (fn == pw::Fn::LeakyReLU) g.p = 0.2f;
+  const int64_t shape[3] = {2, 3, 4};
+  for (int d = 0; d < 3; ++d) g.shape[d] = shape[d];
+  for (int k = 0; k < g.arity; ++k) {
+    const auto& n = dims[static_cast<std::size_t>(k)];
+    const bool t = k == 0 && transposed;
+    const int64_t st[3] = {t ? 1 : n[1] * n[2], t ? n[0] : n[2], t ? n[0] * n[1] : 1};
+    for (int d = 0; d < 3; ++d) {
+      g.dims[k][d] = n[static_cast<std::size_t>(d)];
+      g.stride[k][d] = n[static_cast<std::size_t>(d)] == 1 ? 0 : st[d];
+    }
+  }
+  return g;
+}
+
+TEST_F(GpuKernels, EveryPointwiseFunctionMatchesTheCpuStridedAndBroadcast) {
+  for (int f = 0; f < pw::kFnCount; ++f) {
+    const auto fn = static_cast<pw::Fn>(f);
+    const std::string name = pw::kFns[f].name;
+    for (const bool first_broadcast : {false, true}) {
+      if (first_broadcast && pw::kFns[f].arity == 1) continue;
+      const std::vector<std::vector<int64_t>> dims =
+          first_broadcast ? std::vector<std::vector<int64_t>>{{1, 3, 1}, {2, 3, 4}, {2, 1, 4}}
+                          : std::vector<std::vector<int64_t>>{{2, 3, 4}, {1, 3, 1}, {1, 1, 4}};
+      const cpu::PwGeom g = geom(fn, dims, !first_broadcast);
+      std::vector<Vec> xs;
+      for (int k = 0; k < g.arity; ++k) {
+        const auto& n = dims[static_cast<std::size_t>(k)];
+        // Positive: log, sqrt, rsqrt, reciprocal, pow's base, a divisor.
+        xs.push_back(random_vec(static_cast<size_t>(n[0] * n[1] * n[2]), 40u + static_cast<uint32_t>(f * 3 + k), 0.3f, 2.0f));
+        if (fn == pw::Fn::Where && k == 0)
+          for (float& v : xs.back()) v = v > 1.1f ? 1.0f : 0.0f;
+      }
+      std::deque<Dev> xd;  // not movable: constructed in place
+      for (const Vec& x : xs) xd.emplace_back(x);
+      const float* hx[3] = {};
+      const float* dx_[3] = {};
+      for (int k = 0; k < g.arity; ++k) hx[k] = xs[static_cast<std::size_t>(k)].data(), dx_[k] = xd[static_cast<std::size_t>(k)].get();
+      Vec y(24);
+      cpu::pointwise_fwd(g, hx, y.data());
+      Dev yd(nan_vec(24));
+      gpu::pointwise_fwd(g, dx_, yd.get(), stream_);
+      expect_close(yd.fetch(), y, kTol, name + " forward");
+      const Vec dy = random_vec(24, 7);
+      const Dev dyd(dy);
+      for (int k = pw::Fn::Where == fn ? 1 : 0; k < g.arity; ++k) {
+        const size_t n = xs[static_cast<std::size_t>(k)].size();
+        for (const bool acc : {false, true}) {
+          Vec want = random_vec(n, 9);
+          Dev got(want);
+          cpu::pointwise_bwd(g, k, hx, y.data(), dy.data(), want.data(), acc);
+          gpu::pointwise_bwd(g, k, dx_, yd.get(), dyd.get(), got.get(), acc, stream_);
+          expect_close(got.fetch(), want, kTol, name + " d/d operand " + std::to_string(k) + (acc ? " accumulate" : ""));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GpuKernels, ReductionsMatchTheCpuOverAxesOfAStridedInput) {
+  const Vec x = random_vec(24, 5);
+  const Dev xd(x);
+  for (const auto fn : {pw::ReduceFn::Sum, pw::ReduceFn::Mean, pw::ReduceFn::Amax}) {
+    for (const auto& axes : {std::vector<bool>{false, false, true}, std::vector<bool>{true, false, true},
+                             std::vector<bool>{true, true, true}}) {
+      cpu::ReduceGeom g;
+      g.rank = 3;
+      g.fn = fn;
+      const int64_t shape[3] = {2, 3, 4}, st[3] = {1, 2, 6};  // stored transposed
+      int64_t out = 1;
+      for (int d = 0; d < 3; ++d) {
+        g.shape[d] = shape[d], g.stride[d] = st[d], g.reduced[d] = axes[static_cast<std::size_t>(d)];
+        out *= g.reduced[d] ? 1 : shape[d];
+      }
+      const std::string what = pw::kReduceNames[static_cast<int>(fn)];
+      Vec y(static_cast<size_t>(out));
+      cpu::reduce_fwd(g, x.data(), y.data());
+      Dev yd(nan_vec(y.size()));
+      gpu::reduce_fwd(g, xd.get(), yd.get(), stream_);
+      expect_close(yd.fetch(), y, kTol, what + " forward");
+      const Vec dy = random_vec(y.size(), 3);
+      const Dev dyd(dy);
+      Vec want(24);
+      cpu::reduce_bwd(g, x.data(), y.data(), dy.data(), want.data(), false);
+      Dev got(nan_vec(24));
+      gpu::reduce_bwd(g, xd.get(), yd.get(), dyd.get(), got.get(), false, stream_);
+      expect_close(got.fetch(), want, kTol, what + " backward");
+    }
+  }
+}
+
+}  // namespace
