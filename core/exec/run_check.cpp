@@ -91,4 +91,6 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   return out;
 }
 
+bool Model::executable() const { return run_blockers(*this, 1).empty(); }
+
 }  // namespace remat

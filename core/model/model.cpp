@@ -4,7 +4,6 @@
 
 #include "core/base/errors.h"
 #include "core/base/prefault.h"
-#include "core/exec/run_check.h"
 #include "core/model/op_rules.h"
 
 namespace remat {
@@ -88,6 +87,5 @@ uint64_t Model::saved_bytes() const {
   return b;
 }
 
-bool Model::executable() const { return run_blockers(*this, 1).empty(); }
 
 }  // namespace remat

@@ -69,7 +69,9 @@ struct Model {
   uint64_t param_bytes() const { return param_bytes_; }
   double forward_flops() const { return forward_flops_; }    // one forward pass, input excluded
   double backward_flops() const { return backward_flops_; }  // one backward pass
-  bool executable() const;        // `remat run` accepts it (core/exec/run_check.h)
+  // `remat run` accepts it: the executor's answer, so it is defined beside
+  // run_blockers in core/exec/run_check.cpp (the model knows no kernels).
+  bool executable() const;
   // The bytes of every activation when they are all the same (then "tensors"
   // is a unit), else 0.
   uint64_t uniform_bytes() const { return uniform_ ? (ops_.empty() ? 0 : ops_[0].bytes) : 0; }
