@@ -44,7 +44,7 @@ class DeviceOutOfMemory : public std::runtime_error {
 
 // The device faulted while running kernels (an illegal address, a launch
 // failure): the error is reported by whatever call comes next, possibly for a
-// later instruction, and it may leave the device unusable (Backend::healthy()).
+// later instruction, and it may leave the device unusable (Timing::healthy(), core/exec/backend.h).
 class DeviceFault : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

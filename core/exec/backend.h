@@ -1,9 +1,10 @@
 // The device a schedule runs on. The executor (executor.h) owns the schedule
 // logic and the memory accounting rule; a backend owns memory, kernels and
-// clocks. Implemented by the CPU reference (cpu_backend.h) and the CUDA backend
-// in gpu/. Plain types only: no CUDA or Qt here.
+// clocks, split below into four roles. Implemented by the CPU reference
+// (cpu_backend.h) and the CUDA backend in gpu/. Plain types only: no CUDA or
+// Qt here.
 //
-// One execution, as the executor drives it:
+// One execution, as the executor drives it (each call on the role it belongs to):
 //   load(model, data)                       once per model (baseline tensors)
 //   per strategy: begin_strategy()
 //   per run: zero_param_grads(); reset_peaks(); begin_marks(n+1); mark(0);
@@ -79,25 +80,20 @@ struct TensorTable {
   std::span<void* const> aux = {};
 };
 
-class Backend {
+// A backend plays four roles, each an interface of its own so that a
+// decorator (forwarding_backend.h) wraps only the role it changes:
+//   DeviceMemory  tracked tensors and what the allocator underneath measures;
+//   Compute       the baseline (parameters, gradients), the kernels, read-back;
+//   HostTier      offload/fetch into host memory and compressed checkpoints;
+//   Timing        stream-ordered marks, synchronisation, fault recovery.
+// The executor takes each role from the Backend once per run.
+
+// ---- Device memory.
+class DeviceMemory {
  public:
-  virtual ~Backend() = default;
-  Backend() = default;
-  Backend(const Backend&) = delete;
-  Backend& operator=(const Backend&) = delete;
+  virtual ~DeviceMemory() = default;
 
-  // "cpu", "cuda: NVIDIA H100 80GB HBM3".
-  virtual std::string name() const = 0;
-
-  // ---- Baseline: parameters, their gradients, target/labels, loss scalar.
-  // Outside the strategies' accounting (never in live/peak_bytes). load()
-  // replaces whatever a previous load() held; it throws InputError for a model
-  // it cannot hold and DeviceOutOfMemory when the baseline does not fit.
-  virtual void load(const Model& model, const HostData& data) = 0;
-  virtual void zero_param_grads() = 0;
-  virtual uint64_t baseline_bytes() const = 0;
-
-  // ---- Tracked memory: activations A(v) and gradients G(v), exactly `bytes`
+  // Tracked memory: activations A(v) and gradients G(v), exactly `bytes`
   // each (no rounding in the count, whatever the allocator does underneath).
   // allocate returns nullptr when the device cannot provide the bytes; the
   // executor turns that into an out-of-memory result. This count is a
@@ -107,31 +103,59 @@ class Backend {
   virtual uint64_t live_bytes() const = 0;  // tracked bytes now
   virtual uint64_t peak_bytes() const = 0;  // tracked high-water mark since reset_peaks()
 
-  // ---- Measured memory: what the allocator every backend allocation goes
+  // Measured memory: what the allocator every backend allocation goes
   // through says (MemoryStats), never derived from the schedule.
   // begin_strategy(): before a strategy's runs, hand cached memory back and
   // reset every figure, so that no strategy inherits another's reservation.
   // reset_peaks(): before each run, the high-water marks back to "now".
   virtual void begin_strategy() = 0;
   virtual void reset_peaks() = 0;
-  // Read after the run has finished (mark_times_ms() synchronises).
+  // Read after the run has finished (Timing::mark_times_ms() synchronises).
   virtual MemoryStats memory_stats() const = 0;
   // Free device memory for out-of-memory messages; max() when unknown.
   virtual uint64_t device_free_bytes() const { return std::numeric_limits<uint64_t>::max(); }
-  // False once the device is in an error state that every later call would
-  // report too (a CUDA kernel fault). recover() tries to bring it back and
-  // loads (model, data) again: "" when it did, else why not.
-  virtual bool healthy() const { return true; }
-  virtual std::string recover(const Model& /*model*/, const HostData& /*data*/) {
-    return healthy() ? std::string() : name() + " cannot recover from a fault";
-  }
   // Host to device copy into a tracked buffer (the input batch).
   virtual void upload(void* dst, const void* src, uint64_t bytes) = 0;
+};
 
-  // ---- The host tier (offload/fetch, docs/memory-model.md): a second pool
-  // of host memory with its own tracked count and allocator. A backend
-  // without one says so (has_host_tier() false) and the executor refuses
-  // schedules that offload. Tracked like the device: exactly `bytes` each.
+// ---- Compute: the baseline, the kernels, the results read back.
+class Compute {
+ public:
+  virtual ~Compute() = default;
+
+  // Baseline: parameters, their gradients, target/labels, loss scalar.
+  // Outside the strategies' accounting (never in live/peak_bytes). load()
+  // replaces whatever a previous load() held; it throws InputError for a model
+  // it cannot hold and DeviceOutOfMemory when the baseline does not fit.
+  virtual void load(const Model& model, const HostData& data) = 0;
+  virtual void zero_param_grads() = 0;
+  virtual uint64_t baseline_bytes() const = 0;
+
+  // forward(v) reads A of v's inputs and writes A(v) (the loss also stores
+  // its value for read_loss). backward(v) reads G(v) (the loss: 1) and A of
+  // saved(v), adds into v's parameter gradients, and writes G of each input
+  // position k whose grad pointer is non-null: overwrite when
+  // accumulate[k] == 0, add when 1 (Add(x, x) gets {0, 1}). Dropout masks come
+  // from (data.seed, v). Throws InputError for an op it cannot run and
+  // DeviceOutOfMemory when a scratch buffer or workspace cannot be had.
+  virtual void forward(const Model& model, int op, const TensorTable& t) = 0;
+  virtual void backward(const Model& model, int op, const TensorTable& t,
+                        std::span<const uint8_t> accumulate) = 0;
+
+  // Read back to the host (synchronising).
+  virtual float read_loss() = 0;
+  virtual std::vector<float> read_param_grad(std::size_t index) = 0;  // index into parameter_tensors
+};
+
+// ---- The host tier (offload/fetch) and compressed checkpoints
+// (compress/decompress), docs/memory-model.md. Both are optional: the
+// defaults say "none", and the executor refuses schedules that need them.
+class HostTier {
+ public:
+  virtual ~HostTier() = default;
+
+  // A second pool of host memory with its own tracked count and allocator,
+  // tracked like the device: exactly `bytes` each.
   virtual bool has_host_tier() const { return false; }
   virtual void* allocate_host(uint64_t /*bytes*/) { return nullptr; }
   virtual void release_host(void* /*p*/) {}
@@ -148,39 +172,63 @@ class Backend {
   virtual void copy_to_device(void* /*device*/, const void* /*host*/, uint64_t /*bytes*/) {}
   virtual void wait_for_copy(const void* /*device*/) {}
 
-  // ---- Compressed checkpoints (compress/decompress, docs/memory-model.md):
-  // convert `elements` f32 values between a tracked buffer of 4·elements
-  // bytes and one of packed_bytes(4·elements, p) bytes, both allocated by the
-  // executor, in stream order with the compute. Bit for bit by the rules of
-  // core/kernels/convert.h, so a run is exactly reproducible. A backend
-  // without them says so (can_compress() false) and the executor refuses
-  // schedules that compress.
+  // Compressed checkpoints: convert `elements` f32 values between a tracked
+  // buffer of 4·elements bytes and one of packed_bytes(4·elements, p) bytes,
+  // both allocated by the executor, in stream order with the compute. Bit for
+  // bit by the rules of core/kernels/convert.h, so a run is exactly
+  // reproducible.
   virtual bool can_compress() const { return false; }
   virtual void compress(void* /*packed*/, const void* /*f32*/, uint64_t /*elements*/, Packing /*p*/) {}
   virtual void decompress(void* /*f32*/, const void* /*packed*/, uint64_t /*elements*/, Packing /*p*/) {}
+};
 
-  // ---- Compute. forward(v) reads A of v's inputs and writes A(v) (the loss
-  // also stores its value for read_loss). backward(v) reads G(v) (the loss: 1)
-  // and A of saved(v), adds into v's parameter gradients, and writes G of each
-  // input position k whose grad pointer is non-null: overwrite when
-  // accumulate[k] == 0, add when 1 (Add(x, x) gets {0, 1}). Dropout masks come
-  // from (data.seed, v). Throws InputError for an op it cannot run and
-  // DeviceOutOfMemory when a scratch buffer or workspace cannot be had.
-  virtual void forward(const Model& model, int op, const TensorTable& t) = 0;
-  virtual void backward(const Model& model, int op, const TensorTable& t,
-                        std::span<const uint8_t> accumulate) = 0;
+// ---- Timing marks, synchronisation and recovery from a device fault.
+class Timing {
+ public:
+  virtual ~Timing() = default;
 
-  // ---- Read back to the host (synchronising).
-  virtual float read_loss() = 0;
-  virtual std::vector<float> read_param_grad(std::size_t index) = 0;  // index into parameter_tensors
-
-  // ---- Synchronisation and timing. begin_marks(n) prepares n marks; mark(i)
-  // records a timestamp in stream order (CUDA: an event); mark_times_ms()
-  // waits for the device and returns each mark's time in ms since mark 0.
+  // begin_marks(n) prepares n marks; mark(i) records a timestamp in stream
+  // order (CUDA: an event); mark_times_ms() waits for the device and returns
+  // each mark's time in ms since mark 0.
   virtual void synchronize() = 0;
   virtual void begin_marks(std::size_t count) = 0;
   virtual void mark(std::size_t index) = 0;
   virtual std::vector<double> mark_times_ms() = 0;
+
+  // False once the device is in an error state that every later call would
+  // report too (a CUDA kernel fault). recover() tries to bring it back and
+  // loads (model, data) again: "" when it did, else why not.
+  virtual bool healthy() const { return true; }
+  virtual std::string recover(const Model& /*model*/, const HostData& /*data*/) {
+    return healthy() ? std::string() : std::string("this backend cannot recover from a fault");
+  }
+};
+
+// The device a schedule runs on: its name and its four roles.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // "cpu", "cuda: NVIDIA H100 80GB HBM3".
+  virtual std::string name() const = 0;
+
+  virtual DeviceMemory& memory() = 0;
+  virtual Compute& compute() = 0;
+  virtual HostTier& host() = 0;
+  virtual Timing& timing() = 0;
+};
+
+// A backend that is one object playing every role itself: the CPU and CUDA
+// backends. (Decorators are WrappedBackend, forwarding_backend.h.)
+class AllRolesBackend : public Backend, public DeviceMemory, public Compute, public HostTier, public Timing {
+ public:
+  DeviceMemory& memory() final { return *this; }
+  Compute& compute() final { return *this; }
+  HostTier& host() final { return *this; }
+  Timing& timing() final { return *this; }
 };
 
 }  // namespace remat

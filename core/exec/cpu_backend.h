@@ -27,7 +27,7 @@
 
 namespace remat {
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public AllRolesBackend {
  public:
   CpuBackend() : CpuBackend(HostAllocator::Options{}) {}
   explicit CpuBackend(HostAllocator::Options memory);

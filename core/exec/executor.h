@@ -99,7 +99,7 @@ void check_executable(const Model& model);
 // 1 + repeat times. A schedule that offloads needs a backend with a host tier
 // (InputError otherwise): offload copies A(v) into the host pool and releases
 // its device storage; fetch allocates it again and copies it back. One that
-// compresses needs Backend::can_compress(): compress allocates C(v) at its
+// compresses needs HostTier::can_compress(): compress allocates C(v) at its
 // stored size and converts A(v) into it, decompress allocates A(v) and
 // converts back. Out of memory and cancellation are results, not exceptions.
 // Loads the model's baseline into the backend first (load()).
@@ -113,7 +113,7 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
 // spread evenly over the schedules. An OOM or failure of one does not stop the
 // others; cancellation marks the current and the remaining ones Cancelled. A
 // baseline that does not fit makes every result OutOfMemory. A fault that
-// leaves the device unusable is recovered from (Backend::recover) or the
+// leaves the device unusable is recovered from (Timing::recover) or the
 // remaining strategies are NotRun, with the reason.
 // The host data is generated here (make_host_data) unless the baseline cannot
 // fit the backend at all (baseline_bytes_of > device_free_bytes: every result
@@ -122,7 +122,7 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
                                            Backend& backend, const ExecOptions& options,
                                            HostData* data_out = nullptr);
 
-// The baseline a backend will hold for `model` (Backend::baseline_bytes() after
+// The baseline a backend will hold for `model` (Compute::baseline_bytes() after
 // load): 8 bytes per parameter (value and gradient), the MSE target or the
 // labels, 4 for the loss. Computed from shapes, without generating anything.
 uint64_t baseline_bytes_of(const Model& model);

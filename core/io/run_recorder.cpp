@@ -10,12 +10,12 @@ RecordedRun& RunRecorder::run() {
 }
 
 void RunRecorder::begin_strategy() {
-  inner().begin_strategy();
+  inner().memory().begin_strategy();
   runs_.emplace_back();
 }
 
 void RunRecorder::begin_marks(std::size_t count) {
-  inner().begin_marks(count);
+  inner().timing().begin_marks(count);
   run() = RecordedRun{};  // keep only the last run of the strategy
   live_.clear();
   instruction_ = AllocEvent::kBeforeStep;
@@ -23,17 +23,17 @@ void RunRecorder::begin_marks(std::size_t count) {
 }
 
 void RunRecorder::mark(std::size_t index) {
-  inner().mark(index);
+  inner().timing().mark(index);
   // The allocator's high-water mark since the previous mark, then a fresh
   // start for the next instruction.
-  run().intervals.push_back(inner().memory_stats());
-  tracked_peak_ = std::max(tracked_peak_, inner().peak_bytes());
-  inner().reset_peaks();
+  run().intervals.push_back(inner().memory().memory_stats());
+  tracked_peak_ = std::max(tracked_peak_, inner().memory().peak_bytes());
+  inner().memory().reset_peaks();
   instruction_ = index;
 }
 
 std::vector<double> RunRecorder::mark_times_ms() {
-  auto t = inner().mark_times_ms();
+  auto t = inner().timing().mark_times_ms();
   RecordedRun& r = run();
   r.mark_ms = t;
   for (auto& e : r.events) {
@@ -45,7 +45,7 @@ std::vector<double> RunRecorder::mark_times_ms() {
 }
 
 void* RunRecorder::allocate(uint64_t bytes) {
-  void* p = inner().allocate(bytes);
+  void* p = inner().memory().allocate(bytes);
   if (p) {
     live_[p] = bytes;
     run().events.push_back({true, reinterpret_cast<uint64_t>(p), bytes, instruction_, "", last_mark_us_});
@@ -59,18 +59,18 @@ void RunRecorder::release(void* p) {
     run().events.push_back({false, reinterpret_cast<uint64_t>(p), it->second, instruction_, "", last_mark_us_});
     live_.erase(it);
   }
-  inner().release(p);
+  inner().memory().release(p);
 }
 
 void RunRecorder::reset_peaks() {
-  inner().reset_peaks();
+  inner().memory().reset_peaks();
   tracked_peak_ = 0;
 }
 
-uint64_t RunRecorder::peak_bytes() const { return std::max(tracked_peak_, inner().peak_bytes()); }
+uint64_t RunRecorder::peak_bytes() const { return std::max(tracked_peak_, inner().memory().peak_bytes()); }
 
 MemoryStats RunRecorder::memory_stats() const {
-  MemoryStats whole = inner().memory_stats();  // the interval since the last mark
+  MemoryStats whole = inner().memory().memory_stats();  // the interval since the last mark
   if (runs_.empty()) return whole;
   const uint64_t device_used = whole.device_used;
   uint64_t reserved = whole.reserved_peak;

@@ -1,7 +1,8 @@
 // A backend wrapper that records what one execution did, for the trace and
 // snapshot writers: every allocate/release with the instruction it happened
 // in, the mark times, and per instruction the allocator's high-water mark of
-// bytes in use (read between instructions through Backend::memory_stats()).
+// bytes in use (read between instructions through DeviceMemory::memory_stats()).
+// It wraps two roles of the backend: its memory and its timing marks.
 // The executor still gets its own figures: memory_stats() recombines the
 // per-instruction readings into the whole run's (the maximum of high-water
 // marks is the high-water mark), so a run with the recorder reports the same
@@ -24,9 +25,12 @@ struct RecordedRun {
   std::vector<double> mark_ms;     // mark_times_ms() of the run
 };
 
-class RunRecorder : public ForwardingBackend {
+class RunRecorder : public WrappedBackend, public ForwardingMemory, public ForwardingTiming {
  public:
-  explicit RunRecorder(Backend& inner) : ForwardingBackend(inner) {}
+  explicit RunRecorder(Backend& inner)
+      : WrappedBackend(inner), ForwardingMemory(inner.memory()), ForwardingTiming(inner.timing()) {}
+  DeviceMemory& memory() override { return *this; }
+  Timing& timing() override { return *this; }
 
   // One entry per begin_strategy(), holding the last run of that strategy
   // (the executor's runs are a warm-up and the timed ones: the last is timed).

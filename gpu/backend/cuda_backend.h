@@ -43,7 +43,7 @@
 
 namespace remat::cuda {
 
-class CudaBackend final : public remat::Backend {
+class CudaBackend final : public remat::AllRolesBackend {
  public:
   explicit CudaBackend(int device);  // throws CudaError
   ~CudaBackend() override;           // never throws

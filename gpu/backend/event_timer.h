@@ -1,4 +1,4 @@
-// Timestamps in stream order with CUDA events, for Backend::mark(): recording
+// Timestamps in stream order with CUDA events, for Timing::mark() (core/exec/backend.h): recording
 // is asynchronous, reading waits for the last recorded event.
 #pragma once
 #include <cuda_runtime.h>

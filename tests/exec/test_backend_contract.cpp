@@ -79,12 +79,13 @@ TEST(BackendContract, BaselineThatCannotFitIsOutOfMemoryForEveryStrategy) {
 }
 
 // A kernel that needs memory of its own (a library workspace) and cannot have it.
-class WorkspaceFailsAt final : public ForwardingBackend {
+class WorkspaceFailsAt final : public WrappedBackend, public ForwardingCompute {
  public:
-  WorkspaceFailsAt(Backend& inner, int op) : ForwardingBackend(inner), op_(op) {}
+  WorkspaceFailsAt(Backend& inner, int op) : WrappedBackend(inner), ForwardingCompute(inner.compute()), op_(op) {}
+  Compute& compute() override { return *this; }
   void backward(const Model& m, int op, const TensorTable& t, std::span<const uint8_t> acc) override {
     if (op == op_) throw DeviceOutOfMemory("a GEMM workspace", 1000, 10);
-    ForwardingBackend::backward(m, op, t, acc);
+    ForwardingCompute::backward(m, op, t, acc);
   }
 
  private:
@@ -122,17 +123,20 @@ TEST(BackendContract, BadScheduleFailsAloneInABatch) {
 
 // A device that faults once at op `at` and stays broken until recovered (as a
 // CUDA context after an illegal address), or for good when it cannot recover.
-class FaultyDevice final : public ForwardingBackend {
+class FaultyDevice final : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
  public:
   FaultyDevice(Backend& inner, int at, bool can_recover)
-      : ForwardingBackend(inner), at_(at), can_recover_(can_recover) {}
+      : WrappedBackend(inner), ForwardingCompute(inner.compute()), ForwardingTiming(inner.timing()), at_(at),
+        can_recover_(can_recover) {}
+  Compute& compute() override { return *this; }
+  Timing& timing() override { return *this; }
   void forward(const Model& m, int op, const TensorTable& t) override {
     if (broken_) throw DeviceFault("the device is unusable");
     if (op == at_ && !faulted_) {
       faulted_ = broken_ = true;
       throw DeviceFault("an illegal memory access was encountered");
     }
-    ForwardingBackend::forward(m, op, t);
+    ForwardingCompute::forward(m, op, t);
   }
   bool healthy() const override { return !broken_; }
   std::string recover(const Model& m, const HostData& d) override {

@@ -20,13 +20,14 @@ namespace {
 
 // Records what every decompress wrote, and whether each value is one the
 // type can hold (the conversion was real).
-class ConversionProbe final : public ForwardingBackend {
+class ConversionProbe final : public WrappedBackend, public ForwardingHostTier {
  public:
-  using ForwardingBackend::ForwardingBackend;
+  explicit ConversionProbe(Backend& inner) : WrappedBackend(inner), ForwardingHostTier(inner.host()) {}
+  HostTier& host() override { return *this; }
   int decompressed = 0;
   int64_t values = 0, not_representable = 0;
   void decompress(void* f32, const void* packed, uint64_t elements, Packing p) override {
-    ForwardingBackend::decompress(f32, packed, elements, p);
+    ForwardingHostTier::decompress(f32, packed, elements, p);
     ++decompressed;
     const auto* y = static_cast<const float*>(f32);
     float scale = 0;
@@ -181,9 +182,10 @@ TEST(CompressExec, RelativeErrorByHand) {
 
 // A backend without the conversions refuses a compressing schedule up front.
 TEST(CompressExec, BackendWithoutConversionsRefuses) {
-  class NoConversions final : public ForwardingBackend {
+  class NoConversions final : public WrappedBackend, public ForwardingHostTier {
    public:
-    using ForwardingBackend::ForwardingBackend;
+    explicit NoConversions(Backend& inner) : WrappedBackend(inner), ForwardingHostTier(inner.host()) {}
+    HostTier& host() override { return *this; }
     bool can_compress() const override { return false; }
   };
   const Model m = make_preset("chain:7:64");

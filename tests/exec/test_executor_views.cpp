@@ -34,21 +34,24 @@ const std::string kAttentionModel = std::string(REMAT_EXEC_TEST_MODELS) + "/atte
 const std::string kPointwiseModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pointwise_small.json";
 
 // Records the tracked bytes at every mark and checks where views point.
-class Recorder : public ForwardingBackend {
+class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
  public:
-  using ForwardingBackend::ForwardingBackend;
+  explicit Recorder(Backend& inner)
+      : WrappedBackend(inner), ForwardingCompute(inner.compute()), ForwardingTiming(inner.timing()) {}
+  Compute& compute() override { return *this; }
+  Timing& timing() override { return *this; }
   std::vector<uint64_t> live;  // live_bytes() at mark i of the latest run
   int views_checked = 0;
   std::vector<int64_t> offsets;  // storage_offset per op, in floats
 
   void begin_marks(std::size_t count) override {
     live.clear();
-    ForwardingBackend::begin_marks(count);
+    ForwardingTiming::begin_marks(count);
   }
   void mark(std::size_t index) override {
     EXPECT_EQ(index, live.size());
-    live.push_back(live_bytes());
-    ForwardingBackend::mark(index);
+    live.push_back(inner().memory().live_bytes());
+    ForwardingTiming::mark(index);
   }
   void forward(const Model& m, int v, const TensorTable& t) override {
     const Op& op = m.op(v);
@@ -60,7 +63,7 @@ class Recorder : public ForwardingBackend {
           << op_label(m, v);
       ++views_checked;
     }
-    ForwardingBackend::forward(m, v, t);
+    ForwardingCompute::forward(m, v, t);
   }
 };
 

@@ -12,9 +12,10 @@ using namespace remat::testing;
 
 namespace {
 
-class NoHostTier final : public ForwardingBackend {
+class NoHostTier final : public WrappedBackend, public ForwardingHostTier {
  public:
-  using ForwardingBackend::ForwardingBackend;
+  explicit NoHostTier(Backend& inner) : WrappedBackend(inner), ForwardingHostTier(inner.host()) {}
+  HostTier& host() override { return *this; }
   bool has_host_tier() const override { return false; }
 };
 

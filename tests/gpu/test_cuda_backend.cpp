@@ -130,7 +130,7 @@ TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
     EXPECT_GE(mem.allocator_peak, mem.baseline + mem.tensors + mem.scratch + mem.workspace);
     EXPECT_GE(mem.reserved_peak, mem.allocator_peak);
     EXPECT_GT(mem.device_used, mem.reserved_peak);  // the context and the code are on the device too
-    EXPECT_EQ(gpu.live_bytes(), 0u);
+    EXPECT_EQ(gpu.memory().live_bytes(), 0u);
     EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
     ASSERT_EQ(r.param_grads.size(), base.param_grads.size());
     for (std::size_t k = 0; k < r.param_grads.size(); ++k) {
@@ -170,7 +170,7 @@ TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {
   EXPECT_EQ(r.status, ExecStatus::OutOfMemory) << r.message;
   EXPECT_GE(r.oom_instruction, 0);
   EXPECT_NE(r.message.find("out of memory"), std::string::npos) << r.message;
-  EXPECT_EQ(gpu.live_bytes(), 0u);
+  EXPECT_EQ(gpu.memory().live_bytes(), 0u);
   // The backend is still usable.
   o.memory_limit = 0;
   EXPECT_TRUE(execute(m, s, gpu, o).ok());
@@ -180,11 +180,11 @@ TEST(CudaBackend, DeviceAllocationFailureIsNullAndLeavesNoError) {
   REQUIRE_CUDA();
   Backend& gpu = *device().backend;
   const Model m = make_preset("mlp:2:16:4");
-  gpu.load(m, make_host_data(m, 3));
-  const uint64_t before = gpu.live_bytes();
-  EXPECT_EQ(gpu.allocate(uint64_t{1} << 50), nullptr);  // 1 PiB
-  EXPECT_EQ(gpu.live_bytes(), before);
-  EXPECT_LT(gpu.device_free_bytes(), uint64_t{1} << 50);
+  gpu.compute().load(m, make_host_data(m, 3));
+  const uint64_t before = gpu.memory().live_bytes();
+  EXPECT_EQ(gpu.memory().allocate(uint64_t{1} << 50), nullptr);  // 1 PiB
+  EXPECT_EQ(gpu.memory().live_bytes(), before);
+  EXPECT_LT(gpu.memory().device_free_bytes(), uint64_t{1} << 50);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_TRUE(execute(m, schedule_of(m, "sqrt"), gpu, quick()).ok());
 }
@@ -193,21 +193,21 @@ TEST(CudaBackend, TrackedBytesAreExact) {
   REQUIRE_CUDA();
   Backend& gpu = *device().backend;
   const Model m = make_preset("mlp:2:16:4");
-  gpu.load(m, make_host_data(m, 3));
-  gpu.reset_peaks();
-  void* a = gpu.allocate(3);
-  void* b = gpu.allocate(1001);
+  gpu.compute().load(m, make_host_data(m, 3));
+  gpu.memory().reset_peaks();
+  void* a = gpu.memory().allocate(3);
+  void* b = gpu.memory().allocate(1001);
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(gpu.live_bytes(), 1004u);
-  gpu.release(a);
-  EXPECT_EQ(gpu.live_bytes(), 1001u);
-  EXPECT_EQ(gpu.peak_bytes(), 1004u);
-  EXPECT_GE(gpu.memory_stats().allocator_peak, 1004u + gpu.baseline_bytes());
-  gpu.release(b);
-  gpu.reset_peaks();
-  EXPECT_EQ(gpu.live_bytes(), 0u);
-  EXPECT_EQ(gpu.peak_bytes(), 0u);
-  gpu.synchronize();
+  EXPECT_EQ(gpu.memory().live_bytes(), 1004u);
+  gpu.memory().release(a);
+  EXPECT_EQ(gpu.memory().live_bytes(), 1001u);
+  EXPECT_EQ(gpu.memory().peak_bytes(), 1004u);
+  EXPECT_GE(gpu.memory().memory_stats().allocator_peak, 1004u + gpu.compute().baseline_bytes());
+  gpu.memory().release(b);
+  gpu.memory().reset_peaks();
+  EXPECT_EQ(gpu.memory().live_bytes(), 0u);
+  EXPECT_EQ(gpu.memory().peak_bytes(), 0u);
+  gpu.timing().synchronize();
 }
 
 // Two runs of one schedule give the same bits (one handle, one stream).
@@ -245,24 +245,26 @@ TEST(CudaBackend, BaselineLargerThanTheDeviceIsOutOfMemory) {
   REQUIRE_CUDA();
   Backend& gpu = *device().backend;
   const Model m = make_preset("mlp:2:131072:1");
-  ASSERT_GT(baseline_bytes_of(m), gpu.device_free_bytes());
+  ASSERT_GT(baseline_bytes_of(m), gpu.memory().device_free_bytes());
   const auto runs = execute_strategies(m, {schedule_of(m, "store-all"), schedule_of(m, "sqrt")}, gpu, quick());
   for (const auto& r : runs) {
     EXPECT_EQ(r.status, ExecStatus::OutOfMemory);
     EXPECT_EQ(r.oom_needed, baseline_bytes_of(m));
     EXPECT_NE(r.message.find("free on the device"), std::string::npos) << r.message;
   }
-  EXPECT_TRUE(gpu.healthy());
+  EXPECT_TRUE(gpu.timing().healthy());
 }
 
 // A kernel that writes to an illegal address at one op: that strategy fails
 // with a device fault, the backend resets the device and the next strategies
 // run, bit-identical to each other.
-class IllegalWriteAt final : public ForwardingBackend {
+class IllegalWriteAt final : public WrappedBackend, public ForwardingCompute {
  public:
-  IllegalWriteAt(cuda::CudaBackend& inner, int op) : ForwardingBackend(inner), cuda_(inner), op_(op) {}
+  IllegalWriteAt(cuda::CudaBackend& inner, int op)
+      : WrappedBackend(inner), ForwardingCompute(inner.compute()), cuda_(inner), op_(op) {}
+  Compute& compute() override { return *this; }
   void forward(const Model& m, int op, const TensorTable& t) override {
-    ForwardingBackend::forward(m, op, t);
+    ForwardingCompute::forward(m, op, t);
     if (op == op_ && !done_) {
       done_ = true;
       testing::launch_illegal_write(cuda_.stream());

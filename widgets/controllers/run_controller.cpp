@@ -21,30 +21,33 @@ namespace {
 // executor calls begin_strategy() once per strategy it starts, in order, and
 // skips only a tail (after a cancel or an unusable device): the k-th recorded
 // timeline belongs to the k-th schedule.
-class RecordingBackend final : public ForwardingBackend {
+class RecordingBackend final : public WrappedBackend, public ForwardingMemory, public ForwardingTiming {
  public:
-  explicit RecordingBackend(Backend& inner) : ForwardingBackend(inner) {}
+  explicit RecordingBackend(Backend& inner)
+      : WrappedBackend(inner), ForwardingMemory(inner.memory()), ForwardingTiming(inner.timing()) {}
+  DeviceMemory& memory() override { return *this; }
+  Timing& timing() override { return *this; }
   std::vector<std::vector<uint64_t>> timelines;
   void begin_strategy() override {
     timelines.emplace_back();
-    inner().begin_strategy();
+    inner().memory().begin_strategy();
   }
   void* allocate(uint64_t bytes) override {
-    void* p = inner().allocate(bytes);
+    void* p = inner().memory().allocate(bytes);
     allocated_ = true;
-    high_ = std::max(high_, inner().live_bytes());
+    high_ = std::max(high_, inner().memory().live_bytes());
     return p;
   }
   void begin_marks(std::size_t count) override {
     if (!timelines.empty()) timelines.back().assign(count ? count - 1 : 0, 0);
-    inner().begin_marks(count);
+    inner().timing().begin_marks(count);
   }
   void mark(std::size_t index) override {
     if (!timelines.empty() && index > 0 && index - 1 < timelines.back().size())
-      timelines.back()[index - 1] = allocated_ ? high_ : inner().live_bytes();
+      timelines.back()[index - 1] = allocated_ ? high_ : inner().memory().live_bytes();
     allocated_ = false;
     high_ = 0;
-    inner().mark(index);
+    inner().timing().mark(index);
   }
 
  private:
