@@ -6,6 +6,7 @@
 #include <QSettings>
 #include <QStatusBar>
 
+#include "core/io/torch_plan.h"
 #include "core/model.h"
 #include "widgets/activity_bar.h"
 #include "widgets/animation_export.h"
@@ -74,6 +75,26 @@ void MainWindow::exportData(const QString& ext) {
     statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
+  }
+}
+
+// The plan `remat export --torch-plan` writes, of the strategy shown; a
+// model that was not captured is refused with make_torch_plan's message
+// before any dialog.
+void MainWindow::exportTorchPlan() {
+  const StrategyRun* run = doc_->current();
+  if (!run) return;
+  try {
+    const TorchPlan plan = make_torch_plan(doc_->model(), *run);
+    const QString path = askExportPath(QString::fromStdString(run->name).replace(':', '_') + "_torch_plan",
+                                       tr("JSON (*.json)"), "json");
+    if (path.isEmpty()) return;
+    check_torch_plan_path(path.toStdString());
+    write_torch_plan(doc_->model(), plan, path.toStdString());
+    statusBar()->showMessage(tr("Wrote %1 (%2, %3 plan)").arg(path, QString::fromStdString(plan.strategy),
+                                                               QString::fromStdString(plan.kind)), 5000);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export PyTorch plan"), QString::fromStdString(e.what()));
   }
 }
 
