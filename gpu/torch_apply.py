@@ -10,7 +10,8 @@ Compared: torch.cuda.max_memory_allocated() above the step's baseline
 warm-up step and zeroed in place, the target; the input is made inside the
 step, as remat counts it) against remat's predicted peak, within 5 % (the
 allocator rounds every block to 512 bytes and kernels take workspace, which
-remat does not model); and the bytes allocated when the forward pass has
+remat does not model), or remat's one known surplus, an Add input's
+gradient PyTorch shares (test_apply.py); and the bytes allocated when the forward pass has
 returned, above the baseline and less the loss, against remat's resident
 bytes then (reported). Gradients are checked allclose to the unwrapped
 module's on the GPU.
@@ -33,8 +34,6 @@ import torch  # noqa: E402
 
 import apply_models  # noqa: E402
 import remat_capture  # noqa: E402
-
-STRATEGIES = ["store-all", "sqrt", "manual:1,6,11,16,21", "selective", "auto"]
 
 
 def step(model, module, make_input, loss_fn):
@@ -79,7 +78,7 @@ def main():
         net, make_gpu, loss_gpu = build("cuda")  # the same weights, batch and target, on the GPU
         step(net, net, make_gpu, loss_gpu)  # warm-up: gradients allocated, kernels chosen
         _, _, ref = step(net, net, make_gpu, loss_gpu)
-        for spec in STRATEGIES:
+        for spec in apply_models.STRATEGIES[name]:
             plan_path = os.path.join(out, f"{name}.{spec.replace(':', '_').replace(',', '-')}.plan.json")
             p = subprocess.run([args.remat, "export", "--model", path, "--strategy", spec, "--torch-plan", plan_path],
                                capture_output=True, text=True)
@@ -98,10 +97,14 @@ def main():
             pred = plan["predicted"]
             diff = (peak - pred["peak_bytes"]) / pred["peak_bytes"]
             same = all(torch.allclose(grads[n], g, rtol=1e-4, atol=1e-5) for n, g in ref.items())
-            ok = abs(diff) <= 0.05 and same
+            # remat's one known surplus (as on the CPU, test_apply.py): an Add
+            # input's gradient PyTorch shares; then within 5 % of the rest.
+            shared = apply_models.add_gradient_surplus(plan, pred["peak_bytes"] - peak, 0.05 * pred["peak_bytes"])
+            ok = (abs(diff) <= 0.05 or shared) and same
             bad += not ok
             print(f"{name:12} {spec:22} {peak:>16,} {pred['peak_bytes']:>12,} {diff * 100:>+7.2f}% "
                   f"{fwd:>19,} {pred['forward_end_bytes']:>14,}  {'ok' if ok else 'FAIL'}"
+                  f"{' (remat: one Add gradient more)' if shared and abs(diff) > 0.05 else ''}"
                   f"{'' if same else ' (gradients differ)'}")
     print("all within 5 %" if not bad else f"{bad} failed")
     return 1 if bad else 0

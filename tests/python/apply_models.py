@@ -172,8 +172,30 @@ def llama_block(device="cpu"):
 
 MODELS = {"mlp": mlp, "resnet": resnet, "gpt_block": gpt_block, "llama_block": llama_block}
 
+# Per model: the strategies whose plans test_apply.py (and gpu/torch_apply.py)
+# try, in order. The manual sets checkpoint the blocks' inputs and outputs
+# (op ids of the captures: mlp's blocks end at 6, 11, 16, 21; resnet's at 10,
+# 17, 24, 31, its stem at 3).
+STRATEGIES = {
+    "mlp": ["store-all", "sqrt", "every-k:5", "manual:1,6,11,16,21", "manual:1,11,21", "selective", "auto"],
+    "resnet": ["store-all", "sqrt", "every-k:7", "manual:3,10,17,24,31", "manual:3,17,31", "selective", "auto"],
+    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto"],
+    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto"],
+}
+
 
 def build():
     """For `python3 -m remat_capture apply apply_models.py:build plan.json`: the MLP."""
     net, make, loss_fn = mlp()
     return net, make(), loss_fn
+
+
+def add_gradient_surplus(plan, diff, within):
+    """Whether remat's peak exceeds PyTorch's by `diff` bytes = one gradient
+    of an Add's input, give or take `within` bytes (test_apply: PyTorch's
+    4-byte loss seed, which remat does not count): PyTorch's AddBackward
+    hands the same gradient tensor to both inputs, remat's memory model
+    gives each input a G of its own (docs/pytorch.md)."""
+    ops = plan["ops"]
+    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
+    return any(abs(diff - b) <= within for b in sizes)

@@ -33,13 +33,7 @@ import remat_capture  # noqa: E402
 from harness import check, parse_args, summary  # noqa: E402
 from remat_capture import _measure  # noqa: E402
 
-# Per model: the strategies tried, in order.
-STRATEGIES = {
-    "mlp": ["store-all", "sqrt", "every-k:5", "manual:1,6,11,16,21", "manual:1,11,21", "selective", "auto"],
-    "resnet": ["store-all", "sqrt", "every-k:7", "manual:3,10,17,24,31", "manual:3,17,31", "selective", "auto"],
-    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto"],
-    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto"],
-}
+STRATEGIES = apply_models.STRATEGIES  # per model, in order
 # Per checkpointing: the strategies whose plans apply (every other one of
 # STRATEGIES must be refused with a PlanError).
 APPLIES = {
@@ -52,16 +46,6 @@ APPLIES = {
               "gpt_block": {"store-all", "selective"},
               "llama_block": {"store-all", "selective"}},
 }
-
-
-def add_gradient_surplus(plan, diff):
-    """Whether remat's peak exceeds PyTorch's by one gradient of an Add's
-    input (to within PyTorch's 4-byte loss seed, which remat does not
-    count): PyTorch's AddBackward hands the same gradient tensor to both
-    inputs, remat's memory model gives each input a G of its own."""
-    ops = plan["ops"]
-    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
-    return any(abs(diff - b) <= 4 for b in sizes)
 
 
 def remat_json(remat, *args):
@@ -102,7 +86,7 @@ def run_model(args, name, selective, applies, measured):
             check(True, f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
                         f"({err * 100:+.2f} %)")
         else:  # remat's known over-count, the only deviation allowed (docs/pytorch.md)
-            check(add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"]),
+            check(apply_models.add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"], 4),
                   f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
                   f"({err * 100:+.2f} %): remat's surplus is one Add input's gradient, which PyTorch shares")
         check(recomputed == pred["recompute_steps"],
