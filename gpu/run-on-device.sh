@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU-machine step in order, each in well under 10 minutes, each writing
-# its log to OUTDIR: build, test, bench, torch (gpu/device/*.sh; docs/gpu.md),
+# its log to OUTDIR: build, test, bench, torch, apply (gpu/device/*.sh; docs/gpu.md),
 # and on request sanitize (the GPU tests under compute-sanitizer) and profile
 # (gpu/op_times.py on the large models).
-# Usage: gpu/run-on-device.sh [OUTDIR] [STEP ...]   (default: all four steps)
+# Usage: gpu/run-on-device.sh [OUTDIR] [STEP ...]   (default: all five steps)
 # A build failure stops the rest; the exit code is the first failing step's.
 # REMAT_DEVICE_DEADLINE=S: all steps end within S seconds (a step is cut at what
 # is left, and one with under 20 s left is skipped), so that a call with a
@@ -13,12 +13,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${OUT:-/tmp/remat-out}}
 shift || true
 steps=("$@")
-((${#steps[@]})) || steps=(build test bench torch)
+((${#steps[@]})) || steps=(build test bench torch apply)
 mkdir -p "$out"
 deadline=${REMAT_DEVICE_DEADLINE:-0}
 rc=0
 for step in "${steps[@]}"; do
-  [[ -x $here/device/$step.sh ]] || { echo "unknown step '$step' (build, test, bench, torch, sanitize, profile)"; exit 2; }
+  [[ -x $here/device/$step.sh ]] || { echo "unknown step '$step' (build, test, bench, torch, apply, sanitize, profile)"; exit 2; }
   limit=540
   if ((deadline > 0)); then
     left=$((deadline - SECONDS))

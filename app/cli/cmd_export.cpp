@@ -6,6 +6,7 @@
 // cmd_export_nogui.cpp stands in otherwise.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "app/cli/commands.h"
 #include "app/cli/render_module.h"
@@ -13,6 +14,7 @@
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/io/model_source.h"
+#include "core/io/torch_plan.h"
 #include "core/strategies/registry.h"
 
 namespace remat::cli {
@@ -25,15 +27,18 @@ struct ExportOptions {
   bool stepSet = false;
   InstructionLimit limit;
   SnapshotExportOptions snapshot;
+  std::string torchPlan;
 };
 
 void run_export(const ExportOptions& o) {
   const ExportFiles& f = o.files;
   const bool pictures = !(f.timeline.empty() && f.graph.empty() && f.csv.empty() && f.json.empty() && f.animation.empty());
-  if (!pictures && o.snapshot.path.empty())
-    throw InputError("nothing to export: give --timeline, --graph, --animation, --csv, --json or --memory-snapshot");
+  if (!pictures && o.snapshot.path.empty() && o.torchPlan.empty())
+    throw InputError(
+        "nothing to export: give --timeline, --graph, --animation, --csv, --json, --memory-snapshot or --torch-plan");
   // Check every argument before any work or any file.
   check_snapshot_export(o.snapshot);
+  if (!o.torchPlan.empty()) check_torch_plan_path(o.torchPlan);
   if (!(f.scale > 0 && f.scale <= 8)) throw InputError("--scale must be in (0, 8]");
   if (!(f.fontScale >= 0.5 && f.fontScale <= 4)) throw InputError("--font-scale must be in [0.5, 4]");
   const RenderModule* render = pictures ? &render_module() : nullptr;  // a snapshot alone needs no Qt
@@ -49,10 +54,17 @@ void run_export(const ExportOptions& o) {
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   if (o.snapshot.measured) check_executable(model);  // before any file is written
+  // Made before any file: a model that was not captured is refused here.
+  const std::optional<TorchPlan> plan =
+      o.torchPlan.empty() ? std::nullopt : std::optional<TorchPlan>(make_torch_plan(model, runs.front()));
 
   // The snapshot first: it needs no Qt (nor the picture module), and
   // --measured (a run) is what can still fail.
   if (!o.snapshot.path.empty()) export_memory_snapshot(model, runs.front(), o.snapshot);
+  if (plan) {
+    write_torch_plan(model, *plan, o.torchPlan);
+    std::cout << "wrote " << o.torchPlan << " (" << plan->strategy << ", " << plan->kind << " plan)\n";
+  }
   if (render) render->write_export(model, runs, f, std::cout);
 }
 
@@ -91,6 +103,9 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--json", o->files.json, "Also write the comparison as JSON");
   add_max_instructions_option(cmd, o->limit);
   add_snapshot_export_options(cmd, o->snapshot);
+  cmd->add_option("--torch-plan", o->torchPlan,
+                  "Write the first strategy as a PyTorch plan (.json) for remat_capture.apply: which captured ops' "
+                  "outputs PyTorch keeps and which it recomputes (models captured by remat_capture only)");
   cmd->callback([o, step, size, scale, fontScale] {
     o->files.fontScaleSet = fontScale->count() > 0;
     o->stepSet = step->count() > 0;

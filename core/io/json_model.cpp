@@ -368,7 +368,7 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
   if (!j.is_object()) fail(r.origin, at, "expected an object, got " + type_of(j));
   for (const auto& [key, value] : j.items()) {
     if (!known(key, {"id", "name", "kind", "inputs", "shape", "dtype", "activation", "p", "bytes", "fwd_flops",
-                     "bwd_flops", "saved", "param_bytes", "aux_bytes", "simulate_only", "comment"}) &&
+                     "bwd_flops", "saved", "param_bytes", "aux_bytes", "simulate_only", "comment", "torch"}) &&
         takers(key).empty())
       fail(r.origin, at + "/" + key, "unknown field '" + key + "'");
   }
@@ -436,6 +436,23 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
   return op;
 }
 
+// "torch": {"module": "layer1.0", "aten": "aten.addmm.default", "call": 3,
+// "place": 1}, written by remat_capture (docs/model-format.md).
+TorchOrigin read_torch_origin(const Reader& r, const json& j, const std::string& at) {
+  if (!j.is_object()) fail(r.origin, at, "expected an object {\"module\", \"aten\", \"call\", \"place\"}, got " + type_of(j));
+  for (const auto& [key, value] : j.items()) {
+    if (!known(key, {"module", "aten", "call", "place"})) fail(r.origin, at + "/" + key, "unknown field '" + key + "'");
+  }
+  TorchOrigin o;
+  o.outside = !j.contains("module");  // the loss function's ops ran outside every module
+  if (j.contains("module")) o.module = r.string(j["module"], at + "/module");
+  if (j.contains("aten")) o.aten = r.string(j["aten"], at + "/aten");
+  if (j.contains("call")) o.call = static_cast<int>(r.integer(j["call"], at + "/call", 0, std::numeric_limits<int32_t>::max()));
+  if (j.contains("place")) o.place = static_cast<int>(r.integer(j["place"], at + "/place", 0, std::numeric_limits<int32_t>::max()));
+  if (!o.aten.empty() && (o.call < 0 || o.place < 0)) fail(r.origin, at, "an op with 'aten' needs 'call' and 'place'");
+  return o;
+}
+
 // Nesting is bounded before parsing, in one pass, so that a file of nested
 // brackets costs nothing. (nlohmann's parse callback could do it, but its
 // callback parser is quadratic in the size of an object's parent array.)
@@ -490,7 +507,12 @@ Model model_from_json(const json& doc, const std::string& origin, const std::str
   const int count = static_cast<int>(ops.size());
   for (int id = 0; id < count; ++id) {
     bool explicit_saved = false;
-    Op op = read_op(r, ops[static_cast<std::size_t>(id)], id, count, explicit_saved);
+    const json& oj = ops[static_cast<std::size_t>(id)];
+    Op op = read_op(r, oj, id, count, explicit_saved);
+    if (oj.contains("torch")) {
+      if (m.torch_origin.empty()) m.torch_origin.resize(static_cast<std::size_t>(count));
+      m.torch_origin[static_cast<std::size_t>(id)] = read_torch_origin(r, oj["torch"], "/ops/" + std::to_string(id) + "/torch");
+    }
     const std::string where = origin + ": /ops/" + std::to_string(id) + " ('" + op.name + "')";
     try {
       m.add(std::move(op), where, explicit_saved);
@@ -569,6 +591,19 @@ nlohmann::ordered_json model_to_json(const Model& model) {
     if (op.param_bytes != probe.param_bytes && op.param_bytes > 0) j["param_bytes"] = op.param_bytes;
     if (op.aux_bytes != probe.aux_bytes && op.aux_bytes > 0) j["aux_bytes"] = op.aux_bytes;
     if (op.simulate_only && !probe.simulate_only) j["simulate_only"] = true;
+    if (static_cast<std::size_t>(v) < model.torch_origin.size()) {
+      const TorchOrigin& t = model.torch_origin[static_cast<std::size_t>(v)];
+      if (!t.aten.empty() || !t.outside) {
+        ojson tj;
+        if (!t.outside) tj["module"] = t.module;
+        if (!t.aten.empty()) {
+          tj["aten"] = t.aten;
+          tj["call"] = t.call;
+          tj["place"] = t.place;
+        }
+        j["torch"] = std::move(tj);
+      }
+    }
     ops.push_back(std::move(j));
 
     Op copy = op;

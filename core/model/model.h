@@ -18,11 +18,29 @@ namespace remat {
 
 class ModelGraph;
 
+// Where a captured op came from in PyTorch (python/remat_capture): the module
+// it ran in ("layer1.0.conv1", "" for the root), the aten overload
+// ("aten.addmm.default"), its occurrence among that overload's calls in the
+// step (`call`, from 0) and its place among the aten ops of its module
+// (`place`, from 0). What a torch plan (core/io/torch_plan.h) names ops by.
+// `outside`: it ran outside the module's forward (the loss function's ops).
+struct TorchOrigin {
+  std::string module;
+  bool outside = false;
+  std::string aten;  // empty: no aten op of its own (the Input; the Slice half of a select)
+  int call = -1;
+  int place = -1;
+  bool operator==(const TorchOrigin&) const = default;
+};
+
 struct Model {
   // Op ids are packed into a 28-bit signed field in schedules (schedule.h).
   static constexpr int kMaxOps = (1 << 27) - 1;
 
   std::string name;
+  // Per op, for a model captured from PyTorch (the file's "torch" fields);
+  // empty for presets, ONNX imports and hand-written files.
+  std::vector<TorchOrigin> torch_origin;
 
   // Room for `ops` ops, when the caller knows how many it will add.
   void reserve(int ops);

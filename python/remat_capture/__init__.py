@@ -20,10 +20,11 @@ import os
 
 import torch
 
+from ._apply import PlanError, apply, has_selective_checkpointing, load_plan
 from ._build import Builder
 from ._trace import record, storage_key, storage_nbytes
 
-__all__ = ["capture", "save", "torch_saved_bytes"]
+__all__ = ["capture", "save", "torch_saved_bytes", "apply", "load_plan", "PlanError", "has_selective_checkpointing"]
 
 
 def capture(module, example_input, loss_fn=None, name=None):

@@ -1,4 +1,5 @@
 """python3 -m remat_capture FILE.py:FUNCTION --input SHAPE[:DTYPE[:HIGH]] -o model.json
+python3 -m remat_capture apply FILE.py:FUNCTION plan.json [--check]   (see _apply_main.py)
 
 FUNCTION() returns the nn.Module, or (module, example_input), or
 (module, example_input, loss_fn). --input makes the example input when the
@@ -65,6 +66,10 @@ def parse_input(text):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "apply":
+        from . import _apply_main
+        return _apply_main.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python3 -m remat_capture", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("function", help="FILE.py:FUNCTION returning the module (see above)")

@@ -113,6 +113,7 @@ class Builder:
                 self.owner[storage_key(out)] = op["id"]
         if event is not None:
             self.event_op[event.index] = op["id"]
+            op["_event"] = event.index
         return op["id"]
 
     def _label(self, ev, what):
@@ -485,6 +486,7 @@ class Builder:
         part = list(x.shape[:dim]) + [1] + list(x.shape[dim + 1:])
         sid = self._new({"kind": "Slice", "axis": dim, "start": int(i), "end": int(i) + 1, "step": 1,
                          "shape": part}, [self.rid[id(x)]], None, view=True, label=self._label(ev, "select"))
+        self.ops[sid]["_event"] = ev.index  # made by the same aten op as the Reshape below
         self._new({"kind": "Reshape", "shape": list(out.shape) or [1]}, [sid], out, view=True, event=ev,
                   label=self._label(ev, "select"))
         return True
@@ -587,6 +589,9 @@ class Builder:
 
     # ---- the file ----------------------------------------------------------------------
 
+    def _torch_origins(self):
+        return _torch_origins_of(self.rec.ops)
+
     def _finish(self, loss_id):
         self._attach_saves()
         # Only what leads to the loss: remat requires it, and the rest has no backward.
@@ -616,6 +621,7 @@ class Builder:
                 for k in ("perm", "axis", "start", "end", "step"):
                     loss.pop(k, None)
             loss["shape"] = [1]
+        origins = self._torch_origins()
         ops = []
         for op in out:
             j = {"id": renum[op["id"]]}
@@ -635,8 +641,28 @@ class Builder:
                 j.pop("dtype", None)
             if op["kind"] in ("MSELoss", "SoftmaxCELoss"):
                 j.pop("shape", None)
+            j["torch"] = origins.get(op.get("_event"), {"module": ""})  # the Input: the root's argument
             ops.append(j)
         return ops, self.notes
+
+
+def _torch_origins_of(events):
+    """Per event index: where the op ran, as a torch plan names it (the
+    module; the aten overload and its occurrence among that overload's calls
+    in the step, `call`; its place among its module's aten ops, `place`)."""
+    calls, places, found = {}, {}, {}
+    for ev in events:
+        aten = str(ev.func)  # "aten.addmm.default"
+        call = calls.get(aten, 0)
+        calls[aten] = call + 1
+        where = ev.module if ev.inside else None
+        place = places.get(where, 0)
+        places[where] = place + 1
+        origin = {"aten": aten, "call": call, "place": place}
+        if ev.inside:
+            origin = {"module": ev.module, **origin}
+        found[ev.index] = origin
+    return found
 
 
 def _number(f):

@@ -49,9 +49,9 @@ def storage_nbytes(t):
 
 
 class OpEvent:
-    __slots__ = ("index", "func", "name", "args", "kwargs", "outputs", "module", "saves_output")
+    __slots__ = ("index", "func", "name", "args", "kwargs", "outputs", "module", "inside", "saves_output")
 
-    def __init__(self, index, func, args, kwargs, out, module):
+    def __init__(self, index, func, args, kwargs, out, module, inside=True):
         self.index = index
         self.func = func
         self.name = func.overloadpacket.__name__  # "addmm", "relu_", "native_batch_norm"
@@ -64,6 +64,7 @@ class OpEvent:
         else:
             self.outputs = []
         self.module = module
+        self.inside = inside  # False: outside the module's forward (the loss function)
         self.saves_output = None  # per output: whether its autograd node keeps it (note_history)
 
     def note_history(self):
@@ -149,7 +150,8 @@ if TorchDispatchMode is not None:
             if rec.ops:
                 rec.ops[-1].note_history()
             out = func(*args, **kwargs)
-            rec.ops.append(OpEvent(len(rec.ops), func, args, kwargs, out, rec.module_stack[-1]))
+            rec.ops.append(OpEvent(len(rec.ops), func, args, kwargs, out, rec.module_stack[-1],
+                                   len(rec.module_stack) > 1))
             return out
 
 

@@ -123,6 +123,7 @@ class MainWindow : public QMainWindow {
   void exportGraph(const QString& ext);
   void exportData(const QString& ext);
   void exportAnimation();
+  void exportTorchPlan();
   QString askExportPath(const QString& what, const QString& filter, const QString& ext);
 
   StudioDocument* doc_;

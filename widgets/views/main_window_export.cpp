@@ -6,17 +6,18 @@
 #include <QSettings>
 #include <QStatusBar>
 
+#include "core/io/torch_plan.h"
 #include "core/model/model.h"
-#include "widgets/views/activity_bar.h"
-#include "widgets/export/animation_export.h"
 #include "widgets/document/comparison_model.h"
+#include "widgets/document/prepared_run.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/export/animation_export.h"
 #include "widgets/export/export_dialog.h"
 #include "widgets/export/exporter.h"
+#include "widgets/views/activity_bar.h"
 #include "widgets/views/graph_view.h"
 #include "widgets/views/main_window.h"
-#include "widgets/document/prepared_run.h"
 #include "widgets/views/side_by_side_view.h"
-#include "widgets/document/studio_document.h"
 
 namespace remat {
 
@@ -74,6 +75,26 @@ void MainWindow::exportData(const QString& ext) {
     statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
   } catch (const std::exception& e) {
     QMessageBox::warning(this, tr("Export"), QString::fromStdString(e.what()));
+  }
+}
+
+// The plan `remat export --torch-plan` writes, of the strategy shown; a
+// model that was not captured is refused with make_torch_plan's message
+// before any dialog.
+void MainWindow::exportTorchPlan() {
+  const StrategyRun* run = doc_->current();
+  if (!run) return;
+  try {
+    const TorchPlan plan = make_torch_plan(doc_->model(), *run);
+    const QString path = askExportPath(QString::fromStdString(run->name).replace(':', '_') + "_torch_plan",
+                                       tr("JSON (*.json)"), "json");
+    if (path.isEmpty()) return;
+    check_torch_plan_path(path.toStdString());
+    write_torch_plan(doc_->model(), plan, path.toStdString());
+    statusBar()->showMessage(tr("Wrote %1 (%2, %3 plan)").arg(path, QString::fromStdString(plan.strategy),
+                                                               QString::fromStdString(plan.kind)), 5000);
+  } catch (const std::exception& e) {
+    QMessageBox::warning(this, tr("Export PyTorch plan"), QString::fromStdString(e.what()));
   }
 }
 

@@ -79,6 +79,10 @@ void MainWindow::buildMenus() {
   exp->addSeparator();
   exp->addAction(tr("Data as CSV (timelines)..."), this, [this] { exportData("csv"); });
   exp->addAction(tr("Data as JSON (comparison)..."), this, [this] { exportData("json"); });
+  exp->addSeparator();
+  exp->addAction(tr("PyTorch plan (current strategy)..."), this, &MainWindow::exportTorchPlan)
+      ->setToolTip(tr("What PyTorch keeps and recomputes under the current strategy, for remat_capture.apply "
+                      "(models captured by remat_capture)"));
   QAction* anim = file->addAction(tr("Export &animation..."), this, &MainWindow::exportAnimation);
   anim->setToolTip(tr("The graph through every step as GIF, MP4 or WebM, side by side, with the chart"));
   file->addSeparator();
