@@ -4,17 +4,13 @@
 #include "core/model_graph.h"
 #include "core/op_rules.h"
 #include "core/presets.h"
+#include "tests/support/input_error.h"
 
 using namespace remat;
 
 namespace {
 std::string error_of(const char* spec) {
-  try {
-    make_preset(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return remat::testing::input_error_of([&] { make_preset(spec); }, "");
 }
 }  // namespace
 
