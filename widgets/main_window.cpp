@@ -36,6 +36,7 @@
 #include "widgets/snapshot_dialog.h"
 #include "widgets/step_memory_bar.h"
 #include "widgets/side_by_side_view.h"
+#include "widgets/strategy_defaults.h"
 #include "widgets/strategy_panel.h"
 #include "widgets/studio_document.h"
 #include "widgets/sweep_controller.h"
@@ -322,7 +323,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   settings.setValue("model", doc_->source());
   QStringList specs;
   for (const QString& s : doc_->specs())
-    if (!s.startsWith("manual:")) specs << s;
+    if (!names_model_ops(s.toStdString())) specs << s;  // another model's op ids
   settings.setValue("strategies", specs);
   e->accept();
 }
