@@ -21,28 +21,29 @@
 namespace remat {
 namespace {
 
-std::vector<std::string> named_specs(const Model& m) {
-  std::vector<std::string> s{"store-all", "recompute-all", "sqrt", "auto", "selective"};
+std::vector<StrategySpec> named_specs(const Model& m) {
+  std::vector<StrategySpec> s;
+  for (const char* name : {"store-all", "recompute-all", "sqrt", "auto", "selective"}) s.push_back(strategy_spec(name));
   // The hand-written policies for real networks, where the graph has them
   // (attention cores, blocks of more than one op).
-  if (!attention_cores(m).empty()) s.push_back("attention-core");
+  if (!attention_cores(m).empty()) s.push_back(strategy_spec("attention-core"));
   try {
     block_input_checkpoints(m);
-    s.push_back("blocks");
+    s.push_back(strategy_spec("blocks"));
   } catch (const InputError&) {
   }
   if (is_chain(m)) {
     const int n = m.loss();
     for (int c : {2, static_cast<int>(std::ceil(std::log2(std::max(2, n)))), sqrt_interval(m)})
-      s.push_back("revolve:" + std::to_string(c));
+      s.push_back(strategy_spec("revolve", {c}));
   }
   s.erase(std::unique(s.begin(), s.end()), s.end());
   return s;
 }
 
-// The modifier's spelling after a spec ("" without compression).
-std::string compress_suffix(Packing p) {
-  return p == Packing::None ? std::string() : "+compress:" + std::string(packing_name(p));
+// `spec` as the sweep makes it: with the modifier +compress:DTYPE when asked.
+StrategySpec with_packing(StrategySpec spec, Packing p) {
+  return p == Packing::None ? spec : modified_spec(std::move(spec), "compress", packing_name(p));
 }
 
 // A schedule as the sweep judges it: with compressed checkpoints when asked.
@@ -51,11 +52,9 @@ Simulation simulate_point(const Model& m, Schedule s, Packing p) {
   return simulate(m, s, {.timeline = false});
 }
 
-std::string manual_spec(const std::vector<int>& ckpt) {
-  if (ckpt.empty()) return "store-all";
-  std::string s = "manual:";
-  for (std::size_t i = 0; i < ckpt.size(); ++i) s += (i ? "," : "") + std::to_string(ckpt[i]);
-  return s;
+// A checkpoint set, recreated by manual:...; none is store-all.
+StrategySpec manual_spec(const std::vector<int>& ckpt) {
+  return ckpt.empty() ? strategy_spec("store-all") : strategy_spec("manual", {ckpt.begin(), ckpt.end()});
 }
 
 }  // namespace
@@ -64,12 +63,12 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
                                      Packing compress) {
   std::vector<NamedPoint> named;
   for (const auto& base : named_specs(m)) {
-    const std::string spec = base + compress_suffix(compress);
+    const StrategySpec spec = with_packing(base, compress);
     try {
       const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, limit), {.timeline = false});
-      named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops, s.compressed_bytes});
+      named.push_back({spec.str(), s.peak_bytes, s.overhead, s.recompute_flops, s.compressed_bytes});
     } catch (const ScheduleTooLarge& e) {
-      if (notes) notes->push_back(spec + " left out: " + e.what());
+      if (notes) notes->push_back(spec.str() + " left out: " + e.what());
     } catch (const InputError&) {  // chain-only strategies on a DAG
     }
   }
@@ -79,7 +78,7 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
 std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count) {
   // A named point's strategy without the +compress:DTYPE it may carry.
   auto is = [](const NamedPoint& n, const std::string& base) {
-    return n.spec == base || n.spec.starts_with(base + "+compress:");
+    return parse_strategy(n.spec).unmodified() == strategy_spec(base);
   };
   auto peak_of = [&](const std::string& spec) {
     for (const NamedPoint& n : named)
@@ -123,7 +122,6 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
   auto overhead = [&](double f) { return denom > 0 ? f / denom : 0.0; };
   r.notes = o.notes;
   r.compress = o.compress;
-  const std::string suffix = compress_suffix(o.compress);
   r.named = o.named.empty() ? named_points(m, o.limit, &r.notes, o.compress) : o.named;
   const bool chain = is_chain(m) && m.loss() <= 4000;
   // The DAG search (optimal's branch and bound, then the MILP) is left out
@@ -153,8 +151,8 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         // A chain's segment schedules are at most twice its forward pass
         // (segment_schedule_bound): not checked against the limit.
         const Simulation s = simulate_point(m, segment_schedule(m, ckpt, "budget"), o.compress);
-        single = {p.budget,          true, manual_spec(ckpt) + suffix, s.peak_bytes, overhead(s.recompute_flops),
-                  s.recompute_flops, s.compressed_bytes};
+        single = {p.budget,          true, with_packing(manual_spec(ckpt), o.compress).str(), s.peak_bytes,
+                  overhead(s.recompute_flops), s.recompute_flops, s.compressed_bytes};
         take(single.spec, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       }
       if (!r.single_level.empty() && r.single_level.back().feasible &&
@@ -164,17 +162,17 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       }
       r.single_level.push_back(single);
       // budget:B nests checkpoints (multi-level); it is never above one level.
-      const std::string spec = "budget:" + std::to_string(p.budget);
+      const StrategySpec spec = with_packing(strategy_spec("budget", {static_cast<int64_t>(p.budget)}), o.compress);
       try {
         // budget's stated length is a bound, recompute-all's N(N+1)/2 forward
         // steps, far above what its plans take. On a chain of at most 4000
         // ops the schedule is at most ~16M instructions: it is made, and its
         // real length checked against the limit before it is simulated.
-        const Schedule schedule = make_strategy(spec + suffix)->schedule(m);
+        const Schedule schedule = make_strategy(spec)->schedule(m);
         if (schedule.code.size() > o.limit.max)
           throw ScheduleTooLarge({schedule.code.size(), ScheduleSize::Bound::Exact}, o.limit);
         const Simulation s = simulate(m, schedule, {.timeline = false});
-        take(spec + suffix, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
+        take(spec.str(), s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       } catch (const ScheduleTooLarge& e) {
         if (!nested_left_out)
           r.notes.push_back(std::string("nested checkpoints (budget:B) left out: ") + e.what() +
@@ -187,13 +185,13 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       if (opt.found) {
         // A proven or chosen checkpoint set is recreated by manual:...; the
         // MILP's or the residency bound's schedule by the optimal spec that found it.
-        const std::string spec = !opt.from_named.empty() ? opt.from_named
-                                 : opt.from_milp || opt.from_residency
-                                     ? "optimal:" + std::to_string(p.budget) + ":" +
-                                           std::to_string(static_cast<long long>(std::ceil(o.optimal_seconds)))
-                                     : manual_spec(opt.sets.checkpoints);
+        const StrategySpec spec =
+            !opt.from_named.empty() ? parse_strategy(opt.from_named)
+            : opt.from_milp || opt.from_residency
+                ? strategy_spec("optimal", {static_cast<int64_t>(p.budget), static_cast<int64_t>(std::ceil(o.optimal_seconds))})
+                : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);
-        take(spec + suffix, s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
+        take(with_packing(spec, o.compress).str(), s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
       }
     }
     // A schedule that fits a smaller budget fits this one: keep the front monotone.

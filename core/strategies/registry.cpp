@@ -7,115 +7,187 @@
 #include "core/strategies/compress.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/offload.h"
+#include "core/model/model.h"
 #include "core/strategies/optimal.h"
+#include "core/strategies/repeated_blocks.h"
 
 namespace remat {
 namespace {
 
-std::unique_ptr<Strategy> manual_from(const std::string& a) {
-  std::vector<int> ops;
-  for (const auto& f : split(a, ',')) ops.push_back(static_cast<int>(parse_int(f, "manual: checkpoint index", 0, 1 << 30)));
-  std::sort(ops.begin(), ops.end());
-  ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
-  return make_manual(std::move(ops));
+int param_int(const StrategySpec& s, std::size_t i) { return static_cast<int>(s.parameters.at(i)); }
+
+std::unique_ptr<Strategy> manual_from(const StrategySpec& s) {
+  return make_manual(std::vector<int>(s.parameters.begin(), s.parameters.end()));
 }
 
-std::unique_ptr<Strategy> optimal_from(const std::string& a) {
-  const auto f = split(a, ':');
-  if (f.size() > 2) throw InputError("optimal: expected optimal:BYTES[:SECONDS] (got 'optimal:" + a + "')");
-  const double limit = f.size() == 2 ? static_cast<double>(parse_int(f[1], "optimal: SECONDS", 1, 86400)) : kOptimalDefaultSeconds;
-  return make_optimal(parse_bytes(f[0], "optimal: BYTES"), limit);
+std::unique_ptr<Strategy> optimal_from(const StrategySpec& s) {
+  const double limit = s.parameters.size() > 1 ? static_cast<double>(s.parameters[1]) : kOptimalDefaultSeconds;
+  return make_optimal(static_cast<uint64_t>(s.parameters[0]), limit);
 }
 
-std::unique_ptr<Strategy> offload_from(const std::string& a) {
-  if (a.empty()) return make_offload(make_every_k(0), "offload");
-  const int k = static_cast<int>(parse_int(a, "offload: K", 1, 1 << 30));
-  return make_offload(make_every_k(k), "offload:" + std::to_string(k));
+std::unique_ptr<Strategy> offload_from(const StrategySpec& s) {
+  return make_offload(make_every_k(s.parameters.empty() ? 0 : param_int(s, 0)), s.str());
 }
 
-std::unique_ptr<Strategy> offload_of(std::unique_ptr<Strategy> inner, const std::string& spec) {
-  if (inner->name().starts_with("offload"))
-    throw InputError("strategy '" + spec + "': offload cannot wrap another offload");
-  return make_offload(std::move(inner), spec);
+std::unique_ptr<Strategy> offload_of(std::unique_ptr<Strategy> inner, const StrategySpec& s) {
+  return make_offload(std::move(inner), s.str());
 }
 
-std::unique_ptr<Strategy> compress_alone(const std::string& a) {
-  throw InputError("strategy 'compress:" + a + "' needs a strategy before it: compress modifies another, as in sqrt+compress:" +
-                   (a.empty() ? std::string("bf16") : a));
+std::unique_ptr<Strategy> compress_alone(const StrategySpec&) {
+  throw std::logic_error("compress is a modifier: parse_strategy never gives it alone");
 }
 
-std::unique_ptr<Strategy> compress_of(std::unique_ptr<Strategy> base, const std::string& a, const std::string& spec) {
+std::string compress_argument(const std::string& a, const std::string& spec) {
   Packing p;
   if (!parse_packing(a, p))
     throw InputError("strategy '" + spec + "': unknown compression type '" + a + "' (known: " +
                      std::string(packing_names()) + ")");
-  if (base->name().find("+compress:") != std::string::npos)
-    throw InputError("strategy '" + spec + "': compress is given twice (one compression type per strategy)");
-  // The canonical name, as every strategy's: "budget:1K+compress:int8" is budget:1024+compress:int8.
-  const std::string name = base->name() + "+compress:" + std::string(packing_name(p));
-  return make_compress(std::move(base), p, name);
+  return std::string(packing_name(p));
 }
 
-const StrategyInfo* find(std::string_view name) {
-  for (const auto& info : strategy_catalog())
-    if (info.name == name) return &info;
-  return nullptr;
+std::unique_ptr<Strategy> compress_of(std::unique_ptr<Strategy> base, const StrategySpec& s) {
+  Packing p;
+  parse_packing(s.modifier_argument, p);
+  return make_compress(std::move(base), p, s.str());
+}
+
+// Read from the graph's structure (core/strategies/repeated_blocks.h).
+std::string no_attention_core(const Model& m) {
+  if (m.size() <= 1 || !attention_cores(m).empty()) return {};
+  return "no attention core (a MatMul, scale or mask, Softmax and Dropout, read by a MatMul) in " + m.name;
+}
+
+std::string no_repeated_block(const Model& m) {
+  if (m.size() <= 1) return {};
+  try {
+    block_input_checkpoints(m);
+    return {};
+  } catch (const InputError&) {
+    return "no block of more than one op between two cuts in " + m.name + " (every op is its own block)";
+  }
+}
+
+// The text after "name:" as `info`'s parameters, canonical; throws InputError.
+std::vector<int64_t> parse_parameters(const StrategyInfo& info, const std::string& a) {
+  const std::vector<ParamInfo>& ps = info.params;
+  std::vector<int64_t> out;
+  if (ps.size() == 1 && ps[0].kind == ParamKind::OpIds) {
+    for (const auto& f : split(a, ',')) out.push_back(parse_int(f, ps[0].what, ps[0].lo, ps[0].hi));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  // One parameter takes the whole text, so "every-k:4:5" says K is no integer.
+  const std::vector<std::string> fields = ps.size() == 1 ? std::vector<std::string>{a} : split(a, ':');
+  std::size_t required = 0;
+  while (required < ps.size() && !ps[required].optional) ++required;
+  if (fields.size() > ps.size() || fields.size() < required)
+    throw InputError(info.name + ": expected " + info.name + ":" + info.argument + " (got '" + info.name + ":" + a + "')");
+  for (std::size_t i = 0; i < fields.size(); ++i)
+    out.push_back(ps[i].kind == ParamKind::Bytes ? static_cast<int64_t>(parse_bytes(fields[i], ps[i].what))
+                                                 : parse_int(fields[i], ps[i].what, ps[i].lo, ps[i].hi));
+  while (!out.empty() && ps[out.size() - 1].omitted_value >= 0 && out.back() == ps[out.size() - 1].omitted_value)
+    out.pop_back();
+  return out;
+}
+
+[[noreturn]] void unknown(const std::string& s) {
+  std::string known;
+  for (const auto& i : strategy_catalog()) known += (known.empty() ? "" : ", ") + i.name;
+  throw InputError("unknown strategy '" + s + "' (known: " + known + ")");
 }
 
 }  // namespace
 
 const std::vector<StrategyInfo>& strategy_catalog() {
+  constexpr int64_t kMaxOps = 1 << 30;
+  // The colours: the three default strategies get the strongest Okabe-Ito colours.
   static const std::vector<StrategyInfo> table = {
-      {"store-all", "", "", "keep every activation until its backward (as soon as possible)",
-       [](const std::string&) { return make_store_all(); }},
-      {"recompute-all", "", "", "keep only the input; recompute before every backward step (as late as possible)",
-       [](const std::string&) { return make_recompute_all(); }},
-      {"sqrt", "", "", "checkpoint every ceil(sqrt(n)) ops", [](const std::string&) { return make_every_k(0); }},
-      {"every-k", "K", "4", "checkpoint every K ops (K >= 1)",
-       [](const std::string& a) { return make_every_k(static_cast<int>(parse_int(a, "every-k: K", 1, 1 << 30))); }},
-      {"manual", "I,J,...", "0", "checkpoint the listed op ids (topological indices)", manual_from},
-      {"revolve", "C", "4",
-       "chains: least forward recomputation with C stored states, the input's included (binomial checkpointing)",
-       [](const std::string& a) {
-         return make_revolve(static_cast<int>(parse_int(a, "revolve: C (checkpoint slots)", 1, 1 << 20)));
-       }},
-      {"budget", "BYTES", "1M", "chains: least recompute FLOPs whose peak fits BYTES (nested checkpoints, dynamic programming)",
-       [](const std::string& a) { return make_budget(parse_bytes(a, "budget: BYTES")); }},
-      {"auto", "", "", "checkpoint articulation points of the DAG, spaced about sqrt(n)",
-       [](const std::string&) { return make_auto(); }},
-      {"optimal", "BYTES[:SECONDS]", "1M",
-       "least recompute FLOPs under BYTES (a DP over the model's repeated blocks, branch and bound over checkpoint "
-       "sets, and a MILP over general schedules when built with one; never above a registered strategy that fits; "
-       "best found when the time limit, default 5 s, runs out)",
-       optimal_from},
-      {"selective", "", "", "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
-       [](const std::string&) { return make_selective(); }},
-      {"attention-core", "N", "1",
-       "keep everything but each attention's core (scores, scale, mask, softmax, attention dropout), recomputed "
-       "before its backward (Megatron-LM's selective recomputation); attention-core:N only the first N attentions'",
-       [](const std::string& a) {
-         return make_attention_core(a.empty() ? 0 : static_cast<int>(parse_int(a, "attention-core: N (attentions)", 1, 1 << 27)));
-       },
-       true},
-      {"blocks", "K", "2",
-       "keep each block's input and output, recompute inside (torch.utils.checkpoint around every transformer "
-       "layer or ResNet block), blocks found from the graph: the ops between cuts, grouped by their repeat; "
-       "blocks:K keeps every K-th block's output (checkpoint_sequential)",
-       [](const std::string& a) {
-         return make_blocks(a.empty() ? 0 : static_cast<int>(parse_int(a, "blocks: K (blocks per segment)", 1, 1 << 27)));
-       },
-       true},
-      {"offload", "K", "4",
-       "checkpoint every K ops (plain 'offload': ceil(sqrt(n))); the checkpoints go to host memory after the forward "
-       "and come back one segment ahead of the backward that needs them; offload+SPEC offloads another strategy's "
-       "(offload+revolve:4)",
-       offload_from, true, offload_of},
-      {"compress", "DTYPE", "bf16",
-       "a modifier, SPEC+compress:bf16|f16|int8: SPEC's checkpoints are stored in that type (int8: one f32 scale per "
-       "tensor) until the recompute that reads them; gradients then differ from store-all's by a reported error",
-       compress_alone, false, nullptr, compress_of},
+      {.name = "store-all", .argument = "", .example = "",
+       .help = "keep every activation until its backward (as soon as possible)",
+       .make = [](const StrategySpec&) { return make_store_all(); }, .color = 0x0072B2},  // blue
+      {.name = "recompute-all", .argument = "", .example = "",
+       .help = "keep only the input; recompute before every backward step (as late as possible)",
+       .make = [](const StrategySpec&) { return make_recompute_all(); }, .color = 0xD55E00},  // vermillion
+      {.name = "sqrt", .argument = "", .example = "", .help = "checkpoint every ceil(sqrt(n)) ops",
+       .make = [](const StrategySpec&) { return make_every_k(0); }, .color = 0x009E73},  // bluish green
+      {.name = "every-k", .argument = "K", .example = "4", .help = "checkpoint every K ops (K >= 1)",
+       .make = [](const StrategySpec& s) { return make_every_k(param_int(s, 0)); },
+       .params = {{ParamKind::Interval, "every-k: K", 1, kMaxOps}}, .color = 0xCC79A7},  // reddish purple
+      {.name = "manual", .argument = "I,J,...", .example = "0",
+       .help = "checkpoint the listed op ids (topological indices)", .make = manual_from,
+       .params = {{ParamKind::OpIds, "manual: checkpoint index", 0, kMaxOps}}, .color = 0xE69F00},  // orange
+      {.name = "revolve", .argument = "C", .example = "4",
+       .help = "chains: least forward recomputation with C stored states, the input's included (binomial checkpointing)",
+       .make = [](const StrategySpec& s) { return make_revolve(param_int(s, 0)); },
+       .params = {{ParamKind::Slots, "revolve: C (checkpoint slots)", 1, 1 << 20}}, .color = 0x56B4E9,  // sky blue
+       .chains_only = true},
+      {.name = "budget", .argument = "BYTES", .example = "1M",
+       .help = "chains: least recompute FLOPs whose peak fits BYTES (nested checkpoints, dynamic programming)",
+       .make = [](const StrategySpec& s) { return make_budget(static_cast<uint64_t>(s.parameters[0])); },
+       .params = {{ParamKind::Bytes, "budget: BYTES"}}, .color = 0x333333,  // near black
+       .chains_only = true},
+      {.name = "auto", .argument = "", .example = "", .help = "checkpoint articulation points of the DAG, spaced about sqrt(n)",
+       .make = [](const StrategySpec&) { return make_auto(); }, .color = 0x998800},  // dark yellow
+      {.name = "optimal", .argument = "BYTES[:SECONDS]", .example = "1M",
+       .help = "least recompute FLOPs under BYTES (a DP over the model's repeated blocks, branch and bound over "
+               "checkpoint sets, and a MILP over general schedules when built with one; never above a registered "
+               "strategy that fits; best found when the time limit, default 5 s, runs out)",
+       .make = optimal_from,
+       .params = {{ParamKind::Bytes, "optimal: BYTES"},
+                  {ParamKind::Seconds, "optimal: SECONDS", 1, 86400, true, static_cast<int64_t>(kOptimalDefaultSeconds)}},
+       .color = 0x882255,  // wine
+       .search = true},
+      {.name = "selective", .argument = "", .example = "", .help = "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
+       .make = [](const StrategySpec&) { return make_selective(); }, .color = 0x44AA99},  // teal
+      {.name = "attention-core", .argument = "N", .example = "1",
+       .help = "keep everything but each attention's core (scores, scale, mask, softmax, attention dropout), "
+               "recomputed before its backward (Megatron-LM's selective recomputation); attention-core:N only the "
+               "first N attentions'",
+       .make = [](const StrategySpec& s) { return make_attention_core(s.parameters.empty() ? 0 : param_int(s, 0)); },
+       .argument_optional = true,
+       .params = {{ParamKind::Count, "attention-core: N (attentions)", 1, 1 << 27, true}},
+       .color = 0x117733,  // green
+       .unavailable = no_attention_core},
+      {.name = "blocks", .argument = "K", .example = "2",
+       .help = "keep each block's input and output, recompute inside (torch.utils.checkpoint around every "
+               "transformer layer or ResNet block), blocks found from the graph: the ops between cuts, grouped by "
+               "their repeat; blocks:K keeps every K-th block's output (checkpoint_sequential)",
+       .make = [](const StrategySpec& s) { return make_blocks(s.parameters.empty() ? 0 : param_int(s, 0)); },
+       .argument_optional = true,
+       .params = {{ParamKind::Count, "blocks: K (blocks per segment)", 1, 1 << 27, true}},
+       .color = 0x88CCEE,  // cyan
+       .unavailable = no_repeated_block},
+      {.name = "offload", .argument = "K", .example = "4",
+       .help = "checkpoint every K ops (plain 'offload': ceil(sqrt(n))); the checkpoints go to host memory after the "
+               "forward and come back one segment ahead of the backward that needs them; offload+SPEC offloads "
+               "another strategy's (offload+revolve:4)",
+       .make = offload_from, .argument_optional = true, .wrap = offload_of,
+       .params = {{ParamKind::Interval, "offload: K", 1, kMaxOps, true}}, .color = 0xAA6633},  // brown
+      {.name = "compress", .argument = "DTYPE", .example = "bf16",
+       .help = "a modifier, SPEC+compress:bf16|f16|int8: SPEC's checkpoints are stored in that type (int8: one f32 "
+               "scale per tensor) until the recompute that reads them; gradients then differ from store-all's by a "
+               "reported error",
+       .make = compress_alone, .modify = compress_of, .modifier_argument = compress_argument,
+       .color = 0x6666CC},  // slate (SPEC+compress:... is drawn as SPEC)
   };
   return table;
+}
+
+const StrategyInfo* find_strategy(std::string_view name) {
+  for (const auto& info : strategy_catalog())
+    if (info.name == name) return &info;
+  return nullptr;
+}
+
+const StrategyInfo& strategy_info(const StrategySpec& spec) {
+  const StrategyInfo* info = find_strategy(spec.name);
+  if (!info) unknown(spec.name);
+  return *info;
+}
+
+const StrategyInfo& innermost_info(const StrategySpec& spec) {
+  return spec.inner.empty() ? strategy_info(spec) : innermost_info(spec.inner.front());
 }
 
 std::string strategy_help() {
@@ -124,23 +196,57 @@ std::string strategy_help() {
   return s;
 }
 
-std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
-  const std::string s(spec);
+std::string parameter_text(const StrategySpec& spec) {
+  const StrategyInfo* info = find_strategy(spec.name);
+  const char sep = info && info->params.size() == 1 && info->params[0].kind == ParamKind::OpIds ? ',' : ':';
+  std::string s;
+  for (std::size_t i = 0; i < spec.parameters.size(); ++i) s += (i ? std::string(1, sep) : "") + std::to_string(spec.parameters[i]);
+  return s;
+}
+
+std::string StrategySpec::str() const {
+  std::string s = parameters.empty() ? name : name + ":" + parameter_text(*this);
+  for (const StrategySpec& in : inner) s += "+" + in.str();
+  if (!modifier.empty()) s += "+" + modifier + ":" + modifier_argument;
+  return s;
+}
+
+StrategySpec StrategySpec::unmodified() const {
+  StrategySpec s = *this;
+  s.modifier.clear();
+  s.modifier_argument.clear();
+  return s;
+}
+
+bool StrategySpec::operator==(const StrategySpec& o) const {
+  return name == o.name && parameters == o.parameters && inner == o.inner && modifier == o.modifier &&
+         modifier_argument == o.modifier_argument;
+}
+
+StrategySpec parse_strategy(std::string_view text) {
+  const std::string s(text);
   // A modifier comes last: "BASE+name:ARG" (the last '+', whatever BASE holds).
   if (const auto plus = s.rfind('+'); plus != std::string::npos) {
     const std::string tail = s.substr(plus + 1);
-    const StrategyInfo* mod = find(tail.substr(0, tail.find(':')));
+    const StrategyInfo* mod = find_strategy(tail.substr(0, tail.find(':')));
     if (mod && mod->modify) {
       if (plus == 0) throw InputError("strategy '" + s + "' needs a strategy before '+': sqrt" + s);
       if (tail.find(':') == std::string::npos || tail.back() == ':')
         throw InputError("strategy '" + s + "' needs an argument: " + mod->name + ":" + mod->argument);
-      return mod->modify(make_strategy(s.substr(0, plus)), tail.substr(tail.find(':') + 1), s);
+      StrategySpec spec = parse_strategy(s.substr(0, plus));
+      if (spec.modifier == mod->name)
+        throw InputError("strategy '" + s + "': " + mod->name + " is given twice (one compression type per strategy)");
+      if (!spec.modifier.empty())
+        throw InputError("strategy '" + s + "': one modifier per strategy (it has " + spec.modifier + ")");
+      spec.modifier = mod->name;
+      spec.modifier_argument = mod->modifier_argument(tail.substr(tail.find(':') + 1), s);
+      return spec;
     }
   }
   const auto colon = s.find(':');
   const std::string head = s.substr(0, colon);
   if (const auto plus = head.find('+'); plus != std::string::npos) {
-    const StrategyInfo* outer = find(head.substr(0, plus));
+    const StrategyInfo* outer = find_strategy(head.substr(0, plus));
     if (!outer || !outer->wrap) {
       std::string wrappers, modifiers;
       for (const auto& i : strategy_catalog()) {
@@ -151,21 +257,69 @@ std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
                        (modifiers.empty() ? std::string() : " (and " + modifiers + " modifies one)"));
     }
     if (plus + 1 == s.size()) throw InputError("strategy '" + s + "' needs a strategy after '+': " + outer->name + "+sqrt");
-    return outer->wrap(make_strategy(s.substr(plus + 1)), s);
+    StrategySpec inner = parse_strategy(s.substr(plus + 1));
+    if (strategy_info(inner).wrap)
+      throw InputError("strategy '" + s + "': " + outer->name + " cannot wrap another " +
+                       (inner.name == outer->name ? inner.name : "wrapper (" + inner.name + ")"));
+    StrategySpec spec;
+    spec.name = outer->name;
+    spec.inner.push_back(std::move(inner));
+    return spec;
   }
-  const StrategyInfo* info = find(head);
-  if (!info) {
-    std::string known;
-    for (const auto& i : strategy_catalog()) known += (known.empty() ? "" : ", ") + i.name;
-    throw InputError("unknown strategy '" + s + "' (known: " + known + ")");
-  }
+  const StrategyInfo* info = find_strategy(head);
+  if (!info) unknown(s);
   if (info->argument.empty() && colon != std::string::npos)
     throw InputError("strategy '" + head + "' takes no argument (got '" + s + "')");
-  if (info->argument_optional && colon == std::string::npos) return info->make(std::string());
+  StrategySpec spec;
+  spec.name = info->name;
+  if (info->argument_optional && colon == std::string::npos) return spec;
   if (!info->argument.empty() && (colon == std::string::npos || colon + 1 == s.size()))
     throw InputError("strategy '" + s.substr(0, colon) + "' needs an argument: " + head + ":" + info->argument);
-  return info->make(colon == std::string::npos ? std::string() : s.substr(colon + 1));
+  if (info->modify)
+    throw InputError("strategy '" + s + "' needs a strategy before it: " + info->name + " modifies another, as in sqrt+" + s);
+  if (colon != std::string::npos) spec.parameters = parse_parameters(*info, s.substr(colon + 1));
+  return spec;
 }
+
+StrategySpec strategy_spec(std::string_view name, std::vector<int64_t> parameters) {
+  StrategySpec spec;
+  spec.name = std::string(name);
+  spec.parameters = std::move(parameters);
+  // The text says what is wrong exactly as a user's spec would (ranges, counts).
+  return parse_strategy(spec.str());
+}
+
+StrategySpec wrapped_spec(std::string_view wrapper, StrategySpec inner) {
+  return parse_strategy(std::string(wrapper) + "+" + inner.str());
+}
+
+StrategySpec modified_spec(StrategySpec base, std::string_view modifier, std::string_view argument) {
+  return parse_strategy(base.str() + "+" + std::string(modifier) + ":" + std::string(argument));
+}
+
+StrategySpec parse_strategy_argument(std::string_view name, std::string_view argument) {
+  return parse_strategy(strategy_text(name, argument));
+}
+
+std::string strategy_text(std::string_view name, std::string_view argument) {
+  return std::string(name) + (argument.empty() ? "" : ":" + std::string(argument));
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec) {
+  const StrategyInfo& info = strategy_info(spec);
+  if (!spec.modifier.empty()) {
+    const StrategyInfo* mod = find_strategy(spec.modifier);
+    if (!mod || !mod->modify) unknown(spec.modifier);
+    return mod->modify(make_strategy(spec.unmodified()), spec);
+  }
+  if (!spec.inner.empty()) {
+    if (!info.wrap) throw InputError("strategy '" + spec.str() + "': " + info.name + " wraps no other strategy");
+    return info.wrap(make_strategy(spec.inner.front()), spec);
+  }
+  return info.make(spec);
+}
+
+std::unique_ptr<Strategy> make_strategy(std::string_view spec) { return make_strategy(parse_strategy(spec)); }
 
 std::vector<std::string> split_strategy_list(std::string_view list) {
   std::vector<std::string> out;

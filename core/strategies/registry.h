@@ -1,7 +1,15 @@
-// Every strategy the build knows, in one table: its name, argument, help line
-// and constructor. The catalog the window lists, the CLI's --help text and
-// make_strategy()'s dispatch all read this table, so they cannot disagree.
+// Every strategy the build knows, in one table: its name, parameters, help
+// line, colour and constructor. The catalog the window lists (with its
+// editors, defaults and colours), the CLI's --help text, the parser and
+// make_strategy()'s dispatch all read this table, so they cannot disagree:
+// a new strategy kind is one entry here plus its code.
+//
+// A spec is parsed once, here, into a StrategySpec; everything else passes
+// that value around and prints it back (StrategySpec::str()), and nothing
+// outside this file reads or builds the text ("every-k:4", "offload+sqrt",
+// "sqrt+compress:bf16"; the grammar is in docs/strategies.md).
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -11,34 +19,113 @@
 
 namespace remat {
 
+// A strategy as a value: which entry, its parameters, what it wraps and how
+// it is modified. Parsed from text by parse_strategy(), which also makes the
+// parameters canonical, so two specs naming the same strategy are equal
+// ("budget:1K" and "budget:1024"; "manual:9,3,3" and "manual:3,9").
+struct StrategySpec {
+  std::string name;                 // the catalog entry: "every-k", "offload"
+  std::vector<int64_t> parameters;  // its numbers, canonical: bytes as bytes, manual's ids sorted once each;
+                                    // empty when it takes none or leaves its optional one out ("offload")
+  std::vector<StrategySpec> inner;  // a wrapper's strategy (offload+SPEC): one spec; else empty
+  std::string modifier;             // "compress" in sqrt+compress:bf16; empty for none
+  std::string modifier_argument;    // its canonical argument: "bf16"
+
+  // The canonical text: what Strategy::name() of make_strategy(*this) returns.
+  std::string str() const;
+  // The same spec without its modifier (sqrt+compress:bf16 -> sqrt).
+  StrategySpec unmodified() const;
+  bool operator==(const StrategySpec& other) const;
+};
+
+// What a parameter means, so the window can edit it and default it (per
+// model) without knowing the strategy, and the parser can check it.
+enum class ParamKind : uint8_t {
+  Interval,  // K: a checkpoint every K ops (default ceil(sqrt(n)))
+  Slots,     // C: checkpoint slots, the input's included (default ceil(sqrt(n)))
+  Bytes,     // a memory budget (byte suffixes allowed: 64K, 1.5M; default half of store-all's peak)
+  Seconds,   // a time limit
+  OpIds,     // a comma-separated list of op ids, sorted and kept once each (alone in its entry)
+  Count,     // how many of the model's own units (the first N attentions, every K-th block);
+             // optional, and left out by default: all of them
+};
+
+struct ParamInfo {
+  ParamKind kind;
+  std::string what;    // for messages: "every-k: K"
+  int64_t lo = 0, hi = 0;  // an integer's range (not Bytes)
+  bool optional = false;   // may be left out (from the end)
+  // Left out of the canonical text when it has this value (optimal's default
+  // time limit); -1: always printed.
+  int64_t omitted_value = -1;
+};
+
 struct StrategyInfo {
   std::string name;      // "every-k"
   std::string argument;  // "K", or "" when it takes none
-  std::string example;   // an argument it accepts ("4"), for the window's default; "" when it takes none
+  std::string example;   // an argument it accepts ("4"); "" when it takes none
   std::string help;      // one line for --help
-  // Builds the strategy from the text after "name:" (empty when it takes
-  // none); throws InputError on a bad argument.
-  std::unique_ptr<Strategy> (*make)(const std::string& argument);
-  // The bare name is accepted too (make gets ""): offload = offload:ceil(sqrt(n)).
+  // Builds the strategy; `spec.name` is this entry's and its parameters have
+  // been checked against `params`.
+  std::unique_ptr<Strategy> (*make)(const StrategySpec& spec);
+  // The bare name is accepted too (no parameters): offload = offload:ceil(sqrt(n)).
   bool argument_optional = false;
   // Non-null for a strategy that wraps another: "name+SPEC" builds SPEC and
-  // hands it over with the whole spec (its name); throws InputError for an
-  // inner strategy it cannot wrap.
-  std::unique_ptr<Strategy> (*wrap)(std::unique_ptr<Strategy> inner, const std::string& spec) = nullptr;
+  // hands it over with the whole spec; a wrapper never wraps a wrapper.
+  std::unique_ptr<Strategy> (*wrap)(std::unique_ptr<Strategy> inner, const StrategySpec& spec) = nullptr;
   // Non-null for a modifier, written after another strategy: "SPEC+name:ARG"
-  // (sqrt+compress:bf16) builds SPEC and changes its schedule; `argument` is
-  // the text after "name:". Alone (make), a modifier is an InputError.
-  std::unique_ptr<Strategy> (*modify)(std::unique_ptr<Strategy> base, const std::string& argument,
-                                      const std::string& spec) = nullptr;
+  // (sqrt+compress:bf16) builds SPEC and changes its schedule. Alone, a
+  // modifier is an InputError.
+  std::unique_ptr<Strategy> (*modify)(std::unique_ptr<Strategy> base, const StrategySpec& spec) = nullptr;
+  // A modifier's argument made canonical ("BF16" -> "bf16"); throws InputError
+  // naming `spec` (the whole text) when it is not one.
+  std::string (*modifier_argument)(const std::string& argument, const std::string& spec) = nullptr;
+  // The parameters after "name:", in order; several are separated by ':'.
+  std::vector<ParamInfo> params = {};
+  uint32_t color = 0x777777;  // 0xRRGGBB: its colour in every chart and export, whatever is compared
+  bool chains_only = false;   // needs a chain (every op reads the one before it)
+  bool search = false;        // a search with a time limit (the window runs it off the GUI thread)
+  // Why it cannot apply to `model` ("" when it can), read from the graph
+  // (no attention core, no repeated block); nullptr: it applies to any model.
+  std::string (*unavailable)(const Model& model) = nullptr;
 };
 
 // The table, in the order --help lists it.
 const std::vector<StrategyInfo>& strategy_catalog();
+// The entry named `name`; nullptr when there is none.
+const StrategyInfo* find_strategy(std::string_view name);
+// The entry of `spec` (of the wrapper for offload+SPEC, of the base for
+// SPEC+compress:DTYPE), or of its innermost strategy.
+const StrategyInfo& strategy_info(const StrategySpec& spec);
+const StrategyInfo& innermost_info(const StrategySpec& spec);
 // "\n  name:ARG  help" per entry: the --strategy option's help text.
 std::string strategy_help();
+
 // Throws InputError: unknown name, missing or bad argument, a "+" after a
 // name that wraps nothing, a modifier without a base or given twice.
+StrategySpec parse_strategy(std::string_view text);
+// The spec `name` with `argument` as a user typed it into that entry's field
+// (the window's list of op ids), parsed: throws InputError as parse_strategy.
+StrategySpec parse_strategy_argument(std::string_view name, std::string_view argument);
+// The same, unchecked, as text: for a field that does not parse yet, so its
+// run can say why.
+std::string strategy_text(std::string_view name, std::string_view argument);
+// Specs made in code (the sweep's points, the window's editors), checked
+// and canonical as parse_strategy makes them; each throws InputError as
+// parse_strategy would for the same text.
+// `name`'s entry with these parameters ({} for none or to leave the optional one out).
+StrategySpec strategy_spec(std::string_view name, std::vector<int64_t> parameters = {});
+// `wrapper`+`inner` (offload+revolve:4).
+StrategySpec wrapped_spec(std::string_view wrapper, StrategySpec inner);
+// `base`+`modifier`:`argument` (sqrt+compress:bf16).
+StrategySpec modified_spec(StrategySpec base, std::string_view modifier, std::string_view argument);
+// The parameters as written after "name:" ("3,9" for manual:3,9; "" for none).
+std::string parameter_text(const StrategySpec& spec);
+
+std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec);
+// parse_strategy, then make_strategy.
 std::unique_ptr<Strategy> make_strategy(std::string_view spec);
+
 // Splits "store-all,manual:1,2,3,sqrt" into specs; bare integers continue the
 // argument list of the previous spec (manual's checkpoints use commas too), and
 // so does an integer followed by a modifier ("manual:1,2+compress:bf16").

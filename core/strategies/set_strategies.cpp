@@ -41,6 +41,7 @@ class EveryK final : public Strategy {
   std::string name() const override { return k_ ? "every-k:" + std::to_string(k_) : "sqrt"; }
   Schedule schedule(const Model& m) const override { return cut_schedule(m, boundaries(m), name()); }
   ScheduleSize size(const Model& m, uint64_t limit) const override { return cut_schedule_size(m, boundaries(m), limit); }
+  std::vector<int> declared_checkpoints(const Model& m) const override { return cut_checkpoints(m, boundaries(m)); }
 
  private:
   std::vector<int> boundaries(const Model& m) const { return every_k_boundaries(m, k_ ? k_ : sqrt_interval(m)); }
@@ -63,6 +64,7 @@ class Manual final : public Strategy {
     check(m);
     return segment_schedule_size(m, ops_, limit);
   }
+  std::vector<int> declared_checkpoints(const Model&) const override { return ops_; }
 
  private:
   void check(const Model& m) const {

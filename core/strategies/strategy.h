@@ -1,7 +1,8 @@
 // The strategy interface: each strategy turns a model into an ordinary
 // schedule, so the simulator, executor and GUI need no special cases. The
-// strategies themselves live in core/strategies/; registry.h names them
-// ("sqrt", "every-k:4", "manual:3,7,11").
+// strategies themselves live in core/strategies/; registry.h names them and
+// parses their specs into StrategySpec values ("sqrt", "every-k:4",
+// "manual:3,7,11").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -58,6 +59,13 @@ class Strategy {
   // upper bound for searches; counting may stop once it passes `limit`
   // (Bound::AtLeast). Cheap next to schedule(). Throws as schedule() would.
   virtual ScheduleSize size(const Model& model, uint64_t limit) const = 0;
+  // The checkpoint set the strategy names on this model, where it names one
+  // (sqrt and every-k: what crosses each cut; manual: its list), for the
+  // graph to ring even the checkpoint no recompute reads; empty for others.
+  virtual std::vector<int> declared_checkpoints(const Model& model) const {
+    (void)model;
+    return {};
+  }
 };
 
 }  // namespace remat

@@ -4,17 +4,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-namespace {
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
+#include "tests/support/text_files.h"
+
+using remat::testing::slurp;
 
 std::string temp_path(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("remat_cli_test_" + std::to_string(::getpid()));

@@ -8,10 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "tests/support/text_files.h"
 
 namespace {
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using remat::testing::count_lines;
 
 // recompute-all on chain:N: N(N+1)/2 forward steps, N backward, a free per
 // forward, for the input and per gradient but the loss's.

@@ -6,9 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "tests/support/text_files.h"
 
 namespace {
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+using remat::testing::count_lines;
 }  // namespace
 
 TEST(CliSimulate, Chain16Table) {

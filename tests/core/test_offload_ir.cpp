@@ -10,6 +10,7 @@
 #include "core/sim/schedule.h"
 #include "core/sim/simulator.h"
 #include "tests/core/schedule_test_util.h"
+#include "tests/support/model_builders.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -39,27 +40,6 @@ std::vector<Instr> two_tier_chain3() {
       {FA, 1},     // 14 1
       {FA, 0},     // 15 0
   };
-}
-
-Op make(OpKind k, std::vector<int> in, std::vector<int64_t> shape = {}) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k)) + std::to_string(in.empty() ? 0 : in.back() + 1);
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  return op;
-}
-
-// x [4,2] -> r = ReLU(x) -> t = Transpose(r), a view of r's storage -> MatMul(t, r) -> loss.
-Model view_graph() {
-  Model m;
-  m.add(make(OpKind::Input, {}, {4, 2}));
-  m.add(make(OpKind::ReLU, {0}));
-  m.add(make(OpKind::Transpose, {1}));
-  m.add(make(OpKind::MatMul, {2, 1}));
-  m.add(make(OpKind::MSELoss, {3}));
-  m.finalize();
-  return m;
 }
 
 }  // namespace

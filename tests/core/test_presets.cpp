@@ -4,17 +4,13 @@
 #include "core/model/model_graph.h"
 #include "core/model/op_rules.h"
 #include "core/model/presets.h"
+#include "tests/support/input_error.h"
 
 using namespace remat;
 
 namespace {
 std::string error_of(const char* spec) {
-  try {
-    make_preset(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return remat::testing::input_error_of([&] { make_preset(spec); }, "");
 }
 }  // namespace
 

@@ -8,29 +8,21 @@
 #include "core/sim/simulator.h"
 #include "core/analysis/step_memory.h"
 #include "core/strategies/registry.h"
+#include "tests/support/model_builders.h"
 
 using namespace remat;
+using remat::testing::make_op;
 
 namespace {
-
-Op make(OpKind k, std::vector<int> in, std::vector<int64_t> shape = {}, DType dtype = DType::F32) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k)) + std::to_string(in.empty() ? 0 : in.back() + 1);
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
 
 // x [4,8] -> Linear 8->8 with bias (72 weights) -> LayerNorm (gamma, beta: 16
 // weights) -> MSE loss: 88 trained weights.
 Model linear_ln(DType dtype) {
   Model m;
-  m.add(make(OpKind::Input, {}, {4, 8}, dtype));
-  m.add(make(OpKind::Linear, {0}, {4, 8}, dtype));
-  m.add(make(OpKind::LayerNorm, {1}, {}, dtype));
-  m.add(make(OpKind::MSELoss, {2}, {}, dtype));
+  m.add(make_op(OpKind::Input, {}, {4, 8}, dtype));
+  m.add(make_op(OpKind::Linear, {0}, {4, 8}, dtype));
+  m.add(make_op(OpKind::LayerNorm, {1}, {}, dtype));
+  m.add(make_op(OpKind::MSELoss, {2}, {}, dtype));
   m.finalize();
   return m;
 }
@@ -72,9 +64,9 @@ TEST(StepMemory, BatchNormRunningStatisticsAreHeldButNotTrained) {
   // x [2,3,4,4] -> BatchNorm over 3 channels: gamma and beta (6 trained
   // weights) and running mean/var (6 fp32 buffers) -> MSE loss.
   Model m;
-  m.add(make(OpKind::Input, {}, {2, 3, 4, 4}));
-  m.add(make(OpKind::BatchNorm, {0}));
-  m.add(make(OpKind::MSELoss, {1}));
+  m.add(make_op(OpKind::Input, {}, {2, 3, 4, 4}));
+  m.add(make_op(OpKind::BatchNorm, {0}));
+  m.add(make_op(OpKind::MSELoss, {1}));
   m.finalize();
   const StepMemory s = step_memory(m, Optimizer::Adam, 0);
   EXPECT_EQ(s.parameters, 6 * 4 + 6 * 4);

@@ -4,17 +4,13 @@
 #include "core/model/presets.h"
 #include "core/base/spec_parse.h"
 #include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
 
 using namespace remat;
 
 namespace {
 std::string error_of(const char* spec, const char* model = "chain:16") {
-  try {
-    make_strategy(spec)->schedule(make_preset(model));
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return remat::testing::input_error_of([&] { make_strategy(spec)->schedule(make_preset(model)); }, "");
 }
 }  // namespace
 

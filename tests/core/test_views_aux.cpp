@@ -7,46 +7,26 @@
 #include "core/model/presets.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
+#include "tests/support/model_builders.h"
 
 using namespace remat;
+using remat::testing::make_op;
+using remat::testing::view_graph;
 
 namespace {
-
-Op make(OpKind k, std::vector<int> in, std::vector<int64_t> shape = {}) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k)) + std::to_string(in.empty() ? 0 : in.back() + 1);
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  return op;
-}
-
-// x [4,2] f32 (32 B) -> r = ReLU(x) (saves itself) -> t = Transpose(r), a view
-// [2,4] -> m = MatMul(t, r) [2,2] (16 B; mm saves both, views of one storage)
-// -> MSE loss (4 B scalar).
-Model view_graph() {
-  Model m;
-  m.add(make(OpKind::Input, {}, {4, 2}));
-  m.add(make(OpKind::ReLU, {0}));
-  m.add(make(OpKind::Transpose, {1}));
-  m.add(make(OpKind::MatMul, {2, 1}));
-  m.add(make(OpKind::MSELoss, {3}));
-  m.finalize();
-  return m;
-}
 
 // x [4,8] f32 (128 B) -> d = Dropout(x) (aux: a 32 B mask) -> l = Linear(d)
 // (saves d) -> n = LayerNorm(l) (saves l; aux: mean and rstd, 4 rows x 8 B)
 // -> MSE loss (saves n).
 Model aux_graph() {
   Model m;
-  m.add(make(OpKind::Input, {}, {4, 8}));
-  Op d = make(OpKind::Dropout, {0});
+  m.add(make_op(OpKind::Input, {}, {4, 8}));
+  Op d = make_op(OpKind::Dropout, {0});
   d.dropout_p = 0.5f;
   m.add(std::move(d));
-  m.add(make(OpKind::Linear, {1}, {4, 8}));
-  m.add(make(OpKind::LayerNorm, {2}));
-  m.add(make(OpKind::MSELoss, {3}));
+  m.add(make_op(OpKind::Linear, {1}, {4, 8}));
+  m.add(make_op(OpKind::LayerNorm, {2}));
+  m.add(make_op(OpKind::MSELoss, {3}));
   m.finalize();
   return m;
 }

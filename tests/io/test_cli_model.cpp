@@ -6,15 +6,11 @@
 #include <sstream>
 
 #include "tests/app/cli_runner.h"
+#include "tests/support/text_files.h"
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using remat::testing::slurp;
 
 TEST(CliModel, SummaryOfMlp) {
   const auto r = run_cli("model --model mlp:2:4:2");

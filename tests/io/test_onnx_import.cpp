@@ -16,6 +16,7 @@
 #include "core/io/onnx_model.h"
 #include "core/io/model_source.h"
 #include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
 
 namespace remat {
 namespace {
@@ -37,12 +38,7 @@ void write_f32(const std::string& path, const std::vector<float>& v) {
 }
 
 std::string error_of(const std::string& path) {
-  try {
-    (void)load_model(path);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return remat::testing::input_error_of([&] { (void)load_model(path); }, "");
 }
 
 #define REQUIRE_ONNX() \

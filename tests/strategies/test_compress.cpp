@@ -10,6 +10,7 @@
 #include "core/sim/simulator.h"
 #include "core/strategies/compress.h"
 #include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
 
 using namespace remat;
 
@@ -22,12 +23,7 @@ std::vector<std::string> listing(const Model& m, const Schedule& s) {
 }
 
 std::string error_of(const std::string& spec) {
-  try {
-    (void)make_strategy(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return remat::testing::input_error_of([&] { (void)make_strategy(spec); });
 }
 
 // chain:7:64 is x, a1..a6, loss, every tensor and gradient T = 64 bytes (16

@@ -13,6 +13,7 @@
 #include "core/strategies/chain_segments.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
 #include "tests/strategies/strategy_test_util.h"
 
 using namespace remat;
@@ -56,12 +57,7 @@ TEST(Optimal, AgreesWithBruteForce) {
 
 namespace {
 std::string error_of(const std::string& spec, const Model& m) {
-  try {
-    make_strategy(spec)->schedule(m);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return remat::testing::input_error_of([&] { make_strategy(spec)->schedule(m); });
 }
 }  // namespace
 

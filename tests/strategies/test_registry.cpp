@@ -9,6 +9,7 @@
 #include "core/model/presets.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
 
 using namespace remat;
 
@@ -19,12 +20,7 @@ std::string spec_of(const StrategyInfo& info) {
 }
 
 std::string error_of(const std::string& spec) {
-  try {
-    make_strategy(spec);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return remat::testing::input_error_of([&] { make_strategy(spec); });
 }
 
 }  // namespace

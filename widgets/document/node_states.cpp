@@ -1,8 +1,9 @@
 #include "widgets/document/node_states.h"
 
-#include "core/sim/instr_reads.h"
 #include "core/model/model.h"
+#include "core/sim/instr_reads.h"
 #include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 
@@ -52,22 +53,7 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
 }
 
 std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
-  try {
-    if (name == "sqrt") return cut_checkpoints(model, every_k_boundaries(model, sqrt_interval(model)));
-    if (name.rfind("every-k:", 0) == 0) return cut_checkpoints(model, every_k_boundaries(model, std::stoi(name.substr(8))));
-    if (name.rfind("manual:", 0) == 0) {
-      std::vector<int> out;
-      std::size_t pos = 7;
-      while (pos < name.size()) {
-        std::size_t used = 0;
-        out.push_back(std::stoi(name.substr(pos), &used));
-        pos += used + 1;
-      }
-      return out;
-    }
-  } catch (const std::exception&) {
-  }
-  return {};
+  return make_strategy(name)->declared_checkpoints(model);
 }
 
 std::vector<int> ScheduleFacts::checkpoint_list() const {

@@ -68,10 +68,11 @@ class ScheduleFacts {
   std::vector<uint8_t> packing_;
 };
 
-// The checkpoint set a strategy spec names, from core's helpers
-// (cut_checkpoints of every_k_boundaries); empty for others. A checkpoint the
-// schedule never reads again (the one before the last segment) only shows here.
-std::vector<int> declared_checkpoints(const Model& model, const std::string& canonical_name);
+// The checkpoint set a strategy spec names on this model
+// (Strategy::declared_checkpoints: sqrt, every-k, manual); empty for others. A
+// checkpoint the schedule never reads again (the one before the last segment)
+// only shows here. Throws InputError for a spec that does not parse.
+std::vector<int> declared_checkpoints(const Model& model, const std::string& spec);
 
 NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
                           const ScheduleFacts& facts, std::size_t t);

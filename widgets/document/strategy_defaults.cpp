@@ -1,13 +1,14 @@
 #include "widgets/document/strategy_defaults.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
-#include "core/strategies/repeated_blocks.h"
 #include "core/strategies/registry.h"
+#include "core/strategies/repeated_blocks.h"
 
 namespace remat {
 
@@ -27,35 +28,65 @@ StrategyDefaults strategy_defaults(const Model& m) {
   return d;
 }
 
-QString default_spec(const QString& head, const StrategyDefaults& d) {
-  // offload+BASE: the base gets its default ("offload+revolve" -> offload+revolve:4).
-  if (head.contains('+')) return head.section('+', 0, 0) + "+" + default_spec(head.section('+', 1), d);
-  if (head == "offload") return QString("offload:%1").arg(d.k);
-  if (head == "every-k") return QString("every-k:%1").arg(d.k);
-  if (head == "revolve") return QString("revolve:%1").arg(d.revolveSlots);
-  if (head == "budget") return QString("budget:%1").arg(d.budget);
-  if (head == "optimal") return QString("optimal:%1:%2").arg(d.budget).arg(d.seconds);
-  if (head == "manual") return "manual:0";
-  return head;
+int64_t default_parameter(ParamKind kind, const StrategyDefaults& d) {
+  switch (kind) {
+    case ParamKind::Interval: return d.k;
+    case ParamKind::Slots: return d.revolveSlots;
+    case ParamKind::Bytes: return static_cast<int64_t>(d.budget);
+    case ParamKind::Seconds: return d.seconds;
+    case ParamKind::OpIds: return 0;
+    case ParamKind::Count: return 0;  // left out: all of the model's units
+  }
+  return 0;
 }
 
-QString not_applicable(const QString& head, const Model& m) {
-  if (head.contains('+')) return not_applicable(head.section('+', 1), m);  // offload+revolve: as revolve
-  if ((head == "revolve" || head == "budget") && m.size() > 1 && !is_chain(m))
-    return QString("chains only: %1 is a DAG (try optimal)").arg(QString::fromStdString(m.name));
-  // Read from the graph's structure (core/strategies/repeated_blocks.h).
-  if (head == "attention-core" && m.size() > 1 && attention_cores(m).empty())
-    return QString("no attention core (a MatMul, scale or mask, Softmax and Dropout, read by a MatMul) in %1")
-        .arg(QString::fromStdString(m.name));
-  if (head == "blocks" && m.size() > 1) {
-    try {
-      block_input_checkpoints(m);
-    } catch (const InputError&) {
-      return QString("no block of more than one op between two cuts in %1 (every op is its own block)")
-          .arg(QString::fromStdString(m.name));
-    }
+StrategySpec default_spec(const StrategyInfo& info, const StrategyDefaults& d) {
+  std::vector<int64_t> p;
+  for (const ParamInfo& param : info.params) {
+    if (param.kind == ParamKind::Count) break;  // optional and last: left out
+    p.push_back(default_parameter(param.kind, d));
   }
+  return strategy_spec(info.name, std::move(p));
+}
+
+StrategySpec with_defaults(const StrategySpec& spec, const StrategyDefaults& d) {
+  StrategySpec out = spec.parameters.empty() ? spec : default_spec(strategy_info(spec), d);
+  out.inner.clear();
+  for (const StrategySpec& in : spec.inner) out.inner.push_back(with_defaults(in, d));
+  out.modifier = spec.modifier;
+  out.modifier_argument = spec.modifier_argument;
+  return out;
+}
+
+QString not_applicable(const StrategyInfo& info, const Model& m) {
+  if (info.chains_only && m.size() > 1 && !is_chain(m))
+    return QString("chains only: %1 is a DAG (try optimal)").arg(QString::fromStdString(m.name));
+  if (info.unavailable) return QString::fromStdString(info.unavailable(m));
   return {};
+}
+
+QString not_applicable(const StrategySpec& spec, const Model& m) {
+  return not_applicable(innermost_info(spec), m);  // offload+revolve: as revolve
+}
+
+bool names_model_ops(const StrategySpec& spec) {
+  for (const ParamInfo& p : innermost_info(spec).params)
+    if (p.kind == ParamKind::OpIds) return true;
+  return false;
+}
+
+bool names_model_ops(const std::string& spec) {
+  try {
+    return names_model_ops(parse_strategy(spec));
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+StrategySpec op_list_spec(std::vector<int64_t> ops) {
+  for (const StrategyInfo& info : strategy_catalog())
+    if (info.params.size() == 1 && info.params[0].kind == ParamKind::OpIds) return strategy_spec(info.name, std::move(ops));
+  throw std::logic_error("the catalog has no strategy taking a list of op ids");
 }
 
 }  // namespace remat

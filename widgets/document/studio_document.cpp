@@ -14,7 +14,14 @@
 
 namespace remat {
 namespace {
-bool isSearch(const std::string& spec) { return spec.rfind("optimal:", 0) == 0; }
+// A search with a time limit (optimal): never run on the GUI thread.
+bool isSearch(const std::string& spec) {
+  try {
+    return strategy_info(parse_strategy(spec)).search;
+  } catch (const InputError&) {
+    return false;  // its run says why it does not parse
+  }
+}
 }  // namespace
 
 StudioDocument::StudioDocument(QObject* parent)
@@ -67,9 +74,13 @@ void StudioDocument::setModel(Model model, const QString& source) {
   const StrategyDefaults d = strategy_defaults(*model_);
   QStringList kept;
   for (const QString& s : specs_) {
-    const QString head = s.section(':', 0, 0);
-    if (head == "manual" || !not_applicable(head, *model_).isEmpty()) continue;
-    const QString spec = s.contains(':') ? default_spec(head, d) : s;
+    QString spec = s;  // one that does not parse stays, and its run says why
+    try {
+      const StrategySpec parsed = parse_strategy(s.toStdString());
+      if (names_model_ops(parsed) || !not_applicable(parsed, *model_).isEmpty()) continue;
+      spec = QString::fromStdString(with_defaults(parsed, d).str());
+    } catch (const InputError&) {
+    }
     if (!kept.contains(spec)) kept << spec;
   }
   specs_ = kept.isEmpty() ? defaultSpecs() : kept;
@@ -232,7 +243,7 @@ void StudioDocument::applyEntries(const std::string& shown, double keepPhase) {
   int cur = -1;
   for (int i = 0; i < runCount(); ++i)
     if (entries_[std::size_t(i)]->run.spec == shown && entries_[std::size_t(i)]->run.ok()) cur = i;
-  if (cur < 0 && shown.rfind("manual:", 0) == 0) cur = manualRun();
+  if (cur < 0 && names_model_ops(shown)) cur = manualRun();
   for (int i = 0; cur < 0 && i < runCount(); ++i)
     if (entries_[std::size_t(i)]->run.ok()) cur = i;
   const bool sameRun = cur >= 0 && entries_[std::size_t(cur)]->run.spec == shown;
@@ -393,7 +404,7 @@ void StudioDocument::showSpec(const QString& spec) {
 
 int StudioDocument::manualRun() const {
   for (int i = 0; i < runCount(); ++i)
-    if (entries_[static_cast<std::size_t>(i)]->run.spec.rfind("manual:", 0) == 0) return i;
+    if (names_model_ops(entries_[static_cast<std::size_t>(i)]->run.spec)) return i;
   return -1;
 }
 
@@ -410,12 +421,11 @@ void StudioDocument::toggleCheckpoint(int op) {
     else manual_.insert(std::upper_bound(manual_.begin(), manual_.end(), op), op);
   }
   if (manual_.empty() || manual_.front() != 0) manual_.insert(manual_.begin(), 0);
-  QString spec = "manual:";
-  for (std::size_t i = 0; i < manual_.size(); ++i) spec += (i ? "," : "") + QString::number(manual_[i]);
+  const QString spec = QString::fromStdString(op_list_spec({manual_.begin(), manual_.end()}).str());
   QStringList specs;
   bool replaced = false;
   for (const QString& s : specs_) {
-    if (s.startsWith("manual:")) {
+    if (names_model_ops(s.toStdString())) {
       if (!replaced) specs << spec;
       replaced = true;
     } else {

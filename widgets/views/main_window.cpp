@@ -25,20 +25,21 @@
 #include <limits>
 
 #include "core/base/errors.h"
-#include "widgets/views/activity_bar.h"
+#include "widgets/controllers/playback_controller.h"
+#include "widgets/controllers/run_controller.h"
+#include "widgets/controllers/sweep_controller.h"
 #include "widgets/document/comparison_model.h"
+#include "widgets/document/prepared_run.h"
+#include "widgets/document/strategy_defaults.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/activity_bar.h"
 #include "widgets/views/elided_label.h"
 #include "widgets/views/graph_view.h"
 #include "widgets/views/micro_batch_dialog.h"
-#include "widgets/controllers/playback_controller.h"
-#include "widgets/document/prepared_run.h"
-#include "widgets/controllers/run_controller.h"
+#include "widgets/views/side_by_side_view.h"
 #include "widgets/views/snapshot_dialog.h"
 #include "widgets/views/step_memory_bar.h"
-#include "widgets/views/side_by_side_view.h"
 #include "widgets/views/strategy_panel.h"
-#include "widgets/document/studio_document.h"
-#include "widgets/controllers/sweep_controller.h"
 #include "widgets/views/timeline_chart.h"
 #include "widgets/views/tradeoff_chart.h"
 #include "widgets/views/transport_bar.h"
@@ -322,7 +323,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   settings.setValue("model", doc_->source());
   QStringList specs;
   for (const QString& s : doc_->specs())
-    if (!s.startsWith("manual:")) specs << s;
+    if (!names_model_ops(s.toStdString())) specs << s;  // another model's op ids
   settings.setValue("strategies", specs);
   e->accept();
 }

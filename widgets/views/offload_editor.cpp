@@ -7,9 +7,16 @@
 #include <QStandardItemModel>
 #include <QToolButton>
 
-namespace remat {
+#include "core/base/errors.h"
+#include "core/strategies/registry.h"
 
-OffloadEditor::OffloadEditor(bool removable, QWidget* parent) : QWidget(parent) {
+namespace remat {
+namespace {
+constexpr int kSpecRole = Qt::UserRole + 1;  // a base item's spec (its data is the catalog name)
+}  // namespace
+
+OffloadEditor::OffloadEditor(const QString& wrapper, bool removable, QWidget* parent)
+    : QWidget(parent), wrapper_(wrapper.toStdString()) {
   auto* h = new QHBoxLayout(this);
   h->setContentsMargins(0, 0, 0, 0);
   h->setSpacing(2);
@@ -46,6 +53,7 @@ void OffloadEditor::setBases(const std::vector<Base>& bases) {
   for (const Base& b : bases) {
     base_->addItem("+ " + b.spec, b.name);
     const int i = base_->count() - 1;
+    base_->setItemData(i, b.spec, kSpecRole);
     if (!b.whyNot.isEmpty()) {
       // Listed, so the user sees it exists, but not choosable: the reason says why.
       items->item(i)->setEnabled(false);
@@ -63,21 +71,28 @@ void OffloadEditor::setKRange(int maxK) {
   k_->setRange(1, std::max(1, maxK));
 }
 
-bool OffloadEditor::setSpec(const QString& spec) {
+bool OffloadEditor::setSpec(const QString& text) {
+  StrategySpec spec;
+  try {
+    spec = parse_strategy(text.toStdString());
+  } catch (const InputError&) {
+    return false;  // the panel's run of it says why
+  }
+  if (spec.name != wrapper_ || !spec.modifier.empty()) return false;
   int index = -1;
   int k = k_->value();
-  if (spec == "offload") {
-    index = base_->findData(QString("sqrt"));
-  } else if (spec.startsWith("offload:")) {
-    bool ok = false;
-    k = spec.mid(8).toInt(&ok);
-    if (ok) index = 0;
-  } else if (spec.startsWith("offload+")) {
-    index = base_->findData(spec.mid(8).section(':', 0, 0));
+  if (!spec.inner.empty()) {
+    index = base_->findData(QString::fromStdString(spec.inner.front().name));
+  } else if (!spec.parameters.empty()) {
+    k = static_cast<int>(spec.parameters.front());
+    index = 0;
+  } else {
+    index = base_->findData(QString("sqrt"));  // plain offload: sqrt's checkpoints
   }
   // A base that cannot apply to this model is never chosen.
   if (index < 0 || !qobject_cast<QStandardItemModel*>(base_->model())->item(index)->isEnabled()) return false;
-  if (spec == "offload" || spec == "offload+sqrt") sqrtSpelling_ = spec;
+  if (spec.parameters.empty() && (spec.inner.empty() || spec.inner.front() == strategy_spec("sqrt")))
+    sqrtSpelling_ = QString::fromStdString(spec.str());
   const QSignalBlocker b1(base_), b2(k_);
   base_->setCurrentIndex(index);
   k_->setValue(k);
@@ -87,10 +102,15 @@ bool OffloadEditor::setSpec(const QString& spec) {
 
 QString OffloadEditor::baseName() const { return base_->currentData().toString(); }
 
+QString OffloadEditor::baseSpec() const {
+  if (baseName().isEmpty()) return QString::fromStdString(strategy_spec("every-k", {k_->value()}).str());
+  return base_->currentData(kSpecRole).toString();
+}
+
 QString OffloadEditor::spec() const {
-  if (baseName().isEmpty()) return QString("offload:%1").arg(k_->value());
+  if (baseName().isEmpty()) return QString::fromStdString(strategy_spec(wrapper_, {k_->value()}).str());
   if (baseName() == "sqrt") return sqrtSpelling_;
-  return "offload+" + base_->currentText().mid(2);  // the item reads "+ SPEC"
+  return QString::fromStdString(wrapped_spec(wrapper_, parse_strategy(baseSpec().toStdString())).str());
 }
 
 }  // namespace remat

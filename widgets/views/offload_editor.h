@@ -7,6 +7,7 @@
 #pragma once
 #include <QString>
 #include <QWidget>
+#include <string>
 #include <vector>
 
 class QComboBox;
@@ -19,14 +20,18 @@ class OffloadEditor : public QWidget {
   Q_OBJECT
  public:
   // A strategy offload can take its checkpoints from: its catalog name, the
-  // spec its panel row gives now, and why it cannot apply (empty: it can).
+  // spec its panel row gives now, and why it cannot apply (empty: it can; a
+  // base whose spec does not parse cannot). Specs are read and made by the
+  // registry (parse_strategy, wrapped_spec), never spelled here.
   struct Base {
     QString name;
     QString spec;
     QString whyNot;
   };
-  // `removable`: the extra rows; the catalog's own offload row adds them.
-  explicit OffloadEditor(bool removable, QWidget* parent = nullptr);
+  // `wrapper`: the catalog entry that wraps (offload), whose optional
+  // parameter is the interval K; `removable`: the extra rows; the catalog's
+  // own row adds them.
+  OffloadEditor(const QString& wrapper, bool removable, QWidget* parent = nullptr);
 
   // Refreshes the list, keeping the chosen base (back to "every K" when it
   // is gone or cannot apply any more). Does not emit.
@@ -39,6 +44,8 @@ class OffloadEditor : public QWidget {
   QString spec() const;
   // The chosen base's name, empty for "every K ops".
   QString baseName() const;
+  // The strategy whose checkpoints go to the host: every-k:K or the base's spec.
+  QString baseSpec() const;
 
   QComboBox* baseBox() const { return base_; }
   QSpinBox* kBox() const { return k_; }
@@ -53,6 +60,7 @@ class OffloadEditor : public QWidget {
   QComboBox* base_;
   QSpinBox* k_;
   QToolButton* button_;
+  std::string wrapper_;
   // "offload" and "offload+sqrt" are one schedule: spec() gives back the
   // spelling setSpec() was given, so the row finds its run by spec.
   QString sqrtSpelling_ = "offload+sqrt";

@@ -10,6 +10,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 
+#include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/strategies/registry.h"
 #include "widgets/document/comparison_model.h"
@@ -19,6 +20,16 @@
 namespace remat {
 namespace {
 enum Col { Name, Param, Status };
+}
+
+std::optional<StrategySpec> StrategyPanel::plainSpec(const QString& text, const QTreeWidgetItem* row) const {
+  try {
+    StrategySpec spec = parse_strategy(text.toStdString());
+    // A wrapped or modified spec belongs to no plain row (sqrt+compress:bf16 is not sqrt's).
+    if (spec.name == row->text(Name).toStdString() && spec.inner.empty() && spec.modifier.empty()) return spec;
+  } catch (const InputError&) {
+  }
+  return std::nullopt;
 }
 
 StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
@@ -45,46 +56,70 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
     swatch.fill(strategy_color(name));
     it->setIcon(Name, QIcon(swatch));
     Editors e;
-    QWidget* editor = nullptr;
-    if (name == "every-k" || name == "revolve") {
-      e.count = new QSpinBox(tree_);
-      e.count->setSuffix(name == "every-k" ? tr(" ops") : tr(" slots"));
-      e.count->setToolTip(name == "every-k" ? tr("K: a checkpoint every K ops")
-                                            : tr("C: checkpoint slots, the input's included"));
-      connect(e.count, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
-      editor = e.count;
-    } else if (name == "budget" || name == "optimal") {
-      auto* box = new QWidget(tree_);
-      auto* h = new QHBoxLayout(box);
-      h->setContentsMargins(0, 0, 0, 0);
-      h->setSpacing(2);
-      e.budget = new QDoubleSpinBox(box);
-      e.budget->setDecimals(2);
-      e.budget->setToolTip(tr("Memory budget for activations and their gradients (half of store-all's peak by default)"));
-      connect(e.budget, &QDoubleSpinBox::valueChanged, this, &StrategyPanel::changed);
-      h->addWidget(e.budget);
-      if (name == "optimal") {
-        e.seconds = new QSpinBox(box);
-        e.seconds->setRange(1, 86400);
-        e.seconds->setSuffix(tr(" s"));
-        e.seconds->setToolTip(tr("Time limit of the search: the best found when it runs out"));
-        connect(e.seconds, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
-        h->addWidget(e.seconds);
-      }
-      editor = box;
-    } else if (name == "offload") {
-      auto* ed = new OffloadEditor(false, tree_);
+    if (info.wrap) {  // offload: its own editor of where the checkpoints come from
+      auto* ed = new OffloadEditor(name, false, tree_);
       connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
       connect(ed, &OffloadEditor::addRequested, this, [this] { addOffloadRow(); });
       offload_.push_back({it, ed});
       tree_->setItemWidget(it, Param, ed);
       editors_[name] = e;
       continue;
-    } else if (name == "manual") {
-      e.list = new QLineEdit("0", tree_);
-      e.list->setToolTip(tr("Checkpointed op ids, comma-separated (or click forward nodes in the graph)"));
-      connect(e.list, &QLineEdit::editingFinished, this, &StrategyPanel::changed);
-      editor = e.list;
+    }
+    // One editor per parameter, by its kind (registry.h's ParamKind).
+    std::vector<QWidget*> fields;
+    for (const ParamInfo& param : info.params) {
+      switch (param.kind) {
+        case ParamKind::Interval:
+        case ParamKind::Slots: {
+          const bool interval = param.kind == ParamKind::Interval;
+          e.count = new QSpinBox(tree_);
+          e.count->setSuffix(interval ? tr(" ops") : tr(" slots"));
+          e.count->setToolTip(interval ? tr("K: a checkpoint every K ops") : tr("C: checkpoint slots, the input's included"));
+          connect(e.count, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+          fields.push_back(e.count);
+          break;
+        }
+        case ParamKind::Count:
+          e.count = new QSpinBox(tree_);
+          e.count->setRange(0, int(std::min<int64_t>(param.hi, 1 << 20)));
+          e.count->setSpecialValueText(tr("all"));  // 0: the parameter left out
+          e.count->setToolTip(QString::fromStdString(param.what));
+          connect(e.count, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+          fields.push_back(e.count);
+          break;
+        case ParamKind::Bytes:
+          e.budget = new QDoubleSpinBox(tree_);
+          e.budget->setDecimals(2);
+          e.budget->setToolTip(tr("Memory budget for activations and their gradients (half of store-all's peak by default)"));
+          connect(e.budget, &QDoubleSpinBox::valueChanged, this, &StrategyPanel::changed);
+          fields.push_back(e.budget);
+          break;
+        case ParamKind::Seconds:
+          e.seconds = new QSpinBox(tree_);
+          e.seconds->setRange(int(param.lo), int(param.hi));
+          e.seconds->setSuffix(tr(" s"));
+          e.seconds->setToolTip(tr("Time limit of the search: the best found when it runs out"));
+          connect(e.seconds, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
+          fields.push_back(e.seconds);
+          break;
+        case ParamKind::OpIds:
+          e.list = new QLineEdit("0", tree_);
+          e.list->setToolTip(tr("Checkpointed op ids, comma-separated (or click forward nodes in the graph)"));
+          connect(e.list, &QLineEdit::editingFinished, this, &StrategyPanel::changed);
+          fields.push_back(e.list);
+          break;
+      }
+    }
+    QWidget* editor = fields.size() == 1 ? fields.front() : nullptr;
+    if (fields.size() > 1) {  // side by side in one cell
+      editor = new QWidget(tree_);
+      auto* h = new QHBoxLayout(editor);
+      h->setContentsMargins(0, 0, 0, 0);
+      h->setSpacing(2);
+      for (QWidget* f : fields) {
+        f->setParent(editor);
+        h->addWidget(f);
+      }
     }
     if (editor) tree_->setItemWidget(it, Param, editor);
     editors_[name] = e;
@@ -139,7 +174,14 @@ void StrategyPanel::refreshOffloadBases() {
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     const QTreeWidgetItem* it = tree_->topLevelItem(i);
     if (offloadOf(it)) continue;  // offload never wraps another offload
-    bases.push_back({it->text(Name), specOf(it), it->data(Status, Qt::UserRole).toString()});
+    QString why = it->data(Status, Qt::UserRole).toString();
+    const QString spec = specOf(it);
+    try {
+      (void)parse_strategy(spec.toStdString());
+    } catch (const InputError& e) {
+      if (why.isEmpty()) why = QString::fromStdString(e.what());  // its own row's parameter does not parse
+    }
+    bases.push_back({it->text(Name), spec, why});
   }
   for (const OffloadRow& r : offload_) {
     r.editor->setBases(bases);
@@ -155,7 +197,7 @@ OffloadEditor* StrategyPanel::addOffloadRow(const QString& spec) {
   it->setToolTip(Name, last.item->toolTip(Name));
   it->setIcon(Name, last.item->icon(Name));
   it->setFlags(last.item->flags());
-  auto* ed = new OffloadEditor(true, tree_);
+  auto* ed = new OffloadEditor(last.item->text(Name), true, tree_);
   offload_.push_back({it, ed});
   tree_->setItemWidget(it, Param, ed);
   const bool wasUpdating = updating_;
@@ -202,9 +244,11 @@ void StrategyPanel::setModel(const Model& model) {
   updating_ = true;
   defaults_ = strategy_defaults(model);
   for (auto& [name, e] : editors_) {
-    if (e.count) {
-      e.count->setRange(1, std::max(1, defaults_.n));
-      e.count->setValue(name == "every-k" ? defaults_.k : defaults_.revolveSlots);
+    const StrategyInfo* info = find_strategy(name.toStdString());
+    if (e.count && info) {
+      const ParamKind kind = info->params.front().kind;
+      e.count->setRange(kind == ParamKind::Count ? 0 : 1, std::max(1, defaults_.n));  // Count's 0: "all"
+      e.count->setValue(int(default_parameter(kind, defaults_)));
     }
     if (e.budget) {
       const double u = defaults_.unit.bytes;
@@ -219,7 +263,8 @@ void StrategyPanel::setModel(const Model& model) {
   }
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);
-    const QString why = not_applicable(it->text(Name), model);
+    const StrategyInfo* info = find_strategy(it->text(Name).toStdString());
+    const QString why = info ? not_applicable(*info, model) : QString();
     it->setData(Status, Qt::UserRole, why);
     it->setFlags(why.isEmpty() ? it->flags() | Qt::ItemIsEnabled : it->flags() & ~Qt::ItemIsEnabled);
     if (QWidget* w = tree_->itemWidget(it, Param)) w->setEnabled(why.isEmpty());
@@ -235,7 +280,10 @@ void StrategyPanel::setModel(const Model& model) {
     offload_.pop_back();
   }
   refreshOffloadBases();
-  if (!offload_.empty()) offload_.front().editor->setSpec(QString("offload:%1").arg(defaults_.k));
+  if (!offload_.empty()) {
+    const QString name = offload_.front().item->text(Name);
+    offload_.front().editor->setSpec(QString::fromStdString(default_spec(*find_strategy(name.toStdString()), defaults_).str()));
+  }
   updating_ = false;
 }
 
@@ -243,15 +291,47 @@ QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
   if (const OffloadEditor* ed = offloadOf(it)) return ed->spec();
   const QString name = it->text(Name);
   const auto found = editors_.find(name);
-  if (found == editors_.end()) return name;
+  const StrategyInfo* info = find_strategy(name.toStdString());
+  if (found == editors_.end() || !info || info->params.empty()) return name;
   const Editors& e = found->second;
-  if (e.count) return QString("%1:%2").arg(name).arg(e.count->value());
-  if (e.list) return "manual:" + e.list->text().trimmed();
-  if (e.budget) {
-    const auto bytes = static_cast<qulonglong>(std::llround(e.budget->value() * defaults_.unit.bytes));
-    return e.seconds ? QString("optimal:%1:%2").arg(bytes).arg(e.seconds->value()) : QString("budget:%1").arg(bytes);
+  // The list of op ids is typed: text that does not parse stays as typed, so
+  // that its run says why.
+  if (e.list) {
+    try {
+      return QString::fromStdString(parse_strategy_argument(info->name, e.list->text().trimmed().toStdString()).str());
+    } catch (const InputError&) {
+      return QString::fromStdString(strategy_text(info->name, e.list->text().trimmed().toStdString()));
+    }
   }
-  return name;
+  std::vector<int64_t> p;
+  for (const ParamInfo& param : info->params) {
+    // A row without the editor (an offload row being added) is its name.
+    switch (param.kind) {
+      case ParamKind::Interval:
+      case ParamKind::Slots:
+        if (!e.count) return name;
+        p.push_back(e.count->value());
+        break;
+      case ParamKind::Bytes:
+        if (!e.budget) return name;
+        p.push_back(std::llround(e.budget->value() * defaults_.unit.bytes));
+        break;
+      case ParamKind::Seconds:
+        if (!e.seconds) return name;
+        p.push_back(e.seconds->value());
+        break;
+      case ParamKind::OpIds: return name;  // e.list, above
+      case ParamKind::Count:
+        if (!e.count) return name;
+        if (e.count->value() > 0) p.push_back(e.count->value());  // 0 ("all"): left out
+        break;
+    }
+  }
+  try {
+    return QString::fromStdString(strategy_spec(info->name, std::move(p)).str());
+  } catch (const InputError&) {  // an editor's range wider than the entry's: the run says why
+    return name;
+  }
 }
 
 QStringList StrategyPanel::specs() const {
@@ -265,19 +345,28 @@ QStringList StrategyPanel::specs() const {
   return out;
 }
 
-void StrategyPanel::applyParameter(const QString& name, const QString& p) {
-  Editors& e = editors_[name];
-  const QStringList f = p.split(':');
-  bool ok = false;
-  if (e.count) {
-    const int v = p.toInt(&ok);
-    if (ok) e.count->setValue(v);
-  } else if (e.list) {
-    e.list->setText(p);
-  } else if (e.budget) {
-    const double bytes = f.value(0).toDouble(&ok);
-    if (ok) e.budget->setValue(bytes / defaults_.unit.bytes);
-    if (e.seconds && f.size() > 1) e.seconds->setValue(f[1].toInt());
+void StrategyPanel::applyParameters(const StrategySpec& spec) {
+  const auto found = editors_.find(QString::fromStdString(spec.name));
+  if (found == editors_.end()) return;
+  Editors& e = found->second;
+  const StrategyInfo& info = strategy_info(spec);
+  for (std::size_t i = 0; i < info.params.size(); ++i) {
+    const ParamInfo& param = info.params[i];
+    // A parameter left out has its omitted value (optimal's default time limit).
+    const int64_t v = i < spec.parameters.size() ? spec.parameters[i] : param.omitted_value;
+    if (param.kind == ParamKind::OpIds) {
+      if (e.list) e.list->setText(QString::fromStdString(parameter_text(spec)));
+    } else if (param.kind == ParamKind::Count && e.count) {
+      e.count->setValue(int(std::max<int64_t>(v, 0)));  // left out: 0, "all"
+    } else if (v < 0) {
+      continue;
+    } else if ((param.kind == ParamKind::Interval || param.kind == ParamKind::Slots) && e.count) {
+      e.count->setValue(int(v));
+    } else if (param.kind == ParamKind::Bytes && e.budget) {
+      e.budget->setValue(double(v) / defaults_.unit.bytes);
+    } else if (param.kind == ParamKind::Seconds && e.seconds) {
+      e.seconds->setValue(int(v));
+    }
   }
 }
 
@@ -288,9 +377,10 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
     if (offloadOf(it)) continue;  // below, once the bases have their parameters
     bool on = false;
     for (const QString& s : specs) {
-      if (s.section(':', 0, 0) != it->text(Name)) continue;
+      const std::optional<StrategySpec> spec = plainSpec(s, it);
+      if (!spec) continue;
       on = true;
-      if (s.contains(':')) applyParameter(it->text(Name), s.section(':', 1));
+      applyParameters(*spec);
     }
     it->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
     if (!on && it->data(Status, Qt::UserRole).toString().isEmpty()) it->setText(Status, {});
@@ -301,11 +391,16 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
 
 void StrategyPanel::setOffloadSpecs(const QStringList& specs) {
   QStringList mine;
-  for (const QString& s : specs)
-    if (s == "offload" || s.startsWith("offload:") || s.startsWith("offload+")) mine << s;
-  // offload+BASE:P takes P from BASE's row: set it there first.
-  for (const QString& s : mine)
-    if (s.startsWith("offload+") && s.contains(':')) applyParameter(s.mid(8).section(':', 0, 0), s.mid(8).section(':', 1));
+  for (const QString& s : specs) {
+    try {
+      const StrategySpec spec = parse_strategy(s.toStdString());
+      if (!strategy_info(spec).wrap || !spec.modifier.empty()) continue;
+      mine << s;
+      // offload+BASE:P takes P from BASE's row: set it there first.
+      if (!spec.inner.empty()) applyParameters(spec.inner.front());
+    } catch (const InputError&) {  // not shown in a row; its run says why
+    }
+  }
   while (offload_.size() > std::max<std::size_t>(1, std::size_t(mine.size()))) {
     delete offload_.back().item;
     offload_.pop_back();
@@ -330,15 +425,14 @@ void StrategyPanel::setRuns(const RunList& runs) {
     it->setForeground(Status, QBrush());
     const OffloadEditor* offload = offloadOf(it);
     for (const StrategyRun& r : runs) {
-      if (offload ? QString::fromStdString(r.spec) != offload->spec()
-                  : QString::fromStdString(r.spec).section(':', 0, 0) != it->text(Name))
-        continue;
+      // A row's run: its spec (parsed, or as the row wrote it when it does not parse).
+      const QString spec = QString::fromStdString(r.spec);
+      if (offload ? spec != offload->spec() : !plainSpec(spec, it) && spec != specOf(it)) continue;
       if (r.ok() && offload && r.sim.transfers == 0) {
         // Valid, but not what the user meant: say why nothing went to the host.
         const QString why = tr("moves nothing: every checkpoint it keeps is read as soon as the backward reaches it, "
                                "none waits through a recompute (the same schedule as %1)")
-                                .arg(offload->baseName().isEmpty() ? QString("every-k:%1").arg(offload->spec().mid(8))
-                                                                   : offload->spec().mid(8));
+                                .arg(offload->baseSpec());
         it->setText(Status, why);
         it->setToolTip(Status, why);
         it->setForeground(Status, QBrush(QColor(150, 90, 0)));

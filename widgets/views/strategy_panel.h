@@ -1,13 +1,15 @@
 // Chooses the strategies to compare: one row per entry of strategy_catalog(),
-// a check box, its parameter as a spin box with its unit (K ops, C slots, a
-// budget in the model's byte unit, a time limit) defaulting per model
-// (strategy_defaults.h), and whether it applies to this model (disabled with
+// a check box, its parameters as editors chosen by each parameter's kind in
+// the entry (K ops, C slots, a budget in the model's byte unit, a time
+// limit, a list of op ids) defaulting per model (strategy_defaults.h), the
+// wrapping entry (offload) with its own editor (offload_editor.h), and whether it applies to this model (disabled with
 // the reason when it cannot, the run's error when it did not). The strategy's
 // one-line help shows under the list.
 #pragma once
 #include <QStringList>
 #include <QWidget>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/analysis/comparison.h"
@@ -60,7 +62,10 @@ class StrategyPanel : public QWidget {
     QLineEdit* list = nullptr;         // manual
   };
   QString specOf(const QTreeWidgetItem* item) const;
-  void applyParameter(const QString& name, const QString& parameter);
+  // Sets the editors of `spec`'s row to its parameters.
+  void applyParameters(const StrategySpec& spec);
+  // `text` parsed, when it names `row`'s strategy without wrapper or modifier.
+  std::optional<StrategySpec> plainSpec(const QString& text, const QTreeWidgetItem* row) const;
   void changed();
   OffloadEditor* offloadOf(const QTreeWidgetItem* item) const;
   void removeOffloadRow(QTreeWidgetItem* item);

@@ -5,6 +5,7 @@
 #include "core/analysis/comparison.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/sim/time_model.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 
@@ -12,19 +13,23 @@ const std::vector<TradeoffFamily>& tradeoff_families() {
   static const std::vector<TradeoffFamily> table = {
       {"offload (checkpoints on the host)", QScatterSeries::MarkerShapeTriangle,
        // offload+sqrt is offload:{K} (the same schedule): listed once.
-       {"offload:{K/2}", "offload+sqrt", "offload:{2K}"}},
-      {"compressed checkpoints", QScatterSeries::MarkerShapeStar, {"sqrt+compress:bf16", "sqrt+compress:int8"}},
+       [](int k) {
+         return std::vector<StrategySpec>{strategy_spec("offload", {std::max(1, k / 2)}),
+                                          wrapped_spec("offload", strategy_spec("sqrt")), strategy_spec("offload", {2 * k})};
+       }},
+      {"compressed checkpoints", QScatterSeries::MarkerShapeStar,
+       [](int) {
+         return std::vector<StrategySpec>{modified_spec(strategy_spec("sqrt"), "compress", "bf16"),
+                                          modified_spec(strategy_spec("sqrt"), "compress", "int8")};
+       }},
   };
   return table;
 }
 
 std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model) {
-  const int k = std::max(1, sqrt_interval(model));
-  const std::pair<const char*, int> values[] = {{"{K/2}", std::max(1, k / 2)}, {"{2K}", 2 * k}, {"{K}", k}};
   std::vector<std::string> out;
-  for (std::string s : family.specs) {
-    for (const auto& [token, v] : values)
-      if (const auto at = s.find(token); at != std::string::npos) s.replace(at, std::string(token).size(), std::to_string(v));
+  for (const StrategySpec& spec : family.specs(std::max(1, sqrt_interval(model)))) {
+    const std::string s = spec.str();
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }
   return out;

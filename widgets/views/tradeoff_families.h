@@ -1,7 +1,7 @@
 // The families of strategies the Trade-off tab places beside recompute's
 // staircase: each a name for the legend, a marker shape and the specs it
-// tries on a model, where "{K}", "{K/2}" and "{2K}" stand for sqrt's interval
-// on that model (4 on chain:16) and its half and double. A family is one
+// tries on a model, made from sqrt's interval K on that model (4 on
+// chain:16): offload:{K/2}, offload+sqrt, offload:{2K}. A family is one
 // line in the table (offload; compressed checkpoints, "sqrt+compress:bf16").
 // Each point sits at (peak device bytes, step-time overhead): the time
 // model's step time (core/sim/time_model.h, the window's rates) over the step without
@@ -15,21 +15,22 @@
 #include <string>
 #include <vector>
 
-#include "core/sim/instruction_limit.h"
 #include "core/model/model.h"
+#include "core/sim/instruction_limit.h"
 #include "core/sim/simulator.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 
 struct TradeoffFamily {
   const char* name;  // the legend's entry
   QScatterSeries::MarkerShape shape;
-  std::vector<const char*> specs;  // with {K}, {K/2}, {2K}
+  std::vector<StrategySpec> (*specs)(int k);  // the specs on a model whose sqrt interval is k
 };
 
 // The table (recompute's own points come from the sweep: not listed).
 const std::vector<TradeoffFamily>& tradeoff_families();
-// The family's specs on this model, placeholders filled in, duplicates dropped.
+// The family's specs on this model, printed, duplicates dropped.
 std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model);
 
 struct FamilyPoint {

@@ -1,0 +1,105 @@
+// StrategySpec: the registry parses a spec once into a value, prints it back
+// canonically and builds from it; every catalog entry round-trips through
+// parse/print/make, equal specs are the same strategy however they were
+// written, and the builders code uses (the sweep, the window) check what a
+// parsed text would. Nothing here registers a strategy: it reads the table.
+#include <gtest/gtest.h>
+
+#include "core/base/errors.h"
+#include "core/model/presets.h"
+#include "core/strategies/checkpoint_sets.h"
+#include "core/strategies/registry.h"
+#include "tests/support/input_error.h"
+
+using namespace remat;
+
+namespace {
+
+std::string example_of(const StrategyInfo& info) {
+  const std::string own = info.argument.empty() ? info.name : info.name + ":" + info.example;
+  return info.modify ? "sqrt+" + own : own;  // a modifier is written after a base
+}
+
+std::string parse_error(const std::string& text) {
+  return remat::testing::input_error_of([&] { parse_strategy(text); });
+}
+
+}  // namespace
+
+TEST(StrategySpec, EveryCatalogEntryRoundTripsThroughParsePrintAndMake) {
+  for (const StrategyInfo& info : strategy_catalog()) {
+    SCOPED_TRACE(info.name);
+    const StrategySpec spec = parse_strategy(example_of(info));
+    EXPECT_EQ(info.modify ? spec.modifier : spec.name, info.name);
+    EXPECT_EQ(parse_strategy(spec.str()), spec);
+    EXPECT_EQ(parse_strategy(spec.str()).str(), spec.str());
+    // The strategy made from the value names itself by the value's text.
+    EXPECT_EQ(make_strategy(spec)->name(), spec.str());
+    EXPECT_EQ(&strategy_info(spec), info.modify ? find_strategy("sqrt") : &info);
+    // One parameter value per parameter given, at most as many as the entry has
+    // (a list of op ids is one parameter of any length).
+    if (info.params.empty()) EXPECT_TRUE(spec.parameters.empty());
+    else if (info.params.front().kind != ParamKind::OpIds) EXPECT_LE(spec.parameters.size(), info.params.size());
+    // Each entry's colour is its own (the palette is the table's, not a position's).
+    EXPECT_NE(info.color, 0x777777u);
+  }
+}
+
+TEST(StrategySpec, EqualSpecsAreOneStrategyHoweverWritten) {
+  EXPECT_EQ(parse_strategy("budget:1K"), parse_strategy("budget:1024"));
+  EXPECT_EQ(parse_strategy("budget:1K").str(), "budget:1024");
+  EXPECT_EQ(parse_strategy("manual:9,3,3"), parse_strategy("manual:3,9"));
+  EXPECT_EQ(parse_strategy("manual:9,3,3").parameters, (std::vector<int64_t>{3, 9}));
+  // optimal's default time limit is left out of its text, as its name() does.
+  EXPECT_EQ(parse_strategy("optimal:1K:5").str(), "optimal:1024");
+  EXPECT_EQ(parse_strategy("optimal:1K:7").parameters, (std::vector<int64_t>{1024, 7}));
+  EXPECT_NE(parse_strategy("every-k:4"), parse_strategy("every-k:5"));
+  EXPECT_NE(parse_strategy("offload"), parse_strategy("offload+sqrt"));  // one schedule, two spellings
+  EXPECT_NE(parse_strategy("sqrt"), parse_strategy("sqrt+compress:bf16"));
+}
+
+TEST(StrategySpec, WrappersAndModifiersAreParts) {
+  const StrategySpec off = parse_strategy("offload+revolve:4+compress:int8");
+  EXPECT_EQ(off.name, "offload");
+  EXPECT_TRUE(off.parameters.empty());
+  ASSERT_EQ(off.inner.size(), 1u);
+  EXPECT_EQ(off.inner.front(), parse_strategy("revolve:4"));
+  EXPECT_EQ(off.modifier, "compress");
+  EXPECT_EQ(off.modifier_argument, "int8");
+  EXPECT_EQ(off.unmodified().str(), "offload+revolve:4");
+  EXPECT_EQ(&innermost_info(off), find_strategy("revolve"));
+  EXPECT_EQ(off.str(), "offload+revolve:4+compress:int8");
+  EXPECT_EQ(make_strategy(off)->name(), off.str());
+  EXPECT_EQ(parse_strategy("offload:3").parameters, (std::vector<int64_t>{3}));
+  EXPECT_EQ(parameter_text(parse_strategy("manual:7,2")), "2,7");
+  EXPECT_EQ(parameter_text(parse_strategy("optimal:2K:9")), "2048:9");
+}
+
+TEST(StrategySpec, BuildersCheckAsTheParserDoes) {
+  EXPECT_EQ(strategy_spec("every-k", {4}), parse_strategy("every-k:4"));
+  EXPECT_EQ(strategy_spec("manual", {5, 1, 5}).str(), "manual:1,5");
+  EXPECT_EQ(strategy_spec("optimal", {4096, 5}).str(), "optimal:4096");
+  EXPECT_EQ(wrapped_spec("offload", strategy_spec("budget", {9})).str(), "offload+budget:9");
+  EXPECT_EQ(modified_spec(strategy_spec("sqrt"), "compress", "f16").str(), "sqrt+compress:f16");
+  const auto error_of = [](auto build) { return remat::testing::input_error_of(build); };
+  EXPECT_EQ(error_of([] { strategy_spec("every-k", {0}); }), "every-k: K must be between 1 and 1073741824, got 0");
+  EXPECT_EQ(error_of([] { strategy_spec("every-k"); }), "strategy 'every-k' needs an argument: every-k:K");
+  EXPECT_EQ(error_of([] { wrapped_spec("offload", strategy_spec("offload", {2})); }),
+            "strategy 'offload+offload:2': offload cannot wrap another offload");
+  EXPECT_EQ(error_of([] { modified_spec(strategy_spec("sqrt"), "compress", "fp8"); }),
+            "strategy 'sqrt+compress:fp8': unknown compression type 'fp8' (known: bf16, f16, int8)");
+  EXPECT_EQ(parse_error("optimal:1K:5:5"), "optimal: expected optimal:BYTES[:SECONDS] (got 'optimal:1K:5:5')");
+  EXPECT_EQ(parse_error("every-k:4:5"), "every-k: K must be an integer, got '4:5'");
+}
+
+// What the graph rings: the checkpoint set the strategy itself names, from
+// the strategy (no second parser of sqrt/every-k/manual in the window).
+TEST(StrategySpec, DeclaredCheckpointsComeFromTheStrategy) {
+  const Model m = make_preset("chain:16");
+  EXPECT_EQ(make_strategy("sqrt")->declared_checkpoints(m),
+            cut_checkpoints(m, every_k_boundaries(m, sqrt_interval(m))));
+  EXPECT_EQ(make_strategy("every-k:3")->declared_checkpoints(m), cut_checkpoints(m, every_k_boundaries(m, 3)));
+  EXPECT_EQ(make_strategy("manual:7,2")->declared_checkpoints(m), (std::vector<int>{2, 7}));
+  EXPECT_TRUE(make_strategy("store-all")->declared_checkpoints(m).empty());
+  EXPECT_TRUE(make_strategy("offload:4")->declared_checkpoints(m).empty());
+}
