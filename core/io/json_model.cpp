@@ -153,9 +153,8 @@ struct Reader {
     } else {
       const auto& a = array(v, at);
       out->reserve(a.size());
-      for (std::size_t i = 0; i < a.size(); ++i)
-        out->push_back(static_cast<float>(number(a[i], at + "/" + std::to_string(i), -std::numeric_limits<float>::max(),
-                                                 std::numeric_limits<float>::max())));
+      // An additive mask holds -inf (a causal one added to the scores).
+      for (std::size_t i = 0; i < a.size(); ++i) out->push_back(extended_number(a[i], at + "/" + std::to_string(i)));
     }
     if (static_cast<int64_t>(out->size()) != n)
       fail(origin, at, std::to_string(out->size()) + " values for a constant of shape " + shape_string(shape) + " (" +
@@ -325,7 +324,7 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
         j["values"] = float_json(a.values.data()[0]);  // a scalar
       } else if (!a.values.empty()) {
         auto& vals = j["values"] = nlohmann::ordered_json::array();
-        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(extended_json(a.values.data()[i]));
       }
       if (op.kind == OpKind::MaskedFill) {
         if (std::isinf(a.fill)) j["fill"] = a.fill < 0 ? "-inf" : "inf";
@@ -343,7 +342,7 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
           j["values"] = float_json(a.values.data()[0]);
         } else if (!a.values.empty()) {
           auto& vals = j["values"] = nlohmann::ordered_json::array();
-          for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+          for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(extended_json(a.values.data()[i]));
         }
       }
       const PwOperands ops = pointwise_operands(op);
