@@ -55,20 +55,24 @@ static std::string executable_kinds_list() {
 
 void check_executable(const Model& model) {
   const std::vector<RunBlocker> blockers = run_blockers(model);
-  std::string list;
+  std::string list, why;
   int bad = 0;
+  std::vector<std::string> reasons;  // "Kind: reason", each once
   for (const RunBlocker& b : blockers) {
     if (!b.simulate_only) continue;
-    if (++bad <= 5) {
-      const Op& op = model.op(b.op);
-      list += (bad > 1 ? ", " : "") + (op.name.empty() ? std::string(kind_name(op.kind)) : op.name) + " (op " +
-              std::to_string(b.op) + ", " + std::string(kind_name(op.kind)) + ": " + b.why + ")";
+    const Op& op = model.op(b.op);
+    const std::string name = op.name.empty() ? std::string(kind_name(op.kind)) : op.name;
+    if (++bad <= 5) list += (bad > 1 ? ", " : "") + name + " (op " + std::to_string(b.op) + ", " + std::string(kind_name(op.kind)) + ")";
+    const std::string reason = std::string(kind_name(op.kind)) + ": " + b.why;
+    if (reasons.size() < 5 && std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+      reasons.push_back(reason);
+      why += (why.empty() ? "" : "; ") + reason + " (" + name + ")";
     }
   }
   if (bad > 5) list += " and " + std::to_string(bad - 5) + " more";
   if (bad)
     throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
-                     executable_kinds_list() + " with whole-float sizes can be executed)");
+                     executable_kinds_list() + " with whole-float sizes can be executed); why: " + why);
   if (!blockers.empty()) throw InputError("model " + model.name + ": " + blockers.front().why);
 }
 

@@ -267,7 +267,8 @@ PwCall pointwise_call(const State& s, const OpCall& c, bool backward) {
     } else if (o.src == PwOperand::Constant) {
       a.x[k] = c.op.attrs->learned ? s.param(c.v, 0) : constant;
     } else {
-      a.x[k] = constant + (c.op.attrs->learned ? 0 : constant_numel(c.op));
+      // After the fixed constant's values, if the op has one.
+      a.x[k] = constant + (c.op.attrs->const_at >= 0 && !c.op.attrs->learned ? constant_numel(c.op) : 0);
     }
   }
   if (backward && (reads & pw::kY)) a.y = c.self();

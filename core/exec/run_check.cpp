@@ -58,7 +58,7 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   const auto add = [&](int v, std::string why) {
     if (out.size() < limit) out.push_back({v, false, std::move(why)});
   };
-  for (int v = 1; v < model.size(); ++v) {
+  for (int v = 1; v < model.size() && out.size() < limit; ++v) {
     const Op& op = model.op(v);
     // Integer token ids feed an Embedding, nothing else reads integers.
     for (const int u : op.inputs)

@@ -153,9 +153,8 @@ struct Reader {
     } else {
       const auto& a = array(v, at);
       out->reserve(a.size());
-      for (std::size_t i = 0; i < a.size(); ++i)
-        out->push_back(static_cast<float>(number(a[i], at + "/" + std::to_string(i), -std::numeric_limits<float>::max(),
-                                                 std::numeric_limits<float>::max())));
+      // An additive mask holds -inf (a causal one added to the scores).
+      for (std::size_t i = 0; i < a.size(); ++i) out->push_back(extended_number(a[i], at + "/" + std::to_string(i)));
     }
     if (static_cast<int64_t>(out->size()) != n)
       fail(origin, at, std::to_string(out->size()) + " values for a constant of shape " + shape_string(shape) + " (" +
@@ -228,6 +227,8 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
   for (const auto& [key, v] : j.items()) {
     if (takers(key).empty()) continue;  // not an attribute
     const std::string here = at + "/" + key;
+    if (!takes(op.kind, key) && key == "learned")  // the *Const kinds' answer first: a learned product is the family's
+      fail(r.origin, here, "only AddConst ops take 'learned' (and Pointwise ops: a learned product or quotient is a Pointwise mul or div)");
     if (!takes(op.kind, key)) fail(r.origin, here, "only " + takers(key) + " ops take '" + key + "'");
     OpAttrs& a = op.attrs.edit();
     if (key == "channels") a.channels = r.integer(v, here, 1, kBig);
@@ -325,7 +326,7 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
         j["values"] = float_json(a.values.data()[0]);  // a scalar
       } else if (!a.values.empty()) {
         auto& vals = j["values"] = nlohmann::ordered_json::array();
-        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(extended_json(a.values.data()[i]));
       }
       if (op.kind == OpKind::MaskedFill) {
         if (std::isinf(a.fill)) j["fill"] = a.fill < 0 ? "-inf" : "inf";
@@ -343,7 +344,7 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
           j["values"] = float_json(a.values.data()[0]);
         } else if (!a.values.empty()) {
           auto& vals = j["values"] = nlohmann::ordered_json::array();
-          for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+          for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(extended_json(a.values.data()[i]));
         }
       }
       const PwOperands ops = pointwise_operands(op);

@@ -79,44 +79,44 @@ template <class T> REMAT_PW_HD T pow_grad_exponent(T a, T b, T y, T g) {
 // attributes p and q (leaky_relu's slope, elu's alpha, softplus's beta and
 // threshold, clamp's min and max). An operand a derivative does not read is
 // 0 there. ReLU..SiLU are the activations that also have kinds of their own.
-#define REMAT_POINTWISE_FNS(X)                                                                                  \
-  X(Neg, "neg", 1, kNone, kNone, kNone, 1, 1, -a, -g, T(0), T(0))                                               \
-  X(Exp, "exp", 1, kY, kNone, kNone, 8, 1, exp(a), g * y, T(0), T(0))                                       \
-  X(Log, "log", 1, kA, kNone, kNone, 8, 1, log(a), g / a, T(0), T(0))                                       \
-  X(Sqrt, "sqrt", 1, kY, kNone, kNone, 4, 2, sqrt(a), g / (2.0f * y), T(0), T(0))                            \
-  X(Rsqrt, "rsqrt", 1, kY, kNone, kNone, 5, 4, T(1) / sqrt(a), -0.5f * g * (y * y * y), T(0), T(0))          \
-  X(Reciprocal, "reciprocal", 1, kY, kNone, kNone, 1, 3, 1.0f / a, -g * (y * y), T(0), T(0))                    \
-  X(Abs, "abs", 1, kA, kNone, kNone, 1, 2, fabs(a), g * sign(a), T(0), T(0))                                \
-  X(Sin, "sin", 1, kA, kNone, kNone, 8, 9, sin(a), g * cos(a), T(0), T(0))                               \
-  X(Cos, "cos", 1, kA, kNone, kNone, 8, 9, cos(a), -g * sin(a), T(0), T(0))                              \
-  X(Erf, "erf", 1, kA, kNone, kNone, 10, 10, erf(a), g * T(1.12837916709551257390) * exp(-a * a), T(0), T(0)) \
-  X(Hardswish, "hardswish", 1, kA, kNone, kNone, 4, 3, a * hardsigmoid(a),                                      \
-    a < -3.0f ? T(0) : a <= 3.0f ? g * (a / 3.0f + 0.5f) : g, T(0), T(0))                                      \
-  X(Hardsigmoid, "hardsigmoid", 1, kA, kNone, kNone, 3, 2, hardsigmoid(a),                                      \
-    (a > -3.0f && a < 3.0f) ? g / 6.0f : T(0), T(0), T(0))                                                      \
-  X(LeakyReLU, "leaky_relu", 1, kA, kNone, kNone, 1, 1, a > T(0) ? a : a * p, a > T(0) ? g : g * p, T(0), T(0))  \
-  X(ELU, "elu", 1, kA, kNone, kNone, 9, 9, a > T(0) ? a : p * (exp(a) - 1.0f),                             \
-    a > T(0) ? g : g * p * exp(a), T(0), T(0))                                                               \
-  X(Softplus, "softplus", 1, kA, kNone, kNone, 12, 12, softplus(a, p, q), g * softplus_grad(a, p, q), T(0), T(0)) \
-  X(Mish, "mish", 1, kA, kNone, kNone, 20, 24, a * tanh(log1p(exp(a))), g * mish_grad(a), T(0), T(0))   \
-  X(Clamp, "clamp", 1, kA, kNone, kNone, 2, 2, nan_or(a, a, fmin(fmax(a, p), q)),                            \
-    (a >= p && a <= q) ? g : T(0), T(0), T(0))                                                                  \
-  X(ReLU, "relu", 1, kY, kNone, kNone, 1, 2, a > T(0) ? a : T(0), y > T(0) ? g : T(0), T(0), T(0))              \
-  X(Tanh, "tanh", 1, kY, kNone, kNone, 1, 2, tanh(a), g * (1.0f - y * y), T(0), T(0))                        \
-  X(Sigmoid, "sigmoid", 1, kY, kNone, kNone, 4, 3, sigmoid(a), g * y * (1.0f - y), T(0), T(0))                  \
-  X(GELU, "gelu", 1, kA, kNone, kNone, 8, 12, gelu(a), g * gelu_grad(a), T(0), T(0))                            \
-  X(SiLU, "silu", 1, kA, kNone, kNone, 5, 8, a / (T(1) + exp(-a)), g * silu_grad(a), T(0), T(0))             \
-  X(Cast, "cast", 1, kNone, kNone, kNone, 1, 1, a, g, T(0), T(0))                                               \
-  X(Add, "add", 2, kNone, kNone, kNone, 1, 1, a + b, g, g, T(0))                                                \
-  X(Sub, "sub", 2, kNone, kNone, kNone, 1, 1, a - b, g, -g, T(0))                                               \
-  X(Mul, "mul", 2, kB, kA, kNone, 1, 2, a * b, g * b, g * a, T(0))                                              \
-  X(Div, "div", 2, kB, kA | kB, kNone, 1, 3, a / b, g / b, -g * ((a / b) / b), T(0))                            \
-  X(Maximum, "maximum", 2, kA | kB, kA | kB, kNone, 1, 2, nan_or(a, b, a > b ? a : b), max_grad(a, b, g),       \
-    max_grad(b, a, g), T(0))                                                                                    \
-  X(Minimum, "minimum", 2, kA | kB, kA | kB, kNone, 1, 2, nan_or(a, b, a < b ? a : b), min_grad(a, b, g),       \
-    min_grad(b, a, g), T(0))                                                                                    \
-  X(Pow, "pow", 2, kA | kB, kA | kB | kY, kNone, 10, 20, pow(a, b), pow_grad_self(a, b, g),                 \
-    pow_grad_exponent(a, b, y, g), T(0))                                                                        \
+#define REMAT_POINTWISE_FNS(X)                                                                                        \
+  X(Neg, "neg", 1, kNone, kNone, kNone, 1, 1, -a, -g, T(0), T(0))                                                     \
+  X(Exp, "exp", 1, kY, kNone, kNone, 8, 1, exp(a), g * y, T(0), T(0))                                                 \
+  X(Log, "log", 1, kA, kNone, kNone, 8, 1, log(a), g / a, T(0), T(0))                                                 \
+  X(Sqrt, "sqrt", 1, kY, kNone, kNone, 4, 2, sqrt(a), g / (2.0f * y), T(0), T(0))                                     \
+  X(Rsqrt, "rsqrt", 1, kY, kNone, kNone, 5, 4, T(1) / sqrt(a), -0.5f * g * (y * y * y), T(0), T(0))                   \
+  X(Reciprocal, "reciprocal", 1, kY, kNone, kNone, 1, 3, 1.0f / a, -g * (y * y), T(0), T(0))                          \
+  X(Abs, "abs", 1, kA, kNone, kNone, 1, 2, fabs(a), g * sign(a), T(0), T(0))                                          \
+  X(Sin, "sin", 1, kA, kNone, kNone, 8, 9, sin(a), g * cos(a), T(0), T(0))                                            \
+  X(Cos, "cos", 1, kA, kNone, kNone, 8, 9, cos(a), -g * sin(a), T(0), T(0))                                           \
+  X(Erf, "erf", 1, kA, kNone, kNone, 10, 10, erf(a), g * T(1.12837916709551257390) * exp(-a * a), T(0), T(0))         \
+  X(Hardswish, "hardswish", 1, kA, kNone, kNone, 4, 3, a * hardsigmoid(a),                                            \
+    a < -3.0f ? T(0) : a <= 3.0f ? g * (a / 3.0f + 0.5f) : g, T(0), T(0))                                             \
+  X(Hardsigmoid, "hardsigmoid", 1, kA, kNone, kNone, 3, 2, hardsigmoid(a),                                            \
+    (a > -3.0f && a < 3.0f) ? g / 6.0f : T(0), T(0), T(0))                                                            \
+  X(LeakyReLU, "leaky_relu", 1, kA, kNone, kNone, 1, 1, a > T(0) ? a : a * p, a > T(0) ? g : g * p, T(0), T(0))       \
+  X(ELU, "elu", 1, kA, kNone, kNone, 9, 9, a > T(0) ? a : p * (exp(a) - 1.0f),                                        \
+    a > T(0) ? g : g * p * exp(a), T(0), T(0))                                                                        \
+  X(Softplus, "softplus", 1, kA, kNone, kNone, 12, 12, softplus(a, p, q), g * softplus_grad(a, p, q), T(0), T(0))     \
+  X(Mish, "mish", 1, kA, kNone, kNone, 20, 24, a * tanh(log1p(exp(a))), g * mish_grad(a), T(0), T(0))                 \
+  X(Clamp, "clamp", 1, kA, kNone, kNone, 2, 2, nan_or(a, a, fmin(fmax(a, p), q)),                                     \
+    (a >= p && a <= q) ? g : T(0), T(0), T(0))                                                                        \
+  X(ReLU, "relu", 1, kY, kNone, kNone, 1, 2, a > T(0) ? a : T(0), y > T(0) ? g : T(0), T(0), T(0))                    \
+  X(Tanh, "tanh", 1, kY, kNone, kNone, 1, 2, tanh(a), g * (1.0f - y * y), T(0), T(0))                                 \
+  X(Sigmoid, "sigmoid", 1, kY, kNone, kNone, 4, 3, sigmoid(a), g * y * (1.0f - y), T(0), T(0))                        \
+  X(GELU, "gelu", 1, kA, kNone, kNone, 8, 12, gelu(a), g * gelu_grad(a), T(0), T(0))                                  \
+  X(SiLU, "silu", 1, kA, kNone, kNone, 5, 8, a / (T(1) + exp(-a)), g * silu_grad(a), T(0), T(0))                      \
+  X(Cast, "cast", 1, kNone, kNone, kNone, 1, 1, a, g, T(0), T(0))                                                     \
+  X(Add, "add", 2, kNone, kNone, kNone, 1, 1, a + b, g, g, T(0))                                                      \
+  X(Sub, "sub", 2, kNone, kNone, kNone, 1, 1, a - b, g, -g, T(0))                                                     \
+  X(Mul, "mul", 2, kB, kA, kNone, 1, 2, a * b, g * b, g * a, T(0))                                                    \
+  X(Div, "div", 2, kB, kA | kB, kNone, 1, 3, a / b, g / b, -g * ((a / b) / b), T(0))                                  \
+  X(Maximum, "maximum", 2, kA | kB, kA | kB, kNone, 1, 2, nan_or(a, b, a > b ? a : b), max_grad(a, b, g),             \
+    max_grad(b, a, g), T(0))                                                                                          \
+  X(Minimum, "minimum", 2, kA | kB, kA | kB, kNone, 1, 2, nan_or(a, b, a < b ? a : b), min_grad(a, b, g),             \
+    min_grad(b, a, g), T(0))                                                                                          \
+  X(Pow, "pow", 2, kA | kB, kA | kB | kY, kNone, 10, 20, pow(a, b), pow_grad_self(a, b, g),                           \
+    pow_grad_exponent(a, b, y, g), T(0))                                                                              \
   X(Where, "where", 3, kNone, kA, kA, 1, 2, a != T(0) ? b : c, T(0), a != T(0) ? g : T(0), a != T(0) ? T(0) : g)
 
 enum class Fn : uint8_t {

@@ -491,8 +491,12 @@ void rule_pointwise(Derivation& d) {
   std::vector<int64_t> out;
   for (int k = 0; k < ops.arity; ++k) {
     const PwOperand& o = ops.at[k];
-    const std::vector<int64_t> s = o.src == PwOperand::Input ? std::vector<int64_t>(d.in(static_cast<std::size_t>(o.input)).shape.begin(), d.in(static_cast<std::size_t>(o.input)).shape.end())
-                                   : o.src == PwOperand::Constant ? cs : std::vector<int64_t>{};
+    std::vector<int64_t> s;  // a scalar: []
+    if (o.src == PwOperand::Constant) s = cs;
+    if (o.src == PwOperand::Input) {
+      const Shape& in = d.in(static_cast<std::size_t>(o.input)).shape;
+      s.assign(in.begin(), in.end());
+    }
     if (s.size() > out.size()) out.insert(out.begin(), s.size() - out.size(), 1);
     for (std::size_t i = 0; i < s.size(); ++i) {
       int64_t& to = out[out.size() - s.size() + i];
@@ -706,7 +710,8 @@ static std::string family_problem(const Op& op) {
 }
 
 std::string exec_problem(const Op& op) {
-  if (op.simulate_only) return op.kind == OpKind::Generic ? "no kernel runs a Generic op (an op remat has no kind for)" : "marked simulate_only";
+  if (op.simulate_only)
+    return op.kind == OpKind::Generic ? "no kernel runs a Generic op (an op remat has no kind for)" : "marked simulate_only";
   // Token ids: an integer input (the Embedding reads it; check_executable
   // refuses other readers).
   if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64))

@@ -66,6 +66,10 @@ def capture(module, example_input, loss_fn=None, name=None):
            "ops": ops}
     if notes:
         doc["description"] += "; notes: " + "; ".join(notes)
+    # Not written to the file: which module parameter each of remat's
+    # parameter tensors ("op.name", as `remat run --dump` names them) is, for
+    # checks that run the module itself on remat's weights.
+    doc["parameters"] = builder.parameters
     return doc
 
 

@@ -19,6 +19,7 @@ PyTorch's count exactly.
 """
 import torch
 
+from ._pointwise import PointwiseMixin
 from ._trace import storage_key, storage_nbytes
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
@@ -37,6 +38,11 @@ LOSS_OPS = {"mse_loss", "nll_loss_forward", "nll_loss2d_forward", "binary_cross_
             "soft_margin_loss", "cross_entropy_loss"}
 ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh", "sigmoid": "Sigmoid",
                "sigmoid_": "Sigmoid", "silu": "SiLU", "silu_": "SiLU"}
+# The names `remat run --dump` gives an op's parameter tensors, slot by slot
+# (core/exec/op_exec.cpp's ParamSpecs).
+PARAM_NAMES = {"Linear": ["weight", "bias"], "Conv": ["weight", "bias"], "BatchNorm": ["gamma", "beta"],
+               "LayerNorm": ["gamma", "beta"], "Embedding": ["weight"], "Pointwise": ["weight"],
+               "AddConst": ["weight"]}
 CONST_KINDS = {"add": "AddConst", "add_": "AddConst", "sub": "AddConst", "sub_": "AddConst", "mul": "MulConst",
                "mul_": "MulConst", "div": "DivConst", "div_": "DivConst"}
 
@@ -56,7 +62,7 @@ def _ints(v, n):
     return v * n if len(v) == 1 else v
 
 
-class Builder:
+class Builder(PointwiseMixin):
     def __init__(self, rec, module, example_input, targets):
         self.rec = rec
         self.ops = []             # remat ops (dicts); private keys start with "_"
@@ -67,6 +73,10 @@ class Builder:
         self.owner = {}           # storage key -> remat op id owning it (the latest writer)
         self.notes = []
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
+        self.params_by_name = list(module.named_parameters())
+        # Which module parameter fills which remat parameter tensor ("op.slot"),
+        # for checks that run the module on remat's weights (filled by _finish).
+        self.parameters = []
         self.targets = {storage_key(t) for t in targets}
         # What a loss compares against (its arguments after the first that are
         # not activations): baseline like the parameters, in the file and in
@@ -204,12 +214,28 @@ class Builder:
                   label=self._label(ev, kind.lower()))
         return True
 
+    def _note_params(self, *tensors):
+        """The module parameters the op just added holds, slot by slot (None: no such slot)."""
+        slots = []
+        for slot, t in enumerate(tensors):
+            if t is None:
+                continue
+            name = next((n for n, p in self.params_by_name
+                         if isinstance(t, torch.Tensor) and p.data_ptr() == t.data_ptr() and p.numel() == t.numel()), None)
+            if name is not None:
+                slots.append((slot, name))
+        self.ops[-1]["_params"] = slots
+
     def _one_act(self, ev, pos=0):
         """The op reads one activation, at argument position `pos`."""
         acts = [(p, t) for p, t in ev.tensor_args() if self._act(t)]
         return len(acts) == 1 and acts[0][0] == pos
 
     def _op_relu(self, ev):
+        # The activation kinds read a dense input; a strided one (a transposed
+        # view) goes through the pointwise family, which reads any strides.
+        if self._one_act(ev) and not ev.args[0].is_contiguous():
+            return self._pointwise(ev, ACTIVATIONS[ev.name].lower(), [ev.args[0]])
         return self._one_act(ev) and self._simple(ev, ACTIVATIONS[ev.name])
 
     _op_tanh = _op_sigmoid = _op_silu = _op_relu
@@ -217,6 +243,8 @@ class Builder:
     def _op_gelu(self, ev):
         if not self._one_act(ev) or ev.kwargs.get("approximate", ev.args[1] if len(ev.args) > 1 else "none") != "none":
             return False
+        if not ev.args[0].is_contiguous():
+            return self._pointwise(ev, "gelu", [ev.args[0]])
         return self._simple(ev, "GELU")
 
     def _op_addmm(self, ev):
@@ -226,14 +254,18 @@ class Builder:
             return False
         if bias.dim() != 1 or bias.shape[0] != w.shape[1]:
             return False
-        return self._simple(ev, "Linear", inputs=[self.rid[id(x)]])
+        self._simple(ev, "Linear", inputs=[self.rid[id(x)]])
+        self._note_params(w, bias)
+        return True
 
     def _op_mm(self, ev):
         a, b = ev.args[0], ev.args[1]
         if self._act(a) and self._act(b):
             return self._simple(ev, "MatMul", inputs=[self.rid[id(a)], self.rid[id(b)]])
         if self._one_act(ev, 0):
-            return self._simple(ev, "Linear", {"bias": False}, inputs=[self.rid[id(a)]])
+            self._simple(ev, "Linear", {"bias": False}, inputs=[self.rid[id(a)]])
+            self._note_params(b)
+            return True
         return False
 
     def _op_bmm(self, ev):
@@ -248,15 +280,18 @@ class Builder:
             return False
         sp = x.dim() - 2
         pads = _ints(padding, sp)
-        return self._simple(ev, "Conv", {"channels": int(w.shape[0]), "kernel": [int(k) for k in w.shape[2:]],
-                                         "stride": _ints(stride, sp), "pads": pads + pads,
-                                         "dilation": _ints(dilation, sp), "groups": int(groups),
-                                         "bias": b is not None})
+        self._simple(ev, "Conv", {"channels": int(w.shape[0]), "kernel": [int(k) for k in w.shape[2:]],
+                                  "stride": _ints(stride, sp), "pads": pads + pads,
+                                  "dilation": _ints(dilation, sp), "groups": int(groups), "bias": b is not None})
+        self._note_params(w, b)
+        return True
 
     def _op_native_batch_norm(self, ev):
         if not self._one_act(ev) or not ev.args[5]:  # training
             return False
-        return self._simple(ev, "BatchNorm")
+        self._simple(ev, "BatchNorm")
+        self._note_params(ev.args[1], ev.args[2])
+        return True
 
     _op__native_batch_norm_legit = _op_native_batch_norm
 
@@ -266,7 +301,9 @@ class Builder:
             return False
         if ev.args[2] is None or ev.args[3] is None:  # remat's LayerNorm has gamma and beta
             return False
-        return self._simple(ev, "LayerNorm")
+        self._simple(ev, "LayerNorm")
+        self._note_params(ev.args[2], ev.args[3])
+        return True
 
     def _op_max_pool2d_with_indices(self, ev):
         x = ev.args[0]
@@ -294,11 +331,13 @@ class Builder:
     def _op_mean(self, ev):
         # Global average pooling: mean over every spatial dim, keepdim.
         x = ev.args[0]
-        if not self._one_act(ev) or x.dim() < 3 or len(ev.args) < 3 or not ev.args[2]:
+        if not self._one_act(ev):
             return False
+        if x.dim() < 3 or len(ev.args) < 3 or not ev.args[2] or ev.kwargs.get("dtype") is not None:
+            return self._reduce(ev, "mean")
         dims = sorted(d % x.dim() for d in ev.args[1])
         if dims != list(range(2, x.dim())):
-            return False
+            return self._reduce(ev, "mean")
         return self._simple(ev, "GlobalAvgPool")
 
     def _op__adaptive_avg_pool2d(self, ev):
@@ -358,7 +397,9 @@ class Builder:
         w, ids = ev.args[0], ev.args[1]
         if not self._one_act(ev, 1):
             return False
-        return self._simple(ev, "Embedding", {"vocab": int(w.shape[0])}, inputs=[self.rid[id(ids)]])
+        self._simple(ev, "Embedding", {"vocab": int(w.shape[0])}, inputs=[self.rid[id(ids)]])
+        self._note_params(w)
+        return True
 
     def _op_cat(self, ev):
         ts = ev.args[0]
@@ -368,30 +409,45 @@ class Builder:
         return self._simple(ev, "Concat", {"axis": dim}, inputs=[self.rid[id(t)] for t in ts])
 
     def _binary(self, ev):
+        """add/sub/mul/div: the kinds of old (Add of two equal shapes, Dropout,
+        MulConst/DivConst/AddConst of a constant repeating over the input's last
+        dimensions), else the pointwise family (_pointwise.py): a product of
+        two activations, a learned scale, a broadcast that enlarges."""
         a = ev.args[0]
         b = ev.args[1] if len(ev.args) > 1 else None
         alpha = ev.kwargs.get("alpha", ev.args[2] if len(ev.args) > 2 else 1)
-        if alpha != 1 or not self._act(a):
+        if alpha != 1:
             return False
+        if not self._act(a):
+            return self._pointwise_binary(ev)
         out = ev.outputs[0]
         if ev.name.rstrip("_") in ("add",) and self._act(b):
-            if list(a.shape) != list(b.shape) or list(out.shape) != list(a.shape):
-                return False
+            if list(a.shape) != list(b.shape) or list(out.shape) != list(a.shape) or not a.is_contiguous() \
+                    or not b.is_contiguous():
+                return self._pointwise_binary(ev)
             return self._simple(ev, "Add", inputs=[self.rid[id(a)], self.rid[id(b)]])
-        if self._act(b):
-            return False
-        if list(out.shape) != list(a.shape):
-            return False
+        if self._act(b) or list(out.shape) != list(a.shape):
+            return self._pointwise_binary(ev)
         # Dropout: x * noise, the noise drawn by bernoulli_ (CPU, unfused).
         if ev.name.rstrip("_") == "mul" and isinstance(b, torch.Tensor) and id(b) in self.noise:
             if list(b.shape) == list(a.shape):
                 return self._simple(ev, "Dropout", {"p": round(1.0 - self.noise[id(b)], 12)})
             return False
         if isinstance(b, torch.Tensor) and b.dim() > len(a.shape):
-            return False
+            return self._pointwise_binary(ev)
+        values = _const_values(ev.name.rstrip("_"), b)
+        # The *Const kernels repeat the constant over the input's last dimensions.
+        repeats = not isinstance(b, torch.Tensor) or list(b.shape[_leading_ones(b):]) == \
+            list(a.shape[len(a.shape) - (b.dim() - _leading_ones(b)):])
+        # ... and read their input dense (a transposed q times a rotary table is the family's).
+        if not values or not repeats or not a.is_contiguous():
+            return self._pointwise_binary(ev)
         extra = {"const_shape": list(b.shape)} if isinstance(b, torch.Tensor) and b.dim() > 0 else {}
-        extra.update(_const_values(ev.name.rstrip("_"), b))
-        return self._simple(ev, CONST_KINDS[ev.name], extra)
+        extra.update(values)
+        self._simple(ev, CONST_KINDS[ev.name], extra)
+        if values.get("learned"):
+            self._note_params(b)
+        return True
 
     _op_add = _op_sub = _op_mul = _op_div = _binary
 
@@ -637,6 +693,10 @@ class Builder:
                 j["saved"] = sorted(renum[s] for s in op["_saved"])
             if op["_aux"]:
                 j["aux_bytes"] = op["_aux"]
+            for slot, pname in op.get("_params", []):
+                names = PARAM_NAMES.get(op["kind"], [])
+                if slot < len(names):
+                    self.parameters.append({"tensor": f"{renum[op['id']]}.{names[slot]}", "param": pname})
             if op["_view"] or op["kind"] in ("MSELoss", "SoftmaxCELoss"):
                 j.pop("dtype", None)
             if op["kind"] in ("MSELoss", "SoftmaxCELoss"):
@@ -663,6 +723,13 @@ def _torch_origins_of(events):
             origin = {"module": ev.module, **origin}
         found[ev.index] = origin
     return found
+
+
+def _leading_ones(t):
+    n = 0
+    while n < t.dim() and t.shape[n] == 1:
+        n += 1
+    return n
 
 
 def _number(f):
