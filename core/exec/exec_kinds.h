@@ -41,4 +41,7 @@
   X(AddConst, by_const)     \
   X(MaskedFill, masked_fill) \
   X(Embedding, embedding)   \
-  X(Attention, attention)
+  X(Attention, attention)   \
+  X(ConvTranspose, conv_transpose) \
+  X(Upsample, upsample)     \
+  X(GroupNorm, groupnorm)

@@ -30,6 +30,8 @@ const std::string kCeLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_keep
 const std::string kBroadcastMatmulModel = std::string(REMAT_EXEC_TEST_MODELS) + "/broadcast_matmul.json";
 // Fused attentions over strided q, k, v, one reading a single tensor three times.
 const std::string kAttentionModel = std::string(REMAT_EXEC_TEST_MODELS) + "/attention_small.json";
+// A learned class token concatenated before the tokens (a Concat's learned piece).
+const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/class_token.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public ForwardingBackend {
@@ -96,12 +98,13 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // broadcast_matmul: torch.matmul's broadcast batches, copied into aux or read
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention"};
+  static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
+                                      "class_token"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
-                                           kBroadcastMatmulModel, kAttentionModel),
+                                           kBroadcastMatmulModel, kAttentionModel, kClassTokenModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

@@ -154,7 +154,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // every view kind's backward, Expand's sum included
                                            kModels + "/views_small.json",
                                            // fused attention: strided q, k, v, out in q's order, q = k = v
-                                           kModels + "/attention_small.json"),
+                                           kModels + "/attention_small.json",
+                                           // a Concat's learned piece (a class token): broadcast, summed back
+                                           kModels + "/class_token.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {
