@@ -63,7 +63,8 @@ void bwd_activation(CpuOpState&, const OpCall& c) {
 
 // aux(v) holds the row statistics (2, rows); the backward reads x and them, not y.
 void fwd_layernorm(CpuOpState& s, const OpCall& c) {
-  cpu::layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols());
+  cpu::layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
+                     layernorm_eps(c.op));
 }
 void bwd_layernorm(CpuOpState& s, const OpCall& c) {
   cpu::layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
@@ -122,12 +123,73 @@ void bwd_conv(CpuOpState& s, const OpCall& c) {
                   c.dx(0) && c.acc(0), s.scratch[kConvColumns]);
 }
 
+// A ConvTranspose runs the convolution it is the gradient of (conv_transpose_geom):
+// forward is its input gradient (x as its dy), the backward its forward (dx
+// from dy) and its weight gradient (dy as its input, x as its dy).
+void fwd_conv_transpose(CpuOpState& s, const OpCall& c) {
+  const cpu::ConvGeom g = conv_transpose_geom(c.model, c.v);
+  cpu::conv2d_bwd(g, nullptr, s.param(c.v, 0), c.in(0), c.out(), nullptr, nullptr, false, s.scratch[kConvColumns]);
+  if (!c.op.attrs->bias) return;
+  const float* b = s.param(c.v, 1);
+  const int64_t hw = g.h * g.w;
+  float* y = c.out();
+  for (int64_t img = 0; img < g.n; ++img)
+    for (int64_t ch = 0; ch < g.c; ++ch)
+      for (int64_t i = 0; i < hw; ++i) y[(img * g.c + ch) * hw + i] += b[ch];
+}
+void bwd_conv_transpose(CpuOpState& s, const OpCall& c) {
+  const cpu::ConvGeom g = conv_transpose_geom(c.model, c.v);
+  cpu::conv2d_bwd(g, c.dy(), s.param(c.v, 0), c.in(0), nullptr, s.param_grad(c.v, 0), nullptr, false,
+                  s.scratch[kConvColumns]);
+  if (c.dx(0)) {
+    // Added into another reader's gradient: computed apart first.
+    float* dx = c.acc(0) ? s.scratch[kDiscardedDx] : c.dx(0);
+    cpu::conv2d_fwd(g, c.dy(), s.param(c.v, 0), nullptr, dx, s.scratch[kConvColumns]);
+    if (c.acc(0)) cpu::add_into(dx, c.dx(0), c.in_op(0).numel(), true);
+  }
+  if (!c.op.attrs->bias) return;
+  float* db = s.param_grad(c.v, 1);
+  const int64_t hw = g.h * g.w;
+  const float* dy = c.dy();
+  for (int64_t ch = 0; ch < g.c; ++ch) {
+    double sum = 0.0;
+    for (int64_t img = 0; img < g.n; ++img)
+      for (int64_t i = 0; i < hw; ++i) sum += dy[(img * g.c + ch) * hw + i];
+    db[ch] += static_cast<float>(sum);
+  }
+}
+
+// aux(v): the mean of each (sample, group), then their rstd; eps the model's.
+void fwd_groupnorm(CpuOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  const int64_t groups = c.op.attrs->groups;
+  cpu::groupnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c,
+                     d.hw, groups, layernorm_eps(c.op));
+}
+void bwd_groupnorm(CpuOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  const int64_t groups = c.op.attrs->groups;
+  cpu::groupnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
+                     s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0));
+}
+
+void fwd_upsample(CpuOpState&, const OpCall& c) {
+  const UpsampleDims d = upsample_dims(c.model, c.v);
+  cpu::upsample_fwd(c.in(0), c.out(), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners);
+}
+void bwd_upsample(CpuOpState&, const OpCall& c) {
+  if (!c.dx(0)) return;
+  const UpsampleDims d = upsample_dims(c.model, c.v);
+  cpu::upsample_bwd(c.dy(), c.dx(0), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners,
+                    c.acc(0));
+}
+
 // aux(v) holds the batch mean then the inverse std, one float per channel.
-// eps: PyTorch's default (op_exec.h); the running statistics are not kept (op_exec).
+// eps: the model's (op_exec.h); the running statistics are not kept (op_exec).
 void fwd_batchnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   cpu::batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
-                     d.c, d.hw, kBatchNormEps, 0.1f);
+                     d.c, d.hw, batchnorm_eps(c.op), 0.1f);
 }
 void bwd_batchnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
@@ -163,8 +225,13 @@ void bwd_softmax(CpuOpState&, const OpCall& c) {
   if (c.dx(0)) cpu::softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0));
 }
 
-void fwd_concat(CpuOpState&, const OpCall& c) {
-  if (reads_strided(c.model, c.v)) {  // each input copied through its strides into its slice
+// A constant piece (a learned class token) is broadcast into scratch and
+// concatenated like an input; its share of dy comes back there and is summed
+// over the broadcast into the parameter's gradient, in the piece's order.
+void fwd_concat(CpuOpState& s, const OpCall& c) {
+  // A strided input is copied through its strides into its slice, as the
+  // family's identity; run_check refuses a strided Concat with a constant piece.
+  if (reads_strided(c.model, c.v)) {
     for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
       int64_t at = 0;
       const cpu::PwGeom g = concat_piece_geom(c.model, c.v, k, at);
@@ -176,9 +243,15 @@ void fwd_concat(CpuOpState&, const OpCall& c) {
   const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
+  if (d.piece >= 0) {
+    const float* p = s.param(c.v, 0);
+    float* piece = s.scratch[kConcatPiece];
+    for_each_mapped(concat_piece_map(c.model, c.v), [&](int64_t i, int64_t at) { piece[i] = p[at]; });
+    xs.insert(xs.begin() + d.piece, piece);
+  }
   cpu::concat_fwd(xs.data(), d.widths.data(), static_cast<int64_t>(xs.size()), c.out(), d.outer, d.inner);
 }
-void bwd_concat(CpuOpState&, const OpCall& c) {
+void bwd_concat(CpuOpState& s, const OpCall& c) {
   const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<float*> dxs;  // nullptr: an input without gradient, skipped
   std::vector<uint8_t> acc;
@@ -186,7 +259,16 @@ void bwd_concat(CpuOpState&, const OpCall& c) {
     dxs.push_back(c.dx(k));
     acc.push_back(c.acc(k) ? 1 : 0);
   }
+  if (d.piece >= 0) {
+    dxs.insert(dxs.begin() + d.piece, s.scratch[kConcatPiece]);
+    acc.insert(acc.begin() + d.piece, 0);
+  }
   cpu::concat_bwd(c.dy(), dxs.data(), d.widths.data(), static_cast<int64_t>(dxs.size()), d.outer, d.inner, acc.data());
+  if (d.piece >= 0) {
+    const float* piece = s.scratch[kConcatPiece];
+    float* g = s.param_grad(c.v, 0);
+    for_each_mapped(concat_piece_map(c.model, c.v), [&](int64_t i, int64_t at) { g[at] += piece[i]; });
+  }
 }
 
 // A view computes nothing forward (the executor points it into its input's

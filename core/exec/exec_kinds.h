@@ -43,4 +43,7 @@
   X(Embedding, embedding)   \
   X(Attention, attention)   \
   X(Pointwise, pointwise)   \
-  X(Reduce, reduce)
+  X(Reduce, reduce)         \
+  X(ConvTranspose, conv_transpose) \
+  X(Upsample, upsample)     \
+  X(GroupNorm, groupnorm)

@@ -121,7 +121,7 @@ HostData make_host_data(const Model& model, uint64_t seed) {
     const ParamTensor& p = tensors[k];
     const Op& op = model.op(p.op);
     std::vector<float> values(static_cast<std::size_t>(p.numel()));
-    if ((op.kind == OpKind::AddConst || op.kind == OpKind::Pointwise) && !op.attrs->values.empty()) {  // a learned constant's initial values
+    if ((op.kind == OpKind::AddConst || op.kind == OpKind::Pointwise || op.kind == OpKind::Concat) && !op.attrs->values.empty()) {  // a learned constant's initial values
       values.assign(op.attrs->values.data(), op.attrs->values.data() + op.attrs->values.size());
     } else if (!op.param_init->empty()) {
       if (op.param_init->size() <= static_cast<std::size_t>(p.slot) || !(*op.param_init)[static_cast<std::size_t>(p.slot)] ||

@@ -37,6 +37,20 @@ std::vector<ParamSpec> params_conv(const Model& m, int v) {
   if (op.attrs->bias) out.push_back({"bias", {op.attrs->channels}, ParamInit::FanIn});
   return out;
 }
+// Weight (C, channels/groups, kernel...) as nn.ConvTranspose2d's; fan-in is
+// slot 0's shape without its first dimension, PyTorch's too.
+std::vector<ParamSpec> params_conv_transpose(const Model& m, int v) {
+  const Op& op = m.op(v);
+  std::vector<int64_t> w = {m.op(op.inputs.at(0)).shape.at(1), op.attrs->channels / op.attrs->groups};
+  w.insert(w.end(), op.attrs->kernel.begin(), op.attrs->kernel.end());
+  std::vector<ParamSpec> out = {{"weight", std::move(w), ParamInit::FanIn}};
+  if (op.attrs->bias) out.push_back({"bias", {op.attrs->channels}, ParamInit::FanIn});
+  return out;
+}
+std::vector<ParamSpec> params_groupnorm(const Model& m, int v) {
+  const int64_t c = m.op(v).shape.at(1);
+  return {{"gamma", {c}, ParamInit::NearOne}, {"beta", {c}, ParamInit::NearZero}};
+}
 // Batch statistics only: the running statistics (buffers, no gradient) are
 // not kept, as no loss or gradient of a training step reads them.
 std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
@@ -47,6 +61,12 @@ std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
 std::vector<ParamSpec> params_embedding(const Model& m, int v) {
   const Op& op = m.op(v);
   return {{"weight", {op.attrs->vocab, op.cols()}, ParamInit::NearZero}};
+}
+// A Concat's learned piece (a class token) is a parameter of its own shape.
+std::vector<ParamSpec> params_concat(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (op.attrs->const_at < 0 || !op.attrs->learned) return {};
+  return {{"weight", op.attrs->const_shape, ParamInit::NearZero}};
 }
 // A learned added constant (a position table) is a parameter of its own shape.
 std::vector<ParamSpec> params_by_const(const Model& m, int v) {
@@ -98,6 +118,15 @@ ScratchFloats scratch_conv(const Model& m, int v) {
   return s;
 }
 ScratchFloats scratch_batchnorm(const Model& m, int v) { return {0, discarded_dx(m, v, m.op(v).numel())}; }
+ScratchFloats scratch_groupnorm(const Model& m, int v) { return scratch_batchnorm(m, v); }
+// The columns of the convolution it is the gradient of, and, when the input
+// gradient adds into another's, that convolution's output (dx) before it is added.
+ScratchFloats scratch_conv_transpose(const Model& m, int v) {
+  ScratchFloats s{};
+  s[kConvColumns] = cpu::conv2d_scratch_floats(conv_transpose_geom(m, v));
+  s[kDiscardedDx] = m.op(m.op(v).inputs.at(0)).numel();
+  return s;
+}
 ScratchFloats scratch_matmul(const Model& m, int v) {
   const MatmulDims d = matmul_dims(m, v);
   ScratchFloats s{};
@@ -109,6 +138,15 @@ ScratchFloats scratch_matmul(const Model& m, int v) {
 ScratchFloats scratch_attention(const Model& m, int v) {
   ScratchFloats s{};
   s[kAttention] = sdpa_geom(m, v).scratch_floats();
+  return s;
+}
+ScratchFloats scratch_concat(const Model& m, int v) {
+  ScratchFloats s{};
+  if (m.op(v).attrs->const_at >= 0) {
+    int64_t n = 1;
+    for (const int64_t d : concat_piece_map(m, v).shape) n *= d;
+    s[kConcatPiece] = n;
+  }
   return s;
 }
 ScratchFloats scratch_none(const Model&, int) { return {}; }
@@ -125,11 +163,11 @@ REMAT_NO_PARAMS_NO_SCRATCH(maxpool)
 REMAT_NO_PARAMS_NO_SCRATCH(avgpool)
 REMAT_NO_PARAMS_NO_SCRATCH(global_avgpool)
 REMAT_NO_PARAMS_NO_SCRATCH(softmax)
-REMAT_NO_PARAMS_NO_SCRATCH(concat)
 REMAT_NO_PARAMS_NO_SCRATCH(reshape)
 REMAT_NO_PARAMS_NO_SCRATCH(view)
 REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
 REMAT_NO_PARAMS_NO_SCRATCH(reduce)
+REMAT_NO_PARAMS_NO_SCRATCH(upsample)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
@@ -241,6 +279,44 @@ cpu::ConvGeom conv_geom(const Model& m, int v) {
   return g;
 }
 
+cpu::ConvGeom conv_transpose_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  if (const std::string why = kernel_attr_problem(op); !why.empty())
+    throw InputError(op_label(m, v) + ": the kernels cannot run a ConvTranspose with " + why);
+  const OpAttrs& a = *op.attrs;
+  const bool two_d = a.kernel.size() == 2;
+  cpu::ConvGeom g;
+  g.n = op.shape.at(0);
+  g.c = op.shape.at(1);
+  g.h = two_d ? op.shape.at(2) : 1;
+  g.w = op.shape.back();
+  g.k = x.shape.at(1);
+  g.r = two_d ? a.kernel[0] : 1;
+  g.s = a.kernel.back();
+  g.stride_h = two_d ? a.stride[0] : 1;
+  g.stride_w = a.stride.back();
+  g.pad_h = two_d ? a.pads[0] : 0;
+  g.pad_w = pads_of(a, a.kernel.size() - 1).first;
+  g.dil_h = two_d ? a.dilation[0] : 1;
+  g.dil_w = a.dilation.back();
+  g.groups = a.groups;
+  return g;
+}
+
+UpsampleDims upsample_dims(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  const bool two_d = op.shape.size() == 4;
+  UpsampleDims d;
+  d.planes = op.shape.at(0) * op.shape.at(1);
+  d.ih = two_d ? x.shape.at(2) : 1;
+  d.iw = x.shape.back();
+  d.oh = two_d ? op.shape.at(2) : 1;
+  d.ow = op.shape.back();
+  return d;
+}
+
 cpu::SdpaGeom sdpa_geom(const Model& m, int v) {
   const Op& op = m.op(v);
   const Op &q = m.op(op.inputs.at(0)), &k = m.op(op.inputs.at(1)), &val = m.op(op.inputs.at(2));
@@ -302,7 +378,28 @@ ConcatDims concat_dims(const Model& m, int v) {
     if (i > ax) d.inner *= op.shape[i];
   }
   for (const int u : op.inputs) d.widths.push_back(m.op(u).shape.at(ax));
+  if (op.attrs->const_at >= 0) {
+    d.piece = op.attrs->const_at;
+    d.widths.insert(d.widths.begin() + d.piece, op.attrs->const_shape.at(ax));
+  }
   return d;
+}
+
+ViewMap concat_piece_map(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const auto rank = static_cast<int64_t>(op.shape.size());
+  const auto ax = static_cast<std::size_t>(op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis);
+  const std::vector<int64_t>& c = op.attrs->const_shape;
+  ViewMap out;
+  out.shape.assign(op.shape.begin(), op.shape.end());
+  out.shape[ax] = c.at(ax);
+  out.stride.assign(c.size(), 0);
+  int64_t st = 1;
+  for (std::size_t k = c.size(); k-- > 0;) {
+    out.stride[k] = c[k] == 1 ? 0 : st;  // a broadcast dimension repeats the same elements
+    st *= c[k];
+  }
+  return out;
 }
 
 namespace {

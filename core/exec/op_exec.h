@@ -42,7 +42,8 @@ enum ScratchSlot : int {
   kMatmulA = 3,     // MatMul: a contiguous copy of an operand read through strides
   kMatmulB = 4,     //   that PyTorch multiplies in place (no copy in aux)
   kAttention = 5,   // Attention: one head's gathered q, k, v, scores and fresh gradients (SdpaGeom)
-  kScratchSlots = 6,
+  kConcatPiece = 6, // Concat: its constant piece broadcast (forward), that piece's share of dy (backward)
+  kScratchSlots = 7,
 };
 using ScratchFloats = std::array<int64_t, kScratchSlots>;
 
@@ -74,6 +75,12 @@ class ParamSlots {
 // H = 1). InputError when the op needs what the kernels lack (asymmetric pads,
 // pooling with dilation or ceil_mode): executable() refuses those ops first.
 cpu::ConvGeom conv_geom(const Model& model, int v);
+// A ConvTranspose as the convolution it is the gradient of: that convolution
+// reads the op's output shape (n, channels, out...) with the op's weight
+// (C, channels/groups, kernel...) as its (k, c/groups, r, s) and produces the
+// op's input shape. Forward is that convolution's input gradient, the
+// backward its forward (dx) and its weight gradient (dW).
+cpu::ConvGeom conv_transpose_geom(const Model& model, int v);
 cpu::PoolGeom pool_geom(const Model& model, int v);
 // An Attention op's heads, sizes, scale and its inputs' strides in their
 // storages (rank 3 is one head per batch entry).
@@ -88,14 +95,27 @@ struct NCS {
 };
 NCS ncs_of(const Op& op);
 // Concat along its axis: outer = the dimensions before it, inner = those after,
-// widths = each input's extent along it.
+// widths = each piece's extent along it, in order: the inputs, and a constant
+// piece at index `piece` (-1: none), which the backends hand over broadcast
+// in scratch kConcatPiece.
 struct ConcatDims {
   int64_t outer = 1, inner = 1;
   std::vector<int64_t> widths;
+  int64_t piece = -1;
 };
 ConcatDims concat_dims(const Model& model, int v);
+// (planes, ih, iw) -> (planes, oh, ow) of an Upsample (a 1-D one has ih = oh = 1).
+struct UpsampleDims {
+  int64_t planes = 1, ih = 1, iw = 1, oh = 1, ow = 1;
+};
+UpsampleDims upsample_dims(const Model& model, int v);
 // PyTorch's default batch norm epsilon (both backends).
 constexpr float kBatchNormEps = 1e-5f;
+// The epsilon a LayerNorm or BatchNorm adds to the variance: the model's, or
+// PyTorch's default 1e-5 (attribute 0). LayerNorm's CPU kernel adds it in
+// double; BatchNorm's take it as a float.
+inline double layernorm_eps(const Op& op) { return op.attrs->eps > 0 ? op.attrs->eps : 1e-5; }
+inline float batchnorm_eps(const Op& op) { return op.attrs->eps > 0 ? static_cast<float>(op.attrs->eps) : kBatchNormEps; }
 
 // A MatMul as the kernels run it: product i < batch of c (batch, m, n) is
 // a_i (m, k) · b_i (k, n), with torch.matmul's broadcast batch: a_i is matrix
@@ -168,6 +188,10 @@ struct ViewMap {
   int64_t base = 0;
 };
 ViewMap view_map(const Model& model, int v);
+// A Concat's constant piece: element i (row-major over the piece as it lies in
+// the output, broadcast outside the axis) is element `at` of the parameter
+// (const_shape, row-major).
+ViewMap concat_piece_map(const Model& model, int v);
 // Element offset of view v's first element in its storage (0 for an owner).
 int64_t storage_offset(const Model& model, int v);
 // Input k of MatMul v expanded to the product's batch (its own last two

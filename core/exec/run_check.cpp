@@ -77,6 +77,15 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     // The other kernels read dense row-major inputs; a view is handed over as
     // a pointer into its storage, so only a contiguous one can feed them (an
     // Attention's output too, laid out in its q's order).
+    // A Concat copies a strided input through the family's identity, which
+    // has no slot for a constant piece (a class token): refused together.
+    if (op.kind == OpKind::Concat && op.attrs->const_at >= 0)
+      for (const int u : op.inputs)
+        if (const Op& in = model.op(u); !in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {
+          add(v, op_label(model, v) + " (Concat) has a constant piece and reads the non-contiguous " +
+                     (in.view ? "view " : "tensor ") + op_label(model, u) + ", which the kernels cannot run together");
+          break;
+        }
     if (reads_strides(op)) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);

@@ -50,26 +50,29 @@ struct AttrField {
 };
 using K = OpKind;
 const AttrField kAttrFields[] = {
-    {"channels", {K::Conv}},
+    {"channels", {K::Conv, K::ConvTranspose}},
     {"vocab", {K::Embedding}},
-    {"kernel", {K::Conv, K::MaxPool, K::AvgPool}},
-    {"stride", {K::Conv, K::MaxPool, K::AvgPool}},
-    {"pads", {K::Conv, K::MaxPool, K::AvgPool}},
-    {"dilation", {K::Conv, K::MaxPool}},
-    {"groups", {K::Conv}},
+    {"kernel", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
+    {"stride", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
+    {"pads", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
+    {"dilation", {K::Conv, K::MaxPool, K::ConvTranspose}},
+    {"groups", {K::Conv, K::ConvTranspose, K::GroupNorm}},
+    {"output_padding", {K::ConvTranspose}},
+    {"mode", {K::Upsample}},
+    {"align_corners", {K::Upsample}},
     {"ceil_mode", {K::MaxPool, K::AvgPool}},
-    {"bias", {K::Conv, K::Linear}},
+    {"bias", {K::Conv, K::Linear, K::ConvTranspose}},
     {"axis", {K::Softmax, K::Concat, K::Slice}},
     {"perm", {K::Transpose}},
     {"start", {K::Slice}},
     {"end", {K::Slice}},
     {"step", {K::Slice}},
-    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise}},
-    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise}},
+    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat}},
+    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat}},
     {"fill", {K::MaskedFill}},
-    {"learned", {K::AddConst, K::Pointwise}},
+    {"learned", {K::AddConst, K::Pointwise, K::Concat}},
     {"fn", {K::Pointwise, K::Reduce}},
-    {"const_at", {K::Pointwise}},
+    {"const_at", {K::Pointwise, K::Concat}},
     {"scalar", {K::Pointwise}},
     {"alpha", {K::Pointwise}},
     {"beta", {K::Pointwise}},
@@ -78,6 +81,7 @@ const AttrField kAttrFields[] = {
     {"copy", {K::Reshape}},
     {"causal", {K::Attention}},
     {"scale", {K::Attention}},
+    {"eps", {K::LayerNorm, K::BatchNorm, K::GroupNorm}},
 };
 
 }  // namespace
@@ -247,9 +251,17 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "step") a.step = r.integer(v, here, 1, kBig);
     else if (key == "const_shape") a.const_shape = r.ints(v, here, 1, kBig);
     else if (key == "learned") a.learned = r.boolean(v, here);
+    else if (key == "const_at") a.const_at = r.integer(v, here, 0, 256);
     else if (key == "copy") a.copy = r.boolean(v, here);
     else if (key == "causal") a.causal = r.boolean(v, here);
     else if (key == "scale") a.scale = static_cast<float>(r.number(v, here, 1e-30, 1e30));  // positive: 0 means "default"
+    else if (key == "output_padding") a.output_padding = r.ints(v, here, 0, kBig);
+    else if (key == "align_corners") a.align_corners = r.boolean(v, here);
+    else if (key == "mode") {
+      const std::string& m = r.string(v, here);
+      if (m != "nearest" && m != "bilinear") fail(r.origin, here, "unknown mode '" + m + "' (expected nearest or bilinear)");
+      a.bilinear = m == "bilinear";
+    } else if (key == "eps") a.eps = r.number(v, here, 1e-30, 1);  // positive: 0 means "default"
     else if (key == "fill") a.fill = r.extended_number(v, here);
     else if (key == "fn") a.fn = family_fn(r, op.kind, r.string(v, here), here);
     else if (key == "const_at") a.const_at = r.integer(v, here, 0, 2);
@@ -283,9 +295,11 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
   const OpAttrs& a = *op.attrs;
   switch (op.kind) {
     case OpKind::Conv:
+    case OpKind::ConvTranspose:
       j["channels"] = a.channels;
       j["groups"] = a.groups;
       j["bias"] = a.bias;
+      if (op.kind == OpKind::ConvTranspose) j["output_padding"] = a.output_padding;
       [[fallthrough]];
     case OpKind::MaxPool:
     case OpKind::AvgPool:
@@ -293,13 +307,23 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       j["stride"] = a.stride;
       j["pads"] = a.pads;
       if (op.kind != OpKind::AvgPool) j["dilation"] = a.dilation;
-      if (op.kind != OpKind::Conv) j["ceil_mode"] = a.ceil_mode;
+      if (op.kind == OpKind::MaxPool || op.kind == OpKind::AvgPool) j["ceil_mode"] = a.ceil_mode;
       break;
     case OpKind::Linear:
       if (!a.bias) j["bias"] = false;
       break;
     case OpKind::Softmax:
-    case OpKind::Concat: j["axis"] = a.axis; break;
+    case OpKind::Concat:
+      j["axis"] = a.axis;
+      if (a.const_at < 0) break;
+      j["const_at"] = a.const_at;
+      j["const_shape"] = a.const_shape;
+      if (a.learned) j["learned"] = true;
+      if (!a.values.empty()) {
+        auto& vals = j["values"] = nlohmann::ordered_json::array();
+        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(float_json(a.values.data()[i]));
+      }
+      break;
     case OpKind::Slice:
       j["axis"] = a.axis;
       j["start"] = a.start;
@@ -313,6 +337,18 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
     case OpKind::Attention:
       j["causal"] = a.causal;
       if (a.scale != 0) j["scale"] = float_json(a.scale);
+      break;
+    case OpKind::LayerNorm:
+    case OpKind::BatchNorm:
+      if (a.eps != 0) j["eps"] = a.eps;
+      break;
+    case OpKind::GroupNorm:
+      j["groups"] = a.groups;
+      if (a.eps != 0) j["eps"] = a.eps;
+      break;
+    case OpKind::Upsample:
+      j["mode"] = a.bilinear ? "bilinear" : "nearest";
+      if (a.align_corners) j["align_corners"] = true;
       break;
     case OpKind::MulConst:
     case OpKind::DivConst:

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,6 +66,14 @@ class Importer {
   std::string labels_;                // a graph input that only feeds the file's loss its labels
   std::string file_loss_;             // the file's own loss node, when it ends in one
   std::deque<TensorProto> folded_;    // constants computed here (a transposed weight)
+  // A folded constant that is an initializer reshaped or broadcast (ViT's
+  // class token, cls.expand(B, -1, -1)): that initializer, and its shape
+  // before the broadcast. A Concat of it learns the initializer.
+  struct Origin {
+    std::string init;
+    std::vector<int64_t> shape;
+  };
+  std::unordered_map<std::string, Origin> param_origin_;
   int64_t opset_ = 17;                // of the default domain
   bool has_batchnorm_ = false;        // any BatchNormalization node
   std::vector<std::string> eval_mode_;  // nodes exported in inference mode
@@ -77,6 +86,13 @@ class Importer {
   void note_type(const onnx::ValueInfoProto& vi);
   void collect_shapes();
 
+  // One of the graph's initializers itself (not a Constant node or a folded value).
+  bool is_graph_initializer(const std::string& name) const {
+    const TensorProto* t = constant(name);
+    for (const auto& i : g_.initializer())
+      if (&i == t) return true;
+    return false;
+  }
   bool is_initializer(const std::string& name) const {
     auto it = values_.find(name);
     return it != values_.end() && it->second.kind == Value::Constant;
@@ -127,13 +143,29 @@ class Importer {
   std::optional<std::vector<int64_t>> ints(const TensorProto* t) const;
   // A constant boolean (Dropout's training_mode).
   std::optional<bool> flag(const std::string& name) const;
-  // Transpose of a known 2-D constant (torch writes a Linear's weight as
-  // Transpose(W) when constant folding is off, as in training-mode exports).
+  // --- constant folding (onnx_fold.cpp) -----------------------------------------
+
+  // A constant's values as the folder computes with them: float32, int32/64
+  // and bool values held as doubles (exact for shapes and masks), row-major.
+  struct Dense {
+    std::vector<int64_t> dims;
+    std::vector<double> v;
+    int32_t type = 0;  // TensorProto element type; 0: an omitted optional input
+  };
+  std::optional<Dense> dense(const std::string& name) const;
+  std::optional<Dense> dense(const TensorProto* t) const;
+  const TensorProto* store(const Dense& d);  // kept alive in folded_
+  void set_constant(const std::string& name, const Dense& d);
+  // A node whose inputs are all constants, evaluated (shape arithmetic, masks,
+  // transposed weights); false leaves its outputs constants of unknown value.
   bool fold_constant(const NodeProto& n);
-  bool fold_mask_step(const NodeProto& n);
-  bool fold_unsqueeze(const NodeProto& n);
-  const TensorProto* folded(const std::vector<int64_t>& dims, const std::vector<float>& values);
+  // Shape or Size of activation x: a constant, from its known shape.
+  bool fold_shape_of(const NodeProto& n, int x);
   std::optional<float> scalar(const std::string& name) const;
+  // A float32 epsilon as the double the model was written with: the shortest
+  // decimal that rounds to it (1e-6f is 1e-6, as PyTorch's Python float);
+  // 0 for PyTorch's default 1e-5, so that the op compares equal to a default one.
+  static double decimal_eps(float eps);
   bool scalar_is(const std::string& name, float x, float tol = 1e-4f) const {
     auto s = scalar(name);
     return s && std::fabs(*s - x) <= tol * std::max(1.0f, std::fabs(x));
@@ -186,6 +218,8 @@ class Importer {
   void alias(const NodeProto& n, int x);
   // The elements of real networks (onnx_layers.cpp); false: not this pattern.
   bool conv(const NodeProto& n, int x);
+  bool conv_transpose(const NodeProto& n, int x);
+  bool resize(const NodeProto& n, int x);  // nearest or (bi)linear Resize of the spatial dims: Upsample
   bool batchnorm(const NodeProto& n, int x);
   bool pool(const NodeProto& n, int x);
   bool softmax(const NodeProto& n, int x);
@@ -195,10 +229,15 @@ class Importer {
   bool silu(const NodeProto& sigmoid, int x);     // x * Sigmoid(x)
   bool view(const NodeProto& n, int x);           // Reshape, Flatten, (Un)Squeeze, Transpose, Expand, Slice
   bool split(const NodeProto& n, int x);          // one Slice view per output
+  bool select(const NodeProto& n, int x);         // Gather(x, constant scalar index): x[:, i] as views
+  // Concat of activations and at most one constant piece that an initializer
+  // broadcasts (a class token, learned); false: not this form.
+  bool concat(const NodeProto& n, const std::vector<std::string>& acts);
   int add_kind(OpKind k, const NodeProto& n, std::vector<int> inputs, std::vector<int64_t> shape = {});
   // add_op, or -1 (nothing added) when the kind's rule refuses the node.
   int try_add(Op op, const std::string& output, const NodeProto& n);
   std::optional<std::vector<int64_t>> known_shape(const std::string& name) const;
+  std::optional<std::vector<int64_t>> reshape_target(const NodeProto& n, const Op& in) const;
   // A Reshape-like op that changes nothing on remat's (rows, features) view of
   // a contiguous tensor (last dimension and element count kept) is folded into
   // its input, as before views existed, so such models stay executable.
@@ -214,6 +253,16 @@ class Importer {
   // `in_out` (MatMul's and Gemm transB=0's layout).
   std::optional<std::vector<float>> weight(const NodeProto& n, const std::string& name, int64_t in_features, bool in_out, int64_t& out);
   std::optional<std::vector<float>> bias_of(const std::string& name, int64_t out) const;
+  // The values of constant `name`, a parameter's initial ones (a Conv's weight,
+  // a BatchNorm's scale): fails naming the node when they cannot be read
+  // (external data, not float) or are not `numel` floats (-1: any count);
+  // nullptr when the constant's values are not known here (computed by nodes
+  // the importer does not evaluate).
+  std::shared_ptr<const std::vector<float>> initializer(const NodeProto& n, const std::string& name, int64_t numel = -1) const;
+  // Op's initial parameters from the file; an op with one whose values are
+  // unknown is simulate-only (running it with seeded weights would not be the
+  // file's model), and a note says so.
+  void set_params(Op& op, const NodeProto& n, std::vector<std::shared_ptr<const std::vector<float>>> init);
   bool gemm(const NodeProto& n, int x);
 
   // MatMul(x, W) [+ Add(b)]: torch's Linear on inputs of rank > 2.

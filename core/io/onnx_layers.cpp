@@ -7,6 +7,7 @@
 // is not the expected form.
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "core/io/onnx_importer.h"
@@ -63,6 +64,80 @@ bool Importer::conv(const NodeProto& n, int x) {
   if ((*w)[1] * op.attrs->groups != in.shape[1])
     fail_node(origin_, n, "weight '" + n.input(1) + "' is " + shape_str(*w) + " but the input has " +
                               std::to_string(in.shape[1]) + " channels in " + std::to_string(op.attrs->groups) + " group(s)");
+  // The file's weights, (channels, C/groups, kernel...) as the kernels take them.
+  std::vector<std::shared_ptr<const std::vector<float>>> init = {initializer(n, n.input(1))};
+  if (op.attrs->bias) init.push_back(initializer(n, n.input(2), (*w)[0]));
+  set_params(op, n, std::move(init));
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+// torch's nn.ConvTranspose1d/2d: weight (C, channels/group, kernel...).
+bool Importer::conv_transpose(const NodeProto& n, int x) {
+  if (n.input_size() < 2 || activation(n.input(0)) != x) return false;
+  const auto w = known_shape(n.input(1));
+  if (!w || w->size() < 3 || !is_constant(n.input(1))) return false;
+  for (const auto& a : n.attribute())
+    if ((a.name() == "auto_pad" && a.s() != "NOTSET") || a.name() == "output_shape") return false;
+  const Op& in = model_.op(x);
+  if (in.shape.size() < 3 || in.shape.size() > 4 || w->size() != in.shape.size() || (*w)[0] != in.shape[1]) return false;
+  Op op;
+  op.kind = OpKind::ConvTranspose;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.edit().groups = attr_int(n, "group", 1);
+  op.attrs.edit().channels = (*w)[1] * op.attrs->groups;
+  op.attrs.edit().kernel = attr_ints(n, "kernel_shape");
+  if (op.attrs->kernel.empty()) op.attrs.edit().kernel.assign(w->begin() + 2, w->end());
+  op.attrs.edit().stride = attr_ints(n, "strides");
+  op.attrs.edit().pads = attr_ints(n, "pads");
+  op.attrs.edit().dilation = attr_ints(n, "dilations");
+  op.attrs.edit().output_padding = attr_ints(n, "output_padding");
+  op.attrs.edit().bias = n.input_size() > 2 && !n.input(2).empty();
+  std::vector<std::shared_ptr<const std::vector<float>>> init = {initializer(n, n.input(1))};
+  if (op.attrs->bias) init.push_back(initializer(n, n.input(2), op.attrs->channels));
+  set_params(op, n, std::move(init));
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+// F.interpolate as torch exports it: Resize with mode nearest (asymmetric
+// coordinates, floor: PyTorch's legacy nearest) or linear (pytorch_half_pixel
+// or half_pixel: align_corners=False; align_corners), batch and channels kept.
+bool Importer::resize(const NodeProto& n, int x) {
+  const Op& in = model_.op(x);
+  auto out = known_shape(out0(n));
+  if (!out) {  // ONNX's inference leaves Resize alone when scales or sizes are computed: from their folded values
+    if (n.input_size() > 3 && !n.input(3).empty()) {
+      out = ints(constant(n.input(3)));
+    } else if (n.input_size() > 2 && !n.input(2).empty()) {
+      if (auto scales = floats(constant(n.input(2))); scales && scales->size() == in.shape.size()) {
+        out.emplace();
+        for (std::size_t k = 0; k < scales->size(); ++k)
+          out->push_back(static_cast<int64_t>(std::floor(static_cast<double>(in.shape[k]) * (*scales)[k])));
+      }
+    }
+  }
+  if (!out || out->size() != in.shape.size() || in.shape.size() < 3 || in.shape.size() > 4 || (*out)[0] != in.shape[0] ||
+      (*out)[1] != in.shape[1])
+    return false;
+  std::string mode = "nearest", ctm = "half_pixel", nearest = "round_prefer_floor";
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "mode") mode = a.s();
+    if (a.name() == "coordinate_transformation_mode") ctm = a.s();
+    if (a.name() == "nearest_mode") nearest = a.s();
+  }
+  Op op;
+  op.kind = OpKind::Upsample;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.shape = *out;
+  if (mode == "nearest" && ctm == "asymmetric" && nearest == "floor") {
+    op.attrs.edit().bilinear = false;
+  } else if (mode == "linear" && (ctm == "pytorch_half_pixel" || ctm == "half_pixel" || ctm == "align_corners")) {
+    op.attrs.edit().bilinear = true;
+    op.attrs.edit().align_corners = ctm == "align_corners";
+  } else {
+    return false;
+  }
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -74,7 +149,17 @@ bool Importer::batchnorm(const NodeProto& n, int x) {
   // as extra outputs.
   const bool training = opset_ >= 14 ? attr_int(n, "training_mode", 0) != 0 : n.output_size() > 1;
   if (!training) eval_mode_.push_back(where(n));
-  return add_kind(OpKind::BatchNorm, n, {x}) >= 0;
+  // gamma and beta from the file; the running statistics take no part in a
+  // training step (batch statistics normalise, and nothing reads them).
+  const Op& in = model_.op(x);
+  if (in.shape.size() < 2) return false;
+  Op op;
+  op.kind = OpKind::BatchNorm;
+  op.name = op_name(n);
+  op.inputs = {x};
+  op.attrs.edit().eps = decimal_eps(attr_float(n, "epsilon", 1e-5f));
+  set_params(op, n, {initializer(n, n.input(1), in.shape[1]), initializer(n, n.input(2), in.shape[1])});
+  return try_add(std::move(op), out0(n), n) >= 0;
 }
 
 bool Importer::pool(const NodeProto& n, int x) {
@@ -179,6 +264,7 @@ bool Importer::embedding(const NodeProto& n, int ids) {
   op.shape = model_.op(ids).shape;
   op.shape.push_back((*table)[1]);
   if (auto et = elem_types_.find(n.input(0)); et != elem_types_.end()) dtype_of(et->second, op.dtype);
+  if (op.dtype == DType::F32) set_params(op, n, {initializer(n, n.input(0), (*table)[0] * (*table)[1])});
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
@@ -210,6 +296,7 @@ bool Importer::view(const NodeProto& n, int x) {
   }
   if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" || type == "Expand") {
     auto out = known_shape(out0(n));
+    if ((!out || out->empty()) && type == "Reshape") out = reshape_target(n, in);
     if (!out || out->empty()) return false;
     if (*out == in.shape) {
       alias(n, x);
@@ -258,6 +345,103 @@ bool Importer::view(const NodeProto& n, int x) {
     return true;
   }
   return false;
+}
+
+bool Importer::concat(const NodeProto& n, const std::vector<std::string>& acts) {
+  Op op;
+  op.kind = OpKind::Concat;
+  op.name = op_name(n);
+  op.attrs.edit().axis = attr_int(n, "axis", 0);
+  for (int k = 0; k < n.input_size(); ++k) {
+    const std::string& in = n.input(k);
+    if (const int a = activation(in); a >= 0) {
+      op.inputs.push_back(a);
+      continue;
+    }
+    // A constant piece: one, an initializer broadcast (a class token).
+    auto origin = param_origin_.find(in);
+    const auto d = known_shape(in);
+    if (op.attrs->const_at >= 0 || origin == param_origin_.end() || !d) return false;
+    std::vector<int64_t> shape = origin->second.shape;
+    if (shape.size() > d->size()) return false;
+    shape.insert(shape.begin(), d->size() - shape.size(), 1);
+    const auto rank = static_cast<int64_t>(d->size());
+    const int64_t ax = op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis;
+    if (ax < 0 || ax >= rank || shape[static_cast<std::size_t>(ax)] != (*d)[static_cast<std::size_t>(ax)]) return false;
+    auto values = floats(constant(origin->second.init));
+    if (!values || !is_initializer(origin->second.init)) return false;
+    op.attrs.edit().const_at = static_cast<int64_t>(op.inputs.size());
+    op.attrs.edit().const_shape = shape;
+    op.attrs.edit().values = ConstValues{std::make_shared<const std::vector<float>>(std::move(*values))};
+    op.attrs.edit().learned = true;
+  }
+  if (op.inputs.empty() || op.inputs.size() != acts.size()) return false;
+  return try_add(std::move(op), out0(n), n) >= 0;
+}
+
+// x[:, i]: a Slice of one index along the axis (a view) and a Reshape that
+// drops that axis (a view of it), as PyTorch's select is a view.
+bool Importer::select(const NodeProto& n, int x) {
+  if (n.input_size() != 2 || activation(n.input(0)) != x) return false;
+  const auto idx = ints(constant(n.input(1)));
+  const TensorProto* it = constant(n.input(1));
+  if (!idx || idx->size() != 1 || !it || it->dims_size() != 0) return false;  // index_select: not a view
+  const Op& in = model_.op(x);
+  const auto rank = static_cast<int64_t>(in.shape.size());
+  int64_t ax = attr_int(n, "axis", 0);
+  if (ax < 0) ax += rank;
+  if (ax < 0 || ax >= rank || rank < 2) return false;
+  int64_t i = (*idx)[0];
+  if (i < 0) i += in.shape[static_cast<std::size_t>(ax)];
+  if (i < 0 || i >= in.shape[static_cast<std::size_t>(ax)]) return false;
+  std::vector<int64_t> shape(in.shape.begin(), in.shape.end());
+  shape.erase(shape.begin() + ax);
+  Op s;
+  s.kind = OpKind::Slice;
+  s.name = op_name(n) + ".slice";
+  s.inputs = {x};
+  s.attrs.edit().axis = ax;
+  s.attrs.edit().start = i;
+  s.attrs.edit().end = i + 1;
+  const int sl = try_add(std::move(s), out0(n), n);
+  if (sl < 0) return false;
+  Op r;
+  r.kind = OpKind::Reshape;
+  r.name = op_name(n);
+  r.inputs = {sl};
+  r.shape = std::move(shape);
+  add_op(std::move(r), out0(n), where(n));
+  return true;
+}
+
+// A Reshape's output shape from its folded target (0 copies the input's
+// dimension, -1 takes the rest), when shape inference gave none.
+std::optional<std::vector<int64_t>> Importer::reshape_target(const NodeProto& n, const Op& in) const {
+  if (n.input_size() < 2) return std::nullopt;
+  auto target = ints(constant(n.input(1)));
+  if (!target || target->empty() || target->size() > 8) return std::nullopt;
+  std::vector<int64_t> out = *target;
+  int64_t known = 1, infer = -1;
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    if (out[k] == 0 && attr_int(n, "allowzero", 0) == 0) {
+      if (k >= in.shape.size()) return std::nullopt;
+      out[k] = in.shape[k];
+    }
+    if (out[k] == -1) {
+      if (infer >= 0) return std::nullopt;
+      infer = static_cast<int64_t>(k);
+    } else if (out[k] <= 0 || out[k] > (int64_t{1} << 40)) {
+      return std::nullopt;
+    } else {
+      known *= out[k];
+      if (known > in.numel()) return std::nullopt;
+    }
+  }
+  if (infer >= 0) {
+    if (in.numel() % known) return std::nullopt;
+    out[static_cast<std::size_t>(infer)] = in.numel() / known;
+  }
+  return out;
 }
 
 bool Importer::split(const NodeProto& n, int x) {

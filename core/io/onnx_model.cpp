@@ -13,6 +13,8 @@
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/io/onnx_importer.h"
@@ -269,6 +271,10 @@ std::optional<std::vector<float>> Importer::floats(const TensorProto* t) const {
       if (static_cast<uint64_t>(t->int32_data_size()) != n) return std::nullopt;
       for (const int32_t b : t->int32_data()) out.push_back(b != 0 ? 1.0f : 0.0f);
     }
+  } else if (t->data_type() == TensorProto::INT64 || t->data_type() == TensorProto::INT32) {  // a folded integer
+    auto v = ints(t);
+    if (!v) return std::nullopt;
+    for (const int64_t x : *v) out.push_back(static_cast<float>(x));
   } else {
     return std::nullopt;
   }
@@ -323,161 +329,15 @@ std::optional<bool> Importer::flag(const std::string& name) const {
   return std::nullopt;
 }
 
-namespace {
-
-// Row-major strides of `dims`.
-std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> st(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
-  return st;
-}
-
-}  // namespace
-
-// A float tensor computed here from constants, kept alive in folded_.
-const TensorProto* Importer::folded(const std::vector<int64_t>& dims, const std::vector<float>& values) {
-  TensorProto& out = folded_.emplace_back();
-  out.set_data_type(TensorProto::FLOAT);
-  for (const int64_t d : dims) out.add_dims(d);
-  for (const float v : values) out.add_float_data(v);
-  return &out;
-}
-
-// The constant subgraph torch writes for a causal mask buffer sliced to the
-// sequence and compared, `bias[:, :, :T, :T] == 0`: Slice, Equal, Cast and Not
-// of constants are evaluated (booleans as 0/1 floats) so that the Where that
-// reads the result knows its mask.
-bool Importer::fold_mask_step(const NodeProto& n) {
-  const std::string& type = n.op_type();
-  const TensorProto* t = n.input_size() ? constant(n.input(0)) : nullptr;
-  auto x = floats(t);
-  if (!x) return false;
-  std::vector<int64_t> dims = this->dims(t);
-  std::vector<float> out;
-  if (type == "Cast" || type == "Not") {
-    const int64_t to = attr_int(n, "to", TensorProto::FLOAT);
-    if (type == "Cast" && to != TensorProto::FLOAT && to != TensorProto::BOOL) return false;
-    out = *x;
-    if (type == "Not" || to == TensorProto::BOOL)
-      for (float& v : out) v = type == "Not" ? (v != 0.0f ? 0.0f : 1.0f) : (v != 0.0f ? 1.0f : 0.0f);
-  } else if (type == "Equal" && n.input_size() == 2) {
-    const auto b = scalar(n.input(1));
-    if (!b) return false;
-    for (const float v : *x) out.push_back(v == *b ? 1.0f : 0.0f);
-  } else if (type == "Slice" && n.input_size() >= 3) {
-    const auto starts = ints(constant(n.input(1)));
-    const auto ends = ints(constant(n.input(2)));
-    std::optional<std::vector<int64_t>> axes, steps;
-    if (n.input_size() > 3 && !n.input(3).empty()) axes = ints(constant(n.input(3)));
-    if (n.input_size() > 4 && !n.input(4).empty()) steps = ints(constant(n.input(4)));
-    if (!starts || !ends || starts->size() != ends->size() || (n.input_size() > 3 && !n.input(3).empty() && !axes) ||
-        (n.input_size() > 4 && !n.input(4).empty() && !steps))
-      return false;
-    const auto rank = static_cast<int64_t>(dims.size());
-    std::vector<int64_t> begin(dims.size(), 0), step(dims.size(), 1), count = dims;
-    for (std::size_t i = 0; i < starts->size(); ++i) {
-      int64_t ax = axes ? axes->at(i) : static_cast<int64_t>(i);
-      if (ax < 0) ax += rank;
-      if (ax < 0 || ax >= rank) return false;
-      const int64_t st = steps ? steps->at(i) : 1;
-      if (st <= 0) return false;
-      const int64_t d = dims[static_cast<std::size_t>(ax)];
-      auto clamp = [d](int64_t v) { return std::clamp(v < 0 ? v + d : v, int64_t{0}, d); };
-      const int64_t b = clamp((*starts)[i]), e = clamp((*ends)[i]);
-      begin[static_cast<std::size_t>(ax)] = b;
-      step[static_cast<std::size_t>(ax)] = st;
-      count[static_cast<std::size_t>(ax)] = e > b ? (e - b + st - 1) / st : 0;
-    }
-    const std::vector<int64_t> st = strides_of(dims);
-    int64_t total = 1;
-    for (const int64_t c : count) total *= c;
-    std::vector<int64_t> idx(dims.size(), 0);
-    for (int64_t i = 0; i < total; ++i) {
-      int64_t at = 0;
-      for (std::size_t a = 0; a < dims.size(); ++a) at += (begin[a] + idx[a] * step[a]) * st[a];
-      out.push_back((*x)[static_cast<std::size_t>(at)]);
-      for (std::size_t a = dims.size(); a-- > 0;) {
-        if (++idx[a] < count[a]) break;
-        idx[a] = 0;
-      }
-    }
-    dims = count;
-  } else {
-    return false;
+double Importer::decimal_eps(float eps) {
+  if (!(eps > 0) || eps == 1e-5f) return 0;
+  for (int digits = 1; digits <= 9; ++digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(eps));
+    const double d = std::strtod(buf, nullptr);
+    if (static_cast<float>(d) == eps) return d;
   }
-  values_[out0(n)] = {Value::Constant, -1, folded(dims, out)};
-  return true;
-}
-
-// Unsqueeze or Squeeze of a constant: the same values under new dims, in the
-// constant's own type (int64 slice bounds keep their INT64_MAX ends). torch 2.x
-// writes the causal mask's slice bounds as Unsqueeze(Constant scalar) where
-// 1.13 wrote 1-D Constants.
-bool Importer::fold_unsqueeze(const NodeProto& n) {
-  const std::string& type = n.op_type();
-  if ((type != "Unsqueeze" && type != "Squeeze") || n.input_size() < 1) return false;
-  const TensorProto* t = constant(n.input(0));
-  if (!t || t->data_location() == TensorProto::EXTERNAL) return false;
-  // Opset 13 moved the axes from an attribute to a second input.
-  std::vector<int64_t> axes = attr_ints(n, "axes");
-  if (n.input_size() > 1 && !n.input(1).empty()) {
-    const auto a = ints(constant(n.input(1)));
-    if (!a) return false;
-    axes = *a;
-  }
-  std::vector<int64_t> dims = this->dims(t);
-  if (type == "Unsqueeze") {
-    const auto rank = static_cast<int64_t>(dims.size() + axes.size());
-    std::vector<bool> inserted(static_cast<std::size_t>(rank), false);
-    for (int64_t ax : axes) {
-      if (ax < 0) ax += rank;
-      if (ax < 0 || ax >= rank || inserted[static_cast<std::size_t>(ax)]) return false;
-      inserted[static_cast<std::size_t>(ax)] = true;
-    }
-    std::vector<int64_t> out;
-    auto in = dims.begin();
-    for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[static_cast<std::size_t>(i)] ? 1 : *in++);
-    dims = std::move(out);
-  } else {
-    const auto rank = static_cast<int64_t>(dims.size());
-    std::vector<bool> drop(dims.size(), axes.empty());
-    for (int64_t ax : axes) {
-      if (ax < 0) ax += rank;
-      if (ax < 0 || ax >= rank) return false;
-      drop[static_cast<std::size_t>(ax)] = true;
-    }
-    std::vector<int64_t> out;
-    for (std::size_t i = 0; i < dims.size(); ++i) {
-      if (drop[i] && dims[i] != 1 && !axes.empty()) return false;  // squeezing a dimension that is not 1
-      if (!(drop[i] && dims[i] == 1)) out.push_back(dims[i]);
-    }
-    dims = std::move(out);
-  }
-  TensorProto& copy = folded_.emplace_back(*t);
-  copy.clear_dims();
-  for (const int64_t d : dims) copy.add_dims(d);
-  values_[out0(n)] = {Value::Constant, -1, &copy};
-  return true;
-}
-
-bool Importer::fold_constant(const NodeProto& n) {
-  if (fold_mask_step(n) || fold_unsqueeze(n)) return true;
-  if (n.op_type() != "Transpose" || n.input_size() != 1) return false;
-  const TensorProto* t = constant(n.input(0));
-  if (!t || t->dims_size() != 2) return false;
-  const auto perm = attr_ints(n, "perm");
-  if (!perm.empty() && perm != std::vector<int64_t>{1, 0}) return false;
-  auto v = floats(t);
-  if (!v) return false;
-  const int64_t r = t->dims(0), c = t->dims(1);
-  TensorProto& out = folded_.emplace_back();
-  out.set_data_type(TensorProto::FLOAT);
-  out.add_dims(c);
-  out.add_dims(r);
-  for (int64_t j = 0; j < c; ++j)
-    for (int64_t i = 0; i < r; ++i) out.add_float_data((*v)[static_cast<std::size_t>(i * c + j)]);
-  values_[out0(n)] = {Value::Constant, -1, &out};
-  return true;
+  return eps;
 }
 
 std::optional<float> Importer::scalar(const std::string& name) const {
@@ -504,6 +364,20 @@ void Importer::import_node(int i) {
     const TensorProto* t = nullptr;
     for (const auto& a : n.attribute()) {
       if (a.name() == "value" && a.has_t()) t = &a.t();
+      // The scalar and list forms (torch writes `value`; other exporters these).
+      Dense d;
+      if (a.name() == "value_float" || a.name() == "value_floats") {
+        d.type = TensorProto::FLOAT;
+        if (a.name() == "value_float") d.v = {a.f()};
+        else d.v.assign(a.floats().begin(), a.floats().end());
+      } else if (a.name() == "value_int" || a.name() == "value_ints") {
+        d.type = TensorProto::INT64;
+        if (a.name() == "value_int") d.v = {static_cast<double>(a.i())};
+        else for (const int64_t x : a.ints()) d.v.push_back(static_cast<double>(x));
+      }
+      if (d.type == 0) continue;
+      if (a.name() == "value_floats" || a.name() == "value_ints") d.dims = {static_cast<int64_t>(d.v.size())};
+      t = store(d);
     }
     values_[out0(n)] = {Value::Constant, -1, t};
     done_.insert(i);
@@ -518,6 +392,7 @@ void Importer::import_node(int i) {
   done_.insert(i);
   const int x = activation(acts[0]);
   const Op& in = model_.op(x);
+  if (acts.size() == 1 && fold_shape_of(n, x)) return;
   auto simple = [&](OpKind k) {
     Op op;
     op.kind = k;
@@ -551,6 +426,8 @@ void Importer::import_node(int i) {
     if (type == "ReduceMean" && layernorm_decomposed(n, x)) return;
     if (type == "LayerNormalization" && layernorm(n, x)) return;
     if (type == "Conv" && conv(n, x)) return;
+    if (type == "ConvTranspose" && conv_transpose(n, x)) return;
+    if ((type == "Resize" || type == "Upsample") && resize(n, x)) return;
     if (type == "BatchNormalization" && batchnorm(n, x)) return;
     if ((type == "MaxPool" || type == "AveragePool" || type == "GlobalAveragePool") && pool(n, x)) return;
     if (type == "Softmax" && softmax(n, x)) return;
@@ -572,16 +449,8 @@ void Importer::import_node(int i) {
   } else if (acts.size() == 2 && type == "MatMul" && n.input_size() == 2) {
     if (add_kind(OpKind::MatMul, n, {x, activation(acts[1])}) >= 0) return;
   }
-  if (type == "Concat" && acts.size() == static_cast<std::size_t>(n.input_size())) {
-    std::vector<int> in_ops;
-    for (const auto& a : acts) in_ops.push_back(activation(a));
-    Op op;
-    op.kind = OpKind::Concat;
-    op.name = op_name(n);
-    op.inputs = std::move(in_ops);
-    op.attrs.edit().axis = attr_int(n, "axis", 0);
-    if (try_add(std::move(op), out0(n), n) >= 0) return;
-  }
+  if (type == "Concat" && concat(n, acts)) return;
+  if (type == "Gather" && acts.size() == 1 && select(n, x)) return;
   generic(n, acts);
 }
 

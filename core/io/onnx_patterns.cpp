@@ -77,6 +77,32 @@ std::optional<std::vector<float>> Importer::weight(const NodeProto& n, const std
   return tr;
 }
 
+std::shared_ptr<const std::vector<float>> Importer::initializer(const NodeProto& n, const std::string& name, int64_t numel) const {
+  const TensorProto* t = constant(name);
+  // Computed from constants in a way not evaluated here, or half precision
+  // (a model the kernels do not run anyway).
+  if (!t || t->data_type() == TensorProto::FLOAT16 || t->data_type() == TensorProto::BFLOAT16) return nullptr;
+  auto v = floats(t);
+  if (!v) {
+    if (t->data_location() == TensorProto::EXTERNAL)
+      fail_node(origin_, n, "'" + name + "' is stored in an external file; export with the weights inside the .onnx");
+    fail_node(origin_, n, "'" + name + "' is not a float tensor of " + shape_str(dims(t)) + " (size mismatch or type)");
+  }
+  if (numel >= 0 && static_cast<int64_t>(v->size()) != numel)
+    fail_node(origin_, n, "'" + name + "' has " + std::to_string(v->size()) + " values, " + std::to_string(numel) + " expected");
+  return std::make_shared<const std::vector<float>>(std::move(*v));
+}
+
+void Importer::set_params(Op& op, const NodeProto& n, std::vector<std::shared_ptr<const std::vector<float>>> init) {
+  for (const auto& p : init) {
+    if (p) continue;
+    op.simulate_only = true;
+    warn(where(n) + ": the values of a weight are not known here (computed in the graph, or not float32): simulate only");
+    return;
+  }
+  op.param_init = std::move(init);
+}
+
 std::optional<std::vector<float>> Importer::bias_of(const std::string& name, int64_t out) const {
   const TensorProto* t = constant(name);
   auto v = floats(t);
@@ -160,12 +186,11 @@ int Importer::add_layernorm(const NodeProto& n, const std::string& name, const s
   const auto d = static_cast<std::size_t>(in.cols());
   if (!gamma) gamma = std::vector<float>(d, 1.0f);
   if (!beta) beta = std::vector<float>(d, 0.0f);
-  if (std::fabs(eps - 1e-5f) > 1e-7f)
-    warn(where(n) + ": epsilon " + std::to_string(eps) + " differs from the executor's 1e-5");
   Op op;
   op.kind = OpKind::LayerNorm;
   op.name = name;
   op.inputs = {x};
+  op.attrs.edit().eps = decimal_eps(eps);
   op.param_init = {std::make_shared<const std::vector<float>>(std::move(*gamma)),
                    std::make_shared<const std::vector<float>>(std::move(*beta))};
   return add_op(std::move(op), output, where(n));

@@ -334,8 +334,10 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
       }
       const ConstMat dY(dyg, kg, cols);
       // dW_g (kg, K) += dY_g · colᵀ; runs of images in order, so the sum is reproducible.
-      const float* col = columns(g, x, img0, nb, grp, scratch);
-      Mat(dW + grp * kg * K, kg, K).noalias() += dY * ConstMat(col, K, cols).transpose();
+      if (dW != nullptr) {
+        const float* col = columns(g, x, img0, nb, grp, scratch);
+        Mat(dW + grp * kg * K, kg, K).noalias() += dY * ConstMat(col, K, cols).transpose();
+      }
       if (dx == nullptr) continue;
       // dcol (K, cols) = W_gᵀ · dY_g overwrites the columns, which are done with.
       Mat(scratch, K, cols).noalias() = ConstMat(W + grp * kg * K, kg, K).transpose() * dY;

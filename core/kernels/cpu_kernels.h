@@ -44,11 +44,12 @@ void dense_bwd(Act act, const float* x, const float* y, const float* W, const fl
                float* dx, float* dW, float* db, float* scratch, int64_t rows,
                int64_t in, int64_t out, bool accumulate);
 
-// LayerNorm over the last dimension, eps = 1e-5, affine gamma/beta (cols).
+// LayerNorm over the last dimension, eps (PyTorch's default 1e-5) added to the
+// variance in double, affine gamma/beta (cols).
 // `stats` holds 2*rows floats: all row means, then all row rstds (stored beside y in the
 // op's activation so that backward can read them).
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
-                   float* stats, int64_t rows, int64_t cols);
+                   float* stats, int64_t rows, int64_t cols, double eps = 1e-5);
 void layernorm_bwd(const float* x, const float* stats, const float* gamma,
                    const float* dy, float* dx, float* dgamma, float* dbeta,
                    int64_t rows, int64_t cols, bool accumulate);
@@ -109,10 +110,37 @@ int64_t conv2d_images_per_gemm(const ConvGeom& g);
 int64_t conv2d_scratch_floats(const ConvGeom& g);
 // y = conv(x, W) + b (b may be null).
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y, float* scratch);
-// dx = or += conv_transpose(dy, W) (dx may be null: not computed); dW += ...;
-// db += Σ dy over (n, oh, ow) (db may be null).
+// dx = or += conv_transpose(dy, W) (dx may be null: not computed); dW += ...
+// (dW may be null: not computed, and x is not read: a transposed convolution's
+// forward); db += Σ dy over (n, oh, ow) (db may be null).
 void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx, float* dW, float* db,
                 bool accumulate, float* scratch);
+
+// ---- Group normalisation (groupnorm.cpp) ---------------------------------------------
+// x (n, c, hw), statistics per (sample, group of c/groups channels) over
+// (c/groups)·hw values: mean and rstd = 1/sqrt(biased var + eps) into
+// mean/rstd (n·groups each); y = (x − mean)·rstd·gamma[ch] + beta[ch].
+void groupnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                   int64_t n, int64_t c, int64_t hw, int64_t groups, double eps);
+// dx = or += the gradient; dgamma, dbeta (c) += Σ dy·x̂, Σ dy.
+void groupnorm_bwd(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                   float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, int64_t groups,
+                   bool accumulate);
+
+// ---- Nearest and bilinear resizing (upsample.cpp) ------------------------------------
+// Output index o of a dimension resized from `in` to `out` reads inputs i0 and
+// i1 with weights w0 and w1 (nearest: i0 alone, w0 = 1), as PyTorch computes them.
+struct UpsampleTap {
+  int64_t i0 = 0, i1 = 0;
+  float w0 = 1, w1 = 0;
+};
+UpsampleTap upsample_tap(int64_t o, int64_t in, int64_t out, bool bilinear, bool align_corners);
+// x (planes, ih, iw) -> y (planes, oh, ow).
+void upsample_fwd(const float* x, float* y, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                  bool bilinear, bool align_corners);
+// dx = or += each output's dy added into the inputs it read, in output order.
+void upsample_bwd(const float* dy, float* dx, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                  bool bilinear, bool align_corners, bool accumulate);
 
 // ---- Batch normalisation, training mode (batchnorm.cpp) ----------------------------
 // x (n, c, hw): batch statistics per channel over n·hw values. y = (x − mean)·invstd·gamma

@@ -7,12 +7,9 @@
 #include "core/kernels/cpu_kernels.h"
 
 namespace remat::cpu {
-namespace {
-constexpr double kEps = 1e-5;
-}  // namespace
 
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* stats,
-                   int64_t rows, int64_t cols) {
+                   int64_t rows, int64_t cols, double eps) {
   float* mean_out = stats;         // (rows)
   float* rstd_out = stats + rows;  // (rows)
   for (int64_t r = 0; r < rows; ++r) {
@@ -30,7 +27,7 @@ void layernorm_fwd(const float* x, const float* gamma, const float* beta, float*
     }
     const double var = sq / static_cast<double>(cols);  // biased, as PyTorch
     const float m = static_cast<float>(mean);
-    const float rstd = static_cast<float>(1.0 / std::sqrt(var + kEps));
+    const float rstd = static_cast<float>(1.0 / std::sqrt(var + eps));
     mean_out[r] = m;
     rstd_out[r] = rstd;
     // y is computed from the rounded stats, the same values backward will read.

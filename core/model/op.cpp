@@ -8,12 +8,13 @@
 namespace remat {
 namespace {
 
-constexpr std::array<std::string_view, 34> kKindNames = {
+constexpr std::array<std::string_view, 37> kKindNames = {
     "Input", "Linear", "ReLU", "GELU", "Tanh", "LayerNorm", "Add", "Dropout",
     "MSELoss", "SoftmaxCELoss", "Dense", "Generic",
     "Conv", "BatchNorm", "MaxPool", "AvgPool", "GlobalAvgPool", "MatMul", "Softmax", "Sigmoid", "SiLU",
     "MulConst", "DivConst", "AddConst", "MaskedFill", "Concat", "Embedding",
-    "Reshape", "Transpose", "Slice", "Expand", "Attention", "Pointwise", "Reduce"};
+    "Reshape", "Transpose", "Slice", "Expand", "Attention", "Pointwise", "Reduce", "ConvTranspose", "Upsample",
+    "GroupNorm"};
 static_assert(kKindNames.size() == static_cast<std::size_t>(kLastOpKind) + 1, "a kind without a name");
 constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "f16", "bf16", "i32", "i64"};
 constexpr std::array<std::string_view, 3> kActNames = {"none", "relu", "tanh"};

@@ -44,8 +44,12 @@ enum class OpKind : uint8_t {
   // their strides.
   Pointwise,
   Reduce,  // sum, mean or amax over axes, keepdim or not
+  // The rest of the tail: the gradient of a Conv as an op of its own
+  // (ConvTranspose: weight (C, channels/groups, kernel...)), nearest or
+  // bilinear resizing of the spatial dimensions, group normalisation.
+  ConvTranspose, Upsample, GroupNorm,
 };
-constexpr OpKind kLastOpKind = OpKind::Reduce;
+constexpr OpKind kLastOpKind = OpKind::GroupNorm;
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 
@@ -88,7 +92,10 @@ struct OpAttrs {
   std::vector<int64_t> stride;     // default 1 per spatial dim
   std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0
   std::vector<int64_t> dilation;   // Conv, MaxPool; default 1
-  int64_t groups = 1;              // Conv
+  int64_t groups = 1;              // Conv, ConvTranspose, GroupNorm (the groups of channels)
+  std::vector<int64_t> output_padding;  // ConvTranspose: added to one side of each output dimension; default 0
+  bool bilinear = false;           // Upsample: bilinear interpolation (else nearest)
+  bool align_corners = false;      // Upsample (bilinear): corners of input and output align, as PyTorch's flag
   bool ceil_mode = false;          // MaxPool, AvgPool
   bool bias = true;                // Conv, Linear: a bias vector among the parameters
   int64_t axis = -1;               // Softmax, Concat, Slice (negative: from the end)
@@ -100,24 +107,28 @@ struct OpAttrs {
   // AddConst's values are its parameter's initial values (optional).
   ConstValues values;
   float fill = -std::numeric_limits<float>::infinity();  // MaskedFill: the value written where the mask is set
-  bool learned = false;  // AddConst: the constant is a parameter with a gradient (a learned position table)
+  bool learned = false;  // AddConst, Concat: the constant is a parameter with a gradient (a learned position table, a class token)
+  // Concat: where a constant piece goes among the concatenated pieces (0: before
+  // input 0, k: after input k-1); Pointwise: the operand the constant is; -1: none. Its shape is const_shape (the op's
+  // rank, broadcast to the output outside the axis), its values `values`.
+  int64_t const_at = -1;
   bool copy = false;     // Reshape: a copy even where a view would do (PyTorch's clone)
   bool causal = false;   // Attention: query i attends to keys j <= i (PyTorch's is_causal, top-left)
   float scale = 0;       // Attention: the factor on q·kᵀ; 0: 1/sqrt(D), PyTorch's default
   // Pointwise: the function (pw::Fn) and its operands: the activation inputs
   // in order, the constant (const_shape, values, learned) at operand
-  // const_at (-1: none), and a scalar for a last operand neither fills;
+  // const_at (above; -1: none), and a scalar for a last operand neither fills;
   // alpha and beta are the function's attributes (leaky_relu's slope, elu's
   // alpha, softplus's beta and threshold, clamp's min and max), set to the
   // function's (a file that leaves them out gets PyTorch's defaults).
   // Reduce: the function (pw::ReduceFn), the axes (sorted, non-negative;
   // empty: all) and keepdim.
   uint8_t fn = 0;
-  int64_t const_at = -1;
   float scalar = 0;
   float alpha = 0, beta = 0;
   std::vector<int64_t> axes;
   bool keepdim = false;
+  double eps = 0;        // LayerNorm, BatchNorm: added to the variance; 0: PyTorch's default 1e-5
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -245,6 +245,76 @@ void rule_conv(Derivation& d) {
   d.saved = {d.op.inputs[0]};  // grad_weight needs the input; the output is not read
 }
 
+// The gradient of a convolution as a layer (nn.ConvTranspose1d/2d): output
+// (in - 1)·stride − pads + dilation·(kernel − 1) + output_padding + 1 per
+// spatial dimension; weight (C, channels/groups, kernel...), as PyTorch's.
+void rule_conv_transpose(Derivation& d) {
+  const Op& x = d.in(0);
+  OpAttrs& a = d.op.attrs.edit();
+  if (a.channels <= 0 && d.op.shape.size() >= 2) a.channels = d.op.shape[1];
+  if (a.channels <= 0) d.fail("ConvTranspose needs its output channels (channels)");
+  d.need_rank(x, 3, 4);
+  const int64_t cin = x.shape[1];
+  if (a.groups <= 0 || cin % a.groups != 0 || a.channels % a.groups != 0)
+    d.fail("groups " + std::to_string(a.groups) + " must divide the input channels " + std::to_string(cin) +
+           " and the output channels " + std::to_string(a.channels));
+  const std::size_t sp = x.shape.size() - 2;
+  if (a.kernel.size() != sp)
+    d.fail("ConvTranspose over a rank-" + std::to_string(x.shape.size()) + " input needs a kernel of " + std::to_string(sp) +
+           " dimension(s), got " + shape_string(a.kernel));
+  if (a.stride.empty()) a.stride.assign(sp, 1);
+  if (a.pads.empty()) a.pads.assign(2 * sp, 0);
+  if (a.dilation.empty()) a.dilation.assign(sp, 1);
+  if (a.output_padding.empty()) a.output_padding.assign(sp, 0);
+  if (a.stride.size() != sp || a.pads.size() != 2 * sp || a.dilation.size() != sp || a.output_padding.size() != sp)
+    d.fail("stride, dilation and output_padding need " + std::to_string(sp) + " values and pads " + std::to_string(2 * sp));
+  std::vector<int64_t> out = {x.shape[0], a.channels};
+  for (std::size_t i = 0; i < sp; ++i) {
+    const int64_t k = a.kernel[i], s = a.stride[i], dil = a.dilation[i], op = a.output_padding[i];
+    if (k <= 0 || s <= 0 || dil <= 0 || a.pads[i] < 0 || a.pads[sp + i] < 0 || op < 0 || (op >= s && op >= dil))
+      d.fail("kernel, stride and dilation must be positive, pads not negative, output_padding below the stride or the dilation");
+    const int64_t o = (x.shape[2 + i] - 1) * s - a.pads[i] - a.pads[sp + i] + dil * (k - 1) + op + 1;
+    if (o <= 0) d.fail("ConvTranspose output size " + std::to_string(o) + " along spatial dimension " + std::to_string(i));
+    out.push_back(o);
+  }
+  d.set_shape(out);
+  const double k = product(a.kernel) * static_cast<double>(a.channels / a.groups);
+  d.params = tensor_bytes({cin, a.channels / a.groups}, d.op.dtype) * static_cast<uint64_t>(product(a.kernel)) +
+             (a.bias ? tensor_bytes({a.channels}, d.op.dtype) : 0);
+  d.fwd = 2 * static_cast<double>(x.numel()) * k;
+  d.bwd = 2 * d.fwd;
+  d.saved = {d.op.inputs[0]};  // convolution_backward keeps the input (and the weight: a parameter)
+}
+
+// Nearest or bilinear resizing of the spatial dimensions to the given shape
+// (N and C kept). Its backward needs only the sizes: nothing is kept.
+void rule_upsample(Derivation& d) {
+  const Op& x = d.in(0);
+  d.need_rank(x, 3, 4);
+  if (d.op.shape.size() != x.shape.size() || d.op.shape[0] != x.shape[0] || d.op.shape[1] != x.shape[1])
+    d.fail("Upsample's shape " + shape_string(d.op.shape) + " must keep the input's rank, batch and channels " +
+           shape_string(x.shape));
+  if (d.op.attrs->align_corners && !d.op.attrs->bilinear) d.fail("align_corners is a bilinear Upsample's");
+  d.op.dtype = x.dtype;
+  d.fwd = (d.op.attrs->bilinear ? 8.0 : 1.0) * d.n();
+  d.bwd = d.fwd;
+}
+
+// Group normalisation over (N, C, ...): statistics per (sample, group);
+// native_group_norm's backward reads the input and its mean and rstd (f32,
+// N·groups each); weight and bias (C) are parameters.
+void rule_groupnorm(Derivation& d) {
+  d.need_rank(d.in(0), 2, 8);
+  d.same_shape();
+  const int64_t n = d.op.shape[0], c = d.op.shape[1], g = d.op.attrs->groups;
+  if (g <= 0 || c % g != 0) d.fail("groups " + std::to_string(g) + " must divide the channels " + std::to_string(c));
+  d.fwd = 5 * d.n();
+  d.bwd = 8 * d.n();
+  d.params = 2 * tensor_bytes({c}, d.op.dtype);
+  d.saved = {d.op.inputs[0]};
+  d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(n * g);
+}
+
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool
   if (d.op.kind == OpKind::AvgPool && !d.op.attrs->dilation.empty() &&
       std::any_of(d.op.attrs->dilation.begin(), d.op.attrs->dilation.end(), [](int64_t x) { return x != 1; }))
@@ -317,7 +387,7 @@ void rule_const(Derivation& d) {  // MulConst, DivConst, AddConst, MaskedFill
     d.fail("the constant has " + std::to_string(op.attrs->values.size()) + " values, its shape " +
            shape_string(op.attrs->const_shape) + " holds " + std::to_string(cn));
   if (op.attrs->learned) {
-    if (op.kind != OpKind::AddConst) d.fail("only an AddConst's constant can be learned");
+    if (op.kind != OpKind::AddConst) d.fail("only an AddConst's or a Concat's constant can be learned");
     d.params = tensor_bytes(op.attrs->const_shape, op.dtype);
   }
 }
@@ -336,9 +406,29 @@ void rule_concat(Derivation& d) {
     }
     s[ax] += y.shape[ax];
   }
+  // A constant piece (ViT's class token, torch.cat([cls.expand(B, -1, -1), x], 1)):
+  // a parameter when learned, broadcast outside the axis; the backward still
+  // only slices dy (and sums the token's share over the broadcast).
+  const OpAttrs& a = *d.op.attrs;
+  if (a.const_at >= 0) {
+    const std::vector<int64_t>& c = a.const_shape;
+    if (a.const_at > static_cast<int64_t>(d.op.inputs.size()))
+      d.fail("Concat: const_at " + std::to_string(a.const_at) + " is past its " + std::to_string(d.op.inputs.size()) + " inputs");
+    if (c.size() != s.size()) d.fail("Concat: the constant piece " + shape_string(c) + " must have the inputs' rank");
+    for (std::size_t k = 0; k < s.size(); ++k)
+      if (k != ax && c[k] != 1 && c[k] != s[k])
+        d.fail("Concat: the constant piece " + shape_string(c) + " does not broadcast onto the inputs outside axis " + std::to_string(ax));
+    s[ax] += c[ax];
+    if (!a.values.empty() && a.values.size() != static_cast<uint64_t>(product(c)))
+      d.fail("the constant has " + std::to_string(a.values.size()) + " values, its shape " + shape_string(c) + " holds " +
+             std::to_string(product(c)));
+  } else if (a.learned || !a.const_shape.empty() || !a.values.empty()) {
+    d.fail("Concat: learned, const_shape and values describe a constant piece, which needs const_at");
+  }
   d.op.dtype = x.dtype;
   d.set_shape(s);
   d.fwd = d.bwd = d.n();
+  if (a.const_at >= 0 && a.learned) d.params = tensor_bytes(a.const_shape, d.op.dtype);
 }
 
 void rule_embedding(Derivation& d) {
@@ -559,7 +649,7 @@ struct KindRule {
 
 constexpr int kMany = 256;
 // One line per kind: arity and rule. The order is OpKind's.
-constexpr std::array<KindRule, 34> kRules = {{
+constexpr std::array<KindRule, 37> kRules = {{
     {OpKind::Input, 0, 0, rule_input},
     {OpKind::Linear, 1, 1, rule_linear},
     {OpKind::ReLU, 1, 1, rule_activation},
@@ -594,6 +684,9 @@ constexpr std::array<KindRule, 34> kRules = {{
     {OpKind::Attention, 3, 3, rule_attention},
     {OpKind::Pointwise, 1, 3, rule_pointwise},
     {OpKind::Reduce, 1, 1, rule_reduce},
+    {OpKind::ConvTranspose, 1, 1, rule_conv_transpose},
+    {OpKind::Upsample, 1, 1, rule_upsample},
+    {OpKind::GroupNorm, 1, 1, rule_groupnorm},
 }};
 
 const KindRule& rule_of(OpKind k) {
@@ -670,7 +763,7 @@ static bool const_kernel_ready(const Op& op) {
 }
 
 std::string kernel_attr_problem(const Op& op) {
-  const bool conv = op.kind == OpKind::Conv;
+  const bool conv = op.kind == OpKind::Conv || op.kind == OpKind::ConvTranspose;
   if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
   const OpAttrs& a = *op.attrs;
   const std::size_t sp = a.kernel.size();  // pads: all begins, then all ends (ONNX order)
@@ -735,6 +828,9 @@ std::string exec_problem(const Op& op) {
   if (op.kind == OpKind::Softmax && op.attrs->axis != -1 && op.attrs->axis != static_cast<int64_t>(op.shape.size()) - 1)
     return "the kernel takes a softmax over the last axis only";
   if (!const_kernel_ready(op)) return "its constant's values are unknown or do not repeat over the input's last dimensions";
+  // A Concat's constant piece runs as a parameter (a class token); a fixed one has no kernel.
+  if (op.kind == OpKind::Concat && op.attrs->const_at >= 0 && !op.attrs->learned)
+    return "its constant piece is fixed, not learned: no kernel concatenates a fixed piece";
   // The product's kernels take one operand per input (broadcast batches
   // included): a tensor multiplied by itself (x @ x) is not run.
   if (op.kind == OpKind::MatMul && op.inputs.size() == 2 && op.inputs[0] == op.inputs[1])
@@ -750,6 +846,9 @@ std::string exec_problem(const Op& op) {
     if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows()))
       return "it does not keep its output and a logsumexp per row";
   }
+  // GroupNorm's kernels write the statistics (mean, rstd per sample and group, f32) into aux.
+  if (op.kind == OpKind::GroupNorm && op.aux_bytes < 8 * static_cast<uint64_t>(op.shape.at(0) * op.attrs->groups))
+    return "it keeps no mean and rstd per sample and group (aux)";
   // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
   if (op.kind == OpKind::LayerNorm && op.aux_bytes < 8 * static_cast<uint64_t>(op.rows()))
     return "it keeps no mean and rstd per row (aux)";

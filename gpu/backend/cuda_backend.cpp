@@ -207,6 +207,8 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       const ConvContext probe{state_.cublas, state_.cudnn, state_.stream, nullptr, 0};
       for (int v = 1; v < model.size(); ++v)
         if (model.op(v).kind == OpKind::Conv) conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_geom(model, v), probe));
+        else if (model.op(v).kind == OpKind::ConvTranspose)
+          conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_transpose_geom(model, v), probe));
       state_.conv_workspace = hold(conv_ws, MemoryUse::Workspace, "the convolution workspace");
       state_.conv_workspace_bytes = conv_ws;
       grads_bytes_ = grads ? 4 * floats : 0;

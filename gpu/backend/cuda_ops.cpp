@@ -78,7 +78,7 @@ void bwd_activation(CudaOpState& s, const OpCall& c) {
 // aux(v) holds the row statistics (2, rows), as on the CPU.
 void fwd_layernorm(CudaOpState& s, const OpCall& c) {
   layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
-                s.stream);
+                s.stream, static_cast<float>(layernorm_eps(c.op)));
 }
 void bwd_layernorm(CudaOpState& s, const OpCall& c) {
   layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0),
@@ -143,12 +143,51 @@ void bwd_conv(CudaOpState& s, const OpCall& c) {
              c.dx(0) && c.acc(0), conv_context(s));
 }
 
+// A ConvTranspose as the convolution it is the gradient of (conv_transpose_geom):
+// forward is that convolution's input gradient (cuDNN's backward-data where
+// it runs on cuDNN), the backward its forward and its weight gradient.
+void fwd_conv_transpose(CudaOpState& s, const OpCall& c) {
+  const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
+  conv_transpose2d_fwd(conv_transpose_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), conv_context(s));
+}
+void bwd_conv_transpose(CudaOpState& s, const OpCall& c) {
+  float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
+  conv_transpose2d_bwd(conv_transpose_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0),
+                       s.scratch[kDiscardedDx], s.param_grad(c.v, 0), db, c.dx(0) && c.acc(0), conv_context(s));
+}
+
+// aux(v): the mean of each (sample, group), then their rstd, as on the CPU.
+void fwd_groupnorm(CudaOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  const int64_t groups = c.op.attrs->groups;
+  groupnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c, d.hw,
+                groups, layernorm_eps(c.op), s.stream);
+}
+void bwd_groupnorm(CudaOpState& s, const OpCall& c) {
+  const NCS d = ncs_of(c.op);
+  const int64_t groups = c.op.attrs->groups;
+  groupnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
+                s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0), s.stream);
+}
+
+void fwd_upsample(CudaOpState& s, const OpCall& c) {
+  const UpsampleDims d = upsample_dims(c.model, c.v);
+  upsample_fwd(c.in(0), c.out(), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners,
+               s.stream);
+}
+void bwd_upsample(CudaOpState& s, const OpCall& c) {
+  if (!c.dx(0)) return;
+  const UpsampleDims d = upsample_dims(c.model, c.v);
+  upsample_bwd(c.dy(), c.dx(0), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners,
+               c.acc(0), s.stream);
+}
+
 // aux(v): batch mean then inverse std per channel; eps as on the CPU (cpu_ops.cpp).
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
   batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
-                d.c, d.hw, kBatchNormEps, 0.1f, s.stream, partials, capacity);
+                d.c, d.hw, batchnorm_eps(c.op), 0.1f, s.stream, partials, capacity);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
@@ -183,6 +222,10 @@ void bwd_softmax(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0), s.stream);
 }
 
+// A constant piece (a learned class token): broadcast into scratch by a
+// strided copy, concatenated like an input; its share of dy comes back there
+// and expand_bwd sums it over the broadcast into the parameter's gradient in
+// the piece's order, as on the CPU.
 void fwd_concat(CudaOpState& s, const OpCall& c) {
   if (reads_strided(c.model, c.v)) {  // each input copied through its strides into its slice, as on the CPU
     for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
@@ -196,6 +239,12 @@ void fwd_concat(CudaOpState& s, const OpCall& c) {
   const ConcatDims d = concat_dims(c.model, c.v);
   std::vector<const float*> xs;
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k) xs.push_back(c.in(k));
+  if (d.piece >= 0) {
+    const ViewMap m = coalesced(concat_piece_map(c.model, c.v));
+    strided_copy(s.param(c.v, 0), s.scratch[kConcatPiece], m.shape.data(), m.stride.data(),
+                 static_cast<int>(m.shape.size()), s.stream);
+    xs.insert(xs.begin() + d.piece, s.scratch[kConcatPiece]);
+  }
   concat_fwd(xs.data(), d.widths.data(), static_cast<int64_t>(xs.size()), c.out(), d.outer, d.inner, s.stream);
 }
 void bwd_concat(CudaOpState& s, const OpCall& c) {
@@ -206,8 +255,19 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
     dxs.push_back(c.dx(k));
     acc.push_back(c.acc(k) ? 1 : 0);
   }
+  if (d.piece >= 0) {
+    dxs.insert(dxs.begin() + d.piece, s.scratch[kConcatPiece]);
+    acc.insert(acc.begin() + d.piece, 0);
+  }
   concat_bwd(c.dy(), dxs.data(), d.widths.data(), static_cast<int64_t>(dxs.size()), d.outer, d.inner, acc.data(),
              s.stream);
+  if (d.piece >= 0) {
+    const ViewMap m = coalesced(concat_piece_map(c.model, c.v));
+    int64_t n = 1;
+    for (const int64_t k : c.op.attrs->const_shape) n *= k;
+    expand_bwd(s.scratch[kConcatPiece], s.param_grad(c.v, 0), m.shape.data(), m.stride.data(),
+               static_cast<int>(m.shape.size()), n, true, s.stream);
+  }
 }
 
 // Views: nothing to compute forward (the executor aliases the storage); the

@@ -141,12 +141,14 @@ void im2col_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
   auto* cols = static_cast<float*>(ctx.workspace);
   for (int64_t i = 0; i < g.n; ++i) {  // images in order: dW's sum has one order
     const float* dyi = dy + i * g.k * ohw;
-    im2col_kernel<<<detail::grid_for(g.c * g.r * g.s * ohw), kBlock, 0, ctx.stream>>>(d, x + i * g.c * g.h * g.w,
-                                                                                       cols);
-    CUDA_CHECK_THROW(cudaGetLastError());
-    // dW_g (k/G, K) += dy_g (k/G, ohw) · cols_gᵀ.
-    detail::gemm_rm(dyi, cols, dW, g.groups, kg, K, ohw, false, true, 1.0f, ctx.cublas, ctx.stream, kg * ohw,
-                    K * ohw, kg * K);
+    if (dW) {
+      im2col_kernel<<<detail::grid_for(g.c * g.r * g.s * ohw), kBlock, 0, ctx.stream>>>(d, x + i * g.c * g.h * g.w,
+                                                                                         cols);
+      CUDA_CHECK_THROW(cudaGetLastError());
+      // dW_g (k/G, K) += dy_g (k/G, ohw) · cols_gᵀ.
+      detail::gemm_rm(dyi, cols, dW, g.groups, kg, K, ohw, false, true, 1.0f, ctx.cublas, ctx.stream, kg * ohw,
+                      K * ohw, kg * K);
+    }
     if (!dx) continue;
     // cols_g (K, ohw) = W_gᵀ · dy_g, then gathered into dx.
     detail::gemm_rm(W, dyi, cols, g.groups, K, ohw, kg, true, false, 0.0f, ctx.cublas, ctx.stream, kg * K,
@@ -365,8 +367,9 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
     need_workspace("conv2d_bwd", ctx, p->workspace);
     const float one = 1.0f, dx_beta = accumulate ? 1.0f : 0.0f;
     auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter,
-                                               ctx.workspace, ctx.workspace_bytes, &one, p->w, dW));
+    if (dW)
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter,
+                                                 ctx.workspace, ctx.workspace_bytes, &one, p->w, dW));
     if (dx)
       CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->bwd_data,
                                                ctx.workspace, ctx.workspace_bytes, &dx_beta, p->x, dx));
@@ -375,6 +378,37 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
 #endif
   need_workspace("conv2d_bwd", ctx, im2col_workspace(g));
   im2col_bwd(g, x, W, dy, dx, dW, accumulate, ctx);
+}
+
+namespace {
+
+// The bias of a transposed convolution is per channel of g's input: a 1x1
+// geometry over that shape adds it and sums its gradient.
+ConvGeom channel_geom(const ConvGeom& g) {
+  ConvGeom b;
+  b.n = g.n;
+  b.c = b.k = g.c;
+  b.h = g.h;
+  b.w = g.w;
+  return b;
+}
+
+}  // namespace
+
+void conv_transpose2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
+                          const ConvContext& ctx) {
+  conv2d_bwd(g, nullptr, W, x, y, nullptr, nullptr, false, ctx);
+  if (b) add_bias(channel_geom(g), y, b, ctx.stream);
+}
+
+void conv_transpose2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx,
+                          float* dx_scratch, float* dW, float* db, bool accumulate, const ConvContext& ctx) {
+  if (db) bias_grad(channel_geom(g), dy, db, ctx.stream);
+  conv2d_bwd(g, dy, W, x, nullptr, dW, nullptr, false, ctx);
+  if (!dx) return;
+  float* out = accumulate ? dx_scratch : dx;
+  conv2d_fwd(g, dy, W, nullptr, out, ctx);
+  if (accumulate) add_into(out, dx, g.n * g.k * g.oh() * g.ow(), true, ctx.stream);
 }
 
 }  // namespace remat::cuda

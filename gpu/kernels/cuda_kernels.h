@@ -69,11 +69,12 @@ void act_bwd(Act act, const float* x_or_y, const float* dy, float* dx, int64_t n
 
 // ---- layernorm.cu ---------------------------------------------------------------
 
-// y (rows, cols) = (x - mean) · rstd · gamma (cols) + beta (cols), eps = 1e-5.
+// y (rows, cols) = (x - mean) · rstd · gamma (cols) + beta (cols), eps PyTorch's 1e-5
+// unless the model says otherwise.
 // stats (2, rows): the means of all rows, then their rstd = 1 / sqrt(biased var + eps),
 // the CPU layout; y is computed from these rounded stats, the values backward reads.
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
-                   float* stats, int64_t rows, int64_t cols, cudaStream_t stream);
+                   float* stats, int64_t rows, int64_t cols, cudaStream_t stream, float eps = 1e-5f);
 // dx (rows, cols) from x, stats (2, rows), gamma (cols), dy (rows, cols);
 // dgamma (cols) += Σ_rows dy · x̂;  dbeta (cols) += Σ_rows dy.
 void layernorm_bwd(const float* x, const float* stats, const float* gamma, const float* dy,
@@ -158,9 +159,35 @@ size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx);
 bool conv2d_uses_cudnn(const ConvGeom& g, const ConvContext& ctx);
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
                 const ConvContext& ctx);
-// dx (may be null) = or += ; dW += ; db (may be null) += .
+// dx (may be null) = or += ; dW (may be null: x is then not read) += ; db (may be null) += .
 void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx,
                 float* dW, float* db, bool accumulate, const ConvContext& ctx);
+// A transposed convolution as the convolution g it is the gradient of
+// (remat::conv_transpose_geom): y (g's input shape) = g's input gradient of x
+// (g's output shape), cuDNN's backward-data where g runs on cuDNN, plus the
+// bias b (g.c, may be null).
+void conv_transpose2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
+                          const ConvContext& ctx);
+// dx (may be null; g's output shape) = g's forward of dy, into dx_scratch and
+// added when `accumulate`; dW += g's weight gradient (dy as its input, x as
+// its dy); db (may be null) += Σ dy per channel.
+void conv_transpose2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx,
+                          float* dx_scratch, float* dW, float* db, bool accumulate, const ConvContext& ctx);
+
+// ---- groupnorm.cu ----------------------------------------------------------------
+// As the CPU's (cpu_kernels.h), sums in double with a fixed block tree.
+void groupnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                   int64_t n, int64_t c, int64_t hw, int64_t groups, double eps, cudaStream_t stream);
+void groupnorm_bwd(const float* x, const float* dy, const float* gamma, const float* mean, const float* rstd,
+                   float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, int64_t groups,
+                   bool accumulate, cudaStream_t stream);
+
+// ---- upsample.cu -----------------------------------------------------------------
+// As the CPU's; the backward gathers each input's gradient in output order.
+void upsample_fwd(const float* x, float* y, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                  bool bilinear, bool align_corners, cudaStream_t stream);
+void upsample_bwd(const float* dy, float* dx, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
+                  bool bilinear, bool align_corners, bool accumulate, cudaStream_t stream);
 
 // ---- batchnorm.cu ----------------------------------------------------------------
 // As the CPU: fixed-order sums in double. Without `partials`, one block per

@@ -1,4 +1,4 @@
-// LayerNorm over the last dimension (eps = 1e-5, affine gamma/beta), one block per
+// LayerNorm over the last dimension (eps the model's, 1e-5 by default; affine gamma/beta), one block per
 // row for the statistics and dx, and a column-strip kernel for dgamma/dbeta so that
 // those sums over rows have a fixed order instead of atomics.
 #include "gpu/kernels/device_common.cuh"
@@ -6,7 +6,6 @@
 namespace remat::cuda {
 namespace {
 
-constexpr float kEps = 1e-5f;
 constexpr int kRowBlock = 256;  // threads per row; a multiple of 32 for block_sum
 constexpr int kRowLanes = 8;    // row strides per column strip in the parameter kernel
 
@@ -19,7 +18,7 @@ unsigned row_grid(int64_t rows) {
 // y (rows, cols); stats (2, rows) = means then rstds. Two passes (mean, then the
 // centred squares) rather than E[x²] - E[x]², which cancels for rows with a big mean.
 __global__ void layernorm_fwd_kernel(const float* x, const float* gamma, const float* beta,
-                                     float* y, float* stats, int64_t rows, int64_t cols) {
+                                     float* y, float* stats, int64_t rows, int64_t cols, float eps) {
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float* xr = x + r * cols;
@@ -33,7 +32,7 @@ __global__ void layernorm_fwd_kernel(const float* x, const float* gamma, const f
       sq += d * d;
     }
     const float var = detail::block_sum(sq, shared) / static_cast<float>(cols);  // biased
-    const float rstd = 1.0f / sqrtf(var + kEps);
+    const float rstd = 1.0f / sqrtf(var + eps);
     if (threadIdx.x == 0) {
       stats[r] = mean;
       stats[rows + r] = rstd;
@@ -112,12 +111,12 @@ __global__ void layernorm_dparams_kernel(const float* x, const float* stats, con
 // ---- launchers ----------------------------------------------------------------
 
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
-                   float* stats, int64_t rows, int64_t cols, cudaStream_t stream) {
+                   float* stats, int64_t rows, int64_t cols, cudaStream_t stream, float eps) {
   detail::check_sizes("layernorm_fwd", {rows, cols});
   if (rows == 0) return;
   // cols == 0 still runs: the stats become 0/0 = NaN, as on the CPU.
   layernorm_fwd_kernel<<<row_grid(rows), kRowBlock, 0, stream>>>(x, gamma, beta, y, stats,
-                                                                  rows, cols);
+                                                                  rows, cols, eps);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

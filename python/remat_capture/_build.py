@@ -54,6 +54,11 @@ def _numel(shape):
     return n
 
 
+def _eps(eps):
+    """A norm's epsilon as the attribute: written only when not PyTorch's default."""
+    return {} if float(eps) == 1e-5 else {"eps": float(eps)}
+
+
 def _ints(v, n):
     """An aten int[] argument (may be a single int or a 1-list) as n ints."""
     if isinstance(v, int):
@@ -275,21 +280,52 @@ class Builder(PointwiseMixin):
         return False
 
     def _op_convolution(self, ev):
-        x, w, b, stride, padding, dilation, transposed, _output_padding, groups = ev.args[:9]
-        if not self._one_act(ev) or transposed or x.dim() not in (3, 4):
+        x, w, b, stride, padding, dilation, transposed, output_padding, groups = ev.args[:9]
+        if not self._one_act(ev) or x.dim() not in (3, 4):
             return False
         sp = x.dim() - 2
         pads = _ints(padding, sp)
-        self._simple(ev, "Conv", {"channels": int(w.shape[0]), "kernel": [int(k) for k in w.shape[2:]],
-                                  "stride": _ints(stride, sp), "pads": pads + pads,
-                                  "dilation": _ints(dilation, sp), "groups": int(groups), "bias": b is not None})
+        attrs = {"kernel": [int(k) for k in w.shape[2:]], "stride": _ints(stride, sp), "pads": pads + pads,
+                 "dilation": _ints(dilation, sp), "groups": int(groups), "bias": b is not None}
+        if transposed:  # nn.ConvTranspose1d/2d: weight (C, out/groups, kernel...)
+            attrs.update({"channels": int(w.shape[1]) * int(groups), "output_padding": _ints(output_padding, sp)})
+            self._simple(ev, "ConvTranspose", attrs)
+        else:
+            attrs["channels"] = int(w.shape[0])
+            self._simple(ev, "Conv", attrs)
         self._note_params(w, b)
         return True
 
+    def _op_native_group_norm(self, ev):
+        # (input, weight, bias, N, C, HxW, group, eps)
+        if not self._one_act(ev) or ev.args[1] is None or ev.args[2] is None:  # remat's GroupNorm is affine
+            return False
+        return self._simple(ev, "GroupNorm", dict({"groups": int(ev.args[6])}, **_eps(ev.args[7])))
+
+    def _upsample(self, ev, bilinear, align_corners=False):
+        if not self._one_act(ev) or ev.args[0].dim() not in (3, 4):
+            return False
+        extra = {"mode": "bilinear" if bilinear else "nearest"}
+        if align_corners:
+            extra["align_corners"] = True
+        return self._simple(ev, "Upsample", extra)
+
+    def _op_upsample_nearest2d(self, ev):
+        return self._upsample(ev, False)
+
+    _op_upsample_nearest1d = _op_upsample_nearest2d
+
+    def _op_upsample_bilinear2d(self, ev):
+        # (input, output_size, align_corners, scales...)
+        return self._upsample(ev, True, bool(ev.args[2]) if len(ev.args) > 2 else False)
+
+    _op_upsample_linear1d = _op_upsample_bilinear2d
+
     def _op_native_batch_norm(self, ev):
+        # (input, weight, bias, running_mean, running_var, training, momentum, eps)
         if not self._one_act(ev) or not ev.args[5]:  # training
             return False
-        self._simple(ev, "BatchNorm")
+        self._simple(ev, "BatchNorm", _eps(ev.args[7] if len(ev.args) > 7 else 1e-5))
         self._note_params(ev.args[1], ev.args[2])
         return True
 
@@ -301,7 +337,7 @@ class Builder(PointwiseMixin):
             return False
         if ev.args[2] is None or ev.args[3] is None:  # remat's LayerNorm has gamma and beta
             return False
-        self._simple(ev, "LayerNorm")
+        self._simple(ev, "LayerNorm", _eps(ev.args[4] if len(ev.args) > 4 else 1e-5))
         self._note_params(ev.args[2], ev.args[3])
         return True
 
@@ -403,10 +439,29 @@ class Builder(PointwiseMixin):
 
     def _op_cat(self, ev):
         ts = ev.args[0]
-        if not all(self._act(t) for t in ts):
-            return False
         dim = int(ev.args[1]) if len(ev.args) > 1 else int(ev.kwargs.get("dim", 0))
-        return self._simple(ev, "Concat", {"axis": dim}, inputs=[self.rid[id(t)] for t in ts])
+        consts = [k for k, t in enumerate(ts) if not self._act(t)]
+        extra = {"axis": dim}
+        if consts:
+            # One parameter, broadcast outside the axis (ViT's class token,
+            # torch.cat([cls.expand(B, -1, -1), x], 1)): a learned piece. What
+            # autograd keeps is unchanged (cat saves nothing).
+            piece = self._param_piece(ts[consts[0]], dim) if len(consts) == 1 and len(ts) > 1 else None
+            if piece is None:
+                return False
+            extra.update({"const_at": consts[0], "const_shape": piece, "learned": True})
+        return self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+
+    def _param_piece(self, t, dim):
+        """The shape (at t's rank) of the parameter that t broadcasts, or None."""
+        base = t._base if t._base is not None else t
+        if storage_key(base) not in self.excluded or not base.requires_grad or base.dim() > t.dim():
+            return None
+        shape = [1] * (t.dim() - base.dim()) + list(base.shape)
+        ax = dim % t.dim()
+        if shape[ax] != t.shape[ax] or any(s not in (1, n) for s, n in zip(shape, t.shape)):
+            return None
+        return [int(s) for s in shape]
 
     def _binary(self, ev):
         """add/sub/mul/div: the kinds of old (Add of two equal shapes, Dropout,

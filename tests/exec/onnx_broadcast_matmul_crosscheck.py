@@ -4,9 +4,9 @@ torch.matmul's broadcasting: q (B,H,T,d) @ k (1,H,d,T), then @ v (H,T,d).
 Exported to ONNX in training mode, the importer keeps both products as
 MatMuls of two activations; `remat run` executes every strategy with
 store-all's loss and gradients and a tracked peak equal to the prediction, and
-the PyTorch cross-check (torch_crosscheck.py) agrees with autograd on the loss
-and every gradient (a broadcast operand's gradient summed over the batch).
-Exit 77 (skip) without torch."""
+PyTorch running the file with its own weights (onnx_file_crosscheck.py) agrees
+on the loss and every gradient (a broadcast operand's gradient summed over the
+batch). Exit 77 (skip) without torch or onnx."""
 import os
 import sys
 
@@ -14,8 +14,9 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import onnx  # noqa: F401
 except ImportError as e:
-    print(f"SKIP: cannot import torch with {sys.executable}: {e}")
+    print(f"SKIP: cannot import torch/onnx with {sys.executable}: {e}")
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -3,9 +3,9 @@
 position table, causal self-attention with the mask buffer sliced and compared,
 `masked_fill(-inf)`, dropout everywhere), exported to ONNX in training mode,
 through `remat run`: every strategy executes with the same loss and gradients
-as store-all and a tracked peak equal to the prediction, and the PyTorch
-cross-check (torch_crosscheck.py) agrees with autograd on the loss and every
-gradient. Exit 77 (skip) without torch."""
+as store-all and a tracked peak equal to the prediction, and PyTorch running
+the file with its own weights (onnx_file_crosscheck.py) agrees on the loss and
+every gradient. Exit 77 (skip) without torch or onnx."""
 import json
 import math
 import os
@@ -17,9 +17,13 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import onnx  # noqa: F401
 except ImportError as e:
-    print(f"SKIP: cannot import torch with {sys.executable}: {e}")
+    print(f"SKIP: cannot import torch/onnx with {sys.executable}: {e}")
     sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onnx_file_crosscheck  # noqa: E402
 
 B, T, D, H, V, L = 2, 8, 32, 4, 40, 2
 
@@ -101,22 +105,21 @@ def strategy_failures(remat, path):
 
 
 def crosscheck(remat, path, strategy):
-    """torch_crosscheck.py on the model file: True when autograd agrees."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return subprocess.run([sys.executable, os.path.join(here, "torch_crosscheck.py"), "--remat", remat,
-                           "--model", path, "--strategy", strategy]).returncode == 0
+    """onnx_file_crosscheck.py on the model file: True when PyTorch running the
+    file with its own weights agrees."""
+    return onnx_file_crosscheck.check(remat, path, strategy)
 
 
-def export_and_check(remat, module, example, name, input_name, strategy, check_ops):
+def export_and_check(remat, module, example, name, input_name, strategy, check_ops, opset=13):
     """Exports `module` to ONNX in training mode, runs every strategy on the
     file (strategy_failures), hands the imported graph's ops to check_ops (it
-    returns failure messages) and cross-checks `strategy` against autograd:
-    the exit status."""
+    returns failure messages) and cross-checks `strategy` against PyTorch
+    running the file with its own weights: the exit status."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, name + ".onnx")
-        torch.onnx.export(module, example, path, training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=False, opset_version=13, input_names=[input_name],
-                          output_names=["logits"])
+        torch.onnx.export(onnx_file_crosscheck.distinct_weights(module), example, path,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False, opset_version=opset,
+                          input_names=[input_name], output_names=["logits"])
         failures = strategy_failures(remat, path)
         if failures is None:
             return 1

@@ -32,6 +32,8 @@ const std::string kBroadcastMatmulModel = std::string(REMAT_EXEC_TEST_MODELS) + 
 const std::string kAttentionModel = std::string(REMAT_EXEC_TEST_MODELS) + "/attention_small.json";
 // The pointwise family and the reductions over strided and broadcast operands.
 const std::string kPointwiseModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pointwise_small.json";
+// A learned class token concatenated before the tokens (a Concat's learned piece).
+const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/class_token.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -102,12 +104,12 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
-                                      "pointwise"};
+                                      "pointwise", "class_token"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
-                                           kBroadcastMatmulModel, kAttentionModel, kPointwiseModel),
+                                           kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

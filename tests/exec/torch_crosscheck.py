@@ -180,7 +180,7 @@ def apply_op(op, acts, param, t):
     elif kind == "GELU":
         y = F.gelu(x)  # exact (erf) form
     elif kind == "LayerNorm":
-        y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=1e-5)
+        y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=op.get("eps", 1e-5))
     elif kind == "Add":
         y = x + acts[ins[1]]
     elif kind == "Dropout" and t is None:  # timing only (the benchmark): PyTorch's own mask
@@ -194,9 +194,23 @@ def apply_op(op, acts, param, t):
         y = F.silu(x)
     elif kind == "Conv":
         y = conv(op, x, param(v, "weight"), param(v, "bias") if op.get("bias", True) else None)
+    elif kind == "ConvTranspose":
+        stride, pad, dil = spatial(op, x)
+        f = F.conv_transpose1d if x.dim() == 3 else F.conv_transpose2d
+        y = f(x, param(v, "weight"), param(v, "bias") if op.get("bias", True) else None, stride=stride, padding=pad,
+              output_padding=op.get("output_padding") or 0, groups=op.get("groups", 1), dilation=dil)
+    elif kind == "Upsample":
+        size = op["shape"][2:]
+        if op.get("mode", "nearest") == "nearest":
+            y = F.interpolate(x, size=size, mode="nearest")
+        else:
+            y = F.interpolate(x, size=size, mode="bilinear" if x.dim() == 4 else "linear",
+                              align_corners=op.get("align_corners", False))
+    elif kind == "GroupNorm":
+        y = F.group_norm(x, op["groups"], param(v, "gamma"), param(v, "beta"), eps=op.get("eps", 1e-5))
     elif kind == "BatchNorm":
         # Training mode: batch statistics (the running ones are not compared).
-        y = F.batch_norm(x, None, None, param(v, "gamma"), param(v, "beta"), training=True, eps=1e-5)
+        y = F.batch_norm(x, None, None, param(v, "gamma"), param(v, "beta"), training=True, eps=op.get("eps", 1e-5))
     elif kind in ("MaxPool", "AvgPool"):
         y = pool(op, x)
     elif kind == "GlobalAvgPool":
@@ -204,7 +218,13 @@ def apply_op(op, acts, param, t):
     elif kind == "Softmax":
         y = torch.softmax(x, dim=op.get("axis", -1))
     elif kind == "Concat":
-        y = torch.cat([acts[u] for u in ins], dim=op.get("axis", -1))
+        pieces = [acts[u] for u in ins]
+        if op.get("const_at") is not None:  # a learned piece (a class token), broadcast outside the axis
+            ax = op.get("axis", -1) % x.dim()
+            shape = list(x.shape)
+            shape[ax] = op["const_shape"][ax]
+            pieces.insert(op["const_at"], param(v, "weight").reshape(op["const_shape"]).expand(shape))
+        y = torch.cat(pieces, dim=op.get("axis", -1))
     elif kind == "Reshape":
         y = x.reshape(op["shape"])
     elif kind == "Transpose":

@@ -156,7 +156,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // fused attention: strided q, k, v, out in q's order, q = k = v
                                            kModels + "/attention_small.json",
                                            // the pointwise family and reductions: strided, broadcast, learned
-                                           kModels + "/pointwise_small.json"),
+                                           kModels + "/pointwise_small.json",
+                                           // a Concat's learned piece (a class token): broadcast, summed back
+                                           kModels + "/class_token.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

@@ -602,3 +602,120 @@ TEST_F(GpuCnnKernels, SigmoidAndSiluMatchCpu) {
 }
 
 }  // namespace
+
+namespace {
+
+// The tail of issue 28 against the CPU: a transposed convolution (the CPU's
+// conv2d_bwd/conv2d_fwd with roles swapped, on the GPU cuDNN's backward-data
+// where it runs), group normalisation, nearest and bilinear resizing;
+// overwrite (from NaN) and accumulate, and the same bits on a second run.
+TEST_F(GpuCnnKernels, TransposedConvolutionMatchesCpuOnBothPaths) {
+  // g: the convolution whose gradient the ConvTranspose is (remat::conv_transpose_geom):
+  // the op's output is g's input (n, c, h, w), the op's input g's output (n, k, oh, ow).
+  for (const ConvGeom& g : {conv(2, 4, 8, 8, 6, 2, 2, 2), conv(2, 6, 9, 9, 4, 3, 3, 2, 1), conv(1, 4, 1, 17, 4, 1, 3, 2, 1, 1, 2)}) {
+    for (void* cudnn : conv_paths()) {
+      const std::string name = str(g) + (cudnn ? " cuDNN" : " im2col");
+      SCOPED_TRACE(name);
+      const int64_t in_n = g.n * g.k * g.oh() * g.ow(), out_n = g.n * g.c * g.h * g.w;
+      const Vec x = random_vec(in_n, 31), W = random_vec(g.weight_numel(), 32, -0.3f, 0.3f), b = random_vec(g.c, 33);
+      const Vec dy = random_vec(out_n, 34);
+      Vec scratch(static_cast<size_t>(remat::cpu::conv2d_scratch_floats(g)));
+      const Dev x_d(x), W_d(W), b_d(b), dy_d(dy);
+      gpu::ConvContext ctx{cublas_, cudnn, stream_, nullptr, 0};
+      Workspace ws(gpu::conv2d_workspace_bytes(g, ctx));
+      ctx.workspace = ws.p;
+      ctx.workspace_bytes = ws.bytes;
+      Vec y(out_n);
+      cpu::conv2d_bwd(g, nullptr, W.data(), x.data(), y.data(), nullptr, nullptr, false, scratch.data());
+      for (int64_t i = 0; i < out_n; ++i) y[static_cast<size_t>(i)] += b[static_cast<size_t>((i / (g.h * g.w)) % g.c)];
+      const Dev y_d(nan_vec(out_n));
+      gpu::conv_transpose2d_fwd(g, x_d.get(), W_d.get(), b_d.get(), y_d.get(), ctx);
+      const Vec y_first = y_d.fetch();
+      expect_close(y_first, y, kTol, name + " y");
+      gpu::conv_transpose2d_fwd(g, x_d.get(), W_d.get(), b_d.get(), y_d.get(), ctx);
+      expect_bitwise(y_d.fetch(), y_first, name + " y again");
+      for (const bool accumulate : {false, true}) {
+        const Vec dx0 = accumulate ? random_vec(in_n, 35) : nan_vec(in_n);
+        Vec dx = dx0, dW = random_vec(W.size(), 36), db = random_vec(g.c, 37);
+        const Vec dW0 = dW, db0 = db;
+        Vec fresh(in_n);
+        cpu::conv2d_fwd(g, dy.data(), W.data(), nullptr, fresh.data(), scratch.data());
+        for (int64_t i = 0; i < in_n; ++i) dx[static_cast<size_t>(i)] = accumulate ? dx[static_cast<size_t>(i)] + fresh[static_cast<size_t>(i)] : fresh[static_cast<size_t>(i)];
+        cpu::conv2d_bwd(g, dy.data(), W.data(), x.data(), nullptr, dW.data(), nullptr, false, scratch.data());
+        for (int64_t i = 0; i < out_n; ++i) db[static_cast<size_t>((i / (g.h * g.w)) % g.c)] += dy[static_cast<size_t>(i)];
+        const Dev dx_d(dx0), dW_d(dW0), db_d(db0), tmp_d(nan_vec(in_n));
+        gpu::conv_transpose2d_bwd(g, x_d.get(), W_d.get(), dy_d.get(), dx_d.get(), tmp_d.get(), dW_d.get(), db_d.get(),
+                                  accumulate, ctx);
+        expect_close(dx_d.fetch(), dx, kTol, name + " dx");
+        expect_close(dW_d.fetch(), dW, kTol, name + " dW");
+        expect_close(db_d.fetch(), db, kTol, name + " db");
+      }
+    }
+  }
+}
+
+TEST_F(GpuCnnKernels, GroupNormMatchesCpu) {
+  for (const auto& [n, c, hw, groups] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{2, 16, 64, 4}, {3, 6, 1, 3}, {1, 8, 4099, 8}, {4, 32, 49, 1}}) {
+    const std::string name = "groupnorm n" + std::to_string(n) + " c" + std::to_string(c) + " hw" + std::to_string(hw) +
+                             " groups " + std::to_string(groups);
+    SCOPED_TRACE(name);
+    const int64_t m = n * c * hw, s = n * groups;
+    const Vec x = random_vec(m, 41, -2.0f, 3.0f), gamma = random_vec(c, 42, 0.5f, 1.5f), beta = random_vec(c, 43);
+    const Dev x_d(x), g_d(gamma), b_d(beta), y_d(nan_vec(m)), mean_d(nan_vec(s)), rstd_d(nan_vec(s));
+    Vec y(m), mean(s), rstd(s);
+    cpu::groupnorm_fwd(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), n, c, hw, groups, 1e-5);
+    gpu::groupnorm_fwd(x_d.get(), g_d.get(), b_d.get(), y_d.get(), mean_d.get(), rstd_d.get(), n, c, hw, groups, 1e-5,
+                       stream_);
+    expect_close(y_d.fetch(), y, kTol, name + " y");
+    expect_close(mean_d.fetch(), mean, kTol, name + " mean");
+    expect_close(rstd_d.fetch(), rstd, kTol, name + " rstd");
+    const Vec dy = random_vec(m, 44);
+    const Dev dy_d(dy);
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(m, 45) : nan_vec(m);
+      Vec dx = accumulate ? dx0 : Vec(m, 0.0f), dg = random_vec(c, 46), db = random_vec(c, 47);
+      const Dev dx_d(dx0), dg_d(dg), db_d(db);
+      cpu::groupnorm_bwd(x.data(), dy.data(), gamma.data(), mean.data(), rstd.data(), dx.data(), dg.data(), db.data(),
+                         n, c, hw, groups, accumulate);
+      gpu::groupnorm_bwd(x_d.get(), dy_d.get(), g_d.get(), mean_d.get(), rstd_d.get(), dx_d.get(), dg_d.get(),
+                         db_d.get(), n, c, hw, groups, accumulate, stream_);
+      expect_close(dx_d.fetch(), dx, kTol, name + " dx");
+      expect_close(dg_d.fetch(), dg, kTol, name + " dgamma");
+      expect_close(db_d.fetch(), db, kTol, name + " dbeta");
+    }
+  }
+}
+
+// The GPU gathers each input's gradient in the CPU's output order with the
+// CPU's products (no fused multiply-adds): the same bits.
+TEST_F(GpuCnnKernels, UpsampleMatchesCpuBitForBit) {
+  for (const bool bilinear : {false, true})
+    for (const bool align : {false, true}) {
+      if (align && !bilinear) continue;
+      for (const auto& [planes, ih, iw, oh, ow] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{6, 4, 4, 8, 8},
+                                                   {3, 5, 7, 12, 9}, {2, 1, 9, 1, 20}, {4, 8, 8, 5, 3}}) {
+        const std::string name = std::string(bilinear ? "bilinear" : "nearest") + (align ? " align_corners " : " ") +
+                                 std::to_string(ih) + "x" + std::to_string(iw) + " -> " + std::to_string(oh) + "x" +
+                                 std::to_string(ow);
+        SCOPED_TRACE(name);
+        const int64_t xn = planes * ih * iw, yn = planes * oh * ow;
+        const Vec x = random_vec(xn, 51), dy = random_vec(yn, 52);
+        const Dev x_d(x), dy_d(dy), y_d(nan_vec(yn));
+        Vec y(yn);
+        cpu::upsample_fwd(x.data(), y.data(), planes, ih, iw, oh, ow, bilinear, align);
+        gpu::upsample_fwd(x_d.get(), y_d.get(), planes, ih, iw, oh, ow, bilinear, align, stream_);
+        expect_bitwise(y_d.fetch(), y, name + " y");
+        for (const bool accumulate : {false, true}) {
+          const Vec dx0 = accumulate ? random_vec(xn, 53) : nan_vec(xn);
+          Vec dx = dx0;
+          cpu::upsample_bwd(dy.data(), dx.data(), planes, ih, iw, oh, ow, bilinear, align, accumulate);
+          const Dev dx_d(dx0);
+          gpu::upsample_bwd(dy_d.get(), dx_d.get(), planes, ih, iw, oh, ow, bilinear, align, accumulate, stream_);
+          expect_bitwise(dx_d.fetch(), dx, name + (accumulate ? " dx accumulate" : " dx"));
+        }
+      }
+    }
+}
+
+}  // namespace

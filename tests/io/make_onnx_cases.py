@@ -116,6 +116,41 @@ def embed_split():  # token ids -> Gather -> Split -> Concat -> Add of a constan
                               t("pos", np.ones((5, 6)))], name="embed_split")
 
 
+def weights():  # every parameter from the file: a grouped Conv with bias, a BatchNorm (eps 1e-3), a Gemm
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 3])
+    k = np.arange(6 * 2 * 2 * 2, dtype=np.float32).reshape(6, 2, 2, 2) / 50 - 0.4
+    return graph([helper.make_node("Conv", ["x", "K", "KB"], ["c"], name="conv", group=2),
+                  helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"], name="bn",
+                                   epsilon=1e-3, training_mode=1),
+                  helper.make_node("Relu", ["n"], ["r"], name="relu"),
+                  helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+                  helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+                  helper.make_node("Gemm", ["f", "W", "B"], ["y"], name="fc", transB=1)],
+                 [x], [Y], [t("K", k), t("KB", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]),
+                            t("gamma", [1.5, 0.5, 1.25, 0.75, 1.1, 0.9]), t("beta", [0.0, 0.1, -0.1, 0.2, -0.2, 0.3]),
+                            t("mean", np.full(6, 7.0)), t("var", np.full(6, 9.0)),
+                            t("W", np.arange(18).reshape(3, 6) / 10), t("B", B)], name="weights")
+
+
+def shape_fold():  # shape arithmetic and a mask made of constants: folded, never activations
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)  # noqa: E731
+    return graph([helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                  helper.make_node("Gather", ["s", "zero"], ["b"], name="batch", axis=0),
+                  helper.make_node("Unsqueeze", ["b", "axis0"], ["b1"], name="unsq"),
+                  helper.make_node("Concat", ["b1", "minus1"], ["target"], name="cat", axis=0),
+                  helper.make_node("Reshape", ["x", "target"], ["flat"], name="flatten"),  # (2, 12)
+                  helper.make_node("Reshape", ["flat", "s"], ["x3"], name="unflatten"),    # (2, 3, 4) again
+                  helper.make_node("Slice", ["s", "one", "three"], ["tt"], name="tail"),    # [3, 4]
+                  helper.make_node("ConstantOfShape", ["tt"], ["ones"], name="ones",
+                                   value=numpy_helper.from_array(np.array([1.0], dtype=np.float32))),
+                  helper.make_node("Trilu", ["ones", "k"], ["upper"], name="triu", upper=1),
+                  helper.make_node("Cast", ["upper"], ["mask"], name="cast", to=TensorProto.BOOL),
+                  helper.make_node("Where", ["mask", "ninf", "x3"], ["y"], name="fill")],
+                 [x], [Y], [i64("zero", 0), i64("axis0", [0]), i64("minus1", [-1]), i64("one", [1]),
+                            i64("three", [3]), i64("k", 1), t("ninf", -np.inf)], name="shape_fold")
+
+
 def dangling():
     return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
 
@@ -151,7 +186,7 @@ if __name__ == "__main__":
                        ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs),
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
-                       ("causal_mask_2x", causal_mask_2x)]:
+                       ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

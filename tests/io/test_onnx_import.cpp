@@ -13,6 +13,7 @@
 #include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
+#include "core/exec/backend.h"
 #include "core/io/onnx_model.h"
 #include "core/io/model_source.h"
 #include "core/strategies/registry.h"
@@ -307,6 +308,63 @@ TEST(OnnxCases, EmbeddingSplitConcatAndAConstant) {
   EXPECT_EQ(m.op(4).inputs, (std::vector<int>{3, 2}));
   EXPECT_EQ(m.op(5).kind, OpKind::AddConst);
   EXPECT_EQ(m.op(5).param_bytes, 5u * 6 * 4);  // the constant tensor, an initializer
+}
+
+std::vector<float> floats_of(std::initializer_list<double> v) {
+  std::vector<float> out;
+  for (const double x : v) out.push_back(static_cast<float>(x));
+  return out;
+}
+
+// Every parameter is the file's: the grouped Conv's weight and bias, the
+// BatchNorm's scale and shift (its epsilon too), the Gemm's; and the executor
+// starts from them, not from its seed.
+TEST(OnnxCases, EveryParameterComesFromTheFile) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "weights.onnx");
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Conv, OpKind::BatchNorm, OpKind::ReLU, OpKind::GlobalAvgPool,
+                                     OpKind::Reshape, OpKind::Linear, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  EXPECT_EQ(m.op(1).attrs->groups, 2);
+  std::vector<float> k;
+  for (int i = 0; i < 48; ++i) k.push_back(static_cast<float>(i) / 50.0f - 0.4f);  // as numpy computed them, in f32
+  ASSERT_EQ(m.op(1).param_init->size(), 2u);
+  EXPECT_EQ(*m.op(1).param_init->at(0), k);
+  EXPECT_EQ(*m.op(1).param_init->at(1), floats_of({0.1, 0.2, 0.3, 0.4, 0.5, 0.6}));
+  ASSERT_EQ(m.op(2).param_init->size(), 2u);
+  EXPECT_EQ(*m.op(2).param_init->at(0), floats_of({1.5, 0.5, 1.25, 0.75, 1.1, 0.9}));
+  EXPECT_EQ(*m.op(2).param_init->at(1), floats_of({0.0, 0.1, -0.1, 0.2, -0.2, 0.3}));
+  EXPECT_EQ(m.op(2).attrs->eps, 1e-3);  // the float32 attribute as the decimal it was written as
+  ASSERT_EQ(m.op(6).param_init->size(), 2u);
+  EXPECT_EQ(m.op(6).param_init->at(0)->at(17), 1.7f);
+  const HostData d = make_host_data(m, 3);
+  ASSERT_EQ(d.params.size(), 6u);
+  EXPECT_EQ(d.params[0], k);
+  EXPECT_EQ(d.params[2], *m.op(2).param_init->at(0));
+  EXPECT_EQ(d.params[5], floats_of({0.5, -0.5, 0.25}));
+}
+
+// Shape arithmetic (Shape, Gather, Unsqueeze, Concat, Slice) and a mask built
+// of constants (ConstantOfShape, Trilu, Cast) are folded at import: the
+// Reshapes get their targets, the Where is a MaskedFill with the mask's
+// values, and nothing is Generic or an activation of its own.
+TEST(OnnxCases, ShapeArithmeticAndConstantMasksFold) {
+  REQUIRE_ONNX();
+  std::vector<std::string> notes;
+  const Model m = load_onnx_model(kCases + "shape_fold.onnx", &notes);
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Reshape, OpKind::Reshape, OpKind::MaskedFill, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 12}));
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(m.op(3).attrs->const_shape, (std::vector<int64_t>{3, 4}));
+  ASSERT_TRUE(m.op(3).attrs->values.values);
+  EXPECT_EQ(*m.op(3).attrs->values.values, (std::vector<float>{0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 1}));  // triu(ones, 1)
+  EXPECT_EQ(m.op(3).attrs->fill, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(m.saved_bytes(), 2u * 3 * 4 * 4);  // the loss's input alone: the views and the masked fill keep nothing
+  EXPECT_TRUE(m.executable());
+  for (const auto& n : notes) EXPECT_EQ(n.find("Generic"), std::string::npos) << n;
 }
 
 TEST(OnnxCases, EvalModeExportsSaySo) {

@@ -157,6 +157,103 @@ def gpt(layers, d, heads, seq, batch, vocab):
     return Gpt(layers, d, heads, seq, vocab), torch.randint(0, vocab, (batch, seq)), "ce"
 
 
+def bool_mask_dropout(model):
+    """Swaps every nn.Dropout for the bool-mask Dropout above (see the module docstring)."""
+    for name, child in model.named_children():
+        if isinstance(child, nn.Dropout):
+            setattr(model, name, Dropout(child.p))
+        else:
+            bool_mask_dropout(child)
+    return model
+
+
+class MaskInGraph(CausalSelfAttention):
+    """The causal mask computed in forward from constants, not a buffer:
+    torch.triu(torch.ones(T, T)) exported as ConstantOfShape/Trilu/Cast/Where."""
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.d, dim=2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        mask = torch.triu(torch.ones(T, T), diagonal=1).bool()
+        att = self.attn_dropout(F.softmax(att.masked_fill(mask, float("-inf")), dim=-1))
+        return self.resid_dropout(self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C)))
+
+
+def gpt_mask_in_graph(layers, d, heads, seq, batch, vocab):
+    model = Gpt(layers, d, heads, seq, vocab)
+    for block in model.h:
+        block.attn = MaskInGraph(d, heads, seq)
+    return model, torch.randint(0, vocab, (batch, seq)), "ce"
+
+
+def encoder(layers, d, heads, seq, batch):
+    """nn.TransformerEncoder (post-norm, ReLU) and a Linear head, MSE loss. The
+    attention's own dropout is functional (a float mask on the CPU): off."""
+    layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=2 * d, dropout=0.1, batch_first=True)
+    net = nn.Sequential(nn.TransformerEncoder(layer, layers), nn.Linear(d, d))
+    for m in net.modules():
+        if isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+    return bool_mask_dropout(net), torch.randn(batch, seq, d), "mse"
+
+
+class VitBlock(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d, eps=1e-6), nn.LayerNorm(d, eps=1e-6)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(self.ln1(x)).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        att = F.softmax((q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5, dim=-1)
+        x = x + self.proj((att @ v).transpose(1, 2).reshape(B, N, C))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Vit(nn.Module):
+    """A small ViT (timm's layout): 4x4 patches, a class token concatenated in
+    front, a learned position table, pre-norm blocks (LayerNorm eps 1e-6), the
+    class token's features to the head."""
+
+    def __init__(self, image, patch, d, heads, layers, classes):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, patch, stride=patch)
+        n = (image // patch) ** 2
+        self.cls = nn.Parameter(0.02 * torch.randn(1, 1, d))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, n + 1, d))
+        self.blocks = nn.Sequential(*[VitBlock(d, heads) for _ in range(layers)])
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        return self.head(self.norm(self.blocks(x))[:, 0])
+
+
+def vit(batch):
+    return Vit(16, 4, 32, 4, 2, 10), torch.randn(batch, 3, 16, 16), "ce"
+
+
+def shufflenet(batch):
+    """torchvision's ShuffleNetV2 x0.5 (channel split, shuffle, depthwise convolutions)."""
+    return torchvision.models.shufflenet_v2_x0_5(num_classes=10), torch.randn(batch, 3, 64, 64), "ce"
+
+
+def mobilenet(batch):
+    """torchvision's MobileNetV2 at width 0.25 (ReLU6, inverted residuals, depthwise)."""
+    net = torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25)
+    return bool_mask_dropout(net), torch.randn(batch, 3, 64, 64), "ce"
+
+
 # name: (builder, preset spec describing the same model or None)
 MODELS = {
     "mlp": (lambda: mlp(4, 256, 32), "mlp:4:256:32"),
@@ -164,6 +261,11 @@ MODELS = {
     "resnet50": (lambda: resnet50(2, 32, 10), "resnet:50:64:32:2:10"),
     "vgg": (lambda: vgg(8), None),
     "gpt2": (lambda: gpt(2, 64, 4, 32, 2, 96), "gpt:2:64:4:32:2:f32:96"),
+    "gpt2-mask": (lambda: gpt_mask_in_graph(2, 64, 4, 32, 2, 96), None),
+    "encoder": (lambda: encoder(2, 32, 4, 8, 2), None),
+    "vit": (lambda: vit(2), None),
+    "shufflenet": (lambda: shufflenet(2), None),
+    "mobilenet": (lambda: mobilenet(2), None),
 }
 DEFAULT = ",".join(MODELS)
 # Compared as a preset only: its 94 MB export would check no ONNX op that the

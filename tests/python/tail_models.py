@@ -1,0 +1,74 @@
+"""The tail models of issue 28, for test_capture_tail.py (captured) and
+tests/exec/onnx_zoo_crosscheck.py (exported to ONNX): a U-Net with transposed
+convolutions, nearest and bilinear upsampling and skip connections, a
+GroupNorm network, and a ViT front with a class token."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class UNet(nn.Module):
+    """Two levels: conv blocks, max pooling down, a transposed convolution and
+    a nearest upsample back up, skips concatenated, a bilinear upsample at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc1 = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())  # no bias before a batch norm (its gradient is 0)
+        self.enc2 = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU())
+        self.bottom = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.ReLU())
+        self.up2 = nn.ConvTranspose2d(16, 16, 2, stride=2)
+        self.dec2 = nn.Sequential(nn.Conv2d(32, 8, 3, padding=1), nn.ReLU())
+        self.dec1 = nn.Sequential(nn.Conv2d(16, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)                       # (N, 8, 16, 16)
+        e2 = self.enc2(F.max_pool2d(e1, 2))     # (N, 16, 8, 8)
+        b = self.bottom(F.max_pool2d(e2, 2))    # (N, 16, 4, 4)
+        d2 = self.dec2(torch.cat([self.up2(b), e2], 1))                            # (N, 8, 8, 8)
+        d1 = self.dec1(torch.cat([F.interpolate(d2, scale_factor=2.0, mode="nearest"), e1], 1))  # (N, 8, 16, 16)
+        y = F.interpolate(self.head(d1), size=(24, 20), mode="bilinear", align_corners=False)
+        return y
+
+
+class GroupNormNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.n1 = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
+        self.c2, self.n2 = nn.Conv2d(16, 16, 3, padding=1), nn.GroupNorm(8, 16, eps=1e-3)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = F.silu(self.n1(self.c1(x)))
+        x = F.relu(self.n2(self.c2(x)))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class ClassToken(nn.Module):
+    def __init__(self, d=12, classes=4):
+        super().__init__()
+        self.embed = nn.Linear(6, d)
+        self.cls = nn.Parameter(0.02 * torch.randn(1, 1, d))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, 6, d))
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.embed(x)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        return self.head(F.gelu(self.norm(x))[:, 0].contiguous())  # the kernels read a Linear's input dense
+
+
+def models():
+    torch.manual_seed(0)
+    unet, xu = UNet(), torch.randn(2, 3, 16, 16)
+    target = torch.randn(2, 2, 24, 20)
+    yield "unet", unet, xu, (lambda out: F.mse_loss(out, target)), target
+    gn, xg = GroupNormNet(), torch.randn(2, 3, 8, 8)
+    labels = torch.randint(0, 5, (2,))
+    yield "groupnorm", gn, xg, (lambda out: F.cross_entropy(out, labels)), labels
+    ct, xc = ClassToken(), torch.randn(3, 5, 6)
+    labels_c = torch.randint(0, 4, (3,))
+    yield "class_token", ct, xc, (lambda out: F.cross_entropy(out, labels_c)), labels_c
+
+
