@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/executor.h"
+#include "core/work_counters.h"
 #include "core/exec/op_exec.h"
 #include "core/kernels/rng.h"
 #include "core/op_layout.h"
@@ -53,6 +54,7 @@ static std::string executable_kinds_list() {
 }
 
 void check_executable(const Model& model) {
+  work_counter::count(work_counter::executability_checks);
   std::string list;
   int bad = 0;
   for (int v = 0; v < model.size(); ++v) {
@@ -115,6 +117,10 @@ uint64_t baseline_bytes_of(const Model& model) {
 
 HostData make_host_data(const Model& model, uint64_t seed) {
   check_executable(model);
+  return make_host_data_unchecked(model, seed);
+}
+
+HostData make_host_data_unchecked(const Model& model, uint64_t seed) {
   HostData d;
   d.seed = seed;
   const Op& in = model.op(0);

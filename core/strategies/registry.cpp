@@ -1,4 +1,5 @@
 #include "core/strategies/registry.h"
+#include "core/work_counters.h"
 
 #include <algorithm>
 
@@ -109,6 +110,7 @@ std::string strategy_help() {
 }
 
 std::unique_ptr<Strategy> make_strategy(std::string_view spec) {
+  work_counter::count(work_counter::strategies_made);
   const std::string s(spec);
   // A modifier comes last: "BASE+name:ARG" (the last '+', whatever BASE holds).
   if (const auto plus = s.rfind('+'); plus != std::string::npos) {
