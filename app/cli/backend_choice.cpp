@@ -16,12 +16,17 @@ BackendKind parse_backend_kind(const std::string& s) {
 }
 
 std::unique_ptr<Backend> make_backend(BackendKind kind, std::ostream& notice) {
-  if (kind == BackendKind::Cpu) return std::make_unique<CpuBackend>();
-  std::string why;
-  if (auto b = load_cuda_backend(&why)) return b;
-  if (kind == BackendKind::Cuda) throw InputError("--backend cuda: " + why);
-  notice << "remat: no GPU: " << why << "; running on the CPU\n";
-  return std::make_unique<CpuBackend>();
+  try {
+    ChosenBackend chosen = choose_backend(kind);
+    if (!chosen.no_gpu.empty()) notice << no_gpu_notice(chosen.no_gpu);
+    return std::move(chosen.backend);
+  } catch (const NoUsableGpu& e) {
+    throw no_cuda_error(e);
+  }
 }
+
+InputError no_cuda_error(const NoUsableGpu& e) { return InputError("--backend cuda: " + e.why()); }
+
+std::string no_gpu_notice(const std::string& why) { return "remat: no GPU: " + why + "; running on the CPU\n"; }
 
 }  // namespace remat::cli

@@ -17,6 +17,7 @@
 #include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
+#include "core/exec/run_session.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
 #include "core/exec/same_result.h"
@@ -44,12 +45,6 @@ struct RunOptions {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
-
-std::vector<std::string> strategy_specs(const std::string& list) {
-  std::vector<std::string> specs = expand_strategy_list(list);
-  for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
-  return specs;
-}
 
 std::string hex64(uint64_t v) {
   char buf[17];
@@ -156,10 +151,10 @@ void print_error_table(const Model& model, const std::vector<Row>& rows, const E
               "written over --device-bandwidth); measured: their own time on this backend\n");
 }
 
-void print_table(const Model& model, const Backend& backend, const RunOptions& o, const std::vector<Row>& rows,
+void print_table(const Model& model, const std::string& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
-              model.size(), backend.name().c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
+              model.size(), backend.c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
@@ -205,7 +200,7 @@ void print_table(const Model& model, const Backend& backend, const RunOptions& o
   }
 }
 
-nlohmann::json run_json(const Model& model, const Backend& backend, const RunOptions& o, uint64_t limit,
+nlohmann::json run_json(const Model& model, const std::string& backend, const RunOptions& o, uint64_t limit,
                         const std::vector<Row>& rows, const ExecResult& ref) {
   nlohmann::json strategies = nlohmann::json::array();
   for (const auto& r : rows) {
@@ -264,7 +259,7 @@ nlohmann::json run_json(const Model& model, const Backend& backend, const RunOpt
     strategies.push_back(std::move(j));
   }
   return {{"model", model_json(model)},
-          {"backend", backend.name()},
+          {"backend", backend},
           {"seed", o.seed},
           {"repeat", o.repeat},
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
@@ -282,32 +277,28 @@ void run_run(const RunOptions& o) {
   if (!o.trace.empty()) check_trace_path(o.trace);
   const TimeModel tm = time_model_of(o.time);
   const Model model = load_model(o.model);
-  check_executable(model);
-  auto specs = strategy_specs(o.strategies);
+  // The session checks the model and makes each strategy (a bad name fails
+  // before any work), store-all first as the reference for time overhead and
+  // bitwise equality when it was not asked for.
+  const std::vector<std::string> specs = expand_strategy_list(o.strategies);
+  RunSessionOptions so;
+  so.backend = kind;
+  so.limit = o.limit;
+  so.time = tm;
+  so.record_trace = !o.trace.empty();  // --trace: what each instruction allocated and measured
+  RunSession session(model, specs, so);
   if (specs.empty()) throw InputError("--strategy: no strategy given");
   // Before the (possibly long) simulations: an explicit --backend cuda without
   // a device fails at once.
-  auto backend = make_backend(kind, std::cerr);
-
-  // store-all is the reference for time overhead and bitwise equality.
-  bool added_reference = false;
-  if (std::find(specs.begin(), specs.end(), "store-all") == specs.end()) {
-    specs.insert(specs.begin(), "store-all");
-    added_reference = true;
+  try {
+    (void)session.open_backend();
+  } catch (const NoUsableGpu& e) {
+    throw no_cuda_error(e);
   }
-  const auto sims = simulate_strategies(model, specs, {.limit = o.limit, .time = tm});
-  for (const auto& r : sims) {
-    if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
-  }
+  if (!session.no_gpu().empty()) std::cerr << no_gpu_notice(session.no_gpu());
+  session.plan();
 
-  std::vector<Schedule> schedules;
-  std::vector<std::string> labels;
-  for (const auto& r : sims) {
-    schedules.push_back(r.schedule);
-    labels.push_back(r.name);
-  }
-
-  ProgressBar bar(labels);
+  ProgressBar bar(session.names());
   std::atomic<bool>& cancel = g_interrupted;
   cancel = false;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -318,11 +309,9 @@ void run_run(const RunOptions& o) {
   eo.cancel = &cancel;
   eo.progress = [&bar](double f) { return bar(f); };
   eo.sync_each = o.sync_each;
-  std::vector<ExecResult> results;
-  HostData data;
-  RunRecorder recorder(*backend);  // --trace: what each instruction allocated and measured
+  RunSessionResult run;
   try {
-    results = execute_strategies(model, schedules, o.trace.empty() ? *backend : recorder, eo, &data);
+    run = session.run(eo);
   } catch (...) {
     bar.finish();
     std::signal(SIGINT, previous);
@@ -331,11 +320,10 @@ void run_run(const RunOptions& o) {
   bar.finish();
   std::signal(SIGINT, previous);
 
-  std::size_t ref_index = 0;
-  for (std::size_t i = 0; i < sims.size(); ++i) {
-    if (sims[i].name == "store-all") ref_index = i;
-  }
-  const ExecResult& ref = results[ref_index];
+  const std::vector<StrategyRun>& sims = run.plans;
+  const std::vector<ExecResult>& results = run.results;
+  const bool added_reference = run.reference_added;
+  const ExecResult& ref = run.reference_result();
   std::vector<Row> rows;
   for (std::size_t i = 0; i < sims.size(); ++i) rows.push_back({&sims[i], &results[i], added_reference && i == 0});
 
@@ -351,13 +339,13 @@ void run_run(const RunOptions& o) {
       if (!chosen && added_reference && results[0].ok() && !compressed) chosen = &results[0];
     }
     if (!chosen) throw InputError("--dump: no strategy ran to completion, nothing to dump");
-    const std::string warning = write_execution_dump(o.dump, model, data, *chosen);
+    const std::string warning = write_execution_dump(o.dump, model, run.data, *chosen);
     if (!warning.empty()) std::cerr << "remat: warning: " << warning << "\n";
   }
 
-  if (!o.trace.empty()) write_run_trace(o.trace, model, backend->name(), sims, results, recorder);
-  if (o.json) std::cout << run_json(model, *backend, o, limit, rows, ref).dump() << "\n";
-  else print_table(model, *backend, o, rows, ref);
+  if (!o.trace.empty()) write_run_trace(o.trace, model, run.backend, sims, results, run.recorded);
+  if (o.json) std::cout << run_json(model, run.backend, o, limit, rows, ref).dump() << "\n";
+  else print_table(model, run.backend, o, rows, ref);
   std::cout.flush();
 
   if (cancel.load()) {

@@ -7,6 +7,25 @@
 
 namespace remat {
 
+namespace {
+
+// Schedules and simulates `run` (its spec and name set), errors in the run.
+void schedule_and_simulate(const Model& model, const Strategy& strategy, const SimulateStrategiesOptions& options,
+                           StrategyRun& run) {
+  try {
+    run.schedule = bounded_schedule(strategy, model, options.limit, &run.solvers);
+    run.sim = simulate(model, run.schedule,
+                       {.timeline = options.timelines, .time = options.time ? &*options.time : nullptr});
+  } catch (const ScheduleTooLarge& e) {
+    run.error = e.what();
+    run.too_large = true;
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+}
+
+}  // namespace
+
 std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
                                              const SimulateStrategiesOptions& options) {
   std::vector<StrategyRun> runs;
@@ -14,21 +33,26 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
     StrategyRun run;
     run.spec = spec;
     run.name = spec;
+    std::unique_ptr<Strategy> strategy;
     try {
-      const auto strategy = make_strategy(spec);
+      strategy = make_strategy(spec);
       run.name = strategy->name();
-      run.schedule = bounded_schedule(*strategy, model, options.limit, &run.solvers);
-      run.sim = simulate(model, run.schedule,
-                         {.timeline = options.timelines, .time = options.time ? &*options.time : nullptr});
-    } catch (const ScheduleTooLarge& e) {
-      run.error = e.what();
-      run.too_large = true;
     } catch (const std::exception& e) {
       run.error = e.what();
     }
+    if (strategy) schedule_and_simulate(model, *strategy, options, run);
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, const std::string& spec,
+                              const SimulateStrategiesOptions& options) {
+  StrategyRun run;
+  run.spec = spec;
+  run.name = strategy.name();
+  schedule_and_simulate(model, strategy, options, run);
+  return run;
 }
 
 nlohmann::json model_json(const Model& model) {

@@ -44,6 +44,10 @@ struct SimulateStrategiesOptions {
 // set, the others go on.
 std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
                                              const SimulateStrategiesOptions& options = {});
+// One strategy already made from `spec`: its schedule and simulation, or the
+// error, as simulate_strategies gives them.
+StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, const std::string& spec,
+                              const SimulateStrategiesOptions& options = {});
 
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);

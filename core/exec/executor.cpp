@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "core/sim/compression.h"
@@ -72,20 +73,17 @@ std::string oom_message(const TensorOutOfMemory& oom, const std::string& what, c
   return "out of memory: " + needed + what + where_str(oom.instruction, schedule, model) + free_part;
 }
 
-// What execute_loaded needs of the schedule and the backend before it runs:
-// the schedule valid (simulate() throws ScheduleError otherwise), the host
-// tier and the conversions it uses present.
-Simulation check_runnable(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options) {
-  check_executable(model);
+// What the executor needs of the backend and the options before a schedule
+// runs (the schedule itself is valid: `sim` is simulate()'s result for it):
+// the host tier and the conversions it uses.
+void check_runnable(const Schedule& schedule, const Simulation& sim, Backend& backend, const ExecOptions& options) {
   if (options.repeat < 1) throw InputError("repeat must be at least 1, got " + std::to_string(options.repeat));
-  Simulation sim = simulate(model, schedule, {.timeline = false});  // validated: every read is of a resident tensor
   if (sim.transfers > 0 && !backend.host().has_host_tier())
     throw InputError("the " + backend.name() + " backend has no host tier: strategy '" + schedule.strategy +
                      "' offloads tensors to host memory");
   if (sim.conversions > 0 && !backend.host().can_compress())
     throw InputError("the " + backend.name() + " backend cannot convert tensors: strategy '" + schedule.strategy +
                      "' compresses checkpoints");
-  return sim;
 }
 
 // Progress over all runs of one schedule, in units of marks, and cancellation.
@@ -231,9 +229,12 @@ void summarise_times(ExecResult& res, const Model& model, const Schedule& schedu
 
 }  // namespace
 
-ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend, const HostData& data,
-                          const ExecOptions& options) {
-  const Simulation sim = check_runnable(model, schedule, backend, options);
+namespace {
+
+// execute_loaded for a checked model and a schedule simulated on it.
+ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule, const Simulation& sim,
+                                   Backend& backend, const HostData& data, const ExecOptions& options) {
+  check_runnable(schedule, sim, backend, options);
   const auto& code = schedule.code;
   ExecResult res;
   res.strategy = schedule.strategy;
@@ -278,6 +279,20 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
   return res;
 }
 
+// Simulated without its timeline: the validation every read below relies on
+// (every tensor read is resident), and the transfers and conversions counted.
+Simulation validate_for_execution(const Model& model, const Schedule& schedule) {
+  return simulate(model, schedule, {.timeline = false});
+}
+
+}  // namespace
+
+ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend& backend, const HostData& data,
+                          const ExecOptions& options) {
+  check_executable(model);
+  return execute_simulated_loaded(model, schedule, validate_for_execution(model, schedule), backend, data, options);
+}
+
 namespace {
 
 ExecResult result_without_run(const Schedule& s, Backend& backend, ExecStatus status, std::string message) {
@@ -290,16 +305,20 @@ ExecResult result_without_run(const Schedule& s, Backend& backend, ExecStatus st
   return r;
 }
 
-}  // namespace
+// One strategy of a batch on the loaded backend: its result, or an exception
+// that makes it Failed.
+using RunOne = std::function<ExecResult(std::size_t index, const HostData& data, const ExecOptions& options)>;
 
-std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules, Backend& backend,
-                                           const ExecOptions& options, HostData* data_out) {
-  check_executable(model);
+// Each schedule in turn on one backend, the baseline loaded once, for a
+// model already checked (execute_strategies, execute_simulated).
+std::vector<ExecResult> execute_batch(const Model& model, const std::vector<const Schedule*>& schedules,
+                                      Backend& backend, const ExecOptions& options, HostData* data_out,
+                                      const RunOne& run_one) {
   std::vector<ExecResult> out;
   // Nothing can run when the baseline does not fit: every strategy gets the same row.
   auto all_out_of_memory = [&](uint64_t needed, uint64_t free, const std::string& what) {
-    for (const Schedule& s : schedules) {
-      ExecResult r = result_without_run(s, backend, ExecStatus::OutOfMemory,
+    for (const Schedule* s : schedules) {
+      ExecResult r = result_without_run(*s, backend, ExecStatus::OutOfMemory,
                                         "out of memory: needed " + bytes_str(needed) + " for " + what +
                                             " before the first instruction" +
                                             (free == std::numeric_limits<uint64_t>::max()
@@ -314,15 +333,15 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
   const uint64_t baseline = baseline_bytes_of(model);
   if (const uint64_t free = backend.memory().device_free_bytes(); baseline > free)
     return all_out_of_memory(baseline, free, "the baseline (parameters, their gradients, target, loss, constants)");
-  HostData generated = make_host_data(model, options.seed);
+  HostData generated = make_host_data_unchecked(model, options.seed);
   const HostData& data = data_out ? (*data_out = std::move(generated)) : generated;
   try {
     backend.compute().load(model, data);
   } catch (const DeviceOutOfMemory& e) {
     return all_out_of_memory(e.needed(), e.free_bytes(), e.what());
   } catch (const DeviceFault& e) {
-    for (const Schedule& s : schedules)
-      out.push_back(result_without_run(s, backend, ExecStatus::NotRun,
+    for (const Schedule* s : schedules)
+      out.push_back(result_without_run(*s, backend, ExecStatus::NotRun,
                                        std::string("not run: the device is unusable: ") + e.what()));
     return out;
   }
@@ -331,31 +350,56 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
   std::string unusable;  // why the device cannot run the rest, once it cannot
   for (std::size_t s = 0; s < schedules.size(); ++s) {
     if (cancelled) {
-      out.push_back(result_without_run(schedules[s], backend, ExecStatus::Cancelled, "cancelled"));
+      out.push_back(result_without_run(*schedules[s], backend, ExecStatus::Cancelled, "cancelled"));
       continue;
     }
     if (!unusable.empty()) {
-      out.push_back(result_without_run(schedules[s], backend, ExecStatus::NotRun, unusable));
+      out.push_back(result_without_run(*schedules[s], backend, ExecStatus::NotRun, unusable));
       continue;
     }
     ExecOptions o = options;
     const double base = share * static_cast<double>(s);
     if (options.progress) o.progress = [&, base](double f) { return options.progress(base + share * f); };
     try {
-      out.push_back(execute_loaded(model, schedules[s], backend, data, o));
+      out.push_back(run_one(s, data, o));
     } catch (const std::exception& e) {
-      out.push_back(result_without_run(schedules[s], backend, ExecStatus::Failed, e.what()));
+      out.push_back(result_without_run(*schedules[s], backend, ExecStatus::Failed, e.what()));
     }
     cancelled = out.back().status == ExecStatus::Cancelled;
     if (!backend.timing().healthy()) {
       const std::string why = backend.timing().recover(model, data);
       if (!why.empty())
-        unusable = "not run: the device is unusable after the fault in strategy '" + schedules[s].strategy +
+        unusable = "not run: the device is unusable after the fault in strategy '" + schedules[s]->strategy +
                    "' (" + why + ")";
     }
   }
   if (!cancelled && options.progress) (void)options.progress(1.0);
   return out;
+}
+
+}  // namespace
+
+std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules, Backend& backend,
+                                           const ExecOptions& options, HostData* data_out) {
+  check_executable(model);
+  std::vector<const Schedule*> list;
+  for (const Schedule& s : schedules) list.push_back(&s);
+  return execute_batch(model, list, backend, options, data_out,
+                       [&](std::size_t i, const HostData& data, const ExecOptions& o) {
+                         const Schedule& s = schedules[i];
+                         return execute_simulated_loaded(model, s, validate_for_execution(model, s), backend, data, o);
+                       });
+}
+
+std::vector<ExecResult> execute_simulated(const Model& model, const std::vector<SimulatedSchedule>& schedules,
+                                          Backend& backend, const ExecOptions& options, HostData* data_out) {
+  std::vector<const Schedule*> list;
+  for (const SimulatedSchedule& s : schedules) list.push_back(s.schedule);
+  return execute_batch(model, list, backend, options, data_out,
+                       [&](std::size_t i, const HostData& data, const ExecOptions& o) {
+                         return execute_simulated_loaded(model, *schedules[i].schedule, *schedules[i].sim, backend,
+                                                         data, o);
+                       });
 }
 
 }  // namespace remat

@@ -13,6 +13,7 @@
 
 #include "core/exec/backend.h"
 #include "core/sim/schedule.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 
@@ -89,6 +90,8 @@ struct ExecResult {
 // Throws InputError when the model is not executable or param_init has the
 // wrong sizes.
 HostData make_host_data(const Model& model, uint64_t seed);
+// The same for a model the caller has checked (check_executable) already.
+HostData make_host_data_unchecked(const Model& model, uint64_t seed);
 // A(0)'s bytes as uploaded: the f32 input, or the ids in the input's integer dtype.
 std::vector<uint8_t> input_bytes(const Model& model, const HostData& data);
 
@@ -121,6 +124,18 @@ ExecResult execute_loaded(const Model& model, const Schedule& schedule, Backend&
 std::vector<ExecResult> execute_strategies(const Model& model, const std::vector<Schedule>& schedules,
                                            Backend& backend, const ExecOptions& options,
                                            HostData* data_out = nullptr);
+
+// A schedule and what simulate() returned for it on the same model.
+struct SimulatedSchedule {
+  const Schedule* schedule;
+  const Simulation* sim;
+};
+
+// execute_strategies for a caller that has checked the model
+// (check_executable) and simulated each schedule on it, as the run session
+// does (run_session.h): neither is done again here.
+std::vector<ExecResult> execute_simulated(const Model& model, const std::vector<SimulatedSchedule>& schedules,
+                                          Backend& backend, const ExecOptions& options, HostData* data_out = nullptr);
 
 // The baseline a backend will hold for `model` (Compute::baseline_bytes() after
 // load): 8 bytes per parameter (value and gradient), the MSE target or the

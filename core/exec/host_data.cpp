@@ -7,6 +7,7 @@
 #include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/executor.h"
+#include "core/base/work_counters.h"
 #include "core/exec/op_exec.h"
 #include "core/exec/run_check.h"
 #include "core/kernels/rng.h"
@@ -54,6 +55,7 @@ static std::string executable_kinds_list() {
 }
 
 void check_executable(const Model& model) {
+  work_counter::count(work_counter::executability_checks);
   const std::vector<RunBlocker> blockers = run_blockers(model);
   std::string list, why;
   int bad = 0;
@@ -90,6 +92,10 @@ uint64_t baseline_bytes_of(const Model& model) {
 
 HostData make_host_data(const Model& model, uint64_t seed) {
   check_executable(model);
+  return make_host_data_unchecked(model, seed);
+}
+
+HostData make_host_data_unchecked(const Model& model, uint64_t seed) {
   HostData d;
   d.seed = seed;
   const Op& in = model.op(0);

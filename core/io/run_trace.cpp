@@ -11,10 +11,9 @@ void check_trace_path(const std::string& path) { check_output_path("--trace", pa
 
 void write_run_trace(const std::string& path, const Model& model, const std::string& backend,
                      const std::vector<StrategyRun>& sims, const std::vector<ExecResult>& results,
-                     const RunRecorder& recorder) {
+                     const std::vector<RecordedRun>& recorded) {
   // The executor calls begin_strategy() once per strategy it starts; one that
   // never started (the baseline did not fit) has no recording.
-  const auto& recorded = recorder.strategies();
   std::vector<TracedStrategy> runs;
   for (std::size_t i = 0; i < sims.size() && i < results.size(); ++i)
     runs.push_back({&sims[i], &results[i], i < recorded.size() && recorded.size() == results.size() ? &recorded[i] : nullptr});

@@ -12,9 +12,10 @@
 namespace remat {
 
 void check_trace_path(const std::string& path);  // InputError unless .json in an existing folder
-// `sims` and `results` are parallel, in the order the strategies ran through `recorder`.
+// `sims` and `results` are parallel, in the order the strategies ran;
+// `recorded`: RunRecorder::strategies() of that run.
 void write_run_trace(const std::string& path, const Model& model, const std::string& backend,
                      const std::vector<StrategyRun>& sims, const std::vector<ExecResult>& results,
-                     const RunRecorder& recorder);
+                     const std::vector<RecordedRun>& recorded);
 
 }  // namespace remat

@@ -1,4 +1,5 @@
 #include "core/sim/simulator.h"
+#include "core/base/work_counters.h"
 
 #include <algorithm>
 
@@ -58,6 +59,7 @@ const char* not_resident(const ResidentSet& r, int v) {
 // record (inputs and saved lists are inside it) and flat per-op flags; nothing
 // is allocated per instruction. Error messages are built only when thrown.
 Simulation simulate(const Model& model, const Schedule& schedule, const SimulateOptions& options) {
+  work_counter::count(work_counter::simulations);
   const int n = model.size();
   ResidentSet r(model);
   std::vector<uint8_t> bwd_done(static_cast<std::size_t>(n), 0), computed(static_cast<std::size_t>(n), 0);

@@ -1,4 +1,5 @@
 #include "core/strategies/registry.h"
+#include "core/base/work_counters.h"
 
 #include <algorithm>
 
@@ -306,6 +307,7 @@ std::string strategy_text(std::string_view name, std::string_view argument) {
 }
 
 std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec) {
+  work_counter::count(work_counter::strategies_made);  // a wrapper's or modifier's inner strategy too
   const StrategyInfo& info = strategy_info(spec);
   if (!spec.modifier.empty()) {
     const StrategyInfo* mod = find_strategy(spec.modifier);

@@ -6,7 +6,7 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/cuda_module.h"
 #include "core/exec/executor.h"
-#include "core/exec/forwarding_backend.h"
+#include "core/exec/run_session.h"
 #include "core/exec/same_result.h"
 #include "core/io/model_source.h"
 #include "core/sim/simulator.h"
@@ -15,46 +15,6 @@
 namespace remat {
 namespace {
 
-// Forwards to a backend and records, per strategy, the tracked bytes of each
-// instruction (after its allocations; after the release for a free), as the
-// simulator counts them, from the executor's per-instruction marks. The
-// executor calls begin_strategy() once per strategy it starts, in order, and
-// skips only a tail (after a cancel or an unusable device): the k-th recorded
-// timeline belongs to the k-th schedule.
-class RecordingBackend final : public WrappedBackend, public ForwardingMemory, public ForwardingTiming {
- public:
-  explicit RecordingBackend(Backend& inner)
-      : WrappedBackend(inner), ForwardingMemory(inner.memory()), ForwardingTiming(inner.timing()) {}
-  DeviceMemory& memory() override { return *this; }
-  Timing& timing() override { return *this; }
-  std::vector<std::vector<uint64_t>> timelines;
-  void begin_strategy() override {
-    timelines.emplace_back();
-    inner().memory().begin_strategy();
-  }
-  void* allocate(uint64_t bytes) override {
-    void* p = inner().memory().allocate(bytes);
-    allocated_ = true;
-    high_ = std::max(high_, inner().memory().live_bytes());
-    return p;
-  }
-  void begin_marks(std::size_t count) override {
-    if (!timelines.empty()) timelines.back().assign(count ? count - 1 : 0, 0);
-    inner().timing().begin_marks(count);
-  }
-  void mark(std::size_t index) override {
-    if (!timelines.empty() && index > 0 && index - 1 < timelines.back().size())
-      timelines.back()[index - 1] = allocated_ ? high_ : inner().memory().live_bytes();
-    allocated_ = false;
-    high_ = 0;
-    inner().timing().mark(index);
-  }
-
- private:
-  bool allocated_ = false;
-  uint64_t high_ = 0;
-};
-
 struct RunOutcome {
   std::map<std::string, MeasuredRun> measured;
   QString error;
@@ -62,16 +22,13 @@ struct RunOutcome {
   QString noGpu;    // Auto fell back to the CPU: why (the loader's or runtime's reason)
 };
 
-// The backend a run asks for (as `remat run --backend auto|cpu|cuda`): the
-// CUDA module is opened only here, so the window pays for cuBLAS only when a
-// run wants a GPU. Gpu without one is an InputError naming why.
-std::unique_ptr<Backend> backend_for(RunDevice device, QString* no_gpu) {
-  if (device == RunDevice::Cpu) return std::make_unique<CpuBackend>();
-  std::string why;
-  if (auto b = load_cuda_backend(&why)) return b;
-  if (device == RunDevice::Gpu) throw InputError("no usable GPU: " + why);
-  *no_gpu = QString::fromStdString(why);
-  return std::make_unique<CpuBackend>();
+BackendKind kind_of(RunDevice device) {
+  switch (device) {
+    case RunDevice::Cpu: return BackendKind::Cpu;
+    case RunDevice::Gpu: return BackendKind::Cuda;
+    case RunDevice::Auto: break;
+  }
+  return BackendKind::Auto;
 }
 
 MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResult& reference) {
@@ -97,35 +54,30 @@ MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResul
   return m;
 }
 
-RunOutcome execute_runs(const Model& model, const std::vector<Schedule>& schedules,
-                        const std::vector<std::string>& specs, int repeat, RunDevice device, JobToken& token) {
+// The same session as `remat run` (core's RunSession): the model checked
+// once, the reference added when not chosen, the backend chosen as --backend
+// would, the tracked bytes per instruction recorded for the chart.
+RunOutcome execute_runs(const Model& model, std::vector<StrategyRun> runs, int repeat, RunDevice device,
+                        const InstructionLimit& limit, JobToken& token) {
   RunOutcome out;
   try {
-    check_executable(model);
-    // store-all is the reference of the equality rule, as in `remat run`:
-    // added first when it was not chosen.
-    std::vector<Schedule> all = schedules;
-    auto ref = std::find(specs.begin(), specs.end(), "store-all");
-    std::size_t refIndex = static_cast<std::size_t>(ref - specs.begin());
-    const bool added = ref == specs.end();
-    if (added) {
-      all.insert(all.begin(), make_strategy("store-all")->schedule(model));
-      refIndex = 0;
-    }
-    // Made and destroyed in this job, so no CUDA object outlives it.
-    const std::unique_ptr<Backend> backend = backend_for(device, &out.noGpu);
-    out.backend = QString::fromStdString(backend->name());
-    RecordingBackend rec(*backend);
+    RunSessionOptions so;
+    so.backend = kind_of(device);
+    so.limit = limit;
+    so.record_tracked = true;
+    RunSession session = RunSession::of_simulated(model, std::move(runs), so);
+    // Opened and closed in this job, so no CUDA object outlives it.
+    out.backend = QString::fromStdString(session.open_backend().name());
+    out.noGpu = QString::fromStdString(session.no_gpu());
     ExecOptions o;
     o.repeat = std::max(1, repeat);
     o.cancel = token.flag();
     o.progress = [&token](double f) { return token.progress(f); };
-    const std::vector<ExecResult> results = execute_strategies(model, all, rec, o);
-    for (std::size_t i = added ? 1 : 0; i < results.size(); ++i) {
-      MeasuredRun m = measured_of(model, results[i], results[refIndex]);
-      if (results[i].ok() && i < rec.timelines.size() && rec.timelines[i].size() == all[i].code.size())
-        m.timeline = rec.timelines[i];
-      out.measured[specs[i - (added ? 1 : 0)]] = std::move(m);
+    RunSessionResult r = session.run(o);
+    for (std::size_t i = r.reference_added ? 1 : 0; i < r.results.size(); ++i) {
+      MeasuredRun m = measured_of(model, r.results[i], r.reference_result());
+      m.timeline = std::move(r.tracked[i]);
+      out.measured[r.plans[i].spec] = std::move(m);
     }
   } catch (const InputError& e) {
     out.error = QString::fromStdString(e.what());
@@ -163,18 +115,25 @@ QString RunController::cannotRun(const Model& model) {
   }
 }
 
-bool RunController::start(const Model& model, const RunList& runs, int repeat) {
+bool RunController::start(const Model& model, const RunList& runs, int repeat, const InstructionLimit& limit) {
   if (running()) return false;
-  std::vector<Schedule> schedules;
-  std::vector<std::string> specs;
-  for (const StrategyRun& r : runs)
-    if (r.ok()) {
-      schedules.push_back(r.schedule);
-      specs.push_back(r.spec);
-    }
+  // The job's own copies (the document may change while it runs), without
+  // the timelines: the session needs each schedule and its simulated counts.
+  std::vector<StrategyRun> planned;
+  for (const StrategyRun& r : runs) {
+    if (!r.ok()) continue;
+    StrategyRun copy;
+    copy.spec = r.spec;
+    copy.name = r.name;
+    copy.schedule = r.schedule;
+    copy.sim = r.sim;
+    copy.sim.timeline = {};
+    copy.sim.host_timeline = {};
+    planned.push_back(std::move(copy));
+  }
   job_ = jobs_.start(
-      [model, schedules = std::move(schedules), specs = std::move(specs), repeat, device = device_](JobToken& token) {
-        return execute_runs(model, schedules, specs, repeat, device, token);
+      [model, planned = std::move(planned), repeat, device = device_, limit](JobToken& token) mutable {
+        return execute_runs(model, std::move(planned), repeat, device, limit, token);
       },
       [this](RunOutcome o) {
         job_ = 0;

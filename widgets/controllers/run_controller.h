@@ -1,5 +1,5 @@
 // The Run action: executes the chosen strategies for real on the CPU or a GPU
-// (RunDevice, as `remat run --backend`) with core's execute_strategies (as
+// (RunDevice, as `remat run --backend`) through core's RunSession (as
 // `remat run` does) in a background job
 // (job_tracker.h), with progress and cancel, and hands back what was measured
 // as plain values: tracked, allocator and reserved peaks, time, the loss and
@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "core/model/model.h"
-#include "widgets/document/comparison_model.h"
+#include "core/sim/instruction_limit.h"
 #include "widgets/controllers/job_tracker.h"
+#include "widgets/document/comparison_model.h"
 #include "widgets/document/run_list.h"
 
 namespace remat {
@@ -32,8 +33,11 @@ class RunController : public QObject {
   // empty when it can. Said before Run is pressed.
   static QString cannotRun(const Model& model);
   bool running() const { return job_ && jobs_.isCurrent(job_); }
-  // Starts executing the valid runs; false when already running.
-  bool start(const Model& model, const RunList& runs, int repeat = 3);
+  // Starts executing the valid runs, through core's RunSession as `remat
+  // run` does; the store-all reference it adds when not chosen is made under
+  // `limit`, as the runs were. False when already running.
+  static constexpr int kRepeat = 3;  // timed runs per strategy after the warm-up, as `remat run`
+  bool start(const Model& model, const RunList& runs, int repeat = kRepeat, const InstructionLimit& limit = {});
   // For the next start(); a run in progress keeps its own.
   void setDevice(RunDevice d) { device_ = d; }
   RunDevice device() const { return device_; }

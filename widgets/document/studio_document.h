@@ -47,6 +47,7 @@ class StudioDocument : public QObject {
   static uint64_t defaultMaxInstructions();
   void setMaxInstructions(uint64_t max);
   uint64_t maxInstructions() const { return limit_.max; }
+  const InstructionLimit& instructionLimit() const { return limit_; }
   // Up to this many ops every strategy but a search takes well under 0.1 s
   // (recompute-all: 20k instructions; the budget DP at 200 layers): computed
   // at once. Larger models compute in the background.

@@ -421,7 +421,7 @@ void MainWindow::updateRunAction() {
 
 void MainWindow::startRun() {
   if (runner_->running() || !RunController::cannotRun(doc_->model()).isEmpty()) return;
-  if (!runner_->start(doc_->model(), doc_->runs())) return;
+  if (!runner_->start(doc_->model(), doc_->runs(), RunController::kRepeat, doc_->instructionLimit())) return;
   runAction_->setEnabled(false);
   activity_->set("run", runningText(), 0);
 }
