@@ -4,7 +4,6 @@
 
 #include "core/model.h"
 #include "core/simulator.h"
-#include "core/errors.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/repeated_blocks.h"
 #include "core/strategies/registry.h"
@@ -44,17 +43,12 @@ QString not_applicable(const QString& head, const Model& m) {
   if ((head == "revolve" || head == "budget") && m.size() > 1 && !is_chain(m))
     return QString("chains only: %1 is a DAG (try optimal)").arg(QString::fromStdString(m.name));
   // Read from the graph's structure (core/strategies/repeated_blocks.h).
-  if (head == "attention-core" && m.size() > 1 && attention_cores(m).empty())
+  if (head == "attention-core" && m.size() > 1 && !attention_core_absent(m).empty())
     return QString("no attention core (a MatMul, scale or mask, Softmax and Dropout, read by a MatMul) in %1")
         .arg(QString::fromStdString(m.name));
-  if (head == "blocks" && m.size() > 1) {
-    try {
-      block_input_checkpoints(m);
-    } catch (const InputError&) {
-      return QString("no block of more than one op between two cuts in %1 (every op is its own block)")
-          .arg(QString::fromStdString(m.name));
-    }
-  }
+  if (head == "blocks" && m.size() > 1 && !blocks_absent(m).empty())
+    return QString("no block of more than one op between two cuts in %1 (every op is its own block)")
+        .arg(QString::fromStdString(m.name));
   return {};
 }
 
