@@ -26,12 +26,8 @@ std::vector<StrategySpec> named_specs(const Model& m) {
   for (const char* name : {"store-all", "recompute-all", "sqrt", "auto", "selective"}) s.push_back(strategy_spec(name));
   // The hand-written policies for real networks, where the graph has them
   // (attention cores, blocks of more than one op).
-  if (!attention_cores(m).empty()) s.push_back(strategy_spec("attention-core"));
-  try {
-    block_input_checkpoints(m);
-    s.push_back(strategy_spec("blocks"));
-  } catch (const InputError&) {
-  }
+  if (attention_core_absent(m).empty()) s.push_back(strategy_spec("attention-core"));
+  if (blocks_absent(m).empty()) s.push_back(strategy_spec("blocks"));
   if (is_chain(m)) {
     const int n = m.loss();
     for (int c : {2, static_cast<int>(std::ceil(std::log2(std::max(2, n)))), sqrt_interval(m)})

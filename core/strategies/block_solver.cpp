@@ -173,6 +173,7 @@ class Solver {
       out_.options += static_cast<int>(options_.back().size());
     }
     out_.shapes = static_cast<int>(alone_.size());
+
     for (const Block& b : blocks_) shape_of_.push_back(of_shape[b.shape]);
 
     // The DP's allowance starts at the budget; where the whole schedule

@@ -292,12 +292,9 @@ OptimalResult optimal_search(const Model& m, uint64_t budget, double time_limit_
   s.consider(selective_checkpoints(m));
   s.consider(articulation_candidates(m));
   // The hand-written policies for real networks, where the model has them.
-  if (!attention_cores(m).empty()) s.consider(attention_core_checkpoints(m));
-  for (int every : {1, 2})
-    try {
-      s.consider(block_input_checkpoints(m, every));
-    } catch (const InputError&) {  // no block of more than one op
-    }
+  if (attention_core_absent(m).empty()) s.consider(attention_core_checkpoints(m));
+  if (blocks_absent(m).empty())
+    for (int every : {1, 2}) s.consider(block_input_checkpoints(m, every));
   // A good incumbent prunes most of the tree; small graphs need none.
   if (n - 1 > kSeedSearchAboveOps) local_search(s, start + (deadline - start) / 4);
   r.proven = BranchAndBound(s, deadline).run();

@@ -12,7 +12,9 @@
 #include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/factories.h"
+#include "core/strategies/first_step_bound.h"
 #include "core/strategies/registry.h"
+#include "core/strategies/repeated_blocks.h"
 
 namespace remat {
 namespace {
@@ -116,7 +118,9 @@ namespace {
 // twice sqrt's interval and every power of two, revolve:C (C <= 32) and
 // budget:BUDGET on chains.
 std::vector<std::string> portfolio_specs(const Model& m, uint64_t budget) {
-  std::vector<std::string> s{"sqrt", "auto", "selective", "attention-core", "blocks", "blocks:2", "recompute-all"};
+  std::vector<std::string> s{"sqrt", "auto", "selective", "recompute-all"};
+  if (attention_core_absent(m).empty()) s.push_back("attention-core");
+  if (blocks_absent(m).empty()) s.insert(s.end(), {"blocks", "blocks:2"});
   const int n = m.loss();
   for (int k = 1; k < n; ++k)
     if (k <= 2 * sqrt_interval(m) || (k & (k - 1)) == 0) s.push_back("every-k:" + std::to_string(k));
@@ -143,7 +147,7 @@ NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, 
       const Simulation sim = simulate(m, with_frees(m, compute, spec), {.timeline = false});
       if (sim.peak_bytes > budget || (best.found && sim.recompute_flops >= best.recompute_flops)) continue;
       best = {true, spec, std::move(compute), sim.recompute_flops, sim.peak_bytes};
-    } catch (const InputError&) {  // not for this model (revolve on a DAG, no attention) or nothing fits (budget)
+    } catch (const InputError&) {  // not for this model (revolve on a DAG) or nothing fits (budget)
     }
   }
   return best;
@@ -191,7 +195,13 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   if (!solver.empty()) o.residency = residency_bound(m, budget, std::max(0.5, seconds * (too_large.empty() ? 0.1 : 0.5)));
   const ResidencyBound& rb = o.residency;
   const bool bounded = rb.status == RB::Solved || rb.status == RB::TimeLimit;
-  const double floor = bounded ? rb.bound : -1;
+  // The first backward step's bound (first_step_bound.h): one row, solved
+  // exactly in a fraction of a second, in every build. It stands in where the
+  // residency bound's program was not solved (too large, stopped by its time
+  // limit, no solver in this build), where it can be the higher.
+  if (rb.status != RB::Solved) o.first_step = first_step_bound(m, budget);
+  const bool first_step = o.first_step.computed && !o.first_step.infeasible && (!bounded || o.first_step.bound > rb.bound);
+  const double floor = first_step ? o.first_step.bound : bounded ? rb.bound : -1;
   const bool rb_least = rb.fits && floor >= 0 && meets_bound(rb.recompute_flops, floor);
   const std::string skipped = rb.status == RB::Infeasible ? "not needed (the residency bound proves no schedule fits)"
                               : rb_least ? "not needed (the residency bound's schedule meets it)"
@@ -309,7 +319,14 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
     case RB::TooLarge: rr.status = "too large (" + rb.note + ")"; break;
     case RB::NotBuilt: break;
   }
-  if (bounded) rr.bound = std::min(general, rb.fits ? rb.recompute_flops : general);
+  if (bounded || first_step) rr.bound = std::min(general, rb.fits ? rb.recompute_flops : general);
+  if (first_step) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the bound is the first backward step's (one row, solved exactly in %.2f s): %.6g FLOPs",
+                  o.first_step.seconds, o.first_step.bound);
+    rr.detail = buf;
+    if (bounded) rr.detail += "; the residency bound's own is " + std::to_string(rb.bound);
+  }
   if (rb.fits) {
     rr.recompute_flops = rb.recompute_flops;
     std::tie(rr.gap, rr.step_gap) = gaps(m, rb.recompute_flops, rr.bound);

@@ -10,6 +10,7 @@
 
 #include "core/sim/schedule.h"
 #include "core/strategies/block_solver.h"
+#include "core/strategies/first_step_bound.h"
 #include "core/strategies/milp_schedule.h"
 #include "core/strategies/optimal.h"
 #include "core/strategies/residency_bound.h"
@@ -29,6 +30,7 @@ struct OptimalOutcome {
   OptimalResult sets;           // the branch and bound's
   MilpResult milp;              // status NotBuilt without a MILP
   ResidencyBound residency;     // status NotBuilt without a MILP solver
+  FirstStepBound first_step;    // computed where the residency bound was not solved (first_step_bound.h)
   // The registered strategy whose schedule was chosen (best_named): it fits
   // and recomputes less than every solver's; "" when a solver's was chosen.
   std::string from_named;

@@ -54,18 +54,13 @@ std::unique_ptr<Strategy> compress_of(std::unique_ptr<Strategy> base, const Stra
 
 // Read from the graph's structure (core/strategies/repeated_blocks.h).
 std::string no_attention_core(const Model& m) {
-  if (m.size() <= 1 || !attention_cores(m).empty()) return {};
+  if (m.size() <= 1 || attention_core_absent(m).empty()) return {};
   return "no attention core (a MatMul, scale or mask, Softmax and Dropout, read by a MatMul) in " + m.name;
 }
 
 std::string no_repeated_block(const Model& m) {
-  if (m.size() <= 1) return {};
-  try {
-    block_input_checkpoints(m);
-    return {};
-  } catch (const InputError&) {
-    return "no block of more than one op between two cuts in " + m.name + " (every op is its own block)";
-  }
+  if (m.size() <= 1 || blocks_absent(m).empty()) return {};
+  return "no block of more than one op between two cuts in " + m.name + " (every op is its own block)";
 }
 
 // The text after "name:" as `info`'s parameters, canonical; throws InputError.

@@ -132,10 +132,6 @@ std::vector<std::vector<int>> attention_cores(const Model& m) {
 
 std::vector<int> attention_core_checkpoints(const Model& m, int count) {
   auto cores = attention_cores(m);
-  if (cores.empty())
-    throw InputError("attention-core: model '" + m.name +
-                     "' has no attention core (a MatMul, then scale or mask, a Softmax and a Dropout, read by a "
-                     "MatMul) to recompute");
   if (count > 0 && static_cast<std::size_t>(count) < cores.size()) cores.resize(static_cast<std::size_t>(count));
   std::vector<char> in_core(static_cast<std::size_t>(m.size()), 0);
   for (const auto& c : cores)
@@ -146,20 +142,30 @@ std::vector<int> attention_core_checkpoints(const Model& m, int count) {
   return ckpt;
 }
 
+std::string attention_core_absent(const Model& m) {
+  if (!attention_cores(m).empty()) return "";
+  return "model '" + m.name +
+         "' has no attention core (a MatMul, then scale or mask, a Softmax and a Dropout, read by a MatMul): "
+         "nothing is recomputed (as store-all)";
+}
+
+std::string blocks_absent(const Model& m) {
+  for (const Block& b : block_chain(m))
+    if (b.first < b.last) return "";
+  return "model '" + m.name +
+         "' has no block of more than one op between two cuts (every op is its own block, as in a chain): "
+         "nothing is recomputed (as store-all)";
+}
+
 std::vector<int> block_input_checkpoints(const Model& m, int every) {
   std::vector<char> inside(static_cast<std::size_t>(m.size()), 0);
-  bool any = false;
   int multi = 0;  // blocks of more than one op so far
   for (const Block& b : block_chain(m)) {
     if (b.first == b.last) continue;
-    for (int v = b.first; v < b.last; ++v) inside[static_cast<std::size_t>(v)] = 1, any = true;
+    for (int v = b.first; v < b.last; ++v) inside[static_cast<std::size_t>(v)] = 1;
     // Its output goes too, but for every K-th block's.
     if (++multi % std::max(1, every) != 0) inside[static_cast<std::size_t>(b.last)] = 1;
   }
-  if (!any)
-    throw InputError("blocks: model '" + m.name +
-                     "' has no block of more than one op between two cuts (every op is its own block, as in a "
-                     "chain): nothing to recompute");
   std::vector<int> ckpt;
   for (int v = 1; v < m.loss(); ++v)
     if (!inside[static_cast<std::size_t>(v)]) ckpt.push_back(v);

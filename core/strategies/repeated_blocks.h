@@ -50,15 +50,19 @@ std::vector<std::vector<int>> attention_cores(const Model& model);
 
 // attention-core's checkpoints: every op 1..loss - 1 but the ops of the
 // first `count` attention cores (all of them for count = 0): Korthikanti et
-// al. 2022, Megatron-LM's selective recomputation. Throws InputError naming
-// the model when it has no attention core.
+// al. 2022, Megatron-LM's selective recomputation. Every op when the model
+// has none (attention_core_absent says so).
 std::vector<int> attention_core_checkpoints(const Model& model, int count = 0);
+// "" when the model has an attention core, else why attention-core keeps
+// everything (for the schedule's note and the window's greyed row).
+std::string attention_core_absent(const Model& model);
 
 // blocks' checkpoints: every op but those inside a block of more than one op,
 // whose input and output are kept, as torch.utils.checkpoint around every
 // block does; with every = K > 1, only every K-th such block's output is
-// kept (K blocks per checkpointed segment, as checkpoint_sequential). Throws
-// InputError when no block has more than one op (a chain).
+// kept (K blocks per checkpointed segment, as checkpoint_sequential). Every
+// op when no block has more than one op (a chain: blocks_absent says so).
 std::vector<int> block_input_checkpoints(const Model& model, int every = 1);
+std::string blocks_absent(const Model& model);
 
 }  // namespace remat
