@@ -75,6 +75,10 @@ void print_summary(const Model& m) {
   }
   for (const auto& [reason, first] : why)
     std::printf("  why: %s (%zu op(s), first %s)\n", reason.c_str(), first.second, m.op(first.first).name.c_str());
+  // What else `run` would refuse once those ops could run (a kernel fed a strided view, …).
+  std::size_t shown = 0;
+  for (const RunBlocker& b : blockers)
+    if (!b.simulate_only && shown++ < 3) std::printf("  and: %s\n", b.why.c_str());
 }
 
 // What no strategy changes; the activations depend on the strategy (remat simulate --optimizer).
