@@ -607,6 +607,21 @@ bool executable(const Op& op) {
   return op.kind != OpKind::LayerNorm || op.aux_bytes >= 8 * static_cast<uint64_t>(op.rows());
 }
 
+std::string why_not_executable(const Op& op) {
+  if (executable(op)) return {};
+  const std::string kind(kind_name(op.kind));
+  if (op.simulate_only) return "simulate-only: no kernel runs it (its bytes and FLOPs are estimated)";
+  if (op.kind != OpKind::Input && !exec_listed(op.kind)) return "no kernel runs " + kind + " ops";
+  const bool ids = op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64);
+  if (op.dtype != DType::F32 && !ids)
+    return "its tensor is " + std::string(dtype_name(op.dtype)) + "; the kernels compute in f32";
+  if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype))
+    return std::to_string(op.bytes) + " bytes hold no " + shape_string(op.shape) + " " +
+           std::string(dtype_name(op.dtype)) + " tensor (a counting model)";
+  if (const std::string p = kernel_attr_problem(op); !p.empty()) return p;
+  return "the kernels keep other tensors for its backward than this " + kind + " describes";
+}
+
 std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
 
 void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved) {

@@ -27,6 +27,11 @@ std::string where_label(std::string_view where, int id);
 // True for ops a backend can run (the kinds of core/exec/exec_kinds.h, f32,
 // with the bytes their kernels write).
 bool executable(const Op& op);
+// Why executable(op) is false, in words for the window's list of what keeps a
+// model from running ("" when it is executable): simulate-only, a kind with
+// no kernel, a type other than f32, fewer bytes than its shape holds, the
+// kernels' attributes, or what it keeps for backward.
+std::string why_not_executable(const Op& op);
 // A SoftmaxCELoss that keeps its log-probabilities in aux(v), as PyTorch's
 // log_softmax + nll_loss do (what a capture records), rather than its logits:
 // its kernels then write and read aux(v). check_executable (core/exec) checks

@@ -11,6 +11,7 @@
 #include "core/model.h"
 #include "core/resident_index.h"
 #include "core/time_model.h"
+#include "widgets/legend_looks.h"
 #include "widgets/node_states.h"
 #include "widgets/phase_map.h"
 
@@ -26,6 +27,8 @@ struct PreparedRun {
   // the rates prepare_run was given), each fwd/bwd that waits for a fetch;
   // run.sim.time holds the totals. Empty, and no time predicted, for the others.
   std::vector<Stall> stalls;
+  // The graph's looks this run shows (the legend lists those that occur).
+  LegendMask legend = 0;
 };
 
 // Builds and simulates `spec` (core's simulate_strategies, under `limit`) and

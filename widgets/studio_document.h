@@ -22,6 +22,7 @@
 #include "core/resident_index.h"
 #include "core/time_model.h"
 #include "widgets/job_tracker.h"
+#include "widgets/legend_looks.h"
 #include "widgets/node_states.h"
 #include "widgets/phase_map.h"
 #include "widgets/run_list.h"
@@ -125,6 +126,9 @@ class StudioDocument : public QObject {
   QString caption() const;
   // "resident 9 B · peak 9 B" of the current run at the current step.
   QString memoryReadout() const;
+  // The legend's entries: the looks the compared strategies show (the view
+  // ring where the model has views); everything while none is ready.
+  LegendMask legendMask() const;
   uint64_t residentBytes() const;
 
   // Adds `spec` to the compared strategies if it is not there and shows it in
