@@ -17,6 +17,7 @@
 #include "widgets/prepared_run.h"
 #include "widgets/side_by_side_view.h"
 #include "widgets/studio_document.h"
+#include "widgets/timeline_chart.h"
 
 namespace remat {
 
@@ -39,6 +40,7 @@ void MainWindow::exportTimeline(const QString& ext) {
     o.devicePixelRatio = dlg.scale();
     o.fontScale = dlg.fontScale();
     o.title = QString::fromStdString(doc_->model().name);
+    o.ownLength = chart_->xMode() == TimelineChart::XMode::OwnLength;  // as the window's chart
     std::map<std::string, std::vector<uint64_t>> measured;
     for (const auto& [spec, m] : table_->measured()) measured[spec] = m.timeline;
     o.measured = measured;
@@ -85,11 +87,11 @@ void MainWindow::exportAnimation() {
   const QString path = askExportPath("animation", filter, "gif");
   if (path.isEmpty()) return;
   startAnimationExport(path, dlg.sideBySide(), dlg.withChart(), dlg.pictureSize(), dlg.scale(), dlg.fontScale(),
-                       dlg.fps(), dlg.hideFrees());
+                       dlg.fps(), dlg.hideFrees(), dlg.inPhase());
 }
 
 bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool withChart, QSize size, double scale,
-                                      double fontScale, double fps, bool hideFrees) {
+                                      double fontScale, double fps, bool hideFrees, bool inPhase) {
   // The runs (kept alive by the job) and the chart's backdrop, made here on
   // the GUI thread; the frames are painted and encoded in the background.
   std::vector<std::shared_ptr<const PreparedRun>> keep;
@@ -102,7 +104,8 @@ bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool
     }
   }
   if (runs.empty()) return false;
-  AnimationOptions o;
+  AnimationOptions o = lecture_animation_options();
+  o.inPhase = inPhase;
   o.size = size;
   o.scale = scale;
   o.fontScale = fontScale;
@@ -118,7 +121,8 @@ bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool
   ChartBackdrop backdrop;
   if (withChart)
     backdrop = render_chart_backdrop(runs, chart_band(size, true).size().toSize(), scale, fontScale,
-                                     QString::fromStdString(doc_->model().name));
+                                     QString::fromStdString(doc_->model().name),
+                                     chart_->xMode() == TimelineChart::XMode::OwnLength);
   if (animationJob_) exportJobs_.cancel(animationJob_);
   activity_->set("animation", tr("Exporting the animation"), 0);
   struct Outcome {
