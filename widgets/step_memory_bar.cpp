@@ -3,7 +3,6 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
-#include <QFontMetricsF>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -95,21 +94,6 @@ void StepMemoryBar::setRuns(const Model& model, const RunList& runs) {
 void StepMemoryBar::setActivationsOnly(bool on) { activationsOnly_->setChecked(on); }
 bool StepMemoryBar::activationsOnly() const { return activationsOnly_ && activationsOnly_->isChecked(); }
 
-bool StepMemoryBar::wantsTilt() const {
-  if (categories_.isEmpty()) return false;
-  const QFontMetricsF fm(font());
-  double widest = 0;
-  for (const QString& c : categories_) widest = std::max(widest, fm.horizontalAdvance(c));
-  // The plot is the view less the y axis and margins (about 120 px).
-  const double share = (std::max(view_->width(), 200) - 120.0) / double(categories_.size());
-  return widest + 16 > share;
-}
-
-void StepMemoryBar::resizeEvent(QResizeEvent* e) {
-  QWidget::resizeEvent(e);
-  if (wantsTilt() != tilted_) rebuild();
-}
-
 QString StepMemoryBar::note() const { return note_->text(); }
 
 void StepMemoryBar::setMicroBatches(int k, int64_t microBatch, int64_t batch) {
@@ -165,10 +149,6 @@ void StepMemoryBar::rebuild() {
   }
   auto* x = new QBarCategoryAxis;
   x->append(categories_);
-  // Names wider than their bar's share of the width are tilted, not cut
-  // ("recomp..." under the bars).
-  tilted_ = wantsTilt();
-  if (tilted_) x->setLabelsAngle(-35);
   chart->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
   auto* y = new QValueAxis;

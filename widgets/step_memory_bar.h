@@ -53,13 +53,9 @@ class StepMemoryBar : public QWidget {
  signals:
   void optimizerChanged(Optimizer o);
 
- protected:
-  void resizeEvent(QResizeEvent* e) override;
-
  private:
   void rebuild();
-  bool wantsTilt() const;
-  bool tilted_ = false;  // the strategies' names under the bars are tilted
+
 
   // The parts no strategy changes, per optimizer (indexed by Optimizer),
   // kept instead of the model so that a later optimizer change needs nothing
