@@ -96,7 +96,11 @@ void add_export_command(CLI::App& app) {
                   "to this .gif, .mp4 or .webm");
   cmd->add_option("--fps", o->files.fps, "Animation frames per second")->capture_default_str();
   cmd->add_flag("--with-chart", o->files.withChart, "Animation: the memory timeline under the graph, its cursor following");
-  cmd->add_flag("--hide-frees", o->files.hideFrees, "Animation: one frame per fwd/bwd step (free instructions skipped)");
+  cmd->add_flag("--hide-frees", o->files.hideFrees,
+                "Animation: one frame per fwd/bwd step (free instructions skipped; the default unless --every-step)");
+  cmd->add_flag("--every-step", o->files.everyStep,
+                "Animation: one frame per instruction of the longest strategy (the default: one per fwd/bwd step of "
+                "the shortest, the others at the same phase, a caption per frame)");
   cmd->add_option("--max-frames", o->files.maxFrames, "Animation: longer schedules are sampled evenly to this many frames")
       ->capture_default_str();
   cmd->add_option("--csv", o->files.csv, "Also write the timelines as CSV");

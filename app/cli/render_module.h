@@ -26,6 +26,10 @@ struct ExportFiles {
   bool sizeSet = false, scaleSet = false, fontScaleSet = false;
   double fps = 8;
   bool withChart = false, hideFrees = false;
+  // The longest strategy drives the frames, one per instruction (frees too
+  // unless hideFrees); by default frees are skipped, the shortest drives (the
+  // others in phase) and each frame has a caption.
+  bool everyStep = false;
   int maxFrames = 1500;
 };
 

@@ -40,13 +40,13 @@ class Application {
 
 // The animation's own defaults for what the user did not give.
 AnimationOptions animation_options(const ExportFiles& f) {
-  AnimationOptions a;
+  AnimationOptions a = f.everyStep ? AnimationOptions{} : lecture_animation_options();
   if (f.sizeSet) a.size = parse_size(f.size);
   if (f.scaleSet) a.scale = f.scale;  // GIFs are big: one pixel per pixel unless asked
   if (f.fontScaleSet) a.fontScale = f.fontScale;
   a.fps = f.fps;
   a.withChart = f.withChart;
-  a.hideFrees = f.hideFrees;
+  a.hideFrees = f.hideFrees || !f.everyStep;
   a.maxFrames = f.maxFrames;
   return a;
 }
@@ -83,7 +83,7 @@ void write_export(const Model& model, const std::vector<StrategyRun>& runs, cons
     ChartBackdrop backdrop;
     if (a.withChart)
       backdrop = render_chart_backdrop(shown, chart_band(a.size, true).size().toSize(), a.scale, a.fontScale,
-                                       QString::fromStdString(model.name));
+                                       QString::fromStdString(model.name), true);  // each on its own length
     const int frames = export_animation(model, shown, f.animation, a, backdrop);
     out << "wrote " << f.animation << " (" << frames << " frames at " << f.fps << " fps)\n";
   }

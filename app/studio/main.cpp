@@ -26,6 +26,14 @@ int main(int argc, char** argv) {
   QCommandLineOption tab("tab", "Open the bottom tab N (0: timeline, 1: comparison, 2: trade-off).", "N");
   QCommandLineOption sideBySide("side-by-side", "Show up to three strategies side by side.");
   QCommandLineOption hideFrees("hide-frees", "Count only fwd and bwd instructions as steps.");
+  QCommandLineOption present("present", "Start in presentation mode (F5).");
+  QCommandLineOption find("find", "Find the op named TEXT (Ctrl+F) and show it in the graph.", "TEXT");
+  QCommandLineOption size("size", "Window size WIDTHxHEIGHT.", "WxH");
+  QCommandLineOption strategies("strategies", "Compare these strategies (comma-separated specs).", "SPECS");
+  for (QCommandLineOption* o : {&present, &find, &size, &strategies}) {
+    o->setFlags(QCommandLineOption::HiddenFromHelp);
+    cli.addOption(*o);
+  }
   cli.addOption(sideBySide);
   cli.addOption(hideFrees);
   cli.addOption(tab);
@@ -37,15 +45,22 @@ int main(int argc, char** argv) {
 
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
+  if (cli.isSet(strategies)) w.document()->setSpecs(cli.value(strategies).split(','));
+  if (cli.isSet(size)) {
+    const QStringList wh = cli.value(size).split('x');
+    if (wh.size() == 2) w.resize(wh[0].toInt(), wh[1].toInt());
+  }
   if (cli.isSet(show)) w.showStrategy(cli.value(show));  // added to the compared ones if missing
   if (cli.isSet(hideFrees)) w.document()->setHideFrees(true);
-  if (cli.isSet(sideBySide)) w.setSideBySide(true);
   if (cli.isSet(step)) {
     const qulonglong k = cli.value(step).toULongLong();
     w.document()->setShownStep(k > 0 ? k - 1 : 0);
   }
   if (cli.isSet(tab)) w.tabs()->setCurrentIndex(cli.value(tab).toInt());
   w.show();
+  if (cli.isSet(sideBySide)) w.setSideBySide(true);
+  if (cli.isSet(present)) w.setPresentation(true);
+  if (cli.isSet(find)) QTimer::singleShot(300, &w, [&] { w.findOp(cli.value(find)); });
   if (cli.isSet(run)) w.startRun();
   if (cli.isSet(shot)) {
     QTimer::singleShot(cli.isSet(run) ? 3000 : 800, &w, [&] {

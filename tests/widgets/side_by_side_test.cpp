@@ -1,6 +1,7 @@
 // Side by side: three strategies at one phase of the step, each lane in its
 // strategy's colour with its own memory readout, following the shown
 // strategy; checked on a grabbed picture of the view.
+#include <QComboBox>
 #include <QDockWidget>
 #include <QMenuBar>
 #include <QPainter>
@@ -98,6 +99,7 @@ TEST(SideBySide, TheWindowsViewMenuSwitchesAndTheChartDotsFollow) {
   w.resize(1400, 900);
   w.show();
   ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.findChild<QComboBox*>("xMode")->setCurrentIndex(0);  // the instruction axis (own length is the default)
   QAction* sbs = w.action("Side by side");
   ASSERT_NE(sbs, nullptr);
   sbs->trigger();

@@ -41,6 +41,7 @@ MeasuredRun measured_of(const Model& model, const ExecResult& r, const ExecResul
   m.reserved_peak = r.memory.reserved_peak;
   m.baseline = r.baseline_bytes;
   m.time_ms = r.time_ms;
+  m.run_ms = r.run_ms;
   m.loss = r.loss;
   m.grad_hash = r.grad_hash;
   m.matches_reference = same_loss_and_grads(r, reference);

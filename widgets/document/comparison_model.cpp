@@ -1,5 +1,6 @@
 #include "widgets/document/comparison_model.h"
 
+#include <algorithm>
 #include <QBrush>
 #include <QColor>
 
@@ -44,6 +45,13 @@ int ComparisonModel::rowCount(const QModelIndex& parent) const {
 }
 int ComparisonModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
+QString time_spread_text(const MeasuredRun& m) {
+  const QString median = QString("%1 ms").arg(m.time_ms, 0, 'f', 2);
+  if (m.run_ms.size() < 2) return median;
+  const auto [lo, hi] = std::minmax_element(m.run_ms.begin(), m.run_ms.end());
+  return QString("%1 (%2 to %3, %4 runs)").arg(median).arg(*lo, 0, 'f', 2).arg(*hi, 0, 'f', 2).arg(m.run_ms.size());
+}
+
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   static const char* names[] = {"Strategy",      "Peak",           "Tensors",       "Fwd steps",
@@ -68,7 +76,7 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
       "Reserved peak: bytes the allocator held from the system or the GPU driver at its high-water mark "
       "(in use plus cached for reuse)",
       "Baseline: parameters, their gradients, target/labels and the loss; the same for every strategy",
-      "Median time of a training step over the timed runs",
+      "Median time of a training step over the timed runs, with the fastest and the slowest of them",
       "Loss and every gradient byte identical to store-all's on the same backend (remat run's 'same'; store-all runs as the reference when not chosen). "
       "A compressed strategy shows its relative error against store-all instead: the loss's |l - l_ref| / |l_ref| and the largest "
       "over parameter tensors of ||g - g_ref||2 / ||g_ref||2 (remat run's 'relative_error')"};
@@ -137,7 +145,7 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     }
     case Time:
       if (!m || m->status != "ok") return {};
-      return edit ? QVariant(m->time_ms) : QVariant(QString("%1 ms").arg(m->time_ms, 0, 'f', 2));
+      return edit ? QVariant(m->time_ms) : QVariant(time_spread_text(*m));
     case Match:
       if (!m || m->status != "ok") return {};
       if (m->compressed)  // not expected to be bit-identical: how far it is

@@ -23,6 +23,7 @@ struct MeasuredRun {
   uint64_t reserved_peak = 0;   // held from the system/driver at its high-water mark
   uint64_t baseline = 0;        // parameters, their gradients, target, loss
   double time_ms = 0;
+  std::vector<double> run_ms;  // each timed repeat (time_ms is their median)
   float loss = 0;
   uint64_t grad_hash = 0;          // FNV-1a 64 of the parameter gradients (remat run's "grad hash")
   bool matches_reference = false;  // loss and every gradient byte identical to store-all's
@@ -63,6 +64,8 @@ class ComparisonModel : public QAbstractTableModel {
 };
 
 QString format_bytes(uint64_t bytes);
+// "1.65 ms (1.60 to 1.72, 3 runs)": the median and the spread of the timed repeats.
+QString time_spread_text(const MeasuredRun& m);
 // "grad error 3.38e-02, loss error 0.00e+00": the Comparison tab's match cell of a compressed run.
 QString compressed_error_text(const MeasuredRun& m);
 

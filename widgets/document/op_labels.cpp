@@ -1,11 +1,14 @@
 #include "widgets/document/op_labels.h"
 
+#include <QHash>
+#include <QRegularExpression>
 #include <QStringList>
 #include <algorithm>
 #include <cctype>
 #include <set>
 
 #include "core/model/model.h"
+#include "core/model/op_rules.h"
 #include "widgets/document/comparison_model.h"
 
 namespace remat {
@@ -61,6 +64,9 @@ QString names(const Model& m, const std::vector<int>& ops) {
 
 }  // namespace
 
+// The tooltip without the simulate-only line (below node_tooltip).
+QString node_tooltip_body(const Model& m, int v, bool backward);
+
 QString op_type_label(const Model& m, int op) {
   const std::string kind(kind_name(m.op(op).kind));
   static const std::pair<const char*, const char*> kShort[] = {
@@ -106,7 +112,62 @@ QString node_label(const Model& m, int op) {
   return QString::fromStdString(rest.empty() ? n : rest);
 }
 
+QString abbreviate_name(const QString& name) {
+  const QStringList parts = name.split(QRegularExpression("[./]"), Qt::SkipEmptyParts);
+  QStringList out;
+  for (int i = 0; i < parts.size(); ++i) {
+    const QString& c = parts[i];
+    if (i + 1 == parts.size()) {
+      out << c;
+      continue;
+    }
+    QString digits;
+    for (QChar ch : c)
+      if (ch.isDigit()) digits += ch;
+    const bool bare = digits.size() == c.size();
+    out << (bare ? c : QString(c.front()) + digits);
+  }
+  return out.join('.');
+}
+
+std::vector<QStringList> node_label_forms(const Model& m) {
+  std::vector<QString> bare;
+  QHash<QString, int> uses;
+  for (int v = 0; v < m.size(); ++v) {
+    bare.push_back(node_label(m, v));
+    ++uses[bare.back()];
+  }
+  std::vector<QStringList> out;
+  for (int v = 0; v < m.size(); ++v) {
+    // The bare label is only kept where it names one op of the model.
+    const QString label = uses[bare[std::size_t(v)]] > 1 && !m.op(v).name.empty() ? QString::fromStdString(m.op(v).name)
+                                                                                 : bare[std::size_t(v)];
+    out.push_back(label_forms(label));
+  }
+  return out;
+}
+
+QStringList label_forms(const QString& label) {
+  QStringList forms{label};
+  const QString shorter = abbreviate_name(label);
+  if (!shorter.isEmpty() && shorter != label) forms << shorter;
+  return forms;
+}
+
+bool marks_simulate_only(const Model& m, int op) {
+  const uint64_t unit = m.uniform_bytes();
+  if (unit != 0 && unit % 4 != 0) return false;  // a counting model: nothing runs
+  return !executable(m.op(op));
+}
+
 QString node_tooltip(const Model& m, int v, bool backward) {
+  QString tip = node_tooltip_body(m, v, backward);
+  if (marks_simulate_only(m, v))
+    tip += QString("<br><b>simulate-only</b>: %1").arg(QString::fromStdString(exec_problem(m.op(v))).toHtmlEscaped());
+  return tip;
+}
+
+QString node_tooltip_body(const Model& m, int v, bool backward) {
   const Op& op = m.op(v);
   const QString name = fullName(m, v);
   if (backward) {

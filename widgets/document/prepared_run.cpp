@@ -13,6 +13,7 @@ std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, con
     p->index = std::make_unique<ResidentIndex>(m, p->run.schedule);
     p->facts = std::make_unique<ScheduleFacts>(m, p->run.schedule, declared_checkpoints(m, p->run.name));
     p->phases = PhaseMap(m, p->run.schedule);
+    p->legend = legend_mask(m, p->run.schedule, *p->facts);
     // A second pass over the schedule, only where a fetch can stall.
     if (p->run.sim.transfers > 0) p->run.sim.time = predict_step_time(m, p->run.schedule, time, &p->stalls);
   }

@@ -13,6 +13,7 @@
 #include "core/sim/time_model.h"
 #include "widgets/document/node_states.h"
 #include "widgets/document/phase_map.h"
+#include "widgets/views/legend_looks.h"
 
 namespace remat {
 
@@ -26,6 +27,8 @@ struct PreparedRun {
   // the rates prepare_run was given), each fwd/bwd that waits for a fetch;
   // run.sim.time holds the totals. Empty, and no time predicted, for the others.
   std::vector<Stall> stalls;
+  // The graph's looks this run shows (the legend lists those that occur).
+  LegendMask legend = 0;
 };
 
 // Builds and simulates `spec` (core's simulate_strategies, under `limit`) and

@@ -384,6 +384,13 @@ uint64_t StudioDocument::residentBytes() const {
   return r && step_ < r->sim.timeline.size() ? r->sim.timeline[step_] : 0;
 }
 
+LegendMask StudioDocument::legendMask() const {
+  LegendMask mask = 0;
+  for (const auto& e : entries_)
+    if (e && e->facts) mask |= e->legend;
+  return mask ? mask : kFullLegend;
+}
+
 QString StudioDocument::memoryReadout() const {
   const StrategyRun* r = current();
   return r ? readout_of(*r, step_) : QString();

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "core/analysis/comparison.h"
-#include "core/sim/instruction_limit.h"
 #include "core/model/model.h"
+#include "core/sim/instruction_limit.h"
 #include "core/sim/resident_index.h"
 #include "core/sim/time_model.h"
 #include "widgets/controllers/job_tracker.h"
@@ -26,6 +26,7 @@
 #include "widgets/document/phase_map.h"
 #include "widgets/document/run_list.h"
 #include "widgets/document/step_numbering.h"
+#include "widgets/views/legend_looks.h"
 
 namespace remat {
 struct PreparedRun;
@@ -126,6 +127,9 @@ class StudioDocument : public QObject {
   QString caption() const;
   // "resident 9 B · peak 9 B" of the current run at the current step.
   QString memoryReadout() const;
+  // The legend's entries: the looks the compared strategies show (the view
+  // ring where the model has views); everything while none is ready.
+  LegendMask legendMask() const;
   uint64_t residentBytes() const;
 
   // Adds `spec` to the compared strategies if it is not there and shows it in

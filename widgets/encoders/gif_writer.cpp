@@ -1,7 +1,9 @@
 // GIF frames through giflib: after the first, each frame stores only the
 // rectangle that changed since the previous one (left in place: disposal
-// "do not dispose"), with its own 256-colour map from giflib's quantizer; the
-// animation loops forever (the NETSCAPE2.0 extension).
+// "do not dispose"); the animation loops forever (the NETSCAPE2.0 extension).
+// Given a palette, it is the file's one global colour map and every pixel
+// maps to its nearest entry (colours stay put from frame to frame); without
+// one, each frame gets its own 256-colour map from giflib's quantizer.
 #include <fcntl.h>
 #include <gif_lib.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include "core/base/errors.h"
@@ -21,7 +24,9 @@ namespace {
 
 class GifWriter final : public FrameWriter {
  public:
-  explicit GifWriter(QSize size) : size_(size) {}
+  GifWriter(QSize size, std::vector<QRgb> palette) : size_(size), palette_(std::move(palette)) {
+    if (palette_.size() > kTransparent) palette_.resize(kTransparent);
+  }
   // Outside the constructor so that the destructor closes a failed open.
   void open(const std::string& path, double fps) {
     int err = 0;
@@ -36,7 +41,16 @@ class GifWriter final : public FrameWriter {
     }
     const QSize size = size_;
     EGifSetGifVersion(gif_, true);
-    check(EGifPutScreenDesc(gif_, size.width(), size.height(), 8, 0, nullptr), "screen");
+    ColorMapObject* global = nullptr;
+    if (!palette_.empty()) {
+      GifColorType map[256] = {};
+      for (std::size_t i = 0; i < palette_.size(); ++i)
+        map[i] = {GifByteType(qRed(palette_[i])), GifByteType(qGreen(palette_[i])), GifByteType(qBlue(palette_[i]))};
+      global = GifMakeMapObject(256, map);
+    }
+    const int rc = EGifPutScreenDesc(gif_, size.width(), size.height(), 8, 0, global);
+    if (global) GifFreeMapObject(global);
+    check(rc, "screen");
     // Loop forever.
     check(EGifPutExtensionLeader(gif_, APPLICATION_EXT_FUNC_CODE), "loop");
     check(EGifPutExtensionBlock(gif_, 11, "NETSCAPE2.0"), "loop");
@@ -58,6 +72,7 @@ class GifWriter final : public FrameWriter {
     // An unchanged frame still holds its time: one pixel is written.
     if (r.isEmpty()) r = QRect(0, 0, 1, 1);
     const int w = r.width(), h = r.height();
+    if (!palette_.empty()) return addMapped(img, r);
     std::vector<GifByteType> red(std::size_t(w) * h), green(red.size()), blue(red.size()), out(red.size());
     for (int y = 0; y < h; ++y) {
       const auto* line = reinterpret_cast<const QRgb*>(img.constScanLine(r.top() + y));
@@ -85,6 +100,57 @@ class GifWriter final : public FrameWriter {
     for (int y = 0; ok && y < h; ++y) check(EGifPutLine(gif_, out.data() + std::size_t(y) * w, w), "frame");
     GifFreeMapObject(cmap);
     if (!ok) check(GIF_ERROR, "frame");
+  }
+
+  // A frame's rectangle through the global palette; after the first, a
+  // pixel that did not change is transparent (the previous frame shows
+  // through), which compresses to almost nothing.
+  void addMapped(const QImage& img, QRect r) {
+    const int w = r.width(), h = r.height();
+    std::vector<GifByteType> out(std::size_t(w) * h);
+    for (int y = 0; y < h; ++y) {
+      const auto* line = reinterpret_cast<const QRgb*>(img.constScanLine(r.top() + y));
+      const auto* before = shown_.isNull() ? nullptr : reinterpret_cast<const QRgb*>(shown_.constScanLine(r.top() + y));
+      for (int x = 0; x < w; ++x) {
+        const QRgb c = line[r.left() + x];
+        out[std::size_t(y) * w + x] = before && before[r.left() + x] == c ? kTransparent : nearest(c);
+      }
+    }
+    shown_ = img;
+    putFrame(r, nullptr, out, !first_);
+    first_ = false;
+  }
+
+  GifByteType nearest(QRgb c) {
+    c |= 0xff000000u;
+    if (const auto it = cache_.find(c); it != cache_.end()) return it->second;
+    // Distance weighted as the eye sees it (green most, blue least).
+    long best = -1;
+    GifByteType at = 0;
+    for (std::size_t i = 0; i < palette_.size(); ++i) {
+      const long dr = qRed(c) - qRed(palette_[i]), dg = qGreen(c) - qGreen(palette_[i]), db = qBlue(c) - qBlue(palette_[i]);
+      const long d = 3 * dr * dr + 4 * dg * dg + 2 * db * db;
+      if (best < 0 || d < best) {
+        best = d;
+        at = GifByteType(i);
+      }
+    }
+    cache_.emplace(c, at);
+    return at;
+  }
+
+  void putFrame(QRect r, ColorMapObject* cmap, const std::vector<GifByteType>& out, bool transparent) {
+    const int w = r.width(), h = r.height();
+    GraphicsControlBlock gcb{};
+    gcb.DisposalMode = DISPOSE_DO_NOT;
+    gcb.DelayTime = delay_;
+    gcb.TransparentColor = transparent ? kTransparent : NO_TRANSPARENT_COLOR;
+    GifByteType ext[4];
+    const std::size_t n = EGifGCBToExtension(&gcb, ext);
+    const bool ok = EGifPutExtension(gif_, GRAPHICS_EXT_FUNC_CODE, int(n), ext) != GIF_ERROR &&
+                    EGifPutImageDesc(gif_, r.left(), r.top(), w, h, false, cmap) != GIF_ERROR;
+    if (!ok) check(GIF_ERROR, "frame");
+    for (int y = 0; y < h; ++y) check(EGifPutLine(gif_, const_cast<GifByteType*>(out.data()) + std::size_t(y) * w, w), "frame");
   }
 
   void finish() override {
@@ -115,15 +181,21 @@ class GifWriter final : public FrameWriter {
   }
 
   GifFileType* gif_ = nullptr;
+  static constexpr int kTransparent = 255;  // the palette's last index: "unchanged"
   QSize size_;
+  std::vector<QRgb> palette_;
+  QImage shown_;  // what the file shows after the frames so far (palette colours aside: the source pixels)
+  bool first_ = true;
+  std::unordered_map<QRgb, GifByteType> cache_;
   int delay_ = 10;
   QImage prev_;
 };
 
 }  // namespace
 
-std::unique_ptr<FrameWriter> make_gif(const std::string& path, QSize pixels, double fps) {
-  auto w = std::make_unique<GifWriter>(pixels);
+std::unique_ptr<FrameWriter> make_gif(const std::string& path, QSize pixels, double fps,
+                                      const std::vector<QRgb>& palette) {
+  auto w = std::make_unique<GifWriter>(pixels, palette);
   w->open(path, fps);
   return w;
 }

@@ -1,6 +1,7 @@
 #include "widgets/export/animation_export.h"
 
 #include <QDir>
+#include <QFontMetricsF>
 #include <QFileInfo>
 #include <QGraphicsLayout>
 #include <QLineSeries>
@@ -9,13 +10,15 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/io/atomic_file.h"
 #include "core/analysis/comparison.h"
 #include "core/base/errors.h"
+#include "core/io/atomic_file.h"
 #include "core/model/model.h"
 #include "core/sim/resident_index.h"
-#include "widgets/views/lanes_painter.h"
+#include "widgets/document/instruction_caption.h"
 #include "widgets/document/strategy_colors.h"
+#include "widgets/export/gif_palette.h"
+#include "widgets/views/lanes_painter.h"
 #include "widgets/views/timeline_chart.h"
 
 namespace remat {
@@ -34,6 +37,14 @@ struct AnimationFrames::Track {
         numbering(r->schedule, hideFrees) {}
 };
 
+AnimationOptions lecture_animation_options() {
+  AnimationOptions o;
+  o.hideFrees = true;
+  o.inPhase = true;
+  o.captions = true;
+  return o;
+}
+
 QRectF chart_band(QSize frame, bool withChart) {
   if (!withChart) return {};
   const double h = std::round(frame.height() * 0.38);
@@ -41,11 +52,12 @@ QRectF chart_band(QSize frame, bool withChart) {
 }
 
 ChartBackdrop render_chart_backdrop(const std::vector<const StrategyRun*>& runs, QSize band, double scale,
-                                    double fontScale, const QString& title) {
+                                    double fontScale, const QString& title, bool ownLength) {
   TimelineChart chart;
   chart.setAttribute(Qt::WA_DontShowOnScreen);
   chart.resize(band);
   chart.setRuns(RunList(runs), title);
+  if (ownLength) chart.setXMode(TimelineChart::XMode::OwnLength);
   chart.cursorSeries()->setVisible(false);
   chart.setFontScale(fontScale);
   chart.show();  // lays the chart out at this size (offscreen: nothing appears)
@@ -64,6 +76,7 @@ ChartBackdrop render_chart_backdrop(const std::vector<const StrategyRun*>& runs,
   b.xMax = chart.axisX()->max();
   b.yTop = chart.axisY()->max();
   b.unit = chart.unitBytes();
+  b.ownLength = ownLength;
   return b;
 }
 
@@ -71,9 +84,13 @@ AnimationFrames::AnimationFrames(const Model& model, std::vector<const StrategyR
                                  ChartBackdrop backdrop)
     : model_(&model), options_(o), backdrop_(std::move(backdrop)), layout_(model) {
   for (const StrategyRun* r : runs) tracks_.push_back(std::make_unique<Track>(model, r, o.hideFrees));
-  // The run with the most steps drives the frames; the others follow by phase.
-  for (std::size_t i = 0; i < tracks_.size(); ++i)
-    if (tracks_[i]->numbering.count() > tracks_[std::size_t(driver_)]->numbering.count()) driver_ = int(i);
+  // The run with the most steps drives the frames (in phase: the fewest);
+  // the others follow by phase.
+  for (std::size_t i = 0; i < tracks_.size(); ++i) {
+    const std::size_t a = tracks_[i]->numbering.count(), d = tracks_[std::size_t(driver_)]->numbering.count();
+    if (o.inPhase ? a < d : a > d) driver_ = int(i);
+  }
+  for (const auto& t : tracks_) legend_ |= legend_mask(model, t->run->schedule, t->facts);
   const StepNumbering& num = tracks_[std::size_t(driver_)]->numbering;
   const std::size_t shown = num.count();
   const std::size_t frames = std::min<std::size_t>(shown, std::size_t(std::max(2, o.maxFrames)));
@@ -107,32 +124,65 @@ QImage AnimationFrames::frame(int i) const {
   p.setRenderHint(QPainter::Antialiasing);
   const QRectF whole(QPointF(0, 0), QSizeF(options_.size));
   const QRectF band = chart_band(options_.size, options_.withChart && backdrop_.valid());
-  const QRectF lanesArea = band.isEmpty() ? whole : QRectF(0, 0, whole.width(), band.top());
+  QRectF lanesArea = band.isEmpty() ? whole : QRectF(0, 0, whole.width(), band.top());
   const std::vector<std::size_t> st = steps(i);
+  if (options_.captions) {
+    // The caption under the lanes, wrapped (never cut short) in two lines' room.
+    QFont f = p.font();
+    f.setPixelSize(std::max(8, int(std::lround(12 * options_.fontScale))));
+    p.setFont(f);
+    const QString text = caption(i);
+    const double lineH = QFontMetricsF(f).height();
+    const QRectF box(lanesArea.left() + 8, 0, lanesArea.width() - 16, 0);
+    const QRectF need = QFontMetricsF(f).boundingRect(box.adjusted(0, 0, 0, 10000), Qt::TextWordWrap, text);
+    const double h = std::max(lineH, need.height()) + 8;
+    const QRectF bandRect(lanesArea.left(), lanesArea.bottom() - h, lanesArea.width(), h);
+    p.fillRect(bandRect, QColor(0xf1, 0xf3, 0xf6));
+    p.setPen(QColor(30, 30, 30));
+    p.drawText(bandRect.adjusted(8, 4, -8, -4), Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, text);
+    lanesArea.setBottom(bandRect.top());
+  }
   std::vector<Lane> lanes;
   for (std::size_t k = 0; k < tracks_.size(); ++k) {
     const Track& t = *tracks_[k];
     lanes.push_back({t.run, st[k], node_states_at(*model_, t.run->schedule, t.index, t.facts, st[k])});
   }
-  paint_lanes(p, *model_, layout_, lanes, lanesArea, options_.fontScale, true);
+  paint_lanes(p, *model_, layout_, lanes, lanesArea, options_.fontScale, true, nullptr, legend_, true);
   if (!band.isEmpty()) {
     p.drawImage(band.topLeft(), backdrop_.image);
     const QRectF plot = backdrop_.plot.translated(band.topLeft());
     auto at = [&](double x, double y) {
       return QPointF(plot.left() + x / backdrop_.xMax * plot.width(), plot.bottom() - y / backdrop_.yTop * plot.height());
     };
-    const double xd = double(st[std::size_t(driver_)]);
+    // x of run k's step: the instruction, or percent of its own length.
+    auto xOf = [&](std::size_t k) {
+      const double len = double(tracks_[k]->run->schedule.code.size());
+      return backdrop_.ownLength ? (len > 1 ? 100.0 * double(st[k]) / (len - 1) : 0) : double(st[k]);
+    };
+    const double xd = xOf(std::size_t(driver_));
     p.setPen(QPen(QColor(60, 60, 60), 1.5, Qt::DashLine));
     p.drawLine(at(xd, 0), at(xd, backdrop_.yTop));
     for (std::size_t k = 0; k < tracks_.size(); ++k) {
       const StrategyRun& r = *tracks_[k]->run;
-      const QPointF c = at(double(st[k]), double(r.sim.timeline[st[k]]) / backdrop_.unit);
+      const QPointF c = at(xOf(k), double(r.sim.timeline[st[k]]) / backdrop_.unit);
       p.setPen(QPen(Qt::black, 1.2));
       p.setBrush(strategy_color(QString::fromStdString(r.name)));
       p.drawEllipse(c, 5.5, 5.5);
     }
   }
   return img;
+}
+
+QString AnimationFrames::caption(int i) const {
+  if (!options_.captions) return {};
+  const Track& t = *tracks_[std::size_t(driver_)];
+  const std::size_t step = steps(i)[std::size_t(driver_)];
+  const std::size_t shown = t.numbering.count();
+  return QString("%1, step %2 of %3: %4")
+      .arg(QString::fromStdString(t.run->name))
+      .arg(t.numbering.rank(step) + 1)
+      .arg(shown)
+      .arg(QString::fromStdString(InstructionCaption(*model_, t.run->schedule, t.facts).text(step)));
 }
 
 AnimationFormat check_animation(const std::string& path, const AnimationOptions& o) {
@@ -160,7 +210,8 @@ int export_animation(const Model& model, const std::vector<const StrategyRun*>& 
   bool cancelled = false;
   try {
     replace_file_atomically(path, [&](const std::string& tmp) {
-      auto writer = make_frame_writer(format, tmp, frames.pixels(), o.fps);
+      // GIF: the picture's own colours as the one palette of every frame.
+      auto writer = make_frame_writer(format, tmp, frames.pixels(), o.fps, animation_palette());
       for (int i = 0; i < frames.count(); ++i) {
         writer->add(frames.frame(i));
         if (progress && !progress(double(i + 1) / frames.count())) {

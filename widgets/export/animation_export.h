@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "widgets/export/frame_writer.h"
-#include "widgets/views/graph_layout.h"
 #include "widgets/document/node_states.h"
 #include "widgets/document/phase_map.h"
 #include "widgets/document/step_numbering.h"
+#include "widgets/export/frame_writer.h"
+#include "widgets/views/legend_looks.h"
+#include "widgets/views/graph_layout.h"
 
 namespace remat {
 struct Model;
@@ -33,7 +34,17 @@ struct AnimationOptions {
   bool withChart = false;
   bool hideFrees = false;  // one frame per fwd/bwd step only
   int maxFrames = 1500;    // longer schedules are sampled evenly
+  // Side by side: one frame per step of the strategy with the fewest steps,
+  // the others at the same phase (tens of frames for chain:16, where the
+  // longest, recompute-all, drove hundreds); false: the longest drives.
+  bool inPhase = false;
+  // A caption band at the bottom of each frame: the driving strategy's step
+  // and its instruction in words (as the window's caption).
+  bool captions = false;
 };
+// The window's and `remat export --animation`'s defaults: frees skipped, in
+// phase, captions (AnimationOptions{} keeps every instruction of the longest).
+AnimationOptions lecture_animation_options();
 
 // The memory timeline of the animated runs, without a cursor, and where its
 // plot sits in the frame, so each frame only draws the cursor and dots.
@@ -43,11 +54,12 @@ struct ChartBackdrop {
   double xMax = 1;   // x axis: instructions 0..xMax
   double yTop = 1;   // y axis top, in `unit` bytes
   double unit = 1;
+  bool ownLength = false;  // x: each run's own length in percent (xMax 100)
   bool valid() const { return !image.isNull(); }
 };
 // Made on the GUI thread. `band` is the chart's logical size.
 ChartBackdrop render_chart_backdrop(const std::vector<const StrategyRun*>& runs, QSize band, double scale,
-                                    double fontScale, const QString& title);
+                                    double fontScale, const QString& title, bool ownLength = false);
 // The part of a frame the chart gets (the lanes take the rest).
 QRectF chart_band(QSize frame, bool withChart);
 
@@ -62,6 +74,10 @@ class AnimationFrames {
   std::vector<std::size_t> steps(int i) const;
   // Frame i at size x scale pixels (thread-safe: paints on a QImage).
   QImage frame(int i) const;
+  // Frame i's caption (empty without options.captions).
+  QString caption(int i) const;
+  // The run whose steps drive the frames.
+  int driver() const { return driver_; }
   QSize pixels() const;
 
  private:
@@ -72,6 +88,7 @@ class AnimationFrames {
   ChartBackdrop backdrop_;
   GraphLayout layout_;
   int driver_ = 0;
+  LegendMask legend_ = 0;
   std::vector<std::size_t> driverSteps_;
 };
 

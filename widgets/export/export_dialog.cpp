@@ -68,8 +68,11 @@ ExportDialog::ExportDialog(Kind kind, QWidget* parent) : QDialog(parent), kind_(
     chart_->setChecked(s.value(key("chart"), true).toBool());
     form->addRow(chart_);
     hideFrees_ = new QCheckBox(tr("Skip free instructions (one frame per fwd/bwd step)"), this);
-    hideFrees_->setChecked(s.value(key("hideFrees"), false).toBool());
+    hideFrees_->setChecked(s.value(key("hideFrees"), true).toBool());
     form->addRow(hideFrees_);
+    inPhase_ = new QCheckBox(tr("In phase: one frame per step of the shortest strategy (tens of frames, not hundreds)"), this);
+    inPhase_->setChecked(s.value(key("inPhase"), true).toBool());
+    form->addRow(inPhase_);
   }
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
   connect(buttons, &QDialogButtonBox::accepted, this, &ExportDialog::accept);
@@ -83,6 +86,7 @@ double ExportDialog::fontScale() const { return fontScale_->value(); }
 double ExportDialog::fps() const { return fps_ ? fps_->value() : 8; }
 bool ExportDialog::withChart() const { return chart_ && chart_->isChecked(); }
 bool ExportDialog::hideFrees() const { return hideFrees_ && hideFrees_->isChecked(); }
+bool ExportDialog::inPhase() const { return inPhase_ && inPhase_->isChecked(); }
 bool ExportDialog::sideBySide() const { return !sideBySide_ || sideBySide_->isChecked(); }
 
 void ExportDialog::accept() {
@@ -95,6 +99,7 @@ void ExportDialog::accept() {
     s.setValue(key("fps"), fps_->value());
     s.setValue(key("chart"), chart_->isChecked());
     s.setValue(key("hideFrees"), hideFrees_->isChecked());
+    s.setValue(key("inPhase"), inPhase_->isChecked());
     s.setValue(key("sideBySide"), sideBySide_->isChecked());
   }
   QDialog::accept();

@@ -24,6 +24,7 @@ class ExportDialog : public QDialog {
   double fps() const;
   bool withChart() const;
   bool hideFrees() const;
+  bool inPhase() const;  // side by side: the shortest strategy drives the frames
   bool sideBySide() const;
   void accept() override;  // remembers the choices
 
@@ -37,7 +38,7 @@ class ExportDialog : public QDialog {
   QComboBox* scale_;
   QDoubleSpinBox* fontScale_;
   QDoubleSpinBox* fps_ = nullptr;
-  QCheckBox *chart_ = nullptr, *hideFrees_ = nullptr, *sideBySide_ = nullptr;
+  QCheckBox *chart_ = nullptr, *hideFrees_ = nullptr, *sideBySide_ = nullptr, *inPhase_ = nullptr;
 };
 
 }  // namespace remat

@@ -102,6 +102,7 @@ void export_timeline(const RunList& runs, const std::string& path, const Timelin
   chart.setAttribute(Qt::WA_DontShowOnScreen);
   chart.resize(o.size);
   chart.setRuns(runs, o.title);
+  chart.setXMode(o.ownLength ? TimelineChart::XMode::OwnLength : TimelineChart::XMode::Steps);
   chart.setFontScale(o.fontScale);
   if (!o.measured.empty()) chart.setMeasured(o.measured);
   if (o.cursor >= 0) chart.setCursor(std::size_t(o.cursor));

@@ -28,6 +28,9 @@ struct TimelineExport {
   QString title;
   long long cursor = -1;  // step to mark; -1: none
   std::map<std::string, std::vector<uint64_t>> measured;
+  // x axis: each strategy scaled to its own length (the window's default),
+  // or instructions.
+  bool ownLength = true;
 };
 void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& options);
 

@@ -17,10 +17,11 @@ AnimationFormat animation_format_of(const std::string& path) {
   throw InputError("'" + path + "': an animation must be .gif, .mp4 or .webm");
 }
 
-std::unique_ptr<FrameWriter> make_frame_writer(AnimationFormat f, const std::string& path, QSize pixels, double fps) {
+std::unique_ptr<FrameWriter> make_frame_writer(AnimationFormat f, const std::string& path, QSize pixels, double fps,
+                                               const std::vector<QRgb>& palette) {
   if (pixels.width() < 16 || pixels.height() < 16) throw InputError("'" + path + "': frames must be at least 16x16 pixels");
   if (!(fps > 0 && fps <= 60)) throw InputError("'" + path + "': the frame rate must be in (0, 60]");
-  if (f == AnimationFormat::Gif) return encoders::make_gif(path, pixels, fps);
+  if (f == AnimationFormat::Gif) return encoders::make_gif(path, pixels, fps, palette);
   return encoders::make_video(path, pixels, fps, f == AnimationFormat::WebM);
 }
 

@@ -7,6 +7,7 @@
 #include <QString>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace remat {
 
@@ -24,11 +25,14 @@ class FrameWriter {
 };
 
 // Throws InputError when the file cannot be created or a parameter is out of range.
+// A GIF with a `palette` (up to 256 colours) uses it as its one global colour
+// map; without one each frame is quantised on its own.
 std::unique_ptr<FrameWriter> make_frame_writer(AnimationFormat format, const std::string& path, QSize pixels,
-                                               double fps);
+                                               double fps, const std::vector<QRgb>& palette = {});
 
 namespace encoders {
-std::unique_ptr<FrameWriter> make_gif(const std::string& path, QSize pixels, double fps);
+std::unique_ptr<FrameWriter> make_gif(const std::string& path, QSize pixels, double fps,
+                                      const std::vector<QRgb>& palette = {});
 std::unique_ptr<FrameWriter> make_video(const std::string& path, QSize pixels, double fps, bool webm);
 }  // namespace encoders
 

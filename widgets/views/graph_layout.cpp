@@ -13,20 +13,26 @@ GraphLayout::GraphLayout(const Model& model) : n_(model.size()), blocks_(model_b
   for (int v = 0; v + 1 < n_; ++v)
     for (int u : model.op(v).inputs)
       if (v - u > 1) arcs_ = std::max(arcs_, arcHeight(v - u));
+  forms_ = node_label_forms(model);
   for (int v = 0; v < n_; ++v) {
-    labels_ << node_label(model, v);
+    labels_ << forms_[std::size_t(v)].front();
     if (types) typeLabels_ << op_type_label(model, v);
   }
+  bool any = false;
+  std::vector<uint8_t> sim(std::size_t(n_), 0);
+  for (int v = 0; v < n_; ++v) any |= (sim[std::size_t(v)] = marks_simulate_only(model, v)) != 0;
+  if (any) simOnly_ = std::move(sim);
 }
 
-QRectF GraphLayout::bounds() const {
-  // Above the forward row: up to three label lines (type, staggered name) and
-  // the block brackets, or the skip arcs; below the backward row: its labels
-  // (staggered) or the arcs.
+QRectF GraphLayout::bounds(double textScale) const {
+  // Above the forward row: up to four label lines (type and name, staggered)
+  // and the block brackets, or the skip arcs; below the backward row: its
+  // labels (staggered) or the arcs.
   const double w = std::max(0, n_ - 1) * kDx;
-  const double labels = kRadius + (typeLabels_.isEmpty() ? 2 : 3) * 11 + (blocks_.empty() ? 4 : 16);
+  const double line = kLabelLine * textScale;
+  const double labels = kRadius + (typeLabels_.isEmpty() ? 2 : 4) * line + (blocks_.empty() ? 4 : 16 * textScale);
   const double top = std::max(labels, arcs_ + 6);
-  const double bottom = kRow + std::max(kRadius + 2 * 11 + 4, arcs_ + 6);
+  const double bottom = kRow + std::max(kRadius + 2 * line + 4, arcs_ + 6);
   return QRectF(-kDx, -top, w + 2 * kDx, top + bottom);
 }
 

@@ -31,13 +31,23 @@ void paint_view_node(QPainter& p, NodeLook look, QPointF c, double r) {
   p.restore();
 }
 
-// The legend's entries: every look, then the view ring.
-std::vector<QString> legendLabels() {
-  std::vector<QString> out;
-  for (NodeLook look : kLegendOrder) out.push_back(node_style(look).legend);
-  out.push_back(kViewLegend);
-  return out;
+// A simulate-only op: a dark diamond at the node's top right (no backend can
+// run it; the tooltip says why).
+void paintSimOnlyBadge(QPainter& p, QPointF c, double r) {
+  const double h = std::max(3.5, r * 0.5);
+  const QPointF at = c + QPointF(r * 0.8, -r * 0.8);
+  QPolygonF d;
+  d << at + QPointF(0, -h) << at + QPointF(h, 0) << at + QPointF(0, h) << at + QPointF(-h, 0);
+  p.save();
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(QPen(Qt::white, std::max(1.0, r * 0.08)));
+  p.setBrush(QColor(0x33, 0x33, 0x33));
+  p.drawPolygon(d);
+  p.restore();
 }
+constexpr const char* kSimOnlyLegend = "simulate-only (cannot run)";
+
+bool inLegend(LegendMask mask, NodeLook look) { return (mask >> static_cast<int>(look)) & 1u; }
 
 QFont pixelFont(const QPainter& p, double px, bool bold = false) {
   QFont f = p.font();
@@ -53,11 +63,11 @@ void text(QPainter& p, const QRectF& box, int flags, const QString& s, GraphPain
 }
 
 // Legend items wrap onto as many rows as the width needs.
-int legendRows(const QRectF& target, double fs, const QFont& font) {
+int legendRows(const QRectF& target, double fs, const QFont& font, LegendMask mask) {
   const QFontMetricsF fm(font);
   double x = 8;
   int rows = 1;
-  for (const QString& label : legendLabels()) {
+  for (const QString& label : legend_labels(mask)) {
     const double w = fm.horizontalAdvance(label) + 26 * fs;
     if (x + w > target.width() - 8 && x > 8) {
       ++rows;
@@ -68,42 +78,57 @@ int legendRows(const QRectF& target, double fs, const QFont& font) {
   return rows;
 }
 
-void paintLegend(QPainter& p, const QRectF& band, double fs, GraphPaintReport* report) {
+void paintLegend(QPainter& p, const QRectF& band, double fs, GraphPaintReport* report, LegendMask mask) {
   p.setFont(pixelFont(p, 11 * fs));
   const QFontMetricsF fm(p.font());
   const double row = kLegendRow * fs;
   double x = band.left() + 8, y = band.top();
   p.setRenderHint(QPainter::Antialiasing, true);
-  const std::vector<QString> labels = legendLabels();
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const QString& label = labels[i];
+  // The looks in the mask, in the legend's order, then the view ring.
+  std::vector<int> entries;
+  for (std::size_t i = 0; i < std::size(kLegendOrder); ++i)
+    if (inLegend(mask, kLegendOrder[i])) entries.push_back(int(i));
+  if (mask & kViewLegendBit) entries.push_back(-1);
+  if (mask & kSimulateOnlyLegendBit) entries.push_back(-2);
+  for (int i : entries) {
+    const QString label = i >= 0 ? QString(node_style(kLegendOrder[i]).legend) : i == -1 ? QString(kViewLegend)
+                                                                                           : QString(kSimOnlyLegend);
     const double w = fm.horizontalAdvance(label) + 26 * fs;
     if (x + w > band.right() - 8 && x > band.left() + 8) {
       x = band.left() + 8;
       y += row;
     }
     const QPointF at(x + 7 * fs, y + row / 2);
-    if (i < std::size(kLegendOrder)) paint_node(p, kLegendOrder[i], at, 6.5 * fs);
-    else paint_view_node(p, NodeLook::ActResident, at, 6.5 * fs);
+    if (i >= 0) {
+      paint_node(p, kLegendOrder[i], at, 6.5 * fs);
+    } else if (i == -1) {
+      paint_view_node(p, NodeLook::ActResident, at, 6.5 * fs);
+    } else {
+      paint_node(p, NodeLook::ActNotComputed, at, 6.5 * fs);
+      paintSimOnlyBadge(p, at, 6.5 * fs);
+    }
     p.setPen(QColor(40, 40, 40));
     text(p, QRectF(x + 17 * fs, y, w - 17 * fs, row), Qt::AlignLeft | Qt::AlignVCenter, label, report);
     x += w;
   }
 }
 
-constexpr double kSideHeader = 170;  // px at font scale 1
+constexpr double kSideHeader = 170;  // px at font scale 1: the least
 
 // Title, then the readout on two lines, in a column at the left.
 void paintSideHeader(QPainter& p, const QRectF& target, const GraphPaintOptions& o, GraphPaintReport* report) {
   const double fs = o.fontScale;
-  const double w = kSideHeader * fs;
+  const double w = std::min(side_header_width(o), target.width() * 0.45);
   double y = target.top() + 6;
   if (!o.title.isEmpty()) {
+    // A title wider than the column (a long spec) wraps at its '+' and ','.
     p.setFont(pixelFont(p, 16 * fs, true));
     p.setPen(QColor(20, 20, 20));
-    const double h = QFontMetricsF(p.font()).height();
-    text(p, QRectF(target.left() + 12, y, w - 16, h), Qt::AlignLeft | Qt::AlignVCenter,
-         QFontMetricsF(p.font()).elidedText(o.title, Qt::ElideRight, w - 16), report);
+    const QFontMetricsF fm(p.font());
+    QString title = o.title;
+    if (fm.horizontalAdvance(title) > w - 16) title.replace("+", "+\n").replace(",", ",\n");
+    const double h = fm.height() * (title.count('\n') + 1);
+    text(p, QRectF(target.left() + 12, y, w - 16, h), Qt::AlignLeft | Qt::AlignVCenter, title, report);
     y += h + 4;
   }
   if (o.readout.isEmpty()) return;
@@ -122,6 +147,26 @@ void paintSideHeader(QPainter& p, const QRectF& target, const GraphPaintOptions&
          parts[i], report);
   if (report) report->readout = box;
 }
+
+}  // namespace
+
+double side_header_width(const GraphPaintOptions& o) {
+  const double fs = o.fontScale;
+  QFont title;
+  title.setPixelSize(std::max(6, int(std::lround(16 * fs))));
+  title.setBold(true);
+  QFont readout = title;
+  readout.setPixelSize(std::max(6, int(std::lround(15 * fs))));
+  double w = kSideHeader * fs;
+  // Wide enough for the readout's lines and the title's longest part.
+  for (const QString& part : o.readout.split(" · ", Qt::SkipEmptyParts))
+    w = std::max(w, QFontMetricsF(readout).horizontalAdvance(part) + 26);
+  for (const QString& part : QString(o.title).replace(",", "+").split('+', Qt::SkipEmptyParts))
+    w = std::max(w, QFontMetricsF(title).horizontalAdvance(part + "+") + 20);
+  return w;
+}
+
+namespace {
 
 void paintReadout(QPainter& p, const QRectF& target, const GraphPaintOptions& o, GraphPaintReport* report) {
   const double fs = o.fontScale;
@@ -168,9 +213,12 @@ void paintArrow(QPainter& p, QPointF from, QPointF to, double r, double bend) {
   p.drawPath(tip);
 }
 
+// The blocks as labelled groups (the overview of a large model): a bracket
+// over each block's ops, the two rows' span shaded by block, and its name in
+// the band between the rows, where the strips leave room.
 void paintBlocks(QPainter& p, const GraphLayout& layout, const QTransform& t, const QRectF& target, double yTop,
-                 double fs, GraphPaintReport* report) {
-  p.setFont(pixelFont(p, 11 * fs, true));
+                 double yLabel, double fs, GraphPaintReport* report) {
+  p.setFont(pixelFont(p, 13 * fs, true));
   const QFontMetricsF fm(p.font());
   double lastRight = -1e9;
   const double half = GraphLayout::kDx / 2;
@@ -185,7 +233,7 @@ void paintBlocks(QPainter& p, const GraphLayout& layout, const QTransform& t, co
     // Labels never overlap: one that would touch the previous one is left out.
     const double w = fm.horizontalAdvance(b.name) + 4;
     const double cx = std::clamp((x0 + x1) / 2, target.left() + w / 2, target.right() - w / 2);
-    const QRectF box(cx - w / 2, yTop - fm.height() + 2, w, fm.height());
+    const QRectF box(cx - w / 2, yLabel - fm.height() / 2, w, fm.height());
     if (box.left() < lastRight + 3) continue;
     p.setPen(QColor(40, 40, 40));
     text(p, box, Qt::AlignCenter, b.name, report);
@@ -200,23 +248,32 @@ QColor stripColor(NodeLook look) {
 
 }  // namespace
 
-double legend_height(double width, double fontScale) {
-  QFont f;
-  f.setPixelSize(std::max(6, static_cast<int>(std::lround(11 * fontScale))));
-  return legendRows(QRectF(0, 0, width, 1), fontScale, f) * kLegendRow * fontScale + 4;
+std::vector<QString> legend_labels(LegendMask mask) {
+  std::vector<QString> out;
+  for (NodeLook look : kLegendOrder)
+    if (inLegend(mask, look)) out.push_back(node_style(look).legend);
+  if (mask & kViewLegendBit) out.push_back(kViewLegend);
+  if (mask & kSimulateOnlyLegendBit) out.push_back(kSimOnlyLegend);
+  return out;
 }
 
-void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report) {
+double legend_height(double width, double fontScale, LegendMask mask) {
+  QFont f;
+  f.setPixelSize(std::max(6, static_cast<int>(std::lround(11 * fontScale))));
+  return legendRows(QRectF(0, 0, width, 1), fontScale, f, mask) * kLegendRow * fontScale + 4;
+}
+
+void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report, LegendMask mask) {
   p.save();
-  paintLegend(p, band.adjusted(0, 2, 0, 0), fontScale, report);
+  paintLegend(p, band.adjusted(0, 2, 0, 0), fontScale, report, mask);
   p.restore();
 }
 
 QRectF graph_area(const QRectF& target, const GraphPaintOptions& o) {
   QRectF a = target;
-  if (o.legend) a.setBottom(a.bottom() - legend_height(target.width(), o.fontScale));
+  if (o.legend) a.setBottom(a.bottom() - legend_height(target.width(), o.fontScale, o.legendMask));
   if (!o.readout.isEmpty() || !o.title.isEmpty()) {
-    if (o.sideHeader) a.setLeft(a.left() + kSideHeader * o.fontScale);
+    if (o.sideHeader) a.setLeft(a.left() + std::min(side_header_width(o), target.width() * 0.45));
     else a.setTop(a.top() + 34 * o.fontScale);
   }
   return a;
@@ -228,6 +285,19 @@ QTransform fit_transform(const GraphLayout& layout, const QRectF& target, double
   // zoomed-out strips stay readable.
   const double sy = std::min(target.height() / b.height(), maxScale);
   const double sx = std::min(target.width() / b.width(), sy);
+  QTransform t;
+  t.translate(target.center().x(), target.center().y());
+  t.scale(sx, sy);
+  t.translate(-b.center().x(), -b.center().y());
+  return t;
+}
+
+QTransform fit_transform(const GraphLayout& layout, const QRectF& target, const GraphPaintOptions& o) {
+  const QRectF b = layout.bounds(o.fontScale);
+  const double sy = std::min(target.height() / b.height(), o.maxScale);
+  // The spacing may grow wider than the rows' scale to fill the width (up to
+  // stretchX): the nodes keep their size, the story spreads over the screen.
+  const double sx = std::min(target.width() / b.width(), sy * o.stretchX);
   QTransform t;
   t.translate(target.center().x(), target.center().y());
   t.scale(sx, sy);
@@ -269,6 +339,17 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
     p.setRenderHint(QPainter::Antialiasing, false);
     const double w = std::max(1.0, GraphLayout::kDx * sx);
     const double h = std::max(6.0, GraphLayout::kRow * sy * 0.4);  // bands, not dots
+    // Each block a shaded group over both rows (alternating, so that
+    // neighbours part), under the strips.
+    int shade = 0;
+    for (const ModelBlock& blk : layout.blocks()) {
+      const double x0 = fwdAt(blk.first).x() - w / 2, x1 = fwdAt(blk.last).x() + w / 2;
+      const double top = fwdAt(0).y() - h / 2 - 3, bottom = bwdAt(std::min(1, n - 1)).y() + h / 2 + 3;
+      if (x1 >= area.left() && x0 <= area.right())
+        p.fillRect(QRectF(x0 + 1, top, std::max(1.0, x1 - x0 - 2), bottom - top),
+                   shade % 2 ? QColor(0xe4, 0xe8, 0xee) : QColor(0xee, 0xf0, 0xf4));
+      ++shade;
+    }
     for (int v = lo; v <= hi; ++v) {
       const QPointF f = fwdAt(v);
       const NodeLook fl = activation_look(states, v);
@@ -279,18 +360,34 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
         p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), QBrush(Qt::white, Qt::BDiagPattern));
       if (fl == NodeLook::ActOnHost)  // on the host: the hatching, never the freed grey
         p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2, w, h), QBrush(okabe_ito::skyBlue(), Qt::DiagCrossPattern));
+      if (layout.simulateOnly(v)) {  // simulate-only: a dark tick over its strip
+        p.fillRect(QRectF(f.x() - w / 2, f.y() - h / 2 - 4, w, 3), QColor(0x33, 0x33, 0x33));
+        if (report) report->simulateOnly.push_back(v);
+      }
       if (v == n - 1) continue;
       const QPointF b = bwdAt(v);
       p.fillRect(QRectF(b.x() - w / 2, b.y() - h / 2, w, h), stripColor(gradient_look(states, v)));
+    }
+    if (o.marked >= 0 && o.marked < n) {
+      // The find box's match: a triangle over its strip and a line through both rows.
+      const QPointF f = fwdAt(o.marked), b = bwdAt(std::min(o.marked, n - 2));
+      p.setRenderHint(QPainter::Antialiasing, true);
+      p.setPen(QPen(okabe_ito::vermillion(), 2));
+      p.drawLine(QPointF(f.x(), f.y() - h), QPointF(b.x(), b.y() + h));
+      QPolygonF tri;
+      tri << QPointF(f.x(), f.y() - h / 2 - 1) << QPointF(f.x() - 6, f.y() - h / 2 - 10) << QPointF(f.x() + 6, f.y() - h / 2 - 10);
+      p.setBrush(okabe_ito::vermillion());
+      p.drawPolygon(tri);
+      p.setRenderHint(QPainter::Antialiasing, false);
     }
     p.setPen(QColor(90, 90, 90));
     p.setFont(pixelFont(p, 11 * fs));
     const QPointF f0 = fwdAt(0), b0 = sceneToTarget.map(QPointF(0, GraphLayout::kRow));
     const double left = std::max(area.left() + 4, f0.x());
-    text(p, QRectF(left, b0.y() + h / 2 + 2, 400 * fs, 16 * fs), Qt::AlignLeft | Qt::AlignTop,
-         "backward (zoom in for nodes)", report);
+    text(p, QRectF(left, b0.y() + h / 2 + 2, 600 * fs, 16 * fs), Qt::AlignLeft | Qt::AlignTop,
+         layout.blocks().empty() ? "backward (zoom in for nodes)" : "backward (click a block to see its ops)", report);
     if (!layout.blocks().empty()) {
-      paintBlocks(p, layout, sceneToTarget, area, f0.y() - h / 2 - 10, fs, report);
+      paintBlocks(p, layout, sceneToTarget, area, f0.y() - h / 2 - 10, (f0.y() + b0.y()) / 2, fs, report);
     } else {
       text(p, QRectF(left, f0.y() - h / 2 - 18 * fs, 200 * fs, 16 * fs), Qt::AlignLeft | Qt::AlignBottom, "forward",
            report);
@@ -340,34 +437,60 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
     const QFont labelFont = pixelFont(p, std::max(7.0, r * 0.8) * fs);
     const QFontMetricsF fm(labelFont);
     const bool labels = r >= 9;
-    const double slot = GraphLayout::kDx * scale;
+    const double slot = GraphLayout::kDx * sx;  // between node centres, in target units
     const bool types = !layout.typeLabels().isEmpty();
-    // Names wider than an op's slot alternate between two heights.
+    const auto& forms = layout.labelForms();
+    // Names (or types) wider than an op's slot alternate between two heights.
     const bool stagger = labels && [&] {
       for (int v = lo; v <= hi; ++v)
-        if (fm.horizontalAdvance(layout.labels()[v]) > slot - 2) return true;
+        if (fm.horizontalAdvance(forms[std::size_t(v)].front()) > slot - 2 ||
+            (types && fm.horizontalAdvance(layout.typeLabels()[v]) > slot - 2) ||
+            (v != 0 && v != n - 1 && fm.horizontalAdvance("G(" + forms[std::size_t(v)].front() + ")") > slot - 2))
+          return true;
       return false;
     }();
+    const double labelWidth = stagger ? 2 * slot - 4 : slot - 2;
+    const double line = fm.height();
+    // A label is drawn whole or not at all (the tooltip names every node):
+    // the first form that fits, then smaller type down to 60 %.
+    auto drawFitted = [&](const QStringList& candidates, const QRectF& box, const QColor& colour) {
+      // A label the view's edge would cut (a node half scrolled out) is left out.
+      if (box.left() < area.left() - 0.5 || box.right() > area.right() + 0.5) return;
+      for (double shrink : {1.0, 0.9, 0.8, 0.7, 0.6}) {
+        QFont f = labelFont;
+        f.setPixelSize(std::max(6, int(std::lround(labelFont.pixelSize() * shrink))));
+        const QFontMetricsF m(f);
+        for (const QString& c : candidates) {
+          if (m.horizontalAdvance(c) > box.width()) continue;
+          p.setFont(f);
+          p.setPen(colour);
+          text(p, box, Qt::AlignCenter, c, report);
+          p.setFont(labelFont);
+          return;
+        }
+      }
+    };
     p.setFont(labelFont);
     for (int v = lo; v <= hi; ++v) {
       const QPointF c = fwdAt(v);
       const NodeLook fl = activation_look(states, v);
       if (model.op(v).view) paint_view_node(p, fl, c, r);
       else paint_node(p, fl, c, r);
+      if (layout.simulateOnly(v)) {
+        paintSimOnlyBadge(p, c, r);
+        if (report) report->simulateOnly.push_back(v);
+      }
       if (report) report->nodes.emplace_back(fl, c);
       if (labels) {
-        const double line = fm.height();
         double y = c.y() - r - 3;
+        if (stagger && v % 2 == 1) y -= (types ? 2 : 1) * line;
         if (types) {
-          p.setPen(QColor(110, 110, 110));
-          text(p, QRectF(c.x() - slot / 2, y - line, slot, line), Qt::AlignCenter, layout.typeLabels()[v], report);
+          drawFitted({layout.typeLabels()[v]}, QRectF(c.x() - labelWidth / 2, y - line, labelWidth, line),
+                     QColor(110, 110, 110));
           y -= line;
         }
-        if (stagger && v % 2 == 1) y -= line;
-        const double width = stagger ? 2 * slot - 4 : slot;
-        p.setPen(QColor(30, 30, 30));
-        text(p, QRectF(c.x() - width / 2, y - line, width, line), Qt::AlignCenter,
-             fm.elidedText(layout.labels()[v], Qt::ElideLeft, width), report);
+        drawFitted(forms[std::size_t(v)], QRectF(c.x() - labelWidth / 2, y - line, labelWidth, line),
+                   QColor(30, 30, 30));
       }
       if (v == n - 1) {
         // The loss: its backward (the seed) shows as a ring.
@@ -386,13 +509,19 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
       paint_node(p, gl, b, r);
       if (report) report->nodes.emplace_back(gl, b);
       if (labels) {
-        p.setPen(QColor(60, 60, 60));
-        const double line = fm.height();
-        const double width = stagger ? 2 * slot - 4 : slot;
         const double y = b.y() + r + 3 + (stagger && v % 2 == 1 ? line : 0);
-        text(p, QRectF(b.x() - width / 2, y, width, line), Qt::AlignCenter,
-             fm.elidedText("G(" + layout.labels()[v] + ")", Qt::ElideLeft, width), report);
+        QStringList g;
+        for (const QString& f : forms[std::size_t(v)]) g << "G(" + f + ")";
+        g << forms[std::size_t(v)].back();  // the row is the gradients' row
+        drawFitted(g, QRectF(b.x() - labelWidth / 2, y, labelWidth, line), QColor(60, 60, 60));
       }
+    }
+    if (o.marked >= 0 && o.marked < n) {
+      // The find box's match: a wide ring round its circle and its square.
+      p.setPen(QPen(okabe_ito::vermillion(), std::max(2.5, r * 0.3)));
+      p.setBrush(Qt::NoBrush);
+      p.drawEllipse(fwdAt(o.marked), r * 1.75, r * 1.75);
+      if (o.marked != 0 && o.marked != n - 1) p.drawEllipse(bwdAt(o.marked), r * 1.75, r * 1.75);
     }
     if (running && o.arrows) {
       const Instr ins = states.running;
@@ -427,8 +556,8 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
     if (!o.readout.isEmpty()) paintReadout(p, target, o, report);
   }
   if (o.legend) {
-    const double h = legend_height(target.width(), fs);
-    paint_legend(p, QRectF(target.left(), target.bottom() - h, target.width(), h), fs, report);
+    const double h = legend_height(target.width(), fs, o.legendMask);
+    paint_legend(p, QRectF(target.left(), target.bottom() - h, target.width(), h), fs, report, o.legendMask);
   }
   p.restore();
 }

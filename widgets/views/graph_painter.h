@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "widgets/views/graph_layout.h"
 #include "widgets/document/node_states.h"
+#include "widgets/views/legend_looks.h"
+#include "widgets/views/graph_layout.h"
 #include "widgets/views/node_style.h"
 
 class QPainter;
@@ -28,6 +29,7 @@ struct GraphPalette {
 
 struct GraphPaintOptions {
   bool legend = true;
+  LegendMask legendMask = kFullLegend;
   double fontScale = 1;  // slides and presentation mode: larger text
   QString readout;       // "resident 9 B · peak 9 B" at the top right; empty: none
   bool atPeak = false;   // the readout says so
@@ -36,6 +38,13 @@ struct GraphPaintOptions {
   // Title and readout in a column at the left instead of a band on top (the
   // wide, short side-by-side lanes).
   bool sideHeader = false;
+  // Fitting (fit_transform's overload with options): the largest scale, and
+  // how much wider than tall the spacing may grow to fill a wide area
+  // (presentation mode and the side-by-side lanes fill the width).
+  double maxScale = 1.5;
+  double stretchX = 1;
+  // A node to mark (the find box's match): a ring around both its nodes.
+  int marked = -1;
 };
 
 // What was drawn, for tests and tooltips: every text with its box, the arrows,
@@ -46,6 +55,7 @@ struct GraphPaintReport {
   int arrows = 0;
   std::vector<std::pair<NodeLook, QPointF>> nodes;
   QRectF readout;
+  std::vector<int> simulateOnly;  // ops drawn with the simulate-only badge
 };
 
 // The part of `target` the nodes get (the legend and the title take the rest).
@@ -58,9 +68,16 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
                  GraphPaintReport* report = nullptr);
 // The legend alone (the side-by-side lanes share one): its height for a width,
 // and its painting into a band of that height.
-double legend_height(double width, double fontScale);
-void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report = nullptr);
+double legend_height(double width, double fontScale, LegendMask mask = kFullLegend);
+void paint_legend(QPainter& p, const QRectF& band, double fontScale, GraphPaintReport* report = nullptr,
+                  LegendMask mask = kFullLegend);
+// The legend's labels for a mask, in their order.
+std::vector<QString> legend_labels(LegendMask mask = kFullLegend);
 // Scales and centres the whole layout into `area` (at most `maxScale`).
 QTransform fit_transform(const GraphLayout& layout, const QRectF& area, double maxScale = 1.5);
+// The same with the options' scale limit, text scale and stretch.
+QTransform fit_transform(const GraphLayout& layout, const QRectF& area, const GraphPaintOptions& options);
+// The width of the side header (title and readout, sideHeader) for these options.
+double side_header_width(const GraphPaintOptions& options);
 
 }  // namespace remat

@@ -16,12 +16,20 @@ GraphView::GraphView(StudioDocument* doc, QWidget* parent) : QWidget(parent), do
   setMouseTracking(false);
   connect(doc_, &StudioDocument::modelChanged, this, [this] {
     layout_ = GraphLayout(doc_->model());
+    marked_ = -1;
     fitted_ = false;
     fitToView();
   });
-  connect(doc_, &StudioDocument::stepChanged, this, [this] { refreshStates(); });
+  connect(doc_, &StudioDocument::stepChanged, this, [this] {
+    refreshStates();
+    // Playback and Peak follow the running node through a zoomed graph.
+    if (!fitted_ && states_.has_running) scrollTo(states_.running.op);
+  });
   connect(doc_, &StudioDocument::currentRunChanged, this, [this] { refreshStates(); });
-  connect(doc_, &StudioDocument::runsChanged, this, [this] { refreshStates(); });
+  connect(doc_, &StudioDocument::runsChanged, this, [this] {
+    refreshStates();
+    if (fitted_) fitToView();  // the legend's rows follow the strategies' states
+  });
   layout_ = GraphLayout(doc_->model());
   refreshStates();
 }
@@ -31,6 +39,11 @@ GraphPaintOptions GraphView::options() const {
   o.fontScale = fontScale_;
   o.readout = doc_->memoryReadout();
   o.atPeak = doc_->current() && doc_->residentBytes() == doc_->current()->sim.peak_bytes;
+  o.legendMask = doc_->legendMask();
+  // Larger text (presentation mode): the graph may grow to fill the screen.
+  o.maxScale = 1.5 * fontScale_;
+  o.stretchX = fontScale_ > 1 ? 2 : 1;
+  o.marked = marked_;
   return o;
 }
 
@@ -46,7 +59,8 @@ void GraphView::refreshStates() {
 }
 
 void GraphView::fitToView() {
-  transform_ = fit_transform(layout_, graph_area(QRectF(rect()), options()));
+  const GraphPaintOptions o = options();
+  transform_ = fit_transform(layout_, graph_area(QRectF(rect()), o), o);
   fitted_ = true;
   update();
 }
@@ -64,10 +78,60 @@ void GraphView::zoomBy(double factor, QPointF around) {
   // (long models stay readable), and the point under `around` stays put.
   const QPointF scene = transform_.inverted().map(around);
   const double sx = transform_.m11() * factor;
-  const double syFit = fit_transform(layout_, graph_area(QRectF(rect()), options())).m22();
-  const double sy = std::max(sx, syFit);
+  const GraphPaintOptions o = options();
+  const double syFit = fit_transform(layout_, graph_area(QRectF(rect()), o), o).m22();
+  const double sy = std::max(sx / o.stretchX, syFit);
   transform_ = QTransform(sx, 0, 0, sy, around.x() - scene.x() * sx, around.y() - scene.y() * sy);
   fitted_ = false;
+  update();
+}
+
+bool GraphView::showsOp(int op) const {
+  if (op < 0 || op >= layout_.size()) return false;
+  const QRectF area = graph_area(QRectF(rect()), options());
+  const double x = transform_.map(layout_.fwd(op)).x();
+  const double r = GraphLayout::kRadius * std::min(std::abs(transform_.m11()), std::abs(transform_.m22()));
+  return x - r >= area.left() && x + r <= area.right();
+}
+
+bool GraphView::scrollTo(int op) {
+  if (op < 0 || op >= layout_.size() || showsOp(op)) return false;
+  const QRectF area = graph_area(QRectF(rect()), options());
+  const double x = transform_.map(layout_.fwd(op)).x();
+  transform_ = transform_ * QTransform::fromTranslate(area.center().x() - x, 0);
+  fitted_ = false;
+  update();
+  return true;
+}
+
+bool GraphView::detailed() const {
+  return GraphLayout::kRadius * std::min(std::abs(transform_.m11()), std::abs(transform_.m22())) >= 4;
+}
+
+void GraphView::expandBlock(int index) {
+  if (index < 0 || index >= int(layout_.blocks().size())) return;
+  const ModelBlock& b = layout_.blocks()[std::size_t(index)];
+  const QRectF area = graph_area(QRectF(rect()), options());
+  const double from = layout_.fwd(b.first).x() - GraphLayout::kDx, to = layout_.fwd(b.last).x() + GraphLayout::kDx;
+  const double factor = area.width() / (to - from) / std::abs(transform_.m11());
+  zoomBy(factor, transform_.map(QPointF((from + to) / 2, GraphLayout::kRow / 2)));
+  const double x = transform_.map(QPointF((from + to) / 2, 0)).x();
+  transform_ = transform_ * QTransform::fromTranslate(area.center().x() - x, 0);
+  update();
+}
+
+void GraphView::markOp(int op) {
+  marked_ = op >= 0 && op < layout_.size() ? op : -1;
+  if (marked_ >= 0) {
+    // Zoomed in far enough for the labelled nodes (radius 14 px), then centred.
+    const double r = GraphLayout::kRadius * std::min(std::abs(transform_.m11()), std::abs(transform_.m22()));
+    const QPointF at = transform_.map(QPointF(layout_.fwd(marked_).x(), GraphLayout::kRow / 2));
+    if (r < 14) zoomBy(14 / std::max(r, 1e-6), at);
+    const QRectF area = graph_area(QRectF(rect()), options());
+    const double x = transform_.map(layout_.fwd(marked_)).x();
+    transform_ = transform_ * QTransform::fromTranslate(area.center().x() - x, 0);
+    fitted_ = false;
+  }
   update();
 }
 
@@ -127,7 +191,15 @@ void GraphView::mouseMoveEvent(QMouseEvent* e) {
 void GraphView::mouseReleaseEvent(QMouseEvent* e) {
   if (dragging_ || e->button() != Qt::LeftButton) return;
   bool backward = false;
-  const int op = layout_.opAt(transform_.inverted().map(QPointF(e->pos())), &backward);
+  const QPointF scene = transform_.inverted().map(QPointF(e->pos()));
+  if (!detailed() && !layout_.blocks().empty()) {
+    // The overview: a click on a block shows its ops.
+    const int v = int(std::lround(scene.x() / GraphLayout::kDx));
+    for (std::size_t i = 0; i < layout_.blocks().size(); ++i)
+      if (layout_.blocks()[i].first <= v && v <= layout_.blocks()[i].last) return expandBlock(int(i));
+    return;
+  }
+  const int op = layout_.opAt(scene, &backward);
   if (op >= 0 && !backward) emit nodeClicked(op);
 }
 

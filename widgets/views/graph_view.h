@@ -29,6 +29,19 @@ class GraphView : public QWidget {
   GraphPaintOptions options() const;
   // The tooltip at a widget position (empty: none), as the view shows it.
   QString toolTipAt(QPointF pos) const;
+  // Marks `op` (the find box's match; -1: none) and scrolls it into the view,
+  // zooming in until its nodes are drawn with labels.
+  void markOp(int op);
+  int markedOp() const { return marked_; }
+  // Pans (keeping the zoom) so that `op`'s nodes are inside the view; false
+  // when they already were.
+  bool scrollTo(int op);
+  // The widget x range the graph area shows and whether `op` lies in it.
+  bool showsOp(int op) const;
+  // The overview's click on a block: zooms so that block's ops fill the view.
+  void expandBlock(int index);
+  // Whether the nodes are drawn (else the overview's strips and blocks).
+  bool detailed() const;
 
  signals:
   void nodeClicked(int op);
@@ -52,6 +65,7 @@ class GraphView : public QWidget {
   bool fitted_ = false;
   QPoint pressPos_, lastPos_;
   bool dragging_ = false;
+  int marked_ = -1;
 };
 
 }  // namespace remat

@@ -24,11 +24,14 @@ struct Lane {
 };
 
 // The rectangle of lane i of n in `target` (the legend band excluded).
-QRectF lane_rect(const QRectF& target, int i, int n, double fontScale, bool legend);
+QRectF lane_rect(const QRectF& target, int i, int n, double fontScale, bool legend, LegendMask mask = kFullLegend);
 // "resident 9 B · peak 9 B" of a run at a step.
 QString readout_of(const StrategyRun& run, std::size_t step);
 void paint_lanes(QPainter& p, const Model& model, const GraphLayout& layout, const std::vector<Lane>& lanes,
                  const QRectF& target, double fontScale = 1, bool legend = true,
-                 std::vector<GraphPaintReport>* reports = nullptr);
+                 std::vector<GraphPaintReport>* reports = nullptr, LegendMask mask = kFullLegend,
+                 bool fullLegendBand = false);
+// fullLegendBand: the lanes keep the place of the full legend (lane_rect with
+// kFullLegend) while only `mask`'s entries are drawn (the animation's frames).
 
 }  // namespace remat

@@ -22,6 +22,7 @@
 #include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <limits>
 
 #include "core/base/errors.h"
@@ -32,6 +33,8 @@
 #include "widgets/document/prepared_run.h"
 #include "widgets/document/strategy_defaults.h"
 #include "widgets/document/studio_document.h"
+#include "widgets/views/grouped_header.h"
+#include "widgets/document/run_blockers.h"
 #include "widgets/views/activity_bar.h"
 #include "widgets/views/elided_label.h"
 #include "widgets/views/graph_view.h"
@@ -103,7 +106,9 @@ void MainWindow::buildCentre() {
   controls->addWidget(new QLabel(tr("x axis:"), timelineTab_));
   auto* xMode = new QComboBox(timelineTab_);
   xMode->addItem(tr("instructions"));
-  xMode->addItem(tr("each strategy scaled to its own length"));
+  xMode->addItem(tr("own length"));  // short: the box shows it whole
+  xMode->setToolTip(tr("own length: each strategy scaled to its own length (% of its steps), so recompute-all "
+                       "does not squeeze the others; instructions: one x unit per instruction"));
   xMode->setObjectName("xMode");
   // As wide as its short entry: the long one would hold the window wider.
   xMode->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -149,13 +154,30 @@ void MainWindow::buildCentre() {
     chart_->setXMode(i == 1 ? TimelineChart::XMode::OwnLength : TimelineChart::XMode::Steps);
     QSettings().setValue("timeline/ownLength", i == 1);
   });
-  xMode->setCurrentIndex(QSettings().value("timeline/ownLength", false).toBool() ? 1 : 0);
+  // Each strategy on its own length by default: on the instruction axis
+  // recompute-all squeezes the others into its first tenth.
+  xMode->setCurrentIndex(QSettings().value("timeline/ownLength", true).toBool() ? 1 : 0);
   connect(reset, &QPushButton::clicked, chart_, &TimelineChart::resetZoom);
   connect(chart_, &TimelineChart::stepClicked, doc_, &StudioDocument::setStep);
   table_ = new ComparisonModel(this);
   tableView_ = new QTableView(tabs_);
+  // Predicted | Measured, each under its band; in the measured group the
+  // time and the gradient match come first, so that they stay in view at
+  // 1400 px (the allocator's figures follow).
+  auto* header = new GroupedHeader(tableView_);
+  tableView_->setHorizontalHeader(header);
   tableView_->setModel(table_);
-  tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  header->setGroups({{tr("Predicted (simulator)"),
+                      {ComparisonModel::Peak, ComparisonModel::Tensors, ComparisonModel::ForwardSteps,
+                       ComparisonModel::Recomputed, ComparisonModel::Overhead, ComparisonModel::HostPeak,
+                       ComparisonModel::Stall}},
+                     {tr("Measured (Run)"),
+                      {ComparisonModel::MeasuredPeak, ComparisonModel::Time, ComparisonModel::Match,
+                       ComparisonModel::AllocatorPeak, ComparisonModel::ReservedPeak, ComparisonModel::Baseline}}});
+  header->moveSection(header->visualIndex(ComparisonModel::Time), header->visualIndex(ComparisonModel::MeasuredPeak) + 1);
+  header->moveSection(header->visualIndex(ComparisonModel::Match), header->visualIndex(ComparisonModel::Time) + 1);
+  header->setSectionResizeMode(QHeaderView::ResizeToContents);
+  header->setHighlightSections(false);
   tableView_->verticalHeader()->hide();
   tableView_->setSelectionBehavior(QAbstractItemView::SelectRows);
   tabs_->addTab(tableView_, tr("Comparison"));
@@ -172,7 +194,8 @@ void MainWindow::buildCentre() {
   dock_ = new QDockWidget(tr("Strategies"), this);
   dock_->setObjectName("strategies");
   dock_->setWidget(panel_);
-  panel_->setMinimumWidth(480);  // the status column ("ok, peak 3.77 MiB") shown whole beside the editors
+  // The status column shown whole beside the editors ("ok, peak 714.43 MiB").
+  panel_->setMinimumWidth(530);
   addDockWidget(Qt::LeftDockWidgetArea, dock_);
 }
 
@@ -196,6 +219,16 @@ void MainWindow::buildToolbar() {
   shownRun_->setFocusPolicy(Qt::NoFocus);
   bar->addWidget(shownRun_);
   connect(shownRun_, &QComboBox::activated, this, [this](int i) { doc_->setCurrentRun(shownRun_->itemData(i).toInt()); });
+  bar->addSeparator();
+  // Find a layer: op names (with their module path) and kinds.
+  findEdit_ = new QLineEdit(bar);
+  findEdit_->setObjectName("findOp");
+  findEdit_->setPlaceholderText(tr("Find op (Ctrl+F)"));
+  findEdit_->setClearButtonEnabled(true);
+  findEdit_->setMaximumWidth(220);
+  findEdit_->setToolTip(tr("An op's name or part of it (h3.attn, layer2.0.conv1) or its kind; Enter: next match"));
+  bar->addWidget(findEdit_);
+  connect(findEdit_, &QLineEdit::returnPressed, this, [this] { findOp(findEdit_->text().trimmed()); });
   bar->addSeparator();
   sideBySideAction_ = bar->addAction(tr("Side by side"));
   sideBySideAction_->setCheckable(true);
@@ -398,19 +431,76 @@ void MainWindow::updateTabTitles() {
     tabs_->setTabText(tabs_->indexOf(tradeoff_), sweeper_->running() ? tr("Trade-off (computing…)") : tr("Trade-off"));
 }
 
+int MainWindow::findOp(const QString& text) {
+  const Model& m = doc_->model();
+  if (text.isEmpty() || m.size() == 0) {
+    graph_->markOp(-1);
+    return -1;
+  }
+  // The next match after the marked one, round to the start.
+  std::vector<int> matches;
+  for (int v = 0; v < m.size(); ++v) {
+    const std::string_view kind = kind_name(m.op(v).kind);
+    if (QString::fromStdString(m.op(v).name).contains(text, Qt::CaseInsensitive) ||
+        QString::fromUtf8(kind.data(), qsizetype(kind.size())).compare(text, Qt::CaseInsensitive) == 0)
+      matches.push_back(v);
+  }
+  if (matches.empty()) {
+    statusBar()->showMessage(tr("No op matches \"%1\"").arg(text), 5000);
+    return -1;
+  }
+  const int after = graph_->markedOp();
+  auto it = std::upper_bound(matches.begin(), matches.end(), after);
+  const int op = it == matches.end() ? matches.front() : *it;
+  if (sideBySide()) setSideBySide(false);  // the match is shown in the graph
+  graph_->markOp(op);
+  const std::size_t k = std::size_t(std::find(matches.begin(), matches.end(), op) - matches.begin());
+  statusBar()->showMessage(tr("%1 (op %2, %3 of %4 matches; Enter: next)")
+                               .arg(QString::fromStdString(m.op(op).name))
+                               .arg(op)
+                               .arg(k + 1)
+                               .arg(matches.size()),
+                           8000);
+  return op;
+}
+
 void MainWindow::setSideBySide(bool on) {
   graphStack_->setCurrentWidget(on ? static_cast<QWidget*>(sideBySide_) : graph_);
+  // Side by side takes two thirds of the height (three lanes), the graph half.
+  // (Sizes in proportion: the splitter spreads its height by their weights.)
+  if (auto* split = qobject_cast<QSplitter*>(centralWidget()); split && !presenting_)
+    split->setSizes(on ? QList<int>{2000, 1000} : QList<int>{1000, 1000});
   if (sideBySideAction_ && sideBySideAction_->isChecked() != on) sideBySideAction_->setChecked(on);
 }
 
 bool MainWindow::sideBySide() const { return graphStack_->currentWidget() == sideBySide_; }
 
+QString MainWindow::whyNotRunText() const {
+  return run_blockers_html(doc_->model(), RunController::cannotRun(doc_->model()));
+}
+
+void MainWindow::showWhyNotRun() {
+  if (RunController::cannotRun(doc_->model()).isEmpty()) return;
+  QMessageBox box(QMessageBox::Information, tr("Why this model cannot run"), whyNotRunText(), QMessageBox::Ok, this);
+  box.setTextFormat(Qt::RichText);
+  box.exec();
+}
+
 void MainWindow::updateRunAction() {
   if (!runAction_) return;
-  // Say why Run cannot execute this model before it is pressed.
+  // Say why Run cannot execute this model before it is pressed, in a few
+  // words (a long reason stretched the menu past the screen); Ctrl+R then
+  // lists what blocks it.
   const QString why = RunController::cannotRun(doc_->model());
   runAction_->setEnabled(why.isEmpty() && !runner_->running());
-  runAction_->setText(why.isEmpty() ? tr("Run selected strategies") : tr("Run (cannot: %1)").arg(why));
+  runAction_->setText(why.isEmpty() ? tr("Run selected strategies")
+                                    : tr("Run (cannot: %1)").arg(run_blocker_summary(doc_->model(), why)));
+  if (whyAction_) {
+    whyAction_->setVisible(!why.isEmpty());
+    whyAction_->setEnabled(!why.isEmpty());
+    runAction_->setShortcut(why.isEmpty() ? QKeySequence(Qt::CTRL | Qt::Key_R) : QKeySequence());
+    whyAction_->setShortcut(why.isEmpty() ? QKeySequence() : QKeySequence(Qt::CTRL | Qt::Key_R));
+  }
   runAction_->setToolTip(why.isEmpty() ? tr("Execute the compared strategies for real on %1 and measure them")
                                              .arg(runner_->device() == RunDevice::Cpu   ? tr("the CPU")
                                                   : runner_->device() == RunDevice::Gpu ? tr("the GPU")

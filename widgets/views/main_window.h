@@ -14,6 +14,7 @@
 #include "widgets/controllers/job_tracker.h"
 
 class QAction;
+class QImage;
 class QComboBox;
 class QDockWidget;
 class QLabel;
@@ -24,6 +25,9 @@ class QTabWidget;
 class QTableView;
 
 namespace remat {
+// A legend entry's symbol as the graph draws it (Help › What the picture
+// shows): entry i < NodeLook::Count a look, then the view ring, the simulate-only badge.
+QImage legend_symbol(int entry, double radius);
 class ActivityBar;
 class MicroBatchDialog;
 class ComparisonModel;
@@ -65,6 +69,15 @@ class MainWindow : public QMainWindow {
   ActivityBar* activity() const { return activity_; }
   JobTracker* exportJobs() { return &exportJobs_; }
   QAction* runAction() const { return runAction_; }
+  // Run › Why this model cannot run (Ctrl+R while Run cannot): the list of
+  // what blocks it, in a dialog (run_blockers.h).
+  QAction* whyNotRunAction() const { return whyAction_; }
+  QString whyNotRunText() const;
+  void showWhyNotRun();
+  // The find box (Ctrl+F): marks the next op whose name (or kind) contains
+  // `text`, scrolls the graph to it and returns it; -1 when none matches.
+  int findOp(const QString& text);
+  QLineEdit* findBox() const { return findEdit_; }
   // The micro-batch count K of the timeline tab (StudioDocument::setMicroBatches).
   QComboBox* microBatchBox() const { return microK_; }
   // The K sweep for the compared strategies, in a dialog computing in the background.
@@ -90,8 +103,10 @@ class MainWindow : public QMainWindow {
   bool presenting() const { return presenting_; }
   // Writes the animation of the shown strategy (or the side-by-side lanes) in
   // the background; false when it could not start (the reason is shown).
+  // `inPhase`: side by side, the shortest strategy drives the frames; every
+  // frame has a caption and the GIF one palette (lecture_animation_options).
   bool startAnimationExport(const QString& path, bool sideBySide, bool withChart, QSize size, double scale,
-                            double fontScale, double fps, bool hideFrees);
+                            double fontScale, double fps, bool hideFrees, bool inPhase = true);
 
  signals:
   void animationWritten(const QString& path, int frames);
@@ -150,6 +165,8 @@ class MainWindow : public QMainWindow {
   SweepController* sweeper_;
   ActivityBar* activity_;
   QAction* runAction_ = nullptr;
+  QAction* whyAction_ = nullptr;
+  QLineEdit* findEdit_ = nullptr;
   QAction* sideBySideAction_ = nullptr;
   QAction* presentAction_ = nullptr;
   TradeoffChart* tradeoff_ = nullptr;

@@ -18,6 +18,7 @@
 #include "widgets/views/graph_view.h"
 #include "widgets/views/main_window.h"
 #include "widgets/views/side_by_side_view.h"
+#include "widgets/views/timeline_chart.h"
 
 namespace remat {
 
@@ -40,6 +41,7 @@ void MainWindow::exportTimeline(const QString& ext) {
     o.devicePixelRatio = dlg.scale();
     o.fontScale = dlg.fontScale();
     o.title = QString::fromStdString(doc_->model().name);
+    o.ownLength = chart_->xMode() == TimelineChart::XMode::OwnLength;  // as the window's chart
     std::map<std::string, std::vector<uint64_t>> measured;
     for (const auto& [spec, m] : table_->measured()) measured[spec] = m.timeline;
     o.measured = measured;
@@ -106,11 +108,11 @@ void MainWindow::exportAnimation() {
   const QString path = askExportPath("animation", filter, "gif");
   if (path.isEmpty()) return;
   startAnimationExport(path, dlg.sideBySide(), dlg.withChart(), dlg.pictureSize(), dlg.scale(), dlg.fontScale(),
-                       dlg.fps(), dlg.hideFrees());
+                       dlg.fps(), dlg.hideFrees(), dlg.inPhase());
 }
 
 bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool withChart, QSize size, double scale,
-                                      double fontScale, double fps, bool hideFrees) {
+                                      double fontScale, double fps, bool hideFrees, bool inPhase) {
   // The runs (kept alive by the job) and the chart's backdrop, made here on
   // the GUI thread; the frames are painted and encoded in the background.
   std::vector<std::shared_ptr<const PreparedRun>> keep;
@@ -123,7 +125,8 @@ bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool
     }
   }
   if (runs.empty()) return false;
-  AnimationOptions o;
+  AnimationOptions o = lecture_animation_options();
+  o.inPhase = inPhase;
   o.size = size;
   o.scale = scale;
   o.fontScale = fontScale;
@@ -139,7 +142,8 @@ bool MainWindow::startAnimationExport(const QString& path, bool sideBySide, bool
   ChartBackdrop backdrop;
   if (withChart)
     backdrop = render_chart_backdrop(runs, chart_band(size, true).size().toSize(), scale, fontScale,
-                                     QString::fromStdString(doc_->model().name));
+                                     QString::fromStdString(doc_->model().name),
+                                     chart_->xMode() == TimelineChart::XMode::OwnLength);
   if (animationJob_) exportJobs_.cancel(animationJob_);
   activity_->set("animation", tr("Exporting the animation"), 0);
   struct Outcome {

@@ -1,5 +1,12 @@
 // The window's menus, recent files, help and presentation mode.
 #include <QAction>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QImage>
+#include <QPainter>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <cmath>
 #include <QActionGroup>
 #include <QApplication>
 #include <QComboBox>
@@ -12,16 +19,18 @@
 #include <QMessageBox>
 #include <QSettings>
 #include <QStatusBar>
+#include <QSignalBlocker>
 #include <QTabWidget>
 #include <QToolBar>
 
+#include "widgets/controllers/playback_controller.h"
+#include "widgets/controllers/run_controller.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/graph_painter.h"
 #include "widgets/views/graph_view.h"
 #include "widgets/views/main_window.h"
 #include "widgets/views/node_style.h"
-#include "widgets/controllers/playback_controller.h"
-#include "widgets/controllers/run_controller.h"
 #include "widgets/views/side_by_side_view.h"
-#include "widgets/document/studio_document.h"
 #include "widgets/views/time_model_dialog.h"
 #include "widgets/views/timeline_chart.h"
 #include "widgets/views/transport_bar.h"
@@ -60,12 +69,17 @@ void MainWindow::buildMenus() {
   rebuildRecentMenu();
   QMenu* presets = file->addMenu(tr("&Presets"));
   for (const char* p : {"chain:16", "chain:64", "chain:1000", "mlp:8", "mlp:32", "transformer:4", "transformer:12",
-                        "transformer:84"})
+                        "transformer:84", "", "gpt:2", "gpt:12", "resnet:18", "resnet:50"}) {
+    if (!*p) {
+      presets->addSeparator();  // real architectures: GPT-2 (causal attention), torchvision's ResNets
+      continue;
+    }
     presets->addAction(p, this, [this, p] { openModel(p); });
+  }
   presets->addSeparator();
   presets->addAction(tr("Other spec..."), this, [this] {
     bool ok = false;
-    const QString s = QInputDialog::getText(this, tr("Model spec"), tr("Spec (chain:N, mlp:N, transformer:L ...):"),
+    const QString s = QInputDialog::getText(this, tr("Model spec"), tr("Spec (chain:N, mlp:N, transformer:L, gpt:L, resnet:18 ...):"),
                                             QLineEdit::Normal, doc_->source(), &ok);
     if (ok) openModel(s.trimmed());
   });
@@ -106,11 +120,21 @@ void MainWindow::buildMenus() {
   shortcut(hide, Qt::Key_H);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(tr("Fit graph"), graph_, &GraphView::fitToView)->setShortcut(Qt::Key_F);
-  view->addAction(tr("Zoom in"), this, [this] { graph_->zoomBy(1.25, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(tr("Zoom out"), this, [this] { graph_->zoomBy(0.8, graph_->rect().center()); })
-      ->setShortcut(QKeySequence::ZoomOut);
+  shortcut(view->addAction(tr("Fit graph"), graph_, &GraphView::fitToView), Qt::Key_F);
+  // Ctrl+= (the key under +), Ctrl++ and Ctrl+- zoom, in presentation mode too.
+  auto zoom = [this](double f) { graph_->zoomBy(f, graph_->rect().center()); };
+  QAction* zoomIn = view->addAction(tr("Zoom in"), this, [zoom] { zoom(1.25); });
+  shortcut(zoomIn, QKeySequence::ZoomIn);
+  zoomIn->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Equal), QKeySequence(Qt::CTRL | Qt::Key_Plus)});
+  QAction* zoomOut = view->addAction(tr("Zoom out"), this, [zoom] { zoom(0.8); });
+  shortcut(zoomOut, QKeySequence::ZoomOut);
+  zoomOut->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Minus)});
+  QAction* find = view->addAction(tr("Find op..."), this, [this] {
+    if (presenting_) setPresentation(false);  // the box lives in the toolbar
+    findEdit_->setFocus(Qt::ShortcutFocusReason);
+    findEdit_->selectAll();
+  });
+  shortcut(find, QKeySequence::Find);
   view->addSeparator();
   view->addAction(sideBySideAction_);
   presentAction_ = view->addAction(tr("Presentation mode"));
@@ -123,15 +147,27 @@ void MainWindow::buildMenus() {
   panel->setText(tr("Strategies panel"));
   view->addAction(panel);
   QAction* own = view->addAction(tr("Timeline: each strategy scaled to its own length"));
+  own->setObjectName("ownLength");
   own->setCheckable(true);
   own->setChecked(chart_->xMode() == TimelineChart::XMode::OwnLength);
   connect(own, &QAction::toggled, this, [this](bool on) {
     if (auto* box = timelineTab_->findChild<QComboBox*>("xMode")) box->setCurrentIndex(on ? 1 : 0);
   });
+  // The chart's own combo box moves the menu's check too: the two agree.
+  if (auto* box = timelineTab_->findChild<QComboBox*>("xMode"))
+    connect(box, &QComboBox::currentIndexChanged, own, [own](int i) {
+      const QSignalBlocker block(own);
+      own->setChecked(i == 1);
+    });
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
   runAction_ = run->addAction(tr("Run selected strategies"), this, &MainWindow::startRun);
   runAction_->setShortcut(Qt::CTRL | Qt::Key_R);
+  // On a model that cannot run, Ctrl+R lists why (updateRunAction swaps the key).
+  whyAction_ = run->addAction(tr("Why this model cannot run..."), this, &MainWindow::showWhyNotRun);
+  whyAction_->setObjectName("whyNotRun");
+  addAction(whyAction_);
+  addAction(runAction_);
   addRunDeviceMenu(run);
   QAction* cancel = run->addAction(tr("Cancel what is computing"), this, [this] {
     if (presenting_) setPresentation(false);
@@ -172,25 +208,60 @@ void MainWindow::editTimeModel() {
   if (d.exec() == QDialog::Accepted) doc_->setTimeModel(d.timeModel());
 }
 
+QImage legend_symbol(int entry, double radius) {
+  // Entry i < NodeLook::Count: that look; Count: the view ring; Count + 1: the
+  // simulate-only badge: drawn by the graph's own painter (paint_legend).
+  const int side = int(std::ceil(radius * 2 + 6));
+  QImage img(side, side, QImage::Format_ARGB32);
+  img.fill(Qt::transparent);
+  QPainter p(&img);
+  p.setRenderHint(QPainter::Antialiasing);
+  const LegendMask mask = entry < int(NodeLook::Count) ? legend_bit(NodeLook(entry))
+                          : entry == int(NodeLook::Count) ? kViewLegendBit
+                                                          : kSimulateOnlyLegendBit;
+  // paint_legend draws the symbol at (8 + 7 fs, row / 2) with radius 6.5 fs.
+  const double fs = radius / 6.5;
+  p.translate(side / 2.0 - (8 + 7 * fs), side / 2.0 - 2 - 10 * fs);
+  paint_legend(p, QRectF(0, 0, 4000, 40 * fs), fs, nullptr, mask);
+  return img;
+}
+
 void MainWindow::showPictureHelp() {
+  // The legend with the graph's real symbols (a filled grey dot for "not
+  // computed yet" contradicted "filled = in memory").
+  auto* dlg = new QDialog(this);
+  dlg->setObjectName("pictureHelp");
+  dlg->setAttribute(Qt::WA_DeleteOnClose);
+  dlg->setWindowTitle(tr("What the picture shows"));
+  auto* text = new QTextBrowser(dlg);
   QString rows;
-  for (int i = 0; i < int(NodeLook::Count); ++i) {
-    const NodeStyle& s = node_style(NodeLook(i));
-    rows += QString("<li><span style='color:%1'>%2</span> %3</li>")
-                .arg(s.fill == QColor(Qt::white) ? "#888" : s.fill.name(), is_activation(NodeLook(i)) ? "●" : "■",
-                     QString(s.legend).toHtmlEscaped());
+  const std::vector<QString> labels = legend_labels(kFullLegend);
+  for (int i = 0; i <= int(NodeLook::Count) + 1; ++i) {
+    const QString label = i < int(NodeLook::Count) ? QString(node_style(NodeLook(i)).legend)
+                          : i == int(NodeLook::Count) ? labels[labels.size() - 2]
+                                                      : labels.back();
+    text->document()->addResource(QTextDocument::ImageResource, QUrl(QString("legend:%1").arg(i)),
+                                  legend_symbol(i, 9));
+    rows += QString("<tr><td><img src='legend:%1'></td><td valign='middle'>%2</td></tr>").arg(i).arg(label.toHtmlEscaped());
   }
-  QMessageBox::information(
-      this, tr("What the picture shows"),
+  text->setHtml(
       tr("<p>The top row holds the forward activations (circles), the bottom row their gradients and backward steps "
          "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed; a cross-hatched one "
          "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow); a yellow one with a "
          "small blue core is held only as its compressed copy (smaller, decompressed before the recompute that "
-         "reads it).</p>"
-         "<ul>%1</ul><p>Arrows go from the running instruction to the tensors it reads (highlighted). The readout "
-         "gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the peak. "
-         "View › Side by side plays up to three strategies at the same phase of the step.</p>")
+         "reads it). The graph's legend lists only the states that occur in the compared strategies.</p>"
+         "<table cellspacing=4>%1</table><p>Arrows go from the running instruction to the tensors it reads "
+         "(highlighted). The readout gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the "
+         "peak. View › Side by side plays up to three strategies at the same phase of the step; Ctrl+F finds an op "
+         "by name.</p>")
           .arg(rows));
+  auto* v = new QVBoxLayout(dlg);
+  v->addWidget(text);
+  auto* ok = new QDialogButtonBox(QDialogButtonBox::Ok, dlg);
+  connect(ok, &QDialogButtonBox::accepted, dlg, &QDialog::accept);
+  v->addWidget(ok);
+  dlg->resize(620, 640);
+  dlg->show();
 }
 
 void MainWindow::setPresentation(bool on) {

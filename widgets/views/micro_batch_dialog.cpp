@@ -41,9 +41,17 @@ MicroBatchDialog::MicroBatchDialog(std::shared_ptr<const Model> model, const QSt
                                  QStringList l;
                                  for (int k : ks) l << QString::number(k);
                                  return l.join(',');
-                               }()),
+                               }()) +
+                               // One K only: say why rather than show a one-row table without comment.
+                               (ks.size() > 1 ? QString()
+                                : batch == 1
+                                    ? tr("\n\nOnly K = 1: the batch is 1 sample, which cannot be split into "
+                                         "micro-batches. A model captured with a larger batch (or a preset with one, "
+                                         "gpt:2:128:4:64:8) shows more values of K.")
+                                    : tr("\n\nOnly K = 1: the batch of %1 has no power-of-two divisor.").arg(batch)),
                            this);
   intro->setWordWrap(true);
+  intro->setObjectName("intro");
   v->addWidget(intro);
   table_ = new QTableWidget(0, 6, this);
   table_->setHorizontalHeaderLabels({tr("K"), tr("batch"), tr("strategy"), tr("activations"), tr("step total"), tr("step FLOPs")});

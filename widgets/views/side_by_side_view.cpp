@@ -54,14 +54,15 @@ void SideBySideView::paintEvent(QPaintEvent*) {
   if (layout_.size() != doc_->model().size()) layout_ = GraphLayout(doc_->model());
   const std::vector<Lane> l = lanes();
   p.fillRect(rect(), GraphPalette::background());
-  paint_lanes(p, doc_->model(), layout_, l, QRectF(rect()), fontScale_, true);
+  paint_lanes(p, doc_->model(), layout_, l, QRectF(rect()), fontScale_, true, nullptr, doc_->legendMask());
 }
 
 void SideBySideView::mouseReleaseEvent(QMouseEvent* e) {
   const std::vector<int> runs = laneRuns();
   const int n = int(runs.size());
   for (int i = 0; i < n; ++i)
-    if (lane_rect(QRectF(rect()), i, n, fontScale_, true).contains(e->position())) doc_->setCurrentRun(runs[std::size_t(i)]);
+    if (lane_rect(QRectF(rect()), i, n, fontScale_, true, doc_->legendMask()).contains(e->position()))
+      doc_->setCurrentRun(runs[std::size_t(i)]);
 }
 
 }  // namespace remat

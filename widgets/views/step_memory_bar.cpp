@@ -3,6 +3,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -12,6 +13,7 @@
 #include <QValueAxis>
 #include <QVBoxLayout>
 
+#include "widgets/document/comparison_model.h"
 #include "widgets/views/chart_scale.h"
 
 namespace remat {
@@ -46,6 +48,12 @@ StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
     choice_->addItem(QString::fromUtf8(optimizer_name(o).data(), int(optimizer_name(o).size())), int(o));
   choice_->setToolTip(tr("The optimizer's state per weight: SGD none, momentum one fp32 buffer, Adam/AdamW two"));
   row->addWidget(choice_);
+  // The lesson's part alone: what checkpointing changes.
+  activationsOnly_ = new QCheckBox(tr("activations only"), this);
+  activationsOnly_->setObjectName("activationsOnly");
+  activationsOnly_->setToolTip(tr("Show only the activation peak, the part checkpointing changes"));
+  row->addWidget(activationsOnly_);
+  connect(activationsOnly_, &QCheckBox::toggled, this, [this] { rebuild(); });
   row->addStretch(1);
   v->addLayout(row);
   view_ = new QChartView(this);
@@ -83,6 +91,9 @@ void StepMemoryBar::setRuns(const Model& model, const RunList& runs) {
   rebuild();
 }
 
+void StepMemoryBar::setActivationsOnly(bool on) { activationsOnly_->setChecked(on); }
+bool StepMemoryBar::activationsOnly() const { return activationsOnly_ && activationsOnly_->isChecked(); }
+
 QString StepMemoryBar::note() const { return note_->text(); }
 
 void StepMemoryBar::setMicroBatches(int k, int64_t microBatch, int64_t batch) {
@@ -106,8 +117,9 @@ QList<QBarSet*> StepMemoryBar::sets() const {
 void StepMemoryBar::rebuild() {
   parts_.clear();
   uint64_t most = 1;
+  const bool only = activationsOnly();
   for (uint64_t peak : peaks_) {
-    StepMemory m = baseline_[std::size_t(optimizer_)];
+    StepMemory m = only ? StepMemory{} : baseline_[std::size_t(optimizer_)];
     m.activations = peak;
     parts_.push_back(m);
     most = std::max(most, m.total());
@@ -146,7 +158,7 @@ void StepMemoryBar::rebuild() {
   y->setTickInterval(ys.step);
   y->setRange(0, ys.top);
   y->setLabelFormat("%g");
-  y->setTitleText(tr("step memory (%1)").arg(unit.name));
+  y->setTitleText(only ? tr("activation peak (%1)").arg(unit.name) : tr("step memory (%1)").arg(unit.name));
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(y);
   QChart* old = view_->chart();
@@ -157,6 +169,15 @@ void StepMemoryBar::rebuild() {
   std::size_t least = 0;
   for (std::size_t i = 1; i < parts_.size(); ++i)
     if (parts_[i].activations < parts_[least].activations) least = i;
+  if (only) {
+    // Says what is left out, so that the bars are not read as the whole step.
+    const StepMemory& rest = baseline_[std::size_t(optimizer_)];
+    note_->setText(tr("Activations only: the part checkpointing changes. Left out: weights, their gradients and "
+                      "%1's state, %2 in every strategy.")
+                       .arg(QString::fromUtf8(optimizer_name(optimizer_).data(), int(optimizer_name(optimizer_).size())),
+                            format_bytes(rest.total())));
+    return;
+  }
   const std::string n = parts_.empty() ? std::string() : dominant_part_note(parts_[least]);
   note_->setText(n.empty() ? QString() : tr("At %1's peak, %2.").arg(categories_[qsizetype(least)], QString::fromStdString(n)));
 }

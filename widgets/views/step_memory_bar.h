@@ -16,6 +16,7 @@
 
 QT_BEGIN_NAMESPACE
 class QBarSet;
+class QCheckBox;
 class QComboBox;
 class QLabel;
 QT_END_NAMESPACE
@@ -28,6 +29,10 @@ class StepMemoryBar : public QWidget {
   explicit StepMemoryBar(QWidget* parent = nullptr);
   void setRuns(const Model& model, const RunList& runs);
   void setOptimizer(Optimizer o);
+  // Only the activation peaks (the part checkpointing changes); the note
+  // says what is left out.
+  void setActivationsOnly(bool on);
+  bool activationsOnly() const;
   // Gradient accumulation: the runs are of one micro-batch of `microBatch`
   // samples, K of them per step of `batch`; a line under the bars says so
   // (the baseline does not change with K). K = 1 hides it.
@@ -51,6 +56,7 @@ class StepMemoryBar : public QWidget {
  private:
   void rebuild();
 
+
   // The parts no strategy changes, per optimizer (indexed by Optimizer),
   // kept instead of the model so that a later optimizer change needs nothing
   // that may since have been replaced.
@@ -61,6 +67,7 @@ class StepMemoryBar : public QWidget {
   Optimizer optimizer_ = Optimizer::Adam;
   QString unitName_;
   QComboBox* choice_;
+  QCheckBox* activationsOnly_ = nullptr;
   QChartView* view_;
   QLabel* note_;
   QLabel* micro_;

@@ -39,6 +39,15 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
   l->addWidget(hint);
   tree_ = new QTreeWidget(this);
   tree_->setColumnCount(3);
+  // A long status ("ok, peak 714.43 MiB, host 1.2 GiB") wraps in its column
+  // instead of being cut short.
+  tree_->setWordWrap(true);
+  tree_->setTextElideMode(Qt::ElideNone);
+  tree_->setUniformRowHeights(false);
+  // Rows are as tall as their wrapped status at the column's current width.
+  connect(tree_->header(), &QHeaderView::sectionResized, tree_, [this](int logical) {
+    if (logical == Status) tree_->doItemsLayout();
+  });
   tree_->setHeaderLabels({tr("Strategy"), tr("Parameter"), tr("Status")});
   tree_->setRootIsDecorated(false);
   tree_->header()->setSectionResizeMode(Status, QHeaderView::Stretch);
@@ -456,6 +465,7 @@ void StrategyPanel::setRuns(const RunList& runs) {
     if (it->toolTip(Status).isEmpty()) it->setToolTip(Status, it->text(Status));
   }
   updating_ = false;
+  tree_->doItemsLayout();  // the rows' heights for the wrapped statuses
 }
 
 }  // namespace remat

@@ -1,12 +1,17 @@
 #include "widgets/views/timeline_chart.h"
 
 #include <QChart>
+#include <QFontInfo>
+#include <QFontMetricsF>
+#include <QLegend>
 #include <QGraphicsLayout>
+#include <QHelpEvent>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QMouseEvent>
 #include <QRubberBand>
 #include <QScatterSeries>
+#include <QTimer>
 #include <QToolTip>
 #include <QValueAxis>
 #include <QWheelEvent>
@@ -29,6 +34,7 @@ TimelineChart::TimelineChart(QWidget* parent) : QChartView(parent) {
   auto* c = new QChart();
   c->legend()->setAlignment(Qt::AlignBottom);
   c->setMargins(QMargins(4, 4, 4, 4));
+  legendPixels_ = QFontInfo(c->legend()->font()).pixelSize();  // placeLegend shrinks from here
   setChart(c);
   ax_ = new QValueAxis;
   ax_->setLabelFormat("%g");
@@ -69,6 +75,7 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
   c->removeAllSeries();  // deletes them
   series_.clear();
   measuredSeries_.clear();
+  measuredMarks_.clear();
   hostSeries_.clear();
   stallMarkers_.clear();
   stalls_.clear();
@@ -145,6 +152,7 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
   for (auto* m : c->legend()->markers(cursor_)) m->setVisible(false);
   dotSteps_.clear();
   zoomTo_ = -1;
+  placeLegend();
   updateAxes();
   setCursor(step_, shownRun_);
 }
@@ -182,7 +190,7 @@ void TimelineChart::updateAxes() {
   const double lo = zoomed ? zoomFrom_ : 0, hi = zoomed ? zoomTo_ : full;
   const NiceScale xs = nice_scale(hi - lo, 8);
   set_ticks(ax_, lo, hi, std::max(xMode_ == XMode::Steps ? 1.0 : 0.0, xs.step));
-  ax_->setTitleText(xMode_ == XMode::Steps ? tr("step (instruction)") : tr("progress through each strategy (% of its steps)"));
+  ax_->setTitleText(xMode_ == XMode::Steps ? tr("step (instruction)") : tr("% of each strategy's steps"));
   for (int i = 0; i < peaks_.size(); ++i) {
     const Curve& c = curves_[std::size_t(i)];
     const QPointF p = peaks_[i]->at(0);
@@ -200,7 +208,12 @@ void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t
     chart()->removeSeries(s);
     delete s;
   }
+  for (auto* s : measuredMarks_) {
+    chart()->removeSeries(s);
+    delete s;
+  }
   measuredSeries_.clear();
+  measuredMarks_.clear();
   measured_.clear();
   for (const auto& [spec, tl] : measured) {
     if (tl.empty()) continue;
@@ -210,13 +223,30 @@ void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t
       if (c.spec == spec) run = c.run;
     auto* s = new QLineSeries;
     s->setName(QString::fromStdString(spec) + tr(" (measured)"));
-    s->setPen(QPen(strategy_color(QString::fromStdString(spec)).darker(140), 2.2, Qt::DotLine));
+    // Its own look: a thin dark dotted line with hollow rings in the
+    // strategy's colour, so that a measurement equal to the prediction (the
+    // usual case) still reads as one on top of the solid predicted curve.
+    const QColor colour = strategy_color(QString::fromStdString(spec));
+    s->setPen(QPen(colour.darker(170), 1.4, Qt::DotLine));
     chart()->addSeries(s);
     s->attachAxis(ax_);
     s->attachAxis(ay_);
     measuredSeries_.append(s);
+    auto* rings = new QScatterSeries;
+    rings->setName(s->name());
+    rings->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    rings->setMarkerSize(9);
+    rings->setColor(QColor(255, 255, 255, 0));
+    rings->setBorderColor(colour.darker(170));
+    rings->setPen(QPen(colour.darker(170), 1.6));
+    chart()->addSeries(rings);
+    rings->attachAxis(ax_);
+    rings->attachAxis(ay_);
+    for (auto* lm : chart()->legend()->markers(rings)) lm->setVisible(false);
+    measuredMarks_.append(rings);
     measured_.push_back({run, spec, tl});
   }
+  placeLegend();
   lastBuckets_ = 0;
   resample();
 }
@@ -237,7 +267,15 @@ void TimelineChart::resample() {
     return pts;
   };
   for (int i = 0; i < series_.size(); ++i) series_[i]->replace(points(curves_[std::size_t(i)]));
-  for (int i = 0; i < measuredSeries_.size(); ++i) measuredSeries_[i]->replace(points(measured_[std::size_t(i)]));
+  for (int i = 0; i < measuredSeries_.size(); ++i) {
+    const QList<QPointF> pts = points(measured_[std::size_t(i)]);
+    measuredSeries_[i]->replace(pts);
+    // About twenty rings, spread over the curve.
+    QList<QPointF> rings;
+    const qsizetype every = std::max<qsizetype>(1, pts.size() / 20);
+    for (qsizetype k = every / 2; k < pts.size(); k += every) rings.append(pts[k]);
+    measuredMarks_[i]->replace(rings);
+  }
   for (int i = 0; i < hostSeries_.size(); ++i) hostSeries_[i]->replace(points(host_[std::size_t(i)]));
   placeStallMarkers();
 }
@@ -269,6 +307,7 @@ void TimelineChart::setStalls(const std::map<std::string, std::vector<Stall>>& s
     stallMarkers_.append(m);
     stalls_.push_back({c.run, it->second});
   }
+  placeLegend();
   placeStallMarkers();
 }
 
@@ -317,10 +356,12 @@ void TimelineChart::setFontScale(double scale) {
     a->setTitleFont(t);
   }
   chart()->legend()->setFont(f);
+  legendPixels_ = f.pixelSize();
   QFont title = f;
   title.setPixelSize(std::max(6, int(std::lround(14 * scale))));
   title.setBold(true);
   chart()->setTitleFont(title);
+  placeLegend();
 }
 
 void TimelineChart::setXMode(XMode mode) {
@@ -397,7 +438,77 @@ QString TimelineChart::hoverText(QPointF pos) const {
 
 void TimelineChart::resizeEvent(QResizeEvent* e) {
   QChartView::resizeEvent(e);
+  placeLegend();
   resample();
+}
+
+bool TimelineChart::event(QEvent* e) {
+  // Over a curve the tooltip is its step and bytes; the usage tip only elsewhere.
+  if (e->type() == QEvent::ToolTip) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    const QString tip = hoverText(QPointF(he->pos()));
+    QToolTip::showText(he->globalPos(), tip.isEmpty() ? toolTip() : tip, this);
+    return true;
+  }
+  return QChartView::event(e);
+}
+
+namespace {
+// Every visible entry's label, in the legend's font.
+std::vector<double> legendWidths(const QChart* c) {
+  const QFontMetricsF fm(c->legend()->font());
+  std::vector<double> out;
+  for (QLegendMarker* m : c->legend()->markers())
+    if (m->isVisible()) out.push_back(fm.horizontalAdvance(m->label()));
+  return out;
+}
+// Qt's legend item: a marker, spacing and margins around its label.
+constexpr double kLegendItemExtra = 30;
+}  // namespace
+
+double TimelineChart::legendRowWidth() const {
+  double w = 0;
+  for (double x : legendWidths(chart())) w += x + kLegendItemExtra;
+  return w;
+}
+
+double TimelineChart::legendColumnWidth() const {
+  double w = 0;
+  for (double x : legendWidths(chart())) w = std::max(w, x + kLegendItemExtra);
+  return w;
+}
+
+Qt::Alignment TimelineChart::legendAlignment() const { return chart()->legend()->alignment(); }
+
+void TimelineChart::placeLegend() {
+  placeLegendNow();
+  // Again once the legend has its markers and the view its size (both can
+  // lag the call: the series' markers are made as the chart handles them).
+  if (legendPending_) return;
+  legendPending_ = true;
+  QTimer::singleShot(0, this, [this] {
+    legendPending_ = false;
+    placeLegendNow();
+  });
+}
+
+void TimelineChart::placeLegendNow() {
+  const double room = width();  // the chart fills the view (its own size can lag a resize)
+  QFont f = chart()->legend()->font();
+  f.setPixelSize(std::max(6, legendPixels_));
+  chart()->legend()->setFont(f);
+  if (legendRowWidth() == 0) return;  // markers not shown yet (the chart is being filled): decided later
+  if (legendRowWidth() <= room - 16) {
+    chart()->legend()->setAlignment(Qt::AlignBottom);
+    return;
+  }
+  // On the right the legend gets at most about 40 % of the width: a longer
+  // entry ("offload:4 stalls 0.2 ns over 3 step(s)") gets smaller type, not "…".
+  chart()->legend()->setAlignment(Qt::AlignRight);
+  while (legendColumnWidth() > 0.4 * room && f.pixelSize() > 8) {
+    f.setPixelSize(f.pixelSize() - 1);
+    chart()->legend()->setFont(f);
+  }
 }
 
 void TimelineChart::mousePressEvent(QMouseEvent* e) {

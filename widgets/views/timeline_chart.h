@@ -62,6 +62,15 @@ class TimelineChart : public QChartView {
   // One predicted series per valid strategy, named "name · peak X".
   QList<QLineSeries*> strategySeries() const { return series_; }
   QList<QLineSeries*> measuredSeries() const { return measuredSeries_; }
+  // Hollow rings along each measured curve (a measurement that equals the
+  // prediction still shows as one), beside measuredSeries().
+  QList<QScatterSeries*> measuredMarkers() const { return measuredMarks_; }
+  // The legend below the plot when its entries fit there whole, else at the
+  // right, one a line (Qt elides entries that do not fit).
+  Qt::Alignment legendAlignment() const;
+  // The width the legend's entries need in a row (bottom) or in a column (right).
+  double legendRowWidth() const;
+  double legendColumnWidth() const;
   // Host bytes of each strategy that offloads, in run order ("name (host) · peak X").
   QList<QLineSeries*> hostSeries() const { return hostSeries_; }
   QList<QScatterSeries*> stallMarkers() const { return stallMarkers_; }
@@ -85,6 +94,7 @@ class TimelineChart : public QChartView {
 
  protected:
   void resizeEvent(QResizeEvent* e) override;
+  bool event(QEvent* e) override;
   void mousePressEvent(QMouseEvent* e) override;
   void mouseMoveEvent(QMouseEvent* e) override;
   void mouseReleaseEvent(QMouseEvent* e) override;
@@ -100,6 +110,9 @@ class TimelineChart : public QChartView {
   void resample();
   void placeStallMarkers();
   void updateAxes();
+  void placeLegend();
+  void placeLegendNow();
+  bool legendPending_ = false;
   double xOf(const Curve& c, std::size_t step) const;
   std::size_t stepOf(const Curve& c, double x) const;
   int seriesOfRun(int run) const;
@@ -107,7 +120,7 @@ class TimelineChart : public QChartView {
 
   std::vector<Curve> curves_, measured_, host_;
   QList<QLineSeries*> series_, measuredSeries_, hostSeries_;
-  QList<QScatterSeries*> stallMarkers_;
+  QList<QScatterSeries*> stallMarkers_, measuredMarks_;
   struct StalledRun {
     int run;
     std::vector<Stall> stalls;
@@ -126,6 +139,7 @@ class TimelineChart : public QChartView {
   ByteUnit unit_;
   double zoomFrom_ = 0, zoomTo_ = -1;  // to < from: not zoomed
   int lastBuckets_ = 0;
+  int legendPixels_ = 11;  // the legend's type size before placeLegend shrinks it
   QPoint pressPos_;
   bool pressed_ = false;
 };

@@ -78,6 +78,40 @@ void TradeoffChart::declutterLabels() {
     hit->series->setPointLabelsFormat(hit->text);
     hit->rect = label_rect(c, hit->series, hit->text);
     series->setPointLabelsVisible(false);
+    // The longer label may now reach another one: those merge too, until no
+    // two shown labels touch ("revolve:4, sqrt+compress…" was drawn over "sqrt, auto").
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (std::size_t i = 0; i < placed.size() && !merged; ++i)
+        for (std::size_t j = i + 1; j < placed.size() && !merged; ++j) {
+          if (!placed[i].rect.intersects(placed[j].rect)) continue;
+          Placed& keep = placed[i].rect.left() <= placed[j].rect.left() ? placed[i] : placed[j];
+          Placed& gone = &keep == &placed[i] ? placed[j] : placed[i];
+          keep.text += ", " + gone.text;
+          keep.series->setPointLabelsFormat(keep.text);
+          keep.rect = label_rect(c, keep.series, keep.text);
+          gone.series->setPointLabelsVisible(false);
+          placed.erase(placed.begin() + std::ptrdiff_t(&gone - placed.data()));
+          merged = true;
+        }
+    }
+  }
+  // A label past the chart's right edge was clipped ("offload:2"): the x axis
+  // grows until every label fits (once per layout).
+  double over = 0;
+  const double right = c->size().width() - 6;
+  for (const Placed& p : placed) over = std::max(over, p.rect.right() - right);
+  if (over > 0.5 && widenings_ < 4) {
+    ++widenings_;
+    if (auto* a = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).value(0))) {
+      const double perPixel = (a->max() - a->min()) / std::max(1.0, c->plotArea().width());
+      a->setMax(a->max() + perPixel * (over + 8) * 1.3);
+      declutterLabels();
+    } else if (auto* l = qobject_cast<QLogValueAxis*>(c->axes(Qt::Horizontal).value(0))) {
+      const double decades = std::log10(l->max() / l->min()) / std::max(1.0, c->plotArea().width());
+      l->setMax(l->max() * std::pow(10.0, decades * (over + 8) * 1.3));
+      declutterLabels();
+    }
   }
 }
 
@@ -96,6 +130,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   c->setTitle(families.empty() ? title + ": memory vs recompute overhead"
                                : title + ": memory vs step-time overhead (time model)");
   families_ = families;
+  widenings_ = 0;
   namedSpecs_.clear();
   frontSpecs_.clear();
 
@@ -121,11 +156,16 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   const double yFloor = logY_ ? 100.0 * minOverhead / 2 : 0;
   auto yOf = [&](double overhead) { return std::max(100.0 * overhead, yFloor); };
 
+  // Fixed colours for the staircase (Qt's theme gave it the colour of its
+  // place among the series, which changed from model to model).
   front_ = new QLineSeries;
   front_->setName(families.empty() ? "best within budget" : "recompute: best within budget");
+  front_->setPen(QPen(QColor(0x22, 0x22, 0x22), 2));
   frontPoints_ = new QScatterSeries;
   frontPoints_->setName("budgets");
   frontPoints_->setMarkerSize(7);
+  frontPoints_->setColor(QColor(0x22, 0x22, 0x22));
+  frontPoints_->setBorderColor(QColor(0x22, 0x22, 0x22));
   // A step line: the overhead holds until the next budget buys less.
   const SweepPoint* prev = nullptr;
   for (const auto& p : r.budgets) {
@@ -141,9 +181,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   if (!r.single_level.empty()) {
     single_ = new QLineSeries;
     single_->setName("one level of checkpoints");
-    QPen pen = single_->pen();
-    pen.setStyle(Qt::DashLine);
-    single_->setPen(pen);
+    single_->setPen(QPen(QColor(0x88, 0x88, 0x88), 1.6, Qt::DashLine));
     const SweepPoint* before = nullptr;
     for (const auto& p : r.single_level) {
       if (!p.feasible) continue;

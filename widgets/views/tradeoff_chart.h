@@ -54,6 +54,7 @@ class TradeoffChart : public QChartView {
   // Redoes that merging for the current layout (the chart does it whenever
   // its plot area changes).
   void declutterLabels();
+  int widenings_ = 0;  // x axis widenings for labels since setSweep (at most 4)
 
  signals:
   void pointClicked(const QString& spec);
