@@ -15,7 +15,7 @@
 
 #include "core/instruction_limit.h"
 #include "core/model.h"
-#include "widgets/comparison_model.h"
+#include "widgets/measured_run.h"
 #include "widgets/job_tracker.h"
 #include "widgets/run_list.h"
 

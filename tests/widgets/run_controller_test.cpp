@@ -11,6 +11,7 @@
 #include "core/model_source.h"
 #include "core/simulator.h"
 #include "tests/app/cli_runner.h"
+#include "widgets/comparison_model.h"
 #include "widgets/run_controller.h"
 
 using namespace remat;
