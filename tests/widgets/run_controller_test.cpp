@@ -12,6 +12,7 @@
 #include "core/sim/simulator.h"
 #include "tests/app/cli_runner.h"
 #include "widgets/controllers/run_controller.h"
+#include "widgets/document/comparison_model.h"
 
 using namespace remat;
 

@@ -147,10 +147,7 @@ bool RunController::start(const Model& model, const RunList& runs, int repeat, c
 
 bool RunController::gpuBuilt() { return cuda_module_built(); }
 
-QString RunController::backendLabel(const QString& backend) {
-  if (backend.isEmpty() || backend == "cpu") return tr("the CPU");
-  return backend.startsWith("cuda: ") ? tr("the GPU (%1)").arg(backend.mid(6)) : backend;
-}
+QString RunController::backendLabel(const QString& backend) { return backend_label(backend); }
 
 void RunController::cancel() {
   if (!running()) return;

@@ -18,6 +18,7 @@
 #include "widgets/controllers/job_tracker.h"
 #include "widgets/document/comparison_model.h"
 #include "widgets/document/run_list.h"
+#include "widgets/document/measured_run.h"
 
 namespace remat {
 

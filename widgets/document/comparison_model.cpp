@@ -84,7 +84,7 @@ QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, i
   if (role == Qt::ToolTipRole) {
     // The measured columns say on what, once something was measured.
     if (section >= MeasuredPeak && !measured_.empty())
-      return QString("%1\nMeasured on %2").arg(tips[section], RunController::backendLabel(measured_.begin()->second.backend));
+      return QString("%1\nMeasured on %2").arg(tips[section], backend_label(measured_.begin()->second.backend));
     return QVariant(tips[section]);
   }
   return {};
