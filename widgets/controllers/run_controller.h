@@ -16,7 +16,6 @@
 #include "core/model/model.h"
 #include "core/sim/instruction_limit.h"
 #include "widgets/controllers/job_tracker.h"
-#include "widgets/document/comparison_model.h"
 #include "widgets/document/run_list.h"
 #include "widgets/document/measured_run.h"
 

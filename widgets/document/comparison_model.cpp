@@ -6,7 +6,6 @@
 
 #include "core/model/model.h"
 #include "core/sim/time_model.h"
-#include "widgets/controllers/run_controller.h"
 
 namespace remat {
 
