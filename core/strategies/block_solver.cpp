@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "core/base/cancel_scope.h"
@@ -165,12 +166,19 @@ class Solver {
     const Candidate all_kept = evaluate(std::vector<std::size_t>(blocks_.size(), 0), /*use_options=*/false, true);
     if (all_kept.fits || blocks_.empty()) return;
     std::map<int, std::size_t> of_shape;
-    for (const Block& b : blocks_) {
-      if (of_shape.count(b.shape)) continue;
-      of_shape[b.shape] = alone_.size();
-      alone_.push_back(block_alone(m_, b));
-      options_.push_back(cached_options(block_text(m_, b.first, b.last), alone_.back()));
-      out_.options += static_cast<int>(options_.back().size());
+    try {
+      for (const Block& b : blocks_) {
+        if (of_shape.count(b.shape)) continue;
+        of_shape[b.shape] = alone_.size();
+        alone_.push_back(block_alone(m_, b));
+        options_.push_back(cached_options(block_text(m_, b.first, b.last), alone_.back()));
+        out_.options += static_cast<int>(options_.back().size());
+      }
+    } catch (const std::exception&) {
+      // A block that cannot stand alone (an op whose rules need more than its
+      // inputs' shapes): no set from the structure; the other solvers remain.
+      out_.complete = false;
+      return;
     }
     out_.shapes = static_cast<int>(alone_.size());
 

@@ -108,6 +108,10 @@ uint64_t optimal_length_bound(const Model& m, uint64_t budget, double seconds) {
     const uint64_t fwd = L + L * (L + 1) / 2;
     bound = std::max(bound, instructions_with_frees(m, fwd, aux ? fwd : 0));
   }
+  // recompute-all, the least memory of the registered strategies (best_named
+  // tries it): its length in O(n) on a chain, by walking its phases (O(n^2))
+  // up to 20,000 ops.
+  if (m.is_sequential() || m.size() <= 20000) bound = std::max(bound, make_recompute_all()->size(m, UINT64_MAX).instructions);
   return bound;
 }
 
