@@ -232,7 +232,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     if (takers(key).empty()) continue;  // not an attribute
     const std::string here = at + "/" + key;
     if (!takes(op.kind, key) && key == "learned")  // the *Const kinds' answer first: a learned product is the family's
-      fail(r.origin, here, "only AddConst ops take 'learned' (and Pointwise ops: a learned product or quotient is a Pointwise mul or div)");
+      fail(r.origin, here, "only AddConst, Concat ops take 'learned' (and Pointwise ops: a learned product or quotient is a Pointwise mul or div)");
     if (!takes(op.kind, key)) fail(r.origin, here, "only " + takers(key) + " ops take '" + key + "'");
     OpAttrs& a = op.attrs.edit();
     if (key == "channels") a.channels = r.integer(v, here, 1, kBig);

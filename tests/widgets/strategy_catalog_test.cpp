@@ -63,7 +63,8 @@ TEST(StrategyCatalog, DefaultsFollowEachParametersKind) {
 // Every row of the panel is a catalog entry (modifiers aside), in the
 // catalog's order; checked with nothing else chosen, a row gives its
 // entry's default spec on this model; a DAG disables exactly the entries
-// flagged for chains.
+// flagged for chains, and a model without the structure an entry needs
+// (StrategyInfo::unavailable) disables that entry.
 TEST(StrategyCatalog, PanelRowsAreTheCatalogs) {
   for (const char* model : {"chain:16", "transformer:1"}) {
     SCOPED_TRACE(model);
@@ -78,7 +79,8 @@ TEST(StrategyCatalog, PanelRowsAreTheCatalogs) {
       const QString name = QString::fromStdString(info.name);
       all << name;
       const bool enabled = panel.row(name)->flags().testFlag(Qt::ItemIsEnabled);
-      EXPECT_EQ(enabled, !(info.chains_only && !is_chain(m))) << info.name;
+      const bool unavailable = info.unavailable && !info.unavailable(m).empty();  // no attention core, no block
+      EXPECT_EQ(enabled, !(info.chains_only && !is_chain(m)) && !unavailable) << info.name;
       EXPECT_EQ(!enabled, !not_applicable(info, m).isEmpty()) << info.name;
       if (enabled) expected << QString::fromStdString(default_spec(info, d).str());
     }

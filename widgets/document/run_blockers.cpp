@@ -28,6 +28,9 @@ std::vector<RunBlockerGroup> blocker_groups(const Model& m) {
   std::map<std::string, std::size_t> at;
   std::vector<RunBlockerGroup> out;
   for (const RunBlocker& b : run_blockers(m)) {
+    // A counting model (chain:16's one-byte tensors) has no op to blame:
+    // check_executable's problem says what to load instead.
+    if (b.simulate_only && !marks_simulate_only(m, b.op)) continue;
     auto [it, fresh] = at.emplace(b.why, out.size());
     if (fresh) out.push_back({QString::fromStdString(b.why), {}});
     out[it->second].ops.push_back(b.op);
