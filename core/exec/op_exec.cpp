@@ -254,19 +254,18 @@ std::pair<int64_t, int64_t> pads_of(const OpAttrs& a, std::size_t i) {
 
 }  // namespace
 
-cpu::ConvGeom conv_geom(const Model& m, int v) {
-  const Op& op = m.op(v);
-  const Op& x = m.op(op.inputs.at(0));
-  if (const std::string why = kernel_attr_problem(op); !why.empty())
-    throw InputError(op_label(m, v) + ": the kernels cannot run a Conv with " + why);
-  const OpAttrs& a = *op.attrs;
-  const bool two_d = a.kernel.size() == 2;  // else 1-D: H = 1, one kernel row
+namespace {
+
+// The convolution over `image` (N, C, [H,] W) with `k` output channels, as
+// `a` describes it (1-D: H = 1, one kernel row).
+cpu::ConvGeom geom_over(const OpAttrs& a, const Shape& image, int64_t k) {
+  const bool two_d = a.kernel.size() == 2;
   cpu::ConvGeom g;
-  g.n = x.shape.at(0);
-  g.c = x.shape.at(1);
-  g.h = two_d ? x.shape.at(2) : 1;
-  g.w = x.shape.back();
-  g.k = a.channels;
+  g.n = image.at(0);
+  g.c = image.at(1);
+  g.h = two_d ? image.at(2) : 1;
+  g.w = image.back();
+  g.k = k;
   g.r = two_d ? a.kernel[0] : 1;
   g.s = a.kernel.back();
   g.stride_h = two_d ? a.stride[0] : 1;
@@ -279,29 +278,22 @@ cpu::ConvGeom conv_geom(const Model& m, int v) {
   return g;
 }
 
+}  // namespace
+
+cpu::ConvGeom conv_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (const std::string why = kernel_attr_problem(op); !why.empty())
+    throw InputError(op_label(m, v) + ": the kernels cannot run a Conv with " + why);
+  return geom_over(*op.attrs, m.op(op.inputs.at(0)).shape, op.attrs->channels);
+}
+
+// A ConvTranspose is the gradient of the convolution from its output (the
+// image) to its input (x, whose channels are the convolution's k).
 cpu::ConvGeom conv_transpose_geom(const Model& m, int v) {
   const Op& op = m.op(v);
-  const Op& x = m.op(op.inputs.at(0));
   if (const std::string why = kernel_attr_problem(op); !why.empty())
     throw InputError(op_label(m, v) + ": the kernels cannot run a ConvTranspose with " + why);
-  const OpAttrs& a = *op.attrs;
-  const bool two_d = a.kernel.size() == 2;
-  cpu::ConvGeom g;
-  g.n = op.shape.at(0);
-  g.c = op.shape.at(1);
-  g.h = two_d ? op.shape.at(2) : 1;
-  g.w = op.shape.back();
-  g.k = x.shape.at(1);
-  g.r = two_d ? a.kernel[0] : 1;
-  g.s = a.kernel.back();
-  g.stride_h = two_d ? a.stride[0] : 1;
-  g.stride_w = a.stride.back();
-  g.pad_h = two_d ? a.pads[0] : 0;
-  g.pad_w = pads_of(a, a.kernel.size() - 1).first;
-  g.dil_h = two_d ? a.dilation[0] : 1;
-  g.dil_w = a.dilation.back();
-  g.groups = a.groups;
-  return g;
+  return geom_over(*op.attrs, op.shape, m.op(op.inputs.at(0)).shape.at(1));
 }
 
 UpsampleDims upsample_dims(const Model& m, int v) {
