@@ -39,6 +39,27 @@ def load_function(spec):
     return getattr(module, func)
 
 
+def load_module(function, input_text, fail=fail):
+    """What FILE.py:FUNCTION builds, as (module, example input or None,
+    loss function or None): it returns a module, or (module, input[,
+    loss_fn]); --input, when given, replaces the example. `fail` reports a
+    bad one (capture's and apply's own messages)."""
+    built = load_function(function)()
+    loss_fn, example = None, None
+    if isinstance(built, tuple):
+        if len(built) not in (2, 3):
+            fail(f"{function} returned a tuple of {len(built)}; expected (module, input[, loss_fn])")
+        module, example = built[0], built[1]
+        loss_fn = built[2] if len(built) == 3 else None
+    else:
+        module = built
+    if not isinstance(module, torch.nn.Module):
+        fail(f"{function} returned {type(module).__name__}, not a torch.nn.Module")
+    if input_text:
+        example = parse_input(input_text)
+    return module, example, loss_fn
+
+
 def parse_input(text):
     parts = text.split(":")
     try:
@@ -77,20 +98,7 @@ def main(argv=None):
     ap.add_argument("-o", "--output", required=True, help="model file to write (.json)")
     ap.add_argument("--name", help="model name (default: the module's class)")
     args = ap.parse_args(argv)
-    built = load_function(args.function)()
-    loss_fn = None
-    example = None
-    if isinstance(built, tuple):
-        if len(built) not in (2, 3):
-            fail(f"{args.function} returned a tuple of {len(built)}; expected (module, input[, loss_fn])")
-        module, example = built[0], built[1]
-        loss_fn = built[2] if len(built) == 3 else None
-    else:
-        module = built
-    if not isinstance(module, torch.nn.Module):
-        fail(f"{args.function} returned {type(module).__name__}, not a torch.nn.Module")
-    if args.input:
-        example = parse_input(args.input)
+    module, example, loss_fn = load_module(args.function, args.input)
     if example is None:
         fail("no example input: give --input SHAPE or return (module, input) from the function")
     try:

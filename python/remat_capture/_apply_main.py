@@ -58,7 +58,7 @@ def check(module, applied, make_input, loss_fn, plan, out=sys.stdout):
 
 
 def main(argv):
-    from .__main__ import load_function, parse_input
+    from .__main__ import load_module
     ap = argparse.ArgumentParser(prog="python3 -m remat_capture apply", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("function", help="FILE.py:FUNCTION returning the module (as for capturing)")
@@ -72,19 +72,7 @@ def main(argv):
         plan = _apply.load_plan(args.plan)
     except (OSError, ValueError) as e:
         _fail(f"'{args.plan}': {e}")
-    built = load_function(args.function)()
-    loss_fn, example = None, None
-    if isinstance(built, tuple):
-        if len(built) not in (2, 3):
-            _fail(f"{args.function} returned a tuple of {len(built)}; expected (module, input[, loss_fn])")
-        module, example = built[0], built[1]
-        loss_fn = built[2] if len(built) == 3 else None
-    else:
-        module = built
-    if not isinstance(module, torch.nn.Module):
-        _fail(f"{args.function} returned {type(module).__name__}, not a torch.nn.Module")
-    if args.input:
-        example = parse_input(args.input)
+    module, example, loss_fn = load_module(args.function, args.input, fail=_fail)
     try:
         applied = _apply.apply(module, plan, selective=False if args.plain else None)
     except _apply.PlanError as e:
