@@ -137,6 +137,10 @@ std::vector<std::string> portfolio_specs(const Model& m, uint64_t budget) {
 
 }  // namespace
 
+namespace {
+constexpr double kSecondsPerInstruction = 25e-9;
+}  // namespace
+
 NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, double seconds) {
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   NamedCandidate best;
@@ -146,6 +150,12 @@ NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, 
       const auto strategy = make_strategy(spec);
       const ScheduleSize size = strategy->size(m, max_length);
       if (size.instructions > max_length || size.bound == ScheduleSize::Bound::AtLeast) continue;
+      // Making and simulating a schedule takes about 25 ns an instruction
+      // (README, bench_simulate): one that cannot finish in the time left is
+      // not started, so the time limit holds (recompute-all on chain:20000 is
+      // 2·10⁸ instructions, 20 s).
+      const double left = std::chrono::duration<double>(until - Clock::now()).count();
+      if (static_cast<double>(size.instructions) * kSecondsPerInstruction > left) continue;
       std::vector<Instr> compute = compute_part(strategy->schedule(m));
       // As optimal returns it: its compute part, frees added again.
       const Simulation sim = simulate(m, with_frees(m, compute, spec), {.timeline = false});
