@@ -98,6 +98,9 @@ class CausalSelfAttention(nn.Module):
         self.heads, self.d = heads, d
         self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq) == 0)
 
+    def causal_mask(self, T):
+        return self.mask[:, :, :T, :T]
+
     def forward(self, x):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split(self.d, dim=2)
@@ -105,7 +108,7 @@ class CausalSelfAttention(nn.Module):
         q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.mask[:, :, :T, :T], float("-inf"))
+        att = att.masked_fill(self.causal_mask(T), float("-inf"))
         att = F.softmax(att, dim=-1)
         att = self.attn_dropout(att)
         y = att @ v
@@ -171,16 +174,8 @@ class MaskInGraph(CausalSelfAttention):
     """The causal mask computed in forward from constants, not a buffer:
     torch.triu(torch.ones(T, T)) exported as ConstantOfShape/Trilu/Cast/Where."""
 
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.d, dim=2)
-        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        mask = torch.triu(torch.ones(T, T), diagonal=1).bool()
-        att = self.attn_dropout(F.softmax(att.masked_fill(mask, float("-inf")), dim=-1))
-        return self.resid_dropout(self.c_proj((att @ v).transpose(1, 2).contiguous().view(B, T, C)))
+    def causal_mask(self, T):
+        return torch.triu(torch.ones(T, T), diagonal=1).bool()
 
 
 def gpt_mask_in_graph(layers, d, heads, seq, batch, vocab):

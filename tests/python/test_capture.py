@@ -44,29 +44,7 @@ import remat_capture  # noqa: E402
 from capture_models import MODELS  # noqa: E402
 
 from harness import check, parse_args, summary  # noqa: E402
-
-
-def storage(t):
-    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-
-
-def torch_count(net, x, loss_fn, target):
-    """PyTorch's own count, independently of remat_capture: the unique
-    storages of every tensor autograd packs during forward and loss."""
-    net.train()
-    excluded = {storage(t).data_ptr() for t in list(net.parameters()) + list(net.buffers()) + [target]}
-    seen = {}
-
-    def pack(t):
-        s = storage(t)
-        if s.data_ptr() not in excluded:
-            seen[s.data_ptr()] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_fn(net(x))
-    loss.backward()
-    return sum(seen.values())
+from torch_count import torch_count  # noqa: E402
 
 
 def remat(args, *cmd, ok=True):

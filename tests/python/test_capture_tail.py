@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import remat_capture  # noqa: E402
 from tail_models import models  # noqa: E402
-from test_capture import torch_count  # noqa: E402
+from torch_count import torch_count  # noqa: E402
 
 failures = []
 

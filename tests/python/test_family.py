@@ -35,31 +35,10 @@ except ImportError as e:
 import remat_capture  # noqa: E402
 from family_models import MODELS  # noqa: E402
 from harness import check, parse_args, summary  # noqa: E402
+from torch_count import torch_count  # noqa: E402
 from torch_crosscheck import read_safetensors  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def storage(t):
-    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-
-
-def torch_count(net, x, loss_fn, labels):
-    """PyTorch's saved bytes: unique storages of what autograd saves, parameters, buffers and labels left out."""
-    excluded = {storage(t).data_ptr() for t in list(net.parameters()) + list(net.buffers()) + [labels]}
-    seen = {}
-
-    def pack(t):
-        s = storage(t)
-        if s.data_ptr() not in excluded:
-            seen[s.data_ptr()] = s.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_fn(net(x))
-    loss.backward()
-    net.zero_grad()
-    return sum(seen.values())
 
 
 def remat(args, *cmd):
@@ -105,6 +84,7 @@ def main():
     for name, builder in MODELS.items():
         net, x, loss_fn, labels = builder()
         want = torch_count(net, x, loss_fn, labels)
+        net.zero_grad()
         doc = remat_capture.capture(net, x, loss_fn, name=name)
         path = os.path.join(args.out, name + ".json")
         remat_capture.save(doc, path)
