@@ -421,7 +421,7 @@ void bwd_reduce(CpuOpState&, const OpCall& c) {
                   c.acc(0));
 }
 
-#define REMAT_CPU_ROW(Kind, entry) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
+#define REMAT_CPU_ROW(Kind, entry, ...) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCpuKernels = {REMAT_EXEC_KINDS(REMAT_CPU_ROW)};
 #undef REMAT_CPU_ROW
 

@@ -8,7 +8,6 @@
 
 #include "core/sim/compression.h"
 #include "core/base/errors.h"
-#include "core/exec/exec_kinds.h"
 #include "core/exec/op_exec.h"
 #include "core/exec/schedule_run.h"
 #include "core/sim/instr_reads.h"

@@ -47,7 +47,7 @@ std::vector<ParamTensor> parameter_tensors(const Model& model) {
 static std::string executable_kinds_list() {
   std::string out = "Input";
   std::vector<std::string_view> seen;
-#define REMAT_LIST_KIND(Kind, entry) seen.push_back(kind_name(OpKind::Kind));
+#define REMAT_LIST_KIND(Kind, ...) seen.push_back(kind_name(OpKind::Kind));
   REMAT_EXEC_KINDS(REMAT_LIST_KIND)
 #undef REMAT_LIST_KIND
   for (std::size_t i = 0; i < seen.size(); ++i) out += (i + 1 == seen.size() ? " and " : ", ") + std::string(seen[i]);

@@ -181,7 +181,7 @@ struct ExecKind {
   ScratchFloats (*scratch)(const Model&, int);
 };
 
-#define REMAT_EXEC_KIND_ROW(Kind, entry) ExecKind{OpKind::Kind, params_##entry, scratch_##entry},
+#define REMAT_EXEC_KIND_ROW(Kind, entry, ...) ExecKind{OpKind::Kind, params_##entry, scratch_##entry},
 constexpr ExecKind kExecKinds[] = {REMAT_EXEC_KINDS(REMAT_EXEC_KIND_ROW)};
 #undef REMAT_EXEC_KIND_ROW
 

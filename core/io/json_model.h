@@ -1,4 +1,4 @@
-// The project's JSON model format (docs/model-format.md, resources/model.schema.json):
+// The project's JSON model format (docs/model-format.md, resources/model.schema.json.in):
 // {"format":"remat-model","version":1,"name":...,"ops":[...]}, ops in topological
 // order with id == position. load_json_model/save_json_model (model_source.h)
 // are the file-level entry points; these work on text and documents.

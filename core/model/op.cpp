@@ -8,14 +8,10 @@
 namespace remat {
 namespace {
 
-constexpr std::array<std::string_view, 37> kKindNames = {
-    "Input", "Linear", "ReLU", "GELU", "Tanh", "LayerNorm", "Add", "Dropout",
-    "MSELoss", "SoftmaxCELoss", "Dense", "Generic",
-    "Conv", "BatchNorm", "MaxPool", "AvgPool", "GlobalAvgPool", "MatMul", "Softmax", "Sigmoid", "SiLU",
-    "MulConst", "DivConst", "AddConst", "MaskedFill", "Concat", "Embedding",
-    "Reshape", "Transpose", "Slice", "Expand", "Attention", "Pointwise", "Reduce", "ConvTranspose", "Upsample",
-    "GroupNorm"};
-static_assert(kKindNames.size() == static_cast<std::size_t>(kLastOpKind) + 1, "a kind without a name");
+#define REMAT_OP_KIND_NAME(Kind, ...) #Kind,
+constexpr std::array<std::string_view, kOpKindCount> kKindNames = {
+    REMAT_OP_KINDS(REMAT_OP_KIND_NAME, REMAT_OP_KIND_NAME)};
+#undef REMAT_OP_KIND_NAME
 constexpr std::array<std::string_view, 5> kDTypeNames = {"f32", "f16", "bf16", "i32", "i64"};
 constexpr std::array<std::string_view, 3> kActNames = {"none", "relu", "tanh"};
 
@@ -51,10 +47,6 @@ uint64_t dtype_size(DType d) {
 }
 
 bool is_integer(DType d) { return d == DType::I32 || d == DType::I64; }
-
-bool is_view_kind(OpKind k) {
-  return k == OpKind::Reshape || k == OpKind::Transpose || k == OpKind::Slice || k == OpKind::Expand;
-}
 
 int64_t Op::numel() const {
   int64_t n = 1;

@@ -12,44 +12,19 @@
 
 #include "core/base/copy_on_write.h"
 #include "core/base/small_vec.h"
+#include "core/model/op_kinds.h"
 
 namespace remat {
 
-// The one list of op kinds. What each kind computes, its shape, costs and what
-// its backward saves are in op_rules.cpp (one entry per kind) and the table of
-// docs/model-format.md; which kinds a backend runs, in core/exec/exec_kinds.h.
-enum class OpKind : uint8_t {
-  Input, Linear, ReLU, GELU, Tanh, LayerNorm, Add, Dropout, MSELoss, SoftmaxCELoss,
-  Dense,    // Linear followed by an activation, fused (the teaching chain)
-  Generic,  // imported op we cannot execute: simulate only
-  // Simulate-only kinds of real networks (convolutions, attention).
-  Conv, BatchNorm, MaxPool, AvgPool, GlobalAvgPool,
-  MatMul,                        // product of two activations, batched (attention)
-  Softmax, Sigmoid, SiLU,
-  MulConst, DivConst, AddConst,  // by a constant (scalar or broadcast tensor)
-  MaskedFill,                    // Where(constant mask, constant, x)
-  Concat,
-  Embedding,                     // Gather of rows of a table by integer ids
-  // Views: the output aliases input 0's storage (a Reshape that cannot be a
-  // view becomes a copy, as PyTorch's reshape does).
-  Reshape, Transpose, Slice, Expand,
-  // Scaled dot-product attention fused into one op (PyTorch's
-  // scaled_dot_product_attention as its CPU flash kernel runs it): softmax(q·kᵀ
-  // · scale, causal or not) · v, keeping the rows' logsumexp for the backward.
-  Attention,
-  // The pointwise family (core/kernels/pointwise_fns.h: one line per
-  // function, with its forward, backward and what the backward reads): unary
-  // and binary functions, where, casts, of activations, a constant or learned
-  // tensor and a scalar, broadcast as PyTorch broadcasts, inputs read through
-  // their strides.
-  Pointwise,
-  Reduce,  // sum, mean or amax over axes, keepdim or not
-  // The rest of the tail: the gradient of a Conv as an op of its own
-  // (ConvTranspose: weight (C, channels/groups, kernel...)), nearest or
-  // bilinear resizing of the spatial dimensions, group normalisation.
-  ConvTranspose, Upsample, GroupNorm,
-};
-constexpr OpKind kLastOpKind = OpKind::GroupNorm;
+// The op kinds, generated from the one list of op_kinds.h (what each kind
+// computes, with its rule and, if it runs, its kernels' entry).
+#define REMAT_OP_KIND_ENUM(Kind, ...) Kind,
+enum class OpKind : uint8_t { REMAT_OP_KINDS(REMAT_OP_KIND_ENUM, REMAT_OP_KIND_ENUM) };
+#undef REMAT_OP_KIND_ENUM
+#define REMAT_OP_KIND_COUNT(...) +1
+constexpr int kOpKindCount = 0 REMAT_OP_KINDS(REMAT_OP_KIND_COUNT, REMAT_OP_KIND_COUNT);
+#undef REMAT_OP_KIND_COUNT
+constexpr OpKind kLastOpKind = static_cast<OpKind>(kOpKindCount - 1);
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 
@@ -182,7 +157,6 @@ struct Op {
   uint64_t logical_bytes() const;
 };
 
-bool is_view_kind(OpKind k);
 bool is_integer(DType d);
 
 // Bytes of `numel` elements of `dtype`; throws InputError on overflow.

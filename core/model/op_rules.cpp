@@ -4,7 +4,6 @@
 #include <array>
 
 #include "core/base/errors.h"
-#include "core/exec/exec_kinds.h"
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/op_layout.h"
 
@@ -37,6 +36,8 @@ struct Derivation {
   [[noreturn]] void fail(const std::string& what) const { throw InputError(where_label(where, self) + ": " + what); }
   std::string kind() const { return std::string(kind_name(op.kind)); }
 
+  // Views and the reshuffling kinds (Concat) keep their input's element type.
+  void keep_input_dtype() { op.dtype = in(0).dtype; }
   // Kinds that keep their input's shape; a given shape must agree.
   void same_shape() {
     if (op.shape.empty()) op.shape = in(0).shape;
@@ -393,6 +394,7 @@ void rule_const(Derivation& d) {  // MulConst, DivConst, AddConst, MaskedFill
 }
 
 void rule_concat(Derivation& d) {
+  d.keep_input_dtype();
   const Op& x = d.in(0);
   if (x.shape.empty()) d.fail("Concat needs inputs of rank >= 1");
   const std::size_t ax = d.axis(d.op.attrs->axis, x.shape.size());
@@ -443,6 +445,7 @@ void rule_embedding(Derivation& d) {
 }
 
 void rule_reshape(Derivation& d) {
+  d.keep_input_dtype();
   const Op& x = d.in(0);
   if (d.op.shape.empty()) d.fail("Reshape needs its output shape");
   int64_t n = 1;
@@ -458,6 +461,7 @@ void rule_reshape(Derivation& d) {
 }
 
 void rule_transpose(Derivation& d) {
+  d.keep_input_dtype();
   const Op& x = d.in(0);
   if (d.op.attrs->perm.empty())  // reversed axes, as ONNX's default
     for (std::size_t i = x.shape.size(); i-- > 0;) d.op.attrs.edit().perm.push_back(static_cast<int64_t>(i));
@@ -479,6 +483,7 @@ void rule_transpose(Derivation& d) {
 }
 
 void rule_slice(Derivation& d) {
+  d.keep_input_dtype();
   const Op& x = d.in(0);
   if (x.shape.empty()) d.fail("Slice needs an input of rank >= 1");
   const OpAttrs& a = *d.op.attrs;
@@ -497,6 +502,7 @@ void rule_slice(Derivation& d) {
 }
 
 void rule_expand(Derivation& d) {
+  d.keep_input_dtype();
   const Op& x = d.in(0);
   const auto& s = d.op.shape;
   if (s.size() < x.shape.size()) d.fail("Expand to " + shape_string(s) + " has a lower rank than the input " + shape_string(x.shape));
@@ -645,62 +651,18 @@ struct KindRule {
   OpKind kind;
   int min_inputs, max_inputs;
   void (*derive)(Derivation&);
+  bool runs;  // a backend has its kernels (core/exec/exec_kinds.h)
 };
 
 constexpr int kMany = 256;
-// One line per kind: arity and rule. The order is OpKind's.
-constexpr std::array<KindRule, 37> kRules = {{
-    {OpKind::Input, 0, 0, rule_input},
-    {OpKind::Linear, 1, 1, rule_linear},
-    {OpKind::ReLU, 1, 1, rule_activation},
-    {OpKind::GELU, 1, 1, rule_activation},
-    {OpKind::Tanh, 1, 1, rule_activation},
-    {OpKind::LayerNorm, 1, 1, rule_layernorm},
-    {OpKind::Add, 2, 2, rule_add},
-    {OpKind::Dropout, 1, 1, rule_dropout},
-    {OpKind::MSELoss, 1, 1, rule_loss},
-    {OpKind::SoftmaxCELoss, 1, 1, rule_loss},
-    {OpKind::Dense, 1, 1, rule_linear},
-    {OpKind::Generic, 1, kMany, rule_generic},
-    {OpKind::Conv, 1, 1, rule_conv},
-    {OpKind::BatchNorm, 1, 1, rule_batchnorm},
-    {OpKind::MaxPool, 1, 1, rule_pool},
-    {OpKind::AvgPool, 1, 1, rule_pool},
-    {OpKind::GlobalAvgPool, 1, 1, rule_global_pool},
-    {OpKind::MatMul, 2, 2, rule_matmul},
-    {OpKind::Softmax, 1, 1, rule_softmax},
-    {OpKind::Sigmoid, 1, 1, rule_activation},
-    {OpKind::SiLU, 1, 1, rule_activation},
-    {OpKind::MulConst, 1, 1, rule_const},
-    {OpKind::DivConst, 1, 1, rule_const},
-    {OpKind::AddConst, 1, 1, rule_const},
-    {OpKind::MaskedFill, 1, 1, rule_const},
-    {OpKind::Concat, 1, kMany, rule_concat},
-    {OpKind::Embedding, 1, 1, rule_embedding},
-    {OpKind::Reshape, 1, 1, rule_reshape},
-    {OpKind::Transpose, 1, 1, rule_transpose},
-    {OpKind::Slice, 1, 1, rule_slice},
-    {OpKind::Expand, 1, 1, rule_expand},
-    {OpKind::Attention, 3, 3, rule_attention},
-    {OpKind::Pointwise, 1, 3, rule_pointwise},
-    {OpKind::Reduce, 1, 1, rule_reduce},
-    {OpKind::ConvTranspose, 1, 1, rule_conv_transpose},
-    {OpKind::Upsample, 1, 1, rule_upsample},
-    {OpKind::GroupNorm, 1, 1, rule_groupnorm},
-}};
+#define REMAT_SIM_RULE(Kind, rule, lo, hi) KindRule{OpKind::Kind, lo, hi, rule_##rule, false},
+#define REMAT_RUN_RULE(Kind, entry, rule, lo, hi) KindRule{OpKind::Kind, lo, hi, rule_##rule, true},
+constexpr std::array<KindRule, kOpKindCount> kRules = {REMAT_OP_KINDS(REMAT_SIM_RULE, REMAT_RUN_RULE)};
+#undef REMAT_SIM_RULE
+#undef REMAT_RUN_RULE
 
-const KindRule& rule_of(OpKind k) {
-  const KindRule& r = kRules[static_cast<std::size_t>(k)];
-  if (r.kind != k) throw InternalError("op_rules: kRules is out of OpKind's order");
-  return r;
-}
-
-constexpr bool exec_listed(OpKind k) {
-#define REMAT_EXEC_LISTED(Kind, entry) if (k == OpKind::Kind) return true;
-  REMAT_EXEC_KINDS(REMAT_EXEC_LISTED)
-#undef REMAT_EXEC_LISTED
-  return false;
-}
+constexpr const KindRule& rule_of(OpKind k) { return kRules[static_cast<std::size_t>(k)]; }
+constexpr bool exec_listed(OpKind k) { return rule_of(k).runs; }
 
 }  // namespace
 
@@ -871,8 +833,6 @@ void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool 
                                                              : std::to_string(rule.min_inputs) + " to " + std::to_string(rule.max_inputs);
     d.fail(d.kind() + " takes " + want + " input(s), got " + std::to_string(n_in));
   }
-  // Views and the reshuffling kinds keep their input's element type.
-  if (is_view_kind(op.kind) || op.kind == OpKind::Concat) op.dtype = d.in(0).dtype;
   if (op.kind == OpKind::Dense && op.act != Activation::None && op.act != Activation::ReLU && op.act != Activation::Tanh)
     d.fail("Dense activation must be none, relu or tanh");
   rule.derive(d);

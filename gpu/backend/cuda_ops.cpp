@@ -418,7 +418,7 @@ void bwd_reduce(CudaOpState& s, const OpCall& c) {
              s.stream);
 }
 
-#define REMAT_CUDA_ROW(Kind, entry) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
+#define REMAT_CUDA_ROW(Kind, entry, ...) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCudaKernels = {REMAT_EXEC_KINDS(REMAT_CUDA_ROW)};
 #undef REMAT_CUDA_ROW
 
