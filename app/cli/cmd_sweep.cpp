@@ -51,12 +51,12 @@ void print_table(const Model& model, const SweepResult& r) {
       continue;
     }
     std::printf("%14s %14s%s %9.1f%%  %s\n", format_bytes(p.budget).c_str(), format_bytes(p.peak).c_str(),
-                stored(format_bytes(p.compressed_bytes)).c_str(), 100.0 * p.overhead, p.spec.c_str());
+                stored(format_bytes(p.compressed_bytes)).c_str(), 100.0 * p.overhead, p.spec.str().c_str());
   }
   std::printf("named strategies:\n");
   for (const auto& n : r.named)
     std::printf("%14s %14s%s %9.1f%%  %s\n", "", format_bytes(n.peak).c_str(), stored(format_bytes(n.compressed_bytes)).c_str(),
-                100.0 * n.overhead, n.spec.c_str());
+                100.0 * n.overhead, n.spec.str().c_str());
   if (packed)
     std::printf("compressed: what the compressed checkpoints C(v) hold (the peak counts them at that size)\n");
   for (const auto& note : r.notes) std::printf("note: %s\n", note.c_str());

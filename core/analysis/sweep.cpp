@@ -62,7 +62,7 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
     const StrategySpec spec = with_packing(base, compress);
     try {
       const Simulation s = simulate(m, bounded_schedule(*make_strategy(spec), m, limit), {.timeline = false});
-      named.push_back({spec.str(), s.peak_bytes, s.overhead, s.recompute_flops, s.compressed_bytes});
+      named.push_back({spec, s.peak_bytes, s.overhead, s.recompute_flops, s.compressed_bytes});
     } catch (const ScheduleTooLarge& e) {
       if (notes) notes->push_back(spec.str() + " left out: " + e.what());
     } catch (const InputError&) {  // chain-only strategies on a DAG
@@ -74,7 +74,7 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
 std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count) {
   // A named point's strategy without the +compress:DTYPE it may carry.
   auto is = [](const NamedPoint& n, const std::string& base) {
-    return parse_strategy(n.spec).unmodified() == strategy_spec(base);
+    return n.spec.unmodified() == strategy_spec(base);
   };
   auto peak_of = [&](const std::string& spec) {
     for (const NamedPoint& n : named)
@@ -133,7 +133,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
     if (o.cancel && o.cancel->load()) break;
     SweepPoint p;
     p.budget = budgets[static_cast<std::size_t>(i)];
-    auto take = [&](const std::string& spec, uint64_t peak, double flops, uint64_t compressed) {
+    auto take = [&](const StrategySpec& spec, uint64_t peak, double flops, uint64_t compressed) {
       if (peak <= p.budget && (!p.feasible || flops < p.recompute_flops)) {
         p = {p.budget, true, spec, peak, overhead(flops), flops, compressed};
       }
@@ -147,7 +147,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         // A chain's segment schedules are at most twice its forward pass
         // (segment_schedule_bound): not checked against the limit.
         const Simulation s = simulate_point(m, segment_schedule(m, ckpt, "budget"), o.compress);
-        single = {p.budget,          true, with_packing(manual_spec(ckpt), o.compress).str(), s.peak_bytes,
+        single = {p.budget,          true, with_packing(manual_spec(ckpt), o.compress), s.peak_bytes,
                   overhead(s.recompute_flops), s.recompute_flops, s.compressed_bytes};
         take(single.spec, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       }
@@ -168,7 +168,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         if (schedule.code.size() > o.limit.max)
           throw ScheduleTooLarge({schedule.code.size(), ScheduleSize::Bound::Exact}, o.limit);
         const Simulation s = simulate(m, schedule, {.timeline = false});
-        take(spec.str(), s.peak_bytes, s.recompute_flops, s.compressed_bytes);
+        take(spec, s.peak_bytes, s.recompute_flops, s.compressed_bytes);
       } catch (const ScheduleTooLarge& e) {
         if (!nested_left_out)
           r.notes.push_back(std::string("nested checkpoints (budget:B) left out: ") + e.what() +
@@ -187,7 +187,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
                 ? strategy_spec("optimal", {static_cast<int64_t>(p.budget), static_cast<int64_t>(std::ceil(o.optimal_seconds))})
                 : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);
-        take(with_packing(spec, o.compress).str(), s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
+        take(with_packing(spec, o.compress), s.peak_bytes, opt.recompute_flops, s.compressed_bytes);
       }
     }
     // A schedule that fits a smaller budget fits this one: keep the front monotone.
@@ -210,7 +210,7 @@ nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
   for (const auto& p : r.budgets) {
     nlohmann::json e{{"budget_bytes", p.budget}, {"feasible", p.feasible}};
     if (p.feasible) {
-      e["spec"] = p.spec;
+      e["spec"] = p.spec.str();
       e["peak_bytes"] = p.peak;
       e["overhead"] = p.overhead;
       e["recompute_flops"] = p.recompute_flops;
@@ -221,7 +221,7 @@ nlohmann::json sweep_json(const Model& m, const SweepResult& r) {
   j["strategies"] = nlohmann::json::array();
   for (const auto& n : r.named)
     j["strategies"].push_back(
-        {{"spec", n.spec}, {"peak_bytes", n.peak}, {"overhead", n.overhead}, {"compressed_bytes", n.compressed_bytes}});
+        {{"spec", n.spec.str()}, {"peak_bytes", n.peak}, {"overhead", n.overhead}, {"compressed_bytes", n.compressed_bytes}});
   if (!r.notes.empty()) j["notes"] = r.notes;
   return j;
 }

@@ -13,6 +13,7 @@
 
 #include "core/sim/compression.h"
 #include "core/sim/instruction_limit.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 
@@ -21,7 +22,7 @@ struct Model;
 struct SweepPoint {
   uint64_t budget = 0;
   bool feasible = false;
-  std::string spec;        // recreates the schedule ("budget:N", "manual:...", "sqrt")
+  StrategySpec spec;       // recreates the schedule (budget:N, manual:..., sqrt)
   uint64_t peak = 0;
   double overhead = 0;     // recomputed forward FLOPs over one forward + backward
   double recompute_flops = 0;
@@ -29,7 +30,7 @@ struct SweepPoint {
 };
 
 struct NamedPoint {
-  std::string spec;
+  StrategySpec spec;
   uint64_t peak = 0;
   double overhead = 0;
   double recompute_flops = 0;

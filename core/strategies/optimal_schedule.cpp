@@ -121,16 +121,23 @@ namespace {
 // window's): every one that takes no argument, blocks:2, every-k:K for K up to
 // twice sqrt's interval and every power of two, revolve:C (C <= 32) and
 // budget:BUDGET on chains.
-std::vector<std::string> portfolio_specs(const Model& m, uint64_t budget) {
-  std::vector<std::string> s{"sqrt", "auto", "selective", "recompute-all"};
-  if (attention_core_absent(m).empty()) s.push_back("attention-core");
-  if (blocks_absent(m).empty()) s.insert(s.end(), {"blocks", "blocks:2"});
+std::vector<StrategySpec> portfolio_specs(const Model& m, uint64_t budget) {
+  std::vector<StrategySpec> s;
+  auto add = [&](std::string_view name, std::vector<int64_t> parameters = {}) {
+    try {
+      s.push_back(strategy_spec(name, std::move(parameters)));
+    } catch (const InputError&) {  // a parameter out of its range here (a budget of 0 bytes)
+    }
+  };
+  for (const char* name : {"sqrt", "auto", "selective", "recompute-all"}) add(name);
+  if (attention_core_absent(m).empty()) add("attention-core");
+  if (blocks_absent(m).empty()) add("blocks"), add("blocks", {2});
   const int n = m.loss();
   for (int k = 1; k < n; ++k)
-    if (k <= 2 * sqrt_interval(m) || (k & (k - 1)) == 0) s.push_back("every-k:" + std::to_string(k));
+    if (k <= 2 * sqrt_interval(m) || (k & (k - 1)) == 0) add("every-k", {k});
   if (is_chain(m)) {
-    s.push_back("budget:" + std::to_string(budget));
-    for (int c = 1; c <= std::min(n, 32); ++c) s.push_back("revolve:" + std::to_string(c));
+    add("budget", {static_cast<int64_t>(budget)});
+    for (int c = 1; c <= std::min(n, 32); ++c) add("revolve", {c});
   }
   return s;
 }
@@ -144,10 +151,11 @@ constexpr double kSecondsPerInstruction = 25e-9;
 NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, double seconds) {
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   NamedCandidate best;
-  for (const std::string& spec : portfolio_specs(m, budget)) {
+  for (const StrategySpec& named : portfolio_specs(m, budget)) {
     if (Clock::now() >= until || cancel_requested()) break;
+    const std::string spec = named.str();
     try {
-      const auto strategy = make_strategy(spec);
+      const auto strategy = make_strategy(named);
       const ScheduleSize size = strategy->size(m, max_length);
       if (size.instructions > max_length || size.bound == ScheduleSize::Bound::AtLeast) continue;
       // Making and simulating a schedule takes about 25 ns an instruction

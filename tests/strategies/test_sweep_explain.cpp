@@ -25,12 +25,12 @@ void check_monotone(const Model& m, const SweepResult& r) {
     // The spec recreates a schedule with that peak and overhead. A MILP
     // point's spec (optimal:B:S) searches again under a time limit, so on a
     // busier machine it may stop at another schedule: one within the budget.
-    const Simulation s = simulate(m, make_strategy(p.spec)->schedule(m));
-    if (p.spec.starts_with("optimal:")) {
-      EXPECT_LE(s.peak_bytes, p.budget) << p.spec;
+    const Simulation s = simulate(m, make_strategy(p.spec.str())->schedule(m));
+    if (p.spec.str().starts_with("optimal:")) {
+      EXPECT_LE(s.peak_bytes, p.budget) << p.spec.str();
     } else {
-      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
-      EXPECT_DOUBLE_EQ(s.recompute_flops, p.recompute_flops) << p.spec;
+      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec.str();
+      EXPECT_DOUBLE_EQ(s.recompute_flops, p.recompute_flops) << p.spec.str();
     }
     if (i > 0 && r.budgets[i - 1].feasible) EXPECT_LE(p.overhead, r.budgets[i - 1].overhead) << m.name << " at " << p.budget;
   }
@@ -53,9 +53,9 @@ TEST(Sweep, OverheadNeverGrowsWithTheBudget) {
       const SweepPoint* at = nullptr;
       for (const auto& p : r.budgets)
         if (p.budget <= n.peak) at = &p;
-      ASSERT_NE(at, nullptr) << spec << " " << n.spec;
-      EXPECT_EQ(at->budget, n.peak) << spec << " " << n.spec;
-      EXPECT_LE(at->recompute_flops, n.recompute_flops) << spec << " " << n.spec;
+      ASSERT_NE(at, nullptr) << spec << " " << n.spec.str();
+      EXPECT_EQ(at->budget, n.peak) << spec << " " << n.spec.str();
+      EXPECT_LE(at->recompute_flops, n.recompute_flops) << spec << " " << n.spec.str();
     }
     // The ends: recompute-all's peak is feasible, store-all's costs nothing.
     EXPECT_TRUE(r.budgets.front().feasible);
@@ -73,7 +73,7 @@ TEST(Sweep, NoNamedStrategyBeatsTheFront) {
     for (const auto& n : r.named)
       if (n.peak <= p.budget) {
         ASSERT_TRUE(p.feasible);
-        EXPECT_LE(p.recompute_flops, n.recompute_flops) << n.spec << " at " << p.budget;
+        EXPECT_LE(p.recompute_flops, n.recompute_flops) << n.spec.str() << " at " << p.budget;
       }
   const auto j = sweep_json(m, r);
   EXPECT_EQ(j["budgets"].size(), budgets.size());
@@ -111,7 +111,7 @@ TEST(Sweep, CompressedCheckpointsCountAtTheirStoredSize) {
     EXPECT_EQ(r.compress, packing);
     auto named = [&](const std::string& spec) -> const NamedPoint* {
       for (const NamedPoint& n : r.named)
-        if (n.spec == spec) return &n;
+        if (n.spec.str() == spec) return &n;
       return nullptr;
     };
     const NamedPoint* sqrt = named("sqrt" + suffix);
@@ -132,15 +132,15 @@ TEST(Sweep, CompressedCheckpointsCountAtTheirStoredSize) {
     EXPECT_LE(low.recompute_flops, sqrt->recompute_flops);
     const SweepPoint& high = r.budgets[1];
     ASSERT_TRUE(high.feasible);
-    EXPECT_EQ(high.spec, "store-all" + suffix);
+    EXPECT_EQ(high.spec.str(), "store-all" + suffix);
     EXPECT_EQ(high.peak, 9 * T);
     EXPECT_EQ(high.recompute_flops, 0);
     // Each point's spec recreates its schedule, compressed, with that peak and stored size.
     for (const SweepPoint& p : r.budgets) {
-      EXPECT_TRUE(p.spec.ends_with(suffix)) << p.spec;
-      const Simulation s = simulate(m, make_strategy(p.spec)->schedule(m));
-      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec;
-      EXPECT_EQ(s.compressed_bytes, p.compressed_bytes) << p.spec;
+      EXPECT_TRUE(p.spec.str().ends_with(suffix)) << p.spec.str();
+      const Simulation s = simulate(m, make_strategy(p.spec.str())->schedule(m));
+      EXPECT_EQ(s.peak_bytes, p.peak) << p.spec.str();
+      EXPECT_EQ(s.compressed_bytes, p.compressed_bytes) << p.spec.str();
     }
     const auto j = sweep_json(m, r);
     EXPECT_EQ(j["compress"], name);
@@ -151,8 +151,8 @@ TEST(Sweep, CompressedCheckpointsCountAtTheirStoredSize) {
   EXPECT_EQ(plain.compress, Packing::None);
   EXPECT_TRUE(sweep_json(m, plain)["compress"].is_null());
   for (const NamedPoint& n : plain.named) {
-    EXPECT_EQ(n.spec.find("+compress:"), std::string::npos) << n.spec;
-    if (n.spec == "sqrt") EXPECT_EQ(n.peak, 7 * T);
+    EXPECT_EQ(n.spec.str().find("+compress:"), std::string::npos) << n.spec.str();
+    if (n.spec.str() == "sqrt") EXPECT_EQ(n.peak, 7 * T);
   }
 }
 

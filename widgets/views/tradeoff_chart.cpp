@@ -174,7 +174,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     if (prev) front_->append(x, yOf(prev->overhead));
     front_->append(x, y);
     frontPoints_->append(x, y);
-    frontSpecs_.push_back(QString::fromStdString(p.spec));
+    frontSpecs_.push_back(QString::fromStdString(p.spec.str()));
     prev = &p;
   }
   single_ = nullptr;
@@ -196,7 +196,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   named_.clear();
   for (const auto& n : r.named) {
     auto* sp = new QScatterSeries;
-    const QString spec = QString::fromStdString(n.spec);
+    const QString spec = QString::fromStdString(n.spec.str());
     sp->setName(spec);
     sp->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     sp->setMarkerSize(10);
