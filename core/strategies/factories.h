@@ -36,4 +36,9 @@ std::unique_ptr<Strategy> make_budget(uint64_t budget);
 // found when it runs out (optimal.cpp).
 std::unique_ptr<Strategy> make_optimal(uint64_t budget, double time_limit_s);
 
+// Any DAG: dynamic tensor rematerialization under `budget` bytes, evicting by
+// `heuristic` (dtr.h, dtr.cpp).
+enum class DtrHeuristic : uint8_t;
+std::unique_ptr<Strategy> make_dtr(uint64_t budget, DtrHeuristic heuristic);
+
 }  // namespace remat

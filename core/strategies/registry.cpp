@@ -6,6 +6,7 @@
 #include "core/base/errors.h"
 #include "core/base/spec_parse.h"
 #include "core/strategies/compress.h"
+#include "core/strategies/dtr.h"
 #include "core/strategies/factories.h"
 #include "core/strategies/offload.h"
 #include "core/model/model.h"
@@ -79,9 +80,21 @@ std::vector<int64_t> parse_parameters(const StrategyInfo& info, const std::strin
   while (required < ps.size() && !ps[required].optional) ++required;
   if (fields.size() > ps.size() || fields.size() < required)
     throw InputError(info.name + ": expected " + info.name + ":" + info.argument + " (got '" + info.name + ":" + a + "')");
-  for (std::size_t i = 0; i < fields.size(); ++i)
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (ps[i].kind == ParamKind::Choice) {
+      const auto& c = ps[i].choices;
+      const auto at = std::find(c.begin(), c.end(), fields[i]);
+      if (at == c.end()) {
+        std::string known;
+        for (const auto& w : c) known += (known.empty() ? "" : ", ") + w;
+        throw InputError(ps[i].what + ": unknown '" + fields[i] + "' (known: " + known + ")");
+      }
+      out.push_back(at - c.begin());
+      continue;
+    }
     out.push_back(ps[i].kind == ParamKind::Bytes ? static_cast<int64_t>(parse_bytes(fields[i], ps[i].what))
                                                  : parse_int(fields[i], ps[i].what, ps[i].lo, ps[i].hi));
+  }
   while (!out.empty() && ps[out.size() - 1].omitted_value >= 0 && out.back() == ps[out.size() - 1].omitted_value)
     out.pop_back();
   return out;
@@ -134,6 +147,19 @@ const std::vector<StrategyInfo>& strategy_catalog() {
                   {ParamKind::Seconds, "optimal: SECONDS", 1, 86400, true, static_cast<int64_t>(kOptimalDefaultSeconds)}},
        .color = 0x882255,  // wine
        .search = true},
+      {.name = "dtr", .argument = "BYTES[:HEURISTIC]", .example = "1M",
+       .help = "dynamic tensor rematerialization: run the step keeping everything while BYTES last; when an "
+               "allocation would not fit, evict the tensor the heuristic scores lowest (h-dtr: recompute cost over "
+               "bytes times staleness, the default; h-dtr-eq: with its evicted neighbourhood; lru; largest) and "
+               "recompute it when it is read again",
+       .make = [](const StrategySpec& s) {
+         return make_dtr(static_cast<uint64_t>(s.parameters[0]),
+                         static_cast<DtrHeuristic>(s.parameters.size() > 1 ? s.parameters[1] : 0));
+       },
+       .params = {{ParamKind::Bytes, "dtr: BYTES"},
+                  {.kind = ParamKind::Choice, .what = "dtr: HEURISTIC", .lo = 0, .hi = 3, .optional = true,
+                   .omitted_value = 0, .choices = dtr_heuristic_names()}},
+       .color = 0xAA4499},  // purple
       {.name = "selective", .argument = "", .example = "", .help = "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
        .make = [](const StrategySpec&) { return make_selective(); }, .color = 0x44AA99},  // teal
       {.name = "attention-core", .argument = "N", .example = "1",
@@ -196,7 +222,12 @@ std::string parameter_text(const StrategySpec& spec) {
   const StrategyInfo* info = find_strategy(spec.name);
   const char sep = info && info->params.size() == 1 && info->params[0].kind == ParamKind::OpIds ? ',' : ':';
   std::string s;
-  for (std::size_t i = 0; i < spec.parameters.size(); ++i) s += (i ? std::string(1, sep) : "") + std::to_string(spec.parameters[i]);
+  for (std::size_t i = 0; i < spec.parameters.size(); ++i) {
+    s += i ? std::string(1, sep) : "";
+    const ParamInfo* p = info && i < info->params.size() ? &info->params[i] : nullptr;
+    s += p && p->kind == ParamKind::Choice ? p->choices.at(static_cast<std::size_t>(spec.parameters[i]))
+                                           : std::to_string(spec.parameters[i]);
+  }
   return s;
 }
 

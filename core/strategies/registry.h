@@ -48,6 +48,7 @@ enum class ParamKind : uint8_t {
   OpIds,     // a comma-separated list of op ids, sorted and kept once each (alone in its entry)
   Count,     // how many of the model's own units (the first N attentions, every K-th block);
              // optional, and left out by default: all of them
+  Choice,    // one word of ParamInfo::choices, held as its index (dtr's heuristic)
 };
 
 struct ParamInfo {
@@ -58,6 +59,7 @@ struct ParamInfo {
   // Left out of the canonical text when it has this value (optimal's default
   // time limit); -1: always printed.
   int64_t omitted_value = -1;
+  std::vector<std::string> choices = {};  // a Choice's words, in index order
 };
 
 struct StrategyInfo {

@@ -36,6 +36,7 @@ int64_t default_parameter(ParamKind kind, const StrategyDefaults& d) {
     case ParamKind::Seconds: return d.seconds;
     case ParamKind::OpIds: return 0;
     case ParamKind::Count: return 0;  // left out: all of the model's units
+    case ParamKind::Choice: return 0;  // the first word, the default
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "widgets/views/strategy_panel.h"
 
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -110,6 +111,13 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
           e.seconds->setToolTip(tr("Time limit of the search: the best found when it runs out"));
           connect(e.seconds, &QSpinBox::valueChanged, this, &StrategyPanel::changed);
           fields.push_back(e.seconds);
+          break;
+        case ParamKind::Choice:
+          e.choice = new QComboBox(tree_);
+          for (const std::string& word : param.choices) e.choice->addItem(QString::fromStdString(word));
+          e.choice->setToolTip(QString::fromStdString(param.what));
+          connect(e.choice, &QComboBox::currentIndexChanged, this, &StrategyPanel::changed);
+          fields.push_back(e.choice);
           break;
         case ParamKind::OpIds:
           e.list = new QLineEdit("0", tree_);
@@ -269,6 +277,7 @@ void StrategyPanel::setModel(const Model& model) {
     }
     if (e.seconds) e.seconds->setValue(defaults_.seconds);
     if (e.list) e.list->setText("0");
+    if (e.choice) e.choice->setCurrentIndex(0);
   }
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);
@@ -329,6 +338,10 @@ QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
         if (!e.seconds) return name;
         p.push_back(e.seconds->value());
         break;
+      case ParamKind::Choice:
+        if (!e.choice) return name;
+        p.push_back(e.choice->currentIndex());
+        break;
       case ParamKind::OpIds: return name;  // e.list, above
       case ParamKind::Count:
         if (!e.count) return name;
@@ -375,6 +388,8 @@ void StrategyPanel::applyParameters(const StrategySpec& spec) {
       e.budget->setValue(double(v) / defaults_.unit.bytes);
     } else if (param.kind == ParamKind::Seconds && e.seconds) {
       e.seconds->setValue(int(v));
+    } else if (param.kind == ParamKind::Choice && e.choice) {
+      e.choice->setCurrentIndex(int(v));
     }
   }
 }

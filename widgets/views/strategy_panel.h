@@ -16,6 +16,7 @@
 #include "widgets/document/run_list.h"
 #include "widgets/document/strategy_defaults.h"
 
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -60,6 +61,7 @@ class StrategyPanel : public QWidget {
     QDoubleSpinBox* budget = nullptr;  // budget, optimal: in unit_
     QSpinBox* seconds = nullptr;       // optimal
     QLineEdit* list = nullptr;         // manual
+    QComboBox* choice = nullptr;       // dtr's heuristic
   };
   QString specOf(const QTreeWidgetItem* item) const;
   // Sets the editors of `spec`'s row to its parameters.
