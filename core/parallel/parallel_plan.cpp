@@ -49,7 +49,7 @@ uint64_t largest_op_weights(const Model& m) {
 }  // namespace
 
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
-                                 const TimeModel& time, const InstructionLimit& limit) {
+                                 const TimeModel& time, const InstructionLimit& limit, Optimizer optimizer) {
   const GptShape g = parse_gpt_shape(model_spec);
   const std::unique_ptr<Strategy> made = make_strategy(strategy);  // a bad name fails before any work
   ParallelReport rep;
@@ -60,7 +60,6 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
   const std::vector<int> counts = balanced_blocks(g.layers, virtual_stages);
   std::vector<int> first(counts.size(), 0);
   for (std::size_t i = 1; i < counts.size(); ++i) first[i] = first[i - 1] + counts[i - 1];
-  const Optimizer adam = Optimizer::Adam;
   for (int r = 0; r < spec.pp; ++r) {
     StageReport st;
     st.stage = r;
@@ -84,7 +83,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
                          (spec.chunks > 1 ? " chunk " + std::to_string(j) : "") + ": " + run.error);
       st.held_per_micro_batch = std::max(st.held_per_micro_batch, held_after_forward(m, run.schedule));
       st.micro_batch_peak = std::max(st.micro_batch_peak, run.sim.peak_bytes);
-      const StepMemory sm = step_memory(m, adam, 0);
+      const StepMemory sm = step_memory(m, optimizer, 0);
       full.weights += sm.parameters;
       full.gradients += sm.parameter_grads;
       full.optimizer += sm.master_weights + sm.optimizer_state;

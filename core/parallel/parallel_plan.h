@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/step_memory.h"
 #include "core/model/model.h"
 #include "core/parallel/parallel_spec.h"
 #include "core/parallel/pipeline.h"
@@ -59,11 +60,14 @@ std::vector<int> balanced_blocks(int layers, int stages);
 // what a micro-batch keeps while it waits for its backward.
 uint64_t held_after_forward(const Model& model, const Schedule& schedule);
 
-// Mixed-precision Adam when the model's weights are f16 or bf16 (fp32 master
-// weights, exp_avg, exp_avg_sq: 12 bytes a weight), plain Adam for f32.
-// Throws InputError for a model that is not gpt:, a degree that does not
-// divide, or a strategy that cannot apply to a stage (naming the stage).
+// The model states are core/analysis/step_memory.h's for `optimizer`: under
+// Adam with f16 or bf16 weights, mixed precision (fp32 master weights,
+// exp_avg, exp_avg_sq: 12 bytes a weight, ZeRO's K), the optimizer column
+// holding all three. Throws InputError for a model that is not gpt:, a
+// degree that does not divide, or a strategy that cannot apply to a stage
+// (naming the stage).
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
-                                 const TimeModel& time, const InstructionLimit& limit);
+                                 const TimeModel& time, const InstructionLimit& limit,
+                                 Optimizer optimizer = Optimizer::Adam);
 
 }  // namespace remat
