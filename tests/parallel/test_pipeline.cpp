@@ -155,3 +155,27 @@ TEST(Pipeline, RecomputationLowersHeldAndCostsTime) {
   // The bubble's share under 1F1B on the slowest stage: (p - 1)/(M + p - 1).
   EXPECT_DOUBLE_EQ(all.bubble_fraction, 1.0 / (8 + 1));
 }
+
+// Interleaving on the model: device r runs chunks r, r + p, ... of L/(pV)
+// blocks; its first device holds 1 + (p - 1)/(p V) times what 1F1B's first
+// stage holds (Korthikanti et al. 2022, section 4.2.3, m = V), up to the
+// embedding's share, which 1F1B's first stage holds p times and interleaving's
+// counts on each chunk (the report takes the largest chunk).
+TEST(Pipeline, InterleavedFirstDeviceHoldsTheFactorMore) {
+  const std::string model = "gpt:32:512:8:256:1:bf16";
+  const int p = 2, v = 2;
+  const ParallelReport plain = simulate_parallel(model, spec(p, PipelineSchedule::OneFOneB, 8), "store-all", {}, {});
+  const ParallelReport inter = simulate_parallel(model, spec(p, PipelineSchedule::Interleaved, 8, v), "store-all", {}, {});
+  const StageReport& s = inter.stages[0];
+  ASSERT_EQ(s.chunks.size(), 2u);
+  EXPECT_EQ(s.chunks[0].first_block, 0);
+  EXPECT_EQ(s.chunks[1].first_block, 16);  // virtual stage p + 0: blocks 16..23
+  EXPECT_EQ(s.chunks[1].blocks, 8);
+  EXPECT_EQ(s.in_flight, p * v + p - 1);
+  EXPECT_EQ(s.activations, (s.in_flight - 1) * s.held_per_micro_batch + s.micro_batch_peak);
+  const double held_plain = static_cast<double>(plain.stages[0].in_flight) * plain.stages[0].held_per_micro_batch;
+  const double held_inter = static_cast<double>(s.in_flight) * s.held_per_micro_batch;
+  EXPECT_NEAR(held_inter / held_plain, 1 + (p - 1.0) / (p * v), 0.02);
+  // And its bubble is 1/V of 1F1B's: (p - 1)(F + B + W)/V on a shorter step.
+  EXPECT_LT(inter.bubble_fraction, plain.bubble_fraction);
+}
