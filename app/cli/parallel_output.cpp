@@ -78,10 +78,12 @@ void print_parallel(const std::string& model, const std::string& parallel, const
     return;
   }
   const int ranks = p.tp * p.pp * p.dp;
+  const DType dtype = parse_stack_shape(model).dtype;
+  const bool mixed = (optimizer == Optimizer::Adam || optimizer == Optimizer::AdamW) && (dtype == DType::F16 || dtype == DType::BF16);
   std::printf("model %s, %s: %d ranks (%d stages of %d tensor- x %d data-parallel); per rank of each stage, %s%s\n",
               model.c_str(), parallel_spec_text(p).c_str(), ranks, p.pp, p.tp, p.dp,
               std::string(optimizer_name(optimizer)).c_str(),
-              optimizer == Optimizer::Adam || optimizer == Optimizer::AdamW ? " (fp32 master weights with 16-bit ones)" : "");
+              mixed ? " (mixed precision: fp32 master weights beside the 16-bit ones)" : "");
   for (const ParallelReport& r : reports) print_table(r, time);
   std::printf("\nheld/mb: what one micro-batch%s keeps from its forward to its backward; activations: (in-flight - 1) x "
               "held/mb + one micro-batch's own peak; buffers: %s\n",

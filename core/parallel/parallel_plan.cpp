@@ -50,7 +50,7 @@ uint64_t largest_op_weights(const Model& m) {
 
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
                                  const TimeModel& time, const InstructionLimit& limit, Optimizer optimizer) {
-  const GptShape g = parse_gpt_shape(model_spec);
+  const StackShape g = parse_stack_shape(model_spec);
   const std::unique_ptr<Strategy> made = make_strategy(strategy);  // a bad name fails before any work
   ParallelReport rep;
   rep.model = model_spec;
@@ -76,7 +76,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
                             .first_stage = v == 0,
                             .last_stage = v == virtual_stages - 1};
       st.chunks.push_back(slice);
-      const Model m = gpt_rank_model(g, slice);
+      const Model m = rank_model(g, slice);
       const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = false, .time = std::nullopt});
       if (!run.ok())
         throw InputError("strategy '" + strategy + "' on pipeline stage " + std::to_string(r) +

@@ -63,7 +63,8 @@ uint64_t held_after_forward(const Model& model, const Schedule& schedule);
 // The model states are core/analysis/step_memory.h's for `optimizer`: under
 // Adam with f16 or bf16 weights, mixed precision (fp32 master weights,
 // exp_avg, exp_avg_sq: 12 bytes a weight, ZeRO's K), the optimizer column
-// holding all three. Throws InputError for a model that is not gpt:, a
+// holding all three. Throws InputError for a model that is neither gpt: nor
+// transformer:, a
 // degree that does not divide, or a strategy that cannot apply to a stage
 // (naming the stage).
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,

@@ -50,9 +50,9 @@ TEST(CliParallel, BadInputExitsTwoWithOneMessage) {
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, "remat: error: " + text + "\n");
   };
-  one_line(run_cli("simulate --model transformer:4 --parallel tp=2"),
-           "--parallel: model 'transformer:4' is not a gpt: preset; only gpt:L[:D[:H[:SEQ[:BATCH[:DTYPE[:VOCAB]]]]]] has the "
-           "attention heads and MLPs Megatron's split divides");
+  one_line(run_cli("simulate --model mlp:4 --parallel tp=2"),
+           "--parallel: model 'mlp:4' is neither a gpt: nor a transformer: preset; only their blocks are split into ranks "
+           "yet (gpt:L[:D[:H[:SEQ[:BATCH[:DTYPE[:VOCAB]]]]]], transformer:L[:D[:SEQ[:BATCH]]])");
   one_line(run_cli("simulate --model gpt:2:256:4 --parallel tp=3"),
            "--parallel: tp=3 does not divide the head count 4 of 'gpt:2:256:4'");
   one_line(run_cli("simulate --model gpt:2:256:4 --parallel pp=4"),

@@ -125,16 +125,16 @@ TEST(Pipeline, ZeroBubbleH2HoldsPMinusOneMoreOnTheFirstStage) {
 }
 
 TEST(Pipeline, StagesHoldTheirBlocksAndTheEnds) {
-  const GptShape g = parse_gpt_shape("gpt:6:256:4:64:2:bf16:1000");
+  const StackShape g = parse_stack_shape("gpt:6:256:4:64:2:bf16:1000");
   const ParallelReport r = simulate_parallel(g.spec, spec(3, PipelineSchedule::OneFOneB, 6), "store-all", {}, {});
   ASSERT_EQ(r.stages.size(), 3u);
   // Weights: each stage's blocks, the first the embedding and position table,
   // the last ln_f and lm_head; together the whole model's.
   uint64_t weights = 0;
   for (const StageReport& s : r.stages) weights += s.weights;
-  EXPECT_EQ(weights, gpt_rank_model(g, {.blocks = 6}).param_bytes());
+  EXPECT_EQ(weights, rank_model(g, {.blocks = 6}).param_bytes());
   // The middle stage starts from the received activation (b, s, h) and keeps it for its first LayerNorm.
-  const Model mid = gpt_rank_model(g, r.stages[1].chunks[0]);
+  const Model mid = rank_model(g, r.stages[1].chunks[0]);
   EXPECT_EQ(mid.op(0).name, "recv");
   EXPECT_EQ(mid.op(0).bytes, 2u * 2 * 64 * 256);
   EXPECT_EQ(mid.op(mid.loss()).name, "send");

@@ -58,7 +58,7 @@ std::string spec(int layers, const Dims& d) {
 }
 
 Model rank(int layers, const Dims& d, int t, bool sp) {
-  return gpt_rank_model(parse_gpt_shape(spec(layers, d)), {.tp = t, .sp = sp, .first_block = 0, .blocks = layers});
+  return rank_model(parse_stack_shape(spec(layers, d)), {.tp = t, .sp = sp, .first_block = 0, .blocks = layers});
 }
 
 uint64_t peak(const Model& m, const std::string& strategy) {
@@ -201,6 +201,44 @@ TEST(TensorParallel, RefusesWhatTDoesNotDivide) {
             "--parallel: tp=3 does not divide the head count 4 of 'gpt:1:256:4:64:2:bf16'");
   EXPECT_EQ(input_error_of([] { (void)rank(1, {256, 4, 66, 2}, 4, true); }),
             "--parallel: tp=4 does not divide the sequence length 66 of 'gpt:1:256:4:66:2:bf16'");
-  const std::string e = input_error_of([] { (void)parse_gpt_shape("transformer:4"); });
-  EXPECT_EQ(e.rfind("--parallel: model 'transformer:4' is not a gpt: preset", 0), 0u) << e;
+  EXPECT_EQ(input_error_of([] { (void)rank_model(parse_stack_shape("transformer:1:256"), {.tp = 3, .blocks = 1}); }),
+            "--parallel: tp=3 does not divide the width 256 of 'transformer:1:256'");
+  const std::string e = input_error_of([] { (void)parse_stack_shape("resnet:18"); });
+  EXPECT_EQ(e.rfind("--parallel: model 'resnet:18' is neither a gpt: nor a transformer: preset", 0), 0u) << e;
+}
+
+// The teaching transformer (transformer:L:D:SEQ:BATCH, f32, rows = SEQ x
+// BATCH) split the same way, with the accounting of Table 2 redone for its
+// block (4-byte activations, 1-byte dropout masks, r rows, h width):
+//   whole on every rank: the two LayerNorms' inputs (8rh), the inputs of the
+//     column-parallel mix.in and mlp.up (8rh), the two dropout masks (2rh),
+//     the LayerNorms' statistics (16r)
+//   over t: tanh's output, which its backward and mix.out's both read (4,
+//     held once), the GELU's input and mlp.down's input (16 + 16) -> 36rh/t
+// so rh(18 + 36/t) + 16r, and all of it over t with sequence parallelism.
+TEST(TensorParallel, TeachingTransformerSplitsTheSameWay) {
+  const int64_t h = 256, seq = 64, batch = 4, r = seq * batch;
+  auto spec = [&](int layers) {
+    return "transformer:" + std::to_string(layers) + ":" + std::to_string(h) + ":" + std::to_string(seq) + ":" + std::to_string(batch);
+  };
+  auto model = [&](int layers, int t, bool sp) {
+    return rank_model(parse_stack_shape(spec(layers)), {.tp = t, .sp = sp, .first_block = 0, .blocks = layers});
+  };
+  // tp = 1 is the preset, op for op.
+  const Model mine = model(2, 1, false), preset = make_preset(spec(2));
+  ASSERT_EQ(mine.size(), preset.size());
+  for (int v = 0; v < mine.size(); ++v) {
+    SCOPED_TRACE(preset.op(v).name);
+    EXPECT_EQ(mine.op(v).name, preset.op(v).name);
+    EXPECT_EQ(mine.op(v).shape, preset.op(v).shape);
+    EXPECT_EQ(mine.op(v).saved, preset.op(v).saved);
+    EXPECT_EQ(mine.op(v).aux_bytes, preset.op(v).aux_bytes);
+    EXPECT_EQ(mine.op(v).param_bytes, preset.op(v).param_bytes);
+  }
+  const uint64_t rh = static_cast<uint64_t>(r * h);
+  for (int t : {1, 2, 4}) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(model(2, t, false).saved_bytes() - model(1, t, false).saved_bytes(), 18 * rh + 36 * rh / t + 16 * r);
+    if (t > 1) EXPECT_EQ(model(2, t, true).saved_bytes() - model(1, t, true).saved_bytes(), 54 * rh / t + 16 * r / t);
+  }
 }

@@ -51,8 +51,8 @@ TEST(Zero, ASharedPartIsRoundedUpToAWholeShare) {
 
 TEST(Zero, StagesModelStatesAreMixedPrecisionAdamOfItsWeights) {
   // A bf16 GPT on one stage: Psi weights of 2 bytes, so 2 Psi + 2 Psi + 12 Psi.
-  const GptShape g = parse_gpt_shape("gpt:2:256:4:64:2:bf16:1000");
-  const uint64_t psi = gpt_rank_model(g, {.blocks = 2}).param_bytes() / 2;
+  const StackShape g = parse_stack_shape("gpt:2:256:4:64:2:bf16:1000");
+  const uint64_t psi = rank_model(g, {.blocks = 2}).param_bytes() / 2;
   for (int zero : {0, 1, 2, 3}) {
     SCOPED_TRACE(zero);
     ParallelSpec p;
