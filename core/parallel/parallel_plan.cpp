@@ -20,6 +20,19 @@ std::vector<int> balanced_blocks(int layers, int stages) {
   return n;
 }
 
+std::vector<int> stage_blocks(int layers, const ParallelSpec& spec) {
+  const int n = spec.pp * spec.chunks;
+  if (spec.stages.empty()) return balanced_blocks(layers, n);
+  if (static_cast<int>(spec.stages.size()) != n)
+    throw InputError("--parallel stages: " + std::to_string(spec.stages.size()) + " given, pp x V is " + std::to_string(n) +
+                     " stages");
+  int sum = 0;
+  for (int b : spec.stages) sum += b;
+  if (sum != layers)
+    throw InputError("--parallel stages: they hold " + std::to_string(sum) + " blocks, the model has " + std::to_string(layers));
+  return spec.stages;
+}
+
 uint64_t held_after_forward(const Model& model, const Schedule& schedule) {
   ResidentSet rs(model);
   for (const Instr& ins : schedule.code) {
@@ -57,7 +70,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
   rep.spec = spec;
   rep.strategy = made->name();
   const int virtual_stages = spec.pp * spec.chunks;
-  const std::vector<int> counts = balanced_blocks(g.layers, virtual_stages);
+  const std::vector<int> counts = stage_blocks(g.layers, spec);
   std::vector<int> first(counts.size(), 0);
   for (std::size_t i = 1; i < counts.size(); ++i) first[i] = first[i - 1] + counts[i - 1];
   for (int r = 0; r < spec.pp; ++r) {

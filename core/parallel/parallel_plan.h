@@ -55,6 +55,9 @@ struct ParallelReport {
 // last stages (the first stage holds the most micro-batches). Throws
 // InputError when a stage would have none.
 std::vector<int> balanced_blocks(int layers, int stages);
+// spec.stages when given (checked: P x V stages holding all `layers` blocks),
+// else balanced_blocks. Throws InputError saying what does not add up.
+std::vector<int> stage_blocks(int layers, const ParallelSpec& spec);
 
 // The bytes resident when the forward pass ends (before the first backward):
 // what a micro-batch keeps while it waits for its backward.

@@ -10,7 +10,7 @@ namespace remat {
 namespace {
 
 constexpr const char* kGrammar =
-    "tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3]";
+    "tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3][,stages=N0:N1:...]";
 
 [[noreturn]] void bad(std::string_view item, const std::string& why) {
   throw InputError("--parallel: '" + std::string(item) + "': " + why + " (" + kGrammar + ")");
@@ -39,6 +39,9 @@ ParallelSpec parse_parallel_spec(std::string_view text) {
     else if (key == "dp") p.dp = static_cast<int>(parse_int(value, what, 1, 1 << 20));
     else if (key == "micro-batches") p.micro_batches = static_cast<int>(parse_int(value, what, 1, 1 << 20));
     else if (key == "zero") p.zero = static_cast<int>(parse_int(value, what, 0, 3));
+    else if (key == "stages") {
+      for (const std::string& n : split(value, ':')) p.stages.push_back(static_cast<int>(parse_int(n, what + " (blocks of a stage)", 1, 100'000)));
+    }
     else if (key == "schedule") {
       if (value == "gpipe") p.schedule = PipelineSchedule::GPipe;
       else if (value == "1f1b") p.schedule = PipelineSchedule::OneFOneB;
@@ -70,8 +73,11 @@ std::string schedule_name(const ParallelSpec& p) {
 }
 
 std::string parallel_spec_text(const ParallelSpec& p) {
+  std::string stages;
+  for (std::size_t i = 0; i < p.stages.size(); ++i) stages += (i ? ":" : ",stages=") + std::to_string(p.stages[i]);
   return "tp=" + std::to_string(p.tp) + (p.sp ? ",sp" : "") + ",pp=" + std::to_string(p.pp) + ",schedule=" + schedule_name(p) +
-         ",micro-batches=" + std::to_string(p.micro_batches) + ",dp=" + std::to_string(p.dp) + ",zero=" + std::to_string(p.zero);
+         ",micro-batches=" + std::to_string(p.micro_batches) + ",dp=" + std::to_string(p.dp) + ",zero=" + std::to_string(p.zero) +
+         stages;
 }
 
 }  // namespace remat

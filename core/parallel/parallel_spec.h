@@ -1,8 +1,11 @@
 // The --parallel spec: how a training step is split over devices.
 //   tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3]
+// and stages=N0:N1:...: the blocks of each (virtual) stage, in place of the
+// balanced split (a first stage given fewer blocks for the micro-batches it holds).
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace remat {
 
@@ -17,6 +20,7 @@ struct ParallelSpec {
   int micro_batches = 1;
   int dp = 1;
   int zero = 0;
+  std::vector<int> stages;  // blocks per stage (P x V of them under interleaved:V); empty: balanced
 };
 
 // Every key at most once, in any order; all optional but at least one. Throws

@@ -179,3 +179,29 @@ TEST(Pipeline, InterleavedFirstDeviceHoldsTheFactorMore) {
   // And its bubble is 1/V of 1F1B's: (p - 1)(F + B + W)/V on a shorter step.
   EXPECT_LT(inter.bubble_fraction, plain.bubble_fraction);
 }
+
+// stages=N0:N1:... in place of the balanced split: a first stage given fewer
+// blocks holds less for its p micro-batches (the usual answer to "the first
+// stage runs out of memory first").
+TEST(Pipeline, AStageListOverridesTheBalancedSplit) {
+  const std::string model = "gpt:8:256:4:64:2:bf16";
+  ParallelSpec x = spec(2, PipelineSchedule::OneFOneB, 4);
+  const ParallelReport balanced = simulate_parallel(model, x, "store-all", {}, {});
+  x.stages = {3, 5};
+  const ParallelReport given = simulate_parallel(model, x, "store-all", {}, {});
+  ASSERT_EQ(given.stages.size(), 2u);
+  EXPECT_EQ(given.stages[0].chunks[0].blocks, 3);
+  EXPECT_EQ(given.stages[1].chunks[0].first_block, 3);
+  EXPECT_EQ(given.stages[1].chunks[0].blocks, 5);
+  // One block fewer on the first stage: each of its two micro-batches keeps one layer less.
+  const StackShape g = parse_stack_shape(model);
+  const uint64_t layer = rank_model(g, {.blocks = 2}).saved_bytes() - rank_model(g, {.blocks = 1}).saved_bytes();
+  EXPECT_EQ(balanced.stages[0].held_per_micro_batch - given.stages[0].held_per_micro_batch, layer);
+  using remat::testing::input_error_of;
+  x.stages = {3, 4};
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(model, x, "store-all", {}, {}); }),
+            "--parallel stages: they hold 7 blocks, the model has 8");
+  x.stages = {8};
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(model, x, "store-all", {}, {}); }),
+            "--parallel stages: 1 given, pp x V is 2 stages");
+}
