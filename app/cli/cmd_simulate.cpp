@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "app/cli/parallel_output.h"
 #include "core/io/atomic_file.h"
 #include "core/analysis/comparison.h"
 #include "core/base/errors.h"
@@ -32,6 +33,7 @@ struct SimulateOptions {
   std::string csv;
   std::string optimizer;  // empty: no whole-step table (JSON says sgd)
   std::string micro_batches = "1";  // K, or K1,K2,... for a table over K
+  std::string parallel;  // empty: one device
   InstructionLimit limit;
   TimeModelFlags time;
 };
@@ -154,6 +156,13 @@ void run_simulate(const SimulateOptions& o) {
   const std::vector<int> ks = parse_micro_batches(o.micro_batches);
   const auto specs = expand_strategy_list(o.strategies);
   for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
+  if (!o.parallel.empty()) {
+    if (o.micro_batches != "1")
+      throw InputError("--micro-batches and --parallel: give the micro-batches in --parallel (micro-batches=M)");
+    if (!o.csv.empty()) throw InputError("--csv and --parallel: the per-stage timelines are not written yet; use --json");
+    print_parallel(o.model, o.parallel, specs, o.optimizer.empty() ? Optimizer::Adam : optimizer, tm, o.limit, o.json);
+    return;
+  }
   if (ks.size() > 1) {
     if (!o.csv.empty()) throw InputError("--csv takes one --micro-batches value, not a list");
     print_micro_batch_table(load_model(o.model), specs, ks, optimizer, o.json, o.limit);
@@ -217,6 +226,11 @@ void add_simulate_command(CLI::App& app) {
                   "Gradient accumulation: simulate one micro-batch of batch/K (the step runs K passes); a list "
                   "(1,2,4,8) prints a table over K")
       ->capture_default_str();
+  cmd->add_option("--parallel", o->parallel,
+                  "Split the step over devices (gpt: and transformer: presets): tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|"
+                  "zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3][,stages=N0:N1:...] (blocks per stage; default balanced); prints per pipeline stage the peak of each rank and what "
+                  "it is made of, the idle share and the recompute overhead (docs/parallel.md). The model's BATCH is "
+                  "one micro-batch; --optimizer defaults to adam here");
   add_max_instructions_option(cmd, o->limit);
   add_time_model_options(cmd, o->time);
   cmd->callback([o] { run_simulate(*o); });

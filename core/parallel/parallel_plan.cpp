@@ -1,0 +1,129 @@
+#include "core/parallel/parallel_plan.h"
+
+#include <algorithm>
+
+#include "core/analysis/comparison.h"
+#include "core/analysis/step_memory.h"
+#include "core/base/errors.h"
+#include "core/parallel/zero.h"
+#include "core/sim/simulator.h"
+#include "core/strategies/registry.h"
+
+namespace remat {
+
+std::vector<int> balanced_blocks(int layers, int stages) {
+  if (layers < stages)
+    throw InputError("--parallel: " + std::to_string(layers) + " blocks cannot fill " + std::to_string(stages) +
+                     " pipeline stages (pp x V) with one block each");
+  std::vector<int> n(static_cast<std::size_t>(stages), layers / stages);
+  for (int i = stages - layers % stages; i < stages; ++i) ++n[static_cast<std::size_t>(i)];
+  return n;
+}
+
+std::vector<int> stage_blocks(int layers, const ParallelSpec& spec) {
+  const int n = spec.pp * spec.chunks;
+  if (spec.stages.empty()) return balanced_blocks(layers, n);
+  if (static_cast<int>(spec.stages.size()) != n)
+    throw InputError("--parallel stages: " + std::to_string(spec.stages.size()) + " given, pp x V is " + std::to_string(n) +
+                     " stages");
+  int sum = 0;
+  for (int b : spec.stages) sum += b;
+  if (sum != layers)
+    throw InputError("--parallel stages: they hold " + std::to_string(sum) + " blocks, the model has " + std::to_string(layers));
+  return spec.stages;
+}
+
+uint64_t held_after_forward(const Model& model, const Schedule& schedule) {
+  ResidentSet rs(model);
+  for (const Instr& ins : schedule.code) {
+    if (ins.kind == InstrKind::Bwd) break;
+    rs.apply(model, ins);
+  }
+  return rs.bytes;
+}
+
+namespace {
+
+// The weight-gradient half of the Linears' backward (2 of their 4 FLOPs per
+// multiply-add pair): what zero-bubble schedules move into W passes.
+double weight_grad_flops(const Model& m) {
+  double w = 0;
+  for (const Op& op : m.ops())
+    if (op.kind == OpKind::Linear) w += op.bwd_flops / 2;
+  return w;
+}
+
+uint64_t largest_op_weights(const Model& m) {
+  uint64_t w = 0;
+  for (const Op& op : m.ops()) w = std::max(w, op.param_bytes);
+  return w;
+}
+
+}  // namespace
+
+ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
+                                 const TimeModel& time, const InstructionLimit& limit, Optimizer optimizer) {
+  const StackShape g = parse_stack_shape(model_spec);
+  const std::unique_ptr<Strategy> made = make_strategy(strategy);  // a bad name fails before any work
+  ParallelReport rep;
+  rep.model = model_spec;
+  rep.spec = spec;
+  rep.strategy = made->name();
+  const int virtual_stages = spec.pp * spec.chunks;
+  const std::vector<int> counts = stage_blocks(g.layers, spec);
+  std::vector<int> first(counts.size(), 0);
+  for (std::size_t i = 1; i < counts.size(); ++i) first[i] = first[i - 1] + counts[i - 1];
+  for (int r = 0; r < spec.pp; ++r) {
+    StageReport st;
+    st.stage = r;
+    st.in_flight = in_flight(spec, r);
+    ModelStates full;
+    double fwd = 0, bwd = 0, recompute = 0, wgrad = 0;
+    uint64_t largest = 0;
+    for (int j = 0; j < spec.chunks; ++j) {
+      const int v = j * spec.pp + r;  // Megatron's interleaving: chunk j of device r is virtual stage j p + r
+      const RankSlice slice{.tp = spec.tp,
+                            .sp = spec.sp,
+                            .first_block = first[static_cast<std::size_t>(v)],
+                            .blocks = counts[static_cast<std::size_t>(v)],
+                            .first_stage = v == 0,
+                            .last_stage = v == virtual_stages - 1};
+      st.chunks.push_back(slice);
+      const Model m = rank_model(g, slice);
+      const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = false, .time = std::nullopt});
+      if (!run.ok())
+        throw InputError("strategy '" + strategy + "' on pipeline stage " + std::to_string(r) +
+                         (spec.chunks > 1 ? " chunk " + std::to_string(j) : "") + ": " + run.error);
+      st.held_per_micro_batch = std::max(st.held_per_micro_batch, held_after_forward(m, run.schedule));
+      st.micro_batch_peak = std::max(st.micro_batch_peak, run.sim.peak_bytes);
+      const StepMemory sm = step_memory(m, optimizer, 0);
+      full.weights += sm.parameters;
+      full.gradients += sm.parameter_grads;
+      full.optimizer += sm.master_weights + sm.optimizer_state;
+      fwd += m.forward_flops();
+      bwd += m.backward_flops();
+      recompute += run.sim.recompute_flops;
+      wgrad += weight_grad_flops(m);
+      largest = std::max(largest, largest_op_weights(m));
+    }
+    const ModelStates mine = zero_shard(full, spec.dp, spec.zero);
+    st.weights = mine.weights;
+    st.gradients = mine.gradients;
+    st.optimizer = mine.optimizer;
+    st.activations = static_cast<uint64_t>(st.in_flight - 1) * st.held_per_micro_batch + st.micro_batch_peak;
+    if (spec.sp) st.buffers += tensor_bytes({g.batch, g.seq, g.hidden}, g.dtype);
+    if (spec.zero == 3 && spec.dp > 1) st.buffers += largest;
+    st.recompute_overhead = fwd + bwd > 0 ? recompute / (fwd + bwd) : 0;
+    st.times = {.f = fwd / time.device_flops, .b = (bwd - wgrad + recompute) / time.device_flops, .w = wgrad / time.device_flops};
+    rep.stages.push_back(std::move(st));
+  }
+  StageTimes slowest;
+  for (const StageReport& s : rep.stages)
+    if (s.times.total() > slowest.total()) slowest = s.times;
+  rep.step_s = step_seconds(spec, slowest);
+  rep.bubble_fraction = rep.step_s > 0 ? bubble_seconds(spec, slowest) / rep.step_s : 0;
+  for (StageReport& s : rep.stages) s.idle = rep.step_s > 0 ? 1 - spec.micro_batches * s.times.total() / rep.step_s : 0;
+  return rep;
+}
+
+}  // namespace remat
