@@ -38,6 +38,7 @@ struct RunOptions {
   std::string dump;
   std::string memory_limit;
   bool sync_each = false;
+  bool replay = false;  // --replay-decisions
   InstructionLimit limit;
   std::string trace;
   TimeModelFlags time;
@@ -235,6 +236,7 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
     j["grad_hash"] = hex64(e.grad_hash);
     j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
     j["compressed"] = e.compressed;
+    j["decided_at_run_time"] = e.decided_live;
     if (e.compressed && ref.ok()) {
       const ResultError err = relative_error(e, ref);
       const auto params = parameter_tensors(model);
@@ -286,6 +288,7 @@ void run_run(const RunOptions& o) {
   so.limit = o.limit;
   so.time = tm;
   so.record_trace = !o.trace.empty();  // --trace: what each instruction allocated and measured
+  so.decide_live = !o.replay;
   RunSession session(model, specs, so);
   if (specs.empty()) throw InputError("--strategy: no strategy given");
   // Before the (possibly long) simulations: an explicit --backend cuda without
@@ -389,6 +392,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--sync-each", o->sync_each,
                 "Wait for the device after every instruction, so that a kernel fault names the instruction that "
                 "launched it (slower; CUDA)");
+  cmd->add_flag("--replay-decisions", o->replay,
+                "A strategy that decides while the step runs (dtr) replays its simulated schedule instead of "
+                "deciding inside the run from the allocator's count (to time what deciding costs)");
   add_max_instructions_option(cmd, o->limit);
   add_time_model_options(cmd, o->time);
   cmd->add_option("--trace", o->trace,

@@ -14,6 +14,7 @@
 #include "core/kernels/rng.h"
 #include "core/model/op_rules.h"
 #include "core/sim/simulator.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 namespace {
@@ -117,13 +118,19 @@ class RunProgress {
   double last_fraction_ = 0;
 };
 
+// A strategy deciding at run time handed over another instruction than its
+// simulated schedule has: the run stops (ExecStatus::Failed, this message).
+struct LiveDecisionDiffers {
+  std::string what;
+};
+
 // One run (the warm-up or a timed one): every instruction between marks,
 // then the memory figures into `res`. `at` follows the running instruction
 // for the error messages. Returns the mark times.
 std::vector<double> run_once(const Model& model, const Schedule& schedule, Backend& backend,
                              const std::vector<uint8_t>& input, const std::vector<int64_t>& view_offset,
                              const ExecOptions& options, RunProgress& progress, std::size_t run, int64_t& at,
-                             ExecResult& res) {
+                             ExecResult& res, const Strategy* live) {
   const auto& code = schedule.code;
   DeviceMemory& memory = backend.memory();
   Timing& timing = backend.timing();
@@ -135,13 +142,33 @@ std::vector<double> run_once(const Model& model, const Schedule& schedule, Backe
   progress.check_cancel();
   r.load_input(input);
   timing.mark(0);
-  for (std::size_t i = 0; i < code.size(); ++i) {
+  auto step = [&](std::size_t i, Instr ins) {
     at = static_cast<int64_t>(i);
-    r.run(code[i], at);
+    r.run(ins, at);
     if (options.sync_each) timing.synchronize();
     timing.mark(i + 1);
     progress.check_cancel();
     progress.after_instruction(run, i);
+  };
+  if (live) {
+    // The strategy decides now, from the allocator's count; what it decides
+    // must be what was simulated (marks, times and messages index it).
+    std::size_t i = 0;
+    auto differs = [&](const std::string& what) {
+      return LiveDecisionDiffers{"decided at run time " + what + " than the simulated schedule"};
+    };
+    live->play_live(model, LiveRun{[&](Instr ins) {
+                                     if (i >= code.size()) throw differs("more instructions");
+                                     if (!(ins == code[i]))
+                                       throw differs(to_string(ins, model) + " at instruction " + std::to_string(i) +
+                                                     ", not " + to_string(code[i], model) + ", other");
+                                     step(i, ins);
+                                     ++i;
+                                   },
+                                   [&] { return backend.memory().live_bytes(); }});
+    if (i != code.size()) throw differs("fewer instructions");
+  } else {
+    for (std::size_t i = 0; i < code.size(); ++i) step(i, code[i]);
   }
   at = static_cast<int64_t>(code.size());  // past the last: the final synchronisation
   auto marks = timing.mark_times_ms();  // synchronises
@@ -232,7 +259,8 @@ namespace {
 
 // execute_loaded for a checked model and a schedule simulated on it.
 ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule, const Simulation& sim,
-                                   Backend& backend, const HostData& data, const ExecOptions& options) {
+                                   Backend& backend, const HostData& data, const ExecOptions& options,
+                                   const Strategy* live = nullptr) {
   check_runnable(schedule, sim, backend, options);
   const auto& code = schedule.code;
   ExecResult res;
@@ -253,7 +281,7 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   try {
     backend.memory().begin_strategy();
     for (std::size_t run = 0; run < runs; ++run) {
-      const auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res);
+      const auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
       if (run > 0) {  // timed
         res.run_ms.push_back(marks.back());
         for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];
@@ -272,7 +300,12 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
     res.status = ExecStatus::Failed;
     res.message = device_fault_message(e, at, options.sync_each, model, schedule);
     return res;
+  } catch (const LiveDecisionDiffers& e) {
+    res.status = ExecStatus::Failed;
+    res.message = schedule.strategy + ": " + e.what;
+    return res;
   }
+  res.decided_live = live != nullptr;
   read_back(res, model, backend.compute());
   summarise_times(res, model, schedule, instr_sum, options.repeat);
   return res;
@@ -397,7 +430,7 @@ std::vector<ExecResult> execute_simulated(const Model& model, const std::vector<
   return execute_batch(model, list, backend, options, data_out,
                        [&](std::size_t i, const HostData& data, const ExecOptions& o) {
                          return execute_simulated_loaded(model, *schedules[i].schedule, *schedules[i].sim, backend,
-                                                         data, o);
+                                                         data, o, schedules[i].live);
                        });
 }
 

@@ -17,6 +17,8 @@
 
 namespace remat {
 
+class Strategy;
+
 struct ExecOptions {
   uint64_t seed = 1;          // input, target/labels, parameters, dropout masks (< 2^32, see rng.h)
   int repeat = 3;             // timed runs after one untimed warm-up (>= 1)
@@ -54,6 +56,9 @@ struct ExecResult {
   // gradients carry the conversions' rounding, so they are compared with
   // store-all's by relative error (same_result.h), not bit for bit.
   bool compressed = false;
+  // The strategy decided at run time (SimulatedSchedule::live): the
+  // instructions run are the ones it handed over, each equal to the schedule's.
+  bool decided_live = false;
 
   // The executor's own count of the tensors it allocated (activations and
   // their gradients, exactly bytes(v) each): equal to the simulated peak by
@@ -125,10 +130,15 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
                                            Backend& backend, const ExecOptions& options,
                                            HostData* data_out = nullptr);
 
-// A schedule and what simulate() returned for it on the same model.
+// A schedule and what simulate() returned for it on the same model; `live`:
+// the strategy that made it, when it decides while the step runs
+// (Strategy::decides_live, dtr): each run then lets it decide again from the
+// allocator's count, and every instruction it hands over must be the
+// schedule's (else the run fails, naming the first that differs).
 struct SimulatedSchedule {
   const Schedule* schedule;
   const Simulation* sim;
+  const Strategy* live = nullptr;
 };
 
 // execute_strategies for a caller that has checked the model

@@ -100,7 +100,15 @@ RunSessionResult RunSession::run(const ExecOptions& options) {
   out.reference = reference_;
 
   std::vector<SimulatedSchedule> schedules;
-  for (const StrategyRun& r : plans_) schedules.push_back({&r.schedule, &r.sim});
+  std::vector<std::unique_ptr<Strategy>> live;  // the strategies that decide inside the run
+  for (const StrategyRun& r : plans_) {
+    schedules.push_back({&r.schedule, &r.sim});
+    // Only a strategy whose entry decides live is made again (the others
+    // were made once, to simulate them).
+    if (!options_.decide_live || !strategy_info(parse_strategy(r.spec)).decides_live) continue;
+    live.push_back(make_strategy(r.spec));
+    schedules.back().live = live.back().get();
+  }
   // The recorders wrap the backend, the trace's outermost.
   Backend* target = &backend;
   std::optional<TrackedRecorder> tracked;

@@ -36,6 +36,10 @@ struct RunSessionOptions {
   std::optional<TimeModel> time;    // predict each step's time (Simulation::time)
   bool record_trace = false;        // RunSessionResult::recorded
   bool record_tracked = false;      // RunSessionResult::tracked
+  // A strategy that decides while the step runs (dtr) decides inside the
+  // executor, from the allocator's count; false: its simulated schedule is
+  // replayed like any other (to time what deciding costs).
+  bool decide_live = true;
 };
 
 struct RunSessionResult {

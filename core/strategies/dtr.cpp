@@ -37,8 +37,8 @@ struct NoRoom {};
 
 class Player {
  public:
-  Player(const Model& m, uint64_t budget, DtrHeuristic h, uint64_t max_instructions)
-      : m_(m), budget_(budget), h_(h), max_(max_instructions), r_(m), n_(m.size()),
+  Player(const Model& m, uint64_t budget, DtrHeuristic h, uint64_t max_instructions, const LiveRun* live)
+      : m_(m), budget_(budget), h_(h), max_(max_instructions), live_(live), r_(m), n_(m.size()),
         uses_(n_, 0), locks_(n_, 0), bwd_done_(n_, 0), last_(n_, 0), aliases_(n_), parent_(n_), comp_cost_(n_, 0),
         evicted_(n_, 0), aux_locked_(n_, 0), scratch_(n_, 0), reads_(n_, 0), mark_(n_, 0) {
     for (int v = 0; v < n_; ++v) aliases_[m.storage(v)].push_back(v);
@@ -73,7 +73,10 @@ class Player {
     code_.push_back(ins);
     r_.apply(m_, ins);
     peak_ = std::max(peak_, r_.bytes);
+    if (live_) live_->run(ins);
   }
+  // Held now: the allocator's count when running live, else the policy's own.
+  uint64_t held() const { return live_ ? live_->live_bytes() : r_.bytes; }
   void touch(int v) { last_[m_.storage(v)] = code_.size(); }
 
   // ---- the program -----------------------------------------------------------
@@ -320,7 +323,7 @@ class Player {
   // Evicts until `need` more bytes fit under the budget. The candidates: a
   // storage (its aliases' A), or an aux(v) whose A(v) is gone.
   void make_room(uint64_t need, Instr what) {
-    while (r_.bytes + need > budget_) {
+    while (held() + need > budget_) {
       int best = -1;
       bool best_aux = false;
       double best_score = 0;
@@ -347,9 +350,9 @@ class Player {
         for (int v = 0; v < n_; ++v)
           if (r_.grad[v]) grads += m_.grad_bytes(v);
         throw InputError("dtr: a budget of " + std::to_string(budget_) + " bytes is below what " + to_string(what, m_) +
-                         " needs: " + std::to_string(r_.bytes + need) + " bytes (" + std::to_string(need) +
+                         " needs: " + std::to_string(held() + need) + " bytes (" + std::to_string(need) +
                          " it makes, " + std::to_string(grads) + " of gradients, " +
-                         std::to_string(r_.bytes - grads) +
+                         std::to_string(held() - grads) +
                          " of activations it or the recomputation before it reads, the input's included; none can be "
                          "evicted)");
       }
@@ -369,6 +372,7 @@ class Player {
   uint64_t budget_;
   DtrHeuristic h_;
   uint64_t max_;
+  const LiveRun* live_;
   ResidentSet r_;
   int n_;
   std::vector<int32_t> uses_;   // per alias: program reads still to come (aux's bwd included)
@@ -405,6 +409,8 @@ class Dtr final : public Strategy {
   }
   // The policy decides as it goes, so its length is known by playing it
   // (fast: a scan of the resident storages per eviction).
+  bool decides_live() const override { return true; }
+  void play_live(const Model& m, const LiveRun& live) const override { play_dtr_live(m, budget_, h_, live); }
   ScheduleSize size(const Model& m, uint64_t limit) const override {
     const DtrPlay p = play_dtr(m, budget_, h_, limit);
     if (p.stopped) return {limit + 1, ScheduleSize::Bound::AtLeast};
@@ -420,7 +426,15 @@ class Dtr final : public Strategy {
 
 DtrPlay play_dtr(const Model& model, uint64_t budget, DtrHeuristic heuristic, uint64_t max_instructions) {
   if (model.size() < 2) throw InputError("dtr: model '" + model.name + "' has no op to run");
-  Player p(model, budget, heuristic, max_instructions);
+  Player p(model, budget, heuristic, max_instructions, nullptr);
+  DtrPlay out = p.play();
+  out.schedule.strategy = "dtr";
+  return out;
+}
+
+DtrPlay play_dtr_live(const Model& model, uint64_t budget, DtrHeuristic heuristic, const LiveRun& live) {
+  if (model.size() < 2) throw InputError("dtr: model '" + model.name + "' has no op to run");
+  Player p(model, budget, heuristic, UINT64_MAX, &live);
   DtrPlay out = p.play();
   out.schedule.strategy = "dtr";
   return out;

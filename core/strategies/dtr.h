@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/sim/schedule.h"
+#include "core/strategies/strategy.h"
 
 namespace remat {
 
@@ -55,5 +56,11 @@ struct DtrPlay {
 // evicted. Stops (DtrPlay::stopped) once the schedule passes max_instructions.
 DtrPlay play_dtr(const Model& model, uint64_t budget, DtrHeuristic heuristic,
                  uint64_t max_instructions = UINT64_MAX);
+
+// The same policy deciding inside a run: each instruction goes to live.run
+// as it is decided, and the bytes held come from live.live_bytes() (the
+// executor's allocator). With the allocator counting as the simulator does,
+// it decides exactly what play_dtr decides.
+DtrPlay play_dtr_live(const Model& model, uint64_t budget, DtrHeuristic heuristic, const LiveRun& live);
 
 }  // namespace remat

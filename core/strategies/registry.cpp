@@ -159,7 +159,8 @@ const std::vector<StrategyInfo>& strategy_catalog() {
        .params = {{ParamKind::Bytes, "dtr: BYTES"},
                   {.kind = ParamKind::Choice, .what = "dtr: HEURISTIC", .lo = 0, .hi = 3, .optional = true,
                    .omitted_value = 0, .choices = dtr_heuristic_names()}},
-       .color = 0xAA4499},  // purple
+       .color = 0xAA4499,  // purple
+       .decides_live = true},
       {.name = "selective", .argument = "", .example = "", .help = "keep Linear/Dense/loss outputs and branch points, recompute the cheap ops",
        .make = [](const StrategySpec&) { return make_selective(); }, .color = 0x44AA99},  // teal
       {.name = "attention-core", .argument = "N", .example = "1",

@@ -5,6 +5,8 @@
 // "manual:3,7,11").
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,15 @@ struct SolverRecord {
   std::string detail = "";
 };
 
+// What a strategy that decides while the step runs (dtr) plays into: each
+// instruction it decides on is handed to `run` at once, and `live_bytes`
+// says what is held now, read from the executor's allocator rather than
+// from the strategy's own count.
+struct LiveRun {
+  std::function<void(Instr)> run;
+  std::function<uint64_t()> live_bytes;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -65,6 +76,14 @@ class Strategy {
   virtual std::vector<int> declared_checkpoints(const Model& model) const {
     (void)model;
     return {};
+  }
+  // True for a strategy that decides at run time: the executor then lets it
+  // play_live() instead of replaying schedule(), whose instructions are what
+  // it must hand over (the executor checks each one).
+  virtual bool decides_live() const { return false; }
+  virtual void play_live(const Model& model, const LiveRun& live) const {
+    (void)model, (void)live;
+    throw std::logic_error(name() + " decides before the step, not while it runs");
   }
 };
 

@@ -265,3 +265,28 @@ TEST(CliRun, BadCompressSpecIsOneMessageAndExit2) {
 }
 
 }  // namespace
+
+namespace remat {
+namespace {
+
+// dtr decides inside the run (docs/run.md); --replay-decisions replays its
+// simulated schedule. Either way: store-all's gradients, under the budget.
+TEST(CliRun, DtrDecidesAtRunTimeUnlessReplayed) {
+  for (const char* extra : {"", " --replay-decisions"}) {
+    const CliResult r = run_cli(std::string("run --model mlp:4:16:4 --strategy dtr:1.5K --backend cpu --json") + extra);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j["strategies"].size(), 2u);
+    const auto& dtr = j["strategies"][1];
+    EXPECT_EQ(dtr["name"], "dtr:1536");
+    EXPECT_EQ(dtr["status"], "ok");
+    EXPECT_EQ(dtr["decided_at_run_time"], std::string(extra).empty());
+    EXPECT_FALSE(j["strategies"][0]["decided_at_run_time"].get<bool>());
+    EXPECT_EQ(dtr["tracked_peak_bytes"], dtr["predicted_peak_bytes"]);
+    EXPECT_LE(dtr["tracked_peak_bytes"].get<uint64_t>(), 1536u);
+    EXPECT_EQ(dtr["matches_store_all"], true);
+  }
+}
+
+}  // namespace
+}  // namespace remat

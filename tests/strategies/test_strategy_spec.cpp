@@ -35,6 +35,9 @@ TEST(StrategySpec, EveryCatalogEntryRoundTripsThroughParsePrintAndMake) {
     EXPECT_EQ(parse_strategy(spec.str()).str(), spec.str());
     // The strategy made from the value names itself by the value's text.
     EXPECT_EQ(make_strategy(spec)->name(), spec.str());
+    // The catalog says which strategies decide while the step runs (the run
+    // session asks it, so as not to make every strategy twice).
+    EXPECT_EQ(make_strategy(spec)->decides_live(), info.decides_live);
     EXPECT_EQ(&strategy_info(spec), info.modify ? find_strategy("sqrt") : &info);
     // One parameter value per parameter given, at most as many as the entry has
     // (a list of op ids is one parameter of any length).

@@ -132,10 +132,10 @@ TEST(TradeoffChart, WideRangesGetLogAxes) {
   SweepResult wide;
   // Budgets from 4 B to 4,000 B; positive overheads from 50 % to 5,000 %
   // (recompute-all on a long chain), and store-all's 0 %.
-  wide.budgets = {{4, true, "recompute-all", 4, 50.0, 50.0},
-                  {64, true, "sqrt", 64, 0.5, 0.5},
-                  {4000, true, "store-all", 4000, 0.0, 0.0}};
-  wide.named = {{"recompute-all", 4, 50.0, 50.0}, {"sqrt", 64, 0.5, 0.5}, {"store-all", 4000, 0.0, 0.0}};
+  wide.budgets = {{4, true, parse_strategy("recompute-all"), 4, 50.0, 50.0},
+                  {64, true, parse_strategy("sqrt"), 64, 0.5, 0.5},
+                  {4000, true, parse_strategy("store-all"), 4000, 0.0, 0.0}};
+  wide.named = {{parse_strategy("recompute-all"), 4, 50.0, 50.0}, {parse_strategy("sqrt"), 64, 0.5, 0.5}, {parse_strategy("store-all"), 4000, 0.0, 0.0}};
   TradeoffChart chart;
   chart.resize(800, 600);
   chart.setSweep("wide", wide);
@@ -162,8 +162,8 @@ TEST(TradeoffChart, WideRangesGetLogAxes) {
   EXPECT_EQ(storeAll, 1);
 
   SweepResult narrow;
-  narrow.budgets = {{10, true, "sqrt", 10, 0.4, 0.4}, {20, true, "store-all", 20, 0.2, 0.2}};
-  narrow.named = {{"sqrt", 10, 0.4, 0.4}, {"store-all", 20, 0.2, 0.2}};
+  narrow.budgets = {{10, true, parse_strategy("sqrt"), 10, 0.4, 0.4}, {20, true, parse_strategy("store-all"), 20, 0.2, 0.2}};
+  narrow.named = {{parse_strategy("sqrt"), 10, 0.4, 0.4}, {parse_strategy("store-all"), 20, 0.2, 0.2}};
   chart.setSweep("narrow", narrow);
   EXPECT_FALSE(chart.logX());
   EXPECT_FALSE(chart.logY());
