@@ -28,8 +28,10 @@ void BM_DtrChain(benchmark::State& state) {
   const Model m = make_preset("chain:" + std::to_string(n) + ":4");
   const uint64_t unit = m.op(1).bytes;
   const uint64_t budget = 2 * static_cast<uint64_t>(std::ceil(std::sqrt(double(n)))) * unit;
+  const auto h = static_cast<DtrHeuristic>(state.range(1));
+  state.SetLabel(dtr_heuristic_names()[static_cast<std::size_t>(h)]);
   DtrPlay p;
-  for (auto _ : state) p = play_dtr(m, budget, DtrHeuristic::HDtr);
+  for (auto _ : state) p = play_dtr(m, budget, h);
   const Simulation s = simulate(m, p.schedule);
   state.counters["fwd_per_n"] = static_cast<double>(s.forward_steps) / n;
   state.counters["evictions"] = static_cast<double>(p.evictions.size());
@@ -80,7 +82,7 @@ void vs_optimal_args(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_DtrChain)->Arg(100)->Arg(400)->Arg(1600)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DtrChain)->ArgsProduct({{100, 400, 1600}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DtrVsOptimal)->Apply(vs_optimal_args)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
