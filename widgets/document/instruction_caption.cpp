@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/base/errors.h"
 #include "core/sim/compression.h"
+#include "core/strategies/registry.h"
 #include "core/model/model.h"
 #include "widgets/document/node_states.h"
 
@@ -24,6 +26,22 @@ bool InstructionCaption::reads_act(const Instr& ins, int op) const {
   if (ins.kind == InstrKind::Fwd) return std::find(o.inputs.begin(), o.inputs.end(), op) != o.inputs.end();
   if (ins.kind == InstrKind::Bwd) return std::find(o.saved.begin(), o.saved.end(), op) != o.saved.end();
   return false;
+}
+
+std::string InstructionCaption::eviction_reason() const {
+  std::size_t h = 0;  // the spec's heuristic (left out: the first)
+  try {
+    const StrategySpec spec = parse_strategy(schedule_->strategy);
+    if (spec.parameters.size() > 1) h = static_cast<std::size_t>(spec.parameters[1]);
+  } catch (const InputError&) {
+  }
+  switch (h) {
+    case 1: return "it is the cheapest to recompute per byte and the stalest, counting the evicted neighbours it "
+                   "would bring back (h-dtr-eq)";
+    case 2: return "it is the stalest, read longest ago (lru)";
+    case 3: return "it holds the most bytes (largest)";
+    default: return "it is the cheapest to recompute per byte and the stalest (h-dtr)";
+  }
 }
 
 std::string InstructionCaption::text(std::size_t t) const {
@@ -54,8 +72,12 @@ std::string InstructionCaption::text(std::size_t t) const {
     }
     case InstrKind::FreeAct: {
       for (std::size_t i = t + 1; i < code.size(); ++i) {
-        if (code[i].kind == InstrKind::Fwd && code[i].op == v)
+        if (code[i].kind == InstrKind::Fwd && code[i].op == v) {
+          if (facts_->decides_live())
+            return "evicting " + name(v) + ": memory was full, and " + eviction_reason() +
+                   "; it is recomputed when it is read again";
           return "freeing " + name(v) + ": it will be recomputed when it is needed again";
+        }
         // Freed after its compress: the smaller copy is what waits.
         if (code[i].kind == InstrKind::Decompress && code[i].op == v) {
           const Packing p = facts_->packing(v);

@@ -20,6 +20,8 @@ class InstructionCaption {
   std::string name(int op) const;
   std::string names(const std::vector<int>& ops) const;
   bool reads_act(const Instr& ins, int op) const;
+  // Why dtr's heuristic chose what it evicts, from the schedule's spec.
+  std::string eviction_reason() const;
   const Model* model_;
   const Schedule* schedule_;
   const ScheduleFacts* facts_;

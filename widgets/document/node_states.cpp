@@ -1,5 +1,8 @@
 #include "widgets/document/node_states.h"
 
+#include <algorithm>
+
+#include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/sim/instr_reads.h"
 #include "core/strategies/checkpoint_sets.h"
@@ -15,6 +18,15 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
   packing_.assign(n, 0);
   first_fwd_[0] = 0;  // the input is given before the first instruction
   std::vector<uint8_t> freed(n, 0);
+  try {
+    live_ = strategy_info(parse_strategy(schedule.strategy)).decides_live;
+  } catch (const InputError&) {  // a schedule of no registered strategy
+  }
+  if (live_) {
+    fwd_at_.resize(n);
+    for (std::size_t i = 0; i < schedule.code.size(); ++i)
+      if (schedule.code[i].kind == InstrKind::Fwd) fwd_at_[static_cast<std::size_t>(schedule.code[i].op)].push_back(i);
+  }
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
     const Instr ins = schedule.code[i];
     const auto v = static_cast<std::size_t>(ins.op);
@@ -50,6 +62,12 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
   }
   for (int v : declared)
     if (v >= 0 && static_cast<std::size_t>(v) < n) checkpoint_[static_cast<std::size_t>(v)] = 1;
+}
+
+bool ScheduleFacts::evicted_at(int op, std::size_t t) const {
+  if (!live_) return false;
+  const auto& at = fwd_at_[static_cast<std::size_t>(op)];
+  return std::upper_bound(at.begin(), at.end(), t) != at.end();
 }
 
 std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
@@ -89,7 +107,7 @@ NodeStates node_states_at(const Model& model, const Schedule& schedule, const Re
       s.fwd[v] = FwdState::Compressed;
       s.packing[v] = facts.packing(static_cast<int>(v));
     } else if (first != ScheduleFacts::kNever && first <= t) {
-      s.fwd[v] = FwdState::Freed;
+      s.fwd[v] = facts.evicted_at(static_cast<int>(v), t) ? FwdState::Evicted : FwdState::Freed;
     }
     const std::size_t b = facts.bwd_at(static_cast<int>(v));
     if (b != ScheduleFacts::kNever && b < t) s.bwd[v] = BwdState::Done;

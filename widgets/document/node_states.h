@@ -22,7 +22,9 @@ struct Model;
 // device while the copy lands; after it the tensor is Live again.
 // Compressed: C(v) is on the device and A(v) is not (from the `free A(v)`
 // after its compress until its decompress makes A(v) again).
-enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching, Compressed };
+// Evicted: freed by a strategy that decides while the step runs (dtr) and
+// recomputed later: it may come back, unlike a tensor freed for good.
+enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching, Compressed, Evicted };
 enum class BwdState : uint8_t { Pending, Running, Done };
 
 struct NodeStates {
@@ -60,8 +62,15 @@ class ScheduleFacts {
   // The type the schedule compresses A(op) to (None: never compressed); a
   // modifier picks one type per schedule.
   Packing packing(int op) const { return static_cast<Packing>(packing_[static_cast<std::size_t>(op)]); }
+  // The schedule's strategy decides while the step runs (dtr): its frees of
+  // an activation it recomputes later are evictions.
+  bool decides_live() const { return live_; }
+  // A(op), not resident at instruction t, is recomputed after t by such a strategy.
+  bool evicted_at(int op, std::size_t t) const;
 
  private:
+  bool live_ = false;
+  std::vector<std::vector<std::size_t>> fwd_at_;  // per op, where a live-deciding schedule computes it
   std::vector<std::size_t> first_fwd_, bwd_;
   std::vector<HostSpan> host_;
   std::vector<uint8_t> checkpoint_;

@@ -16,7 +16,7 @@ constexpr double kLegendRow = 20;  // px at font scale 1
 constexpr NodeLook kLegendOrder[] = {
     NodeLook::ActNotComputed, NodeLook::ActComputing, NodeLook::ActResident, NodeLook::ActCheckpoint,
     NodeLook::ActRecomputing, NodeLook::ActFreed,     NodeLook::ActOnHost,   NodeLook::ActFetching,
-    NodeLook::ActCompressed,
+    NodeLook::ActCompressed,  NodeLook::ActEvicted,
     NodeLook::GradNotYet,     NodeLook::BwdRunning,   NodeLook::GradResident, NodeLook::GradFreed};
 constexpr const char* kViewLegend = "view (owns no bytes)";
 

@@ -43,8 +43,10 @@ LegendMask legend_mask(const Model& m, const Schedule& s, const ScheduleFacts& f
         break;
       }
       case InstrKind::FreeAct:
-        // Freed, unless only its compressed copy stays (drawn compressed).
-        if (facts.packing(v) == Packing::None) mask |= legend_bit(NodeLook::ActFreed);
+        // Freed, unless only its compressed copy stays (drawn compressed) or
+        // a strategy deciding at run time recomputes it later (evicted).
+        if (facts.evicted_at(v, t)) mask |= legend_bit(NodeLook::ActEvicted);
+        else if (facts.packing(v) == Packing::None) mask |= legend_bit(NodeLook::ActFreed);
         break;
       case InstrKind::FreePacked: mask |= legend_bit(NodeLook::ActFreed); break;
       case InstrKind::Offload: mask |= legend_bit(NodeLook::ActOnHost); break;

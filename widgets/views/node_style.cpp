@@ -31,6 +31,10 @@ const NodeStyle kStyles[] = {
     // resident blue (the stored copy), so that it never reads as freed.
     {okabe_ito::yellow(), Qt::NoBrush, {}, okabe_ito::blue(), 0.14, Qt::DotLine, NodeMark::Packed, true,
      "compressed (stored smaller)"},
+    // Gone from memory like a freed tensor (not filled), but outlined in the
+    // recomputing colour: it comes back when it is read.
+    {Qt::white, Qt::NoBrush, {}, okabe_ito::vermillion(), 0.14, Qt::DotLine, NodeMark::None, false,
+     "evicted (recomputed when read)"},
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "gradient not yet"},
     {okabe_ito::bluishGreen(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
      "gradient in memory"},
@@ -55,6 +59,7 @@ NodeLook activation_look(const NodeStates& s, int v) {
     case FwdState::OnHost: return NodeLook::ActOnHost;
     case FwdState::Fetching: return NodeLook::ActFetching;
     case FwdState::Compressed: return NodeLook::ActCompressed;
+    case FwdState::Evicted: return NodeLook::ActEvicted;
     case FwdState::Live: return s.checkpoint[i] ? NodeLook::ActCheckpoint : NodeLook::ActResident;
   }
   return NodeLook::ActNotComputed;
