@@ -180,10 +180,14 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
       const OptimalOutcome opt = optimal_schedule(m, p.budget, o.optimal_seconds);
       if (opt.found) {
         // A proven or chosen checkpoint set is recreated by manual:...; the
-        // MILP's or the residency bound's schedule by the optimal spec that found it.
+        // MILP's or the residency bound's schedule by the optimal spec that
+        // found it, and so is dtr's compute with optimal's frees (they free
+        // earlier than dtr's evictions: dtr:B alone peaks higher).
+        const bool named_exactly =
+            !opt.from_named.empty() && !strategy_info(parse_strategy(opt.from_named)).decides_live;
         const StrategySpec spec =
-            !opt.from_named.empty() ? parse_strategy(opt.from_named)
-            : opt.from_milp || opt.from_residency
+            named_exactly ? parse_strategy(opt.from_named)
+            : opt.from_milp || opt.from_residency || !opt.from_named.empty()
                 ? strategy_spec("optimal", {static_cast<int64_t>(p.budget), static_cast<int64_t>(std::ceil(o.optimal_seconds))})
                 : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);
