@@ -241,7 +241,7 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   res.backend = backend.name();
   res.baseline_bytes = backend.compute().baseline_bytes();
   res.compressed = sim.conversions > 0;
-  std::vector<int64_t> view_offset(static_cast<std::size_t>(model.size()), 0);  // f32 elements into the storage
+  std::vector<int64_t> view_offset(static_cast<std::size_t>(model.size()), 0);  // elements into the storage
   for (int v = 0; v < model.size(); ++v) view_offset[static_cast<std::size_t>(v)] = storage_offset(model, v);
 
   const std::vector<uint8_t> input = input_bytes(model, data);

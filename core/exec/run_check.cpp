@@ -62,7 +62,7 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     const Op& op = model.op(v);
     // Integer token ids feed an Embedding, nothing else reads integers.
     for (const int u : op.inputs)
-      if (model.op(u).dtype != DType::F32 && op.kind != OpKind::Embedding) {
+      if (is_integer(model.op(u).dtype) && op.kind != OpKind::Embedding) {
         add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") reads the " +
                    std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
                    "; only an Embedding reads integers");

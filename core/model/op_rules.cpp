@@ -809,7 +809,9 @@ std::string exec_problem(const Op& op) {
   // refuses other readers).
   if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64))
     return op.bytes >= tensor_bytes(op.shape, op.dtype) ? "" : "its bytes do not hold its elements";
-  if (op.dtype != DType::F32) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32 runs";
+  // Floating point tensors run in f32, bf16 or f16 (stored so, computed in
+  // f32: docs/memory-model.md#mixed-precision-autocast).
+  if (is_integer(op.dtype)) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32, bf16 and f16 run";
   if (op.kind != OpKind::Input && !exec_listed(op.kind)) return "no kernel runs a " + std::string(kind_name(op.kind));
   if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return "it owns fewer bytes than its elements take";
   if (std::string why = kernel_attr_problem(op); !why.empty()) return "the kernels take no " + why;
