@@ -123,6 +123,7 @@ void CpuBackend::load(const Model& model, const HostData& data) {
     bytes += c.size();
   }
   baseline_bytes_ = bytes + 4 * state_.target_n + 4 * state_.labels_n + 4;
+  initial_loss_scale_ = loss_scale_ = uses_f16(model) ? kF16LossScale : 1.0f;
   const ScratchFloats scratch = model_scratch(model);
   for (int i = 0; i < kScratchSlots; ++i)
     state_.scratch[i] = hold(4 * static_cast<uint64_t>(scratch[i]), MemoryUse::Scratch, "backward scratch");
@@ -193,6 +194,7 @@ void CpuBackend::decompress(void* f32, const void* packed, uint64_t elements, Pa
 }
 
 void CpuBackend::begin_strategy() {
+  loss_scale_ = initial_loss_scale_;
   alloc_.trim();
   host_alloc_.trim();
   reset_peaks();
@@ -227,14 +229,19 @@ void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
 }
 
 void CpuBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
-  if (!runs_mixed(m, v)) return cpu_backward(state_, OpCall(m, v, t, acc));
+  const float seed = v == m.loss() ? loss_scale_ : 1.0f;
+  if (seed == 1.0f && !runs_mixed(m, v)) return cpu_backward(state_, OpCall(m, v, t, acc));
   CallScratch scratch(alloc_);
-  mixed_backward(state_, m, v, t, acc, scratch);
+  mixed_backward(state_, m, v, t, acc, scratch, seed);
 }
 
 std::vector<float> CpuBackend::read_param_grad(std::size_t index) {
   const uint64_t n = numel_.at(index);
-  return std::vector<float>(state_.grads[index], state_.grads[index] + n);
+  std::vector<float> g(state_.grads[index], state_.grads[index] + n);
+  // GradScaler's unscale_: times the inverse, exact for a power of two.
+  if (loss_scale_ != 1.0f)
+    for (float& x : g) x *= 1.0f / loss_scale_;
+  return g;
 }
 
 void CpuBackend::begin_marks(std::size_t count) { marks_.assign(count, {}); }

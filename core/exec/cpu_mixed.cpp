@@ -196,10 +196,12 @@ class WidenedCall {
   }
   // Rounded to what the op computed it as (the cast: autocast's copy's
   // gradient) and to the input's dtype, then stored or added.
-  void store_dx() const {
+  void store_dx(float seed) const {
     for (const Dx& d : dx_) {
       const Op& in = m_.op(d.u);
       const int64_t n = in.numel();
+      if (seed != 1.0f)
+        for (int64_t i = 0; i < n; ++i) d.f32[i] *= seed;
       if (is_low_precision(cast_) && cast_ != in.dtype) round_to(cast_, d.f32, n);
       round_to(in.dtype, d.f32, n);
       void* g = t_.grad[static_cast<std::size_t>(d.u)];
@@ -289,8 +291,12 @@ void mixed_forward(CpuOpState& s, const Model& model, int v, const TensorTable& 
   w.store_aux();
 }
 
+bool uses_f16(const Model& model) {
+  return std::any_of(model.ops().begin(), model.ops().end(), [](const Op& op) { return op.dtype == DType::F16; });
+}
+
 void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable& t,
-                    std::span<const uint8_t> accumulate, MixedScratch& scratch) {
+                    std::span<const uint8_t> accumulate, MixedScratch& scratch, float seed) {
   WidenedCall w(s, model, v, t, scratch);
   for (const int u : model.op(v).inputs) w.read_act(u, true);
   w.read_act(v, false);
@@ -300,7 +306,7 @@ void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable&
   w.cast_params(true);
   const TensorTable table = w.table();
   cpu_backward(s, OpCall(model, v, table, acc));
-  w.store_dx();
+  w.store_dx(seed);
   w.add_param_grads();
 }
 

@@ -41,7 +41,15 @@ bool autocast_lowers(OpKind kind);
 bool runs_mixed(const Model& model, int v);
 
 void mixed_forward(CpuOpState& s, const Model& model, int v, const TensorTable& t, MixedScratch& scratch);
+// `seed` multiplies the input gradients before they are rounded: the loss
+// scale at the loss (a power of two, so exact unless it overflows, as the
+// scaled backward of GradScaler would).
 void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable& t,
-                    std::span<const uint8_t> accumulate, MixedScratch& scratch);
+                    std::span<const uint8_t> accumulate, MixedScratch& scratch, float seed = 1.0f);
+
+// GradScaler's initial scale, 2^16, which a model with f16 tensors runs with
+// (bf16 has f32's range and needs none).
+constexpr float kF16LossScale = 65536.0f;
+bool uses_f16(const Model& model);
 
 }  // namespace remat
