@@ -216,6 +216,13 @@ void rule_loss(Derivation& d) {
   d.fwd = d.op.kind == OpKind::MSELoss ? 3 * n : 5 * n;
   d.bwd = 3 * n;
   d.saved = {d.op.inputs[0]};
+  // Autocast computes losses in f32: a bf16/f16 input is cast, and what the
+  // backward keeps is f32 — MSE the cast input, cross-entropy log_softmax's
+  // log-probabilities — not the input itself.
+  if (x.dtype == DType::BF16 || x.dtype == DType::F16) {
+    d.saved.clear();
+    d.aux = 4 * static_cast<uint64_t>(x.numel());
+  }
 }
 
 void rule_generic(Derivation& d) {
@@ -776,6 +783,11 @@ std::string kernel_attr_problem(const Op& op) {
   return {};
 }
 
+bool mse_keeps_f32_input(const Op& op) {
+  return op.kind == OpKind::MSELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
+         std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
+}
+
 bool ce_keeps_log_probs(const Op& op) {
   return op.kind == OpKind::SoftmaxCELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
          std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
@@ -823,7 +835,7 @@ std::string exec_problem(const Op& op) {
   // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.
   // A loss that keeps something else describes memory these kernels do not
   // reproduce.
-  if (is_loss(op.kind) && !ce_keeps_log_probs(op) &&
+  if (is_loss(op.kind) && !ce_keeps_log_probs(op) && !mse_keeps_f32_input(op) &&
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
     return "the loss's backward reads its input, which its saved set leaves out";
   // The softmax kernel normalises rows: the last axis only.

@@ -291,3 +291,27 @@ TEST(MixedPrecision, Bf16RunsWithoutLossScale) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// Autocast runs losses in f32: on a bf16/f16 input they keep the f32 cast
+// (MSE) or log-probabilities (cross-entropy) in aux, 4 bytes an element, and
+// not the input; on f32 they keep the input.
+TEST(MixedPrecision, LossesOfLowPrecisionInputsKeepF32) {
+  const Model bf16 = make_preset("gpt:1:32:4:8:2:bf16:64");
+  const Op& ce = bf16.op(bf16.loss());
+  EXPECT_TRUE(ce.saved.empty());
+  EXPECT_EQ(ce.aux_bytes, 4 * static_cast<uint64_t>(bf16.op(ce.inputs[0]).numel()));
+  EXPECT_TRUE(ce_keeps_log_probs(ce));
+  const Model f32 = make_preset("gpt:1:32:4:8:2:f32:64");
+  EXPECT_EQ(f32.op(f32.loss()).saved, std::vector<int>{f32.op(f32.loss()).inputs[0]});
+  EXPECT_EQ(f32.op(f32.loss()).aux_bytes, 0u);
+  const Model mse = linear_model(DType::F16, DType::F16);
+  EXPECT_TRUE(mse_keeps_f32_input(mse.op(mse.loss())));
+  EXPECT_EQ(mse.op(mse.loss()).aux_bytes, 4u * 6 * 20);
+  EXPECT_FALSE(mse_keeps_f32_input(linear_model(DType::F32, DType::F32).op(2)));
+}
+
+}  // namespace
+}  // namespace remat
