@@ -152,6 +152,23 @@ void print_error_table(const Model& model, const std::vector<Row>& rows, const E
               "written over --device-bandwidth); measured: their own time on this backend\n");
 }
 
+// An f16 model runs with GradScaler's loss scale: say so, and which steps it would skip.
+void print_loss_scale(const std::vector<Row>& rows) {
+  const ExecResult* scaled = nullptr;
+  std::string skipped;
+  for (const auto& r : rows) {
+    if (!r.exec->ok() || (r.exec->loss_scale == 1.0f && r.exec->loss_scale_backoffs == 0)) continue;
+    scaled = r.exec;
+    if (r.exec->step_skipped) skipped += (skipped.empty() ? "" : ", ") + r.sim->name;
+  }
+  if (!scaled) return;
+  std::printf("loss scale %g: GradScaler's 65536 for f16, halved %d time(s) in the warm-up while gradients "
+              "overflowed; gradients shown unscaled; %s\n",
+              static_cast<double>(scaled->loss_scale), scaled->loss_scale_backoffs,
+              skipped.empty() ? "every gradient is finite"
+                              : ("still non-finite, a step GradScaler skips: " + skipped).c_str());
+}
+
 void print_table(const Model& model, const std::string& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
@@ -181,6 +198,7 @@ void print_table(const Model& model, const std::string& backend, const RunOption
                 ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(), same_column(e, ref));
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+  print_loss_scale(rows);
   print_error_table(model, rows, ref);
 
   print_host_tier_table(rows);
@@ -234,6 +252,9 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
     j["recompute_share"] = e.recompute_share;
     j["loss"] = e.loss;
     j["grad_hash"] = hex64(e.grad_hash);
+    j["loss_scale"] = e.loss_scale;
+    j["step_skipped"] = e.step_skipped;
+    j["loss_scale_backoffs"] = e.loss_scale_backoffs;
     j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
     j["compressed"] = e.compressed;
     j["decided_at_run_time"] = e.decided_live;

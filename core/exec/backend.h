@@ -145,6 +145,16 @@ class Compute {
   // Read back to the host (synchronising).
   virtual float read_loss() = 0;
   virtual std::vector<float> read_param_grad(std::size_t index) = 0;  // index into parameter_tensors
+
+  // Mixed precision's loss scale, as torch.cuda.amp.GradScaler applies it to
+  // an f16 model: the backward starts from G(loss) = scale instead of 1, so
+  // that small gradients do not flush to zero in f16, and read_param_grad
+  // returns the gradients unscaled (times 1/scale, exact: a power of two).
+  // 1: no scaling. back_off_loss_scale() halves it (GradScaler's backoff
+  // after a step with non-finite gradients); a backend starts each strategy
+  // (DeviceMemory::begin_strategy) from its initial scale again.
+  virtual float loss_scale() const { return 1.0f; }
+  virtual void back_off_loss_scale() {}
 };
 
 // ---- The host tier (offload/fetch) and compressed checkpoints

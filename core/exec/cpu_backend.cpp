@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/base/errors.h"
+#include "core/exec/cpu_mixed.h"
 #include "core/kernels/convert.h"
 
 namespace remat {
@@ -29,6 +30,32 @@ uint64_t proc_kib(const char* file, const char* key, uint64_t otherwise) {
 
 // The resident set of this process (VmRSS): the operating system's own view.
 uint64_t resident_set_bytes() { return proc_kib("/proc/self/status", "VmRSS:", 0); }
+
+// A mixed-precision call's f32 copies, from the backend's allocator (its
+// measured figures include them, as scratch), given back after the call.
+class CallScratch final : public MixedScratch {
+ public:
+  explicit CallScratch(HostAllocator& alloc) : alloc_(alloc) {}
+  ~CallScratch() override { give_back_all(); }
+  float* take(int64_t floats) override {
+    const uint64_t bytes = 4 * static_cast<uint64_t>(std::max<int64_t>(floats, 1));
+    void* p = alloc_.allocate(bytes, MemoryUse::Scratch);
+    if (!p)
+      throw DeviceOutOfMemory("the cpu backend could not allocate " + std::to_string(bytes) +
+                                  " bytes of mixed-precision scratch",
+                              bytes, alloc_.free_bytes());
+    held_.push_back(p);
+    return static_cast<float*>(p);
+  }
+  void give_back_all() override {
+    for (void* p : held_) alloc_.release(p);
+    held_.clear();
+  }
+
+ private:
+  HostAllocator& alloc_;
+  std::vector<void*> held_;
+};
 
 }  // namespace
 
@@ -96,6 +123,7 @@ void CpuBackend::load(const Model& model, const HostData& data) {
     bytes += c.size();
   }
   baseline_bytes_ = bytes + 4 * state_.target_n + 4 * state_.labels_n + 4;
+  initial_loss_scale_ = loss_scale_ = uses_f16(model) ? kF16LossScale : 1.0f;
   const ScratchFloats scratch = model_scratch(model);
   for (int i = 0; i < kScratchSlots; ++i)
     state_.scratch[i] = hold(4 * static_cast<uint64_t>(scratch[i]), MemoryUse::Scratch, "backward scratch");
@@ -166,6 +194,7 @@ void CpuBackend::decompress(void* f32, const void* packed, uint64_t elements, Pa
 }
 
 void CpuBackend::begin_strategy() {
+  loss_scale_ = initial_loss_scale_;
   alloc_.trim();
   host_alloc_.trim();
   reset_peaks();
@@ -193,15 +222,26 @@ uint64_t CpuBackend::device_free_bytes() const {
 
 void CpuBackend::upload(void* dst, const void* src, uint64_t bytes) { std::memcpy(dst, src, bytes); }
 
-void CpuBackend::forward(const Model& m, int v, const TensorTable& t) { cpu_forward(state_, OpCall(m, v, t)); }
+void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
+  if (!runs_mixed(m, v)) return cpu_forward(state_, OpCall(m, v, t));
+  CallScratch scratch(alloc_);
+  mixed_forward(state_, m, v, t, scratch);
+}
 
 void CpuBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
-  cpu_backward(state_, OpCall(m, v, t, acc));
+  const float seed = v == m.loss() ? loss_scale_ : 1.0f;
+  if (seed == 1.0f && !runs_mixed(m, v)) return cpu_backward(state_, OpCall(m, v, t, acc));
+  CallScratch scratch(alloc_);
+  mixed_backward(state_, m, v, t, acc, scratch, seed);
 }
 
 std::vector<float> CpuBackend::read_param_grad(std::size_t index) {
   const uint64_t n = numel_.at(index);
-  return std::vector<float>(state_.grads[index], state_.grads[index] + n);
+  std::vector<float> g(state_.grads[index], state_.grads[index] + n);
+  // GradScaler's unscale_: times the inverse, exact for a power of two.
+  if (loss_scale_ != 1.0f)
+    for (float& x : g) x *= 1.0f / loss_scale_;
+  return g;
 }
 
 void CpuBackend::begin_marks(std::size_t count) { marks_.assign(count, {}); }

@@ -67,6 +67,8 @@ class CpuBackend final : public AllRolesBackend {
 
   float read_loss() override { return state_.loss; }
   std::vector<float> read_param_grad(std::size_t index) override;
+  float loss_scale() const override { return loss_scale_; }
+  void back_off_loss_scale() override { loss_scale_ *= 0.5f; }
 
   void synchronize() override {}
   void begin_marks(std::size_t count) override;
@@ -85,6 +87,8 @@ class CpuBackend final : public AllRolesBackend {
   std::vector<void*> held_;        // baseline and scratch buffers, released at the next load()
   std::vector<uint64_t> numel_;    // per parameter tensor
   uint64_t baseline_bytes_ = 0;
+  float initial_loss_scale_ = 1.0f;  // GradScaler's for a model with f16 tensors (load())
+  float loss_scale_ = 1.0f;          // now: initial_loss_scale_ at begin_strategy(), halved by backoffs
   CpuOpState state_;
 
   std::vector<std::chrono::steady_clock::time_point> marks_;

@@ -219,6 +219,15 @@ std::string device_fault_message(const DeviceFault& e, int64_t at, bool sync_eac
          e.what();
 }
 
+bool gradients_finite(const Model& model, Compute& compute) {
+  const std::size_t count = parameter_tensors(model).size();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::vector<float> g = compute.read_param_grad(k);
+    if (!std::all_of(g.begin(), g.end(), [](float x) { return std::isfinite(x); })) return false;
+  }
+  return true;
+}
+
 // Loss and gradients, read back after the last run.
 void read_back(ExecResult& res, const Model& model, Compute& compute) {
   res.loss = compute.read_loss();
@@ -226,6 +235,11 @@ void read_back(ExecResult& res, const Model& model, Compute& compute) {
   res.param_grads.reserve(count);
   for (std::size_t k = 0; k < count; ++k) res.param_grads.push_back(compute.read_param_grad(k));
   res.grad_hash = fnv1a64(res.param_grads);
+  res.loss_scale = compute.loss_scale();
+  if (res.loss_scale != 1.0f || res.loss_scale_backoffs > 0)
+    res.step_skipped = std::any_of(res.param_grads.begin(), res.param_grads.end(), [](const std::vector<float>& g) {
+      return std::any_of(g.begin(), g.end(), [](float x) { return !std::isfinite(x); });
+    });
 }
 
 // The median run and the per-instruction means, split into recomputation,
@@ -268,7 +282,7 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   res.backend = backend.name();
   res.baseline_bytes = backend.compute().baseline_bytes();
   res.compressed = sim.conversions > 0;
-  std::vector<int64_t> view_offset(static_cast<std::size_t>(model.size()), 0);  // f32 elements into the storage
+  std::vector<int64_t> view_offset(static_cast<std::size_t>(model.size()), 0);  // elements into the storage
   for (int v = 0; v < model.size(); ++v) view_offset[static_cast<std::size_t>(v)] = storage_offset(model, v);
 
   const std::vector<uint8_t> input = input_bytes(model, data);
@@ -281,7 +295,16 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   try {
     backend.memory().begin_strategy();
     for (std::size_t run = 0; run < runs; ++run) {
-      const auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
+      auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
+      // Under a loss scale, the warm-up is GradScaler's first steps: halved and
+      // run again while its gradients overflow, so the timed runs use a scale
+      // that fits (the same for every strategy: their gradients are the same).
+      while (run == 0 && backend.compute().loss_scale() > 1.0f &&
+             !gradients_finite(model, backend.compute())) {
+        backend.compute().back_off_loss_scale();
+        ++res.loss_scale_backoffs;
+        marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
+      }
       if (run > 0) {  // timed
         res.run_ms.push_back(marks.back());
         for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];

@@ -52,6 +52,15 @@ struct ExecResult {
   float loss = 0;
   std::vector<std::vector<float>> param_grads;  // parallel to parameter_tensors(model)
   uint64_t grad_hash = 0;                       // FNV-1a 64 over the gradients' bytes, in order
+  // The loss scale the backward ran with (Compute::loss_scale; 1: none) and,
+  // under one, whether a gradient came out infinite or NaN: GradScaler would
+  // skip the optimizer step and halve the scale for the next one.
+  // The untimed warm-up is repeated, the scale halved each time, while its
+  // gradients are not finite and the scale is above 1 (GradScaler's first
+  // steps): loss_scale_backoffs counts those halvings.
+  float loss_scale = 1.0f;
+  bool step_skipped = false;
+  int loss_scale_backoffs = 0;
   // The schedule compresses checkpoints (compress/decompress): its loss and
   // gradients carry the conversions' rounding, so they are compared with
   // store-all's by relative error (same_result.h), not bit for bit.

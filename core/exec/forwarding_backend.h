@@ -66,6 +66,8 @@ class ForwardingCompute : public Compute {
   }
   float read_loss() override { return inner_.read_loss(); }
   std::vector<float> read_param_grad(std::size_t index) override { return inner_.read_param_grad(index); }
+  float loss_scale() const override { return inner_.loss_scale(); }
+  void back_off_loss_scale() override { inner_.back_off_loss_scale(); }
 
  private:
   Compute& inner_;

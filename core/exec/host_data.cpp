@@ -10,6 +10,7 @@
 #include "core/base/work_counters.h"
 #include "core/exec/op_exec.h"
 #include "core/exec/run_check.h"
+#include "core/kernels/convert.h"
 #include "core/kernels/rng.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
@@ -73,7 +74,7 @@ void check_executable(const Model& model) {
   }
   if (bad > 5) list += " and " + std::to_string(bad - 5) + " more";
   if (bad)
-    throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32 " +
+    throw InputError("model " + model.name + " has simulate-only ops: " + list + " (only f32, bf16 or f16 " +
                      executable_kinds_list() + " with whole-float sizes can be executed); why: " + why);
   if (!blockers.empty()) throw InputError("model " + model.name + ": " + blockers.front().why);
 }
@@ -160,7 +161,13 @@ std::vector<uint8_t> input_bytes(const Model& model, const HostData& data) {
     const auto* b = static_cast<const uint8_t*>(p);
     out.insert(out.end(), b, b + bytes);
   };
-  if (!is_integer(model.op(0).dtype)) {
+  if (model.op(0).dtype == DType::BF16 || model.op(0).dtype == DType::F16) {
+    // A low-precision input batch is the f32 values rounded to its dtype.
+    std::vector<uint16_t> narrow(data.input.size());
+    if (model.op(0).dtype == DType::BF16) cpu::f32_to_bf16(data.input.data(), narrow.data(), static_cast<int64_t>(narrow.size()));
+    else cpu::f32_to_f16(data.input.data(), narrow.data(), static_cast<int64_t>(narrow.size()));
+    put(narrow.data(), 2 * narrow.size());
+  } else if (!is_integer(model.op(0).dtype)) {
     put(data.input.data(), 4 * data.input.size());
   } else if (model.op(0).dtype == DType::I64) {
     put(data.ids.data(), 8 * data.ids.size());

@@ -62,12 +62,16 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     const Op& op = model.op(v);
     // Integer token ids feed an Embedding, nothing else reads integers.
     for (const int u : op.inputs)
-      if (model.op(u).dtype != DType::F32 && op.kind != OpKind::Embedding) {
+      if (is_integer(model.op(u).dtype) && op.kind != OpKind::Embedding) {
         add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") reads the " +
                    std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
                    "; only an Embedding reads integers");
         break;
       }
+    if (mse_keeps_f32_input(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
+      add(v, op_label(model, v) + " (MSELoss) keeps " + std::to_string(op.aux_bytes) +
+                 " bytes of aux and not its input; its f32 copy needs " +
+                 std::to_string(4 * model.op(op.inputs[0]).numel()));
     if (ce_keeps_log_probs(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
       add(v, op_label(model, v) + " (SoftmaxCELoss) keeps " + std::to_string(op.aux_bytes) +
                  " bytes of aux and not its logits; its log-probabilities need " +

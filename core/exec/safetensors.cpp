@@ -117,7 +117,13 @@ std::vector<SafeTensor> read_safetensors(const std::string& path, std::map<std::
 std::vector<SafeTensor> execution_tensors(const Model& model, const HostData& data, const ExecResult& result) {
   std::vector<SafeTensor> out;
   const DType in_dtype = model.op(0).dtype;
-  out.push_back(tensor("input", in_dtype == DType::I64 ? "I64" : in_dtype == DType::I32 ? "I32" : "F32",
+  // The input as uploaded: a bf16/f16 batch in its dtype (the f32 values rounded).
+  out.push_back(tensor("input",
+                       in_dtype == DType::I64    ? "I64"
+                       : in_dtype == DType::I32  ? "I32"
+                       : in_dtype == DType::BF16 ? "BF16"
+                       : in_dtype == DType::F16  ? "F16"
+                                                 : "F32",
                        model.op(0).shape, input_bytes(model, data)));
   const Op& logits = model.op(model.op(model.loss()).inputs.at(0));
   if (!data.target.empty()) out.push_back(tensor("target", "F32", logits.shape, data.target));

@@ -4,7 +4,7 @@
 // padded with spaces to a multiple of 8, then the raw little-endian data.
 //
 // `remat run --dump DIR` writes DIR/tensors.safetensors with (execution_tensors):
-//   input            F32  op 0's shape          the batch, A(0)
+//   input            F32  op 0's shape          the batch, A(0) (BF16/F16 or I32/I64 in op 0's dtype)
 //   target           F32  loss input's shape    MSELoss only
 //   labels           I32  (rows)                SoftmaxCELoss only, class per row
 //   param.<op>.<p>   F32                         initial parameters: <p> is weight

@@ -112,7 +112,7 @@ void ScheduleRun::fwd(int op_id) {
   if (op.view) {
     const auto s = static_cast<std::size_t>(op.storage);
     ++holders_[s];
-    act_[v] = static_cast<char*>(storage_[s]) + 4 * view_offset_[v];
+    act_[v] = static_cast<char*>(storage_[s]) + dtype_size(model_.op(op.storage).dtype) * view_offset_[v];
   } else {
     hold_own_storage(v, op.bytes);
   }

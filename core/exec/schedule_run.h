@@ -28,7 +28,7 @@ struct TensorOutOfMemory {
 
 class ScheduleRun {
  public:
-  // `view_offset[v]`: A(v)'s start in its storage, in f32 elements.
+  // `view_offset[v]`: A(v)'s start in its storage, in elements of the storage's dtype.
   // `memory_limit`: tracked bytes allowed (0: none), as ExecOptions.
   ScheduleRun(const Model& model, Backend& backend, const std::vector<int64_t>& view_offset, uint64_t memory_limit);
   // Releases whatever the run still holds, also when a kernel threw.

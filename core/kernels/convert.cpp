@@ -78,6 +78,13 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f16_value(x[i]);
 }
 
+void round_bf16(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = round_bf16(x[i]);
+}
+void round_f16(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = round_f16(x[i]);
+}
+
 float int8_scale(const float* x, int64_t n) {
   float amax = 0;
   for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));  // fmax skips NaN

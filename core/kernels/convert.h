@@ -20,6 +20,14 @@ void bf16_to_f32(const uint16_t* x, float* y, int64_t n);
 void f32_to_f16(const float* x, uint16_t* y, int64_t n);
 void f16_to_f32(const uint16_t* x, float* y, int64_t n);
 
+// x as a bf16 (f16) store keeps it, widened back: the rounding mixed
+// precision applies where it stores a low-precision tensor (in place for the
+// array forms).
+inline float round_bf16(float x) { return bf16_value(bf16_bits(x)); }
+inline float round_f16(float x) { return f16_value(f16_bits(x)); }
+void round_bf16(float* x, int64_t n);
+void round_f16(float* x, int64_t n);
+
 // Symmetric int8 with one scale per tensor: scale = max|x| / 127 (f32),
 // q = x / scale rounded to nearest, ties to even, in [-127, 127] (0 when
 // the tensor is all zeros, scale 0). `packed` is 4 + n bytes: the f32 scale,

@@ -217,6 +217,13 @@ void rule_loss(Derivation& d) {
   d.fwd = d.op.kind == OpKind::MSELoss ? 3 * n : 5 * n;
   d.bwd = 3 * n;
   d.saved = {d.op.inputs[0]};
+  // Autocast computes losses in f32: a bf16/f16 input is cast, and what the
+  // backward keeps is f32 — MSE the cast input, cross-entropy log_softmax's
+  // log-probabilities — not the input itself.
+  if (x.dtype == DType::BF16 || x.dtype == DType::F16) {
+    d.saved.clear();
+    d.aux = 4 * static_cast<uint64_t>(x.numel());
+  }
 }
 
 void rule_generic(Derivation& d) {
@@ -738,6 +745,11 @@ std::string kernel_attr_problem(const Op& op) {
   return {};
 }
 
+bool mse_keeps_f32_input(const Op& op) {
+  return op.kind == OpKind::MSELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
+         std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
+}
+
 bool ce_keeps_log_probs(const Op& op) {
   return op.kind == OpKind::SoftmaxCELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
          std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
@@ -771,7 +783,9 @@ std::string exec_problem(const Op& op) {
   // refuses other readers).
   if (op.kind == OpKind::Input && (op.dtype == DType::I32 || op.dtype == DType::I64))
     return op.bytes >= tensor_bytes(op.shape, op.dtype) ? "" : "its bytes do not hold its elements";
-  if (op.dtype != DType::F32) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32 runs";
+  // Floating point tensors run in f32, bf16 or f16 (stored so, computed in
+  // f32: docs/memory-model.md#mixed-precision-autocast).
+  if (is_integer(op.dtype)) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32, bf16 and f16 run";
   if (op.kind != OpKind::Input && !exec_listed(op.kind)) return "no kernel runs a " + std::string(kind_name(op.kind));
   if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return "it owns fewer bytes than its elements take";
   if (std::string why = kernel_attr_problem(op); !why.empty()) return "the kernels take no " + why;
@@ -783,7 +797,7 @@ std::string exec_problem(const Op& op) {
   // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.
   // A loss that keeps something else describes memory these kernels do not
   // reproduce.
-  if (is_loss(op.kind) && !ce_keeps_log_probs(op) &&
+  if (is_loss(op.kind) && !ce_keeps_log_probs(op) && !mse_keeps_f32_input(op) &&
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
     return "the loss's backward reads its input, which its saved set leaves out";
   // The softmax kernel normalises rows: the last axis only.

@@ -133,6 +133,16 @@ void CudaBackend::drop_baseline() {
 }
 
 void CudaBackend::load(const Model& model, const HostData& data) {
+  // The kernels here read and write f32 only; bf16/f16 storage (mixed
+  // precision) runs on the CPU reference so far (issue 33's GPU half).
+  for (int v = 0; v < model.size(); ++v)
+    if (const DType d = model.op(v).dtype; d == DType::BF16 || d == DType::F16)
+      throw InputError("the cuda backend runs f32 models only: op " + std::to_string(v) + " ('" + model.op(v).name +
+                       "') is " + std::string(dtype_name(d)) + "; run mixed precision with --backend cpu");
+  // Its MSE kernels read the input again; only the CPU's read autocast's f32 copy from aux.
+  if (mse_keeps_f32_input(model.op(model.loss())))
+    throw InputError("the cuda backend's MSE backward reads its input: the loss keeps an f32 copy in aux instead; "
+                     "run it with --backend cpu");
   const auto tensors = parameter_tensors(model);
   if (data.params.size() != tensors.size()) throw InputError("cuda backend: parameter count does not match the model");
   for (std::size_t k = 0; k < tensors.size(); ++k)

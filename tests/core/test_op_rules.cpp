@@ -248,27 +248,26 @@ TEST(OpLayout, ViewStridesFollowTorch) {
   EXPECT_FALSE(is_contiguous({3, 4}, {1, 3}));
 }
 
-// A loss kernel reads its input again in the backward: a loss whose file gives
-// another saved set (a PyTorch capture keeps cross-entropy's log-probabilities
-// as aux) cannot run, and `remat run` refuses it up front.
-TEST(OpRules, ALossThatDoesNotKeepItsInputIsNotExecutableUnlessItKeepsLogProbs) {
-  // A cross-entropy keeping aux (log-probabilities, a PyTorch capture) instead
-  // of its input runs; an MSE keeping aux instead of its input describes
-  // memory no kernel reproduces.
+// A loss kernel reads its input again in the backward, or what it keeps in
+// aux instead: cross-entropy's log-probabilities (a PyTorch capture, or
+// autocast's f32 ones), MSE's f32 copy of its input (autocast's cast). Aux too
+// small to hold them cannot run, and `remat run` refuses it up front.
+TEST(OpRules, ALossThatDoesNotKeepItsInputRunsOnlyFromAnF32CopyInAux) {
   for (const OpKind kind : {OpKind::SoftmaxCELoss, OpKind::MSELoss}) {
-    for (bool explicit_saved : {false, true}) {
-      SCOPED_TRACE(std::string(kind_name(kind)) + (explicit_saved ? " keeping aux" : " keeping its input"));
+    for (const uint64_t aux : {uint64_t{0}, uint64_t{4 * 8 * 4}, uint64_t{2 * 8 * 4}}) {
+      SCOPED_TRACE(std::string(kind_name(kind)) + " keeping " + std::to_string(aux) + " bytes of aux");
       Model m;
       m.add(make(OpKind::Input, {}, {4, 8}));
       m.add(make(OpKind::ReLU, {0}));
       Op loss = make(kind, {1});
-      if (explicit_saved) loss.aux_bytes = 4 * 8 * 4;  // the input not saved
+      const bool explicit_saved = aux > 0;
+      if (explicit_saved) loss.aux_bytes = aux;  // the input not saved
       m.add(std::move(loss), "loss", explicit_saved);
       m.finalize();
-      const bool runs = !explicit_saved || kind == OpKind::SoftmaxCELoss;
       EXPECT_EQ(ce_keeps_log_probs(m.op(2)), explicit_saved && kind == OpKind::SoftmaxCELoss);
-      EXPECT_EQ(executable(m.op(2)), runs);
-      EXPECT_EQ(m.executable(), runs);
+      EXPECT_EQ(mse_keeps_f32_input(m.op(2)), explicit_saved && kind == OpKind::MSELoss);
+      EXPECT_TRUE(executable(m.op(2)));
+      EXPECT_EQ(m.executable(), aux == 0 || aux == 4 * 8 * 4);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -47,6 +48,30 @@ TEST(CliRun, JsonMeasuredEqualsPredictedForAll) {
     EXPECT_EQ(s["matches_store_all"], true);
     EXPECT_EQ(s["run_ms"].size(), 2u);
   }
+}
+
+// The presets in bf16 and f16 run under every strategy, bit for bit
+// equal; f16 says its loss scale (GradScaler's 2^16, halved while gradients
+// overflow in the warm-up), bf16 runs without one.
+TEST(CliRun, MixedPrecisionPresetsRunEveryStrategyEqual) {
+  for (const char* spec : {"gpt:1:64:4:16:1:bf16:256", "resnet:18:8:32:2:10:f16"}) {
+    const CliResult r = run_cli(std::string("run --model ") + spec + " --strategy all --backend cpu --repeat 1 --json");
+    ASSERT_EQ(r.code, 0) << spec << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const bool f16 = std::string(spec).ends_with("f16");
+    for (const auto& s : j["strategies"]) {
+      EXPECT_EQ(s["status"], "ok") << spec << " " << s["name"];
+      EXPECT_EQ(s["matches_store_all"], true) << spec << " " << s["name"];
+      EXPECT_EQ(s["tracked_peak_bytes"], s["predicted_peak_bytes"]) << spec << " " << s["name"];
+      EXPECT_EQ(s["step_skipped"], false) << spec;
+      const int backoffs = s["loss_scale_backoffs"];
+      EXPECT_EQ(s["loss_scale"].get<double>(), f16 ? std::ldexp(65536.0, -backoffs) : 1.0) << spec;
+      if (!f16) EXPECT_EQ(backoffs, 0);
+    }
+  }
+  const CliResult table = run_cli("run --model resnet:18:8:32:2:10:f16 --strategy sqrt --backend cpu --repeat 1");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("GradScaler's 65536 for f16, halved "), std::string::npos) << table.out;
 }
 
 TEST(CliRun, TableAddsStoreAllAsReference) {

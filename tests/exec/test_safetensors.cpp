@@ -8,6 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/exec/safetensors.h"
+#include "core/kernels/convert.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
@@ -100,6 +101,27 @@ TEST(Safetensors, DumpHoldsEverythingToRebuildTheStep) {
   const auto ops = nlohmann::json::parse(meta.at("ops"));
   EXPECT_EQ(static_cast<int>(ops.size()), m.size());
   std::filesystem::remove_all(dir);
+}
+
+// An f16 model's input goes into the dump as it was uploaded: F16 codes of
+// the f32 values rounded to nearest even.
+TEST(Safetensors, DumpHoldsAnF16InputInItsDtype) {
+  const Model m = make_preset("resnet:10:4:32:2:5:f16");
+  CpuBackend cpu;
+  const HostData data = make_host_data(m, 3);
+  cpu.load(m, data);
+  const ExecResult r = execute_loaded(m, testing::schedule_of(m, "store-all"), cpu, data, testing::quick(3));
+  ASSERT_TRUE(r.ok()) << r.message;
+  for (const SafeTensor& t : execution_tensors(m, data, r)) {
+    if (t.name != "input") continue;
+    EXPECT_EQ(t.dtype, "F16");
+    ASSERT_EQ(t.data.size(), 2 * data.input.size());
+    std::vector<uint16_t> codes(data.input.size());
+    cpu::f32_to_f16(data.input.data(), codes.data(), static_cast<int64_t>(codes.size()));
+    EXPECT_EQ(std::memcmp(t.data.data(), codes.data(), t.data.size()), 0);
+    return;
+  }
+  FAIL() << "no input tensor";
 }
 
 }  // namespace
