@@ -386,3 +386,33 @@ TEST(CudaBackend, CompressedCheckpointsPeaksReproducibleAndWithinError) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+// dtr decides inside the run on the device too (docs/run.md): from the CUDA
+// allocator's tracked count, what the simulation decided, under its budget,
+// with store-all's gradients on that device bit for bit.
+TEST(CudaBackend, DtrDecidesLiveAsSimulated) {
+  REQUIRE_CUDA();
+  Backend& gpu = *device().backend;
+  for (const char* preset : {"mlp:4:16:4", "gpt:1:32:2:16:2"}) {
+    SCOPED_TRACE(preset);
+    const Model m = load_model(preset);
+    const uint64_t low = simulate(m, schedule_of(m, "recompute-all")).peak_bytes;
+    const uint64_t high = simulate(m, schedule_of(m, "store-all")).peak_bytes;
+    const auto dtr = make_strategy("dtr:" + std::to_string(low + (high - low) / 3));
+    const Schedule s = dtr->schedule(m), ref = schedule_of(m, "store-all");
+    const Simulation sim = simulate(m, s), ref_sim = simulate(m, ref);
+    const std::vector<ExecResult> r =
+        execute_simulated(m, {{&ref, &ref_sim, nullptr}, {&s, &sim, dtr.get()}}, gpu, quick());
+    ASSERT_TRUE(r[0].ok() && r[1].ok()) << r[0].message << r[1].message;
+    EXPECT_TRUE(r[1].decided_live);
+    EXPECT_EQ(r[1].tracked_peak_bytes, sim.peak_bytes);
+    EXPECT_GT(sim.recompute_steps, 0u);
+    EXPECT_EQ(r[1].grad_hash, r[0].grad_hash);
+  }
+}
+
+}  // namespace
+}  // namespace remat

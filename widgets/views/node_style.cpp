@@ -31,10 +31,10 @@ const NodeStyle kStyles[] = {
     // resident blue (the stored copy), so that it never reads as freed.
     {okabe_ito::yellow(), Qt::NoBrush, {}, okabe_ito::blue(), 0.14, Qt::DotLine, NodeMark::Packed, true,
      "compressed (stored smaller)"},
-    // Gone from memory like a freed tensor (not filled), but outlined in the
-    // recomputing colour: it comes back when it is read.
-    {Qt::white, Qt::NoBrush, {}, okabe_ito::vermillion(), 0.14, Qt::DotLine, NodeMark::None, false,
-     "evicted (recomputed when read)"},
+    // Gone from memory like a freed tensor (not filled), but hatched and
+    // outlined in the recomputing colour: it comes back when it is read.
+    {Qt::white, Qt::BDiagPattern, okabe_ito::vermillion(), okabe_ito::vermillion(), 0.14, Qt::DotLine,
+     NodeMark::None, false, "evicted (recomputed when read)"},
     {Qt::white, Qt::NoBrush, {}, kThin, 0.09, Qt::SolidLine, NodeMark::None, false, "gradient not yet"},
     {okabe_ito::bluishGreen(), Qt::NoBrush, {}, QColor(0x20, 0x20, 0x20), 0.09, Qt::SolidLine, NodeMark::None, true,
      "gradient in memory"},

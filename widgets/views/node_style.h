@@ -38,7 +38,7 @@ enum class NodeLook : uint8_t {
   ActOnHost,       // sky-blue cross-hatching on white, dash-dot outline, a "down" mark: offloaded, kept on the host
   ActFetching,     // filled sky blue, bold outline, an "up" mark: back on the device, the copy landing
   ActCompressed,   // filled yellow, dotted blue outline, a small blue core: only C(v), a smaller copy, in memory
-  ActEvicted,      // white, dotted vermillion outline: evicted by dtr, recomputed when read again
+  ActEvicted,      // vermillion hatching on white, dotted vermillion outline: evicted by dtr, recomputed when read
   // Gradients and backward steps (squares, backward row).
   GradNotYet,      // white, thin outline
   GradResident,    // filled bluish green: G(v) in memory

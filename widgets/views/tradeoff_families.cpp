@@ -13,14 +13,24 @@ const std::vector<TradeoffFamily>& tradeoff_families() {
   static const std::vector<TradeoffFamily> table = {
       {"offload (checkpoints on the host)", QScatterSeries::MarkerShapeTriangle,
        // offload+sqrt is offload:{K} (the same schedule): listed once.
-       [](int k) {
+       [](const FamilyScale& s) {
+         const int k = s.k;
          return std::vector<StrategySpec>{strategy_spec("offload", {std::max(1, k / 2)}),
                                           wrapped_spec("offload", strategy_spec("sqrt")), strategy_spec("offload", {2 * k})};
        }},
       {"compressed checkpoints", QScatterSeries::MarkerShapeStar,
-       [](int) {
+       [](const FamilyScale&) {
          return std::vector<StrategySpec>{modified_spec(strategy_spec("sqrt"), "compress", "bf16"),
                                           modified_spec(strategy_spec("sqrt"), "compress", "int8")};
+       }},
+      // Deciding while the step runs, at budgets the other points sit near.
+      {"dtr (decides while running)", QScatterSeries::MarkerShapePentagon,
+       [](const FamilyScale& s) {
+         std::vector<StrategySpec> out;
+         for (uint64_t percent : {80, 60, 40})
+           if (const uint64_t b = s.store_all_peak * percent / 100; b > 0)
+             out.push_back(strategy_spec("dtr", {static_cast<int64_t>(b)}));
+         return out;
        }},
   };
   return table;
@@ -28,7 +38,10 @@ const std::vector<TradeoffFamily>& tradeoff_families() {
 
 std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model) {
   std::vector<std::string> out;
-  for (const StrategySpec& spec : family.specs(std::max(1, sqrt_interval(model)))) {
+  FamilyScale scale;
+  scale.k = std::max(1, sqrt_interval(model));
+  if (model.size() > 1) scale.store_all_peak = simulate(model, make_strategy("store-all")->schedule(model)).peak_bytes;
+  for (const StrategySpec& spec : family.specs(scale)) {
     const std::string s = spec.str();
     if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
   }

@@ -1,8 +1,9 @@
 // The families of strategies the Trade-off tab places beside recompute's
 // staircase: each a name for the legend, a marker shape and the specs it
 // tries on a model, made from sqrt's interval K on that model (4 on
-// chain:16): offload:{K/2}, offload+sqrt, offload:{2K}. A family is one
-// line in the table (offload; compressed checkpoints, "sqrt+compress:bf16").
+// chain:16: offload:{K/2}, offload+sqrt, offload:{2K}) or from store-all's
+// peak P (dtr at 80, 60 and 40% of P). A family is one line in the table
+// (offload; compressed checkpoints, "sqrt+compress:bf16"; dtr).
 // Each point sits at (peak device bytes, step-time overhead): the time
 // model's step time (core/sim/time_model.h, the window's rates) over the step without
 // recomputation, minus one. For a schedule that only recomputes this is
@@ -22,10 +23,16 @@
 
 namespace remat {
 
+// What a family's specs are made from, on one model.
+struct FamilyScale {
+  int k = 1;                    // sqrt's interval
+  uint64_t store_all_peak = 0;  // store-all's simulated peak
+};
+
 struct TradeoffFamily {
   const char* name;  // the legend's entry
   QScatterSeries::MarkerShape shape;
-  std::vector<StrategySpec> (*specs)(int k);  // the specs on a model whose sqrt interval is k
+  std::vector<StrategySpec> (*specs)(const FamilyScale& scale);  // the specs on a model of that scale
 };
 
 // The table (recompute's own points come from the sweep: not listed).
