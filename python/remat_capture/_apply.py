@@ -206,6 +206,7 @@ class _State:
     measuring = False
     recomputing = 0
     current = None
+    outer_pack = None  # _measure's pack hook, which the replay's own hooks call (_replay.py)
 
 
 state = _State()
@@ -405,16 +406,32 @@ class Applied(torch.nn.Module):
         patched.append((m, had, old))
 
 
-def apply(module, plan, selective=None):
+def apply(module, plan, selective=None, how="auto"):
     """Wraps `module` so that a training step keeps exactly the plan's tensors
     (see the module docstring). `plan`: a dict or a path. `selective`: use
     selective activation checkpointing (default: when this PyTorch has it).
+    `how`: "regions" (checkpoint regions only), "replay" (a checkpoint-set
+    plan replayed op by op with saved_tensors_hooks, _replay.py) or "auto"
+    (regions where they hold every phase, else the replay).
     Raises PlanError when the plan cannot be applied, saying why."""
+    from . import _replay
     plan = load_plan(plan)
     if selective is None:
         selective = has_selective_checkpointing()
     elif selective and not has_selective_checkpointing():
         raise PlanError(f"PyTorch {torch.__version__} has no selective activation checkpointing "
                         "(torch.utils.checkpoint.create_selective_checkpoint_contexts, PyTorch 2.4 and later)")
-    regions = plan_regions(module, plan, selective)
+    if how not in ("auto", "regions", "replay"):
+        raise ValueError(f"how: 'auto', 'regions' or 'replay', not {how!r}")
+    if how == "replay":
+        plan_regions(module, dict(plan, ops=[dict(op, phase=-1) for op in plan["ops"]]), selective)  # the kind
+        _replay.check_plan(plan)
+        return _replay.Replayed(module, plan, "asked for")
+    try:
+        regions = plan_regions(module, plan, selective)
+    except PlanError as e:
+        if how == "regions" or plan.get("kind") != "checkpoint-set":
+            raise
+        _replay.check_plan(plan)
+        return _replay.Replayed(module, plan, str(e))
     return Applied(module, plan, regions, selective)

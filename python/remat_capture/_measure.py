@@ -34,6 +34,9 @@ except ImportError:  # pragma: no cover
     StorageWeakRef = None
 
 
+_DETACH = torch.ops.aten.detach.default
+
+
 def _ptr(t):
     return storage_of(t).data_ptr()
 
@@ -84,6 +87,12 @@ class Tracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if func is _DETACH and not isinstance(out, torch.Tensor):
+            # PyTorch 1.13 hands a detached wrapped number (a saved `x * 0.125`'s
+            # 0.125, unpacked through saved_tensors_hooks) back to a dispatch
+            # mode as a Python float, then refuses the float: the tensor is
+            # returned instead (it is the same value; detach allocates nothing).
+            out = args[0]
         for t in (out if isinstance(out, (tuple, list)) else [out]):
             self.note(t)
         if self.backward and _apply.state.recomputing and _apply.state.current is not None:
@@ -126,8 +135,14 @@ def _wrapped_scalars(model, make_input, loss_fn):
         return t
 
     x = make_input()
-    with outs, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_fn(model(x))
+    # remat_capture.apply's op-by-op replay packs with hooks of its own
+    # (inner ones win): it shows this pack what it keeps as it is.
+    _apply.state.outer_pack = pack
+    try:
+        with outs, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = loss_fn(model(x))
+    finally:
+        _apply.state.outer_pack = None
     total = sum(n for p, (n, _) in seen.items() if p not in outs.ptrs and p != _ptr(x))
     del loss, seen, outs
     return total
