@@ -173,14 +173,21 @@ def llama_block(device="cpu"):
 MODELS = {"mlp": mlp, "resnet": resnet, "gpt_block": gpt_block, "llama_block": llama_block}
 
 # Per model: the strategies whose plans test_apply.py (and gpu/torch_apply.py)
-# try, in order. The manual sets checkpoint the blocks' inputs and outputs
-# (op ids of the captures: mlp's blocks end at 6, 11, 16, 21; resnet's at 10,
-# 17, 24, 31, its stem at 3).
+# try, in order: the checkpoint-set strategies (sqrt, every-k, manual,
+# selective, auto, optimal, blocks, attention-core) and one nested one. The
+# manual sets checkpoint the blocks' inputs and outputs (op ids of the
+# captures: mlp's blocks end at 6, 11, 16, 21; resnet's at 10, 17, 24, 31, its
+# stem at 3); optimal's budgets lie between each model's smallest and largest
+# peaks (on the ResNet optimal's schedule is nested: refused).
 STRATEGIES = {
-    "mlp": ["store-all", "sqrt", "every-k:5", "manual:1,6,11,16,21", "manual:1,11,21", "selective", "auto"],
-    "resnet": ["store-all", "sqrt", "every-k:7", "manual:3,10,17,24,31", "manual:3,17,31", "selective", "auto"],
-    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto"],
-    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto"],
+    "mlp": ["store-all", "sqrt", "every-k:5", "manual:1,6,11,16,21", "manual:1,11,21", "selective", "auto",
+            "optimal:60000", "blocks", "attention-core", "recompute-all"],
+    "resnet": ["store-all", "sqrt", "every-k:7", "manual:3,10,17,24,31", "manual:3,17,31", "selective", "auto",
+               "optimal:800000", "blocks", "attention-core"],
+    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto", "optimal:450000", "blocks",
+                  "attention-core"],
+    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto", "optimal:500000", "blocks",
+                    "attention-core"],
 }
 
 
