@@ -47,11 +47,31 @@ _WRITES_BUFFERS = ("batch_norm",)
 _RANDOM = ("dropout", "bernoulli", "rand", "normal", "multinomial")
 
 
+# remat's compressed checkpoints as casts (docs/memory-model.md: bf16 and f16
+# codes of an f32 tensor, 2 bytes a value). int8 (codes and a scale) has no
+# single cast: refused.
+_CASTS = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def _cast(name):
+    dtype = _CASTS[name]
+    return (lambda t: t.to(dtype)), (lambda c: c.to(torch.float32))
+
+
 def check_plan(plan):
-    """PlanError when a checkpoint-set plan cannot be replayed op by op."""
+    """PlanError when a checkpoint-set or compress plan cannot be replayed op by op."""
     ops = plan["ops"]
     strategy = plan.get("strategy")
     for op in ops:
+        if op.get("compress"):
+            if op["compress"] not in _CASTS:
+                raise _apply.PlanError(
+                    f"'{strategy}' keeps {op['name']} (op {op['id']}) as {op['compress']}: codes and a scale, which "
+                    "no single cast in a saved_tensors_hooks pack makes (bf16 and f16 plans apply)")
+            if op["phase"] >= 0:
+                raise _apply.PlanError(f"'{strategy}' both converts and recomputes {op['name']} (op {op['id']})")
+            if not op.get("aten") and op["id"] != 0:
+                raise _apply.PlanError(f"'{strategy}' converts {op['name']} (op {op['id']}), which no aten op made")
         if op["phase"] < 0:
             continue
         aten = op.get("aten") or ""
@@ -61,7 +81,8 @@ def check_plan(plan):
         if op["keep"]:
             raise _apply.PlanError(f"'{strategy}' both keeps and recomputes {op['name']} (op {op['id']})")
         for u in op.get("inputs", []):
-            if not ops[u]["keep"] and ops[u]["phase"] < 0 and ops[u]["kind"] != "Input":
+            if (not ops[u]["keep"] and ops[u]["phase"] < 0 and not ops[u].get("compress")
+                    and ops[u]["kind"] != "Input"):
                 raise _apply.PlanError(
                     f"'{strategy}' recomputes {op['name']} (op {op['id']}) in phase {op['phase']} from "
                     f"{ops[u]['name']} (op {u}), which it neither keeps nor recomputes")
@@ -97,6 +118,15 @@ class _Scalar:
         self.t, self.value, self.dtype, self.phase = t, None, None, None
 
 
+class _Packed:
+    """What autograd (or a recorded call) holds instead of a checkpoint remat
+    keeps converted: the converted copy's key, and the view seen."""
+    __slots__ = ("key", "view")
+
+    def __init__(self, key, view):
+        self.key, self.view = key, view
+
+
 class _Call:
     __slots__ = ("func", "key", "call", "phase", "flat", "spec", "clone")
 
@@ -112,9 +142,18 @@ def _meta(t):
 class _Step(TorchDispatchMode):
     """One forward pass and its backward: the records, the handles, the replays."""
 
-    def __init__(self, phases, buffers):
+    def __init__(self, phases, buffers, convert=None):
         super().__init__()
         self.phases = phases        # (aten, call) -> phase, of the recomputed calls
+        # (aten, call) -> (pack, unpack) of the ops whose outputs remat keeps
+        # converted (compress: a cast to bf16 or f16 and back).
+        self.convert = convert or {}
+        self.cowner = {}            # storage pointer -> (weak ref, key, the output's view, (pack, unpack))
+        self.packed = {}            # key -> the converted copy, until it is converted back
+        self.unpacked = {}          # key -> the value converted back, until its last reader
+        self.crefs = {}             # key -> handles and records that will read it
+        self.paused = 0             # above zero while this class's own ops run (not the module's)
+        self.unconvert = {}         # key -> how its converted copy is converted back
         self.buffers = buffers      # storage pointers of the module's buffers
         self.counts = {}
         self.calls = []             # recorded calls, in forward order
@@ -140,6 +179,8 @@ class _Step(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.paused:
+            return func(*args, **kwargs)
         key = _apply._name(func)
         call = self.counts.get(key, 0)
         self.counts[key] = call + 1
@@ -155,17 +196,25 @@ class _Step(TorchDispatchMode):
             rec = []
             for a in flat:
                 made = self._made_by(a)
-                rec.append(_Ref(made[0], made[1], _meta(a)) if made else a)
+                conv = None if made else self._converted(a)
+                rec.append(_Ref(made[0], made[1], _meta(a)) if made else self._pack_converted(a, conv) if conv
+                           else a)
             self.calls.append(_Call(func, key, call, phase, rec, spec, clone))
+            ins = {storage_of(a).data_ptr() for a in flat if isinstance(a, torch.Tensor)}
         out = func(*args, **kwargs)
         for t in out if isinstance(out, (tuple, list)) else [out]:
             if isinstance(t, torch.Tensor) and t.dim() == 0:
                 s = storage_of(t)
                 self.made0[s.data_ptr()] = StorageWeakRef(s)
+        conv = self.convert.get((key, call))
+        if conv is not None:
+            # A(v) only: a batch norm's statistics (its aux) stay as they are, as in remat.
+            first = out[0] if isinstance(out, (tuple, list)) else out
+            if isinstance(first, torch.Tensor):
+                self.register_converted(first, (key, call, 0), conv)
         if phase is not None:
             idx = len(self.calls) - 1
             # A view's storage is its input's: it stays that input's.
-            ins = {storage_of(a).data_ptr() for a in self.calls[idx].flat if isinstance(a, torch.Tensor)}
             for k, t in enumerate(out if isinstance(out, (tuple, list)) else [out]):
                 if isinstance(t, torch.Tensor) and self._made_by(t) is None:
                     s = storage_of(t)
@@ -199,7 +248,53 @@ class _Step(TorchDispatchMode):
         ref = self.made0.get(s.data_ptr())
         return ref is None or ref.expired()
 
+    # ---- checkpoints kept converted ----------------------------------------------------------
+    def register_converted(self, t, key, conv):
+        s = storage_of(t)
+        self.cowner[s.data_ptr()] = (StorageWeakRef(s), key, _meta(t), conv)
+
+    def _converted(self, t):
+        if not isinstance(t, torch.Tensor) or not self.cowner:
+            return None
+        e = self.cowner.get(storage_of(t).data_ptr())
+        return None if e is None or e[0].expired() else e
+
+    def _pack_converted(self, t, e):
+        """The handle of t, a view of a checkpoint remat keeps converted; the
+        conversion is made at the first (remat converts after the forward
+        pass's last read; PyTorch frees the original after it too)."""
+        _, key, view, conv = e
+        if key not in self.packed and key not in self.unpacked:
+            self.paused += 1
+            try:
+                with torch.no_grad():
+                    whole = t if _meta(t) == view else t.as_strided(*view)
+                    self.packed[key] = conv[0](whole)
+            finally:
+                self.paused -= 1
+        self.unconvert[key] = conv[1]
+        self.crefs[key] = self.crefs.get(key, 0) + 1
+        return _Packed(key, _meta(t))
+
+    def _unpack_converted(self, h):
+        """Converted back at the first read (remat's decompress, which frees
+        the converted copy), kept until the last."""
+        if h.key not in self.unpacked:
+            with torch.no_grad():
+                self.unpacked[h.key] = self.unconvert[h.key](self.packed.pop(h.key))
+        t = self.unpacked[h.key]
+        if _meta(t) != h.view:
+            with torch.no_grad():
+                t = t.as_strided(*h.view)
+        self.crefs[h.key] -= 1
+        if self.crefs[h.key] <= 0:
+            del self.unpacked[h.key]
+        return t
+
     def pack(self, t):
+        conv = self._converted(t)
+        if conv is not None:
+            return self._pack_converted(t, conv)
         made = self._made_by(t)
         if made is None and isinstance(t, torch.Tensor):
             e = self.views.get((storage_of(t).data_ptr(), _meta(t)))
@@ -218,6 +313,8 @@ class _Step(TorchDispatchMode):
 
     # ---- backward ------------------------------------------------------------------------
     def unpack(self, h):
+        if isinstance(h, _Packed):
+            return self._unpack_converted(h)
         if isinstance(h, _Scalar):
             if h.t is not None:
                 return h.t
@@ -278,7 +375,8 @@ class _Step(TorchDispatchMode):
             with torch.no_grad():
                 for i in mine:
                     c = self.calls[i]
-                    flat = [self._view(a) if isinstance(a, _Ref) else a for a in c.flat]
+                    flat = [self._view(a) if isinstance(a, _Ref) else self._unpack_converted(a)
+                            if isinstance(a, _Packed) else a for a in c.flat]
                     args, kwargs = tree_unflatten(flat, c.spec)
                     if c.clone:
                         args = list(args)
@@ -321,15 +419,22 @@ class Replayed(torch.nn.Module):
         self.phases = {(op["aten"], op["call"]): op["phase"] for op in plan["ops"]
                        if op["phase"] >= 0 and op.get("aten")}
         self.regions = sorted(set(self.phases.values()))
+        self.convert = {(op["aten"], op["call"]): _cast(op["compress"]) for op in plan["ops"]
+                        if op.get("compress") and op.get("aten")}
+        self.convert_input = _cast(plan["ops"][0]["compress"]) if plan["ops"][0].get("compress") else None
 
     def describe(self):
         n = len([op for op in self.plan["ops"] if op["phase"] >= 0])
+        c = [op for op in self.plan["ops"] if op.get("compress")]
+        casts = (f"; {len(c)} checkpoints kept as {c[0]['compress']} casts" if c else "")
         return (f"{self.plan['strategy']}: {len(self.regions)} phases replayed op by op with saved_tensors_hooks "
-                f"({n} ops recomputed; no checkpoint region holds them: {self.reason})")
+                f"({n} ops recomputed{casts}; no checkpoint region holds them: {self.reason})")
 
     def forward(self, *args, **kwargs):
         buffers = {storage_of(b).data_ptr() for b in self.module.buffers()}
-        step = _Step(self.phases, buffers)
+        step = _Step(self.phases, buffers, self.convert)
+        if self.convert_input is not None and args and isinstance(args[0], torch.Tensor):
+            step.register_converted(args[0], ("input", 0, 0), self.convert_input)
         with step, torch.autograd.graph.saved_tensors_hooks(step.pack, step.unpack):
             out = self.module(*args, **kwargs)
             step.settle(None)
