@@ -199,6 +199,17 @@ def measure_step(model, make_input, loss_fn, module=None):
     return {"kept": kept, "peak": peak, "recomputed": tr.recomputed, "grads": grads, "loss": float(loss.detach())}
 
 
+def add_gradient_surplus(plan, diff, within):
+    """Whether remat's peak exceeds PyTorch's by `diff` bytes = one gradient
+    of an Add's input, give or take `within` bytes (PyTorch's 4-byte loss
+    seed, which remat does not count): PyTorch's AddBackward hands the same
+    gradient tensor to both inputs, remat's memory model gives each input a
+    G of its own (docs/memory-model.md, "An Add's gradient")."""
+    ops = plan["ops"]
+    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
+    return any(abs(diff - b) <= within for b in sizes)
+
+
 def recomputed_ops(plan, recomputed):
     """The remat ops the recomputed aten calls stand for (a select is a
     Slice and a Reshape, a split one Slice per part)."""

@@ -58,11 +58,28 @@ def _cast(name):
     return (lambda t: t.to(dtype)), (lambda c: c.to(torch.float32))
 
 
+def _in_place(aten):
+    """aten.add_.Tensor, aten.relu_.default: the op writes its first input."""
+    parts = aten.split(".")
+    return len(parts) >= 2 and parts[1].endswith("_") and not parts[1].startswith("_")
+
+
 def check_plan(plan):
     """PlanError when a checkpoint-set or compress plan cannot be replayed op by op."""
     ops = plan["ops"]
     strategy = plan.get("strategy")
     for op in ops:
+        # An in-place op (torchvision's `out += identity`, ReLU(inplace=True))
+        # leaves its result in its input's storage: a replay can make it again
+        # only from that input made again too.
+        if op["phase"] >= 0 and _in_place(op.get("aten") or "") and op.get("inputs"):
+            u = op["inputs"][0]
+            if ops[u]["phase"] < 0:
+                raise _apply.PlanError(
+                    f"'{strategy}' recomputes {op['name']} (op {op['id']}, {op['aten']}) but not "
+                    f"{ops[u]['name']} (op {u}), whose storage it overwrites: after the forward pass that storage "
+                    "holds the in-place op's result, so a replay cannot make it again. Make the op out of place "
+                    "(out = out + identity; ReLU(inplace=False)) and capture again, or choose another strategy")
         if op.get("compress"):
             if op["compress"] not in _CASTS:
                 raise _apply.PlanError(
@@ -202,6 +219,13 @@ class _Step(TorchDispatchMode):
             self.calls.append(_Call(func, key, call, phase, rec, spec, clone))
             ins = {storage_of(a).data_ptr() for a in flat if isinstance(a, torch.Tensor)}
         out = func(*args, **kwargs)
+        if phase is None and _in_place(key) and args and isinstance(args[0], torch.Tensor):
+            # A recomputed op's storage overwritten by one that is not: it no
+            # longer holds what a replay makes, so from now on it is held as it is.
+            ptr = storage_of(args[0]).data_ptr()
+            self.owner.pop(ptr, None)
+            for v in [v for v in self.views if v[0] == ptr]:
+                del self.views[v]
         for t in out if isinstance(out, (tuple, list)) else [out]:
             if isinstance(t, torch.Tensor) and t.dim() == 0:
                 s = storage_of(t)

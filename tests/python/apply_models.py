@@ -195,14 +195,3 @@ def build():
     """For `python3 -m remat_capture apply apply_models.py:build plan.json`: the MLP."""
     net, make, loss_fn = mlp()
     return net, make(), loss_fn
-
-
-def add_gradient_surplus(plan, diff, within):
-    """Whether remat's peak exceeds PyTorch's by `diff` bytes = one gradient
-    of an Add's input, give or take `within` bytes (test_apply: PyTorch's
-    4-byte loss seed, which remat does not count): PyTorch's AddBackward
-    hands the same gradient tensor to both inputs, remat's memory model
-    gives each input a G of its own (docs/pytorch.md)."""
-    ops = plan["ops"]
-    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
-    return any(abs(diff - b) <= within for b in sizes)

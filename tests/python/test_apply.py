@@ -106,7 +106,7 @@ def run_model(args, name, selective, regions, measured):
             check(True, f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
                         f"({err * 100:+.2f} %)")
         else:  # remat's known over-count, the only deviation allowed (docs/memory-model.md)
-            check(apply_models.add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"], 4),
+            check(_measure.add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"], 4),
                   f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
                   f"({err * 100:+.2f} %): remat's surplus is one Add input's gradient, which PyTorch shares")
         check(recomputed == pred["recompute_steps"],
