@@ -195,3 +195,25 @@ def build():
     """For `python3 -m remat_capture apply apply_models.py:build plan.json`: the MLP."""
     net, make, loss_fn = mlp()
     return net, make(), loss_fn
+
+
+class InPlaceResidual(nn.Module):
+    """torchvision's BasicBlock, in little: out = body(x); out += x; relu in place."""
+
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, d))
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.body(x)
+        out += x
+        return self.relu(out)
+
+
+def inplace_mlp(device="cpu"):
+    """Linear 32 -> 64, four in-place residual blocks (64 -> 128 -> 64), Linear 64 -> 8; batch 8, MSE."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(32, 64), *[InPlaceResidual(64, 128) for _ in range(4)], nn.Linear(64, 8))
+    target = torch.randn(8, 8).to(device)
+    return net.to(device), _seeded((8, 32), device), (lambda out: F.mse_loss(out, target))

@@ -183,8 +183,41 @@ def main():
               f"{got['peak']:>14,} {pred['peak_bytes']:>12,} {pred['recompute_steps']:>10}")
 
     add_shares_gradient()
+    in_place(args)
     bad_input(args, models)
     return summary()
+
+
+def in_place(args):
+    """Ops that overwrite their input (torchvision's `out += identity`,
+    ReLU(inplace=True)): a plan that recomputes them with their input
+    applies; one that recomputes such an op but keeps the input it
+    overwrites is refused (that storage holds the op's result by then)."""
+    net, make, loss_fn = apply_models.inplace_mlp()
+    path = os.path.join(args.out, "inplace.json")
+    remat_capture.save(remat_capture.capture(net, make(), loss_fn, name="inplace"), path)
+    base = _measure.measure_step(net, make, loss_fn)
+    for spec in ("blocks", "sqrt"):
+        plan_path = os.path.join(args.out, f"inplace.{spec}.plan.json")
+        p = remat_json(args.remat, "export", "--model", path, "--strategy", spec, "--torch-plan", plan_path)
+        check(p.returncode == 0, f"in-place MLP {spec}: remat export --torch-plan ({p.stderr.strip()})")
+        plan = remat_capture.load_plan(plan_path)
+        pred = plan["predicted"]
+        try:
+            applied = remat_capture.apply(net, plan)
+        except remat_capture.PlanError as e:
+            check(spec == "sqrt" and "whose storage it overwrites" in str(e),
+                  f"in-place MLP {spec}: refused, naming the in-place op and the input it overwrites ({e})")
+            continue
+        got = _measure.measure_step(applied, make, loss_fn, module=net)
+        recomputed = len(_measure.recomputed_ops(plan, got["recomputed"]))
+        same = all(torch.allclose(got["grads"][n], g, rtol=1e-5, atol=1e-6) for n, g in base["grads"].items())
+        check(spec == "blocks" and got["kept"] == pred["forward_end_bytes"]
+              and abs(got["peak"] - pred["peak_bytes"]) <= 0.02 * pred["peak_bytes"]
+              and recomputed == pred["recompute_steps"] > 0 and same,
+              f"in-place MLP {spec}: replayed with its in-place ReLUs: kept {got['kept']} B (remat "
+              f"{pred['forward_end_bytes']}), peak {got['peak']} B (remat {pred['peak_bytes']}), {recomputed} ops "
+              f"recomputed (remat {pred['recompute_steps']}), gradients allclose: {same}")
 
 
 def bad_input(args, models):
