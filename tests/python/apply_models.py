@@ -178,15 +178,17 @@ MODELS = {"mlp": mlp, "resnet": resnet, "gpt_block": gpt_block, "llama_block": l
 # manual sets checkpoint the blocks' inputs and outputs (op ids of the
 # captures: mlp's blocks end at 6, 11, 16, 21; resnet's at 10, 17, 24, 31, its
 # stem at 3); optimal's budgets lie between each model's smallest and largest
-# peaks (on the ResNet optimal's schedule is nested: refused).
+# peaks (on the ResNet optimal's schedule is nested: refused), with a time
+# limit its search ends well within, so that its schedule does not depend on
+# how busy the machine is (with 5 s, a loaded machine got other schedules).
 STRATEGIES = {
     "mlp": ["store-all", "sqrt", "every-k:5", "manual:1,6,11,16,21", "manual:1,11,21", "selective", "auto",
-            "optimal:60000", "blocks", "attention-core", "recompute-all"],
+            "optimal:60000:60", "blocks", "attention-core", "recompute-all"],
     "resnet": ["store-all", "sqrt", "every-k:7", "manual:3,10,17,24,31", "manual:3,17,31", "selective", "auto",
-               "optimal:800000", "blocks", "attention-core"],
-    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto", "optimal:450000", "blocks",
+               "optimal:800000:60", "blocks", "attention-core"],
+    "gpt_block": ["store-all", "sqrt", "every-k:16", "selective", "auto", "optimal:450000:60", "blocks",
                   "attention-core"],
-    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto", "optimal:500000", "blocks",
+    "llama_block": ["store-all", "sqrt", "every-k:20", "selective", "auto", "optimal:500000:60", "blocks",
                     "attention-core"],
 }
 
