@@ -151,9 +151,9 @@ def add_shares_gradient():
     x, y = a * 2, b * 3
     x.register_hook(lambda g: grads.__setitem__("x", g))
     y.register_hook(lambda g: grads.__setitem__("y", g))
-    (x + 0.5 * y).backward(seed)  # with a scale the inputs' gradients differ: two storages
+    torch.add(x, y, alpha=0.5).backward(seed)  # the second input's gradient is scaled: a tensor of its own
     check(grads["x"].data_ptr() != grads["y"].data_ptr(),
-          "x + 0.5 * y: two gradient storages (the sharing is the plain Add's)")
+          "torch.add(x, y, alpha=0.5): two gradient storages (the sharing is the plain Add's)")
 
 
 def main():
