@@ -11,6 +11,7 @@
 # are copied in and a wrapper over the build's remat points the loader at them.
 #
 # Usage: tools/torch2-check.sh BUILD_DIR [ROOT]   (root; ROOT=/opt/trixie)
+# REMAT_TORCH2_TESTS=REGEX runs only the tests it matches (ctest -R).
 # First run: about 700 MB downloaded and 5 minutes. The log is
 # BUILD_DIR/torch2-check.log; the exit status is ctest's.
 set -euo pipefail
@@ -86,7 +87,7 @@ chmod +x "$py"
 log="$build/torch2-check.log"
 echo "torch2-check: $("$py" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)')" | tee "$log"
 rc=0
-(cd "$build" && REMAT_PYTHON="$py" REMAT_REQUIRE_TORCH2=1 CI=true ctest -L 'bridge|torch' --output-on-failure -j 2 --timeout 900) >>"$log" 2>&1 || rc=$?
+(cd "$build" && REMAT_PYTHON="$py" REMAT_REQUIRE_TORCH2=1 CI=true ctest -L 'bridge|torch' ${REMAT_TORCH2_TESTS:+-R "$REMAT_TORCH2_TESTS"} --output-on-failure -j 2 --timeout 900) >>"$log" 2>&1 || rc=$?
 grep -E "tests passed|tests failed|\*\*\*|Skipped" "$log" | head -40 || true
 echo "torch2-check: exit $rc (log: $log)"
 exit $rc

@@ -62,8 +62,14 @@ TorchPlan make_torch_plan(const Model& model, const StrategyRun& run) {
         seen_bwd = true;
         in_phase = false;
         break;
-      case InstrKind::Offload: case InstrKind::Fetch: moves = true; break;
-      case InstrKind::CompressBF16: case InstrKind::CompressF16: case InstrKind::CompressInt8:
+      case InstrKind::Offload:
+        plan.ops[v].offload = true;
+        moves = true;
+        break;
+      case InstrKind::Fetch: moves = true; break;
+      case InstrKind::CompressBF16: plan.ops[v].compress = "bf16"; converts = true; break;
+      case InstrKind::CompressF16: plan.ops[v].compress = "f16"; converts = true; break;
+      case InstrKind::CompressInt8: plan.ops[v].compress = "int8"; converts = true; break;
       case InstrKind::Decompress: case InstrKind::FreePacked:
         converts = true;
         break;
@@ -109,6 +115,8 @@ nlohmann::ordered_json torch_plan_json(const Model& model, const TorchPlan& plan
     j["keep_aux"] = p.keep_aux;
     j["recomputes"] = p.recomputes;
     j["phase"] = p.phase;
+    j["compress"] = p.compress.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(p.compress);
+    j["offload"] = p.offload;
     ops.push_back(std::move(j));
   }
   ojson predicted;

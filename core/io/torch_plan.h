@@ -25,6 +25,10 @@ struct TorchPlanOp {
   // recomputations the backward pass runs, 1 for the next, ...); -1: never
   // recomputed. With "nested" plans, the first of them.
   int phase = -1;
+  // What the schedule does with A(v) between the forward pass and its reads:
+  // converts it ("bf16", "f16", "int8"; empty: never), moves it to the host.
+  std::string compress;
+  bool offload = false;
 };
 
 struct TorchPlan {
@@ -52,7 +56,8 @@ TorchPlan make_torch_plan(const Model& model, const StrategyRun& run);
 // {"format": "remat-torch-plan", "version": 1, "model", "strategy", "kind",
 //  "phases", "predicted": {...}, "ops": [{"id", "name", "kind", "module",
 //  "aten", "call", "place", "inputs", "saved", "view", "bytes", "aux_bytes",
-//  "keep", "keep_aux", "recomputes", "phase"}, ...]} (docs/pytorch.md).
+//  "keep", "keep_aux", "recomputes", "phase", "compress", "offload"}, ...]}
+// (docs/pytorch.md); "compress" is null where the op is not converted.
 nlohmann::ordered_json torch_plan_json(const Model& model, const TorchPlan& plan);
 // Before any work: InputError unless `path` ends in .json and its folder exists.
 void check_torch_plan_path(const std::string& path);

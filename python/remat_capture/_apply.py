@@ -1,6 +1,7 @@
 """remat_capture.apply(module, plan): a strategy's schedule, exported by
 `remat export --torch-plan`, put on the user's module with PyTorch's own
-checkpointing (torch.utils.checkpoint, non-reentrant).
+checkpointing (torch.utils.checkpoint, non-reentrant) where its regions can
+hold the schedule, else with saved_tensors_hooks (_replay.py).
 
 Each backward phase of remat's schedule that recomputes something becomes one
 checkpoint region: a module's forward, or a run of consecutive children of an
@@ -14,12 +15,15 @@ does. Inside a region:
 - without it (PyTorch 1.13), a plain region recomputes everything in it, so a
   plan is applied only when each phase's ops are exactly a region's ops.
 
-A plan that cannot be expressed so is refused with the reason (PlanError):
-nested recomputation (revolve, budget: an op recomputed twice), offload and
-compression (remat's schedule moves or converts given tensors at given steps;
-saved_tensors_hooks act on every saved tensor at pack time, so the peak would
-not be the one remat predicts), a phase whose ops are no region's, a region
-input remat does not keep.
+A checkpoint-set plan no region holds (a phase that cuts a residual block,
+or one a region would run extra ops for) is replayed op by op instead with
+saved_tensors_hooks, the machinery non-reentrant checkpointing is built on
+(_replay.py); so is a compress plan (bf16 or f16), its checkpoints kept as
+casts. Refused with the reason (PlanError): nested recomputation (revolve,
+budget: an op recomputed twice), offload (saved_tensors_hooks can move a
+tensor at pack time but fetch it only at unpack, not a segment ahead as
+remat's schedule does), int8 compression (codes and a scale: no single cast),
+a recomputed op that draws random numbers.
 
 Ops are matched by the capture's names: the aten overload and its occurrence
 among that overload's calls in the step ("call"), so the module must be the one
@@ -134,14 +138,15 @@ def plan_regions(module, plan, selective):
                         "cannot be expressed as checkpoint regions: choose a checkpoint-set strategy (sqrt, every-k, "
                         "manual, selective, auto, optimal)")
     if kind == "offload":
-        raise PlanError(f"'{strategy}' offloads given checkpoints to the host and fetches them back at given steps; "
-                        "saved_tensors_hooks move every saved tensor when autograd packs it, which is another "
-                        "schedule with another peak, so it is not applied (use the plan of its base strategy)")
+        raise PlanError(f"'{strategy}' moves given checkpoints to the host and fetches each back a segment before "
+                        "its backward reads it; saved_tensors_hooks can move a saved tensor when autograd packs "
+                        "it, but can fetch it only when backward unpacks it, so the device would hold another "
+                        "set of tensors than remat predicts at each step (and on the CPU there is no host tier "
+                        "to move to): not applied. Use the plan of its base strategy, and "
+                        "torch.autograd.graph.save_on_cpu if you want PyTorch's own offload")
     if kind == "compress":
-        raise PlanError(f"'{strategy}' holds given checkpoints compressed between given steps; a saved_tensors_hooks "
-                        "cast would convert every saved tensor when autograd packs it, which is another schedule "
-                        "with another peak and other gradients, so it is not applied (use the plan of its base "
-                        "strategy)")
+        raise PlanError(f"'{strategy}' keeps given checkpoints converted: no checkpoint region converts what it "
+                        "keeps (apply() replays such a plan op by op, with how='auto' or 'replay')")
     if kind != "checkpoint-set":
         raise PlanError(f"unknown plan kind '{kind}'")
     ops = plan["ops"]
@@ -206,6 +211,7 @@ class _State:
     measuring = False
     recomputing = 0
     current = None
+    outer_pack = None  # _measure's pack hook, which the replay's own hooks call (_replay.py)
 
 
 state = _State()
@@ -405,16 +411,37 @@ class Applied(torch.nn.Module):
         patched.append((m, had, old))
 
 
-def apply(module, plan, selective=None):
+def apply(module, plan, selective=None, how="auto"):
     """Wraps `module` so that a training step keeps exactly the plan's tensors
     (see the module docstring). `plan`: a dict or a path. `selective`: use
     selective activation checkpointing (default: when this PyTorch has it).
+    `how`: "regions" (checkpoint regions only), "replay" (a checkpoint-set
+    plan replayed op by op with saved_tensors_hooks, _replay.py) or "auto"
+    (regions where they hold every phase, else the replay).
     Raises PlanError when the plan cannot be applied, saying why."""
+    from . import _replay
     plan = load_plan(plan)
     if selective is None:
         selective = has_selective_checkpointing()
     elif selective and not has_selective_checkpointing():
         raise PlanError(f"PyTorch {torch.__version__} has no selective activation checkpointing "
                         "(torch.utils.checkpoint.create_selective_checkpoint_contexts, PyTorch 2.4 and later)")
-    regions = plan_regions(module, plan, selective)
+    if how not in ("auto", "regions", "replay"):
+        raise ValueError(f"how: 'auto', 'regions' or 'replay', not {how!r}")
+    if plan.get("kind") == "compress" and how != "regions":
+        if any(op["recomputes"] > 1 for op in plan["ops"]):
+            plan_regions(module, dict(plan, kind="nested"), selective)  # refused, saying why
+        _replay.check_plan(plan)
+        return _replay.Replayed(module, plan, "its checkpoints are kept converted")
+    if how == "replay":
+        plan_regions(module, dict(plan, ops=[dict(op, phase=-1) for op in plan["ops"]]), selective)  # the kind
+        _replay.check_plan(plan)
+        return _replay.Replayed(module, plan, "asked for")
+    try:
+        regions = plan_regions(module, plan, selective)
+    except PlanError as e:
+        if how == "regions" or plan.get("kind") != "checkpoint-set":
+            raise
+        _replay.check_plan(plan)
+        return _replay.Replayed(module, plan, str(e))
     return Applied(module, plan, regions, selective)

@@ -34,6 +34,9 @@ except ImportError:  # pragma: no cover
     StorageWeakRef = None
 
 
+_DETACH = torch.ops.aten.detach.default
+
+
 def _ptr(t):
     return storage_of(t).data_ptr()
 
@@ -84,6 +87,12 @@ class Tracker(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if func is _DETACH and not isinstance(out, torch.Tensor):
+            # PyTorch 1.13 hands a detached wrapped number (a saved `x * 0.125`'s
+            # 0.125, unpacked through saved_tensors_hooks) back to a dispatch
+            # mode as a Python float, then refuses the float: the tensor is
+            # returned instead (it is the same value; detach allocates nothing).
+            out = args[0]
         for t in (out if isinstance(out, (tuple, list)) else [out]):
             self.note(t)
         if self.backward and _apply.state.recomputing and _apply.state.current is not None:
@@ -126,8 +135,14 @@ def _wrapped_scalars(model, make_input, loss_fn):
         return t
 
     x = make_input()
-    with outs, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        loss = loss_fn(model(x))
+    # remat_capture.apply's op-by-op replay packs with hooks of its own
+    # (inner ones win): it shows this pack what it keeps as it is.
+    _apply.state.outer_pack = pack
+    try:
+        with outs, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = loss_fn(model(x))
+    finally:
+        _apply.state.outer_pack = None
     total = sum(n for p, (n, _) in seen.items() if p not in outs.ptrs and p != _ptr(x))
     del loss, seen, outs
     return total
@@ -182,6 +197,17 @@ def measure_step(model, make_input, loss_fn, module=None):
     peak = scalars + max(sum(tr.sizes[s] for s in sample if s not in grad_serials) for sample in tr.samples)
     grads = {n: p.grad.detach().clone() for n, p in module.named_parameters() if p.grad is not None}
     return {"kept": kept, "peak": peak, "recomputed": tr.recomputed, "grads": grads, "loss": float(loss.detach())}
+
+
+def add_gradient_surplus(plan, diff, within):
+    """Whether remat's peak exceeds PyTorch's by `diff` bytes = one gradient
+    of an Add's input, give or take `within` bytes (PyTorch's 4-byte loss
+    seed, which remat does not count): PyTorch's AddBackward hands the same
+    gradient tensor to both inputs, remat's memory model gives each input a
+    G of its own (docs/memory-model.md, "An Add's gradient")."""
+    ops = plan["ops"]
+    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
+    return any(abs(diff - b) <= within for b in sizes)
 
 
 def recomputed_ops(plan, recomputed):

@@ -118,6 +118,26 @@ TEST(TorchPlan, KindsOfSchedules) {
   EXPECT_EQ(make_torch_plan(m, run_of(m, "every-k:3+compress:bf16")).kind, "compress");
 }
 
+// The one checkpoint every-k:3 keeps for its phase is the input: the op that
+// compress converts (with its type) and offload:3 moves; no other op is marked.
+TEST(TorchPlan, CompressedAndOffloadedOpsAreNamed) {
+  const Model m = parse_json_model(kCaptured, "captured.json");
+  const TorchPlan c = make_torch_plan(m, run_of(m, "every-k:3+compress:f16"));
+  const TorchPlan o = make_torch_plan(m, run_of(m, "offload:3"));
+  for (int v = 0; v < m.size(); ++v) {
+    const auto i = static_cast<std::size_t>(v);
+    EXPECT_EQ(c.ops[i].compress, v == 0 ? "f16" : "") << v;
+    EXPECT_FALSE(c.ops[i].offload) << v;
+    EXPECT_EQ(o.ops[i].offload, v == 0) << v;
+    EXPECT_EQ(o.ops[i].compress, "") << v;
+  }
+  const auto j = torch_plan_json(m, c);
+  EXPECT_EQ(j["ops"][0]["compress"], "f16");
+  EXPECT_TRUE(j["ops"][1]["compress"].is_null());
+  EXPECT_EQ(j["ops"][0]["offload"], false);
+  EXPECT_EQ(torch_plan_json(m, o)["ops"][0]["offload"], true);
+}
+
 TEST(TorchPlan, ModelsThatWereNotCapturedAreRefused) {
   const Model m = load_model("mlp:4");
   try {
