@@ -11,7 +11,7 @@ repeat=${2:-15}
 remat="$build/app/remat"
 py=/usr/bin/python3
 printf '%-24s %12s %12s %8s\n' model "live ms" "replay ms" ratio
-for model in mlp:8:512:64 gpt:2:128:4:64:4 resnet:18:8:32:2:10; do
+for model in mlp:8:512:64 transformer:2:128:4:64 resnet:18:8:32:2:10; do
   peak=$("$remat" simulate --model "$model" --strategy store-all --json |
          $py -c 'import json,sys; print(json.load(sys.stdin)["strategies"][0]["peak_bytes"])')
   budget=$((peak * 60 / 100))
