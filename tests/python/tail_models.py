@@ -59,6 +59,23 @@ class ClassToken(nn.Module):
         return self.head(F.gelu(self.norm(x))[:, 0].contiguous())  # the kernels read a Linear's input dense
 
 
+class CosineMobileNet(nn.Module):
+    """torchvision's MobileNetV2 features (ReLU6: Clip in ONNX), pooled by
+    x.mean((2, 3)) (ReduceMean), and a cosine classifier: the features scaled
+    to unit length by x / x.pow(2).sum(-1, keepdim=True).sqrt() (Pow,
+    ReduceSum, Sqrt, a broadcast Div of two activations)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        self.features = torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25).features
+        self.fc = nn.Linear(1280, 10)
+
+    def forward(self, x):
+        p = self.features(x).mean((2, 3))
+        return self.fc(p / p.pow(2).sum(-1, keepdim=True).sqrt())
+
+
 def models():
     torch.manual_seed(0)
     unet, xu = UNet(), torch.randn(2, 3, 16, 16)
