@@ -659,11 +659,46 @@ class Builder(PointwiseMixin):
                 continue
             if ev.name in LOSS_OPS and not self._act(t) and any(t is a for a in ev.args[1:]):
                 continue  # the loss target: baseline
+            if self._saves_overwritten(v, ev, t, counted):
+                continue
             self._save(v, t, counted, later)
         for v, t in later:
             key = storage_key(t)
             if key not in counted:
                 self._private(v, t, counted)
+
+    def _saves_overwritten(self, v, ev, t, counted):
+        """An in-place op whose backward reads the value it overwrites
+        (hardswish_, x.mul_(y) with y needing a gradient): autograd saves a
+        clone of that value, made before the op, in a storage of its own. remat
+        gives the in-place result an op of its own, so the value overwritten
+        is its first input's, still there: the op saves that input (the same
+        bytes, kept as long), which its kernel's backward then reads. True when
+        `t` is that clone and so charged."""
+        op = self.ops[v]
+        if not ev.name.endswith("_") or op["kind"] != "Pointwise" or not op["inputs"] or not ev.args:
+            return False
+        key = storage_key(t)
+        if key in counted or ev.args[0] is not ev.outputs[0]:
+            return False
+        u = op["inputs"][0]
+        src = self.ops[u]
+        # The clone runs as an aten op of its own (a Reshape copy of the
+        # input, which leads nowhere and is dropped), or inside autograd.
+        clone = self.rid.get(id(t))
+        if clone is not None and not (self.ops[clone].get("copy") and self.ops[clone]["inputs"] == [u]):
+            return False
+        if clone is None and key in self.owner:
+            return False
+        numel = 1
+        for d in src["shape"]:
+            numel *= d
+        if (src["_view"] or "bytes" in src or src.get("dtype") != DTYPES.get(t.dtype) or
+                list(t.shape) != src["shape"] or storage_nbytes(t) != numel * t.element_size() or u in op["_saved"]):
+            return False
+        op["_saved"].append(u)
+        counted.add(key)
+        return True
 
     def _save(self, v, t, counted, later):
         op = self.ops[v]

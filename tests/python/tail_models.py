@@ -1,7 +1,9 @@
 """The tail models of issue 28, for test_capture_tail.py (captured) and
 tests/exec/onnx_zoo_crosscheck.py (exported to ONNX): a U-Net with transposed
 convolutions, nearest and bilinear upsampling and skip connections, a
-GroupNorm network, and a ViT front with a class token."""
+GroupNorm network, a ViT front with a class token, torchvision's
+mobilenet_v3_small (in-place hardswish and ReLU), and MobileNetV2 features
+with a cosine classifier (ONNX only)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -87,5 +89,11 @@ def models():
     ct, xc = ClassToken(), torch.randn(3, 5, 6)
     labels_c = torch.randint(0, 4, (3,))
     yield "class_token", ct, xc, (lambda out: F.cross_entropy(out, labels_c)), labels_c
+    # In-place activations: hardswish(inplace=True) saves a clone of what it
+    # overwrites, ReLU(inplace=True) its result; squeeze-and-excitation multiplies two activations.
+    import torchvision
+    mv3, xm = torchvision.models.mobilenet_v3_small(num_classes=10), torch.randn(2, 3, 64, 64)
+    labels_m = torch.randint(0, 10, (2,))
+    yield "mobilenet_v3_small", mv3, xm, (lambda out: F.cross_entropy(out, labels_m)), labels_m
 
 
