@@ -193,10 +193,33 @@ uint64_t CpuBackend::device_free_bytes() const {
 
 void CpuBackend::upload(void* dst, const void* src, uint64_t bytes) { std::memcpy(dst, src, bytes); }
 
-void CpuBackend::forward(const Model& m, int v, const TensorTable& t) { cpu_forward(state_, OpCall(m, v, t)); }
+namespace {
+
+// A strided input of a kernel that reads rows, copied dense first (dense_copy):
+// into scratch, or into aux(v) for a Linear's charged copy, which the backward reads again.
+void dense_input(CpuOpState& s, OpCall& c, bool backward) {
+  const DenseCopy d = dense_copy(c.model, c.v);
+  if (d == DenseCopy::None || (backward && !dense_copy_in_backward(c.model, c.v))) return;
+  float* to = d == DenseCopy::Aux ? c.aux() : s.scratch[kDenseInput];
+  if (!(backward && d == DenseCopy::Aux)) {
+    const float* x[3] = {c.in(0), nullptr, nullptr};
+    cpu::pointwise_fwd(dense_copy_geom(c.model, c.op.inputs[0]), x, to);
+  }
+  c.set_dense_in0(to);
+}
+
+}  // namespace
+
+void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
+  OpCall c(m, v, t);
+  dense_input(state_, c, false);
+  cpu_forward(state_, c);
+}
 
 void CpuBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
-  cpu_backward(state_, OpCall(m, v, t, acc));
+  OpCall c(m, v, t, acc);
+  dense_input(state_, c, true);
+  cpu_backward(state_, c);
 }
 
 std::vector<float> CpuBackend::read_param_grad(std::size_t index) {

@@ -77,16 +77,13 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     // The other kernels read dense row-major inputs; a view is handed over as
     // a pointer into its storage, so only a contiguous one can feed them (an
     // Attention's output too, laid out in its q's order).
-    // A Concat copies a strided input through the family's identity, which
-    // has no slot for a constant piece (a class token): refused together.
-    if (op.kind == OpKind::Concat && op.attrs->const_at >= 0)
-      for (const int u : op.inputs)
-        if (const Op& in = model.op(u); !in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {
-          add(v, op_label(model, v) + " (Concat) has a constant piece and reads the non-contiguous " +
-                     (in.view ? "view " : "tensor ") + op_label(model, u) + ", which the kernels cannot run together");
-          break;
-        }
-    if (reads_strides(op)) continue;
+    // A Linear keeps the folded copy of its input that PyTorch multiplies
+    // (aux): the backend makes it there, when it is that copy.
+    if (op.kind == OpKind::Linear && op.aux_bytes > 0 && dense_copy(model, v) != DenseCopy::Aux)
+      add(v, op_label(model, v) + " (Linear) keeps " + std::to_string(op.aux_bytes) +
+                 " bytes of aux that are not a copy of its strided input, which the kernels cannot make");
+    // The kernels that read rows get a strided input copied dense (dense_copy).
+    if (reads_strides(op) || dense_copy(model, v) != DenseCopy::None) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
       if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {

@@ -10,10 +10,11 @@ x.mean((2, 3)) with a cosine classifier (ReduceMean, Pow, ReduceSum, Sqrt,
 a broadcast Div: Reduce and Pointwise ops), exported in training mode: every strategy runs with store-all's loss and gradients and a
 tracked peak equal to the prediction, and PyTorch running the file with its
 own weights agrees on the loss and every gradient (onnx_file_crosscheck.py).
-nn.TransformerEncoder and the ViT of torch_saved_bytes.py import (saved
-bytes within 2 % there) but do not run yet: a Linear on a transposed view
-(batch_first) and a Concat of a transposed view need kernels that read
-strides. Exit 77 (skip) without torch/torchvision/onnx.
+nn.TransformerEncoder and the ViT of torch_saved_bytes.py (saved bytes
+within 2 % there) run too: the encoder's Dropout and Linear on transposed
+views (batch_first) and the ViT's Concat of a transposed view with its class
+token read their strided inputs through a dense copy (op_exec.h's
+dense_copy). Exit 77 (skip) without torch/torchvision/onnx.
 
   onnx_zoo_crosscheck.py REMAT [MODEL...]"""
 import os
@@ -38,7 +39,7 @@ from onnx_gpt_crosscheck import export_and_check  # noqa: E402
 # the plain tolerance). MobileNetV2's batch norms over 2x2 pixels leave
 # gradients that float32 cannot pin down, PyTorch's own included.
 MODELS = {"gpt2-mask": ("sqrt", "idx", 0), "unet": ("sqrt", "x", 0), "mobilenet": ("sqrt", "x", 4),
-          "mobilenet-cosine": ("sqrt", "x", 4)}
+          "mobilenet-cosine": ("sqrt", "x", 4), "encoder": ("sqrt", "x", 0), "vit": ("sqrt", "x", 0)}
 
 
 def build(name):
@@ -50,6 +51,11 @@ def build(name):
         import tail_models
         return tail_models.CosineMobileNet(), torch.randn(2, 3, 64, 64)
     model, x, _ = zoo.MODELS[name][0]()
+    if name == "encoder":  # nn.TransformerEncoder copies one layer: make each layer's weights its own
+        g = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.02 * torch.randn(p.shape, generator=g))
     return model, x
 
 

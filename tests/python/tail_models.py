@@ -95,5 +95,20 @@ def models():
     mv3, xm = torchvision.models.mobilenet_v3_small(num_classes=10), torch.randn(2, 3, 64, 64)
     labels_m = torch.randint(0, 10, (2,))
     yield "mobilenet_v3_small", mv3, xm, (lambda out: F.cross_entropy(out, labels_m)), labels_m
+    # Strided views into kernels that read rows: nn.TransformerEncoder with
+    # batch_first (its attention's output transposed into the dropout), and
+    # tests/io's ViT (patches transposed into the Concat with the class token,
+    # the class token's features x[:, 0] into the head's Linear).
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
+    enc, xe = nn.TransformerEncoder(layer, 2), torch.randn(2, 8, 32)
+    target_e = torch.randn(2, 8, 32)
+    yield "encoder_batch_first", enc, xe, (lambda out: F.mse_loss(out, target_e)), target_e
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+    import torch_saved_bytes
+    vit, xv, _ = torch_saved_bytes.vit(2)
+    labels_v = torch.randint(0, 10, (2,))
+    yield "vit", vit, xv, (lambda out: F.cross_entropy(out, labels_v)), labels_v
 
 

@@ -5,7 +5,9 @@ GroupNorm network, and a ViT front whose class token is a parameter
 concatenated before the tokens (LayerNorm eps 1e-6), and torchvision's
 mobilenet_v3_small on 64x64 images, whose hardswish(inplace=True) saves a
 clone of the value it overwrites (captured as saving its input: the same
-bytes, and what the kernel's backward reads). For each: remat's
+bytes, and what the kernel's backward reads), and an nn.TransformerEncoder
+with batch_first and tests/io's ViT, whose Dropout, Concat and Linear read
+transposed or sliced views (dense copies, op_exec.h's dense_copy). For each: remat's
 saved_bytes equals PyTorch's count exactly, the capture is executable, every
 strategy runs bit-identical to store-all with its tracked peak the predicted
 one, and the step rebuilt in PyTorch from remat's dump (torch_crosscheck.py)
@@ -55,7 +57,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     want_kinds = {"unet": ("ConvTranspose", "Upsample", "Concat"), "groupnorm": ("GroupNorm",),
-                  "class_token": ("Concat",), "mobilenet_v3_small": ("Pointwise",)}
+                  "class_token": ("Concat",), "mobilenet_v3_small": ("Pointwise",),
+                  "encoder_batch_first": ("Dropout", "Transpose"), "vit": ("Concat", "Transpose")}
     float32 = {"mobilenet_v3_small": "4"}
     for name, net, x, loss_fn, target in models():
         net.train()
