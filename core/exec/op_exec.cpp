@@ -618,7 +618,17 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::MulConst:
     case OpKind::DivConst:
     case OpKind::AddConst:
-    case OpKind::MaskedFill: break;
+    case OpKind::MaskedFill:
+    // PyTorch's convolutions, norms of channels, pools and upsampling make
+    // their input contiguous first (a transient copy) where it is not.
+    case OpKind::Conv:
+    case OpKind::ConvTranspose:
+    case OpKind::BatchNorm:
+    case OpKind::GroupNorm:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::GlobalAvgPool:
+    case OpKind::Upsample: break;
     default: return DenseCopy::None;
   }
   const Op& x = m.op(op.inputs[0]);

@@ -186,8 +186,9 @@ cpu::PwGeom concat_const_geom(const Model& model, int v, int64_t& out_offset);
 // the backend copies that input first, through its strides, so the kernel
 // reads it as it is. Scratch: a transient copy in kDenseInput, made again in
 // the backward when the backward reads the input (its saved set keeps it);
-// PyTorch's elementwise ops read through strides and its layer_norm and
-// softmax copy transiently, so the model charges nothing. Aux: a Linear whose
+// PyTorch's elementwise ops read through strides and its layer_norm,
+// softmax, convolutions, batch and group norms, pools and upsampling copy
+// transiently, so the model charges nothing. Aux: a Linear whose
 // rule charges the folded copy PyTorch multiplies and saves (aux_bytes): made
 // into aux(v) by the forward, read by the backward. None: input 0 is dense,
 // or the kind reads strides itself.

@@ -46,6 +46,17 @@ std::string pointwise_saved_problem(const Model& model, int v) {
   return {};
 }
 
+// The activation kinds' kernels differentiate from their input (GELU, SiLU)
+// or their output (ReLU, Tanh, Sigmoid): a saved set given in the file (a
+// capture's, as autograd kept it) must hold that one.
+std::string activation_saved_problem(const Op& op, int v) {
+  const bool from_input = op.kind == OpKind::GELU || op.kind == OpKind::SiLU;
+  if (!from_input && op.kind != OpKind::ReLU && op.kind != OpKind::Tanh && op.kind != OpKind::Sigmoid) return {};
+  const int needs = from_input ? op.inputs.at(0) : v;
+  if (std::find(op.saved.begin(), op.saved.end(), needs) != op.saved.end()) return {};
+  return std::string("its backward reads its ") + (from_input ? "input" : "result") + ", which its saved set leaves out";
+}
+
 }  // namespace
 
 std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
@@ -53,6 +64,7 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   for (int v = 0; v < model.size() && out.size() < limit; ++v) {
     std::string why = exec_problem(model.op(v));
     if (why.empty() && model.op(v).kind == OpKind::Pointwise) why = pointwise_saved_problem(model, v);
+    if (why.empty()) why = activation_saved_problem(model.op(v), v);
     if (!why.empty()) out.push_back({v, true, std::move(why)});
   }
   const auto add = [&](int v, std::string why) {

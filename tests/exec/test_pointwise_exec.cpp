@@ -145,6 +145,25 @@ TEST(RunCheck, APointwiseWhoseSavedSetLeavesOutWhatItsBackwardReadsIsRefusedWith
   }
 }
 
+TEST(RunCheck, AnActivationWhoseSavedSetLacksWhatItsKernelReadsIsRefused) {
+  // A capture of an in-place silu_ once kept PyTorch's clone as aux and not
+  // the input: executable() said yes and the run then failed mid-schedule.
+  for (const auto& [op3, ok] : std::vector<std::pair<std::string, bool>>{
+           {R"({"id":3,"name":"act","kind":"SiLU","inputs":[1],"saved":[1]})", true},
+           {R"({"id":3,"name":"act","kind":"SiLU","inputs":[1],"saved":[],"aux_bytes":24})", false},
+           {R"({"id":3,"name":"act","kind":"ReLU","inputs":[1],"saved":[3]})", true},
+           {R"({"id":3,"name":"act","kind":"ReLU","inputs":[1],"saved":[1]})", false}}) {
+    const Model m = parse(kHead + op3 + kTail);
+    EXPECT_EQ(m.executable(), ok) << op3;
+    if (!ok) {
+      const auto blockers = run_blockers(m);
+      ASSERT_FALSE(blockers.empty());
+      EXPECT_EQ(blockers[0].op, 3);
+      EXPECT_NE(blockers[0].why.find("its backward reads its"), std::string::npos) << blockers[0].why;
+    }
+  }
+}
+
 TEST(RunCheck, AKernelReadingANonContiguousViewMakesTheModelNotExecutable) {
   // An Add over a transposed view: every op has a kernel, yet `remat run`
   // refuses it, so executable() says no and says why.
