@@ -69,6 +69,11 @@ def main():
     failed = []
     for name in names:
         strategy, input_name, float32 = MODELS[name]
+        if name in zoo.FUSED_ATTENTION_IN_TORCH2 and int(torch.__version__.split(".")[0]) >= 2:
+            # As torch_saved_bytes.py: PyTorch 2.x exports the encoder's fused
+            # attention decomposed, which remat does not map back yet.
+            print(f"== {name} skipped with torch {torch.__version__}: fused attention exported decomposed")
+            continue
         torch.manual_seed(0)
         model, x = build(name)
         print(f"== {name}")
