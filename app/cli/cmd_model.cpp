@@ -60,6 +60,10 @@ void print_summary(const Model& m) {
   }
   if (sim_only_count == 0) {
     std::printf("simulate-only ops: none, but remat run refuses it: %s\n", blockers.front().why.c_str());
+    // Every op that blocks the run, not the first alone, so one fix is not followed by the next surprise.
+    for (std::size_t i = 1; i < blockers.size() && i < kNamesShown; ++i)
+      std::printf("  and: %s\n", blockers[i].why.c_str());
+    if (blockers.size() > kNamesShown) std::printf("  and %zu more\n", blockers.size() - kNamesShown);
     return;
   }
   std::string names;

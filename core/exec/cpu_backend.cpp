@@ -222,17 +222,39 @@ uint64_t CpuBackend::device_free_bytes() const {
 
 void CpuBackend::upload(void* dst, const void* src, uint64_t bytes) { std::memcpy(dst, src, bytes); }
 
+// A strided input of a kernel that reads rows, copied dense first (dense_copy):
+// into scratch, or into aux(v) for a Linear's charged copy, which the backward
+// reads again. The mixed-precision path calls it on its widened call too.
+void cpu_dense_input(CpuOpState& s, OpCall& c, bool backward) {
+  const DenseCopy d = dense_copy(c.model, c.v);
+  if (d == DenseCopy::None || (backward && !dense_copy_in_backward(c.model, c.v))) return;
+  float* to = d == DenseCopy::Aux ? c.aux() : s.scratch[kDenseInput];
+  if (!(backward && d == DenseCopy::Aux)) {
+    const float* x[3] = {c.in(0), nullptr, nullptr};
+    cpu::pointwise_fwd(dense_copy_geom(c.model, c.op.inputs[0]), x, to);
+  }
+  c.set_dense_in0(to);
+}
+
 void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
-  if (!runs_mixed(m, v)) return cpu_forward(state_, OpCall(m, v, t));
-  CallScratch scratch(alloc_);
-  mixed_forward(state_, m, v, t, scratch);
+  if (runs_mixed(m, v)) {
+    CallScratch scratch(alloc_);
+    return mixed_forward(state_, m, v, t, scratch);
+  }
+  OpCall c(m, v, t);
+  cpu_dense_input(state_, c, false);
+  cpu_forward(state_, c);
 }
 
 void CpuBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
   const float seed = v == m.loss() ? loss_scale_ : 1.0f;
-  if (seed == 1.0f && !runs_mixed(m, v)) return cpu_backward(state_, OpCall(m, v, t, acc));
-  CallScratch scratch(alloc_);
-  mixed_backward(state_, m, v, t, acc, scratch, seed);
+  if (seed != 1.0f || runs_mixed(m, v)) {
+    CallScratch scratch(alloc_);
+    return mixed_backward(state_, m, v, t, acc, scratch, seed);
+  }
+  OpCall c(m, v, t, acc);
+  cpu_dense_input(state_, c, true);
+  cpu_backward(state_, c);
 }
 
 std::vector<float> CpuBackend::read_param_grad(std::size_t index) {

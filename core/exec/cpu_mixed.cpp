@@ -286,7 +286,9 @@ void mixed_forward(CpuOpState& s, const Model& model, int v, const TensorTable& 
   w.prepare_aux(false);
   w.cast_params(false);
   const TensorTable table = w.table();
-  cpu_forward(s, OpCall(model, v, table));
+  OpCall c(model, v, table);
+  cpu_dense_input(s, c, false);
+  cpu_forward(s, c);
   w.store_output();
   w.store_aux();
 }
@@ -305,7 +307,9 @@ void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable&
   w.prepare_aux(true);
   w.cast_params(true);
   const TensorTable table = w.table();
-  cpu_backward(s, OpCall(model, v, table, acc));
+  OpCall c(model, v, table, acc);
+  cpu_dense_input(s, c, true);
+  cpu_backward(s, c);
   w.store_dx(seed);
   w.add_param_grads();
 }

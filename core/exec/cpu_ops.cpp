@@ -233,12 +233,21 @@ void bwd_softmax(CpuOpState&, const OpCall& c) {
 // over the broadcast into the parameter's gradient, in the piece's order.
 void fwd_concat(CpuOpState& s, const OpCall& c) {
   // A strided input is copied through its strides into its slice, as the
-  // family's identity; run_check refuses a strided Concat with a constant piece.
+  // family's identity, and so is a constant piece from scratch.
   if (reads_strided(c.model, c.v)) {
     for (std::size_t k = 0; k < c.op.inputs.size(); ++k) {
       int64_t at = 0;
       const cpu::PwGeom g = concat_piece_geom(c.model, c.v, k, at);
       const float* x[3] = {c.in(k), nullptr, nullptr};
+      cpu::pointwise_fwd(g, x, c.out() + at);
+    }
+    if (c.op.attrs->const_at >= 0) {
+      const float* p = s.param(c.v, 0);
+      float* piece = s.scratch[kConcatPiece];
+      for_each_mapped(concat_piece_map(c.model, c.v), [&](int64_t i, int64_t at) { piece[i] = p[at]; });
+      int64_t at = 0;
+      const cpu::PwGeom g = concat_const_geom(c.model, c.v, at);
+      const float* x[3] = {piece, nullptr, nullptr};
       cpu::pointwise_fwd(g, x, c.out() + at);
     }
     return;

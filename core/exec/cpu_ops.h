@@ -30,6 +30,9 @@ struct CpuOpState {
 
 // Throws InputError for a kind the CPU cannot run.
 void cpu_forward(CpuOpState& s, const OpCall& c);
+// A strided input of a kernel that reads rows, copied dense first
+// (op_exec.h's dense_copy); the backend calls it before cpu_forward/backward.
+void cpu_dense_input(CpuOpState& s, OpCall& c, bool backward);
 void cpu_backward(CpuOpState& s, const OpCall& c);
 
 }  // namespace remat

@@ -211,7 +211,9 @@ std::vector<ParamSpec> op_params(const Model& model, int v) {
 
 ScratchFloats op_scratch(const Model& model, int v) {
   const ExecKind* k = find(model.op(v).kind);
-  return k ? k->scratch(model, v) : ScratchFloats{};
+  ScratchFloats s = k ? k->scratch(model, v) : ScratchFloats{};
+  if (k && dense_copy(model, v) == DenseCopy::Scratch) s[kDenseInput] = model.op(model.op(v).inputs[0]).numel();
+  return s;
 }
 
 ScratchFloats model_scratch(const Model& model) {
@@ -579,8 +581,10 @@ cpu::PwGeom concat_piece_geom(const Model& m, int v, std::size_t k, int64_t& out
   const Op& op = m.op(v);
   const Op& x = m.op(op.inputs.at(k));
   const ConcatDims d = concat_dims(m, v);
+  // Widths list the constant piece at its place among the inputs.
+  const std::size_t at = k + (d.piece >= 0 && static_cast<int64_t>(k) >= d.piece ? 1 : 0);
   int64_t before = 0;
-  for (std::size_t i = 0; i < k; ++i) before += d.widths[i];
+  for (std::size_t i = 0; i < at; ++i) before += d.widths[i];
   out_offset = before * d.inner;
   cpu::PwGeom g;
   g.rank = static_cast<int>(x.shape.size());
@@ -593,6 +597,87 @@ cpu::PwGeom concat_piece_geom(const Model& m, int v, std::size_t k, int64_t& out
   for (int i = 0; i < g.rank; ++i) {
     g.shape[i] = g.dims[0][i] = x.shape[static_cast<std::size_t>(i)];
     g.stride[0][i] = xs[static_cast<std::size_t>(i)];
+    g.out_stride[i] = ys[static_cast<std::size_t>(i)];
+  }
+  return g;
+}
+
+DenseCopy dense_copy(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (op.inputs.size() != 1) return DenseCopy::None;
+  switch (op.kind) {
+    case OpKind::Linear:
+    case OpKind::LayerNorm:
+    case OpKind::Softmax:
+    case OpKind::Dropout:
+    case OpKind::ReLU:
+    case OpKind::Tanh:
+    case OpKind::GELU:
+    case OpKind::Sigmoid:
+    case OpKind::SiLU:
+    case OpKind::MulConst:
+    case OpKind::DivConst:
+    case OpKind::AddConst:
+    case OpKind::MaskedFill:
+    // PyTorch's convolutions, norms of channels, pools and upsampling make
+    // their input contiguous first (a transient copy) where it is not.
+    case OpKind::Conv:
+    case OpKind::ConvTranspose:
+    case OpKind::BatchNorm:
+    case OpKind::GroupNorm:
+    case OpKind::MaxPool:
+    case OpKind::AvgPool:
+    case OpKind::GlobalAvgPool:
+    case OpKind::Upsample: break;
+    default: return DenseCopy::None;
+  }
+  const Op& x = m.op(op.inputs[0]);
+  if (is_contiguous(std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x))) return DenseCopy::None;
+  if (op.kind == OpKind::Linear && op.aux_bytes > 0)
+    return op.aux_bytes == 4 * static_cast<uint64_t>(x.numel()) ? DenseCopy::Aux : DenseCopy::None;
+  return DenseCopy::Scratch;
+}
+
+cpu::PwGeom dense_copy_geom(const Model& m, int u) {
+  const Op& x = m.op(u);
+  cpu::PwGeom g;
+  g.rank = static_cast<int>(x.shape.size());
+  if (g.rank > cpu::PwGeom::kMaxRank) throw InputError(op_label(m, u) + ": rank over 8");
+  g.fn = pw::Fn::Cast;
+  g.arity = 1;
+  const std::vector<int64_t> xs = layout_of(x);
+  for (int i = 0; i < g.rank; ++i) {
+    g.shape[i] = g.dims[0][i] = x.shape[static_cast<std::size_t>(i)];
+    g.stride[0][i] = g.shape[i] == 1 ? 0 : xs[static_cast<std::size_t>(i)];
+  }
+  return g;
+}
+
+bool dense_copy_in_backward(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const DenseCopy d = dense_copy(m, v);
+  if (d == DenseCopy::Aux) return true;
+  return d == DenseCopy::Scratch && std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) != op.saved.end();
+}
+
+cpu::PwGeom concat_const_geom(const Model& m, int v, int64_t& out_offset) {
+  const Op& op = m.op(v);
+  const ConcatDims d = concat_dims(m, v);
+  int64_t before = 0;
+  for (int64_t i = 0; i < d.piece; ++i) before += d.widths[static_cast<std::size_t>(i)];
+  out_offset = before * d.inner;
+  const ViewMap piece = concat_piece_map(m, v);  // the piece's shape as it lies in the output
+  cpu::PwGeom g;
+  g.rank = static_cast<int>(piece.shape.size());
+  if (g.rank > cpu::PwGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  g.fn = pw::Fn::Cast;
+  g.arity = 1;
+  g.out_strided = true;
+  const std::vector<int64_t> xs = contiguous_strides(piece.shape);
+  const std::vector<int64_t> ys = contiguous_strides(std::vector<int64_t>(op.shape.begin(), op.shape.end()));
+  for (int i = 0; i < g.rank; ++i) {
+    g.shape[i] = g.dims[0][i] = piece.shape[static_cast<std::size_t>(i)];
+    g.stride[0][i] = g.shape[i] == 1 ? 0 : xs[static_cast<std::size_t>(i)];
     g.out_stride[i] = ys[static_cast<std::size_t>(i)];
   }
   return g;

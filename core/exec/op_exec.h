@@ -43,7 +43,8 @@ enum ScratchSlot : int {
   kMatmulB = 4,     //   that PyTorch multiplies in place (no copy in aux)
   kAttention = 5,   // Attention: one head's gathered q, k, v, scores and fresh gradients (SdpaGeom)
   kConcatPiece = 6, // Concat: its constant piece broadcast (forward), that piece's share of dy (backward)
-  kScratchSlots = 7,
+  kDenseInput = 7,  // a dense copy of a strided input for a kernel that reads rows (dense_copy)
+  kScratchSlots = 8,
 };
 using ScratchFloats = std::array<int64_t, kScratchSlots>;
 
@@ -176,6 +177,27 @@ bool reads_strided(const Model& model, int v);
 // identity (cast) from the input's strides to the output's; out_offset is
 // where the slice starts (elements). What a Concat of strided inputs runs.
 cpu::PwGeom concat_piece_geom(const Model& model, int v, std::size_t k, int64_t& out_offset);
+// Concat v's constant piece, broadcast into scratch (kConcatPiece, row-major
+// over the piece as it lies in the output), copied into its slice: what a
+// Concat of strided inputs and a class token runs.
+cpu::PwGeom concat_const_geom(const Model& model, int v, int64_t& out_offset);
+// An op whose kernel reads its input densely (rows of features) but is handed
+// a strided one (a transposed or sliced view, an Attention's output): where
+// the backend copies that input first, through its strides, so the kernel
+// reads it as it is. Scratch: a transient copy in kDenseInput, made again in
+// the backward when the backward reads the input (its saved set keeps it);
+// PyTorch's elementwise ops read through strides and its layer_norm,
+// softmax, convolutions, batch and group norms, pools and upsampling copy
+// transiently, so the model charges nothing. Aux: a Linear whose
+// rule charges the folded copy PyTorch multiplies and saves (aux_bytes): made
+// into aux(v) by the forward, read by the backward. None: input 0 is dense,
+// or the kind reads strides itself.
+enum class DenseCopy : uint8_t { None, Scratch, Aux };
+DenseCopy dense_copy(const Model& model, int v);
+// Op u's elements through its strides into a dense buffer of its shape (the family's identity).
+cpu::PwGeom dense_copy_geom(const Model& model, int u);
+// Whether the backward of op v reads the dense copy (it keeps the input, or the copy in aux).
+bool dense_copy_in_backward(const Model& model, int v);
 // A Reduce op: its input's shape and strides and the axes it reduces.
 cpu::ReduceGeom reduce_geom(const Model& model, int v);
 
@@ -243,7 +265,9 @@ class OpCall {
 
   const Op& in_op(std::size_t k) const { return model.op(op.inputs.at(k)); }
   // A of input k (forward and backward), A(v) (backward, and the output's pointer).
-  const float* in(std::size_t k) const { return need(op.inputs.at(k)); }
+  const float* in(std::size_t k) const { return k == 0 && dense_in0_ ? dense_in0_ : need(op.inputs.at(k)); }
+  // Input 0 as a dense copy the backend made (dense_copy), read by in(0) instead.
+  void set_dense_in0(const float* p) { dense_in0_ = p; }
   const float* self() const { return need(v); }
   float* out() const { return static_cast<float*>(t_.act[static_cast<std::size_t>(v)]); }
   // G(v): nullptr for the loss (its gradient is the implicit 1).
@@ -261,6 +285,7 @@ class OpCall {
   const float* need(int u) const;
   const TensorTable& t_;
   std::span<const uint8_t> acc_;
+  const float* dense_in0_ = nullptr;
 };
 
 // A Pointwise op's kernel arguments on any backend: the geometry and each

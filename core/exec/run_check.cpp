@@ -46,6 +46,17 @@ std::string pointwise_saved_problem(const Model& model, int v) {
   return {};
 }
 
+// The activation kinds' kernels differentiate from their input (GELU, SiLU)
+// or their output (ReLU, Tanh, Sigmoid): a saved set given in the file (a
+// capture's, as autograd kept it) must hold that one.
+std::string activation_saved_problem(const Op& op, int v) {
+  const bool from_input = op.kind == OpKind::GELU || op.kind == OpKind::SiLU;
+  if (!from_input && op.kind != OpKind::ReLU && op.kind != OpKind::Tanh && op.kind != OpKind::Sigmoid) return {};
+  const int needs = from_input ? op.inputs.at(0) : v;
+  if (std::find(op.saved.begin(), op.saved.end(), needs) != op.saved.end()) return {};
+  return std::string("its backward reads its ") + (from_input ? "input" : "result") + ", which its saved set leaves out";
+}
+
 }  // namespace
 
 std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
@@ -53,6 +64,7 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   for (int v = 0; v < model.size() && out.size() < limit; ++v) {
     std::string why = exec_problem(model.op(v));
     if (why.empty() && model.op(v).kind == OpKind::Pointwise) why = pointwise_saved_problem(model, v);
+    if (why.empty()) why = activation_saved_problem(model.op(v), v);
     if (!why.empty()) out.push_back({v, true, std::move(why)});
   }
   const auto add = [&](int v, std::string why) {
@@ -81,16 +93,13 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     // The other kernels read dense row-major inputs; a view is handed over as
     // a pointer into its storage, so only a contiguous one can feed them (an
     // Attention's output too, laid out in its q's order).
-    // A Concat copies a strided input through the family's identity, which
-    // has no slot for a constant piece (a class token): refused together.
-    if (op.kind == OpKind::Concat && op.attrs->const_at >= 0)
-      for (const int u : op.inputs)
-        if (const Op& in = model.op(u); !in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {
-          add(v, op_label(model, v) + " (Concat) has a constant piece and reads the non-contiguous " +
-                     (in.view ? "view " : "tensor ") + op_label(model, u) + ", which the kernels cannot run together");
-          break;
-        }
-    if (reads_strides(op)) continue;
+    // A Linear keeps the folded copy of its input that PyTorch multiplies
+    // (aux): the backend makes it there, when it is that copy.
+    if (op.kind == OpKind::Linear && op.aux_bytes > 0 && dense_copy(model, v) != DenseCopy::Aux)
+      add(v, op_label(model, v) + " (Linear) keeps " + std::to_string(op.aux_bytes) +
+                 " bytes of aux that are not a copy of its strided input, which the kernels cannot make");
+    // The kernels that read rows get a strided input copied dense (dense_copy).
+    if (reads_strides(op) || dense_copy(model, v) != DenseCopy::None) continue;
     for (const int u : op.inputs) {
       const Op& in = model.op(u);
       if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides)) {

@@ -278,6 +278,14 @@ class Importer {
   // Add(eps) → Sqrt → Div, then optional Mul(gamma), Add(beta).
   bool layernorm_decomposed(const NodeProto& mean, int x);
 
+  // The pointwise family and reductions (onnx_family.cpp); false: not this form.
+  bool clip(const NodeProto& n, int x);        // Clip with constant bounds: clamp (ReLU6)
+  bool unary_fn(const NodeProto& n, int x);    // Neg, Exp, HardSwish, ...: one function of x
+  bool reduce(const NodeProto& n, int x);      // ReduceSum/Mean/Max over constant axes
+  // Add/Sub/Mul/Div/Pow/Max/Min of two activations, or of one and a constant
+  // that with_constant does not take (c - x, x ** 2, a broadcast that grows x).
+  bool binary_fn(const NodeProto& n, const std::vector<std::string>& acts);
+
   // Anything else: a simulate-only op sized from its (inferred) output shape.
   void generic(const NodeProto& n, const std::vector<std::string>& acts);
   void add_loss();

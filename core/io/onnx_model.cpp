@@ -433,6 +433,9 @@ void Importer::import_node(int i) {
     if (type == "Softmax" && softmax(n, x)) return;
     if ((type == "Mul" || type == "Div" || type == "Add" || type == "Sub") && with_constant(n, x)) return;
     if (type == "Where" && masked_fill(n, x)) return;
+    if (type == "Clip" && clip(n, x)) return;
+    if ((type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax") && reduce(n, x)) return;
+    if (unary_fn(n, x)) return;
     if (type == "Gather" && embedding(n, x)) return;
     if (type == "Split" && split(n, x)) return;
     if (view(n, x)) return;
@@ -449,6 +452,7 @@ void Importer::import_node(int i) {
   } else if (acts.size() == 2 && type == "MatMul" && n.input_size() == 2) {
     if (add_kind(OpKind::MatMul, n, {x, activation(acts[1])}) >= 0) return;
   }
+  if (acts.size() <= 2 && binary_fn(n, acts)) return;
   if (type == "Concat" && concat(n, acts)) return;
   if (type == "Gather" && acts.size() == 1 && select(n, x)) return;
   generic(n, acts);

@@ -791,7 +791,8 @@ std::string exec_problem(const Op& op) {
   if (std::string why = kernel_attr_problem(op); !why.empty()) return "the kernels take no " + why;
   // A Linear that PyTorch would feed a contiguous copy of its input keeps it in
   // aux(v); the kernels multiply their input in place and fill no such copy.
-  if ((op.kind == OpKind::Linear || op.kind == OpKind::Dense) && op.aux_bytes > 0)
+  // (A Linear's is made when it is the copy of its input: run_check.cpp.)
+  if (op.kind == OpKind::Dense && op.aux_bytes > 0)
     return "it keeps a contiguous copy of its input (aux), which the kernels do not make";
   // The loss kernels read their input again in the backward, or, for a
   // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.

@@ -442,14 +442,39 @@ void CudaBackend::decompress(void* f32, const void* packed, uint64_t elements, P
   });
 }
 
+namespace {
+
+// A strided input of a kernel that reads rows, copied dense first, as the CPU
+// backend does (dense_copy): into scratch, or into aux(v) for a Linear's charged copy.
+void dense_input(CudaOpState& s, OpCall& c, bool backward) {
+  const DenseCopy d = dense_copy(c.model, c.v);
+  if (d == DenseCopy::None || (backward && !dense_copy_in_backward(c.model, c.v))) return;
+  float* to = d == DenseCopy::Aux ? c.aux() : s.scratch[kDenseInput];
+  if (!(backward && d == DenseCopy::Aux)) {
+    const float* x[3] = {c.in(0), nullptr, nullptr};
+    pointwise_fwd(dense_copy_geom(c.model, c.op.inputs[0]), x, to, s.stream);
+  }
+  c.set_dense_in0(to);
+}
+
+}  // namespace
+
 void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
-  guarded([&] { cuda_forward(state_, OpCall(m, v, t)); });
+  guarded([&] {
+    OpCall c(m, v, t);
+    dense_input(state_, c, false);
+    cuda_forward(state_, c);
+  });
 }
 
 void CudaBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: backward before load() of this model");
-  guarded([&] { cuda_backward(state_, OpCall(m, v, t, acc)); });
+  guarded([&] {
+    OpCall c(m, v, t, acc);
+    dense_input(state_, c, true);
+    cuda_backward(state_, c);
+  });
 }
 
 // ---- Read back ------------------------------------------------------------------

@@ -234,6 +234,15 @@ void fwd_concat(CudaOpState& s, const OpCall& c) {
       const float* x[3] = {c.in(k), nullptr, nullptr};
       pointwise_fwd(g, x, c.out() + at, s.stream);
     }
+    if (c.op.attrs->const_at >= 0) {  // the constant piece, broadcast into scratch, then into its slice
+      const ViewMap m = coalesced(concat_piece_map(c.model, c.v));
+      strided_copy(s.param(c.v, 0), s.scratch[kConcatPiece], m.shape.data(), m.stride.data(),
+                   static_cast<int>(m.shape.size()), s.stream);
+      int64_t at = 0;
+      const PwGeom g = concat_const_geom(c.model, c.v, at);
+      const float* x[3] = {s.scratch[kConcatPiece], nullptr, nullptr};
+      pointwise_fwd(g, x, c.out() + at, s.stream);
+    }
     return;
   }
   const ConcatDims d = concat_dims(c.model, c.v);

@@ -420,6 +420,26 @@ class Builder(PointwiseMixin):
             extra["scale"] = float(scale)
         return self._simple(ev, "Attention", extra, inputs=[self.rid[id(t)] for t in (q, k, v)])
 
+    def _op_as_strided(self, ev):
+        """x.as_strided_(its own size, strides) that moves no element: the
+        restride adaptive_avg_pool2d does on its (N, C, 1, 1) result to match
+        a memory format, which changes only the strides of size-1
+        dimensions. The tensor stays the op it was; any other as_strided is Generic."""
+        x = ev.args[0]
+        if ev.name != "as_strided_" or not self._act(x) or not ev.outputs or ev.outputs[0] is not x:
+            return False
+        u = self.rid[id(x)]
+        size, strides = list(ev.args[1]), list(ev.args[2])
+        offset = ev.args[3] if len(ev.args) > 3 and ev.args[3] is not None else 0
+        if self.ops[u]["_view"] or size != self.ops[u]["shape"] or offset != 0:
+            return False
+        want = 1
+        for d in range(len(size) - 1, -1, -1):
+            if size[d] != 1 and strides[d] != want:
+                return False
+            want *= size[d]
+        return True
+
     def _op_clone(self, ev):
         # A tensor of its own, as PyTorch's clone makes it: of an expanded
         # tensor (q @ k broadcast by matmul), every element the expansion repeats.
@@ -487,7 +507,10 @@ class Builder(PointwiseMixin):
         if ev.name.rstrip("_") == "mul" and isinstance(b, torch.Tensor) and id(b) in self.noise:
             if list(b.shape) == list(a.shape):
                 return self._simple(ev, "Dropout", {"p": round(1.0 - self.noise[id(b)], 12)})
-            return False
+            # Noise that broadcasts (stochastic depth drops whole samples, its
+            # noise (N, 1, 1, 1)): a product with the noise this step drew, a
+            # constant; what autograd keeps of it is the op's aux, as observed.
+            return self._pointwise_binary(ev)
         if isinstance(b, torch.Tensor) and b.dim() > len(a.shape):
             return self._pointwise_binary(ev)
         values = _const_values(ev.name.rstrip("_"), b)
@@ -659,11 +682,47 @@ class Builder(PointwiseMixin):
                 continue
             if ev.name in LOSS_OPS and not self._act(t) and any(t is a for a in ev.args[1:]):
                 continue  # the loss target: baseline
+            if self._saves_overwritten(v, ev, t, counted):
+                continue
             self._save(v, t, counted, later)
         for v, t in later:
             key = storage_key(t)
             if key not in counted:
                 self._private(v, t, counted)
+
+    def _saves_overwritten(self, v, ev, t, counted):
+        """An in-place op whose backward reads the value it overwrites
+        (hardswish_, x.mul_(y) with y needing a gradient): autograd saves a
+        clone of that value, made before the op, in a storage of its own. remat
+        gives the in-place result an op of its own, so the value overwritten
+        is its first input's, still there: the op saves that input (the same
+        bytes, kept as long), which its kernel's backward then reads. True when
+        `t` is that clone and so charged."""
+        op = self.ops[v]
+        # The family, and the activation kinds whose backward reads their input (silu_).
+        if not ev.name.endswith("_") or op["kind"] not in ("Pointwise", "SiLU", "GELU") or not op["inputs"] or not ev.args:
+            return False
+        key = storage_key(t)
+        if key in counted or ev.args[0] is not ev.outputs[0]:
+            return False
+        u = op["inputs"][0]
+        src = self.ops[u]
+        # The clone runs as an aten op of its own (a Reshape copy of the
+        # input, which leads nowhere and is dropped), or inside autograd.
+        clone = self.rid.get(id(t))
+        if clone is not None and not (self.ops[clone].get("copy") and self.ops[clone]["inputs"] == [u]):
+            return False
+        if clone is None and key in self.owner:
+            return False
+        numel = 1
+        for d in src["shape"]:
+            numel *= d
+        if (src["_view"] or "bytes" in src or src.get("dtype") != DTYPES.get(t.dtype) or
+                list(t.shape) != src["shape"] or storage_nbytes(t) != numel * t.element_size() or u in op["_saved"]):
+            return False
+        op["_saved"].append(u)
+        counted.add(key)
+        return True
 
     def _save(self, v, t, counted, later):
         op = self.ops[v]

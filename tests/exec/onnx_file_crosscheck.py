@@ -16,7 +16,14 @@ the file pairs with nothing and fails; so does an initializer the reference
 trains (it has a gradient) that no parameter of remat's comes from. Give the
 test's model distinct weights (no two initializers with the same values).
 
-  onnx_file_crosscheck.py --remat PATH --model FILE.onnx [--strategy S] [--seed N] [--atol A]
+A network whose gradients float32 cannot pin down to that tolerance (a deep
+MobileNetV2 with batch norms over a few elements: PyTorch's own float32 step
+misses its float64 one by up to 1e4 tolerances) is checked with --float32 K:
+the reference also runs in float32, and each gradient tensor of remat's may
+be off by K times PyTorch's own float32 error on that tensor beyond the
+tolerance (the loss as well): remat must be as exact as PyTorch is.
+
+  onnx_file_crosscheck.py --remat PATH --model FILE.onnx [--strategy S] [--seed N] [--atol A] [--float32 K]
 
 Exit 0: agrees; 1: disagrees; 77 (CTest skip): torch or onnx not importable."""
 import argparse
@@ -53,10 +60,10 @@ def distinct_weights(module, seed=0):
     return module
 
 
-def check(remat, model, strategy="sqrt", seed="3", atol=1e-5, tol=1e-4):
+def check(remat, model, strategy="sqrt", seed="3", atol=1e-5, tol=1e-4, float32=0.0):
     """This script on `model`: True when remat agrees with the file's model."""
     cmd = [sys.executable, os.path.abspath(__file__), "--remat", remat, "--model", model, "--strategy", strategy,
-           "--seed", str(seed), "--atol", str(atol), "--tol", str(tol)]
+           "--seed", str(seed), "--atol", str(atol), "--tol", str(tol), "--float32", str(float32)]
     return subprocess.run(cmd).returncode == 0
 
 
@@ -117,7 +124,7 @@ def reference_loss(model, values, t, ops):
         logits = values[head.input[0]]
         labels = torch.tensor(t["labels"].astype(np.int64))
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
-    return F.mse_loss(y, torch.tensor(t["target"], dtype=torch.float64).reshape(y.shape))
+    return F.mse_loss(y, torch.tensor(t["target"], dtype=y.dtype).reshape(y.shape))
 
 
 def pair_parameters(t, model, leaves):
@@ -152,6 +159,7 @@ def main():
     ap.add_argument("--seed", default="3")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--float32", type=float, default=0.0)
     a = ap.parse_args()
     model = onnx.load(a.model)
     with tempfile.TemporaryDirectory() as tmp:
@@ -166,6 +174,17 @@ def main():
     err = abs(got - ref) / max(abs(ref), 1e-12)
     print(f"{os.path.basename(a.model)} {a.strategy}: loss remat {got:.8g}, torch on the file's weights {ref:.8g} "
           f"(rel err {err:.2e})")
+    own = {}  # PyTorch's own float32 error per initializer's gradient, times K
+    if a.float32:
+        values32, leaves32 = run_graph(model, feeds_of(model, t, ops), masks, dtype=torch.float32)
+        loss32 = reference_loss(model, values32, t, ops)
+        loss32.backward()
+        err32 = abs(loss32.item() - ref) / max(abs(ref), 1e-12)
+        print(f"torch in float32: loss rel err {err32:.2e}; allowed {a.float32:g} times its error beyond the tolerance")
+        err = max(0.0, err - a.float32 * err32)
+        for name, leaf in leaves32.items():
+            if leaf.grad is not None and leaves[name].grad is not None:
+                own[name] = a.float32 * float((leaf.grad.double() - leaves[name].grad).abs().max())
     if not err < a.tol:
         failures.append(f"loss: relative error {err:.2e}")
     pairs, unpaired = pair_parameters(t, model, leaves)
@@ -178,7 +197,7 @@ def main():
             ref_g = ref_g.T
         got_g = t["grad." + key].astype(np.float64).reshape(ref_g.shape)
         atol = a.atol * max(float(np.abs(ref_g).max(initial=0.0)), 1e-30)
-        excess = np.abs(got_g - ref_g) / (atol + a.tol * np.abs(ref_g))
+        excess = np.abs(got_g - ref_g) / (atol + a.tol * np.abs(ref_g) + own.get(name, 0.0))
         k = int(np.argmax(excess)) if excess.size else 0
         worst = max(worst, float(excess.flat[k]) if excess.size else 0.0)
         bad = int(np.count_nonzero(~(excess <= 1.0)))

@@ -104,13 +104,13 @@ def strategy_failures(remat, path):
     return failures
 
 
-def crosscheck(remat, path, strategy):
+def crosscheck(remat, path, strategy, float32=0.0):
     """onnx_file_crosscheck.py on the model file: True when PyTorch running the
     file with its own weights agrees."""
-    return onnx_file_crosscheck.check(remat, path, strategy)
+    return onnx_file_crosscheck.check(remat, path, strategy, float32=float32)
 
 
-def export_and_check(remat, module, example, name, input_name, strategy, check_ops, opset=13):
+def export_and_check(remat, module, example, name, input_name, strategy, check_ops, opset=13, float32=0.0):
     """Exports `module` to ONNX in training mode, runs every strategy on the
     file (strategy_failures), hands the imported graph's ops to check_ops (it
     returns failure messages) and cross-checks `strategy` against PyTorch
@@ -128,7 +128,7 @@ def export_and_check(remat, module, example, name, input_name, strategy, check_o
         failures += check_ops(json.load(open(written))["ops"])
         for f in failures:
             print("FAIL", f)
-        return 1 if failures or not crosscheck(remat, path, strategy) else 0
+        return 1 if failures or not crosscheck(remat, path, strategy, float32) else 0
 
 
 def check_biases(ops):

@@ -9,7 +9,8 @@ computes by name, and {initializer name: float64 leaf requiring grad}.
 Dropout nodes multiply by masks[node name] / (1 - ratio) (remat's masks);
 BatchNormalization in training mode uses the batch statistics, as torch does.
 Only the ops torch.onnx.export writes for the tested models are implemented;
-another raises NotImplementedError naming it."""
+another raises NotImplementedError naming it. run_graph(..., dtype=torch.float32)
+runs the graph as PyTorch trains it (what float32 rounding alone costs)."""
 import numpy as np
 import onnx
 import torch
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from onnx import helper, numpy_helper
 
 FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+FLOAT = torch.float64  # what floats are held in during run_graph
 INT_TYPES = {onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
              onnx.TensorProto.UINT8}
 
@@ -26,13 +28,13 @@ def to_torch(arr):
     if arr.dtype == np.bool_:
         return torch.tensor(arr)
     if np.issubdtype(arr.dtype, np.floating):
-        return torch.tensor(arr.astype(np.float64))
+        return torch.tensor(arr.astype(np.float64)).to(FLOAT)
     return torch.tensor(arr.astype(np.int64))
 
 
 def cast(x, to):
     if to in FLOAT_TYPES:
-        return x.to(torch.float64)
+        return x.to(FLOAT)
     if to == onnx.TensorProto.BOOL:
         return x != 0
     if to in INT_TYPES:
@@ -108,8 +110,18 @@ def reshape(x, shape, allowzero):
     return x.reshape(shape)
 
 
-def run_graph(model, feeds, masks=None):
+def run_graph(model, feeds, masks=None, dtype=torch.float64):
     """Runs `model` (an onnx.ModelProto) on feeds {graph input name: tensor}."""
+    global FLOAT
+    FLOAT, saved = dtype, FLOAT
+    try:
+        feeds = {k: v.to(dtype) if v.is_floating_point() else v for k, v in feeds.items()}
+        return _run_graph(model, feeds, masks)
+    finally:
+        FLOAT = saved
+
+
+def _run_graph(model, feeds, masks):
     g = model.graph
     masks = masks or {}
     values, leaves = {}, {}
@@ -138,10 +150,10 @@ def run_node(node, a, ins, masks):
     if op == "Constant":
         if "value" in a:
             return to_torch(numpy_helper.to_array(a["value"]))
-        for k, dt in (("value_float", torch.float64), ("value_int", torch.int64)):
+        for k, dt in (("value_float", FLOAT), ("value_int", torch.int64)):
             if k in a:
                 return torch.tensor(a[k], dtype=dt)
-        for k, dt in (("value_floats", torch.float64), ("value_ints", torch.int64)):
+        for k, dt in (("value_floats", FLOAT), ("value_ints", torch.int64)):
             if k in a:
                 return torch.tensor(list(a[k]), dtype=dt)
         raise NotImplementedError("Constant of that kind")
@@ -262,7 +274,7 @@ def run_node(node, a, ins, masks):
         name = node.name or node.output[0]
         if name not in masks:
             raise KeyError(f"no dropout mask for node {name!r}")
-        m = masks[name].to(torch.float64).reshape(x.shape)
+        m = masks[name].to(FLOAT).reshape(x.shape)
         return [x * m / (1.0 - p), masks[name].bool()]
     if op == "Shape":
         s = list(x.shape)
@@ -289,7 +301,7 @@ def run_node(node, a, ins, masks):
     if op == "Tile":
         return x.repeat(*ints(ins[1]))
     if op == "ConstantOfShape":
-        v = to_torch(numpy_helper.to_array(a["value"])).reshape(()) if "value" in a else torch.tensor(0.0)
+        v = to_torch(numpy_helper.to_array(a["value"])).reshape(()) if "value" in a else torch.tensor(0.0, dtype=FLOAT)
         return torch.full(ints(x), v.item(), dtype=v.dtype)
     if op == "Range":
         return torch.arange(x.item(), ins[1].item(), ins[2].item(), dtype=x.dtype)

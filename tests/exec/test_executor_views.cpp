@@ -34,6 +34,8 @@ const std::string kAttentionModel = std::string(REMAT_EXEC_TEST_MODELS) + "/atte
 const std::string kPointwiseModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pointwise_small.json";
 // A learned class token concatenated before the tokens (a Concat's learned piece).
 const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/class_token.json";
+// Kernels that read rows fed strided views, copied dense first (dense_copy).
+const std::string kStridedKernelsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_kernels.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -104,12 +106,13 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
-                                      "pointwise", "class_token"};
+                                      "pointwise", "class_token", "strided_kernels"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
-                                           kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel),
+                                           kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
+                                           kStridedKernelsModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own
@@ -294,37 +297,45 @@ TEST(ViewMap, CoalescedReadsTheSameElementsInTheSameOrder) {
   }
 }
 
-TEST(Executor, AKernelFedANonContiguousViewIsRefusedWithTheOpsNamed) {
-  Model m;
-  m.name = "t";
-  Op x;
-  x.kind = OpKind::Input;
-  x.shape = {2, 3, 4};
-  m.add(x);
-  Op t;
-  t.kind = OpKind::Transpose;
-  t.name = "swap";
-  t.inputs = {0};
-  t.attrs.edit().perm = {0, 2, 1};
-  m.add(t);
-  Op r;
-  r.kind = OpKind::ReLU;
-  r.name = "act";
-  r.inputs = {1};
-  m.add(r);
-  Op loss;
-  loss.kind = OpKind::MSELoss;
-  loss.inputs = {2};
-  m.add(loss);
-  m.finalize();
+// An elementwise kind over a transposed view runs on a dense copy of it and
+// computes what the family, which reads the strides itself, computes: the
+// same loss and input gradient to the bit. An Add over a strided view is still
+// refused, naming both ops.
+std::string over_transpose(const std::string& op) {
+  return R"({"format":"remat-model","version":1,"name":"t","ops":[
+    {"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
+    {"id":1,"name":"w","kind":"Linear","inputs":[0],"shape":[2,3,4]},
+    {"id":2,"name":"swap","kind":"Transpose","inputs":[1],"perm":[0,2,1]},
+    )" + op + R"(,
+    {"id":4,"kind":"MSELoss","inputs":[3]}]})";
+}
+
+TEST(Executor, AKernelFedANonContiguousViewReadsADenseCopyOfIt) {
+  const Model kind = parse_json_model(over_transpose(R"({"id":3,"name":"act","kind":"Tanh","inputs":[2]})"), "kind");
+  const Model family =
+      parse_json_model(over_transpose(R"({"id":3,"name":"act","kind":"Pointwise","fn":"tanh","inputs":[2]})"), "family");
+  EXPECT_EQ(dense_copy(kind, 3), DenseCopy::Scratch);
+  EXPECT_EQ(dense_copy(family, 3), DenseCopy::None);
+  EXPECT_EQ(op_scratch(kind, 3)[kDenseInput], 24);
   CpuBackend cpu;
+  const ExecResult a = execute(kind, schedule_of(kind, "recompute-all"), cpu, quick());
+  const ExecResult b = execute(family, schedule_of(family, "recompute-all"), cpu, quick());
+  ASSERT_TRUE(a.ok()) << a.message;
+  ASSERT_TRUE(b.ok()) << b.message;
+  EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0);
+  ASSERT_EQ(a.param_grads.size(), b.param_grads.size());
+  for (std::size_t k = 0; k < a.param_grads.size(); ++k)
+    EXPECT_EQ(std::memcmp(a.param_grads[k].data(), b.param_grads[k].data(), 4 * a.param_grads[k].size()), 0) << k;
+
+  const Model add = parse_json_model(over_transpose(R"({"id":3,"name":"sum","kind":"Add","inputs":[2,2]})"), "add");
+  EXPECT_FALSE(add.executable());
   try {
-    (void)execute(m, schedule_of(m, "store-all"), cpu, quick());
+    (void)execute(add, schedule_of(add, "store-all"), cpu, quick());
     FAIL() << "no InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("op 2 ('act')"), std::string::npos) << what;
-    EXPECT_NE(what.find("non-contiguous view op 1 ('swap')"), std::string::npos) << what;
+    EXPECT_NE(what.find("op 3 ('sum')"), std::string::npos) << what;
+    EXPECT_NE(what.find("non-contiguous view op 2 ('swap')"), std::string::npos) << what;
   }
 }
 

@@ -145,26 +145,47 @@ TEST(RunCheck, APointwiseWhoseSavedSetLeavesOutWhatItsBackwardReadsIsRefusedWith
   }
 }
 
+TEST(RunCheck, AnActivationWhoseSavedSetLacksWhatItsKernelReadsIsRefused) {
+  // A capture of an in-place silu_ once kept PyTorch's clone as aux and not
+  // the input: executable() said yes and the run then failed mid-schedule.
+  for (const auto& [op3, ok] : std::vector<std::pair<std::string, bool>>{
+           {R"({"id":3,"name":"act","kind":"SiLU","inputs":[1],"saved":[1]})", true},
+           {R"({"id":3,"name":"act","kind":"SiLU","inputs":[1],"saved":[],"aux_bytes":24})", false},
+           {R"({"id":3,"name":"act","kind":"ReLU","inputs":[1],"saved":[3]})", true},
+           {R"({"id":3,"name":"act","kind":"ReLU","inputs":[1],"saved":[1]})", false}}) {
+    const Model m = parse(kHead + op3 + kTail);
+    EXPECT_EQ(m.executable(), ok) << op3;
+    if (!ok) {
+      const auto blockers = run_blockers(m);
+      ASSERT_FALSE(blockers.empty());
+      EXPECT_EQ(blockers[0].op, 3);
+      EXPECT_NE(blockers[0].why.find("its backward reads its"), std::string::npos) << blockers[0].why;
+    }
+  }
+}
+
 TEST(RunCheck, AKernelReadingANonContiguousViewMakesTheModelNotExecutable) {
-  // A LayerNorm over a transposed view: every op has a kernel, yet `remat run`
-  // refuses it, so executable() says no and says why (it said yes before).
+  // An Add over a transposed view: every op has a kernel, yet `remat run`
+  // refuses it, so executable() says no and says why.
   const Model m = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
     {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[0,2,1]},
-    {"id":2,"name":"ln","kind":"LayerNorm","inputs":[1]},
+    {"id":2,"name":"sum","kind":"Add","inputs":[1,1]},
     {"id":3,"kind":"MSELoss","inputs":[2]})");
   EXPECT_FALSE(m.executable());
   const auto blockers = run_blockers(m);
   ASSERT_EQ(blockers.size(), 1u);
   EXPECT_FALSE(blockers[0].simulate_only);
-  EXPECT_NE(blockers[0].why.find("op 2 ('ln') (LayerNorm) reads the non-contiguous view op 1 ('swap')"), std::string::npos)
+  EXPECT_NE(blockers[0].why.find("op 2 ('sum') (Add) reads the non-contiguous view op 1 ('swap')"), std::string::npos)
       << blockers[0].why;
   EXPECT_THROW(check_executable(m), InputError);
-  // The same through the family instead: it reads the strides.
-  const Model ok = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
-    {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[0,2,1]},
-    {"id":2,"name":"act","kind":"Pointwise","fn":"hardswish","inputs":[1]},
-    {"id":3,"kind":"MSELoss","inputs":[2]})");
-  EXPECT_TRUE(ok.executable());
+  // A LayerNorm reads a dense copy of it (dense_copy), and the family the strides.
+  for (const char* op : {R"("kind":"LayerNorm")", R"("kind":"Pointwise","fn":"hardswish")"}) {
+    const Model ok = parse(std::string(R"({"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
+      {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[0,2,1]},
+      {"id":2,"name":"act",)") + op + R"(,"inputs":[1]},
+      {"id":3,"kind":"MSELoss","inputs":[2]})");
+    EXPECT_TRUE(ok.executable()) << op;
+  }
 }
 
 }  // namespace

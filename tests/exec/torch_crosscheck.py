@@ -11,6 +11,11 @@ forward pass in PyTorch float64 from the dumped input, target/labels,
 parameters and dropout masks, and compares the loss and every parameter
 gradient with remat's float32 ones, element by element: |remat - torch| <=
 atol * max|torch| + rtol * |torch| (atol 1e-5, rtol 1e-4).
+A network whose gradients float32 cannot pin down that closely (batch norms
+over a few elements deep in a MobileNet: PyTorch's own float32 step misses
+its float64 one by thousands of tolerances) takes --float32 K: the step is
+rebuilt in float32 as well, and each gradient tensor (and the loss) may be
+off by K times PyTorch's own float32 error there beyond the tolerance.
 Exit 77 (CTest SKIP_RETURN_CODE) when torch is not importable.
 """
 import argparse
@@ -267,14 +272,14 @@ def apply_op(op, acts, param, t):
     return y
 
 
-def rebuild(ops, t):
-    """Loss and {param name: leaf tensor} of the step, in float64."""
+def rebuild(ops, t, dtype=torch.float64):
+    """Loss and {param name: leaf tensor} of the step, in float64 (or dtype)."""
     leaves = {}
 
     def param(v, slot):
         key = f"{v}.{slot}"
         if key not in leaves:
-            leaves[key] = torch.tensor(t["param." + key], dtype=torch.float64, requires_grad=True)
+            leaves[key] = torch.tensor(t["param." + key], dtype=dtype, requires_grad=True)
         return leaves[key]
 
     acts = {}
@@ -283,10 +288,10 @@ def rebuild(ops, t):
         x = acts[ins[0]] if ins else None
         if kind == "Input":
             ids = t["input"].dtype.kind == "i"  # token ids
-            acts[v] = torch.tensor(t["input"].astype(np.int64)) if ids else torch.tensor(t["input"], dtype=torch.float64)
+            acts[v] = torch.tensor(t["input"].astype(np.int64)) if ids else torch.tensor(t["input"], dtype=dtype)
             continue
         if kind == "MSELoss":
-            return F.mse_loss(x, torch.tensor(t["target"], dtype=torch.float64)), leaves
+            return F.mse_loss(x, torch.tensor(t["target"], dtype=dtype)), leaves
         if kind == "SoftmaxCELoss":
             labels = torch.tensor(t["labels"].astype(np.int64))
             return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels), leaves
@@ -303,6 +308,8 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4, help="relative tolerance, per element and for the loss")
     ap.add_argument("--atol", type=float, default=1e-5,
                     help="absolute tolerance per element, as a fraction of the tensor's largest |element|")
+    ap.add_argument("--float32", type=float, default=0.0,
+                    help="K: also allow K times PyTorch's own float32 error per gradient tensor (0: not)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = os.path.join(tmp, "dump")
@@ -321,6 +328,14 @@ def main():
     got_loss = float(t["loss"])
     err = abs(got_loss - ref_loss) / max(abs(ref_loss), 1e-12)
     print(f"{a.model} {a.strategy}: loss remat {got_loss:.8g} torch {ref_loss:.8g} rel err {err:.2e}")
+    own = {}  # K times PyTorch's own float32 error, per gradient
+    if a.float32:
+        loss32, leaves32 = rebuild(ops, t, torch.float32)
+        loss32.backward()
+        err32 = abs(loss32.item() - ref_loss) / max(abs(ref_loss), 1e-12)
+        print(f"torch in float32: loss rel err {err32:.2e}; allowed {a.float32:g} times its error beyond the tolerance")
+        err = max(0.0, err - a.float32 * err32)
+        own = {k: a.float32 * float((leaves32[k].grad.double() - leaves[k].grad).abs().max()) for k in leaves}
     failures = [f"loss: relative error {err:.2e}"] if err >= a.tol else []
     grads = sorted(k for k in t if k.startswith("grad."))
     grad_order = [k for k in meta["_order"] if k.startswith("grad.")]
@@ -335,7 +350,7 @@ def main():
         # with the tensor's largest element (a gradient that cancels to ~0 is
         # still held to the precision of its terms).
         atol = a.atol * max(float(np.abs(ref).max(initial=0.0)), 1e-30)
-        excess = np.abs(got - ref) / (atol + a.tol * np.abs(ref))
+        excess = np.abs(got - ref) / (atol + a.tol * np.abs(ref) + own.get(key, 0.0))
         k = int(np.argmax(excess)) if excess.size else 0
         worst = max(worst, float(excess.flat[k]) if excess.size else 0.0)
         bad = int(np.count_nonzero(~(excess <= 1.0)))

@@ -158,7 +158,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // the pointwise family and reductions: strided, broadcast, learned
                                            kModels + "/pointwise_small.json",
                                            // a Concat's learned piece (a class token): broadcast, summed back
-                                           kModels + "/class_token.json"),
+                                           kModels + "/class_token.json",
+                                           // kernels that read rows fed strided views: dense copies
+                                           kModels + "/strided_kernels.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

@@ -1,7 +1,9 @@
 """The tail models of issue 28, for test_capture_tail.py (captured) and
 tests/exec/onnx_zoo_crosscheck.py (exported to ONNX): a U-Net with transposed
 convolutions, nearest and bilinear upsampling and skip connections, a
-GroupNorm network, and a ViT front with a class token."""
+GroupNorm network, a ViT front with a class token, torchvision's
+mobilenet_v3_small (in-place hardswish and ReLU), and MobileNetV2 features
+with a cosine classifier (ONNX only)."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -59,6 +61,23 @@ class ClassToken(nn.Module):
         return self.head(F.gelu(self.norm(x))[:, 0].contiguous())  # the kernels read a Linear's input dense
 
 
+class CosineMobileNet(nn.Module):
+    """torchvision's MobileNetV2 features (ReLU6: Clip in ONNX), pooled by
+    x.mean((2, 3)) (ReduceMean), and a cosine classifier: the features scaled
+    to unit length by x / x.pow(2).sum(-1, keepdim=True).sqrt() (Pow,
+    ReduceSum, Sqrt, a broadcast Div of two activations)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+        self.features = torchvision.models.mobilenet_v2(num_classes=10, width_mult=0.25).features
+        self.fc = nn.Linear(1280, 10)
+
+    def forward(self, x):
+        p = self.features(x).mean((2, 3))
+        return self.fc(p / p.pow(2).sum(-1, keepdim=True).sqrt())
+
+
 def models():
     torch.manual_seed(0)
     unet, xu = UNet(), torch.randn(2, 3, 16, 16)
@@ -70,5 +89,26 @@ def models():
     ct, xc = ClassToken(), torch.randn(3, 5, 6)
     labels_c = torch.randint(0, 4, (3,))
     yield "class_token", ct, xc, (lambda out: F.cross_entropy(out, labels_c)), labels_c
+    # In-place activations: hardswish(inplace=True) saves a clone of what it
+    # overwrites, ReLU(inplace=True) its result; squeeze-and-excitation multiplies two activations.
+    import torchvision
+    mv3, xm = torchvision.models.mobilenet_v3_small(num_classes=10), torch.randn(2, 3, 64, 64)
+    labels_m = torch.randint(0, 10, (2,))
+    yield "mobilenet_v3_small", mv3, xm, (lambda out: F.cross_entropy(out, labels_m)), labels_m
+    # Strided views into kernels that read rows: nn.TransformerEncoder with
+    # batch_first (its attention's output transposed into the dropout), and
+    # tests/io's ViT (patches transposed into the Concat with the class token,
+    # the class token's features x[:, 0] into the head's Linear).
+    layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
+    enc, xe = nn.TransformerEncoder(layer, 2), torch.randn(2, 8, 32)
+    target_e = torch.randn(2, 8, 32)
+    yield "encoder_batch_first", enc, xe, (lambda out: F.mse_loss(out, target_e)), target_e
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+    import torch_saved_bytes
+    vit, xv, _ = torch_saved_bytes.vit(2)
+    labels_v = torch.randint(0, 10, (2,))
+    yield "vit", vit, xv, (lambda out: F.cross_entropy(out, labels_v)), labels_v
 
 
