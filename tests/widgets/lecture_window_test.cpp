@@ -9,6 +9,9 @@
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QScatterSeries>
 #include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
@@ -38,6 +41,8 @@
 #include "widgets/views/strategy_panel.h"
 #include "widgets/document/studio_document.h"
 #include "widgets/views/timeline_chart.h"
+#include "widgets/export/exporter.h"
+#include "core/analysis/comparison.h"
 
 using namespace remat;
 using remat::testing::ShownWindow;
@@ -160,8 +165,26 @@ TEST(LectureWindow, LaneHeadersGrowForLongReadoutsAndNames) {
   EXPECT_GE(area.left(), QFontMetricsF(bold).horizontalAdvance("resident 714.43 MiB"));
 }
 
+// What the timeline's legend draws is every curve's entry whole: the label
+// Qt drew (a wrapped one read with its lines joined) has every word of the
+// series' name ("sqrt · peak 9 B"), none cut with "...".
+void expectLegendWhole(const TimelineChart& c, const char* where) {
+  QStringList wanted, drawn;
+  for (const auto& list : {c.strategySeries(), c.hostSeries(), c.measuredSeries()})
+    for (const QLineSeries* s : list) wanted.append(QString(s->name()).replace(" · ", " "));
+  for (const QScatterSeries* s : c.stallMarkers()) wanted.append(s->name());
+  for (QString text : c.drawnLegendLabels()) {
+    EXPECT_FALSE(text.endsWith("...") || text.contains(QChar(0x2026))) << where << ": " << text.toStdString();
+    drawn.append(text.replace(QChar::LineSeparator, ' ').replace('\n', ' ').replace(" · ", " "));
+  }
+  wanted.sort();
+  drawn.sort();
+  EXPECT_EQ(drawn.join(" | ").toStdString(), wanted.join(" | ").toStdString()) << where;
+  EXPECT_FALSE(wanted.isEmpty()) << where;
+}
+
 // The timeline's legend never elides: below the plot when its entries fit in
-// a row, else on the right where the column is as wide as the widest entry.
+// a row, else on the right, name over peak where one line would not fit.
 TEST(LectureWindow, TimelineLegendEntriesAreWhole) {
   // The case: "store-all · peak…", "every-k:4 · pe…" at 1400 px.
   Window t("gpt:2", {1400, 900}, {"store-all", "recompute-all", "sqrt", "every-k:4"});
@@ -170,20 +193,55 @@ TEST(LectureWindow, TimelineLegendEntriesAreWhole) {
   auto check = [&](const char* where) {
     c->chart()->layout()->activate();
     QTest::qWait(20);
-    // Below the plot only when the row fits whole (Qt elides a row that does not).
+    // Below the plot only when the row fits whole (Qt cuts a row that does not).
     if (c->legendAlignment() == Qt::AlignBottom) EXPECT_LE(c->legendRowWidth(), c->width() - 16) << where;
     else EXPECT_GT(c->legendRowWidth(), c->width() - 16) << where;
+    expectLegendWhole(*c, where);
   };
   check("window");
   EXPECT_EQ(c->legendAlignment(), Qt::AlignRight);  // four strategies with peaks do not fit in a row
+  // Beside a plot of about 500 px, one entry a line would need more than Qt
+  // gives the legend: name over peak, in the window's type size.
+  EXPECT_LT(c->width(), 600);
+  EXPECT_TRUE(c->drawnLegendLabels().front().contains('\n') || c->drawnLegendLabels().front().contains(QChar::LineSeparator));
+  EXPECT_GE(c->chart()->legend()->font().pixelSize(), 10);
+  // An offload adds its host curve and (with stalls) a long stall entry.
+  t.w.document()->setSpecs({"store-all", "recompute-all", "sqrt", "every-k:4", "offload:4"});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return t.w.document()->computing() == 0; }, 60000));
+  QTest::qWait(50);
+  check("with offload");
   c->resize(2600, 400);
   QTest::qWait(20);
   check("wide");
   EXPECT_EQ(c->legendAlignment(), Qt::AlignBottom);
+  c->resize(360, 300);
+  QTest::qWait(20);
+  check("narrow");
   // The tooltip over a curve gives its step and bytes, not the usage tip.
+  c->resize(900, 400);
+  QTest::qWait(20);
   const QPointF at = c->positionOf(0, 5);
   const QString hover = c->hoverText(at);
   EXPECT_TRUE(hover.contains(" · step ") && hover.contains("B")) << hover.toStdString();
+}
+
+// `remat export --timeline` at its default size (1200x600, type 1.5x) and a
+// small one: every legend entry whole in the picture's chart.
+TEST(LectureWindow, ExportedTimelineLegendIsWhole) {
+  const Model m = load_model("gpt:2");
+  const std::vector<StrategyRun> runs =
+      simulate_strategies(m, {"store-all", "recompute-all", "sqrt", "every-k:4", "offload:4", "revolve:4"});
+  for (const QSize size : {TimelineExport{}.size, QSize(640, 360), QSize(480, 300)}) {
+    SCOPED_TRACE(size.width());
+    TimelineExport o;
+    o.size = size;
+    o.title = "gpt:2";
+    TimelineChart chart;
+    prepare_timeline_chart(chart, runs, o);
+    expectLegendWhole(chart, "export");
+    // The entries stay readable: at most a fifth smaller than asked for.
+    EXPECT_GE(chart.chart()->legend()->font().pixelSize(), int(11 * o.fontScale * 0.8)) << size.width();
+  }
 }
 
 // Presentation mode fills the screen; Ctrl+= / Ctrl++ / Ctrl+- zoom.
@@ -386,3 +444,4 @@ TEST(LectureWindow, StatusColumnShowsTheWholeStatus) {
     EXPECT_LE(tree->fontMetrics().horizontalAdvance(text) + 8, tree->columnWidth(2)) << text.toStdString();
   }
 }
+

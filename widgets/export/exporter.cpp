@@ -96,9 +96,7 @@ QSize parse_size(const std::string& text) {
   }
 }
 
-void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
-  checkSize(o.size, path);
-  TimelineChart chart;
+void prepare_timeline_chart(TimelineChart& chart, const RunList& runs, const TimelineExport& o) {
   chart.setAttribute(Qt::WA_DontShowOnScreen);
   chart.resize(o.size);
   chart.setRuns(runs, o.title);
@@ -107,9 +105,15 @@ void export_timeline(const RunList& runs, const std::string& path, const Timelin
   if (!o.measured.empty()) chart.setMeasured(o.measured);
   if (o.cursor >= 0) chart.setCursor(std::size_t(o.cursor));
   else if (chart.cursorSeries()) chart.cursorSeries()->setVisible(false);
-  chart.show();  // lays the chart out at this size (offscreen: nothing appears)
+  chart.show();  // lays the chart out at this size (offscreen: nothing appears); places the legend
   chart.chart()->resize(QSizeF(o.size));
   chart.chart()->layout()->activate();
+}
+
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
+  checkSize(o.size, path);
+  TimelineChart chart;
+  prepare_timeline_chart(chart, runs, o);
   writePicture(path, o.size, o.devicePixelRatio, o.title, [&](QPainter& p, const QRectF& r) {
     p.setRenderHint(QPainter::Antialiasing);
     chart.scene()->render(&p, r, QRectF(QPointF(0, 0), QSizeF(o.size)));

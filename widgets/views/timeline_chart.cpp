@@ -3,6 +3,8 @@
 #include <QChart>
 #include <QFontInfo>
 #include <QFontMetricsF>
+#include <QGraphicsTextItem>
+#include <QTextDocumentFragment>
 #include <QLegend>
 #include <QGraphicsLayout>
 #include <QHelpEvent>
@@ -16,6 +18,7 @@
 #include <QValueAxis>
 #include <QWheelEvent>
 #include <algorithm>
+#include <functional>
 #include <cmath>
 
 #include "widgets/document/comparison_model.h"
@@ -454,31 +457,115 @@ bool TimelineChart::event(QEvent* e) {
 }
 
 namespace {
-// Every visible entry's label, in the legend's font.
-std::vector<double> legendWidths(const QChart* c) {
-  const QFontMetricsF fm(c->legend()->font());
-  std::vector<double> out;
-  for (QLegendMarker* m : c->legend()->markers())
-    if (m->isVisible()) out.push_back(fm.horizontalAdvance(m->label()));
-  return out;
+// The lines of a legend label: a wrapped one ("sqrt<br>peak 9 B") is as wide
+// as its longest line.
+QStringList labelLines(const QString& label) {
+  if (!label.contains("<br>")) return {label};
+  QString plain = QTextDocumentFragment::fromHtml(label).toPlainText();
+  return plain.replace(QChar::LineSeparator, '\n').split('\n');
 }
 // Qt's legend item: a marker, spacing and margins around its label.
 constexpr double kLegendItemExtra = 30;
+// Qt Charts gives a legend at the side at most 40 % of the chart's width
+// (AbstractChartLayout's "golden ratio") and cuts longer entries; a little
+// under it leaves room for the chart's own margins.
+constexpr double kSideShare = 0.38;
 }  // namespace
+
+QList<QLegendMarker*> TimelineChart::entryMarkers() const {
+  // The curves' entries; the peaks, dots, rings and cursor have none.
+  QList<QLegendMarker*> out;
+  for (const auto* list : {&series_, &hostSeries_, &measuredSeries_})
+    for (QLineSeries* s : *list) out += chart()->legend()->markers(s);
+  for (QScatterSeries* s : stallMarkers_) out += chart()->legend()->markers(s);
+  return out;
+}
+
+std::vector<double> TimelineChart::legendWidths() const {
+  const QFontMetricsF fm(chart()->legend()->font());
+  std::vector<double> out;
+  for (QLegendMarker* m : entryMarkers()) {
+    double w = 0;
+    for (const QString& line : labelLines(m->label())) w = std::max(w, fm.horizontalAdvance(line));
+    out.push_back(w);
+  }
+  return out;
+}
 
 double TimelineChart::legendRowWidth() const {
   double w = 0;
-  for (double x : legendWidths(chart())) w += x + kLegendItemExtra;
+  for (double x : legendWidths()) w += x + kLegendItemExtra;
   return w;
 }
 
 double TimelineChart::legendColumnWidth() const {
   double w = 0;
-  for (double x : legendWidths(chart())) w = std::max(w, x + kLegendItemExtra);
+  for (double x : legendWidths()) w = std::max(w, x + kLegendItemExtra);
   return w;
 }
 
+QStringList TimelineChart::drawnLegendLabels() const {
+  // Qt's legend items draw their (possibly truncated) label with a text item.
+  QStringList out;
+  if (!chart()->legend()->isVisible()) return out;
+  std::function<void(const QGraphicsItem*)> walk = [&](const QGraphicsItem* item) {
+    for (const QGraphicsItem* child : item->childItems()) {
+      if (!child->isVisible()) continue;
+      if (const auto* text = qgraphicsitem_cast<const QGraphicsTextItem*>(child)) out.append(text->toPlainText());
+      walk(child);
+    }
+  };
+  walk(chart()->legend());
+  return out;
+}
+
 Qt::Alignment TimelineChart::legendAlignment() const { return chart()->legend()->alignment(); }
+
+void TimelineChart::wrapLegend(double width) {
+  // "sqrt · peak 9 B" becomes "sqrt" over "peak 9 B", and a line still wider
+  // than `width` ("offload:4 stalls 4.47 ms over 7 step(s)") breaks between
+  // words: narrower beside a narrow plot. The series keep their names (hover
+  // text, tests). width <= 0: one line each again.
+  const QFontMetricsF fm(chart()->legend()->font());
+  for (QLegendMarker* m : entryMarkers()) {
+    const QString name = m->series()->name();
+    if (width <= 0) {
+      m->setLabel(name);
+      continue;
+    }
+    QStringList lines;
+    for (const QString& part : name.split(" · ")) {
+      QString line;
+      for (const QString& word : part.split(' ')) {
+        const QString longer = line.isEmpty() ? word : line + ' ' + word;
+        if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+          lines.append(line);
+          line = word;
+        } else {
+          line = longer;
+        }
+      }
+      lines.append(line);
+    }
+    for (QString& l : lines) l = l.toHtmlEscaped();
+    m->setLabel(lines.size() > 1 ? lines.join("<br>") : name);
+  }
+}
+
+bool TimelineChart::legendDrawnWhole() {
+  // Now, not when the posted layout request arrives: the chart's layout
+  // gives the legend its room, the legend's layout cuts the labels.
+  chart()->legend()->layout()->invalidate();
+  chart()->layout()->invalidate();
+  chart()->layout()->activate();
+  chart()->legend()->layout()->activate();
+  const QStringList drawn = drawnLegendLabels();
+  // Qt hides the entries (or the whole legend) that find no room at all.
+  if (drawn.size() < entryMarkers().size()) return false;
+  for (const QString& text : drawn)
+    if (text.endsWith("...") || text.contains(QChar(0x2026))) return false;
+  return true;
+}
 
 void TimelineChart::placeLegend() {
   placeLegendNow();
@@ -493,21 +580,31 @@ void TimelineChart::placeLegend() {
 }
 
 void TimelineChart::placeLegendNow() {
+  QLegend* legend = chart()->legend();
   const double room = width();  // the chart fills the view (its own size can lag a resize)
-  QFont f = chart()->legend()->font();
+  QFont f = legend->font();
   f.setPixelSize(std::max(6, legendPixels_));
-  chart()->legend()->setFont(f);
-  if (legendRowWidth() == 0) return;  // markers not shown yet (the chart is being filled): decided later
+  legend->setFont(f);
+  wrapLegend(0);
+  if (entryMarkers().isEmpty() || legendRowWidth() == 0) return;  // the chart is being filled: decided later
+  // Below the plot in one row when the entries fit there whole (Qt's row
+  // never wraps: it cuts every entry instead).
   if (legendRowWidth() <= room - 16) {
-    chart()->legend()->setAlignment(Qt::AlignBottom);
-    return;
+    legend->setAlignment(Qt::AlignBottom);
+    if (legendDrawnWhole()) return;
   }
-  // On the right the legend gets at most about 40 % of the width: a longer
-  // entry ("offload:4 stalls 0.2 ns over 3 step(s)") gets smaller type, not "…".
-  chart()->legend()->setAlignment(Qt::AlignRight);
-  while (legendColumnWidth() > 0.4 * room && f.pixelSize() > 8) {
+  // Else at the right, one entry a line, or, where that column would take
+  // more than Qt gives it, each entry on as many lines as it needs (name
+  // over peak); the type gets smaller only after that, until Qt draws every
+  // entry whole.
+  legend->setAlignment(Qt::AlignRight);
+  const double text = kSideShare * room - kLegendItemExtra;
+  for (;;) {
+    if (legendColumnWidth() > kSideShare * room) wrapLegend(text);
+    if ((legendColumnWidth() <= kSideShare * room && legendDrawnWhole()) || f.pixelSize() <= 6) break;
     f.setPixelSize(f.pixelSize() - 1);
-    chart()->legend()->setFont(f);
+    legend->setFont(f);
+    wrapLegend(0);
   }
 }
 
