@@ -41,6 +41,11 @@
 #include "widgets/views/strategy_panel.h"
 #include "widgets/document/studio_document.h"
 #include "widgets/views/timeline_chart.h"
+#include "widgets/views/step_memory_bar.h"
+#include "widgets/views/chart_texts.h"
+#include "widgets/views/tradeoff_chart.h"
+#include <QTabWidget>
+#include <QGraphicsTextItem>
 #include "widgets/export/exporter.h"
 #include "core/analysis/comparison.h"
 
@@ -445,3 +450,42 @@ TEST(LectureWindow, StatusColumnShowsTheWholeStatus) {
   }
 }
 
+
+// The charts beside the graph draw every text whole, as Qt drew it: the
+// whole-step bar's strategy names (cut at "store-...", "reco..." at 1400 px),
+// the axis titles and labels of the timeline, the bars and the trade-off.
+TEST(LectureWindow, ChartNamesAndAxisTitlesAreWhole) {
+  const QStringList specs{"store-all", "recompute-all", "sqrt", "every-k:4", "sqrt+compress:bf16"};
+  for (QSize size : {QSize(1400, 900), QSize(1920, 1080)}) {
+    SCOPED_TRACE(size.width());
+    Window t("gpt:2", size, specs);
+    QTest::qWait(50);
+    auto expectWhole = [&](const QStringList& drawn, const char* where) {
+      EXPECT_FALSE(drawn.isEmpty()) << where;
+      for (const QString& text : drawn) EXPECT_FALSE(is_cut(text)) << where << ": " << text.toStdString();
+    };
+    StepMemoryBar* bar = t.w.stepMemory();
+    const QStringList barTexts = bar->drawnTexts();
+    expectWhole(barTexts, "whole-step bar");
+    for (const QString& name : specs) EXPECT_TRUE(barTexts.contains(name)) << name.toStdString();
+    // The y title is whole, or its unit alone where the chart is too low for it.
+    EXPECT_TRUE(barTexts.contains("step memory (GiB)") || barTexts.contains("GiB"));
+    bar->setActivationsOnly(true);
+    QTest::qWait(20);
+    expectWhole(bar->drawnTexts(), "activations only");
+    bar->setActivationsOnly(false);
+    const QStringList timeline = drawn_texts(t.w.timeline()->chart());
+    expectWhole(timeline, "timeline");
+    EXPECT_TRUE(timeline.contains("resident (MiB)") || timeline.contains("MiB"));
+    // A low timeline keeps its axis titles whole (in their short forms).
+    t.w.timeline()->resize(t.w.timeline()->width(), 180);
+    QTest::qWait(20);
+    expectWhole(drawn_texts(t.w.timeline()->chart()), "low timeline");
+    if (size.width() != 1400) continue;  // the sweep takes seconds: at the narrower size only
+    auto* tradeoff = t.w.tradeoffTab();
+    t.w.tabs()->setCurrentWidget(tradeoff);  // starts the sweep in a worker
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !tradeoff->namedSpecs().empty(); }, 60000));
+    QTest::qWait(50);
+    expectWhole(drawn_texts(tradeoff->chart()), "trade-off");
+  }
+}

@@ -3,7 +3,6 @@
 #include <QChart>
 #include <QFontInfo>
 #include <QFontMetricsF>
-#include <QGraphicsTextItem>
 #include <QTextDocumentFragment>
 #include <QLegend>
 #include <QGraphicsLayout>
@@ -18,10 +17,10 @@
 #include <QValueAxis>
 #include <QWheelEvent>
 #include <algorithm>
-#include <functional>
 #include <cmath>
 
 #include "widgets/document/comparison_model.h"
+#include "widgets/views/chart_texts.h"
 #include "widgets/views/node_style.h"
 #include "widgets/document/strategy_colors.h"
 #include "widgets/views/timeline_downsample.h"
@@ -184,7 +183,7 @@ void TimelineChart::updateAxes() {
   // y: round ticks in one unit, named in the title.
   const NiceScale ys = nice_scale(ymax_ / unit_.bytes * kHeadroom, 6);
   set_ticks(ay_, 0, ys.top, ys.step);
-  ay_->setTitleText(tr("resident (%1)").arg(unit_.name));
+  yTitles_ = {tr("resident (%1)").arg(unit_.name), unit_.name};
   // x: instructions or percent of each strategy's own length; zoomed or whole.
   double full = 1;
   for (const Curve& c : curves_) full = std::max(full, double(c.timeline.size() > 1 ? c.timeline.size() - 1 : 1));
@@ -193,7 +192,9 @@ void TimelineChart::updateAxes() {
   const double lo = zoomed ? zoomFrom_ : 0, hi = zoomed ? zoomTo_ : full;
   const NiceScale xs = nice_scale(hi - lo, 8);
   set_ticks(ax_, lo, hi, std::max(xMode_ == XMode::Steps ? 1.0 : 0.0, xs.step));
-  ax_->setTitleText(xMode_ == XMode::Steps ? tr("step (instruction)") : tr("% of each strategy's steps"));
+  xTitles_ = xMode_ == XMode::Steps ? QStringList{tr("step (instruction)"), tr("step")}
+                                    : QStringList{tr("% of each strategy's steps"), tr("% of steps")};
+  fitAxisTitles();
   for (int i = 0; i < peaks_.size(); ++i) {
     const Curve& c = curves_[std::size_t(i)];
     const QPointF p = peaks_[i]->at(0);
@@ -439,6 +440,13 @@ QString TimelineChart::hoverText(QPointF pos) const {
   return best;
 }
 
+void TimelineChart::fitAxisTitles() {
+  // The long titles where the chart draws them whole, else the short ones
+  // (a low chart has no height for "resident (MiB)" beside its y axis).
+  set_fitting_title(chart(), ax_, xTitles_);
+  set_fitting_title(chart(), ay_, yTitles_);
+}
+
 void TimelineChart::resizeEvent(QResizeEvent* e) {
   QChartView::resizeEvent(e);
   placeLegend();
@@ -461,8 +469,7 @@ namespace {
 // as its longest line.
 QStringList labelLines(const QString& label) {
   if (!label.contains("<br>")) return {label};
-  QString plain = QTextDocumentFragment::fromHtml(label).toPlainText();
-  return plain.replace(QChar::LineSeparator, '\n').split('\n');
+  return QTextDocumentFragment::fromHtml(label).toPlainText().replace(QChar::LineSeparator, '\n').split('\n');
 }
 // Qt's legend item: a marker, spacing and margins around its label.
 constexpr double kLegendItemExtra = 30;
@@ -504,20 +511,7 @@ double TimelineChart::legendColumnWidth() const {
   return w;
 }
 
-QStringList TimelineChart::drawnLegendLabels() const {
-  // Qt's legend items draw their (possibly truncated) label with a text item.
-  QStringList out;
-  if (!chart()->legend()->isVisible()) return out;
-  std::function<void(const QGraphicsItem*)> walk = [&](const QGraphicsItem* item) {
-    for (const QGraphicsItem* child : item->childItems()) {
-      if (!child->isVisible()) continue;
-      if (const auto* text = qgraphicsitem_cast<const QGraphicsTextItem*>(child)) out.append(text->toPlainText());
-      walk(child);
-    }
-  };
-  walk(chart()->legend());
-  return out;
-}
+QStringList TimelineChart::drawnLegendLabels() const { return drawn_texts(chart()->legend()); }
 
 Qt::Alignment TimelineChart::legendAlignment() const { return chart()->legend()->alignment(); }
 
@@ -562,13 +556,12 @@ bool TimelineChart::legendDrawnWhole() {
   const QStringList drawn = drawnLegendLabels();
   // Qt hides the entries (or the whole legend) that find no room at all.
   if (drawn.size() < entryMarkers().size()) return false;
-  for (const QString& text : drawn)
-    if (text.endsWith("...") || text.contains(QChar(0x2026))) return false;
-  return true;
+  return std::none_of(drawn.begin(), drawn.end(), is_cut);
 }
 
 void TimelineChart::placeLegend() {
   placeLegendNow();
+  fitAxisTitles();
   // Again once the legend has its markers and the view its size (both can
   // lag the call: the series' markers are made as the chart handles them).
   if (legendPending_) return;
@@ -576,6 +569,7 @@ void TimelineChart::placeLegend() {
   QTimer::singleShot(0, this, [this] {
     legendPending_ = false;
     placeLegendNow();
+    fitAxisTitles();
   });
 }
 

@@ -117,6 +117,8 @@ class TimelineChart : public QChartView {
   void placeStallMarkers();
   void updateAxes();
   void placeLegend();
+  void fitAxisTitles();
+  QStringList xTitles_, yTitles_;  // each axis' title, long to short
   void placeLegendNow();
   // Breaks each entry's label into lines no wider than `width` (<= 0: one line).
   void wrapLegend(double width);
