@@ -42,6 +42,11 @@
 #include "widgets/document/studio_document.h"
 #include "widgets/views/timeline_chart.h"
 #include "widgets/views/step_memory_bar.h"
+#include "widgets/views/grouped_header.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/document/measured_run.h"
+#include <QTableView>
+#include <climits>
 #include "widgets/views/chart_texts.h"
 #include "widgets/views/tradeoff_chart.h"
 #include <QTabWidget>
@@ -488,4 +493,112 @@ TEST(LectureWindow, ChartNamesAndAxisTitlesAreWhole) {
     QTest::qWait(50);
     expectWhole(drawn_texts(tradeoff->chart()), "trade-off");
   }
+}
+
+// Measured beside predicted after a real Run (chain:16:4 on the CPU): the
+// Comparison header groups its columns as Predicted | Measured with time and
+// gradient match in view at 1400 px, the time is the median of the timed
+// repeats with their spread, and the measured curves have their own look.
+TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
+  Window t("chain:16:4", {1400, 900});
+  t.w.startRun();
+  ComparisonModel* table = t.w.comparison();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return table->measured().size() == 3; }, 60000));
+  QTest::qWait(50);
+
+  // The header: two bands, side by side, each over exactly its own columns.
+  auto* view = qobject_cast<QTableView*>(t.w.tabs()->widget(1));
+  ASSERT_NE(view, nullptr);
+  t.w.tabs()->setCurrentWidget(view);
+  QTest::qWait(50);
+  auto* header = qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  ASSERT_NE(header, nullptr);
+  ASSERT_EQ(header->groups().size(), 2u);
+  EXPECT_TRUE(header->groups()[0].name.startsWith("Predicted"));
+  EXPECT_TRUE(header->groups()[1].name.startsWith("Measured"));
+  auto span = [&](const GroupedHeader::Group& g) {
+    int lo = INT_MAX, hi = INT_MIN;
+    for (int s : g.sections) {
+      lo = std::min(lo, header->visualIndex(s));
+      hi = std::max(hi, header->visualIndex(s));
+    }
+    return std::pair(lo, hi);
+  };
+  const auto [plo, phi] = span(header->groups()[0]);
+  const auto [mlo, mhi] = span(header->groups()[1]);
+  EXPECT_EQ(phi - plo + 1, int(header->groups()[0].sections.size()));  // adjacent
+  EXPECT_EQ(mhi - mlo + 1, int(header->groups()[1].sections.size()));
+  EXPECT_LT(phi, mlo);  // predicted, then measured
+  const QRect pBand = header->groupRect(0), mBand = header->groupRect(1);
+  ASSERT_FALSE(pBand.isEmpty());
+  EXPECT_EQ(pBand.left(), header->sectionViewportPosition(header->logicalIndex(plo)));
+  EXPECT_LE(pBand.right(), mBand.left());
+  // The bands are painted with their names: the band's pixels are not the
+  // plain header's alone (text is darker than any header background).
+  const QImage img = header->grab().toImage();
+  auto darkIn = [&](const QRect& r) {
+    int dark = 0;
+    for (int x = r.left(); x <= std::min(r.right(), img.width() - 1); ++x)
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        if (qGray(img.pixel(x, y)) < 100) ++dark;
+    return dark;
+  };
+  EXPECT_GT(darkIn(pBand), 20);
+  if (mBand.left() < img.width()) EXPECT_GT(darkIn(mBand.intersected(img.rect())), 20);
+  // Time and match come first in the measured group and are in view at 1400 px.
+  EXPECT_EQ(header->visualIndex(ComparisonModel::Time), header->visualIndex(ComparisonModel::MeasuredPeak) + 1);
+  EXPECT_EQ(header->visualIndex(ComparisonModel::Match), header->visualIndex(ComparisonModel::Time) + 1);
+  // (chain:16:4 does not offload: the host peak and stall columns are hidden.)
+  EXPECT_TRUE(header->isSectionHidden(ComparisonModel::HostPeak) && header->isSectionHidden(ComparisonModel::Stall));
+  for (int c : {int(ComparisonModel::Time), int(ComparisonModel::Match)})
+    EXPECT_LE(header->sectionViewportPosition(c) + header->sectionSize(c), view->viewport()->width()) << c;
+
+  // The time: the median of the repeats, with the fastest, the slowest and
+  // how many, each row's cell shown whole.
+  for (int row = 0; row < table->rowCount(); ++row) {
+    const std::string spec = t.w.document()->runs()[std::size_t(row)].spec;
+    const MeasuredRun& m = table->measured().at(spec);
+    ASSERT_GE(m.run_ms.size(), 2u) << spec;
+    const auto [lo, hi] = std::minmax_element(m.run_ms.begin(), m.run_ms.end());
+    EXPECT_LE(*lo, m.time_ms);
+    EXPECT_GE(*hi, m.time_ms);
+    const QString cell = table->data(table->index(row, ComparisonModel::Time)).toString();
+    EXPECT_EQ(cell, QString("%1 ms (%2 to %3, %4 runs)")
+                        .arg(m.time_ms, 0, 'f', 2)
+                        .arg(*lo, 0, 'f', 2)
+                        .arg(*hi, 0, 'f', 2)
+                        .arg(m.run_ms.size()));
+    EXPECT_LE(view->fontMetrics().horizontalAdvance(cell), header->sectionSize(ComparisonModel::Time)) << cell.toStdString();
+  }
+
+  // The measured curves: one per strategy, a pen unlike its predicted
+  // curve's (thinner, dotted, darker), rings along it, and in the picture.
+  TimelineChart* c = t.w.timeline();
+  t.w.tabs()->setCurrentIndex(0);
+  QTest::qWait(50);
+  ASSERT_EQ(c->measuredSeries().size(), c->strategySeries().size());
+  ASSERT_EQ(c->measuredMarkers().size(), c->measuredSeries().size());
+  for (int i = 0; i < c->measuredSeries().size(); ++i) {
+    const QPen measured = c->measuredSeries()[i]->pen();
+    QPen predicted;
+    for (const QLineSeries* s : c->strategySeries())
+      if (s->name().section(" · ", 0, 0) + " (measured)" == c->measuredSeries()[i]->name()) predicted = s->pen();
+    ASSERT_NE(predicted.style(), Qt::NoPen) << c->measuredSeries()[i]->name().toStdString();
+    EXPECT_NE(measured.color(), predicted.color());
+    EXPECT_EQ(measured.style(), Qt::DotLine);
+    EXPECT_LT(measured.widthF(), predicted.widthF());
+    EXPECT_FALSE(c->measuredMarkers()[i]->points().isEmpty());
+    // The measured look is drawn: its colour (within antialiasing's blend)
+    // is in the grabbed chart.
+    const QImage chart = c->grab().toImage();
+    const QColor want = measured.color();
+    int found = 0;
+    for (int y = 0; y < chart.height(); ++y)
+      for (int x = 0; x < chart.width(); ++x) {
+        const QColor got = chart.pixelColor(x, y);
+        found += std::abs(got.red() - want.red()) + std::abs(got.green() - want.green()) + std::abs(got.blue() - want.blue()) < 24;
+      }
+    EXPECT_GT(found, 10) << c->measuredSeries()[i]->name().toStdString();
+  }
+  expectLegendWhole(*c, "with measured curves");
 }
