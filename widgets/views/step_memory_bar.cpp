@@ -64,6 +64,9 @@ StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
   view_ = new QChartView(this);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setMinimumWidth(320);  // the four-entry legend unelided
+  // Below this Qt cuts the value axis' ticks and title to "..." (a low
+  // timeline tab under the side-by-side lanes).
+  view_->setMinimumHeight(185);
   view_->installEventFilter(this);  // a new width may cut the strategies' names: fitNames()
   v->addWidget(view_, 1);
   note_ = new QLabel(this);
