@@ -614,3 +614,24 @@ TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
   }
   expectLegendWhole(*c, "with measured curves");
 }
+
+// A strategy that cannot apply says why in the Status column, wrapped whole
+// ("no attention core (a MatMul, ...) in chain:16" was cut after "(a").
+TEST(LectureWindow, StatusColumnShowsWhyAStrategyCannotApplyWhole) {
+  for (QSize size : {QSize(1400, 900), QSize(1920, 1080)}) {
+    Window t("chain:16", size);
+    QTest::qWait(50);
+    QTreeWidget* tree = t.w.strategyPanel()->tree();
+    int checked = 0;
+    for (int i = 0; i < tree->topLevelItemCount(); ++i) {
+      QTreeWidgetItem* it = tree->topLevelItem(i);
+      const QString text = it->text(2);
+      if (text.isEmpty()) continue;
+      const QRect cell = tree->visualRect(tree->indexFromItem(it, 2));
+      const QRect need = tree->fontMetrics().boundingRect(QRect(0, 0, cell.width() - 8, 10000), Qt::TextWordWrap, text);
+      EXPECT_LE(need.height(), cell.height()) << size.width() << ": " << text.toStdString();
+      ++checked;
+    }
+    EXPECT_GE(checked, 5);
+  }
+}
