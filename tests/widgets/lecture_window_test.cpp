@@ -46,6 +46,8 @@
 #include "widgets/document/comparison_model.h"
 #include "widgets/document/measured_run.h"
 #include <QTableView>
+#include <QRegularExpression>
+#include <QFile>
 #include <climits>
 #include "widgets/views/chart_texts.h"
 #include "widgets/views/tradeoff_chart.h"
@@ -634,4 +636,30 @@ TEST(LectureWindow, StatusColumnShowsWhyAStrategyCannotApplyWhole) {
     }
     EXPECT_GE(checked, 5);
   }
+}
+
+// The exported graph's caption is whole on a narrow picture: wrapped, no "…"
+// (it was cut to the picture's width). Read from the SVG's text.
+TEST(LectureWindow, ExportedGraphCaptionIsWhole) {
+  const Model m = load_model("gpt:2");
+  const std::vector<StrategyRun> runs = simulate_strategies(m, {"sqrt"});
+  QTemporaryDir dir;
+  const std::size_t step = runs[0].schedule.code.size() * 2 / 3;  // in the backward: a long caption
+  const std::string path = dir.filePath("g.svg").toStdString();
+  export_graph(m, runs[0], step, path, QSize(480, 360));
+  QFile f(QString::fromStdString(path));
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QString svg = QString::fromUtf8(f.readAll());
+  QString all;
+  static const QRegularExpression text("<text[^>]*>([^<]*)</text>");
+  for (auto it = text.globalMatch(svg); it.hasNext();) {
+    QString t = it.next().captured(1);
+    t.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&#x2026;", QChar(0x2026));
+    EXPECT_FALSE(is_cut(t)) << t.toStdString();
+    all += t + ' ';
+  }
+  const QString head = QString("sqrt, step %1 of %2:").arg(step + 1).arg(runs[0].schedule.code.size());
+  EXPECT_TRUE(all.simplified().contains(head)) << all.toStdString();
+  // The caption's last word is drawn too (the cut one stopped far before it).
+  EXPECT_GT(all.simplified().length(), head.length() + 30);
 }

@@ -6,6 +6,7 @@
 #include <QGraphicsLayout>
 #include <QLineSeries>
 #include <functional>
+#include <QFontMetricsF>
 #include <QImage>
 #include <QPainter>
 #include <QSvgGenerator>
@@ -136,19 +137,24 @@ void export_graph(const Model& model, const StrategyRun& run, std::size_t step, 
                               .arg(run.schedule.code.size())
                               .arg(QString::fromStdString(InstructionCaption(model, run.schedule, facts).text(step)));
   writePicture(path, size, dpr, caption, [&](QPainter& p, const QRectF& r) {
-    const double captionH = 28 * fontScale;
+    // The caption whole: on as many lines as it needs at slide size (it was
+    // cut with "…" on a narrow picture), the graph above it.
+    QFont f = p.font();
+    f.setPixelSize(int(13 * fontScale));
+    const QFontMetricsF fm(f);
+    const QRectF textBox(r.left() + 8, 0, r.width() - 16, r.height() / 3);
+    const double captionH =
+        std::max(28 * fontScale, fm.boundingRect(textBox, Qt::TextWordWrap, caption).height() + 8 * fontScale);
     const QRectF area = r.adjusted(0, 0, 0, -captionH);
     GraphPaintOptions go;
     go.fontScale = fontScale;
     go.readout = readout_of(run, step);
     go.atPeak = run.sim.timeline[step] == run.sim.peak_bytes;
     paint_graph(p, model, layout, states, fit_transform(layout, graph_area(area, go)), area, go);
-    QFont f = p.font();
-    f.setPixelSize(int(13 * fontScale));
     p.setFont(f);
     p.setPen(QColor(30, 30, 30));
     p.drawText(QRectF(r.left() + 8, r.bottom() - captionH + 2, r.width() - 16, captionH - 4),
-               Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(caption, Qt::ElideRight, int(r.width() - 16)));
+               Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, caption);
   });
 }
 
