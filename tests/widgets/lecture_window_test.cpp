@@ -1,9 +1,13 @@
 // The window in front of a class and on a real model (issue 34): no text cut
-// short in presentation mode, presentation and side by side filling the
-// screen, keyboard zoom, the own-length axis by default (menu and combo
-// agreeing), a legend of the states that occur, Help's real symbols, the
-// find box, Peak following the zoomed graph, simulate-only ops badged with
-// the reason and Ctrl+R listing what blocks a run.
+// short in presentation mode, in the charts (timeline legend, whole-step bar
+// names, axis titles, read back as Qt drew them), the Status column and the
+// exports (timeline legend, graph caption); presentation and side by side
+// filling the screen, keyboard zoom, the own-length axis by default (menu and
+// combo agreeing), a legend of the states that occur, Help's real symbols,
+// the find box, Peak following the zoomed graph, simulate-only ops badged
+// with the reason and Ctrl+R listing what blocks a run; after a real Run the
+// Comparison header's Predicted | Measured groups, the time's median and
+// spread, and the measured curves' own look.
 #include <QAction>
 #include <QComboBox>
 #include <QFontMetricsF>
