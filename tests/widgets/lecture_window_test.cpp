@@ -1,14 +1,21 @@
 // The window in front of a class and on a real model (issue 34): no text cut
-// short in presentation mode, presentation and side by side filling the
-// screen, keyboard zoom, the own-length axis by default (menu and combo
-// agreeing), a legend of the states that occur, Help's real symbols, the
-// find box, Peak following the zoomed graph, simulate-only ops badged with
-// the reason and Ctrl+R listing what blocks a run.
+// short in presentation mode, in the charts (timeline legend, whole-step bar
+// names, axis titles, read back as Qt drew them), the Status column and the
+// exports (timeline legend, graph caption); presentation and side by side
+// filling the screen, keyboard zoom, the own-length axis by default (menu and
+// combo agreeing), a legend of the states that occur, Help's real symbols,
+// the find box, Peak following the zoomed graph, simulate-only ops badged
+// with the reason and Ctrl+R listing what blocks a run; after a real Run the
+// Comparison header's Predicted | Measured groups, the time's median and
+// spread, and the measured curves' own look.
 #include <QAction>
 #include <QComboBox>
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QScatterSeries>
 #include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
@@ -38,6 +45,20 @@
 #include "widgets/views/strategy_panel.h"
 #include "widgets/document/studio_document.h"
 #include "widgets/views/timeline_chart.h"
+#include "widgets/views/step_memory_bar.h"
+#include "widgets/views/grouped_header.h"
+#include "widgets/document/comparison_model.h"
+#include "widgets/document/measured_run.h"
+#include <QTableView>
+#include <QRegularExpression>
+#include <QFile>
+#include <climits>
+#include "widgets/views/chart_texts.h"
+#include "widgets/views/tradeoff_chart.h"
+#include <QTabWidget>
+#include <QGraphicsTextItem>
+#include "widgets/export/exporter.h"
+#include "core/analysis/comparison.h"
 
 using namespace remat;
 using remat::testing::ShownWindow;
@@ -160,8 +181,26 @@ TEST(LectureWindow, LaneHeadersGrowForLongReadoutsAndNames) {
   EXPECT_GE(area.left(), QFontMetricsF(bold).horizontalAdvance("resident 714.43 MiB"));
 }
 
+// What the timeline's legend draws is every curve's entry whole: the label
+// Qt drew (a wrapped one read with its lines joined) has every word of the
+// series' name ("sqrt · peak 9 B"), none cut with "...".
+void expectLegendWhole(const TimelineChart& c, const char* where) {
+  QStringList wanted, drawn;
+  for (const auto& list : {c.strategySeries(), c.hostSeries(), c.measuredSeries()})
+    for (const QLineSeries* s : list) wanted.append(QString(s->name()).replace(" · ", " "));
+  for (const QScatterSeries* s : c.stallMarkers()) wanted.append(s->name());
+  for (QString text : c.drawnLegendLabels()) {
+    EXPECT_FALSE(text.endsWith("...") || text.contains(QChar(0x2026))) << where << ": " << text.toStdString();
+    drawn.append(text.replace(QChar::LineSeparator, ' ').replace('\n', ' ').replace(" · ", " "));
+  }
+  wanted.sort();
+  drawn.sort();
+  EXPECT_EQ(drawn.join(" | ").toStdString(), wanted.join(" | ").toStdString()) << where;
+  EXPECT_FALSE(wanted.isEmpty()) << where;
+}
+
 // The timeline's legend never elides: below the plot when its entries fit in
-// a row, else on the right where the column is as wide as the widest entry.
+// a row, else on the right, name over peak where one line would not fit.
 TEST(LectureWindow, TimelineLegendEntriesAreWhole) {
   // The issue's case: "store-all · peak…", "every-k:4 · pe…" at 1400 px.
   Window t("gpt:2", {1400, 900}, {"store-all", "recompute-all", "sqrt", "every-k:4"});
@@ -170,20 +209,55 @@ TEST(LectureWindow, TimelineLegendEntriesAreWhole) {
   auto check = [&](const char* where) {
     c->chart()->layout()->activate();
     QTest::qWait(20);
-    // Below the plot only when the row fits whole (Qt elides a row that does not).
+    // Below the plot only when the row fits whole (Qt cuts a row that does not).
     if (c->legendAlignment() == Qt::AlignBottom) EXPECT_LE(c->legendRowWidth(), c->width() - 16) << where;
     else EXPECT_GT(c->legendRowWidth(), c->width() - 16) << where;
+    expectLegendWhole(*c, where);
   };
   check("window");
   EXPECT_EQ(c->legendAlignment(), Qt::AlignRight);  // four strategies with peaks do not fit in a row
+  // Beside a plot of about 500 px, one entry a line would need more than Qt
+  // gives the legend: name over peak, in the window's type size.
+  EXPECT_LT(c->width(), 600);
+  EXPECT_TRUE(c->drawnLegendLabels().front().contains('\n') || c->drawnLegendLabels().front().contains(QChar::LineSeparator));
+  EXPECT_GE(c->chart()->legend()->font().pixelSize(), 10);
+  // An offload adds its host curve and (with stalls) a long stall entry.
+  t.w.document()->setSpecs({"store-all", "recompute-all", "sqrt", "every-k:4", "offload:4"});
+  ASSERT_TRUE(QTest::qWaitFor([&] { return t.w.document()->computing() == 0; }, 60000));
+  QTest::qWait(50);
+  check("with offload");
   c->resize(2600, 400);
   QTest::qWait(20);
   check("wide");
   EXPECT_EQ(c->legendAlignment(), Qt::AlignBottom);
+  c->resize(360, 300);
+  QTest::qWait(20);
+  check("narrow");
   // The tooltip over a curve gives its step and bytes, not the usage tip.
+  c->resize(900, 400);
+  QTest::qWait(20);
   const QPointF at = c->positionOf(0, 5);
   const QString hover = c->hoverText(at);
   EXPECT_TRUE(hover.contains(" · step ") && hover.contains("B")) << hover.toStdString();
+}
+
+// `remat export --timeline` at its default size (1200x600, type 1.5x) and a
+// small one: every legend entry whole in the picture's chart.
+TEST(LectureWindow, ExportedTimelineLegendIsWhole) {
+  const Model m = load_model("gpt:2");
+  const std::vector<StrategyRun> runs =
+      simulate_strategies(m, {"store-all", "recompute-all", "sqrt", "every-k:4", "offload:4", "revolve:4"});
+  for (const QSize size : {TimelineExport{}.size, QSize(640, 360), QSize(480, 300)}) {
+    SCOPED_TRACE(size.width());
+    TimelineExport o;
+    o.size = size;
+    o.title = "gpt:2";
+    TimelineChart chart;
+    prepare_timeline_chart(chart, runs, o);
+    expectLegendWhole(chart, "export");
+    // The entries stay readable: at most a fifth smaller than asked for.
+    EXPECT_GE(chart.chart()->legend()->font().pixelSize(), int(11 * o.fontScale * 0.8)) << size.width();
+  }
 }
 
 // Presentation mode fills the screen; Ctrl+= / Ctrl++ / Ctrl+- zoom.
@@ -385,4 +459,211 @@ TEST(LectureWindow, StatusColumnShowsTheWholeStatus) {
     ASSERT_TRUE(text.startsWith("ok, peak")) << text.toStdString();
     EXPECT_LE(tree->fontMetrics().horizontalAdvance(text) + 8, tree->columnWidth(2)) << text.toStdString();
   }
+}
+
+
+// The charts beside the graph draw every text whole, as Qt drew it: the
+// whole-step bar's strategy names (cut at "store-...", "reco..." at 1400 px),
+// the axis titles and labels of the timeline, the bars and the trade-off.
+TEST(LectureWindow, ChartNamesAndAxisTitlesAreWhole) {
+  const QStringList specs{"store-all", "recompute-all", "sqrt", "every-k:4", "sqrt+compress:bf16"};
+  for (QSize size : {QSize(1400, 900), QSize(1920, 1080)}) {
+    SCOPED_TRACE(size.width());
+    Window t("gpt:2", size, specs);
+    QTest::qWait(50);
+    auto expectWhole = [&](const QStringList& drawn, const char* where) {
+      EXPECT_FALSE(drawn.isEmpty()) << where;
+      for (const QString& text : drawn) EXPECT_FALSE(is_cut(text)) << where << ": " << text.toStdString();
+    };
+    StepMemoryBar* bar = t.w.stepMemory();
+    const QStringList barTexts = bar->drawnTexts();
+    expectWhole(barTexts, "whole-step bar");
+    for (const QString& name : specs) EXPECT_TRUE(barTexts.contains(name)) << name.toStdString();
+    // The y title is whole, or its unit alone where the chart is too low for it.
+    EXPECT_TRUE(barTexts.contains("step memory (GiB)") || barTexts.contains("GiB"));
+    bar->setActivationsOnly(true);
+    QTest::qWait(20);
+    expectWhole(bar->drawnTexts(), "activations only");
+    bar->setActivationsOnly(false);
+    // Under the side-by-side lanes the timeline tab is low: the bars keep
+    // their ticks and title whole (they were "..." at 1400x900).
+    t.w.setSideBySide(true);
+    QTest::qWait(50);
+    expectWhole(bar->drawnTexts(), "bars under the lanes");
+    t.w.setSideBySide(false);
+    QTest::qWait(20);
+    const QStringList timeline = drawn_texts(t.w.timeline()->chart());
+    expectWhole(timeline, "timeline");
+    EXPECT_TRUE(timeline.contains("resident (MiB)") || timeline.contains("MiB"));
+    // A low timeline keeps its axis titles whole (in their short forms).
+    t.w.timeline()->resize(t.w.timeline()->width(), 180);
+    QTest::qWait(20);
+    // (Once the chart has settled: the resize lays it out over a few events.)
+    QTest::qWaitFor([&] {
+      const QStringList d = drawn_texts(t.w.timeline()->chart());
+      return std::none_of(d.begin(), d.end(), is_cut);
+    }, 2000);
+    expectWhole(drawn_texts(t.w.timeline()->chart()), "low timeline");
+    if (size.width() != 1400) continue;  // the sweep takes seconds: at the narrower size only
+    auto* tradeoff = t.w.tradeoffTab();
+    t.w.tabs()->setCurrentWidget(tradeoff);  // starts the sweep in a worker
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !tradeoff->namedSpecs().empty(); }, 60000));
+    QTest::qWait(50);
+    expectWhole(drawn_texts(tradeoff->chart()), "trade-off");
+  }
+}
+
+// Measured beside predicted after a real Run (chain:16:4 on the CPU): the
+// Comparison header groups its columns as Predicted | Measured with time and
+// gradient match in view at 1400 px, the time is the median of the timed
+// repeats with their spread, and the measured curves have their own look.
+TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
+  Window t("chain:16:4", {1400, 900});
+  t.w.startRun();
+  ComparisonModel* table = t.w.comparison();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return table->measured().size() == 3; }, 60000));
+  QTest::qWait(50);
+
+  // The header: two bands, side by side, each over exactly its own columns.
+  auto* view = qobject_cast<QTableView*>(t.w.tabs()->widget(1));
+  ASSERT_NE(view, nullptr);
+  t.w.tabs()->setCurrentWidget(view);
+  QTest::qWait(50);
+  auto* header = qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  ASSERT_NE(header, nullptr);
+  ASSERT_EQ(header->groups().size(), 2u);
+  EXPECT_TRUE(header->groups()[0].name.startsWith("Predicted"));
+  EXPECT_TRUE(header->groups()[1].name.startsWith("Measured"));
+  auto span = [&](const GroupedHeader::Group& g) {
+    int lo = INT_MAX, hi = INT_MIN;
+    for (int s : g.sections) {
+      lo = std::min(lo, header->visualIndex(s));
+      hi = std::max(hi, header->visualIndex(s));
+    }
+    return std::pair(lo, hi);
+  };
+  const auto [plo, phi] = span(header->groups()[0]);
+  const auto [mlo, mhi] = span(header->groups()[1]);
+  EXPECT_EQ(phi - plo + 1, int(header->groups()[0].sections.size()));  // adjacent
+  EXPECT_EQ(mhi - mlo + 1, int(header->groups()[1].sections.size()));
+  EXPECT_LT(phi, mlo);  // predicted, then measured
+  const QRect pBand = header->groupRect(0), mBand = header->groupRect(1);
+  ASSERT_FALSE(pBand.isEmpty());
+  EXPECT_EQ(pBand.left(), header->sectionViewportPosition(header->logicalIndex(plo)));
+  EXPECT_LE(pBand.right(), mBand.left());
+  // The bands are painted with their names: the band's pixels are not the
+  // plain header's alone (text is darker than any header background).
+  const QImage img = header->grab().toImage();
+  auto darkIn = [&](const QRect& r) {
+    int dark = 0;
+    for (int x = r.left(); x <= std::min(r.right(), img.width() - 1); ++x)
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        if (qGray(img.pixel(x, y)) < 100) ++dark;
+    return dark;
+  };
+  EXPECT_GT(darkIn(pBand), 20);
+  if (mBand.left() < img.width()) EXPECT_GT(darkIn(mBand.intersected(img.rect())), 20);
+  // Time and match come first in the measured group and are in view at 1400 px.
+  EXPECT_EQ(header->visualIndex(ComparisonModel::Time), header->visualIndex(ComparisonModel::MeasuredPeak) + 1);
+  EXPECT_EQ(header->visualIndex(ComparisonModel::Match), header->visualIndex(ComparisonModel::Time) + 1);
+  // (chain:16:4 does not offload: the host peak and stall columns are hidden.)
+  EXPECT_TRUE(header->isSectionHidden(ComparisonModel::HostPeak) && header->isSectionHidden(ComparisonModel::Stall));
+  for (int c : {int(ComparisonModel::Time), int(ComparisonModel::Match)})
+    EXPECT_LE(header->sectionViewportPosition(c) + header->sectionSize(c), view->viewport()->width()) << c;
+
+  // The time: the median of the repeats, with the fastest, the slowest and
+  // how many, each row's cell shown whole.
+  for (int row = 0; row < table->rowCount(); ++row) {
+    const std::string spec = t.w.document()->runs()[std::size_t(row)].spec;
+    const MeasuredRun& m = table->measured().at(spec);
+    ASSERT_GE(m.run_ms.size(), 2u) << spec;
+    const auto [lo, hi] = std::minmax_element(m.run_ms.begin(), m.run_ms.end());
+    EXPECT_LE(*lo, m.time_ms);
+    EXPECT_GE(*hi, m.time_ms);
+    const QString cell = table->data(table->index(row, ComparisonModel::Time)).toString();
+    EXPECT_EQ(cell, QString("%1 ms (%2 to %3, %4 runs)")
+                        .arg(m.time_ms, 0, 'f', 2)
+                        .arg(*lo, 0, 'f', 2)
+                        .arg(*hi, 0, 'f', 2)
+                        .arg(m.run_ms.size()));
+    EXPECT_LE(view->fontMetrics().horizontalAdvance(cell), header->sectionSize(ComparisonModel::Time)) << cell.toStdString();
+  }
+
+  // The measured curves: one per strategy, a pen unlike its predicted
+  // curve's (thinner, dotted, darker), rings along it, and in the picture.
+  TimelineChart* c = t.w.timeline();
+  t.w.tabs()->setCurrentIndex(0);
+  QTest::qWait(50);
+  ASSERT_EQ(c->measuredSeries().size(), c->strategySeries().size());
+  ASSERT_EQ(c->measuredMarkers().size(), c->measuredSeries().size());
+  for (int i = 0; i < c->measuredSeries().size(); ++i) {
+    const QPen measured = c->measuredSeries()[i]->pen();
+    QPen predicted;
+    for (const QLineSeries* s : c->strategySeries())
+      if (s->name().section(" · ", 0, 0) + " (measured)" == c->measuredSeries()[i]->name()) predicted = s->pen();
+    ASSERT_NE(predicted.style(), Qt::NoPen) << c->measuredSeries()[i]->name().toStdString();
+    EXPECT_NE(measured.color(), predicted.color());
+    EXPECT_EQ(measured.style(), Qt::DotLine);
+    EXPECT_LT(measured.widthF(), predicted.widthF());
+    EXPECT_FALSE(c->measuredMarkers()[i]->points().isEmpty());
+    // The measured look is drawn: its colour (within antialiasing's blend)
+    // is in the grabbed chart.
+    const QImage chart = c->grab().toImage();
+    const QColor want = measured.color();
+    int found = 0;
+    for (int y = 0; y < chart.height(); ++y)
+      for (int x = 0; x < chart.width(); ++x) {
+        const QColor got = chart.pixelColor(x, y);
+        found += std::abs(got.red() - want.red()) + std::abs(got.green() - want.green()) + std::abs(got.blue() - want.blue()) < 24;
+      }
+    EXPECT_GT(found, 10) << c->measuredSeries()[i]->name().toStdString();
+  }
+  expectLegendWhole(*c, "with measured curves");
+}
+
+// A strategy that cannot apply says why in the Status column, wrapped whole
+// ("no attention core (a MatMul, ...) in chain:16" was cut after "(a").
+TEST(LectureWindow, StatusColumnShowsWhyAStrategyCannotApplyWhole) {
+  for (QSize size : {QSize(1400, 900), QSize(1920, 1080)}) {
+    Window t("chain:16", size);
+    QTest::qWait(50);
+    QTreeWidget* tree = t.w.strategyPanel()->tree();
+    int checked = 0;
+    for (int i = 0; i < tree->topLevelItemCount(); ++i) {
+      QTreeWidgetItem* it = tree->topLevelItem(i);
+      const QString text = it->text(2);
+      if (text.isEmpty()) continue;
+      const QRect cell = tree->visualRect(tree->indexFromItem(it, 2));
+      const QRect need = tree->fontMetrics().boundingRect(QRect(0, 0, cell.width() - 8, 10000), Qt::TextWordWrap, text);
+      EXPECT_LE(need.height(), cell.height()) << size.width() << ": " << text.toStdString();
+      ++checked;
+    }
+    EXPECT_GE(checked, 5);
+  }
+}
+
+// The exported graph's caption is whole on a narrow picture: wrapped, no "…"
+// (it was cut to the picture's width). Read from the SVG's text.
+TEST(LectureWindow, ExportedGraphCaptionIsWhole) {
+  const Model m = load_model("gpt:2");
+  const std::vector<StrategyRun> runs = simulate_strategies(m, {"sqrt"});
+  QTemporaryDir dir;
+  const std::size_t step = runs[0].schedule.code.size() * 2 / 3;  // in the backward: a long caption
+  const std::string path = dir.filePath("g.svg").toStdString();
+  export_graph(m, runs[0], step, path, QSize(480, 360));
+  QFile f(QString::fromStdString(path));
+  ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+  const QString svg = QString::fromUtf8(f.readAll());
+  QString all;
+  static const QRegularExpression text("<text[^>]*>([^<]*)</text>");
+  for (auto it = text.globalMatch(svg); it.hasNext();) {
+    QString t = it.next().captured(1);
+    t.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&#x2026;", QChar(0x2026));
+    EXPECT_FALSE(is_cut(t)) << t.toStdString();
+    all += t + ' ';
+  }
+  const QString head = QString("sqrt, step %1 of %2:").arg(step + 1).arg(runs[0].schedule.code.size());
+  EXPECT_TRUE(all.simplified().contains(head)) << all.toStdString();
+  // The caption's last word is drawn too (the cut one stopped far before it).
+  EXPECT_GT(all.simplified().length(), head.length() + 30);
 }

@@ -325,15 +325,19 @@ TEST(MainWindow, AFailedLoadKeepsTheBoxOnTheDrawnModel) {
 
 // The window fits a 1366x768 laptop screen: at 1280x720 it keeps that size
 // (its minimum used to be 1520 px wide, held by the timeline's hint and the
-// x-axis box's longest entry), the hint gives up width with "…" and shows
-// whole on a wide window, and the strategy statuses are not cut.
+// x-axis box's longest entry), the hint gives up its last phrases (whole ones,
+// no "…") and shows whole on a wide window, and the strategy statuses are not cut.
 TEST(MainWindow, FitsALaptopScreen) {
   Window t("resnet:18:16:64:8:10", StudioDocument::defaultSpecs(), {1280, 720});
   EXPECT_LE(t.w.minimumSizeHint().width(), 1280);
   EXPECT_EQ(t.w.size(), QSize(1280, 720));
   auto* hint = t.w.findChild<ElidedLabel*>("timelineHint");
   ASSERT_NE(hint, nullptr);
-  EXPECT_TRUE(hint->shownText().endsWith(QChar(0x2026))) << hint->shownText().toStdString();
+  const QString shown = hint->shownText();
+  EXPECT_LT(shown.size(), hint->text().size());
+  EXPECT_FALSE(shown.contains(QChar(0x2026))) << shown.toStdString();
+  EXPECT_TRUE(hint->text().startsWith(shown + " · ")) << shown.toStdString();  // whole phrases
+  EXPECT_LE(hint->fontMetrics().horizontalAdvance(shown), hint->contentsRect().width());
   EXPECT_EQ(hint->toolTip(), hint->text());
   t.w.resize(1800, 900);
   QApplication::processEvents();

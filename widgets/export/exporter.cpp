@@ -6,6 +6,7 @@
 #include <QGraphicsLayout>
 #include <QLineSeries>
 #include <functional>
+#include <QFontMetricsF>
 #include <QImage>
 #include <QPainter>
 #include <QSvgGenerator>
@@ -96,9 +97,7 @@ QSize parse_size(const std::string& text) {
   }
 }
 
-void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
-  checkSize(o.size, path);
-  TimelineChart chart;
+void prepare_timeline_chart(TimelineChart& chart, const RunList& runs, const TimelineExport& o) {
   chart.setAttribute(Qt::WA_DontShowOnScreen);
   chart.resize(o.size);
   chart.setRuns(runs, o.title);
@@ -107,9 +106,15 @@ void export_timeline(const RunList& runs, const std::string& path, const Timelin
   if (!o.measured.empty()) chart.setMeasured(o.measured);
   if (o.cursor >= 0) chart.setCursor(std::size_t(o.cursor));
   else if (chart.cursorSeries()) chart.cursorSeries()->setVisible(false);
-  chart.show();  // lays the chart out at this size (offscreen: nothing appears)
+  chart.show();  // lays the chart out at this size (offscreen: nothing appears); places the legend
   chart.chart()->resize(QSizeF(o.size));
   chart.chart()->layout()->activate();
+}
+
+void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& o) {
+  checkSize(o.size, path);
+  TimelineChart chart;
+  prepare_timeline_chart(chart, runs, o);
   writePicture(path, o.size, o.devicePixelRatio, o.title, [&](QPainter& p, const QRectF& r) {
     p.setRenderHint(QPainter::Antialiasing);
     chart.scene()->render(&p, r, QRectF(QPointF(0, 0), QSizeF(o.size)));
@@ -132,19 +137,24 @@ void export_graph(const Model& model, const StrategyRun& run, std::size_t step, 
                               .arg(run.schedule.code.size())
                               .arg(QString::fromStdString(InstructionCaption(model, run.schedule, facts).text(step)));
   writePicture(path, size, dpr, caption, [&](QPainter& p, const QRectF& r) {
-    const double captionH = 28 * fontScale;
+    // The caption whole: on as many lines as it needs at slide size (it was
+    // cut with "…" on a narrow picture), the graph above it.
+    QFont f = p.font();
+    f.setPixelSize(int(13 * fontScale));
+    const QFontMetricsF fm(f);
+    const QRectF textBox(r.left() + 8, 0, r.width() - 16, r.height() / 3);
+    const double captionH =
+        std::max(28 * fontScale, fm.boundingRect(textBox, Qt::TextWordWrap, caption).height() + 8 * fontScale);
     const QRectF area = r.adjusted(0, 0, 0, -captionH);
     GraphPaintOptions go;
     go.fontScale = fontScale;
     go.readout = readout_of(run, step);
     go.atPeak = run.sim.timeline[step] == run.sim.peak_bytes;
     paint_graph(p, model, layout, states, fit_transform(layout, graph_area(area, go)), area, go);
-    QFont f = p.font();
-    f.setPixelSize(int(13 * fontScale));
     p.setFont(f);
     p.setPen(QColor(30, 30, 30));
     p.drawText(QRectF(r.left() + 8, r.bottom() - captionH + 2, r.width() - 16, captionH - 4),
-               Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(caption, Qt::ElideRight, int(r.width() - 16)));
+               Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, caption);
   });
 }
 

@@ -14,6 +14,7 @@
 
 namespace remat {
 struct Model;
+class TimelineChart;
 
 enum class ImageFormat { Png, Svg };
 // From the extension (.png / .svg, any case); throws InputError otherwise.
@@ -33,6 +34,9 @@ struct TimelineExport {
   bool ownLength = true;
 };
 void export_timeline(const RunList& runs, const std::string& path, const TimelineExport& options);
+// The chart export_timeline renders, laid out at options.size (tests read
+// its legend as drawn).
+void prepare_timeline_chart(TimelineChart& chart, const RunList& runs, const TimelineExport& options);
 
 // The graph of `run` at `step` with its memory readout and caption, text
 // scaled by `fontScale` (1.5: readable on slides).

@@ -12,7 +12,17 @@ ElidedLabel::ElidedLabel(const QString& text, QWidget* parent) : QFrame(parent),
 }
 
 QString ElidedLabel::shownText() const {
-  return fontMetrics().elidedText(text_, Qt::ElideRight, contentsRect().width());
+  // Whole phrases first: "drag or wheel to zoom · click to show that step"
+  // says less but nothing cut; "…" only when not even the first one fits.
+  const QFontMetrics fm = fontMetrics();
+  const int room = contentsRect().width();
+  if (fm.horizontalAdvance(text_) <= room) return text_;
+  const QStringList parts = text_.split(QStringLiteral(" · "));
+  for (qsizetype n = parts.size() - 1; n >= 1; --n) {
+    const QString shown = parts.mid(0, n).join(QStringLiteral(" · "));
+    if (fm.horizontalAdvance(shown) <= room) return shown;
+  }
+  return fm.elidedText(text_, Qt::ElideRight, room);
 }
 
 QSize ElidedLabel::sizeHint() const {

@@ -1,6 +1,8 @@
-// A one-line label that gives up width first: its text is cut with "…" when
-// the row is narrow (the whole text in its tooltip) instead of holding the
-// window wider than a laptop's screen, as a plain QLabel's minimum width does.
+// A one-line label that gives up width first: when the row is narrow it shows
+// the leading whole phrases of its text (parts separated by " · ") that fit,
+// and cuts with "…" only when not even the first one does (the whole text in
+// its tooltip), instead of holding the window wider than a laptop's screen,
+// as a plain QLabel's minimum width does.
 #pragma once
 #include <QFrame>
 #include <QString>
@@ -12,7 +14,8 @@ class ElidedLabel : public QFrame {
  public:
   explicit ElidedLabel(const QString& text, QWidget* parent = nullptr);
   QString text() const { return text_; }
-  // What is drawn at the current width: the text, or its start and "…".
+  // What is drawn at the current width: the text, its leading whole
+  // phrases, or its start and "…".
   QString shownText() const;
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;

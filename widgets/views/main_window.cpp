@@ -379,6 +379,13 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
 
 void MainWindow::onRunsChanged() {
   table_->setRuns(&doc_->model(), doc_->runs());
+  // Offload's columns only when a compared strategy has a value there: two
+  // empty columns pushed the measured time and match out of view at 1400 px.
+  for (int c : {int(ComparisonModel::HostPeak), int(ComparisonModel::Stall)}) {
+    bool empty = true;
+    for (int r = 0; r < table_->rowCount() && empty; ++r) empty = !table_->data(table_->index(r, c)).isValid();
+    tableView_->setColumnHidden(c, empty);
+  }
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
   std::map<std::string, std::vector<Stall>> stalls;
   for (int i = 0; i < doc_->runCount(); ++i)

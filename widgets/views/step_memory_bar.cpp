@@ -5,16 +5,21 @@
 #include <QChart>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFontInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
-#include <QStackedBarSeries>
+#include <QGraphicsLayout>
+#include <QTimer>
+#include <algorithm>
+#include <QHorizontalStackedBarSeries>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
 #include "widgets/document/comparison_model.h"
 #include "widgets/views/chart_scale.h"
+#include "widgets/views/chart_texts.h"
 
 namespace remat {
 namespace {
@@ -59,6 +64,10 @@ StepMemoryBar::StepMemoryBar(QWidget* parent) : QWidget(parent) {
   view_ = new QChartView(this);
   view_->setRenderHint(QPainter::Antialiasing);
   view_->setMinimumWidth(320);  // the four-entry legend unelided
+  // Below this Qt cuts the value axis' ticks and title to "..." (a low
+  // timeline tab under the side-by-side lanes).
+  view_->setMinimumHeight(185);
+  view_->installEventFilter(this);  // a new width may cut the strategies' names: fitNames()
   v->addWidget(view_, 1);
   note_ = new QLabel(this);
   note_->setWordWrap(true);
@@ -108,9 +117,50 @@ void StepMemoryBar::setMicroBatches(int k, int64_t microBatch, int64_t batch) {
 
 QString StepMemoryBar::microBatchText() const { return micro_->text(); }
 
+bool StepMemoryBar::eventFilter(QObject* watched, QEvent* e) {
+  // After the view has resized its chart (filters run before it does).
+  if (watched == view_ && e->type() == QEvent::Resize) scheduleFit();
+  return QWidget::eventFilter(watched, e);
+}
+
+void StepMemoryBar::scheduleFit() {
+  if (fitPending_) return;
+  fitPending_ = true;
+  QTimer::singleShot(0, this, [this] {
+    fitPending_ = false;
+    fitNames();
+  });
+}
+
+QStringList StepMemoryBar::drawnTexts() const { return drawn_texts(view_->chart()); }
+
+void StepMemoryBar::fitNames() {
+  QChart* c = view_->chart();
+  const auto names = c->axes(Qt::Vertical), values = c->axes(Qt::Horizontal);
+  if (names.isEmpty() || values.isEmpty()) return;
+  // The names in the window's type where Qt draws them whole beside the
+  // bars, else smaller; the value axis' title whole, or its unit alone.
+  QFont f = font();
+  f.setPixelSize(QFontInfo(font()).pixelSize());
+  names.front()->setLabelsFont(f);
+  set_fitting_title(c, values.front(), yTitles_);
+  auto namesCut = [&] {
+    lay_out_now(c);
+    const QStringList drawn = drawnTexts();
+    return std::any_of(drawn.begin(), drawn.end(), [&](const QString& t) {
+      return is_cut(t) && std::any_of(categories_.begin(), categories_.end(),
+                                      [&](const QString& n) { return n.startsWith(t.chopped(3)); });
+    });
+  };
+  while (f.pixelSize() > 7 && namesCut()) {
+    f.setPixelSize(f.pixelSize() - 1);
+    names.front()->setLabelsFont(f);
+  }
+}
+
 QList<QBarSet*> StepMemoryBar::sets() const {
   for (QAbstractSeries* s : view_->chart()->series())
-    if (auto* bars = qobject_cast<QStackedBarSeries*>(s)) return bars->barSets();
+    if (auto* bars = qobject_cast<QHorizontalStackedBarSeries*>(s)) return bars->barSets();
   return {};
 }
 
@@ -129,7 +179,9 @@ void StepMemoryBar::rebuild() {
   auto* chart = new QChart;
   chart->setMargins(QMargins(2, 2, 2, 2));
   chart->legend()->setAlignment(Qt::AlignBottom);
-  auto* series = new QStackedBarSeries;
+  // Lying bars: each strategy's name beside its bar, on one line (upright
+  // under a standing bar, "sqrt+compress:bf16" found no room and Qt cut it).
+  auto* series = new QHorizontalStackedBarSeries;
   for (const Part& p : kParts) {
     auto* set = new QBarSet(tr(p.name));
     set->setColor(p.color);
@@ -147,10 +199,10 @@ void StepMemoryBar::rebuild() {
       for (QLegendMarker* m : chart->legend()->markers(series))
         if (m->label() == set->label()) m->setVisible(false);
   }
-  auto* x = new QBarCategoryAxis;
-  x->append(categories_);
-  chart->addAxis(x, Qt::AlignBottom);
-  series->attachAxis(x);
+  auto* names = new QBarCategoryAxis;
+  names->append(categories_);
+  chart->addAxis(names, Qt::AlignLeft);
+  series->attachAxis(names);
   auto* y = new QValueAxis;
   const NiceScale ys = nice_scale(double(most) / unit.bytes, 6);
   y->setTickType(QValueAxis::TicksDynamic);
@@ -158,12 +210,15 @@ void StepMemoryBar::rebuild() {
   y->setTickInterval(ys.step);
   y->setRange(0, ys.top);
   y->setLabelFormat("%g");
-  y->setTitleText(only ? tr("activation peak (%1)").arg(unit.name) : tr("step memory (%1)").arg(unit.name));
-  chart->addAxis(y, Qt::AlignLeft);
+  yTitles_ = {only ? tr("activation peak (%1)").arg(unit.name) : tr("step memory (%1)").arg(unit.name), unit.name};
+  y->setTitleText(yTitles_.front());
+  chart->addAxis(y, Qt::AlignBottom);
   series->attachAxis(y);
   QChart* old = view_->chart();
   view_->setChart(chart);
   delete old;
+  fitNames();
+  scheduleFit();  // again once the view has sized the new chart
   // The note speaks of the strategy with the least activations: if even there
   // another part is the largest, no strategy will change that.
   std::size_t least = 0;

@@ -1,5 +1,5 @@
 // The whole training step's memory beside the timeline: one stacked bar per
-// strategy (parameters, fp32 master weights, parameter gradients, optimizer
+// strategy, lying, its name beside it whole (parameters, fp32 master weights, parameter gradients, optimizer
 // state, activations), in one byte unit with round ticks, and a one-line note
 // naming the largest part when it is not the activations ("optimizer state is
 // 62% of the step"): the picture that says when no checkpointing can help.
@@ -49,12 +49,21 @@ class StepMemoryBar : public QWidget {
   // gradients, optimizer state, activations (values in the axis' unit).
   QList<QBarSet*> sets() const;
   QString unitName() const { return unitName_; }
+  // Every text the bar chart draws now, as Qt drew it (chart_texts.h).
+  QStringList drawnTexts() const;
 
  signals:
   void optimizerChanged(Optimizer o);
 
  private:
   void rebuild();
+  // The strategies' names beside the bars in smaller type where Qt would cut
+  // them, and the value axis' short title where the long one does not fit.
+  void fitNames();
+  bool eventFilter(QObject* watched, QEvent* e) override;
+  void scheduleFit();
+  bool fitPending_ = false;
+  QStringList yTitles_;  // the y axis' title, and its short form where it does not fit
 
 
   // The parts no strategy changes, per optimizer (indexed by Optimizer),

@@ -7,8 +7,10 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
+#include <QStyledItemDelegate>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/errors.h"
@@ -21,7 +23,28 @@
 namespace remat {
 namespace {
 enum Col { Name, Param, Status };
-}
+
+// Rows as tall as their status wrapped at the Status column's width: the
+// tree asks its delegate with no width, and a row holding a parameter
+// editor is then one line high, which cut "no attention core (a MatMul,
+// ...) in chain:16" after "(a".
+class WrappedStatusDelegate : public QStyledItemDelegate {
+ public:
+  explicit WrappedStatusDelegate(QTreeWidget* tree) : QStyledItemDelegate(tree), tree_(tree) {}
+  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override {
+    QSize s = QStyledItemDelegate::sizeHint(option, index);
+    if (index.column() != Status) return s;
+    const int width = tree_->columnWidth(Status) - 8;  // the item's text margins
+    const QString text = index.data().toString();
+    if (width <= 0 || text.isEmpty()) return s;
+    const QRect need = option.fontMetrics.boundingRect(QRect(0, 0, width, 100000), Qt::TextWordWrap, text);
+    return QSize(s.width(), std::max(s.height(), need.height() + 4));
+  }
+
+ private:
+  QTreeWidget* tree_;
+};
+}  // namespace
 
 std::optional<StrategySpec> StrategyPanel::plainSpec(const QString& text, const QTreeWidgetItem* row) const {
   try {
@@ -45,6 +68,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
   tree_->setWordWrap(true);
   tree_->setTextElideMode(Qt::ElideNone);
   tree_->setUniformRowHeights(false);
+  tree_->setItemDelegate(new WrappedStatusDelegate(tree_));
   // Rows are as tall as their wrapped status at the column's current width.
   connect(tree_->header(), &QHeaderView::sectionResized, tree_, [this](int logical) {
     if (logical == Status) tree_->doItemsLayout();
@@ -138,7 +162,11 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
         h->addWidget(f);
       }
     }
-    if (editor) tree_->setItemWidget(it, Param, editor);
+    if (editor) {
+      // One line high at the top of a row that a wrapped reason makes taller.
+      editor->setMaximumHeight(editor->sizeHint().height());
+      tree_->setItemWidget(it, Param, editor);
+    }
     editors_[name] = e;
   }
   tree_->resizeColumnToContents(Name);
@@ -303,6 +331,7 @@ void StrategyPanel::setModel(const Model& model) {
     offload_.front().editor->setSpec(QString::fromStdString(default_spec(*find_strategy(name.toStdString()), defaults_).str()));
   }
   updating_ = false;
+  tree_->doItemsLayout();  // the rows' heights for the wrapped reasons
 }
 
 QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {

@@ -3,6 +3,7 @@
 #include <QChart>
 #include <QFontInfo>
 #include <QFontMetricsF>
+#include <QTextDocumentFragment>
 #include <QLegend>
 #include <QGraphicsLayout>
 #include <QHelpEvent>
@@ -19,6 +20,7 @@
 #include <cmath>
 
 #include "widgets/document/comparison_model.h"
+#include "widgets/views/chart_texts.h"
 #include "widgets/views/node_style.h"
 #include "widgets/document/strategy_colors.h"
 #include "widgets/views/timeline_downsample.h"
@@ -181,7 +183,7 @@ void TimelineChart::updateAxes() {
   // y: round ticks in one unit, named in the title.
   const NiceScale ys = nice_scale(ymax_ / unit_.bytes * kHeadroom, 6);
   set_ticks(ay_, 0, ys.top, ys.step);
-  ay_->setTitleText(tr("resident (%1)").arg(unit_.name));
+  yTitles_ = {tr("resident (%1)").arg(unit_.name), unit_.name};
   // x: instructions or percent of each strategy's own length; zoomed or whole.
   double full = 1;
   for (const Curve& c : curves_) full = std::max(full, double(c.timeline.size() > 1 ? c.timeline.size() - 1 : 1));
@@ -190,7 +192,9 @@ void TimelineChart::updateAxes() {
   const double lo = zoomed ? zoomFrom_ : 0, hi = zoomed ? zoomTo_ : full;
   const NiceScale xs = nice_scale(hi - lo, 8);
   set_ticks(ax_, lo, hi, std::max(xMode_ == XMode::Steps ? 1.0 : 0.0, xs.step));
-  ax_->setTitleText(xMode_ == XMode::Steps ? tr("step (instruction)") : tr("% of each strategy's steps"));
+  xTitles_ = xMode_ == XMode::Steps ? QStringList{tr("step (instruction)"), tr("step")}
+                                    : QStringList{tr("% of each strategy's steps"), tr("% of steps")};
+  fitAxisTitles();
   for (int i = 0; i < peaks_.size(); ++i) {
     const Curve& c = curves_[std::size_t(i)];
     const QPointF p = peaks_[i]->at(0);
@@ -436,6 +440,13 @@ QString TimelineChart::hoverText(QPointF pos) const {
   return best;
 }
 
+void TimelineChart::fitAxisTitles() {
+  // The long titles where the chart draws them whole, else the short ones
+  // (a low chart has no height for "resident (MiB)" beside its y axis).
+  set_fitting_title(chart(), ax_, xTitles_);
+  set_fitting_title(chart(), ay_, yTitles_);
+}
+
 void TimelineChart::resizeEvent(QResizeEvent* e) {
   QChartView::resizeEvent(e);
   placeLegend();
@@ -454,34 +465,103 @@ bool TimelineChart::event(QEvent* e) {
 }
 
 namespace {
-// Every visible entry's label, in the legend's font.
-std::vector<double> legendWidths(const QChart* c) {
-  const QFontMetricsF fm(c->legend()->font());
-  std::vector<double> out;
-  for (QLegendMarker* m : c->legend()->markers())
-    if (m->isVisible()) out.push_back(fm.horizontalAdvance(m->label()));
-  return out;
+// The lines of a legend label: a wrapped one ("sqrt<br>peak 9 B") is as wide
+// as its longest line.
+QStringList labelLines(const QString& label) {
+  if (!label.contains("<br>")) return {label};
+  return QTextDocumentFragment::fromHtml(label).toPlainText().replace(QChar::LineSeparator, '\n').split('\n');
 }
 // Qt's legend item: a marker, spacing and margins around its label.
 constexpr double kLegendItemExtra = 30;
+// Qt Charts gives a legend at the side at most 40 % of the chart's width
+// (AbstractChartLayout's "golden ratio") and cuts longer entries; a little
+// under it leaves room for the chart's own margins.
+constexpr double kSideShare = 0.38;
 }  // namespace
+
+QList<QLegendMarker*> TimelineChart::entryMarkers() const {
+  // The curves' entries; the peaks, dots, rings and cursor have none.
+  QList<QLegendMarker*> out;
+  for (const auto* list : {&series_, &hostSeries_, &measuredSeries_})
+    for (QLineSeries* s : *list) out += chart()->legend()->markers(s);
+  for (QScatterSeries* s : stallMarkers_) out += chart()->legend()->markers(s);
+  return out;
+}
+
+std::vector<double> TimelineChart::legendWidths() const {
+  const QFontMetricsF fm(chart()->legend()->font());
+  std::vector<double> out;
+  for (QLegendMarker* m : entryMarkers()) {
+    double w = 0;
+    for (const QString& line : labelLines(m->label())) w = std::max(w, fm.horizontalAdvance(line));
+    out.push_back(w);
+  }
+  return out;
+}
 
 double TimelineChart::legendRowWidth() const {
   double w = 0;
-  for (double x : legendWidths(chart())) w += x + kLegendItemExtra;
+  for (double x : legendWidths()) w += x + kLegendItemExtra;
   return w;
 }
 
 double TimelineChart::legendColumnWidth() const {
   double w = 0;
-  for (double x : legendWidths(chart())) w = std::max(w, x + kLegendItemExtra);
+  for (double x : legendWidths()) w = std::max(w, x + kLegendItemExtra);
   return w;
 }
 
+QStringList TimelineChart::drawnLegendLabels() const { return drawn_texts(chart()->legend()); }
+
 Qt::Alignment TimelineChart::legendAlignment() const { return chart()->legend()->alignment(); }
+
+void TimelineChart::wrapLegend(double width) {
+  // "sqrt · peak 9 B" becomes "sqrt" over "peak 9 B", and a line still wider
+  // than `width` ("offload:4 stalls 4.47 ms over 7 step(s)") breaks between
+  // words: narrower beside a narrow plot. The series keep their names (hover
+  // text, tests). width <= 0: one line each again.
+  const QFontMetricsF fm(chart()->legend()->font());
+  for (QLegendMarker* m : entryMarkers()) {
+    const QString name = m->series()->name();
+    if (width <= 0) {
+      m->setLabel(name);
+      continue;
+    }
+    QStringList lines;
+    for (const QString& part : name.split(" · ")) {
+      QString line;
+      for (const QString& word : part.split(' ')) {
+        const QString longer = line.isEmpty() ? word : line + ' ' + word;
+        if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+          lines.append(line);
+          line = word;
+        } else {
+          line = longer;
+        }
+      }
+      lines.append(line);
+    }
+    for (QString& l : lines) l = l.toHtmlEscaped();
+    m->setLabel(lines.size() > 1 ? lines.join("<br>") : name);
+  }
+}
+
+bool TimelineChart::legendDrawnWhole() {
+  // Now, not when the posted layout request arrives: the chart's layout
+  // gives the legend its room, the legend's layout cuts the labels.
+  chart()->legend()->layout()->invalidate();
+  chart()->layout()->invalidate();
+  chart()->layout()->activate();
+  chart()->legend()->layout()->activate();
+  const QStringList drawn = drawnLegendLabels();
+  // Qt hides the entries (or the whole legend) that find no room at all.
+  if (drawn.size() < entryMarkers().size()) return false;
+  return std::none_of(drawn.begin(), drawn.end(), is_cut);
+}
 
 void TimelineChart::placeLegend() {
   placeLegendNow();
+  fitAxisTitles();
   // Again once the legend has its markers and the view its size (both can
   // lag the call: the series' markers are made as the chart handles them).
   if (legendPending_) return;
@@ -489,25 +569,36 @@ void TimelineChart::placeLegend() {
   QTimer::singleShot(0, this, [this] {
     legendPending_ = false;
     placeLegendNow();
+    fitAxisTitles();
   });
 }
 
 void TimelineChart::placeLegendNow() {
+  QLegend* legend = chart()->legend();
   const double room = width();  // the chart fills the view (its own size can lag a resize)
-  QFont f = chart()->legend()->font();
+  QFont f = legend->font();
   f.setPixelSize(std::max(6, legendPixels_));
-  chart()->legend()->setFont(f);
-  if (legendRowWidth() == 0) return;  // markers not shown yet (the chart is being filled): decided later
+  legend->setFont(f);
+  wrapLegend(0);
+  if (entryMarkers().isEmpty() || legendRowWidth() == 0) return;  // the chart is being filled: decided later
+  // Below the plot in one row when the entries fit there whole (Qt's row
+  // never wraps: it cuts every entry instead).
   if (legendRowWidth() <= room - 16) {
-    chart()->legend()->setAlignment(Qt::AlignBottom);
-    return;
+    legend->setAlignment(Qt::AlignBottom);
+    if (legendDrawnWhole()) return;
   }
-  // On the right the legend gets at most about 40 % of the width: a longer
-  // entry ("offload:4 stalls 0.2 ns over 3 step(s)") gets smaller type, not "…".
-  chart()->legend()->setAlignment(Qt::AlignRight);
-  while (legendColumnWidth() > 0.4 * room && f.pixelSize() > 8) {
+  // Else at the right, one entry a line, or, where that column would take
+  // more than Qt gives it, each entry on as many lines as it needs (name
+  // over peak); the type gets smaller only after that, until Qt draws every
+  // entry whole.
+  legend->setAlignment(Qt::AlignRight);
+  const double text = kSideShare * room - kLegendItemExtra;
+  for (;;) {
+    if (legendColumnWidth() > kSideShare * room) wrapLegend(text);
+    if ((legendColumnWidth() <= kSideShare * room && legendDrawnWhole()) || f.pixelSize() <= 6) break;
     f.setPixelSize(f.pixelSize() - 1);
-    chart()->legend()->setFont(f);
+    legend->setFont(f);
+    wrapLegend(0);
   }
 }
 

@@ -25,6 +25,7 @@
 #include "widgets/document/run_list.h"
 
 QT_BEGIN_NAMESPACE
+class QLegendMarker;
 class QLineSeries;
 class QRubberBand;
 class QScatterSeries;
@@ -65,12 +66,17 @@ class TimelineChart : public QChartView {
   // Hollow rings along each measured curve (a measurement that equals the
   // prediction still shows as one), beside measuredSeries().
   QList<QScatterSeries*> measuredMarkers() const { return measuredMarks_; }
-  // The legend below the plot when its entries fit there whole, else at the
-  // right, one a line (Qt elides entries that do not fit).
+  // The legend below the plot when its entries fit there whole in a row,
+  // else at the right, one a line, or name over peak on two lines where a
+  // line would be wider than Qt gives the legend (Qt cuts entries that do
+  // not fit; smaller type is the last resort).
   Qt::Alignment legendAlignment() const;
   // The width the legend's entries need in a row (bottom) or in a column (right).
   double legendRowWidth() const;
   double legendColumnWidth() const;
+  // The legend's entries as Qt draws them now (an entry Qt had to cut ends
+  // in "…"): what the tests and placeLegend check, not what was asked for.
+  QStringList drawnLegendLabels() const;
   // Host bytes of each strategy that offloads, in run order ("name (host) · peak X").
   QList<QLineSeries*> hostSeries() const { return hostSeries_; }
   QList<QScatterSeries*> stallMarkers() const { return stallMarkers_; }
@@ -111,7 +117,16 @@ class TimelineChart : public QChartView {
   void placeStallMarkers();
   void updateAxes();
   void placeLegend();
+  void fitAxisTitles();
+  QStringList xTitles_, yTitles_;  // each axis' title, long to short
   void placeLegendNow();
+  // Breaks each entry's label into lines no wider than `width` (<= 0: one line).
+  void wrapLegend(double width);
+  // The markers of the entries the legend shows (the curves'), and their labels' widths.
+  QList<QLegendMarker*> entryMarkers() const;
+  std::vector<double> legendWidths() const;
+  // Lays the chart out now and reads back whether Qt cut an entry.
+  bool legendDrawnWhole();
   bool legendPending_ = false;
   double xOf(const Curve& c, std::size_t step) const;
   std::size_t stepOf(const Curve& c, double x) const;
