@@ -623,6 +623,32 @@ TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
 
 // A strategy that cannot apply says why in the Status column, wrapped whole
 // ("no attention core (a MatMul, ...) in chain:16" was cut after "(a").
+// With an offloading strategy compared, the host peak and stall columns
+// show, last, under a band of their own, and the measured time and gradient
+// match still stay in view at 1400 px.
+TEST(LectureWindow, MeasuredTimeAndMatchStayInViewWithOffload) {
+  Window t("chain:16:4", {1400, 900}, {"store-all", "sqrt", "offload"});
+  t.w.startRun();
+  ComparisonModel* table = t.w.comparison();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return table->measured().size() == 3; }, 60000));
+  auto* view = qobject_cast<QTableView*>(t.w.tabs()->widget(1));
+  ASSERT_NE(view, nullptr);
+  t.w.tabs()->setCurrentWidget(view);
+  QTest::qWait(50);
+  auto* header = qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  ASSERT_NE(header, nullptr);
+  EXPECT_FALSE(header->isSectionHidden(ComparisonModel::HostPeak));
+  EXPECT_FALSE(header->isSectionHidden(ComparisonModel::Stall));
+  ASSERT_EQ(header->groups().size(), 3u);
+  EXPECT_EQ(header->groups()[2].sections, (std::vector<int>{ComparisonModel::HostPeak, ComparisonModel::Stall}));
+  EXPECT_EQ(header->visualIndex(ComparisonModel::Stall), ComparisonModel::ColumnCount - 1);
+  EXPECT_EQ(header->visualIndex(ComparisonModel::HostPeak), ComparisonModel::ColumnCount - 2);
+  for (int c : {int(ComparisonModel::Time), int(ComparisonModel::Match)}) {
+    EXPECT_GE(header->sectionViewportPosition(c), 0) << c;
+    EXPECT_LE(header->sectionViewportPosition(c) + header->sectionSize(c), view->viewport()->width()) << c;
+  }
+}
+
 TEST(LectureWindow, StatusColumnShowsWhyAStrategyCannotApplyWhole) {
   for (QSize size : {QSize(1400, 900), QSize(1920, 1080)}) {
     Window t("chain:16", size);

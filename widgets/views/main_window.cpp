@@ -167,15 +167,14 @@ void MainWindow::buildCentre() {
   auto* header = new GroupedHeader(tableView_);
   tableView_->setHorizontalHeader(header);
   tableView_->setModel(table_);
-  header->setGroups({{tr("Predicted (simulator)"),
-                      {ComparisonModel::Peak, ComparisonModel::Tensors, ComparisonModel::ForwardSteps,
-                       ComparisonModel::Recomputed, ComparisonModel::Overhead, ComparisonModel::HostPeak,
-                       ComparisonModel::Stall}},
-                     {tr("Measured (Run)"),
-                      {ComparisonModel::MeasuredPeak, ComparisonModel::Time, ComparisonModel::Match,
-                       ComparisonModel::AllocatorPeak, ComparisonModel::ReservedPeak, ComparisonModel::Baseline}}});
+  setComparisonGroups(false);
   header->moveSection(header->visualIndex(ComparisonModel::Time), header->visualIndex(ComparisonModel::MeasuredPeak) + 1);
   header->moveSection(header->visualIndex(ComparisonModel::Match), header->visualIndex(ComparisonModel::Time) + 1);
+  // The host tier's predictions last, a band of their own when shown: in the
+  // predicted band they pushed the measured time and match out of view at
+  // 1400 px.
+  header->moveSection(header->visualIndex(ComparisonModel::HostPeak), ComparisonModel::ColumnCount - 1);
+  header->moveSection(header->visualIndex(ComparisonModel::Stall), ComparisonModel::ColumnCount - 1);
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setHighlightSections(false);
   tableView_->verticalHeader()->hide();
@@ -377,15 +376,31 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
   return true;
 }
 
+void MainWindow::setComparisonGroups(bool hostTier) {
+  auto* header = static_cast<GroupedHeader*>(tableView_->horizontalHeader());
+  std::vector<GroupedHeader::Group> groups = {
+      {tr("Predicted (simulator)"),
+       {ComparisonModel::Peak, ComparisonModel::Tensors, ComparisonModel::ForwardSteps, ComparisonModel::Recomputed,
+        ComparisonModel::Overhead}},
+      {tr("Measured (Run)"),
+       {ComparisonModel::MeasuredPeak, ComparisonModel::Time, ComparisonModel::Match, ComparisonModel::AllocatorPeak,
+        ComparisonModel::ReservedPeak, ComparisonModel::Baseline}}};
+  if (hostTier) groups.push_back({tr("Predicted: host tier"), {ComparisonModel::HostPeak, ComparisonModel::Stall}});
+  header->setGroups(std::move(groups));
+}
+
 void MainWindow::onRunsChanged() {
   table_->setRuns(&doc_->model(), doc_->runs());
   // Offload's columns only when a compared strategy has a value there: two
   // empty columns pushed the measured time and match out of view at 1400 px.
+  bool host = false;
   for (int c : {int(ComparisonModel::HostPeak), int(ComparisonModel::Stall)}) {
     bool empty = true;
     for (int r = 0; r < table_->rowCount() && empty; ++r) empty = !table_->data(table_->index(r, c)).isValid();
     tableView_->setColumnHidden(c, empty);
+    host = host || !empty;
   }
+  setComparisonGroups(host);
   chart_->setRuns(doc_->runs(), QString::fromStdString(doc_->model().name));
   std::map<std::string, std::vector<Stall>> stalls;
   for (int i = 0; i < doc_->runCount(); ++i)

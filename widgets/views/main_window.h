@@ -120,6 +120,9 @@ class MainWindow : public QMainWindow {
   void buildToolbar();
   void connectWork();
   void onRunsChanged();
+  // The comparison header's bands: predicted, measured, and the host tier's
+  // predictions when a compared strategy offloads.
+  void setComparisonGroups(bool hostTier);
   void syncCursor();
   void updateRunAction();
   QString runningText() const;  // the activity bar's label while Run works
