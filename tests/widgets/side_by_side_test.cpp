@@ -122,3 +122,30 @@ TEST(SideBySide, TheWindowsViewMenuSwitchesAndTheChartDotsFollow) {
   sbs->trigger();
   EXPECT_FALSE(w.sideBySide());
 }
+
+// Side by side in the normal window at 1400 x 900 labels its nodes: the
+// lanes' labels are drawn (whole), not left out for want of room.
+TEST(SideBySide, LanesAreLabelledAt1400) {
+  MainWindow w;
+  w.openModel("chain:16", true);
+  w.document()->setSpecs(StudioDocument::defaultSpecs());
+  w.resize(1400, 900);
+  w.show();
+  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  w.action("Side by side")->trigger();
+  QTest::qWait(50);
+  SideBySideView* view = w.sideBySideView();
+  const QSize size = view->size();
+  QImage probe(size, QImage::Format_RGB32);
+  QPainter p(&probe);
+  std::vector<GraphPaintReport> reports;
+  const StudioDocument& doc = *w.document();
+  paint_lanes(p, doc.model(), GraphLayout(doc.model()), view->lanes(), QRectF(QPointF(0, 0), QSizeF(size)), 1, true,
+              &reports);
+  ASSERT_EQ(reports.size(), 3u);
+  for (const GraphPaintReport& r : reports) {
+    for (const QString& want : {QString("a1"), QString("G(a1)")})
+      EXPECT_TRUE(std::any_of(r.texts.begin(), r.texts.end(), [&](const auto& t) { return t.first == want; }))
+          << want.toStdString() << " in a lane of " << size.width() << "x" << size.height();
+  }
+}

@@ -13,6 +13,9 @@ namespace remat {
 namespace {
 
 constexpr double kLegendRow = 20;  // px at font scale 1
+// Nodes at least this radius (px) get their labels (7 px type at least): side
+// by side at 1400 x 900 the lanes' nodes are under 9 px, and were unlabelled.
+constexpr double kLabelRadius = 7;
 constexpr NodeLook kLegendOrder[] = {
     NodeLook::ActNotComputed, NodeLook::ActComputing, NodeLook::ActResident, NodeLook::ActCheckpoint,
     NodeLook::ActRecomputing, NodeLook::ActFreed,     NodeLook::ActOnHost,   NodeLook::ActFetching,
@@ -436,7 +439,7 @@ void paint_graph(QPainter& p, const Model& model, const GraphLayout& layout, con
 
     const QFont labelFont = pixelFont(p, std::max(7.0, r * 0.8) * fs);
     const QFontMetricsF fm(labelFont);
-    const bool labels = r >= 9;
+    const bool labels = r >= kLabelRadius;
     const double slot = GraphLayout::kDx * sx;  // between node centres, in target units
     const bool types = !layout.typeLabels().isEmpty();
     const auto& forms = layout.labelForms();
