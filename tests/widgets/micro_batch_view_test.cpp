@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QTableWidget>
+#include <QLabel>
 #include <QTest>
 #include <gtest/gtest.h>
 
@@ -127,6 +128,21 @@ TEST(MicroBatchView, TheKSweepDialogFillsItsTableInTheBackground) {
     EXPECT_EQ(t->item(row, 3)->text(), format_bytes(peak)) << row;
     EXPECT_EQ(t->item(row, 4)->text(), format_bytes(baseline + peak)) << row;
   }
+  d->close();
+}
+
+// A batch of one has only K = 1: the dialog says why instead of a bare
+// one-row table.
+TEST(MicroBatchView, TheKSweepSaysWhyABatchOfOneHasOnlyOneK) {
+  MainWindow w;
+  ASSERT_TRUE(w.openModel("chain:16", true));
+  MicroBatchDialog* d = w.openMicroBatchSweep();
+  ASSERT_NE(d, nullptr);
+  auto* intro = d->findChild<QLabel*>("intro");
+  ASSERT_NE(intro, nullptr);
+  EXPECT_TRUE(intro->text().contains("Only K = 1: the batch is 1 sample, which cannot be split into micro-batches"))
+      << intro->text().toStdString();
+  ASSERT_TRUE(QTest::qWaitFor([&] { return !d->running(); }, 20000));
   d->close();
 }
 
