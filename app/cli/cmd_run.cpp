@@ -198,6 +198,12 @@ void print_table(const Model& model, const std::string& backend, const RunOption
                 ratio, rec, static_cast<double>(e.loss), hex64(e.grad_hash).c_str(), same_column(e, ref));
   }
   if (rows.front().reference) std::printf("* store-all: added as the reference for 'vs store' and 'same'\n");
+  std::string live;
+  for (const Row& r : rows)
+    if (r.exec->ok() && r.exec->decided_live) live += (live.empty() ? "" : ", ") + r.sim->name;
+  if (!live.empty())
+    std::printf("%s: decided inside the run from the allocator's count, as simulated (--replay-decisions replays)\n",
+                live.c_str());
   print_loss_scale(rows);
   print_error_table(model, rows, ref);
 

@@ -311,6 +311,12 @@ TEST(CliRun, DtrDecidesAtRunTimeUnlessReplayed) {
     EXPECT_LE(dtr["tracked_peak_bytes"].get<uint64_t>(), 1536u);
     EXPECT_EQ(dtr["matches_store_all"], true);
   }
+  // The table says which strategies decided inside the run.
+  const CliResult table = run_cli("run --model mlp:4:16:4 --strategy dtr:1.5K --backend cpu");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("dtr:1536: decided inside the run from the allocator's count, as simulated"),
+            std::string::npos)
+      << table.out;
 }
 
 }  // namespace
