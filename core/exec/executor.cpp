@@ -154,19 +154,20 @@ std::vector<double> run_once(const Model& model, const Schedule& schedule, Backe
     // The strategy decides now, from the allocator's count; what it decides
     // must be what was simulated (marks, times and messages index it).
     std::size_t i = 0;
-    auto differs = [&](const std::string& what) {
-      return LiveDecisionDiffers{"decided at run time " + what + " than the simulated schedule"};
-    };
+    const std::string simulated = " than its simulated schedule has (" + std::to_string(code.size()) + ")";
     live->play_live(model, LiveRun{[&](Instr ins) {
-                                     if (i >= code.size()) throw differs("more instructions");
+                                     if (i >= code.size())
+                                       throw LiveDecisionDiffers{"decided more instructions at run time" + simulated};
                                      if (!(ins == code[i]))
-                                       throw differs(to_string(ins, model) + " at instruction " + std::to_string(i) +
-                                                     ", not " + to_string(code[i], model) + ", other");
+                                       throw LiveDecisionDiffers{"decided at run time to " + to_string(ins, model) +
+                                                                 " at instruction " + std::to_string(i) +
+                                                                 ", where its simulated schedule has " +
+                                                                 to_string(code[i], model)};
                                      step(i, ins);
                                      ++i;
                                    },
                                    [&] { return backend.memory().live_bytes(); }});
-    if (i != code.size()) throw differs("fewer instructions");
+    if (i != code.size()) throw LiveDecisionDiffers{"decided fewer instructions at run time" + simulated};
   } else {
     for (std::size_t i = 0; i < code.size(); ++i) step(i, code[i]);
   }
