@@ -141,7 +141,7 @@ std::vector<ExecResult> execute_strategies(const Model& model, const std::vector
 
 // A schedule and what simulate() returned for it on the same model; `live`:
 // the strategy that made it, when it decides while the step runs
-// (Strategy::decides_live, dtr): each run then lets it decide again from the
+// (StrategyInfo::decides_live, dtr): each run then lets it decide again from the
 // allocator's count, and every instruction it hands over must be the
 // schedule's (else the run fails, naming the first that differs).
 struct SimulatedSchedule {

@@ -409,7 +409,6 @@ class Dtr final : public Strategy {
   }
   // The policy decides as it goes, so its length is known by playing it
   // (fast: a scan of the resident storages per eviction).
-  bool decides_live() const override { return true; }
   void play_live(const Model& m, const LiveRun& live) const override { play_dtr_live(m, budget_, h_, live); }
   ScheduleSize size(const Model& m, uint64_t limit) const override {
     const DtrPlay p = play_dtr(m, budget_, h_, limit);

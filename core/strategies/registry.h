@@ -87,7 +87,10 @@ struct StrategyInfo {
   uint32_t color = 0x777777;  // 0xRRGGBB: its colour in every chart and export, whatever is compared
   bool chains_only = false;   // needs a chain (every op reads the one before it)
   bool search = false;        // a search with a time limit (the window runs it off the GUI thread)
-  bool decides_live = false;  // decides while the step runs (Strategy::decides_live): the executor lets it
+  // Decides while the step runs: the executor lets it play_live() in each run
+  // (the run session and the window ask this, not the strategy, so that no
+  // other strategy is made twice).
+  bool decides_live = false;
   // Why it cannot apply to `model` ("" when it can), read from the graph
   // (no attention core, no repeated block); nullptr: it applies to any model.
   std::string (*unavailable)(const Model& model) = nullptr;

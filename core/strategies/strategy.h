@@ -77,10 +77,10 @@ class Strategy {
     (void)model;
     return {};
   }
-  // True for a strategy that decides at run time: the executor then lets it
-  // play_live() instead of replaying schedule(), whose instructions are what
-  // it must hand over (the executor checks each one).
-  virtual bool decides_live() const { return false; }
+  // A strategy that decides at run time (its catalog entry says so:
+  // StrategyInfo::decides_live) plays here instead of the executor replaying
+  // schedule(), whose instructions are what it must hand over (the executor
+  // checks each one). The others throw.
   virtual void play_live(const Model& model, const LiveRun& live) const {
     (void)model, (void)live;
     throw std::logic_error(name() + " decides before the step, not while it runs");

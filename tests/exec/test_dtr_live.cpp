@@ -94,7 +94,6 @@ class Contrary final : public Strategy {
   std::string name() const override { return "contrary"; }
   Schedule schedule(const Model& m) const override { return make_strategy("store-all")->schedule(m); }
   ScheduleSize size(const Model& m, uint64_t limit) const override { return make_strategy("store-all")->size(m, limit); }
-  bool decides_live() const override { return true; }
   void play_live(const Model& m, const LiveRun& live) const override {
     for (Instr i : make_strategy("recompute-all")->schedule(m).code) live.run(i);
   }

@@ -7,6 +7,7 @@
 
 #include "core/base/errors.h"
 #include "core/model/presets.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
 #include "core/strategies/registry.h"
 #include "tests/support/input_error.h"
@@ -36,8 +37,15 @@ TEST(StrategySpec, EveryCatalogEntryRoundTripsThroughParsePrintAndMake) {
     // The strategy made from the value names itself by the value's text.
     EXPECT_EQ(make_strategy(spec)->name(), spec.str());
     // The catalog says which strategies decide while the step runs (the run
-    // session asks it, so as not to make every strategy twice).
-    EXPECT_EQ(make_strategy(spec)->decides_live(), info.decides_live);
+    // session asks it, so as not to make every strategy twice): exactly those
+    // play live, the others refuse.
+    {
+      const Model chain = make_preset("chain:6:1024");
+      ResidentSet held(chain);
+      const LiveRun live{[&](Instr i) { held.apply(chain, i); }, [&] { return held.bytes; }};
+      if (info.decides_live) EXPECT_NO_THROW(make_strategy(spec)->play_live(chain, live));
+      else EXPECT_THROW(make_strategy(spec)->play_live(chain, live), std::logic_error);
+    }
     EXPECT_EQ(&strategy_info(spec), info.modify ? find_strategy("sqrt") : &info);
     // One parameter value per parameter given, at most as many as the entry has
     // (a list of op ids is one parameter of any length).

@@ -15,6 +15,7 @@
 #include "core/strategies/registry.h"
 #include "widgets/views/graph_view.h"
 #include "widgets/views/lanes_painter.h"
+#include "tests/widgets/shown_window.h"
 #include "widgets/views/main_window.h"
 #include "widgets/views/side_by_side_view.h"
 #include "widgets/document/strategy_colors.h"
@@ -126,12 +127,8 @@ TEST(SideBySide, TheWindowsViewMenuSwitchesAndTheChartDotsFollow) {
 // Side by side in the normal window at 1400 x 900 labels its nodes: the
 // lanes' labels are drawn (whole), not left out for want of room.
 TEST(SideBySide, LanesAreLabelledAt1400) {
-  MainWindow w;
-  w.openModel("chain:16", true);
-  w.document()->setSpecs(StudioDocument::defaultSpecs());
-  w.resize(1400, 900);
-  w.show();
-  ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+  remat::testing::ShownWindow shown("chain:16", StudioDocument::defaultSpecs(), {1400, 900});
+  MainWindow& w = shown.w;
   w.action("Side by side")->trigger();
   QTest::qWait(50);
   SideBySideView* view = w.sideBySideView();
