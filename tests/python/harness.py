@@ -1,9 +1,16 @@
 """What the Python checks of the bridge share: one line per check ("ok" or
-"FAIL"), the --remat/--out arguments ctest passes, and the exit code ctest
-reads (1 when any check failed)."""
+"FAIL"), the --remat/--out arguments ctest passes, the exit code ctest reads
+(1 when any check failed), and remat's CLI as the checks call it: a command,
+every strategy run on the CPU, and the step rebuilt in PyTorch from a dump
+(tests/exec/torch_crosscheck.py)."""
 import argparse
+import json
 import os
 import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 failures = []
 
@@ -29,3 +36,34 @@ def parse_args():
 def summary():
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
+
+
+def remat(args, *cmd):
+    """args.remat with these arguments, its output captured."""
+    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
+
+
+def run_every_strategy(args, path):
+    """`remat run --strategy all` on the CPU, once after a warm-up: the process,
+    and its strategies' JSON (None when it failed)."""
+    run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json")
+    return run, json.loads(run.stdout)["strategies"] if run.returncode == 0 else None
+
+
+def not_bitwise(strategies):
+    """The strategies that failed or whose loss and gradients differ from store-all's."""
+    return [s["name"] for s in strategies if not (s["status"] == "ok" and s["matches_store_all"])]
+
+
+def not_exact(strategies):
+    """The strategies whose tracked peak is not the predicted one."""
+    return [s["name"] for s in strategies if s["tracked_peak_bytes"] != s["predicted_peak_bytes"]]
+
+
+def crosscheck(args, path, float32="0", strategy="sqrt"):
+    """tests/exec/torch_crosscheck.py: the step under `strategy` rebuilt in
+    PyTorch from remat's dump, loss and gradients compared (`float32`: the
+    tolerance in multiples of PyTorch's own float32 error)."""
+    return subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "torch_crosscheck.py"), "--remat",
+                           args.remat, "--model", path, "--strategy", strategy, "--float32", float32],
+                          capture_output=True, text=True)

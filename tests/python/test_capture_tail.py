@@ -18,10 +18,8 @@ leave gradients float32 cannot pin down; torch_crosscheck.py --float32).
   test_capture_tail.py --remat PATH --out DIR
 
 Exit 77 (CTest skip) without torch."""
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 try:
@@ -35,27 +33,12 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import remat_capture  # noqa: E402
 from tail_models import models  # noqa: E402
+from harness import check, crosscheck, not_bitwise, not_exact, parse_args, remat, run_every_strategy, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
-
-
-def remat(args, *cmd):
-    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--remat", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = parse_args()
     want_kinds = {"unet": ("ConvTranspose", "Upsample", "Concat"), "groupnorm": ("GroupNorm",),
                   "class_token": ("Concat",), "mobilenet_v3_small": ("Pointwise",),
                   "encoder_batch_first": ("Dropout", "Transpose"), "vit": ("Concat", "Transpose")}
@@ -77,22 +60,15 @@ def main():
         sim = json.loads(remat(args, "simulate", "--model", path, "--strategy", "store-all", "--json").stdout)
         check(sim["model"]["saved_bytes"] == want, f"{name}: remat saved_bytes {sim['model']['saved_bytes']} == PyTorch's {want}")
         check(sim["model"]["executable"], f"{name}: executable")
-        run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json")
+        run, res = run_every_strategy(args, path)
         check(run.returncode == 0, f"{name}: remat run --strategy all exits 0 ({run.stderr.strip()[:300]})")
-        if run.returncode == 0:
-            res = json.loads(run.stdout)["strategies"]
-            check(all(s["status"] == "ok" and s["matches_store_all"] for s in res),
-                  f"{name}: {len(res)} strategies bit-identical to store-all")
-            check(all(s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in res),
-                  f"{name}: tracked peak == predicted under every strategy")
-        cross = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "torch_crosscheck.py"), "--remat",
-                                args.remat, "--model", path, "--strategy", "sqrt", "--float32", float32.get(name, "0")],
-                               capture_output=True, text=True)
+        if res is not None:
+            check(not not_bitwise(res), f"{name}: {len(res)} strategies bit-identical to store-all")
+            check(not not_exact(res), f"{name}: tracked peak == predicted under every strategy")
+        cross = crosscheck(args, path, float32.get(name, "0"))
         check(cross.returncode == 0, f"{name}: PyTorch agrees on the loss and gradients "
                                      f"({(cross.stdout + cross.stderr).strip()[-300:]})")
-    for f in failures:
-        print("FAIL", f)
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

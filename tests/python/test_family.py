@@ -15,7 +15,6 @@ family), captured with remat_capture, then:
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -34,15 +33,11 @@ except ImportError as e:
 
 import remat_capture  # noqa: E402
 from family_models import MODELS  # noqa: E402
-from harness import check, parse_args, summary  # noqa: E402
+from harness import check, not_bitwise, not_exact, parse_args, remat, run_every_strategy, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 from torch_crosscheck import read_safetensors  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
-
-
-def remat(args, *cmd):
-    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
 
 
 def check_against_module(name, net, doc, dump):
@@ -102,13 +97,12 @@ def main():
         listed = remat(args, "model", "--model", path).stdout
         check(model["executable"] and "simulate-only ops: none (executable with remat run)" in listed,
               f"{name}: executable, and `remat model` says so ({[l for l in listed.splitlines() if 'simulate' in l or 'why' in l]})")
-        run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json")
+        run, res = run_every_strategy(args, path)
         check(run.returncode == 0, f"{name}: remat run --strategy all exits 0 ({run.stderr.strip()[:300]})")
-        if run.returncode == 0:
-            res = json.loads(run.stdout)["strategies"]
-            bad = [s["name"] for s in res if not (s["status"] == "ok" and s["matches_store_all"])]
+        if res is not None:
+            bad = not_bitwise(res)
             check(not bad, f"{name}: all {len(res)} strategies ran and match store-all bit for bit (not: {bad})")
-            off = [s["name"] for s in res if s["tracked_peak_bytes"] != s["predicted_peak_bytes"]]
+            off = not_exact(res)
             check(not off, f"{name}: tracked peak == predicted peak under every strategy (not: {off})")
         with tempfile.TemporaryDirectory() as tmp:
             dump = os.path.join(tmp, "dump")

@@ -15,10 +15,8 @@ remat_capture and run, with a table of where each stands:
   test_zoo.py --remat PATH --out DIR
 
 Exit 77 (CTest skip) without torch/torchvision."""
-import argparse
 import json
 import os
-import subprocess
 import sys
 
 try:
@@ -32,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import remat_capture  # noqa: E402
+from harness import crosscheck, not_bitwise, not_exact, parse_args, remat, run_every_strategy  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
@@ -40,16 +39,8 @@ from zoo_models import MODELS  # noqa: E402
 RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "encoder", "shufflenet"}
 
 
-def remat(args, *cmd):
-    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--remat", required=True)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
+    args = parse_args()
     failures, rows = [], []
     for name, build in MODELS.items():
         torch.manual_seed(0)
@@ -64,21 +55,17 @@ def main():
         if got != want:
             failures.append(f"{name}: remat saved_bytes {got}, PyTorch's {want}")
         executable = sim["model"]["executable"]
-        run = remat(args, "run", "--model", path, "--strategy", "all", "--repeat", "1", "--backend", "cpu", "--json")
+        run, res = run_every_strategy(args, path)
         if executable != (run.returncode == 0):
             failures.append(f"{name}: remat model says executable={executable}, remat run exits {run.returncode}")
         row = {"name": name, "ops": len(doc["ops"]), "torch": want, "remat": got, "runs": run.returncode == 0,
                "strategies": "", "crosscheck": "", "why": ""}
-        if run.returncode == 0:
-            res = json.loads(run.stdout)["strategies"]
-            same = all(s["status"] == "ok" and s["matches_store_all"] for s in res)
-            exact = all(s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in res)
+        if res is not None:
+            same, exact = not not_bitwise(res), not not_exact(res)
             row["strategies"] = f"{len(res)}, {'bitwise' if same else 'DIFFER'}, peak {'exact' if exact else 'OFF'}"
             if not same or not exact:
                 failures.append(f"{name}: strategies bit-identical {same}, tracked peak == predicted {exact}")
-            cross = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "torch_crosscheck.py"), "--remat",
-                                    args.remat, "--model", path, "--strategy", "sqrt", "--float32", "4"],
-                                   capture_output=True, text=True)
+            cross = crosscheck(args, path, "4")
             last = [ln for ln in cross.stdout.splitlines() if "worst element" in ln]
             row["crosscheck"] = ("ok: " if cross.returncode == 0 else "FAIL: ") + (last[0] if last else "")
             if cross.returncode != 0:
