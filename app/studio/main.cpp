@@ -6,6 +6,7 @@
 #include <QCommandLineParser>
 #include <QTabWidget>
 #include <QTimer>
+#include <cstdio>
 
 #include "widgets/views/main_window.h"
 #include "widgets/document/studio_document.h"
@@ -50,7 +51,12 @@ int main(int argc, char** argv) {
     const QStringList wh = cli.value(size).split('x');
     if (wh.size() == 2) w.resize(wh[0].toInt(), wh[1].toInt());
   }
-  if (cli.isSet(show)) w.showStrategy(cli.value(show));  // added to the compared ones if missing
+  if (cli.isSet(show)) {
+    // Added to the compared ones if missing.
+    const remat::StrategyRequest shown = remat::request_strategy(cli.value(show).toStdString());
+    if (shown.spec) w.showStrategy(*shown.spec);
+    else std::fprintf(stderr, "remat-studio: --show %s: %s\n", shown.text.c_str(), shown.error.c_str());
+  }
   if (cli.isSet(hideFrees)) w.document()->setHideFrees(true);
   if (cli.isSet(step)) {
     const qulonglong k = cli.value(step).toULongLong();

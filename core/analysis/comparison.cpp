@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/strategies/registry.h"
 
@@ -14,6 +15,7 @@ void schedule_and_simulate(const Model& model, const Strategy& strategy, const S
                            StrategyRun& run) {
   try {
     run.schedule = bounded_schedule(strategy, model, options.limit, &run.solvers);
+    run.declared = strategy.declared_checkpoints(model);
     run.sim = simulate(model, run.schedule,
                        {.timeline = options.timelines, .time = options.time ? &*options.time : nullptr});
   } catch (const ScheduleTooLarge& e) {
@@ -26,19 +28,22 @@ void schedule_and_simulate(const Model& model, const Strategy& strategy, const S
 
 }  // namespace
 
-std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
-                                             const SimulateStrategiesOptions& options) {
+std::vector<StrategyRun> simulate_requests(const Model& model, const std::vector<StrategyRequest>& requests,
+                                           const SimulateStrategiesOptions& options) {
   std::vector<StrategyRun> runs;
-  for (const auto& spec : specs) {
+  for (const StrategyRequest& request : requests) {
     StrategyRun run;
-    run.spec = spec;
-    run.name = spec;
+    run.spec = run.name = request.text;
+    run.parsed = request.spec;
+    run.error = request.error;
     std::unique_ptr<Strategy> strategy;
-    try {
-      strategy = make_strategy(spec);
-      run.name = strategy->name();
-    } catch (const std::exception& e) {
-      run.error = e.what();
+    if (request.spec) {
+      try {
+        strategy = make_strategy(*request.spec);
+        run.name = strategy->name();
+      } catch (const std::exception& e) {
+        run.error = e.what();
+      }
     }
     if (strategy) schedule_and_simulate(model, *strategy, options, run);
     runs.push_back(std::move(run));
@@ -46,11 +51,19 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
   return runs;
 }
 
+std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
+                                             const SimulateStrategiesOptions& options) {
+  std::vector<StrategyRequest> requests;
+  for (const std::string& spec : specs) requests.push_back(request_strategy(spec));
+  return simulate_requests(model, requests, options);
+}
+
 StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, const std::string& spec,
                               const SimulateStrategiesOptions& options) {
   StrategyRun run;
   run.spec = spec;
   run.name = strategy.name();
+
   schedule_and_simulate(model, strategy, options, run);
   return run;
 }

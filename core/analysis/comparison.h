@@ -11,6 +11,7 @@
 #include "core/sim/instruction_limit.h"
 #include "core/sim/schedule.h"
 #include "core/sim/simulator.h"
+#include "core/strategies/registry.h"
 #include "core/strategies/strategy.h"
 
 namespace remat {
@@ -19,10 +20,14 @@ struct Model;
 
 struct StrategyRun {
   std::string spec;   // as the user wrote it
+  std::optional<StrategySpec> parsed;  // the spec, parsed once; empty when it does not parse
   std::string name;   // canonical ("sqrt", "every-k:4")
   Schedule schedule;
   Simulation sim;
-  std::vector<SolverRecord> solvers;  // what the searches behind it proved (optimal, budget)
+  std::vector<SolverRecord> solvers;
+  // The checkpoint set the strategy names on this model (Strategy::declared_checkpoints:
+  // sqrt, every-k, manual), asked while it was made; the window marks it.
+  std::vector<int> declared;  // what the searches behind it proved (optimal, budget)
   std::string error;  // why this strategy does not apply to the model; empty when it does
   // Still being computed elsewhere (the window's background searches); `error`
   // then says what is under way.
@@ -42,10 +47,14 @@ struct SimulateStrategiesOptions {
 // Builds and simulates each spec; a spec that fails (bad argument, not
 // applicable to this model, longer than the limit) yields a run with `error`
 // set, the others go on.
+std::vector<StrategyRun> simulate_requests(const Model& model, const std::vector<StrategyRequest>& requests,
+                                           const SimulateStrategiesOptions& options = {});
+// The same from text, each parsed once (request_strategy).
 std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vector<std::string>& specs,
                                              const SimulateStrategiesOptions& options = {});
 // One strategy already made from `spec`: its schedule and simulation, or the
-// error, as simulate_strategies gives them.
+// error, as simulate_strategies gives them (`parsed` left to the caller, who
+// made the strategy).
 StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, const std::string& spec,
                               const SimulateStrategiesOptions& options = {});
 

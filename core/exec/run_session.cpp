@@ -17,10 +17,12 @@ RunSession::RunSession(const Model& model, const std::vector<std::string>& specs
     : model_(model), options_(std::move(options)) {
   check_executable(model_);
   for (const std::string& spec : specs) {
-    auto strategy = make_strategy(spec);  // a bad spec fails before any work
+    StrategySpec parsed = parse_strategy(spec);  // a bad spec fails before any work
+    auto strategy = make_strategy(parsed);
     StrategyRun run;
     run.spec = spec;
     run.name = strategy->name();
+    run.parsed = std::move(parsed);
     plans_.push_back(std::move(run));
     unplanned_.push_back(std::move(strategy));
   }
@@ -51,10 +53,12 @@ void RunSession::find_reference() {
     reference_ = static_cast<std::size_t>(it - plans_.begin());
     return;
   }
-  auto strategy = make_strategy(kReference);
+  StrategySpec parsed = strategy_spec(kReference);
+  auto strategy = make_strategy(parsed);
   StrategyRun run;
   run.spec = kReference;
   run.name = strategy->name();
+  run.parsed = std::move(parsed);
   plans_.insert(plans_.begin(), std::move(run));
   unplanned_.insert(unplanned_.begin(), std::move(strategy));
   reference_ = 0;
@@ -85,6 +89,7 @@ void RunSession::plan() {
     if (!unplanned_[i]) continue;
     StrategyRun run = simulate_strategy(model_, *unplanned_[i], plans_[i].spec, so);
     if (!run.ok()) throw InputError("strategy '" + run.spec + "': " + run.error);
+    run.parsed = std::move(plans_[i].parsed);
     plans_[i] = std::move(run);
     unplanned_[i].reset();
   }
@@ -105,8 +110,8 @@ RunSessionResult RunSession::run(const ExecOptions& options) {
     schedules.push_back({&r.schedule, &r.sim});
     // Only a strategy whose entry decides live is made again (the others
     // were made once, to simulate them).
-    if (!options_.decide_live || !strategy_info(parse_strategy(r.spec)).decides_live) continue;
-    live.push_back(make_strategy(r.spec));
+    if (!options_.decide_live || !r.parsed || !strategy_info(*r.parsed).decides_live) continue;
+    live.push_back(make_strategy(*r.parsed));
     schedules.back().live = live.back().get();
   }
   // The recorders wrap the backend, the trace's outermost.

@@ -2,6 +2,7 @@
 #include "core/base/work_counters.h"
 
 #include <algorithm>
+#include <ostream>
 
 #include "core/base/errors.h"
 #include "core/base/spec_parse.h"
@@ -323,6 +324,30 @@ StrategySpec wrapped_spec(std::string_view wrapper, StrategySpec inner) {
 
 StrategySpec modified_spec(StrategySpec base, std::string_view modifier, std::string_view argument) {
   return parse_strategy(base.str() + "+" + std::string(modifier) + ":" + std::string(argument));
+}
+
+std::ostream& operator<<(std::ostream& os, const StrategySpec& spec) { return os << spec.str(); }
+
+StrategyRequest request_strategy(std::string_view text) {
+  StrategyRequest r;
+  r.text = std::string(text);
+  try {
+    r.spec = parse_strategy(text);
+  } catch (const InputError& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+StrategyRequest request_strategy(StrategySpec spec) {
+  StrategyRequest r;
+  r.text = spec.str();
+  r.spec = std::move(spec);
+  return r;
+}
+
+bool StrategyRequest::operator==(const StrategyRequest& o) const {
+  return spec && o.spec ? *spec == *o.spec : !spec && !o.spec && text == o.text;
 }
 
 StrategySpec parse_strategy_argument(std::string_view name, std::string_view argument) {

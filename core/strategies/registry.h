@@ -10,7 +10,9 @@
 // "sqrt+compress:bf16"; the grammar is in docs/strategies.md).
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +38,23 @@ struct StrategySpec {
   // The same spec without its modifier (sqrt+compress:bf16 -> sqrt).
   StrategySpec unmodified() const;
   bool operator==(const StrategySpec& other) const;
+};
+
+// Prints str(): for messages and test failures.
+std::ostream& operator<<(std::ostream& os, const StrategySpec& spec);
+
+// A strategy as someone asked for it (typed into a field, kept in the
+// settings, clicked on a chart), parsed once, by request_strategy(): the spec,
+// or, when the text does not parse, the text as written and why, so that the
+// window can keep the row and its run can say why. Everything downstream reads
+// the value; the text is for printing and for telling runs apart.
+struct StrategyRequest {
+  std::optional<StrategySpec> spec;  // set when it parses
+  std::string text;                  // as written; spec->str() when made from a spec
+  std::string error;                 // parse_strategy's message when it does not parse
+  bool ok() const { return spec.has_value(); }
+  // The same strategy: equal specs ("budget:1K" and "budget:1024"), or the same unparsed text.
+  bool operator==(const StrategyRequest& other) const;
 };
 
 // What a parameter means, so the window can edit it and default it (per
@@ -110,6 +129,11 @@ std::string strategy_help();
 // Throws InputError: unknown name, missing or bad argument, a "+" after a
 // name that wraps nothing, a modifier without a base or given twice.
 StrategySpec parse_strategy(std::string_view text);
+// `text` parsed once: never throws; a request that does not parse holds the
+// message parse_strategy would throw.
+StrategyRequest request_strategy(std::string_view text);
+// A spec made in code (a chart's point, an editor's value), printed canonically.
+StrategyRequest request_strategy(StrategySpec spec);
 // The spec `name` with `argument` as a user typed it into that entry's field
 // (the window's list of op ids), parsed: throws InputError as parse_strategy.
 StrategySpec parse_strategy_argument(std::string_view name, std::string_view argument);

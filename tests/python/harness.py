@@ -38,9 +38,13 @@ def summary():
     return 1 if failures else 0
 
 
-def remat(args, *cmd):
-    """args.remat with these arguments, its output captured."""
-    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
+def remat(args, *cmd, ok=False):
+    """args.remat with these arguments, its output captured; with ok=True a
+    command that fails raises, naming it and its message."""
+    out = subprocess.run([args.remat, *cmd], capture_output=True, text=True)
+    if ok and out.returncode != 0:
+        raise RuntimeError(f"remat {' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()}")
+    return out
 
 
 def run_every_strategy(args, path):

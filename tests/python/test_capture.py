@@ -43,15 +43,14 @@ except Exception as e:  # noqa: BLE001
 import remat_capture  # noqa: E402
 from capture_models import MODELS  # noqa: E402
 
+import harness  # noqa: E402
 from harness import check, parse_args, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 
 
 def remat(args, *cmd, ok=True):
-    out = subprocess.run([args.remat, *cmd], capture_output=True, text=True)
-    if ok and out.returncode != 0:
-        raise RuntimeError(f"remat {' '.join(cmd)} failed ({out.returncode}): {out.stderr.strip()}")
-    return out
+    """Here a command must succeed unless a check says otherwise."""
+    return harness.remat(args, *cmd, ok=ok)
 
 
 def check_run(args, name, path, executable):

@@ -12,7 +12,6 @@ export; --measured writes what the executor allocated.
 import json
 import os
 import pickle
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,11 +24,7 @@ except Exception as e:  # noqa: BLE001
     print(f"SKIP: torch not importable with {sys.executable}: {e}")
     sys.exit(1 if os.environ.get("CI") == "true" else 77)
 
-from harness import check, parse_args, summary  # noqa: E402
-
-
-def remat(args, *cmd):
-    return subprocess.run([args.remat, *cmd], capture_output=True, text=True)
+from harness import check, parse_args, remat, summary  # noqa: E402
 
 
 def simulate(args, model, strategy):

@@ -24,7 +24,7 @@ struct Played {
       : model(load_model(preset)),
         schedule(make_strategy(spec)->schedule(model)),
         index(model, schedule),
-        facts(model, schedule) {}
+        facts(model, schedule, {}, parse_strategy(spec)) {}
 };
 
 std::size_t find(const Schedule& s, Instr ins, std::size_t from = 0) {

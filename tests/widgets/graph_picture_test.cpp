@@ -130,7 +130,7 @@ TEST(GraphPicture, RecomputingIsHatchedAndCheckpointsRinged) {
   ASSERT_LT(t, s.code.size());
   const int v = s.code[t].op;
   const ResidentIndex index(m, s);
-  const ScheduleFacts facts(m, s, declared_checkpoints(m, "sqrt"));
+  const ScheduleFacts facts(m, s, make_strategy("sqrt")->declared_checkpoints(m));
   const NodeStates st = node_states_at(m, s, index, facts, t);
   EXPECT_EQ(activation_look(st, v), NodeLook::ActRecomputing);
   EXPECT_EQ(activation_look(st, m.op(v).inputs[0]), NodeLook::ActCheckpoint);  // read from a checkpoint

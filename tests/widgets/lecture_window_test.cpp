@@ -148,11 +148,8 @@ TEST(LectureWindow, NoLabelIsCutShortInPresentationMode) {
     t.w.setSideBySide(true);
     QTest::qWait(20);
     SideBySideView* v = t.w.sideBySideView();
-    QImage img(v->size(), QImage::Format_RGB32);
-    QPainter p(&img);
-    std::vector<GraphPaintReport> reports;
-    paint_lanes(p, t.w.document()->model(), GraphLayout(t.w.document()->model()), v->lanes(), QRectF(v->rect()), 1.8,
-                true, &reports, t.w.document()->legendMask());
+    const std::vector<GraphPaintReport> reports =
+        remat::testing::painted_lanes(*v, *t.w.document(), 1.8, t.w.document()->legendMask());
     ASSERT_EQ(reports.size(), 3u);
     for (const GraphPaintReport& r : reports) {
       expectWhole(r, 1.8, "lane");
@@ -285,10 +282,8 @@ TEST(LectureWindow, PresentationFillsTheScreenAndTheKeyboardZooms) {
   t.w.setSideBySide(true);
   QTest::qWait(20);
   SideBySideView* v = t.w.sideBySideView();
-  QImage img(v->size(), QImage::Format_RGB32);
-  QPainter p(&img);
-  std::vector<GraphPaintReport> reports;
-  paint_lanes(p, m, GraphLayout(m), v->lanes(), QRectF(v->rect()), 1, true, &reports, t.w.document()->legendMask());
+  const std::vector<GraphPaintReport> reports =
+      remat::testing::painted_lanes(*v, *t.w.document(), 1, t.w.document()->legendMask());
   for (const GraphPaintReport& r : reports) {
     ASSERT_FALSE(r.nodes.empty());
     double lo = 1e9, hi = -1e9;
@@ -350,7 +345,7 @@ TEST(LectureWindow, LegendMaskMatchesEveryStepsStates) {
   for (const auto& c : cases) {
     auto m = std::make_shared<const Model>(load_model(c.model));
     for (const std::string& spec : c.specs) {
-      const auto p = prepare_run(m, spec, InstructionLimit{});
+      const auto p = prepare_run(m, request_strategy(spec), InstructionLimit{});
       ASSERT_TRUE(p->run.ok()) << spec << ": " << p->run.error;
       EXPECT_EQ(p->legend, legend_mask_by_steps(*m, p->run.schedule, *p->index, *p->facts)) << c.model << " " << spec;
     }

@@ -15,7 +15,7 @@ struct Fixture {
   Model model = load_model("chain:16");
   Schedule schedule = make_strategy("sqrt")->schedule(model);
   ResidentIndex index{model, schedule};
-  ScheduleFacts facts{model, schedule, declared_checkpoints(model, "sqrt")};
+  ScheduleFacts facts{model, schedule, make_strategy("sqrt")->declared_checkpoints(model)};
 };
 
 std::size_t firstBwd(const Schedule& s) {

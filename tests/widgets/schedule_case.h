@@ -18,7 +18,7 @@ struct ScheduleCase {
       : model(load_model(modelSpec)),
         schedule(make_strategy(strategy)->schedule(model)),
         index(model, schedule),
-        facts(model, schedule, declared_checkpoints(model, strategy)) {}
+        facts(model, schedule, make_strategy(strategy)->declared_checkpoints(model), parse_strategy(strategy)) {}
   ScheduleCase(const ScheduleCase&) = delete;
   ScheduleCase& operator=(const ScheduleCase&) = delete;
 

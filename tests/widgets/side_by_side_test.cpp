@@ -133,12 +133,7 @@ TEST(SideBySide, LanesAreLabelledAt1400) {
   QTest::qWait(50);
   SideBySideView* view = w.sideBySideView();
   const QSize size = view->size();
-  QImage probe(size, QImage::Format_RGB32);
-  QPainter p(&probe);
-  std::vector<GraphPaintReport> reports;
-  const StudioDocument& doc = *w.document();
-  paint_lanes(p, doc.model(), GraphLayout(doc.model()), view->lanes(), QRectF(QPointF(0, 0), QSizeF(size)), 1, true,
-              &reports);
+  const std::vector<GraphPaintReport> reports = remat::testing::painted_lanes(*view, *w.document());
   ASSERT_EQ(reports.size(), 3u);
   for (const GraphPaintReport& r : reports) {
     for (const QString& want : {QString("a1"), QString("G(a1)")})

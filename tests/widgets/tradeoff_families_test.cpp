@@ -41,13 +41,20 @@ double expectedOverhead(const Model& m, const std::string& spec) {
 }
 }  // namespace
 
+// The family's specs, printed.
+std::vector<std::string> printed(const std::vector<StrategySpec>& specs) {
+  std::vector<std::string> out;
+  for (const StrategySpec& s : specs) out.push_back(s.str());
+  return out;
+}
+
 TEST(TradeoffFamilies, OffloadSpecsFollowTheModelsK) {
   // chain:16: sqrt's interval is ceil(sqrt(16)) = 4.
-  EXPECT_EQ(family_specs(offloadFamily(), make_preset("chain:16")),
+  EXPECT_EQ(printed(family_specs(offloadFamily(), make_preset("chain:16"))),
             (std::vector<std::string>{"offload:2", "offload+sqrt", "offload:8"}));
   // chain:1: K = 1, and K/2 rounds up to 1 too: listed once.
   EXPECT_EQ(sqrt_interval(make_preset("chain:1")), 1);
-  EXPECT_EQ(family_specs(offloadFamily(), make_preset("chain:1")),
+  EXPECT_EQ(printed(family_specs(offloadFamily(), make_preset("chain:1"))),
             (std::vector<std::string>{"offload:1", "offload+sqrt", "offload:2"}));
 }
 
@@ -59,7 +66,7 @@ TEST(TradeoffFamilies, DtrSpecsFollowStoreAllsPeak) {
   for (const TradeoffFamily& f : tradeoff_families())
     if (std::string(f.name).rfind("dtr", 0) == 0) dtr = &f;
   ASSERT_NE(dtr, nullptr);
-  EXPECT_EQ(family_specs(*dtr, m), (std::vector<std::string>{"dtr:14", "dtr:10", "dtr:7"}));
+  EXPECT_EQ(printed(family_specs(*dtr, m)), (std::vector<std::string>{"dtr:14", "dtr:10", "dtr:7"}));
 }
 
 TEST(TradeoffFamilies, RecomputeOverheadIsTheTimeModelsForSchedulesThatOnlyRecompute) {
@@ -82,13 +89,13 @@ TEST(TradeoffFamilies, PointsAreWhereTheSimulatorAndTheTimeModelSay) {
   const auto specs = family_specs(offloadFamily(), m);
   ASSERT_GE(points.size(), specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    SCOPED_TRACE(specs[i]);
+    SCOPED_TRACE(specs[i].str());
     EXPECT_EQ(points[i].spec, specs[i]);
     EXPECT_EQ(points[i].family, offloadFamily().name);
     const Simulation s = simulate(m, make_strategy(specs[i])->schedule(m));
     EXPECT_EQ(points[i].peak, s.peak_bytes);
     EXPECT_EQ(points[i].host_peak, s.peak_host_bytes);
-    EXPECT_NEAR(points[i].overhead, expectedOverhead(m, specs[i]), 1e-9 * std::max(1.0, points[i].overhead));
+    EXPECT_NEAR(points[i].overhead, expectedOverhead(m, specs[i].str()), 1e-9 * std::max(1.0, points[i].overhead));
     EXPECT_GT(points[i].stall_s, 0.0);
     EXPECT_GT(points[i].overhead, s.overhead);
   }
@@ -119,7 +126,7 @@ TEST(TradeoffFamilies, TheChartPlacesThemWithOneLegendEntry) {
     EXPECT_DOUBLE_EQ(s->at(0).x(), double(points[i].peak) / unit);
     EXPECT_DOUBLE_EQ(s->at(0).y(), 100.0 * points[i].overhead);
     // Its spec labels it, alone or in the label of a point it would overlap.
-    const QString spec = QString::fromStdString(points[i].spec);
+    const QString spec = QString::fromStdString(points[i].spec.str());
     int naming = 0;
     for (const QScatterSeries* t : chart.familyPoints())
       naming += chart.shownLabel(t).split(", ").contains(spec) ? 1 : 0;
@@ -177,6 +184,6 @@ TEST(TradeoffFamilies, TheWindowsTabShowsOffloadBesideTheStaircase) {
     return l.contains("sqrt") && l.contains("auto") && l.contains(", ");
   })) << shown.join(" | ").toStdString();
   // A click on a family point compares and shows it.
-  emit chart->pointClicked("offload:2");
+  emit chart->pointClicked(parse_strategy("offload:2"));
   EXPECT_EQ(w.document()->current()->spec, "offload:2");
 }

@@ -24,10 +24,10 @@ using namespace remat;
 TEST(StudioDocument, ShowSpecAddsAndShowsAStrategy) {
   StudioDocument doc;
   doc.loadModel("chain:16");
-  doc.showSpec("every-k:3");
+  doc.showSpec(parse_strategy("every-k:3"));
   ASSERT_EQ(doc.runCount(), 4);
   EXPECT_EQ(doc.current()->spec, "every-k:3");
-  doc.showSpec("sqrt");  // already compared: only shown
+  doc.showSpec(parse_strategy("sqrt"));  // already compared: only shown
   EXPECT_EQ(doc.runCount(), 4);
   EXPECT_EQ(doc.current()->spec, "sqrt");
 }
@@ -42,7 +42,7 @@ TEST(MainWindow, TradeoffTabLoadsTheClickedSpec) {
   w.tabs()->setCurrentWidget(chart);  // starts the sweep in a worker
   ASSERT_TRUE(QTest::qWaitFor([&] { return !chart->namedSpecs().empty(); }, 20000));
   ASSERT_FALSE(chart->namedSpecs().empty());
-  emit chart->pointClicked("every-k:5");
+  emit chart->pointClicked(parse_strategy("every-k:5"));
   EXPECT_EQ(w.document()->current()->spec, "every-k:5");
 }
 

@@ -30,11 +30,8 @@ bool InstructionCaption::reads_act(const Instr& ins, int op) const {
 
 std::string InstructionCaption::eviction_reason() const {
   std::size_t h = 0;  // the spec's heuristic (left out: the first)
-  try {
-    const StrategySpec spec = parse_strategy(schedule_->strategy);
-    if (spec.parameters.size() > 1) h = static_cast<std::size_t>(spec.parameters[1]);
-  } catch (const InputError&) {
-  }
+  if (const auto& spec = facts_->spec(); spec && spec->parameters.size() > 1)
+    h = static_cast<std::size_t>(spec->parameters[1]);
   switch (h) {
     case 1: return "it is the cheapest to recompute per byte and the stalest, counting the evicted neighbours it "
                    "would bring back (h-dtr-eq)";

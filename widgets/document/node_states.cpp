@@ -10,7 +10,12 @@
 
 namespace remat {
 
-ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared) {
+ScheduleFacts::ScheduleFacts(const Model& model, const StrategyRun& run)
+    : ScheduleFacts(model, run.schedule, run.declared, run.parsed) {}
+
+ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared,
+                             std::optional<StrategySpec> spec)
+    : spec_(std::move(spec)) {
   const auto n = static_cast<std::size_t>(model.size());
   first_fwd_.assign(n, kNever);
   bwd_.assign(n, kNever);
@@ -18,10 +23,7 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
   packing_.assign(n, 0);
   first_fwd_[0] = 0;  // the input is given before the first instruction
   std::vector<uint8_t> freed(n, 0);
-  try {
-    live_ = strategy_info(parse_strategy(schedule.strategy)).decides_live;
-  } catch (const InputError&) {  // a schedule of no registered strategy
-  }
+  live_ = spec_ && strategy_info(*spec_).decides_live;
   if (live_) {
     fwd_at_.resize(n);
     for (std::size_t i = 0; i < schedule.code.size(); ++i)
@@ -68,10 +70,6 @@ bool ScheduleFacts::evicted_at(int op, std::size_t t) const {
   if (!live_) return false;
   const auto& at = fwd_at_[static_cast<std::size_t>(op)];
   return std::upper_bound(at.begin(), at.end(), t) != at.end();
-}
-
-std::vector<int> declared_checkpoints(const Model& model, const std::string& name) {
-  return make_strategy(name)->declared_checkpoints(model);
 }
 
 std::vector<int> ScheduleFacts::checkpoint_list() const {

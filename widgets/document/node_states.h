@@ -8,11 +8,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 #include "core/sim/compression.h"
 #include "core/sim/resident_index.h"
 #include "core/sim/schedule.h"
+#include "core/analysis/comparison.h"
+#include "core/strategies/registry.h"
 
 namespace remat {
 struct Model;
@@ -44,7 +47,10 @@ class ScheduleFacts {
  public:
   // `declared`: the strategy's own checkpoint set where it has one (sqrt,
   // every-k, manual: see declared_checkpoints), added to what the schedule shows.
-  ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared = {});
+  ScheduleFacts(const Model& model, const Schedule& schedule, const std::vector<int>& declared = {},
+                std::optional<StrategySpec> spec = std::nullopt);
+  // A simulated run's: its schedule, declared set and spec.
+  ScheduleFacts(const Model& model, const StrategyRun& run);
   static constexpr std::size_t kNever = static_cast<std::size_t>(-1);
   std::size_t first_fwd(int op) const { return first_fwd_[static_cast<std::size_t>(op)]; }
   std::size_t bwd_at(int op) const { return bwd_[static_cast<std::size_t>(op)]; }
@@ -65,10 +71,13 @@ class ScheduleFacts {
   // The schedule's strategy decides while the step runs (dtr): its frees of
   // an activation it recomputes later are evictions.
   bool decides_live() const { return live_; }
+  // The schedule's strategy, when it is a registered one.
+  const std::optional<StrategySpec>& spec() const { return spec_; }
   // A(op), not resident at instruction t, is recomputed after t by such a strategy.
   bool evicted_at(int op, std::size_t t) const;
 
  private:
+  std::optional<StrategySpec> spec_;
   bool live_ = false;
   std::vector<std::vector<std::size_t>> fwd_at_;  // per op, where a live-deciding schedule computes it
   std::vector<std::size_t> first_fwd_, bwd_;
@@ -76,12 +85,6 @@ class ScheduleFacts {
   std::vector<uint8_t> checkpoint_;
   std::vector<uint8_t> packing_;
 };
-
-// The checkpoint set a strategy spec names on this model
-// (Strategy::declared_checkpoints: sqrt, every-k, manual); empty for others. A
-// checkpoint the schedule never reads again (the one before the last segment)
-// only shows here. Throws InputError for a spec that does not parse.
-std::vector<int> declared_checkpoints(const Model& model, const std::string& spec);
 
 NodeStates node_states_at(const Model& model, const Schedule& schedule, const ResidentIndex& index,
                           const ScheduleFacts& facts, std::size_t t);

@@ -2,16 +2,16 @@
 
 namespace remat {
 
-std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
+std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const StrategyRequest& request,
                                          const InstructionLimit& limit, const TimeModel& time,
                                          const std::atomic<bool>* cancel) {
   auto p = std::make_shared<PreparedRun>();
   p->model = std::move(model);
-  p->run = std::move(simulate_strategies(*p->model, {spec}, {.limit = limit, .timelines = true, .time = std::nullopt}).front());
+  p->run = std::move(simulate_requests(*p->model, {request}, {.limit = limit, .timelines = true, .time = std::nullopt}).front());
   if (p->run.ok() && !(cancel && cancel->load())) {
     const Model& m = *p->model;
     p->index = std::make_unique<ResidentIndex>(m, p->run.schedule);
-    p->facts = std::make_unique<ScheduleFacts>(m, p->run.schedule, declared_checkpoints(m, p->run.name));
+    p->facts = std::make_unique<ScheduleFacts>(m, p->run);
     p->phases = PhaseMap(m, p->run.schedule);
     p->legend = legend_mask(m, p->run.schedule, *p->facts);
     // A second pass over the schedule, only where a fetch can stall.
@@ -20,11 +20,12 @@ std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, con
   return p;
 }
 
-std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
+std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const StrategyRequest& request,
                                              const std::string& why, bool pending) {
   auto p = std::make_shared<PreparedRun>();
   p->model = std::move(model);
-  p->run.spec = p->run.name = spec;
+  p->run.spec = p->run.name = request.text;
+  p->run.parsed = request.spec;
   p->run.error = why;
   p->run.pending = pending;
   return p;

@@ -31,15 +31,15 @@ struct PreparedRun {
   LegendMask legend = 0;
 };
 
-// Builds and simulates `spec` (core's simulate_strategies, under `limit`) and
+// Builds and simulates `request` (core's simulate_strategies, under `limit`) and
 // prepares its index, facts and phases; one that offloads is timed under `time`. An inapplicable spec gives a run with
 // `error` set; one longer than the limit, `too_large` too. Once `cancel` is
 // set the rest is skipped (the caller drops the result).
-std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const std::string& spec,
+std::shared_ptr<PreparedRun> prepare_run(std::shared_ptr<const Model> model, const StrategyRequest& request,
                                          const InstructionLimit& limit, const TimeModel& time = {},
                                          const std::atomic<bool>* cancel = nullptr);
 // A placeholder for a spec still being computed or refused before any work.
-std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const std::string& spec,
+std::shared_ptr<PreparedRun> placeholder_run(std::shared_ptr<const Model> model, const StrategyRequest& request,
                                              const std::string& why, bool pending);
 
 }  // namespace remat

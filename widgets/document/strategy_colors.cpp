@@ -1,20 +1,24 @@
 #include "widgets/document/strategy_colors.h"
 
+#include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/strategies/registry.h"
 
 namespace remat {
+namespace {
+const QColor kNoStrategy(0x77, 0x77, 0x77);
+}
+
+QColor strategy_color(const StrategyInfo& info) { return QColor::fromRgb(info.color); }
+
+QColor strategy_color(const StrategySpec& spec) { return strategy_color(strategy_info(spec)); }
+
+QColor strategy_color(const StrategyRun& run) { return run.parsed ? strategy_color(*run.parsed) : kNoStrategy; }
 
 QColor strategy_color(const QString& spec) {
-  // The catalog entry's colour: "offload+sqrt" is drawn as offload (the
-  // wrapper names what it does), "sqrt+compress:bf16" as sqrt; a bare entry
-  // name ("revolve", the panel's rows) as that entry.
-  if (const StrategyInfo* info = find_strategy(spec.toStdString())) return QColor::fromRgb(info->color);
-  try {
-    return QColor::fromRgb(strategy_info(parse_strategy(spec.toStdString())).color);
-  } catch (const InputError&) {
-    return QColor(0x77, 0x77, 0x77);  // not a strategy (a run that did not parse says why elsewhere)
-  }
+  if (const StrategyInfo* info = find_strategy(spec.toStdString())) return strategy_color(*info);
+  const StrategyRequest r = request_strategy(spec.toStdString());
+  return r.spec ? strategy_color(*r.spec) : kNoStrategy;
 }
 
 Qt::PenStyle curve_style(int index) {

@@ -76,12 +76,18 @@ bool names_model_ops(const StrategySpec& spec) {
   return false;
 }
 
-bool names_model_ops(const std::string& spec) {
-  try {
-    return names_model_ops(parse_strategy(spec));
-  } catch (const InputError&) {
-    return false;
-  }
+bool names_model_ops(const StrategyRequest& request) { return request.spec && names_model_ops(*request.spec); }
+
+std::vector<StrategyRequest> strategy_requests(const QStringList& texts) {
+  std::vector<StrategyRequest> out;
+  for (const QString& t : texts) out.push_back(request_strategy(t.toStdString()));
+  return out;
+}
+
+QStringList spec_texts(const std::vector<StrategyRequest>& requests) {
+  QStringList out;
+  for (const StrategyRequest& r : requests) out << QString::fromStdString(r.text);
+  return out;
 }
 
 StrategySpec op_list_spec(std::vector<int64_t> ops) {

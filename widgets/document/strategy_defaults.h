@@ -7,6 +7,7 @@
 // entry for chains only on a DAG), with the reason.
 #pragma once
 #include <QString>
+#include <QStringList>
 #include <cstdint>
 #include <vector>
 
@@ -40,9 +41,14 @@ QString not_applicable(const StrategySpec& spec, const Model& model);
 // The spec's parameters are op ids of one model (manual): it is neither
 // carried to another model nor saved. False for text that does not parse.
 bool names_model_ops(const StrategySpec& spec);
-bool names_model_ops(const std::string& spec);
+bool names_model_ops(const StrategyRequest& request);  // false for one that does not parse
 // The spec of the catalog's entry that takes a list of op ids (manual), for
 // the graph's clicks.
 StrategySpec op_list_spec(std::vector<int64_t> ops);
+
+// Strategies as text, where text is what is kept (the settings, a test's
+// list): each parsed once, and printed back.
+std::vector<StrategyRequest> strategy_requests(const QStringList& texts);
+QStringList spec_texts(const std::vector<StrategyRequest>& requests);
 
 }  // namespace remat

@@ -14,18 +14,17 @@
 
 namespace remat {
 namespace {
-// A search with a time limit (optimal): never run on the GUI thread.
-bool isSearch(const std::string& spec) {
-  try {
-    return strategy_info(parse_strategy(spec)).search;
-  } catch (const InputError&) {
-    return false;  // its run says why it does not parse
-  }
+// A search with a time limit (optimal): never run on the GUI thread. One
+// that does not parse is not: its run says why.
+bool isSearch(const StrategyRequest& request) { return request.spec && strategy_info(*request.spec).search; }
+
+bool contains(const std::vector<StrategyRequest>& list, const StrategyRequest& r) {
+  return std::find(list.begin(), list.end(), r) != list.end();
 }
 }  // namespace
 
 StudioDocument::StudioDocument(QObject* parent)
-    : QObject(parent), model_(std::make_shared<const Model>()), loaded_(model_), specs_(defaultSpecs()) {
+    : QObject(parent), model_(std::make_shared<const Model>()), loaded_(model_), specs_(strategy_requests(defaultSpecs())) {
   limit_.max = defaultMaxInstructions();
   limit_.bytes_per_instruction = kBytesPerInstruction;
   limit_.how_to_change = "setting simulation/maxInstructions";
@@ -72,18 +71,16 @@ void StudioDocument::setModel(Model model, const QString& source) {
   // becomes this model's default; manual sets and strategies that cannot
   // apply here are dropped.
   const StrategyDefaults d = strategy_defaults(*model_);
-  QStringList kept;
-  for (const QString& s : specs_) {
-    QString spec = s;  // one that does not parse stays, and its run says why
-    try {
-      const StrategySpec parsed = parse_strategy(s.toStdString());
-      if (names_model_ops(parsed) || !not_applicable(parsed, *model_).isEmpty()) continue;
-      spec = QString::fromStdString(with_defaults(parsed, d).str());
-    } catch (const InputError&) {
+  std::vector<StrategyRequest> kept;
+  for (const StrategyRequest& s : specs_) {
+    StrategyRequest r = s;  // one that does not parse stays, and its run says why
+    if (s.spec) {
+      if (names_model_ops(*s.spec) || !not_applicable(*s.spec, *model_).isEmpty()) continue;
+      r = request_strategy(with_defaults(*s.spec, d));
     }
-    if (!kept.contains(spec)) kept << spec;
+    if (!contains(kept, r)) kept.push_back(std::move(r));
   }
-  specs_ = kept.isEmpty() ? defaultSpecs() : kept;
+  specs_ = kept.empty() ? strategy_requests(defaultSpecs()) : std::move(kept);
   step_ = 0;
   current_ = 0;
   emit modelChanged();
@@ -117,7 +114,7 @@ void StudioDocument::setMicroBatches(int k) {
           emit microBatchesChanged(microBatches_);  // the selector goes back
           return;
         }
-        const std::string shown = current() ? current()->spec : std::string();
+        const std::optional<StrategySpec> shown = current() ? current()->parsed : std::nullopt;
         clearRuns();
         model_ = std::move(o.model);
         microBatches_ = k;
@@ -125,7 +122,7 @@ void StudioDocument::setMicroBatches(int k) {
         emit modelChanged();
         emit microBatchesChanged(k);
         resimulate();
-        if (!shown.empty()) showSpec(QString::fromStdString(shown));
+        if (shown) showSpec(*shown);
       });
   emit computingChanged(computing());
 }
@@ -142,7 +139,7 @@ void StudioDocument::setTimeModel(const TimeModel& time) {
       continue;
     }
     if (job != jobOf_.end()) {
-      jobs_.cancel(job->second);
+      jobs_.cancel(job->second.id);
       jobOf_.erase(job);
     }
     it = cache_.erase(it);
@@ -151,12 +148,20 @@ void StudioDocument::setTimeModel(const TimeModel& time) {
   if (model_->size() > 0) resimulate();
 }
 
-void StudioDocument::setSpecs(const QStringList& specs) {
-  specs_ = specs;
+void StudioDocument::setSpecs(std::vector<StrategyRequest> specs) {
+  specs_ = std::move(specs);
   resimulate();
 }
 
-std::shared_ptr<const PreparedRun> StudioDocument::compute(const std::string& spec) {
+void StudioDocument::setSpecs(const QStringList& texts) { setSpecs(strategy_requests(texts)); }
+
+StudioDocument::Shown StudioDocument::shown() const {
+  const StrategyRun* r = current();
+  if (!r) return {};
+  return {r->spec, r->parsed && names_model_ops(*r->parsed)};
+}
+
+std::shared_ptr<const PreparedRun> StudioDocument::compute(const StrategyRequest& spec) {
   // A schedule longer than limit_ (its stated length, core's
   // bounded_schedule) comes back as a run marked too_large, "too large to
   // simulate (N instructions ...)", before anything is made; stating a length
@@ -171,43 +176,41 @@ std::shared_ptr<const PreparedRun> StudioDocument::compute(const std::string& sp
         return prepare_run(model, spec, limit, time, token.flag());
       },
       [this, spec](std::shared_ptr<PreparedRun> run) { arrived(spec, std::move(run)); });
-  jobOf_[spec] = id;
+  jobOf_[spec.text] = {id, spec};
   return placeholder_run(model_, spec,
                          isSearch(spec) ? "searching (at most its time limit)..." : "computing...", true);
 }
 
 void StudioDocument::resimulate() {
-  const std::string shown = current() ? current()->spec : std::string();
+  const Shown keep = shown();
   const double keepPhase = phase();
   std::map<std::string, std::shared_ptr<const PreparedRun>> next;
-  for (const QString& s : specs_) {
-    const std::string spec = s.toStdString();
-    if (next.count(spec)) continue;
-    auto it = cache_.find(spec);
-    next[spec] = it != cache_.end() ? it->second : (model_->size() > 0 ? compute(spec) : nullptr);
+  for (const StrategyRequest& s : specs_) {
+    if (next.count(s.text)) continue;
+    auto it = cache_.find(s.text);
+    next[s.text] = it != cache_.end() ? it->second : (model_->size() > 0 ? compute(s) : nullptr);
   }
   // A strategy no longer compared stops computing.
   for (auto it = jobOf_.begin(); it != jobOf_.end();) {
     if (next.count(it->first)) {
       ++it;
     } else {
-      jobs_.cancel(it->second);
+      jobs_.cancel(it->second.id);
       it = jobOf_.erase(it);
     }
   }
   cache_ = std::move(next);
-  applyEntries(shown, keepPhase);
+  applyEntries(keep, keepPhase);
   emit computingChanged(computing());
 }
 
-void StudioDocument::arrived(const std::string& spec, std::shared_ptr<PreparedRun> run) {
-  jobOf_.erase(spec);
-  cache_[spec] = std::move(run);
-  const std::string shown = current() ? current()->spec : std::string();
-  applyEntries(shown, phase());
-  if (!showWhenReady_.empty() && showWhenReady_ == spec) {
+void StudioDocument::arrived(const StrategyRequest& request, std::shared_ptr<PreparedRun> run) {
+  jobOf_.erase(request.text);
+  cache_[request.text] = std::move(run);
+  applyEntries(shown(), phase());
+  if (!showWhenReady_.empty() && showWhenReady_ == request.text) {
     showWhenReady_.clear();
-    showSpec(QString::fromStdString(spec));
+    if (request.spec) showSpec(*request.spec);
   }
   emit computingChanged(computing());
 }
@@ -218,14 +221,13 @@ void StudioDocument::cancelComputing() {
     microJob_ = 0;
     emit microBatchesChanged(microBatches_);
   }
-  for (const auto& [spec, id] : jobOf_) {
-    jobs_.cancel(id);
-    cache_[spec] = placeholder_run(model_, spec, "cancelled (change the strategies to compute it again)", false);
+  for (const auto& [text, job] : jobOf_) {
+    jobs_.cancel(job.id);
+    cache_[text] = placeholder_run(model_, job.request, "cancelled (change the strategies to compute it again)", false);
   }
   jobOf_.clear();
   // A cancelled run is not kept: asking for the strategy again recomputes it.
-  const std::string shown = current() ? current()->spec : std::string();
-  applyEntries(shown, phase());
+  applyEntries(shown(), phase());
   for (auto it = cache_.begin(); it != cache_.end();)
     it = it->second && !it->second->run.ok() && !it->second->run.pending && it->second->run.error.rfind("cancelled", 0) == 0
              ? cache_.erase(it)
@@ -233,17 +235,18 @@ void StudioDocument::cancelComputing() {
   emit computingChanged(0);
 }
 
-void StudioDocument::applyEntries(const std::string& shown, double keepPhase) {
+void StudioDocument::applyEntries(const Shown& keep, double keepPhase) {
+  const std::string& shown = keep.text;
   entries_.clear();
-  for (const QString& s : specs_) {
-    auto it = cache_.find(s.toStdString());
+  for (const StrategyRequest& s : specs_) {
+    auto it = cache_.find(s.text);
     if (it != cache_.end() && it->second) entries_.push_back(it->second);
   }
   // Keep showing the same strategy when it is still there, else the first valid one.
   int cur = -1;
   for (int i = 0; i < runCount(); ++i)
     if (entries_[std::size_t(i)]->run.spec == shown && entries_[std::size_t(i)]->run.ok()) cur = i;
-  if (cur < 0 && names_model_ops(shown)) cur = manualRun();
+  if (cur < 0 && keep.manual) cur = manualRun();
   for (int i = 0; cur < 0 && i < runCount(); ++i)
     if (entries_[std::size_t(i)]->run.ok()) cur = i;
   const bool sameRun = cur >= 0 && entries_[std::size_t(cur)]->run.spec == shown;
@@ -396,22 +399,23 @@ QString StudioDocument::memoryReadout() const {
   return r ? readout_of(*r, step_) : QString();
 }
 
-void StudioDocument::showSpec(const QString& spec) {
-  if (!specs_.contains(spec)) {
-    specs_ << spec;
+void StudioDocument::showSpec(const StrategySpec& spec) {
+  const StrategyRequest request = request_strategy(spec);
+  if (!contains(specs_, request)) {
+    specs_.push_back(request);
     resimulate();
   }
   for (int i = 0; i < runCount(); ++i) {
     const StrategyRun& r = entries_[std::size_t(i)]->run;
-    if (QString::fromStdString(r.spec) != spec) continue;
+    if (r.parsed != spec) continue;
     if (r.ok()) setCurrentRun(i);
-    else if (r.pending) showWhenReady_ = spec.toStdString();
+    else if (r.pending) showWhenReady_ = r.spec;
   }
 }
 
 int StudioDocument::manualRun() const {
   for (int i = 0; i < runCount(); ++i)
-    if (names_model_ops(entries_[static_cast<std::size_t>(i)]->run.spec)) return i;
+    if (const auto& spec = entries_[static_cast<std::size_t>(i)]->run.parsed; spec && names_model_ops(*spec)) return i;
   return -1;
 }
 
@@ -428,19 +432,19 @@ void StudioDocument::toggleCheckpoint(int op) {
     else manual_.insert(std::upper_bound(manual_.begin(), manual_.end(), op), op);
   }
   if (manual_.empty() || manual_.front() != 0) manual_.insert(manual_.begin(), 0);
-  const QString spec = QString::fromStdString(op_list_spec({manual_.begin(), manual_.end()}).str());
-  QStringList specs;
+  const StrategySpec spec = op_list_spec({manual_.begin(), manual_.end()});
+  std::vector<StrategyRequest> specs;
   bool replaced = false;
-  for (const QString& s : specs_) {
-    if (names_model_ops(s.toStdString())) {
-      if (!replaced) specs << spec;
+  for (const StrategyRequest& s : specs_) {
+    if (names_model_ops(s)) {
+      if (!replaced) specs.push_back(request_strategy(spec));
       replaced = true;
     } else {
-      specs << s;
+      specs.push_back(s);
     }
   }
-  if (!replaced) specs << spec;
-  specs_ = specs;
+  if (!replaced) specs.push_back(request_strategy(spec));
+  specs_ = std::move(specs);
   resimulate();
   showSpec(spec);
 }

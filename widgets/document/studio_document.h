@@ -21,6 +21,7 @@
 #include "core/sim/instruction_limit.h"
 #include "core/sim/resident_index.h"
 #include "core/sim/time_model.h"
+#include "core/strategies/registry.h"
 #include "widgets/controllers/job_tracker.h"
 #include "widgets/document/node_states.h"
 #include "widgets/document/phase_map.h"
@@ -81,8 +82,13 @@ class StudioDocument : public QObject {
   void setTimeModel(const TimeModel& time);
   const TimeModel& timeModel() const { return time_; }
 
-  void setSpecs(const QStringList& specs);
-  QStringList specs() const { return specs_; }
+  // The strategies compared, as values (a request that does not parse stays,
+  // and its run says why); from text (the settings), each parsed once.
+  void setSpecs(std::vector<StrategyRequest> specs);
+  void setSpecs(const QStringList& texts);
+  // {"store-all", "sqrt"}: text (a braced pair would otherwise read as iterators).
+  void setSpecs(std::initializer_list<QString> texts) { setSpecs(QStringList(texts)); }
+  const std::vector<StrategyRequest>& specs() const { return specs_; }
   RunList runs() const;
   int runCount() const { return static_cast<int>(entries_.size()); }
   // Index of a valid run, or nullptr for an invalid or pending one.
@@ -134,7 +140,7 @@ class StudioDocument : public QObject {
 
   // Adds `spec` to the compared strategies if it is not there and shows it in
   // the graph (the trade-off chart's clicks), now or when it is computed.
-  void showSpec(const QString& spec);
+  void showSpec(const StrategySpec& spec);
 
   // Toggles op `op` in the manual checkpoint set, starting from the current
   // run's checkpoints; the "manual:" run is added (or replaced) and shown.
@@ -155,9 +161,16 @@ class StudioDocument : public QObject {
  private:
   void resimulate();
   void clearRuns();
-  void arrived(const std::string& spec, std::shared_ptr<PreparedRun> run);
-  std::shared_ptr<const PreparedRun> compute(const std::string& spec);
-  void applyEntries(const std::string& keepShown, double keepPhase);
+  void arrived(const StrategyRequest& request, std::shared_ptr<PreparedRun> run);
+  std::shared_ptr<const PreparedRun> compute(const StrategyRequest& request);
+  // The run shown, by its text, and whether it is the manual one (kept
+  // across a change of the manual set).
+  struct Shown {
+    std::string text;
+    bool manual = false;
+  };
+  Shown shown() const;
+  void applyEntries(const Shown& keep, double keepPhase);
   void rebuildNumbering();
   const PreparedRun* entry(int run) const;
 
@@ -168,12 +181,16 @@ class StudioDocument : public QObject {
   int microBatches_ = 1;
   int microJob_ = 0, pendingK_ = 0;
   QString source_;
-  QStringList specs_;
-  // Every run computed or computing for this model, by spec; entries_ are the
-  // compared ones in specs_ order.
+  std::vector<StrategyRequest> specs_;
+  // Every run computed or computing for this model, by its request's text;
+  // entries_ are the compared ones in specs_ order.
   std::map<std::string, std::shared_ptr<const PreparedRun>> cache_;
   std::vector<std::shared_ptr<const PreparedRun>> entries_;
-  std::map<std::string, int> jobOf_;  // spec -> job still computing it
+  struct Job {
+    int id;
+    StrategyRequest request;
+  };
+  std::map<std::string, Job> jobOf_;  // text -> the job still computing it
   std::string showWhenReady_;         // showSpec/toggleCheckpoint of a run still computing
   std::vector<int> manual_;
   int current_ = 0;

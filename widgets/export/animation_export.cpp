@@ -32,7 +32,7 @@ struct AnimationFrames::Track {
   Track(const Model& m, const StrategyRun* r, bool hideFrees)
       : run(r),
         index(m, r->schedule),
-        facts(m, r->schedule, declared_checkpoints(m, r->name)),
+        facts(m, *r),
         phases(m, r->schedule),
         numbering(r->schedule, hideFrees) {}
 };
@@ -166,7 +166,7 @@ QImage AnimationFrames::frame(int i) const {
       const StrategyRun& r = *tracks_[k]->run;
       const QPointF c = at(xOf(k), double(r.sim.timeline[st[k]]) / backdrop_.unit);
       p.setPen(QPen(Qt::black, 1.2));
-      p.setBrush(strategy_color(QString::fromStdString(r.name)));
+      p.setBrush(strategy_color(r));
       p.drawEllipse(c, 5.5, 5.5);
     }
   }

@@ -125,7 +125,7 @@ void export_graph(const Model& model, const StrategyRun& run, std::size_t step, 
                   double dpr, double fontScale) {
   if (!run.ok()) throw InputError("strategy '" + run.spec + "' does not apply: " + run.error);
   const ResidentIndex index(model, run.schedule);
-  const ScheduleFacts facts(model, run.schedule, declared_checkpoints(model, run.name));
+  const ScheduleFacts facts(model, run);
   if (!run.schedule.code.empty() && step >= run.schedule.code.size())
     throw InputError("--step " + std::to_string(step) + " is beyond the last step " +
                      std::to_string(run.schedule.code.size() - 1) + " of " + run.name);

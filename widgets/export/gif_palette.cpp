@@ -6,6 +6,7 @@
 
 #include "widgets/views/graph_painter.h"
 #include "widgets/views/node_style.h"
+#include "core/strategies/registry.h"
 #include "widgets/document/strategy_colors.h"
 
 namespace remat {
@@ -27,9 +28,7 @@ std::vector<QRgb> make() {
     add(s.outline);
     add(s.patternColor);
   }
-  for (const char* spec : {"store-all", "recompute-all", "sqrt", "every-k", "manual", "revolve", "budget", "auto",
-                           "optimal", "selective", "offload", "compress"})
-    add(strategy_color(spec));
+  for (const StrategyInfo& info : strategy_catalog()) add(strategy_color(info));
   add(GraphPalette::background());
   add(GraphPalette::highlight());
   add(GraphPalette::arrow());

@@ -40,7 +40,7 @@ void paint_lanes(QPainter& p, const Model& model, const GraphLayout& layout, con
     paint_graph(p, model, layout, lane.states, fit_transform(layout, graph_area(r, o), o), r, o,
                 reports ? &(*reports)[std::size_t(i)] : nullptr);
     // The lane's strategy colour on its left edge ties it to its chart curve.
-    p.fillRect(QRectF(r.left(), r.top() + 4, 5, r.height() - 8), strategy_color(o.title));
+    p.fillRect(QRectF(r.left(), r.top() + 4, 5, r.height() - 8), strategy_color(*lane.run));
     if (i > 0) {
       p.setPen(QPen(QColor(200, 200, 200), 1));
       p.drawLine(r.topLeft(), r.topRight());

@@ -298,7 +298,8 @@ void MainWindow::connectWork() {
     stepBar_->setMicroBatches(doc_->microBatches(), batch / doc_->microBatches(), batch);
     updateRunAction();
   });
-  connect(panel_, &StrategyPanel::specsChanged, this, [this](const QStringList& s) { doc_->setSpecs(s); });
+  connect(panel_, &StrategyPanel::specsChanged, this,
+          [this](const std::vector<StrategyRequest>& s) { doc_->setSpecs(s); });
   connect(microK_, &QComboBox::activated, this, [this](int i) { doc_->setMicroBatches(microK_->itemData(i).toInt()); });
   connect(doc_, &StudioDocument::microBatchesChanged, this, [this](int k) {
     fillMicroBatchChoices();
@@ -310,7 +311,7 @@ void MainWindow::connectWork() {
   connect(graph_, &GraphView::nodeClicked, doc_, &StudioDocument::toggleCheckpoint);
 }
 
-void MainWindow::showStrategy(const QString& spec) {
+void MainWindow::showStrategy(const StrategySpec& spec) {
   doc_->showSpec(spec);
   panel_->setSpecs(doc_->specs());
 }
@@ -353,10 +354,10 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   if (presenting_) setPresentation(false);
   settings.setValue("window/geometry", saveGeometry());
   settings.setValue("model", doc_->source());
-  QStringList specs;
-  for (const QString& s : doc_->specs())
-    if (!names_model_ops(s.toStdString())) specs << s;  // another model's op ids
-  settings.setValue("strategies", specs);
+  std::vector<StrategyRequest> specs;
+  for (const StrategyRequest& s : doc_->specs())
+    if (!names_model_ops(s)) specs.push_back(s);  // another model's op ids
+  settings.setValue("strategies", spec_texts(specs));
   e->accept();
 }
 

@@ -11,6 +11,7 @@
 #include <QByteArray>
 #include <QMainWindow>
 
+#include "core/strategies/registry.h"
 #include "widgets/controllers/job_tracker.h"
 
 class QAction;
@@ -87,7 +88,7 @@ class MainWindow : public QMainWindow {
 
   // Compares `spec` (if it is not yet) and shows it in the graph; the
   // Strategies panel checks its row (the trade-off's clicks, --show).
-  void showStrategy(const QString& spec);
+  void showStrategy(const StrategySpec& spec);
   // The Run action: executes the valid strategies in a worker, where Run › Run on says.
   void startRun();
   // Run › Time model rates: the dialog, then the document times its offloading runs again.

@@ -23,7 +23,7 @@ std::vector<int> micro_batch_choices(int64_t batch, int most) {
   return ks;
 }
 
-MicroBatchDialog::MicroBatchDialog(std::shared_ptr<const Model> model, const QStringList& specs, Optimizer optimizer,
+MicroBatchDialog::MicroBatchDialog(std::shared_ptr<const Model> model, const std::vector<StrategyRequest>& specs, Optimizer optimizer,
                                    const InstructionLimit& limit, QWidget* parent)
     : QDialog(parent) {
   setWindowTitle(tr("Micro-batches: %1").arg(QString::fromStdString(model->name)));
@@ -71,7 +71,7 @@ MicroBatchDialog::MicroBatchDialog(std::shared_ptr<const Model> model, const QSt
   resize(720, 420);
 
   std::vector<std::string> list;
-  for (const QString& s : specs) list.push_back(s.toStdString());
+  for (const StrategyRequest& s : specs) list.push_back(s.text);
   struct Outcome {
     std::vector<MicroBatchRow> rows;
     QString error;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/analysis/micro_batch_sweep.h"
+#include "core/strategies/registry.h"
 #include "widgets/controllers/job_tracker.h"
 
 class QLabel;
@@ -28,7 +29,7 @@ int64_t model_batch(const Model& model);
 class MicroBatchDialog : public QDialog {
   Q_OBJECT
  public:
-  MicroBatchDialog(std::shared_ptr<const Model> model, const QStringList& specs, Optimizer optimizer,
+  MicroBatchDialog(std::shared_ptr<const Model> model, const std::vector<StrategyRequest>& specs, Optimizer optimizer,
                    const InstructionLimit& limit, QWidget* parent = nullptr);
   QTableWidget* table() const { return table_; }
   const std::vector<MicroBatchRow>& rows() const { return rows_; }

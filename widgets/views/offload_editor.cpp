@@ -11,10 +11,6 @@
 #include "core/strategies/registry.h"
 
 namespace remat {
-namespace {
-constexpr int kSpecRole = Qt::UserRole + 1;  // a base item's spec (its data is the catalog name)
-}  // namespace
-
 OffloadEditor::OffloadEditor(const QString& wrapper, bool removable, QWidget* parent)
     : QWidget(parent), wrapper_(wrapper.toStdString()) {
   auto* h = new QHBoxLayout(this);
@@ -50,10 +46,10 @@ void OffloadEditor::setBases(const std::vector<Base>& bases) {
   while (base_->count() > 1) base_->removeItem(1);
   auto* items = qobject_cast<QStandardItemModel*>(base_->model());
   int keep = 0;
+  bases_ = bases;
   for (const Base& b : bases) {
-    base_->addItem("+ " + b.spec, b.name);
+    base_->addItem("+ " + QString::fromStdString(b.spec.text), b.name);
     const int i = base_->count() - 1;
-    base_->setItemData(i, b.spec, kSpecRole);
     if (!b.whyNot.isEmpty()) {
       // Listed, so the user sees it exists, but not choosable: the reason says why.
       items->item(i)->setEnabled(false);
@@ -71,13 +67,7 @@ void OffloadEditor::setKRange(int maxK) {
   k_->setRange(1, std::max(1, maxK));
 }
 
-bool OffloadEditor::setSpec(const QString& text) {
-  StrategySpec spec;
-  try {
-    spec = parse_strategy(text.toStdString());
-  } catch (const InputError&) {
-    return false;  // the panel's run of it says why
-  }
+bool OffloadEditor::setSpec(const StrategySpec& spec) {
   if (spec.name != wrapper_ || !spec.modifier.empty()) return false;
   int index = -1;
   int k = k_->value();
@@ -92,7 +82,7 @@ bool OffloadEditor::setSpec(const QString& text) {
   // A base that cannot apply to this model is never chosen.
   if (index < 0 || !qobject_cast<QStandardItemModel*>(base_->model())->item(index)->isEnabled()) return false;
   if (spec.parameters.empty() && (spec.inner.empty() || spec.inner.front() == strategy_spec("sqrt")))
-    sqrtSpelling_ = QString::fromStdString(spec.str());
+    sqrtSpelling_ = spec;
   const QSignalBlocker b1(base_), b2(k_);
   base_->setCurrentIndex(index);
   k_->setValue(k);
@@ -102,15 +92,18 @@ bool OffloadEditor::setSpec(const QString& text) {
 
 QString OffloadEditor::baseName() const { return base_->currentData().toString(); }
 
-QString OffloadEditor::baseSpec() const {
-  if (baseName().isEmpty()) return QString::fromStdString(strategy_spec("every-k", {k_->value()}).str());
-  return base_->currentData(kSpecRole).toString();
+StrategySpec OffloadEditor::baseSpec() const {
+  const int i = base_->currentIndex() - 1;  // the first entry is "every K ops"
+  // A base is choosable only when its spec parses (setBases disables the others).
+  if (i < 0 || std::size_t(i) >= bases_.size() || !bases_[std::size_t(i)].spec.spec)
+    return strategy_spec("every-k", {k_->value()});
+  return *bases_[std::size_t(i)].spec.spec;
 }
 
-QString OffloadEditor::spec() const {
-  if (baseName().isEmpty()) return QString::fromStdString(strategy_spec(wrapper_, {k_->value()}).str());
-  if (baseName() == "sqrt") return sqrtSpelling_;
-  return QString::fromStdString(wrapped_spec(wrapper_, parse_strategy(baseSpec().toStdString())).str());
+StrategySpec OffloadEditor::spec() const {
+  if (baseName().isEmpty()) return strategy_spec(wrapper_, {k_->value()});
+  if (baseName() == "sqrt") return sqrtSpelling_ ? *sqrtSpelling_ : wrapped_spec(wrapper_, strategy_spec("sqrt"));
+  return wrapped_spec(wrapper_, baseSpec());
 }
 
 }  // namespace remat

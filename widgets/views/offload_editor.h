@@ -7,8 +7,11 @@
 #pragma once
 #include <QString>
 #include <QWidget>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/strategies/registry.h"
 
 class QComboBox;
 class QSpinBox;
@@ -21,11 +24,11 @@ class OffloadEditor : public QWidget {
  public:
   // A strategy offload can take its checkpoints from: its catalog name, the
   // spec its panel row gives now, and why it cannot apply (empty: it can; a
-  // base whose spec does not parse cannot). Specs are read and made by the
-  // registry (parse_strategy, wrapped_spec), never spelled here.
+  // base whose spec does not parse cannot). Specs are values made by the
+  // registry (wrapped_spec), never spelled here.
   struct Base {
     QString name;
-    QString spec;
+    StrategyRequest spec;
     QString whyNot;
   };
   // `wrapper`: the catalog entry that wraps (offload), whose optional
@@ -39,13 +42,13 @@ class OffloadEditor : public QWidget {
   void setKRange(int maxK);
   // Does not emit. "offload" takes sqrt as its base (the same schedule);
   // false, and nothing changed, for a spec this editor cannot show.
-  bool setSpec(const QString& spec);
+  bool setSpec(const StrategySpec& spec);
   // "offload:K" or "offload+SPEC" ("offload" when set so with sqrt as base).
-  QString spec() const;
+  StrategySpec spec() const;
   // The chosen base's name, empty for "every K ops".
   QString baseName() const;
   // The strategy whose checkpoints go to the host: every-k:K or the base's spec.
-  QString baseSpec() const;
+  StrategySpec baseSpec() const;
 
   QComboBox* baseBox() const { return base_; }
   QSpinBox* kBox() const { return k_; }
@@ -61,9 +64,10 @@ class OffloadEditor : public QWidget {
   QSpinBox* k_;
   QToolButton* button_;
   std::string wrapper_;
+  std::vector<Base> bases_;  // the list's entries after "every K ops", in order
   // "offload" and "offload+sqrt" are one schedule: spec() gives back the
   // spelling setSpec() was given, so the row finds its run by spec.
-  QString sqrtSpelling_ = "offload+sqrt";
+  std::optional<StrategySpec> sqrtSpelling_;
 };
 
 }  // namespace remat

@@ -46,13 +46,10 @@ class WrappedStatusDelegate : public QStyledItemDelegate {
 };
 }  // namespace
 
-std::optional<StrategySpec> StrategyPanel::plainSpec(const QString& text, const QTreeWidgetItem* row) const {
-  try {
-    StrategySpec spec = parse_strategy(text.toStdString());
-    // A wrapped or modified spec belongs to no plain row (sqrt+compress:bf16 is not sqrt's).
-    if (spec.name == row->text(Name).toStdString() && spec.inner.empty() && spec.modifier.empty()) return spec;
-  } catch (const InputError&) {
-  }
+std::optional<StrategySpec> StrategyPanel::plainSpec(const StrategyRequest& request, const QTreeWidgetItem* row) const {
+  const std::optional<StrategySpec>& spec = request.spec;
+  // A wrapped or modified spec belongs to no plain row (sqrt+compress:bf16 is not sqrt's).
+  if (spec && spec->name == row->text(Name).toStdString() && spec->inner.empty() && spec->modifier.empty()) return spec;
   return std::nullopt;
 }
 
@@ -87,7 +84,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent) {
     it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
     // The strategy's colour, as in the charts.
     QPixmap swatch(10, 10);
-    swatch.fill(strategy_color(name));
+    swatch.fill(strategy_color(info));
     it->setIcon(Name, QIcon(swatch));
     Editors e;
     if (info.wrap) {  // offload: its own editor of where the checkpoints come from
@@ -220,13 +217,9 @@ void StrategyPanel::refreshOffloadBases() {
     const QTreeWidgetItem* it = tree_->topLevelItem(i);
     if (offloadOf(it)) continue;  // offload never wraps another offload
     QString why = it->data(Status, Qt::UserRole).toString();
-    const QString spec = specOf(it);
-    try {
-      (void)parse_strategy(spec.toStdString());
-    } catch (const InputError& e) {
-      if (why.isEmpty()) why = QString::fromStdString(e.what());  // its own row's parameter does not parse
-    }
-    bases.push_back({it->text(Name), spec, why});
+    StrategyRequest spec = specOf(it);
+    if (why.isEmpty() && !spec.ok()) why = QString::fromStdString(spec.error);  // its own row's parameter does not parse
+    bases.push_back({it->text(Name), std::move(spec), why});
   }
   for (const OffloadRow& r : offload_) {
     r.editor->setBases(bases);
@@ -234,7 +227,7 @@ void StrategyPanel::refreshOffloadBases() {
   }
 }
 
-OffloadEditor* StrategyPanel::addOffloadRow(const QString& spec) {
+OffloadEditor* StrategyPanel::addOffloadRow(const std::optional<StrategySpec>& spec) {
   const OffloadRow& last = offload_.back();
   auto* it = new QTreeWidgetItem;
   tree_->insertTopLevelItem(tree_->indexOfTopLevelItem(last.item) + 1, it);
@@ -250,7 +243,7 @@ OffloadEditor* StrategyPanel::addOffloadRow(const QString& spec) {
   it->setCheckState(Name, Qt::Checked);
   refreshOffloadBases();
   ed->setKRange(defaults_.n);
-  if (!spec.isEmpty()) ed->setSpec(spec);
+  if (spec) ed->setSpec(*spec);
   else ed->kBox()->setValue(std::min(2 * defaults_.k, std::max(1, defaults_.n)));  // another K than the first row's default
   updating_ = wasUpdating;
   connect(ed, &OffloadEditor::changed, this, &StrategyPanel::changed);
@@ -328,27 +321,25 @@ void StrategyPanel::setModel(const Model& model) {
   refreshOffloadBases();
   if (!offload_.empty()) {
     const QString name = offload_.front().item->text(Name);
-    offload_.front().editor->setSpec(QString::fromStdString(default_spec(*find_strategy(name.toStdString()), defaults_).str()));
+    offload_.front().editor->setSpec(default_spec(*find_strategy(name.toStdString()), defaults_));
   }
   updating_ = false;
   tree_->doItemsLayout();  // the rows' heights for the wrapped reasons
 }
 
-QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
-  if (const OffloadEditor* ed = offloadOf(it)) return ed->spec();
+StrategyRequest StrategyPanel::specOf(const QTreeWidgetItem* it) const {
+  if (const OffloadEditor* ed = offloadOf(it)) return request_strategy(ed->spec());
   const QString name = it->text(Name);
+  const StrategyRequest bare = request_strategy(name.toStdString());
   const auto found = editors_.find(name);
   const StrategyInfo* info = find_strategy(name.toStdString());
-  if (found == editors_.end() || !info || info->params.empty()) return name;
+  if (found == editors_.end() || !info || info->params.empty()) return bare;
   const Editors& e = found->second;
   // The list of op ids is typed: text that does not parse stays as typed, so
   // that its run says why.
   if (e.list) {
-    try {
-      return QString::fromStdString(parse_strategy_argument(info->name, e.list->text().trimmed().toStdString()).str());
-    } catch (const InputError&) {
-      return QString::fromStdString(strategy_text(info->name, e.list->text().trimmed().toStdString()));
-    }
+    StrategyRequest typed = request_strategy(strategy_text(info->name, e.list->text().trimmed().toStdString()));
+    return typed.spec ? request_strategy(*typed.spec) : typed;  // printed canonically when it parses
   }
   std::vector<int64_t> p;
   for (const ParamInfo& param : info->params) {
@@ -356,42 +347,43 @@ QString StrategyPanel::specOf(const QTreeWidgetItem* it) const {
     switch (param.kind) {
       case ParamKind::Interval:
       case ParamKind::Slots:
-        if (!e.count) return name;
+        if (!e.count) return bare;
         p.push_back(e.count->value());
         break;
       case ParamKind::Bytes:
-        if (!e.budget) return name;
+        if (!e.budget) return bare;
         p.push_back(std::llround(e.budget->value() * defaults_.unit.bytes));
         break;
       case ParamKind::Seconds:
-        if (!e.seconds) return name;
+        if (!e.seconds) return bare;
         p.push_back(e.seconds->value());
         break;
       case ParamKind::Choice:
-        if (!e.choice) return name;
+        if (!e.choice) return bare;
         p.push_back(e.choice->currentIndex());
         break;
-      case ParamKind::OpIds: return name;  // e.list, above
+      case ParamKind::OpIds: return bare;  // e.list, above
       case ParamKind::Count:
-        if (!e.count) return name;
+        if (!e.count) return bare;
         if (e.count->value() > 0) p.push_back(e.count->value());  // 0 ("all"): left out
         break;
     }
   }
   try {
-    return QString::fromStdString(strategy_spec(info->name, std::move(p)).str());
+    return request_strategy(strategy_spec(info->name, std::move(p)));
   } catch (const InputError&) {  // an editor's range wider than the entry's: the run says why
-    return name;
+    return bare;
   }
 }
 
-QStringList StrategyPanel::specs() const {
-  QStringList out;
+std::vector<StrategyRequest> StrategyPanel::specs() const {
+  std::vector<StrategyRequest> out;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     const auto* it = tree_->topLevelItem(i);
+    if (it->checkState(Name) != Qt::Checked || !(it->flags() & Qt::ItemIsEnabled)) continue;
     // Two offload rows may name the same spec: compared once.
-    if (it->checkState(Name) == Qt::Checked && (it->flags() & Qt::ItemIsEnabled) && !out.contains(specOf(it)))
-      out << specOf(it);
+    StrategyRequest spec = specOf(it);
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
   }
   return out;
 }
@@ -423,13 +415,13 @@ void StrategyPanel::applyParameters(const StrategySpec& spec) {
   }
 }
 
-void StrategyPanel::setSpecs(const QStringList& specs) {
+void StrategyPanel::setSpecs(const std::vector<StrategyRequest>& specs) {
   updating_ = true;
   for (int i = 0; i < tree_->topLevelItemCount(); ++i) {
     auto* it = tree_->topLevelItem(i);
     if (offloadOf(it)) continue;  // below, once the bases have their parameters
     bool on = false;
-    for (const QString& s : specs) {
+    for (const StrategyRequest& s : specs) {
       const std::optional<StrategySpec> spec = plainSpec(s, it);
       if (!spec) continue;
       on = true;
@@ -442,26 +434,24 @@ void StrategyPanel::setSpecs(const QStringList& specs) {
   updating_ = false;
 }
 
-void StrategyPanel::setOffloadSpecs(const QStringList& specs) {
-  QStringList mine;
-  for (const QString& s : specs) {
-    try {
-      const StrategySpec spec = parse_strategy(s.toStdString());
-      if (!strategy_info(spec).wrap || !spec.modifier.empty()) continue;
-      mine << s;
-      // offload+BASE:P takes P from BASE's row: set it there first.
-      if (!spec.inner.empty()) applyParameters(spec.inner.front());
-    } catch (const InputError&) {  // not shown in a row; its run says why
-    }
+void StrategyPanel::setOffloadSpecs(const std::vector<StrategyRequest>& specs) {
+  std::vector<StrategySpec> mine;
+  for (const StrategyRequest& s : specs) {
+    if (!s.spec) continue;  // not shown in a row; its run says why
+    const StrategySpec& spec = *s.spec;
+    if (!strategy_info(spec).wrap || !spec.modifier.empty()) continue;
+    mine.push_back(spec);
+    // offload+BASE:P takes P from BASE's row: set it there first.
+    if (!spec.inner.empty()) applyParameters(spec.inner.front());
   }
   while (offload_.size() > std::max<std::size_t>(1, std::size_t(mine.size()))) {
     delete offload_.back().item;
     offload_.pop_back();
   }
   refreshOffloadBases();
-  while (offload_.size() < std::size_t(mine.size())) addOffloadRow();
+  while (offload_.size() < mine.size()) addOffloadRow();
   for (std::size_t i = 0; i < offload_.size(); ++i) {
-    const bool on = i < std::size_t(mine.size()) && offload_[i].editor->setSpec(mine[qsizetype(i)]);
+    const bool on = i < mine.size() && offload_[i].editor->setSpec(mine[i]);
     offload_[i].item->setCheckState(Name, on ? Qt::Checked : Qt::Unchecked);
     if (!on && offload_[i].item->data(Status, Qt::UserRole).toString().isEmpty()) offload_[i].item->setText(Status, {});
   }
@@ -478,14 +468,15 @@ void StrategyPanel::setRuns(const RunList& runs) {
     it->setForeground(Status, QBrush());
     const OffloadEditor* offload = offloadOf(it);
     for (const StrategyRun& r : runs) {
-      // A row's run: its spec (parsed, or as the row wrote it when it does not parse).
-      const QString spec = QString::fromStdString(r.spec);
-      if (offload ? spec != offload->spec() : !plainSpec(spec, it) && spec != specOf(it)) continue;
+      // A row's run: its spec (or its text as the row wrote it, when it does not parse).
+      const bool mine = offload ? r.parsed == offload->spec()
+                                : plainSpec({r.parsed, r.spec, {}}, it) || (!r.parsed && r.spec == specOf(it).text);
+      if (!mine) continue;
       if (r.ok() && offload && r.sim.transfers == 0) {
         // Valid, but not what the user meant: say why nothing went to the host.
         const QString why = tr("moves nothing: every checkpoint it keeps is read as soon as the backward reaches it, "
                                "none waits through a recompute (the same schedule as %1)")
-                                .arg(offload->baseSpec());
+                                .arg(QString::fromStdString(offload->baseSpec().str()));
         it->setText(Status, why);
         it->setToolTip(Status, why);
         it->setForeground(Status, QBrush(QColor(150, 90, 0)));

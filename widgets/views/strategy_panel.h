@@ -35,9 +35,14 @@ class StrategyPanel : public QWidget {
   // New defaults for this model's parameters; the strategies that cannot
   // apply are disabled. Does not emit.
   void setModel(const Model& model);
-  QStringList specs() const;
-  // Checks the rows of `specs` and fills their parameters, without emitting.
-  void setSpecs(const QStringList& specs);
+  // The checked rows' strategies, each once; a row whose typed list does
+  // not parse gives its text, so that its run says why.
+  std::vector<StrategyRequest> specs() const;
+  // Checks the rows of `specs` and fills their parameters, without emitting;
+  // from text (a test's list), each parsed once.
+  void setSpecs(const std::vector<StrategyRequest>& specs);
+  void setSpecs(const QStringList& texts) { setSpecs(strategy_requests(texts)); }
+  void setSpecs(std::initializer_list<QString> texts) { setSpecs(QStringList(texts)); }
   void setRuns(const RunList& runs);
   QTreeWidget* tree() const { return tree_; }
   QTreeWidgetItem* row(const QString& name) const;
@@ -50,10 +55,10 @@ class StrategyPanel : public QWidget {
   OffloadEditor* offloadEditor(int i) const;
   // Adds an offload row after the last one, checked, with `spec` (or every K
   // ops); emits unless called from setSpecs.
-  OffloadEditor* addOffloadRow(const QString& spec = {});
+  OffloadEditor* addOffloadRow(const std::optional<StrategySpec>& spec = std::nullopt);
 
  signals:
-  void specsChanged(const QStringList& specs);
+  void specsChanged(const std::vector<StrategyRequest>& specs);
 
  private:
   struct Editors {
@@ -63,17 +68,17 @@ class StrategyPanel : public QWidget {
     QLineEdit* list = nullptr;         // manual
     QComboBox* choice = nullptr;       // dtr's heuristic
   };
-  QString specOf(const QTreeWidgetItem* item) const;
+  StrategyRequest specOf(const QTreeWidgetItem* item) const;
   // Sets the editors of `spec`'s row to its parameters.
   void applyParameters(const StrategySpec& spec);
-  // `text` parsed, when it names `row`'s strategy without wrapper or modifier.
-  std::optional<StrategySpec> plainSpec(const QString& text, const QTreeWidgetItem* row) const;
+  // `request`'s spec, when it names `row`'s strategy without wrapper or modifier.
+  std::optional<StrategySpec> plainSpec(const StrategyRequest& request, const QTreeWidgetItem* row) const;
   void changed();
   OffloadEditor* offloadOf(const QTreeWidgetItem* item) const;
   void removeOffloadRow(QTreeWidgetItem* item);
   // Every offload editor's list of bases: the other rows with their current specs.
   void refreshOffloadBases();
-  void setOffloadSpecs(const QStringList& specs);
+  void setOffloadSpecs(const std::vector<StrategyRequest>& specs);
   QTreeWidget* tree_;
   QLabel* help_;
   std::map<QString, Editors> editors_;

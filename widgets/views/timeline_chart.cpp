@@ -97,14 +97,14 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
     const StrategyRun& r = runs[i];
     if (!r.ok()) continue;
     const QString name = QString::fromStdString(r.name);
-    const QColor color = strategy_color(name);
+    const QColor color = strategy_color(r);
     auto* s = new QLineSeries;
     // The peak lives in the legend: labels on the plot would overlap.
     s->setName(QString("%1 · peak %2").arg(name, format_bytes(r.sim.peak_bytes)));
     // Earlier curves are wider, later ones dashed: an equal curve drawn over
     // another leaves it visible.
     s->setPen(QPen(color, std::max(1.6, 3.2 - 0.6 * k), curve_style(k)));
-    curves_.push_back({int(i), r.spec, r.sim.timeline});
+    curves_.push_back({int(i), r.spec, color, r.sim.timeline});
     series_.append(s);
     c->addSeries(s);
     s->attachAxis(ax_);
@@ -129,7 +129,7 @@ void TimelineChart::setRuns(const RunList& runs, const QString& title) {
       auto* h = new QLineSeries;
       h->setName(QString("%1 (host) · peak %2").arg(name, format_bytes(r.sim.peak_host_bytes)));
       h->setPen(QPen(color, 1.6, Qt::DashLine));
-      host_.push_back({int(i), r.spec, r.sim.host_timeline});
+      host_.push_back({int(i), r.spec, color, r.sim.host_timeline});
       hostSeries_.append(h);
       c->addSeries(h);
       h->attachAxis(ax_);
@@ -223,14 +223,14 @@ void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t
     if (tl.empty()) continue;
     // The run it measured, for its colour and its x scale.
     int run = -1;
+    QColor colour(0x77, 0x77, 0x77);
     for (const Curve& c : curves_)
-      if (c.spec == spec) run = c.run;
+      if (c.spec == spec) run = c.run, colour = c.color;
     auto* s = new QLineSeries;
     s->setName(QString::fromStdString(spec) + tr(" (measured)"));
     // Its own look: a thin dark dotted line with hollow rings in the
     // strategy's colour, so that a measurement equal to the prediction (the
     // usual case) still reads as one on top of the solid predicted curve.
-    const QColor colour = strategy_color(QString::fromStdString(spec));
     s->setPen(QPen(colour.darker(170), 1.4, Qt::DotLine));
     chart()->addSeries(s);
     s->attachAxis(ax_);
@@ -248,7 +248,7 @@ void TimelineChart::setMeasured(const std::map<std::string, std::vector<uint64_t
     rings->attachAxis(ay_);
     for (auto* lm : chart()->legend()->markers(rings)) lm->setVisible(false);
     measuredMarks_.append(rings);
-    measured_.push_back({run, spec, tl});
+    measured_.push_back({run, spec, colour, tl});
   }
   placeLegend();
   lastBuckets_ = 0;

@@ -111,6 +111,7 @@ class TimelineChart : public QChartView {
   struct Curve {
     int run;  // index into the runs given to setRuns
     std::string spec;
+    QColor color;  // its strategy's
     std::vector<uint64_t> timeline;
   };
   void resample();

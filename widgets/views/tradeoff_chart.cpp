@@ -174,7 +174,7 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     if (prev) front_->append(x, yOf(prev->overhead));
     front_->append(x, y);
     frontPoints_->append(x, y);
-    frontSpecs_.push_back(QString::fromStdString(p.spec.str()));
+    frontSpecs_.push_back(p.spec);
     prev = &p;
   }
   single_ = nullptr;
@@ -200,14 +200,14 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
     sp->setName(spec);
     sp->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
     sp->setMarkerSize(10);
-    sp->setColor(strategy_color(spec));  // as in the timeline and the panel
+    sp->setColor(strategy_color(n.spec));  // as in the timeline and the panel
     sp->append(double(n.peak) / unit, yOf(n.overhead));
     sp->setPointLabelsVisible(true);
     sp->setPointLabelsClipping(false);
     sp->setPointLabelsFormat(logY_ && n.overhead == 0 ? spec + " (0 %)" : spec);
-    connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
+    connect(sp, &QXYSeries::clicked, this, [this, s = n.spec] { emit pointClicked(s); });
     named_.push_back(sp);
-    namedSpecs_.push_back(spec);
+    namedSpecs_.push_back(n.spec);
   }
   // The other families: the marker says which, the label which spec.
   familySeries_.clear();
@@ -215,20 +215,20 @@ void TradeoffChart::setSweep(const QString& title, const SweepResult& r, const s
   std::vector<std::string> seen;
   for (const FamilyPoint& f : families) {
     auto* sp = new QScatterSeries;
-    const QString spec = QString::fromStdString(f.spec);
+    const QString spec = QString::fromStdString(f.spec.str());
     const TradeoffFamily* fam = nullptr;
     for (const TradeoffFamily& t : tradeoff_families())
       if (f.family == t.name) fam = &t;
     sp->setName(QString::fromStdString(f.family));
     sp->setMarkerShape(fam ? fam->shape : QScatterSeries::MarkerShapeCircle);
     sp->setMarkerSize(12);
-    sp->setColor(strategy_color(spec));
+    sp->setColor(strategy_color(f.spec));
     sp->setBorderColor(Qt::black);
     sp->append(double(f.peak) / unit, yOf(f.overhead));
     sp->setPointLabelsVisible(true);
     sp->setPointLabelsClipping(false);
     sp->setPointLabelsFormat(logY_ && f.overhead == 0 ? spec + " (0 %)" : spec);
-    connect(sp, &QXYSeries::clicked, this, [this, spec] { emit pointClicked(spec); });
+    connect(sp, &QXYSeries::clicked, this, [this, s = f.spec] { emit pointClicked(s); });
     familySeries_.push_back(sp);
     labels_.emplace_back(sp, sp->pointLabelsFormat());
   }

@@ -42,8 +42,8 @@ class TradeoffChart : public QChartView {
   // One labelled series per named strategy, in namedSpecs() order.
   const std::vector<QScatterSeries*>& namedPoints() const { return named_; }
   // Specs of namedPoints() and of frontPoints()' points, in order.
-  const std::vector<QString>& namedSpecs() const { return namedSpecs_; }
-  const std::vector<QString>& frontSpecs() const { return frontSpecs_; }
+  const std::vector<StrategySpec>& namedSpecs() const { return namedSpecs_; }
+  const std::vector<StrategySpec>& frontSpecs() const { return frontSpecs_; }
   // Whether an axis is logarithmic (its values span more than 30x).
   bool logX() const { return logX_; }
   bool logY() const { return logY_; }
@@ -57,7 +57,7 @@ class TradeoffChart : public QChartView {
   int widenings_ = 0;  // x axis widenings for labels since setSweep (at most 4)
 
  signals:
-  void pointClicked(const QString& spec);
+  void pointClicked(const StrategySpec& spec);
 
  private:
   QLineSeries* front_ = nullptr;
@@ -66,7 +66,7 @@ class TradeoffChart : public QChartView {
   std::vector<QScatterSeries*> named_;
   std::vector<QScatterSeries*> familySeries_;
   std::vector<FamilyPoint> families_;
-  std::vector<QString> namedSpecs_, frontSpecs_;
+  std::vector<StrategySpec> namedSpecs_, frontSpecs_;
   std::vector<std::pair<QScatterSeries*, QString>> labels_;  // each labelled point and its own label
   bool logX_ = false, logY_ = false;
 };

@@ -36,15 +36,13 @@ const std::vector<TradeoffFamily>& tradeoff_families() {
   return table;
 }
 
-std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model) {
-  std::vector<std::string> out;
+std::vector<StrategySpec> family_specs(const TradeoffFamily& family, const Model& model) {
+  std::vector<StrategySpec> out;
   FamilyScale scale;
   scale.k = std::max(1, sqrt_interval(model));
   if (model.size() > 1) scale.store_all_peak = simulate(model, make_strategy("store-all")->schedule(model)).peak_bytes;
-  for (const StrategySpec& spec : family.specs(scale)) {
-    const std::string s = spec.str();
-    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
-  }
+  for (const StrategySpec& spec : family.specs(scale))
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
   return out;
 }
 
@@ -58,15 +56,16 @@ std::vector<FamilyPoint> family_points(const Model& model, const InstructionLimi
                                        const TimeModel& tm) {
   std::vector<FamilyPoint> out;
   for (const TradeoffFamily& f : tradeoff_families()) {
-    for (const std::string& spec : family_specs(f, model)) {
+    for (const StrategySpec& spec : family_specs(f, model)) {
       if (cancel && cancel->load()) return out;
-      const auto runs = simulate_strategies(model, {spec}, {.limit = limit, .timelines = false, .time = tm});
+      const auto runs = simulate_requests(model, {request_strategy(spec)},
+                                          {.limit = limit, .timelines = false, .time = tm});
       const StrategyRun& r = runs.front();
       if (!r.ok()) {
-        if (notes) notes->push_back(spec + ": " + r.error);
+        if (notes) notes->push_back(spec.str() + ": " + r.error);
         continue;
       }
-      out.push_back({f.name, r.spec, r.sim.peak_bytes, r.sim.peak_host_bytes,
+      out.push_back({f.name, spec, r.sim.peak_bytes, r.sim.peak_host_bytes,
                      step_time_overhead(r.sim, tm.device_flops), r.sim.time.stall_s});
     }
   }

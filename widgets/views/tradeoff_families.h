@@ -38,11 +38,11 @@ struct TradeoffFamily {
 // The table (recompute's own points come from the sweep: not listed).
 const std::vector<TradeoffFamily>& tradeoff_families();
 // The family's specs on this model, printed, duplicates dropped.
-std::vector<std::string> family_specs(const TradeoffFamily& family, const Model& model);
+std::vector<StrategySpec> family_specs(const TradeoffFamily& family, const Model& model);
 
 struct FamilyPoint {
   std::string family;
-  std::string spec;
+  StrategySpec spec;
   uint64_t peak = 0;       // device
   uint64_t host_peak = 0;  // offloaded bytes at once
   double overhead = 0;     // step-time overhead (above)
