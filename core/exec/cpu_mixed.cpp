@@ -56,7 +56,8 @@ class WidenedCall {
   WidenedCall(CpuOpState& s, const Model& m, int v, const TensorTable& t, MixedScratch& scratch)
       : s_(s), m_(m), v_(v), op_(m.op(v)), t_(t), scratch_(scratch),
         cast_(autocast_lowers(op_.kind) && is_low_precision(op_.dtype) ? op_.dtype : DType::F32),
-        act_(t.act.begin(), t.act.end()), grad_(t.grad.begin(), t.grad.end()), aux_(t.aux.begin(), t.aux.end()) {}
+        act_(t.act.begin(), t.act.end()), grad_(t.grad.begin(), t.grad.end()), aux_(t.aux.begin(), t.aux.end()),
+        copies_(cast_copies(op_, m.ops().first(static_cast<std::size_t>(v)))) {}
   ~WidenedCall() {
     for (const auto& [index, p] : swapped_params_) s_.params[index] = p;
     for (const auto& [index, p] : swapped_grads_) s_.grads[index] = p;
@@ -66,6 +67,31 @@ class WidenedCall {
   WidenedCall& operator=(const WidenedCall&) = delete;
 
   TensorTable table() const { return TensorTable{act_, grad_, aux_}; }
+
+  // Autocast's saved casts (cast_copies): the forward writes each input, as
+  // the op read it (rounded to the cast), into its place in aux(v); the
+  // backward reads the input from there, whether or not A(u) is still held.
+  void store_cast_copies() const {
+    auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    for (const CastCopy& c : copies_) {
+      const int u = op_.inputs[static_cast<std::size_t>(c.input)];
+      narrow(c.dtype, static_cast<const float*>(act_[static_cast<std::size_t>(u)]), aux + c.offset, m_.op(u).numel());
+    }
+  }
+  void read_cast_copies() {
+    const auto* aux = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    for (const CastCopy& c : copies_) {
+      const int u = op_.inputs[static_cast<std::size_t>(c.input)];
+      const int64_t n = m_.op(u).numel();
+      float* w = scratch_.take(n);
+      widen(c.dtype, aux + c.offset, w, n);
+      act_[static_cast<std::size_t>(u)] = w;
+    }
+  }
+  bool has_copy(int u) const {
+    return std::any_of(copies_.begin(), copies_.end(),
+                       [&](const CastCopy& c) { return op_.inputs[static_cast<std::size_t>(c.input)] == u; });
+  }
 
   // A(u) as op v reads it: its storage widened (and rounded to the cast, for
   // an input autocast casts), pointed at u's first element. Integer and
@@ -235,8 +261,9 @@ class WidenedCall {
   std::vector<Piece> matmul_pieces() const {
     const MatmulDims d = matmul_dims(m_, v_);
     std::vector<Piece> out;
-    if (d.aux_a) out.push_back({m_.op(op_.inputs[0]).dtype, d.batch * d.m * d.k});
-    if (d.aux_b) out.push_back({m_.op(op_.inputs[1]).dtype, d.batch * d.k * d.n});
+    const auto before = m_.ops().first(static_cast<std::size_t>(v_));
+    if (d.aux_a) out.push_back({operand_dtype(op_, before, 0), d.batch * d.m * d.k});
+    if (d.aux_b) out.push_back({operand_dtype(op_, before, 1), d.batch * d.k * d.n});
     return out;
   }
 
@@ -254,23 +281,12 @@ class WidenedCall {
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
+  std::vector<CastCopy> copies_;
 };
 
 }  // namespace
 
 bool is_low_precision(DType d) { return d == DType::BF16 || d == DType::F16; }
-
-bool autocast_lowers(OpKind kind) {
-  switch (kind) {
-    case OpKind::Linear:
-    case OpKind::Dense:
-    case OpKind::MatMul:
-    case OpKind::Conv:
-    case OpKind::ConvTranspose:
-    case OpKind::Attention: return true;
-    default: return false;
-  }
-}
 
 bool runs_mixed(const Model& model, int v) {
   const Op& op = model.op(v);
@@ -291,6 +307,7 @@ void mixed_forward(CpuOpState& s, const Model& model, int v, const TensorTable& 
   cpu_forward(s, c);
   w.store_output();
   w.store_aux();
+  w.store_cast_copies();
 }
 
 bool uses_f16(const Model& model) {
@@ -300,7 +317,9 @@ bool uses_f16(const Model& model) {
 void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable& t,
                     std::span<const uint8_t> accumulate, MixedScratch& scratch, float seed) {
   WidenedCall w(s, model, v, t, scratch);
-  for (const int u : model.op(v).inputs) w.read_act(u, true);
+  for (const int u : model.op(v).inputs)
+    if (!w.has_copy(u)) w.read_act(u, true);
+  w.read_cast_copies();
   w.read_act(v, false);
   w.read_dy();
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
