@@ -89,7 +89,8 @@ def torch_saved_bytes(layers, width, batch):
 
 def autocast_saved_bytes(model, x, loss_kind):
     """Unique storages autograd saves in one autocast (bf16, CPU) training
-    step, less the baseline (see the module docstring)."""
+    step, less the baseline (see the module docstring), and apart from them
+    the 0-dim ones."""
     model.train()
     params = list(model.parameters())
     excluded = {tsb.storage_key(t) for t in params + list(model.buffers())}
@@ -98,6 +99,7 @@ def autocast_saved_bytes(model, x, loss_kind):
         by_shape.setdefault(tuple(p.shape), []).append(p)
         by_shape.setdefault(tuple(p.t().shape) if p.dim() == 2 else None, []).append(p)
     seen = {}
+    scalars = {}
 
     def weight_cast(t):
         # autocast's bf16 copy of a weight (addmm may save it transposed).
@@ -109,9 +111,9 @@ def autocast_saved_bytes(model, x, loss_kind):
 
     def pack(t):
         key = tsb.storage_key(t)
-        if key in excluded or key in seen or t.dim() == 0 or (t.is_floating_point() and weight_cast(t)):
+        if key in excluded or key in seen or (t.is_floating_point() and weight_cast(t)):
             return t
-        seen[key] = t.storage().nbytes()
+        (scalars if t.dim() == 0 else seen)[key] = t.storage().nbytes()
         return t
 
     with torch.no_grad():
@@ -127,7 +129,7 @@ def autocast_saved_bytes(model, x, loss_kind):
             else:
                 loss = F.cross_entropy(y.reshape(-1, y.size(-1)), labels)
     loss.backward()
-    return sum(seen.values())
+    return sum(seen.values()), sum(scalars.values())
 
 
 class Gpt(tsb.Gpt):
@@ -186,6 +188,54 @@ PRESETS = [
 ]
 
 
+def check_captures(a):
+    """The capture path: remat_capture under torch.autocast (CPU, bf16) writes
+    autocast's casts of activations as cast ops and leaves its casts of the
+    weights in the baseline; the file's saved bytes equal the capture's own
+    count, which is the presets' figure plus the 0-dim scalars the capture
+    keeps (aux) and the presets do not; the captured GPT runs on the CPU
+    backend, every strategy bit for bit as store-all."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    import remat_capture
+    failed = 0
+    cases = [("gpt", lambda: (Gpt(1, 48, 3, 16, 50, False), torch.randint(0, 50, (3, 16))), "gpt:1:48:3:16:3:bf16@cpu:50"),
+             ("resnet18", lambda: (tsb.resnet18(2, 32, 10)[0], torch.randn(2, 3, 32, 32)), "resnet:18:64:32:2:10:bf16@cpu")]
+    for name, build, preset in cases:
+        torch.manual_seed(0)
+        model, x = build()
+        labels = None
+
+        def loss_fn(y):
+            nonlocal labels
+            if labels is None:
+                labels = torch.randint(0, y.size(-1), (y.numel() // y.size(-1),))
+            return F.cross_entropy(y.reshape(-1, y.size(-1)), labels)
+
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            doc = remat_capture.capture(model, x, loss_fn=loss_fn)
+        path = os.path.join(a.out, f"captured_autocast_{name}.json")
+        remat_capture.save(doc, path)
+        counted = remat_capture.torch_saved_bytes(doc)
+        ours = remat_saved_bytes(a.remat, path)
+        torch.manual_seed(0)
+        model, x = build()
+        theirs, scalars = autocast_saved_bytes(model, x, "ce")
+        preset_bytes = remat_saved_bytes(a.remat, preset)
+        ok = ours == counted == theirs + scalars and preset_bytes == theirs
+        failed += not ok
+        print(f"{'ok' if ok else 'FAIL'}: captured {name} under autocast: file {ours} bytes, capture's count {counted}, "
+              f"torch {theirs} + {scalars} in 0-dim scalars; {preset}: {preset_bytes}")
+    path = os.path.join(a.out, "captured_autocast_gpt.json")
+    r = subprocess.run([a.remat, "run", "-m", path, "--strategy", "store-all,recompute-all,sqrt", "--backend", "cpu",
+                        "--repeat", "1", "--json"], capture_output=True, text=True)
+    runs = json.loads(r.stdout)["strategies"] if r.returncode == 0 else []
+    ok = len(runs) == 3 and all(s["matches_store_all"] and s["tracked_peak_bytes"] == s["predicted_peak_bytes"] for s in runs)
+    failed += not ok
+    print(f"{'ok' if ok else 'FAIL'}: the captured autocast GPT runs on the CPU, every strategy bitwise equal to store-all, "
+          f"tracked peaks the predicted ones{'' if r.returncode == 0 else ': ' + r.stderr.strip()}")
+    return failed
+
+
 def remat_model(layers, width, batch):
     ops = [{"id": 0, "name": "x", "kind": "Input", "shape": [batch, width], "dtype": "bf16"}]
     for i in range(layers):
@@ -221,7 +271,7 @@ def main():
     for label, build, preset in PRESETS:
         torch.manual_seed(0)
         model, x, loss_kind = build()
-        theirs = autocast_saved_bytes(model, x, loss_kind)
+        theirs, _ = autocast_saved_bytes(model, x, loss_kind)
         try:
             ours = remat_saved_bytes(a.remat, preset)
         except RuntimeError as e:
@@ -231,6 +281,7 @@ def main():
         ok = ours == theirs
         failed += not ok
         print(f"{'ok' if ok else 'FAIL'}: {label} ({preset}): remat {ours} bytes, torch {theirs} bytes")
+    failed += check_captures(a)
     sys.exit(1 if failed else 0)
 
 
