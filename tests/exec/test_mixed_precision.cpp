@@ -192,7 +192,9 @@ void expect_strategies_bitwise(const std::string& spec, const std::string& f32_s
   ASSERT_TRUE(full.ok()) << full.message;
   EXPECT_NE(full.grad_hash, ref.grad_hash) << spec << " ran as f32";
   // Close to f32's, as a bf16 step is: the loss within a few units of the low precision.
-  if (near_f32) EXPECT_NEAR(ref.loss, full.loss, 16 * unit_roundoff(m.op(m.size() - 2).dtype) * std::fabs(full.loss)) << spec;
+  if (near_f32) {
+    EXPECT_NEAR(ref.loss, full.loss, 16 * unit_roundoff(m.op(m.size() - 2).dtype) * std::fabs(full.loss)) << spec;
+  }
 }
 
 TEST(MixedPrecision, GptBf16EveryStrategyBitwiseEqual) {
