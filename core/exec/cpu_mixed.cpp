@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/exec/mixed_call.h"
 #include "core/kernels/convert.h"
 
 namespace remat {
@@ -42,235 +43,37 @@ void add_stored(DType d, void* g, const float* c, int64_t n) {
     for (int64_t i = 0; i < n; ++i) h[i] = cpu::f16_bits(cpu::f16_value(h[i]) + c[i]);
 }
 
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (const int64_t d : shape) n *= d;
-  return n;
-}
-
-// One op's call with its bf16/f16 tensors widened: the tables the f32 kernels
-// get, the scratch behind them, and the parameters swapped for autocast's
-// rounded copies (restored, and the scratch given back, when it ends).
-class WidenedCall {
- public:
-  WidenedCall(CpuOpState& s, const Model& m, int v, const TensorTable& t, MixedScratch& scratch)
-      : s_(s), m_(m), v_(v), op_(m.op(v)), t_(t), scratch_(scratch),
-        cast_(autocast_lowers(op_.kind) && is_low_precision(op_.dtype) ? op_.dtype : DType::F32),
-        act_(t.act.begin(), t.act.end()), grad_(t.grad.begin(), t.grad.end()), aux_(t.aux.begin(), t.aux.end()) {}
-  ~WidenedCall() {
-    for (const auto& [index, p] : swapped_params_) s_.params[index] = p;
-    for (const auto& [index, p] : swapped_grads_) s_.grads[index] = p;
-    scratch_.give_back_all();
+// The CPU's memory and kernels for mixed::WidenedCall.
+struct CpuDev {
+  using State = CpuOpState;
+  CpuOpState& s;
+  CpuOpState& state() { return s; }
+  void widen(DType d, const void* src, float* dst, int64_t n) { remat::widen(d, src, dst, n); }
+  void narrow(DType d, const float* src, void* dst, int64_t n) { remat::narrow(d, src, dst, n); }
+  void round_to(DType d, float* x, int64_t n) { remat::round_to(d, x, n); }
+  void add_stored(DType d, void* g, const float* c, int64_t n) { remat::add_stored(d, g, c, n); }
+  void scale(float* x, int64_t n, float f) {
+    for (int64_t i = 0; i < n; ++i) x[i] *= f;
   }
-  WidenedCall(const WidenedCall&) = delete;
-  WidenedCall& operator=(const WidenedCall&) = delete;
-
-  TensorTable table() const { return TensorTable{act_, grad_, aux_}; }
-
-  // A(u) as op v reads it: its storage widened (and rounded to the cast, for
-  // an input autocast casts), pointed at u's first element. Integer and
-  // non-resident tensors stay as they are.
-  void read_act(int u, bool is_input) {
-    const auto ui = static_cast<std::size_t>(u);
-    if (!t_.act[ui] || is_integer(m_.op(u).dtype)) return;
-    const int st = m_.op(u).storage;
-    const DType stored = m_.op(st).dtype;
-    const DType cast = is_input ? cast_ : DType::F32;
-    const bool casts = is_low_precision(cast) && cast != stored;
-    if (!is_low_precision(stored) && !casts) return;
-    const int64_t offset = storage_offset(m_, u);
-    act_[ui] = storage_f32(st, static_cast<const char*>(t_.act[ui]) - dtype_size(stored) * offset, stored,
-                           casts ? cast : DType::F32) + offset;
+  void add(float* dst, const float* src, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
   }
-
-  // The forward's output: a view points into its widened storage (if any);
-  // a low-precision owner is computed in f32 scratch.
-  void prepare_output() {
-    const auto vi = static_cast<std::size_t>(v_);
-    if (op_.view) {
-      for (const auto& [st, w] : widened_)
-        if (st == op_.storage) act_[vi] = w + storage_offset(m_, v_);
-      return;
-    }
-    if (is_low_precision(op_.dtype)) act_[vi] = scratch_.take(op_.numel());
+  void copy(float* dst, const float* src, int64_t n) { std::memcpy(dst, src, 4 * static_cast<std::size_t>(n)); }
+  void zero(float* x, int64_t n) { std::fill(x, x + n, 0.0f); }
+  void write_loss(float* dst) { dst[0] = s.loss; }
+  void forward(OpCall& c) {
+    cpu_dense_input(s, c, false);
+    cpu_forward(s, c);
   }
-  void store_output() const {
-    const auto vi = static_cast<std::size_t>(v_);
-    if (op_.view || !is_low_precision(op_.dtype)) return;
-    // A loss kernel writes A(v) only where it holds an f32; the value is the backend's scalar.
-    if (is_loss(op_.kind)) static_cast<float*>(act_[vi])[0] = s_.loss;
-    narrow(op_.dtype, static_cast<const float*>(act_[vi]), t_.act[vi], op_.numel());
+  void backward(OpCall& c) {
+    cpu_dense_input(s, c, true);
+    cpu_backward(s, c);
   }
-
-  // A MatMul's aux holds contiguous copies of its operands in their dtypes
-  // (a's, then b's): the kernels fill and read f32 ones.
-  void prepare_aux(bool backward) {
-    if (op_.kind != OpKind::MatMul || op_.aux_bytes == 0) return;
-    pieces_ = matmul_pieces();
-    bool any_low = false;
-    int64_t floats = 0;
-    for (const Piece& p : pieces_) {
-      any_low |= is_low_precision(p.dtype);
-      floats += p.n;
-    }
-    if (!any_low) return;
-    float* w = scratch_.take(floats);
-    if (backward) {
-      int64_t at = 0;
-      const auto* src = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
-      for (const Piece& p : pieces_) {
-        widen(p.dtype, src, w + at, p.n);
-        src += dtype_size(p.dtype) * static_cast<uint64_t>(p.n);
-        at += p.n;
-      }
-    }
-    aux_[static_cast<std::size_t>(v_)] = w;
-    aux_widened_ = true;
-  }
-  void store_aux() const {
-    if (!aux_widened_) return;
-    const auto* w = static_cast<const float*>(aux_[static_cast<std::size_t>(v_)]);
-    auto* dst = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
-    for (const Piece& p : pieces_) {
-      narrow(p.dtype, w, dst, p.n);
-      dst += dtype_size(p.dtype) * static_cast<uint64_t>(p.n);
-      w += p.n;
-    }
-  }
-
-  // Autocast's low-precision copies of the weights; with `grads`, the
-  // weight gradients go to zeroed f32 scratch, rounded and added by add_param_grads.
-  void cast_params(bool grads) {
-    if (!is_low_precision(cast_)) return;
-    const std::vector<ParamSpec> specs = op_params(m_, v_);
-    for (std::size_t j = 0; j < specs.size(); ++j) {
-      const std::size_t index = s_.param_slots.index(v_, static_cast<int>(j));
-      const int64_t n = numel_of(specs[j].shape);
-      float* p = scratch_.take(n);
-      std::memcpy(p, s_.params[index], 4 * static_cast<std::size_t>(n));
-      round_to(cast_, p, n);
-      swapped_params_.emplace_back(index, std::exchange(s_.params[index], p));
-      if (!grads) continue;
-      float* g = scratch_.take(n);
-      std::fill(g, g + n, 0.0f);
-      swapped_grads_.emplace_back(index, std::exchange(s_.grads[index], g));
-      grad_numel_.push_back(n);
-    }
-  }
-  void add_param_grads() {
-    for (std::size_t j = 0; j < swapped_grads_.size(); ++j) {
-      const auto& [index, master] = swapped_grads_[j];
-      float* g = s_.grads[index];
-      round_to(cast_, g, grad_numel_[j]);
-      for (int64_t i = 0; i < grad_numel_[j]; ++i) master[i] += g[i];
-    }
-  }
-
-  // G(v) widened for the kernel.
-  void read_dy() {
-    const auto vi = static_cast<std::size_t>(v_);
-    if (!t_.grad[vi] || !is_low_precision(op_.dtype)) return;
-    float* w = scratch_.take(op_.numel());
-    widen(op_.dtype, t_.grad[vi], w, op_.numel());
-    grad_[vi] = w;
-  }
-
-  // Each input gradient is computed alone in f32 scratch (an input given
-  // twice gets both terms there, as the kernels add them); `acc` is what the
-  // kernel is told.
-  std::vector<uint8_t> prepare_dx(std::span<const uint8_t> accumulate) {
-    std::vector<uint8_t> acc(op_.inputs.size(), 0);
-    for (std::size_t k = 0; k < op_.inputs.size(); ++k) {
-      const int u = op_.inputs[k];
-      if (!t_.grad[static_cast<std::size_t>(u)]) continue;
-      const auto seen = std::find_if(dx_.begin(), dx_.end(), [&](const Dx& d) { return d.u == u; });
-      if (seen != dx_.end()) {
-        acc[k] = 1;
-        continue;
-      }
-      float* w = scratch_.take(m_.op(u).numel());
-      grad_[static_cast<std::size_t>(u)] = w;
-      dx_.push_back({u, k < accumulate.size() && accumulate[k] != 0, w});
-    }
-    return acc;
-  }
-  // Rounded to what the op computed it as (the cast: autocast's copy's
-  // gradient) and to the input's dtype, then stored or added.
-  void store_dx(float seed) const {
-    for (const Dx& d : dx_) {
-      const Op& in = m_.op(d.u);
-      const int64_t n = in.numel();
-      if (seed != 1.0f)
-        for (int64_t i = 0; i < n; ++i) d.f32[i] *= seed;
-      if (is_low_precision(cast_) && cast_ != in.dtype) round_to(cast_, d.f32, n);
-      round_to(in.dtype, d.f32, n);
-      void* g = t_.grad[static_cast<std::size_t>(d.u)];
-      if (d.add) add_stored(in.dtype, g, d.f32, n);
-      else narrow(in.dtype, d.f32, g, n);
-    }
-  }
-
- private:
-  struct Piece {
-    DType dtype;
-    int64_t n;
-  };
-  struct Dx {
-    int u;
-    bool add;
-    float* f32;
-  };
-
-  float* storage_f32(int st, const void* base, DType stored, DType cast) {
-    for (const auto& [s, w] : widened_)
-      if (s == st) return w;
-    const int64_t n = m_.op(st).numel();
-    float* w = scratch_.take(n);
-    widen(stored, base, w, n);
-    round_to(cast, w, n);
-    widened_.emplace_back(st, w);
-    return w;
-  }
-
-  std::vector<Piece> matmul_pieces() const {
-    const MatmulDims d = matmul_dims(m_, v_);
-    std::vector<Piece> out;
-    if (d.aux_a) out.push_back({m_.op(op_.inputs[0]).dtype, d.batch * d.m * d.k});
-    if (d.aux_b) out.push_back({m_.op(op_.inputs[1]).dtype, d.batch * d.k * d.n});
-    return out;
-  }
-
-  CpuOpState& s_;
-  const Model& m_;
-  const int v_;
-  const Op& op_;
-  const TensorTable& t_;
-  MixedScratch& scratch_;
-  const DType cast_;  // what autocast casts the inputs and weights to; F32: nothing
-  std::vector<void*> act_, grad_, aux_;
-  std::vector<std::pair<int, float*>> widened_;  // storage id -> its f32 copy
-  std::vector<Piece> pieces_;
-  bool aux_widened_ = false;
-  std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
-  std::vector<int64_t> grad_numel_;
-  std::vector<Dx> dx_;
 };
 
 }  // namespace
 
 bool is_low_precision(DType d) { return d == DType::BF16 || d == DType::F16; }
-
-bool autocast_lowers(OpKind kind) {
-  switch (kind) {
-    case OpKind::Linear:
-    case OpKind::Dense:
-    case OpKind::MatMul:
-    case OpKind::Conv:
-    case OpKind::ConvTranspose:
-    case OpKind::Attention: return true;
-    default: return false;
-  }
-}
 
 bool runs_mixed(const Model& model, int v) {
   const Op& op = model.op(v);
@@ -280,17 +83,8 @@ bool runs_mixed(const Model& model, int v) {
 }
 
 void mixed_forward(CpuOpState& s, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
-  WidenedCall w(s, model, v, t, scratch);
-  for (const int u : model.op(v).inputs) w.read_act(u, true);
-  w.prepare_output();
-  w.prepare_aux(false);
-  w.cast_params(false);
-  const TensorTable table = w.table();
-  OpCall c(model, v, table);
-  cpu_dense_input(s, c, false);
-  cpu_forward(s, c);
-  w.store_output();
-  w.store_aux();
+  CpuDev dev{s};
+  mixed::forward(dev, model, v, t, scratch);
 }
 
 bool uses_f16(const Model& model) {
@@ -299,19 +93,8 @@ bool uses_f16(const Model& model) {
 
 void mixed_backward(CpuOpState& s, const Model& model, int v, const TensorTable& t,
                     std::span<const uint8_t> accumulate, MixedScratch& scratch, float seed) {
-  WidenedCall w(s, model, v, t, scratch);
-  for (const int u : model.op(v).inputs) w.read_act(u, true);
-  w.read_act(v, false);
-  w.read_dy();
-  const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
-  w.prepare_aux(true);
-  w.cast_params(true);
-  const TensorTable table = w.table();
-  OpCall c(model, v, table, acc);
-  cpu_dense_input(s, c, true);
-  cpu_backward(s, c);
-  w.store_dx(seed);
-  w.add_param_grads();
+  CpuDev dev{s};
+  mixed::backward(dev, model, v, t, accumulate, scratch, seed);
 }
 
 }  // namespace remat

@@ -18,6 +18,7 @@
 #include <span>
 
 #include "core/exec/cpu_ops.h"
+#include "core/model/autocast.h"
 
 namespace remat {
 
@@ -32,11 +33,12 @@ class MixedScratch {
 
 // bf16 or f16.
 bool is_low_precision(DType d);
-// The kinds autocast runs in its low-precision dtype (torch's
-// lower_precision_fp list: linear, matmul, convolutions, attention): their
-// inputs and weights are cast to it. The rest compute in f32 from what their
-// inputs hold and round only their result to their own dtype.
-bool autocast_lowers(OpKind kind);
+// The kinds autocast runs in its low-precision dtype (core/model/autocast.h's
+// autocast_lowers: linear, matmul, convolutions, attention) cast their inputs
+// and weights to it. The rest compute in f32 from what their inputs hold and
+// round only their result to their own dtype. Where autograd keeps the cast
+// of an input rather than the input (autocast.h's cast_copies), the forward
+// writes it into aux(v) and the backward reads the input from there.
 // Whether op v reads or writes a bf16/f16 tensor, or autocast lowers it.
 bool runs_mixed(const Model& model, int v);
 

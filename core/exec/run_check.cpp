@@ -4,6 +4,7 @@
 
 #include "core/exec/op_exec.h"
 #include "core/kernels/pointwise_fns.h"
+#include "core/model/autocast.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
 
@@ -95,7 +96,22 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
     // Attention's output too, laid out in its q's order).
     // A Linear keeps the folded copy of its input that PyTorch multiplies
     // (aux): the backend makes it there, when it is that copy.
-    if (op.kind == OpKind::Linear && op.aux_bytes > 0 && dense_copy(model, v) != DenseCopy::Aux)
+    const std::vector<CastCopy> copies = cast_copies(op, model.ops().first(static_cast<std::size_t>(v)));
+    uint64_t copy_bytes = 0;
+    for (const CastCopy& c : copies) copy_bytes += c.bytes;
+    // Autocast's saved casts sit at the end of aux(v): it must hold them, and
+    // the CPU backend writes each as the input's elements in order, so a
+    // strided input has none (autocast.h).
+    if (op.aux_bytes < copy_bytes)
+      add(v, op_label(model, v) + " keeps " + std::to_string(op.aux_bytes) + " bytes of aux; autocast's casts of its inputs need " +
+                 std::to_string(copy_bytes));
+    for (const CastCopy& c : copies) {
+      const Op& in = model.op(op.inputs[static_cast<std::size_t>(c.input)]);
+      if (!in.strides->empty() && !is_contiguous(in.shape, *in.strides))
+        add(v, op_label(model, v) + " saves autocast's cast of the non-contiguous " + op_label(model, op.inputs[static_cast<std::size_t>(c.input)]) +
+                   ", which the CPU backend cannot copy yet (simulate it instead)");
+    }
+    if (op.kind == OpKind::Linear && op.aux_bytes > copy_bytes && dense_copy(model, v) != DenseCopy::Aux)
       add(v, op_label(model, v) + " (Linear) keeps " + std::to_string(op.aux_bytes) +
                  " bytes of aux that are not a copy of its strided input, which the kernels cannot make");
     // The kernels that read rows get a strided input copied dense (dense_copy).

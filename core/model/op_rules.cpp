@@ -5,6 +5,7 @@
 
 #include "core/base/errors.h"
 #include "core/kernels/pointwise_fns.h"
+#include "core/model/autocast.h"
 #include "core/model/op_layout.h"
 
 namespace remat {
@@ -75,7 +76,8 @@ struct Derivation {
     if (!copy) {
       if (std::find(saved.begin(), saved.end(), input) == saved.end()) saved.push_back(input);
     } else {
-      aux += tensor_bytes(folded, before[static_cast<std::size_t>(input)].dtype);
+      // Autocast's cast of the input is that copy, in the cast's dtype.
+      aux += tensor_bytes(folded, autocast_cast(op).value_or(before[static_cast<std::size_t>(input)].dtype));
       fwd += static_cast<double>(tensor_bytes(folded, DType::I32) / 4);  // the copy
     }
   }
@@ -851,6 +853,13 @@ void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool 
   if (op.kind == OpKind::Dense && op.act != Activation::None && op.act != Activation::ReLU && op.act != Activation::Tanh)
     d.fail("Dense activation must be none, relu or tanh");
   rule.derive(d);
+  // Where autocast casts an input, autograd saves the cast in the input's
+  // place: a copy in the cast's dtype, private to the op (autocast.h).
+  for (const CastCopy& c : cast_copies(op, before)) {
+    const int u = op.inputs[static_cast<std::size_t>(c.input)];
+    d.saved.erase(std::remove(d.saved.begin(), d.saved.end(), u), d.saved.end());
+    d.aux += c.bytes;
+  }
   for (int64_t x : op.shape) {
     if (x <= 0) d.fail("dimension " + std::to_string(x) + " in shape " + shape_string(op.shape) + " must be positive");
   }

@@ -17,4 +17,30 @@ DType spec_dtype(const std::vector<std::string>& f, std::size_t i, const std::st
   return dtype;
 }
 
+PresetPrecision spec_precision(const std::vector<std::string>& f, std::size_t i, const std::string& spec) {
+  PresetPrecision p;
+  if (f.size() <= i) return p;
+  const std::string& text = f[i];
+  const std::size_t at = text.find('@');
+  const std::string dtype = text.substr(0, at);
+  if (at == std::string::npos) {
+    p.dtype = spec_dtype(f, i, spec);
+    return p;
+  }
+  if (!parse_dtype(dtype, p.dtype) || is_integer(p.dtype) || p.dtype == DType::F32)
+    throw InputError("DTYPE in '" + spec + "': autocast runs to bf16 or f16 on a device "
+                     "(bf16@cuda, bf16@cpu, f16@cuda, f16@cpu), got '" + text + "'");
+  AutocastDevice d{};
+  if (!parse_autocast_device(text.substr(at + 1), d))
+    throw InputError("DTYPE in '" + spec + "': the autocast device after '@' must be cpu or cuda, got '" +
+                     text.substr(at + 1) + "'");
+  p.autocast = d;
+  return p;
+}
+
+void PresetPrecision::apply(Op& op, const Model& m) const {
+  if (is_integer(op.dtype)) return;
+  op.dtype = autocast ? autocast_dtype(op, m.ops(), dtype, *autocast) : dtype;
+}
+
 }  // namespace remat

@@ -26,7 +26,8 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
   const int64_t heads = field(3, 12, "head count H", 1 << 10);
   const int64_t seq = field(4, 1024, "SEQ", 1 << 20);
   const int64_t batch = field(5, 1, "BATCH", 1 << 16);
-  const DType dtype = spec_dtype(f, 6, spec);
+  const PresetPrecision precision = spec_precision(f, 6, spec);
+  const DType dtype = precision.dtype;
   const int64_t vocab = field(7, 50257, "VOCAB", 1 << 24);
   if (d % heads != 0)
     throw InputError("model spec '" + spec + "': width D " + std::to_string(d) + " is not a multiple of the head count " + std::to_string(heads));
@@ -45,7 +46,10 @@ Model gpt_preset(const std::vector<std::string>& f, const std::string& spec) {
     if (k == OpKind::Dropout) op.dropout_p = kDropout;
     return op;
   };
-  auto put = [&](Op op) { return m.add(std::move(op)); };
+  auto put = [&](Op op) {
+    precision.apply(op, m);
+    return m.add(std::move(op));
+  };
   auto slice = [&](const std::string& name, int x, int64_t start) {
     Op op = add(OpKind::Slice, name, {x});
     op.attrs.edit().axis = 2;

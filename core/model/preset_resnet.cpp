@@ -34,10 +34,15 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   const int64_t image = field(3, 32, "IMAGE", 1 << 14);
   const int64_t batch = field(4, 8, "BATCH", 1 << 16);
   const int64_t classes = field(5, 10, "CLASSES", 1 << 20);
-  const DType dtype = spec_dtype(f, 6, spec);
+  const PresetPrecision precision = spec_precision(f, 6, spec);
+  const DType dtype = precision.dtype;
 
   Model m;
   m.name = spec;
+  auto add = [&](Op o) {
+    precision.apply(o, m);
+    return m.add(std::move(o));
+  };
   auto op = [&](OpKind k, std::string name, std::vector<int> in) {
     Op o;
     o.kind = k;
@@ -53,12 +58,12 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
     c.attrs.edit().stride = {stride, stride};
     c.attrs.edit().pads.assign(4, k / 2);
     c.attrs.edit().bias = false;
-    return m.add(std::move(c));
+    return add(std::move(c));
   };
-  auto simple = [&](OpKind k, const std::string& name, std::vector<int> in) { return m.add(op(k, name, std::move(in))); };
+  auto simple = [&](OpKind k, const std::string& name, std::vector<int> in) { return add(op(k, name, std::move(in))); };
   Op input = op(OpKind::Input, "x", {});
   input.shape = {batch, 3, image, image};
-  int x = m.add(std::move(input));
+  int x = add(std::move(input));
   if (image < 32) throw InputError("IMAGE in '" + spec + "' must be at least 32 (five halvings)");
   x = conv("conv1", x, width, 7, 2);
   x = simple(OpKind::BatchNorm, "bn1", {x});
@@ -67,7 +72,7 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   pool.attrs.edit().kernel = {3, 3};
   pool.attrs.edit().stride = {2, 2};
   pool.attrs.edit().pads = {1, 1, 1, 1};
-  x = m.add(std::move(pool));
+  x = add(std::move(pool));
   int64_t channels = width;
   for (int s = 0; s < 4; ++s) {
     const int64_t w = width << s;
@@ -99,11 +104,11 @@ Model resnet_preset(const std::vector<std::string>& f, const std::string& spec) 
   x = simple(OpKind::GlobalAvgPool, "avgpool", {x});
   Op flat = op(OpKind::Reshape, "flatten", {x});
   flat.shape = {batch, channels};
-  x = m.add(std::move(flat));
+  x = add(std::move(flat));
   Op fc = op(OpKind::Linear, "fc", {x});
   fc.shape = {batch, classes};
-  x = m.add(std::move(fc));
-  m.add(op(OpKind::SoftmaxCELoss, "loss", {x}));
+  x = add(std::move(fc));
+  add(op(OpKind::SoftmaxCELoss, "loss", {x}));
   m.finalize();
   return m;
 }

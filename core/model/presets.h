@@ -6,7 +6,9 @@
 //                                attention and an MLP, residual Adds, dropout),
 //                                softmax cross-entropy loss; executable, for teaching
 //   gpt:L[:D[:H[:SEQ[:BATCH[:DTYPE[:VOCAB]]]]]]  GPT-2 with causal attention (preset_gpt.cpp);
-//                                gpt:12:768:12:1024:1:bf16 is GPT-2 small
+//                                gpt:12:768:12:1024:1:bf16 is GPT-2 small; DTYPE f32, bf16 or
+//                                f16 (every op), or bf16@cuda, bf16@cpu, f16@cuda, f16@cpu
+//                                (torch.autocast's dtypes on that device: autocast.h)
 //   resnet:DEPTH[:WIDTH[:IMAGE[:BATCH[:CLASSES[:DTYPE]]]]]  torchvision's ResNet-10/18/34
 //                                of basic blocks (preset_resnet.cpp), 32x32 images by default
 #pragma once

@@ -56,7 +56,7 @@ def capture(module, example_input, loss_fn=None, name=None):
         raise ValueError("the loss must be a scalar tensor")
     builder = Builder(rec, module, example_input, targets)
     ops, notes = builder.build(loss)
-    torch_count = _count(rec, module, targets, builder.loss_targets)
+    torch_count = _count(rec, module, targets, builder.loss_targets | builder.weight_casts)
     loss.backward()  # the step completes: what was saved sufficed
     doc = {"format": "remat-model", "version": 1,
            "name": name or type(module).__name__,
@@ -76,7 +76,8 @@ def capture(module, example_input, loss_fn=None, name=None):
 def _count(rec, module, targets, loss_targets):
     """PyTorch's own count: unique storages of every saved tensor, parameters,
     buffers and the loss's target (labels, regression targets: storage keys in
-    loss_targets) left out (the figure docs/model-format.md quotes)."""
+    loss_targets; under torch.autocast also its casts of the weights) left out
+    (the figure docs/model-format.md quotes)."""
     excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers()) + targets}
     excluded |= loss_targets
     seen = {}

@@ -79,6 +79,7 @@ class Builder(PointwiseMixin):
         self.notes = []
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.params_by_name = list(module.named_parameters())
+        self.weight_casts = set()  # storages of autocast's casts of weights (_constant)
         # Which module parameter fills which remat parameter tensor ("op.slot"),
         # for checks that run the module on remat's weights (filled by _finish).
         self.parameters = []
@@ -176,7 +177,13 @@ class Builder(PointwiseMixin):
                 self.fused_into[ev.index] = r[0].index
 
     def _constant(self, ev):
-        if ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
+        if ev.name == "_to_copy" and ev.outputs and ev.args and isinstance(ev.args[0], torch.Tensor) and \
+                storage_key(ev.args[0]) in self.excluded:
+            # torch.autocast's cast of a weight (or buffer): baseline, as the
+            # weight is (remat charges a bf16 op's weights in its dtype).
+            self.excluded.add(storage_key(ev.outputs[0]))
+            self.weight_casts.add(storage_key(ev.outputs[0]))
+        elif ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
             self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
         elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
             pass  # noise /= keep: still the noise

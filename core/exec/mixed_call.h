@@ -1,0 +1,305 @@
+// The widening call of mixed precision (docs/memory-model.md#mixed-precision-autocast),
+// written once for both backends: an op that reads or writes a bf16/f16
+// tensor runs its f32 kernels on f32 copies, as core/exec/cpu_mixed.h says.
+// `Dev` supplies the memory (host or device) and the kernels:
+//   using State = ...;  State& state();  // params, grads, param_slots
+//   void widen(DType, const void* src, float* dst, int64_t n);    // 16-bit (or f32) to f32
+//   void narrow(DType, const float* src, void* dst, int64_t n);   // f32 to the dtype, nearest even
+//   void round_to(DType, float* x, int64_t n);                    // in place; f32: nothing
+//   void add_stored(DType, void* g, const float* c, int64_t n);   // g += c in the dtype, rounded once
+//   void scale(float* x, int64_t n, float s);  void add(float* dst, const float* src, int64_t n);
+//   void copy(float* dst, const float* src, int64_t n);  void zero(float* x, int64_t n);
+//   void write_loss(float* dst);                                  // the loss value into dst[0]
+//   void forward(OpCall&);  void backward(OpCall&);               // the f32 kernels (dense inputs made)
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/exec/cpu_mixed.h"
+#include "core/exec/op_exec.h"
+#include "core/model/autocast.h"
+
+namespace remat::mixed {
+
+inline int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
+}
+
+// One op's call with its bf16/f16 tensors widened: the tables the f32 kernels
+// get, the scratch behind them, and the parameters swapped for autocast's
+// rounded copies (restored, and the scratch given back, when it ends).
+template <class Dev>
+class WidenedCall {
+ public:
+  WidenedCall(Dev& dev, const Model& m, int v, const TensorTable& t, MixedScratch& scratch)
+      : dev_(dev), s_(dev.state()), m_(m), v_(v), op_(m.op(v)), t_(t), scratch_(scratch),
+        cast_(autocast_lowers(op_.kind) && is_low_precision(op_.dtype) ? op_.dtype : DType::F32),
+        act_(t.act.begin(), t.act.end()), grad_(t.grad.begin(), t.grad.end()), aux_(t.aux.begin(), t.aux.end()),
+        copies_(cast_copies(op_, m.ops().first(static_cast<std::size_t>(v)))) {}
+  ~WidenedCall() {
+    for (const auto& [index, p] : swapped_params_) s_.params[index] = p;
+    for (const auto& [index, p] : swapped_grads_) s_.grads[index] = p;
+    scratch_.give_back_all();
+  }
+  WidenedCall(const WidenedCall&) = delete;
+  WidenedCall& operator=(const WidenedCall&) = delete;
+
+  TensorTable table() const { return TensorTable{act_, grad_, aux_}; }
+
+  // Autocast's saved casts (cast_copies): the forward writes each input, as
+  // the op read it (rounded to the cast), into its place in aux(v); the
+  // backward reads the input from there, whether or not A(u) is still held.
+  void store_cast_copies() const {
+    auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    for (const CastCopy& c : copies_) {
+      const int u = op_.inputs[static_cast<std::size_t>(c.input)];
+      dev_.narrow(c.dtype, static_cast<const float*>(act_[static_cast<std::size_t>(u)]), aux + c.offset, m_.op(u).numel());
+    }
+  }
+  void read_cast_copies() {
+    const auto* aux = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    for (const CastCopy& c : copies_) {
+      const int u = op_.inputs[static_cast<std::size_t>(c.input)];
+      const int64_t n = m_.op(u).numel();
+      float* w = scratch_.take(n);
+      dev_.widen(c.dtype, aux + c.offset, w, n);
+      act_[static_cast<std::size_t>(u)] = w;
+    }
+  }
+  bool has_copy(int u) const {
+    return std::any_of(copies_.begin(), copies_.end(),
+                       [&](const CastCopy& c) { return op_.inputs[static_cast<std::size_t>(c.input)] == u; });
+  }
+
+  // A(u) as op v reads it: its storage widened (and rounded to the cast, for
+  // an input autocast casts), pointed at u's first element. Integer and
+  // non-resident tensors stay as they are.
+  void read_act(int u, bool is_input) {
+    const auto ui = static_cast<std::size_t>(u);
+    if (!t_.act[ui] || is_integer(m_.op(u).dtype)) return;
+    const int st = m_.op(u).storage;
+    const DType stored = m_.op(st).dtype;
+    const DType cast = is_input ? cast_ : DType::F32;
+    const bool casts = is_low_precision(cast) && cast != stored;
+    if (!is_low_precision(stored) && !casts) return;
+    const int64_t offset = storage_offset(m_, u);
+    act_[ui] = storage_f32(st, static_cast<const char*>(t_.act[ui]) - dtype_size(stored) * offset, stored,
+                           casts ? cast : DType::F32) + offset;
+  }
+
+  // The forward's output: a view points into its widened storage (if any);
+  // a low-precision owner is computed in f32 scratch.
+  void prepare_output() {
+    const auto vi = static_cast<std::size_t>(v_);
+    if (op_.view) {
+      for (const auto& [st, w] : widened_)
+        if (st == op_.storage) act_[vi] = w + storage_offset(m_, v_);
+      return;
+    }
+    if (is_low_precision(op_.dtype)) act_[vi] = scratch_.take(op_.numel());
+  }
+  void store_output() const {
+    const auto vi = static_cast<std::size_t>(v_);
+    if (op_.view || !is_low_precision(op_.dtype)) return;
+    // A loss kernel writes A(v) only where it holds an f32; the value is the backend's scalar.
+    if (is_loss(op_.kind)) dev_.write_loss(static_cast<float*>(act_[vi]));
+    dev_.narrow(op_.dtype, static_cast<const float*>(act_[vi]), t_.act[vi], op_.numel());
+  }
+
+  // A MatMul's aux holds contiguous copies of its operands in their dtypes
+  // (a's, then b's): the kernels fill and read f32 ones.
+  void prepare_aux(bool backward) {
+    if (op_.kind != OpKind::MatMul || op_.aux_bytes == 0) return;
+    pieces_ = matmul_pieces();
+    bool any_low = false;
+    int64_t floats = 0;
+    for (const Piece& p : pieces_) {
+      any_low |= is_low_precision(p.dtype);
+      floats += p.n;
+    }
+    if (!any_low) return;
+    float* w = scratch_.take(floats);
+    if (backward) {
+      int64_t at = 0;
+      const auto* src = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
+      for (const Piece& p : pieces_) {
+        dev_.widen(p.dtype, src, w + at, p.n);
+        src += dtype_size(p.dtype) * static_cast<uint64_t>(p.n);
+        at += p.n;
+      }
+    }
+    aux_[static_cast<std::size_t>(v_)] = w;
+    aux_widened_ = true;
+  }
+  void store_aux() const {
+    if (!aux_widened_) return;
+    const auto* w = static_cast<const float*>(aux_[static_cast<std::size_t>(v_)]);
+    auto* dst = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    for (const Piece& p : pieces_) {
+      dev_.narrow(p.dtype, w, dst, p.n);
+      dst += dtype_size(p.dtype) * static_cast<uint64_t>(p.n);
+      w += p.n;
+    }
+  }
+
+  // Autocast's low-precision copies of the weights; with `grads`, the
+  // weight gradients go to zeroed f32 scratch, rounded and added by add_param_grads.
+  void cast_params(bool grads) {
+    if (!is_low_precision(cast_)) return;
+    const std::vector<ParamSpec> specs = op_params(m_, v_);
+    for (std::size_t j = 0; j < specs.size(); ++j) {
+      const std::size_t index = s_.param_slots.index(v_, static_cast<int>(j));
+      const int64_t n = numel_of(specs[j].shape);
+      float* p = scratch_.take(n);
+      dev_.copy(p, s_.params[index], n);
+      dev_.round_to(cast_, p, n);
+      swapped_params_.emplace_back(index, std::exchange(s_.params[index], p));
+      if (!grads) continue;
+      float* g = scratch_.take(n);
+      dev_.zero(g, n);
+      swapped_grads_.emplace_back(index, std::exchange(s_.grads[index], g));
+      grad_numel_.push_back(n);
+    }
+  }
+  void add_param_grads() {
+    for (std::size_t j = 0; j < swapped_grads_.size(); ++j) {
+      const auto& [index, master] = swapped_grads_[j];
+      float* g = s_.grads[index];
+      dev_.round_to(cast_, g, grad_numel_[j]);
+      dev_.add(master, g, grad_numel_[j]);
+    }
+  }
+
+  // G(v) widened for the kernel.
+  void read_dy() {
+    const auto vi = static_cast<std::size_t>(v_);
+    if (!t_.grad[vi] || !is_low_precision(op_.dtype)) return;
+    float* w = scratch_.take(op_.numel());
+    dev_.widen(op_.dtype, t_.grad[vi], w, op_.numel());
+    grad_[vi] = w;
+  }
+
+  // Each input gradient is computed alone in f32 scratch (an input given
+  // twice gets both terms there, as the kernels add them); `acc` is what the
+  // kernel is told.
+  std::vector<uint8_t> prepare_dx(std::span<const uint8_t> accumulate) {
+    std::vector<uint8_t> acc(op_.inputs.size(), 0);
+    for (std::size_t k = 0; k < op_.inputs.size(); ++k) {
+      const int u = op_.inputs[k];
+      if (!t_.grad[static_cast<std::size_t>(u)]) continue;
+      const auto seen = std::find_if(dx_.begin(), dx_.end(), [&](const Dx& d) { return d.u == u; });
+      if (seen != dx_.end()) {
+        acc[k] = 1;
+        continue;
+      }
+      float* w = scratch_.take(m_.op(u).numel());
+      grad_[static_cast<std::size_t>(u)] = w;
+      dx_.push_back({u, k < accumulate.size() && accumulate[k] != 0, w});
+    }
+    return acc;
+  }
+  // Rounded to what the op computed it as (the cast: autocast's copy's
+  // gradient) and to the input's dtype, then stored or added.
+  void store_dx(float seed) const {
+    for (const Dx& d : dx_) {
+      const Op& in = m_.op(d.u);
+      const int64_t n = in.numel();
+      if (seed != 1.0f) dev_.scale(d.f32, n, seed);
+      if (is_low_precision(cast_) && cast_ != in.dtype) dev_.round_to(cast_, d.f32, n);
+      dev_.round_to(in.dtype, d.f32, n);
+      void* g = t_.grad[static_cast<std::size_t>(d.u)];
+      if (d.add) dev_.add_stored(in.dtype, g, d.f32, n);
+      else dev_.narrow(in.dtype, d.f32, g, n);
+    }
+  }
+
+ private:
+  struct Piece {
+    DType dtype;
+    int64_t n;
+  };
+  struct Dx {
+    int u;
+    bool add;
+    float* f32;
+  };
+
+  float* storage_f32(int st, const void* base, DType stored, DType cast) {
+    for (const auto& [s, w] : widened_)
+      if (s == st) return w;
+    const int64_t n = m_.op(st).numel();
+    float* w = scratch_.take(n);
+    dev_.widen(stored, base, w, n);
+    dev_.round_to(cast, w, n);
+    widened_.emplace_back(st, w);
+    return w;
+  }
+
+  std::vector<Piece> matmul_pieces() const {
+    const MatmulDims d = matmul_dims(m_, v_);
+    std::vector<Piece> out;
+    const auto before = m_.ops().first(static_cast<std::size_t>(v_));
+    if (d.aux_a) out.push_back({operand_dtype(op_, before, 0), d.batch * d.m * d.k});
+    if (d.aux_b) out.push_back({operand_dtype(op_, before, 1), d.batch * d.k * d.n});
+    return out;
+  }
+
+  Dev& dev_;
+  typename Dev::State& s_;
+  const Model& m_;
+  const int v_;
+  const Op& op_;
+  const TensorTable& t_;
+  MixedScratch& scratch_;
+  const DType cast_;  // what autocast casts the inputs and weights to; F32: nothing
+  std::vector<void*> act_, grad_, aux_;
+  std::vector<std::pair<int, float*>> widened_;  // storage id -> its f32 copy
+  std::vector<Piece> pieces_;
+  bool aux_widened_ = false;
+  std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
+  std::vector<int64_t> grad_numel_;
+  std::vector<Dx> dx_;
+  std::vector<CastCopy> copies_;
+};
+
+
+template <class Dev>
+void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
+  WidenedCall<Dev> w(dev, model, v, t, scratch);
+  for (const int u : model.op(v).inputs) w.read_act(u, true);
+  w.prepare_output();
+  w.prepare_aux(false);
+  w.cast_params(false);
+  const TensorTable table = w.table();
+  OpCall c(model, v, table);
+  dev.forward(c);
+  w.store_output();
+  w.store_aux();
+  w.store_cast_copies();
+}
+
+template <class Dev>
+void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::span<const uint8_t> accumulate,
+              MixedScratch& scratch, float seed) {
+  WidenedCall<Dev> w(dev, model, v, t, scratch);
+  for (const int u : model.op(v).inputs)
+    if (!w.has_copy(u)) w.read_act(u, true);
+  w.read_cast_copies();
+  w.read_act(v, false);
+  w.read_dy();
+  const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
+  w.prepare_aux(true);
+  w.cast_params(true);
+  const TensorTable table = w.table();
+  OpCall c(model, v, table, acc);
+  dev.backward(c);
+  w.store_dx(seed);
+  w.add_param_grads();
+}
+
+}  // namespace remat::mixed
