@@ -42,6 +42,27 @@ uint64_t held_after_forward(const Model& model, const Schedule& schedule) {
   return rs.bytes;
 }
 
+uint64_t weight_grad_held(const Model& m) {
+  std::vector<uint8_t> counted(static_cast<std::size_t>(m.size()), 0);
+  uint64_t bytes = 0;
+  auto keep = [&](int v) {
+    const int s = m.storage(v);
+    if (!counted[static_cast<std::size_t>(s)]++) bytes += m.op(s).bytes;
+  };
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    if (op.kind != OpKind::Linear) continue;
+    for (int s : op.saved) keep(s);
+    // Under sp a column-parallel Linear keeps nothing: its W gathers again
+    // the shard the all-gather before it keeps.
+    for (int x : op.inputs)
+      if (m.op(x).kind == OpKind::Generic)
+        for (int s : m.op(x).saved) keep(s);
+    bytes += op.aux_bytes + m.grad_bytes(v);
+  }
+  return bytes;
+}
+
 namespace {
 
 // The weight-gradient half of the Linears' backward (2 of their 4 FLOPs per
@@ -71,6 +92,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
   rep.strategy = made->name();
   const int virtual_stages = spec.pp * spec.chunks;
   const std::vector<int> counts = stage_blocks(g.layers, spec);
+  rep.grid = pipeline_grid(spec);  // before any stage's work: it may be over its limit
   std::vector<int> first(counts.size(), 0);
   for (std::size_t i = 1; i < counts.size(); ++i) first[i] = first[i - 1] + counts[i - 1];
   for (int r = 0; r < spec.pp; ++r) {
@@ -90,12 +112,16 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
                             .last_stage = v == virtual_stages - 1};
       st.chunks.push_back(slice);
       const Model m = rank_model(g, slice);
-      const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = false, .time = std::nullopt});
+      const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = true, .time = std::nullopt});
       if (!run.ok())
         throw InputError("strategy '" + strategy + "' on pipeline stage " + std::to_string(r) +
                          (spec.chunks > 1 ? " chunk " + std::to_string(j) : "") + ": " + run.error);
-      st.held_per_micro_batch = std::max(st.held_per_micro_batch, held_after_forward(m, run.schedule));
-      st.micro_batch_peak = std::max(st.micro_batch_peak, run.sim.peak_bytes);
+      ChunkMemory cm{.held = held_after_forward(m, run.schedule), .peak = run.sim.peak_bytes, .weight_grad_held = weight_grad_held(m)};
+      for (std::size_t i = 0; i < run.schedule.code.size() && run.schedule.code[i].kind != InstrKind::Bwd; ++i)
+        cm.forward_peak = std::max(cm.forward_peak, run.sim.timeline[i]);
+      st.chunk_memory.push_back(cm);
+      st.held_per_micro_batch = std::max(st.held_per_micro_batch, cm.held);
+      st.micro_batch_peak = std::max(st.micro_batch_peak, cm.peak);
       const StepMemory sm = step_memory(m, optimizer, 0);
       full.weights += sm.parameters;
       full.gradients += sm.parameter_grads;
@@ -123,6 +149,8 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
   rep.step_s = step_seconds(spec, slowest);
   rep.bubble_fraction = rep.step_s > 0 ? bubble_seconds(spec, slowest) / rep.step_s : 0;
   for (StageReport& s : rep.stages) s.idle = rep.step_s > 0 ? 1 - spec.micro_batches * s.times.total() / rep.step_s : 0;
+  for (const StageReport& s : rep.stages)
+    rep.timelines.push_back(stage_timeline(rep.grid, s.stage, s.weights + s.gradients + s.optimizer + s.buffers, s.chunk_memory));
   return rep;
 }
 

@@ -14,7 +14,9 @@
 #include "core/model/model.h"
 #include "core/parallel/parallel_spec.h"
 #include "core/parallel/pipeline.h"
+#include "core/parallel/pipeline_grid.h"
 #include "core/parallel/rank_model.h"
+#include "core/parallel/stage_timeline.h"
 #include "core/sim/instruction_limit.h"
 #include "core/sim/schedule.h"
 #include "core/sim/time_model.h"
@@ -29,6 +31,7 @@ struct StageReport {
   // forward to its backward, and its own peak.
   uint64_t held_per_micro_batch = 0;
   uint64_t micro_batch_peak = 0;
+  std::vector<ChunkMemory> chunk_memory;  // per chunk: what the stage's timeline is made of
   uint64_t weights = 0, gradients = 0, optimizer = 0;
   // (in_flight - 1) x held_per_micro_batch + micro_batch_peak: the others
   // wait with what they keep while one runs its step.
@@ -49,6 +52,12 @@ struct ParallelReport {
   std::vector<StageReport> stages;
   double step_s = 0;
   double bubble_fraction = 0;  // the bubble over the step, on the slowest stage
+  // The schedule in unit slots and each stage's memory over them: per slot,
+  // the micro-batches the schedule has in flight there (the table's
+  // in-flight is their most); under zb-h1/zb-h2 also those waiting for their
+  // W, which the table's activations leave out.
+  PipelineGrid grid;
+  std::vector<StageTimeline> timelines;
 };
 
 // Blocks per stage, balanced: L / n each, the remainder one more each on the
@@ -62,6 +71,9 @@ std::vector<int> stage_blocks(int layers, const ParallelSpec& spec);
 // The bytes resident when the forward pass ends (before the first backward):
 // what a micro-batch keeps while it waits for its backward.
 uint64_t held_after_forward(const Model& model, const Schedule& schedule);
+// What a micro-batch keeps from its B to its W under a zero-bubble schedule
+// (ChunkMemory::weight_grad_held).
+uint64_t weight_grad_held(const Model& model);
 
 // The model states are core/analysis/step_memory.h's for `optimizer`: under
 // Adam with f16 or bf16 weights, mixed precision (fp32 master weights,
