@@ -73,7 +73,6 @@ struct CpuDev {
 
 }  // namespace
 
-bool is_low_precision(DType d) { return d == DType::BF16 || d == DType::F16; }
 
 bool runs_mixed(const Model& model, int v) {
   const Op& op = model.op(v);

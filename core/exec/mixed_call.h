@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/exec/cpu_mixed.h"
+#include "core/exec/mixed_scratch.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 

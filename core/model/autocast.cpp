@@ -4,7 +4,6 @@
 
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/op_layout.h"
-#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {

@@ -25,6 +25,8 @@ enum class OpKind : uint8_t { REMAT_OP_KINDS(REMAT_OP_KIND_ENUM, REMAT_OP_KIND_E
 constexpr int kOpKindCount = 0 REMAT_OP_KINDS(REMAT_OP_KIND_COUNT, REMAT_OP_KIND_COUNT);
 #undef REMAT_OP_KIND_COUNT
 constexpr OpKind kLastOpKind = static_cast<OpKind>(kOpKindCount - 1);
+// Loss kinds end a model.
+inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 

@@ -68,8 +68,6 @@ PwOperands pointwise_operands(const Op& op);
 // `before` holds the ops up to op (op ids index it).
 bool pointwise_needs_grad(const Op& op, const PwOperands& ops, int k, std::span<const Op> before);
 
-// Loss kinds end a model.
-inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
 
 // "[2,3]" for messages.
 std::string shape_string(std::span<const int64_t> s);
