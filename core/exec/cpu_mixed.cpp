@@ -73,8 +73,6 @@ struct CpuDev {
 
 }  // namespace
 
-bool is_low_precision(DType d) { return d == DType::BF16 || d == DType::F16; }
-
 bool runs_mixed(const Model& model, int v) {
   const Op& op = model.op(v);
   if (is_low_precision(op.dtype) || is_low_precision(model.op(op.storage).dtype)) return true;

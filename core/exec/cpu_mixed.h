@@ -18,21 +18,11 @@
 #include <span>
 
 #include "core/exec/cpu_ops.h"
+#include "core/exec/mixed_call.h"
 #include "core/model/autocast.h"
 
 namespace remat {
 
-// Scratch for one call's widened copies: taken during the call, all given
-// back after it. take() throws DeviceOutOfMemory when it cannot.
-class MixedScratch {
- public:
-  virtual ~MixedScratch() = default;
-  virtual float* take(int64_t floats) = 0;
-  virtual void give_back_all() = 0;
-};
-
-// bf16 or f16.
-bool is_low_precision(DType d);
 // The kinds autocast runs in its low-precision dtype (core/model/autocast.h's
 // autocast_lowers: linear, matmul, convolutions, attention) cast their inputs
 // and weights to it. The rest compute in f32 from what their inputs hold and

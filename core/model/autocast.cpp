@@ -4,7 +4,6 @@
 
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/op_layout.h"
-#include "core/model/op_rules.h"
 
 namespace remat {
 namespace {
@@ -117,7 +116,7 @@ bool autocast_lowers(OpKind kind) {
 // neither list on either device.
 CastPolicy autocast_policy(const Op& op, AutocastDevice d) {
   if (autocast_lowers(op.kind)) return CastPolicy::Lower;
-  if (is_loss(op.kind)) return CastPolicy::F32;
+  if (op.kind == OpKind::MSELoss || op.kind == OpKind::SoftmaxCELoss) return CastPolicy::F32;  // the losses
   if (d == AutocastDevice::Cpu) return CastPolicy::Promote;
   switch (op.kind) {
     case OpKind::LayerNorm:

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/exec/cpu_mixed.h"
+#include "core/exec/mixed_call.h"
 #include "gpu/backend/cuda_ops.h"
 
 namespace remat::cuda {
