@@ -73,7 +73,6 @@ struct CpuDev {
 
 }  // namespace
 
-
 bool runs_mixed(const Model& model, int v) {
   const Op& op = model.op(v);
   if (is_low_precision(op.dtype) || is_low_precision(model.op(op.storage).dtype)) return true;

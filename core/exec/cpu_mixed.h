@@ -18,7 +18,7 @@
 #include <span>
 
 #include "core/exec/cpu_ops.h"
-#include "core/exec/mixed_scratch.h"
+#include "core/exec/mixed_call.h"
 #include "core/model/autocast.h"
 
 namespace remat {

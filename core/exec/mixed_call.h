@@ -18,9 +18,24 @@
 #include <utility>
 #include <vector>
 
-#include "core/exec/mixed_scratch.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
+
+namespace remat {
+
+// Scratch for one call's widened copies: taken during the call, all given
+// back after it. take() throws DeviceOutOfMemory when it cannot.
+class MixedScratch {
+ public:
+  virtual ~MixedScratch() = default;
+  virtual float* take(int64_t floats) = 0;
+  virtual void give_back_all() = 0;
+};
+
+// bf16 or f16.
+inline bool is_low_precision(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+}  // namespace remat
 
 namespace remat::mixed {
 

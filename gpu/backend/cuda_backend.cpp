@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "core/base/errors.h"
+#include "core/exec/cpu_mixed.h"
+#include "gpu/backend/cuda_mixed.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
 
@@ -133,16 +135,9 @@ void CudaBackend::drop_baseline() {
 }
 
 void CudaBackend::load(const Model& model, const HostData& data) {
-  // The kernels here read and write f32 only; bf16/f16 storage (mixed
-  // precision) runs on the CPU reference so far (issue 33's GPU half).
-  for (int v = 0; v < model.size(); ++v)
-    if (const DType d = model.op(v).dtype; d == DType::BF16 || d == DType::F16)
-      throw InputError("the cuda backend runs f32 models only: op " + std::to_string(v) + " ('" + model.op(v).name +
-                       "') is " + std::string(dtype_name(d)) + "; run mixed precision with --backend cpu");
-  // Its MSE kernels read the input again; only the CPU's read autocast's f32 copy from aux.
-  if (mse_keeps_f32_input(model.op(model.loss())))
-    throw InputError("the cuda backend's MSE backward reads its input: the loss keeps an f32 copy in aux instead; "
-                     "run it with --backend cpu");
+  // bf16/f16 tensors run through the widening call (cuda_mixed.h); a model
+  // with f16 tensors runs with GradScaler's loss scale, as on the CPU.
+  initial_loss_scale_ = loss_scale_ = uses_f16(model) ? kF16LossScale : 1.0f;
   const auto tensors = parameter_tensors(model);
   if (data.params.size() != tensors.size()) throw InputError("cuda backend: parameter count does not match the model");
   for (std::size_t k = 0; k < tensors.size(); ++k)
@@ -341,6 +336,7 @@ void CudaBackend::begin_strategy() {
     host_pool_->trim();
     reset_peaks();
   });
+  loss_scale_ = initial_loss_scale_;
 }
 
 void CudaBackend::reset_peaks() {
@@ -444,24 +440,43 @@ void CudaBackend::decompress(void* f32, const void* packed, uint64_t elements, P
 
 namespace {
 
-// A strided input of a kernel that reads rows, copied dense first, as the CPU
-// backend does (dense_copy): into scratch, or into aux(v) for a Linear's charged copy.
-void dense_input(CudaOpState& s, OpCall& c, bool backward) {
-  const DenseCopy d = dense_copy(c.model, c.v);
-  if (d == DenseCopy::None || (backward && !dense_copy_in_backward(c.model, c.v))) return;
-  float* to = d == DenseCopy::Aux ? c.aux() : s.scratch[kDenseInput];
-  if (!(backward && d == DenseCopy::Aux)) {
-    const float* x[3] = {c.in(0), nullptr, nullptr};
-    pointwise_fwd(dense_copy_geom(c.model, c.op.inputs[0]), x, to, s.stream);
+// A mixed-precision call's f32 copies, from the device pool in stream order
+// (measured as scratch), given back after the call: later work on the same
+// stream reuses them only after this call's kernels.
+class DeviceCallScratch final : public MixedScratch {
+ public:
+  DeviceCallScratch(DevicePool& pool, uint64_t free_bytes) : pool_(pool), free_bytes_(free_bytes) {}
+  ~DeviceCallScratch() override { give_back_all(); }
+  float* take(int64_t floats) override {
+    const uint64_t bytes = 4 * static_cast<uint64_t>(std::max<int64_t>(floats, 1));
+    void* p = pool_.allocate(bytes, MemoryUse::Scratch);
+    if (!p)
+      throw DeviceOutOfMemory("the cuda backend could not allocate " + std::to_string(bytes) +
+                                  " bytes of mixed-precision scratch",
+                              bytes, free_bytes_);
+    held_.push_back(p);
+    return static_cast<float*>(p);
   }
-  c.set_dense_in0(to);
-}
+  void give_back_all() override {
+    for (void* p : held_) pool_.release(p);
+    held_.clear();
+  }
+
+ private:
+  DevicePool& pool_;
+  uint64_t free_bytes_;
+  std::vector<void*> held_;
+};
 
 }  // namespace
 
 void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
   guarded([&] {
+    if (runs_mixed(m, v)) {
+      DeviceCallScratch scratch(*pool_, device_free_bytes());
+      return mixed_forward(state_, m, v, t, scratch);
+    }
     OpCall c(m, v, t);
     dense_input(state_, c, false);
     cuda_forward(state_, c);
@@ -471,6 +486,11 @@ void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
 void CudaBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: backward before load() of this model");
   guarded([&] {
+    const float seed = v == m.loss() ? loss_scale_ : 1.0f;
+    if (seed != 1.0f || runs_mixed(m, v)) {
+      DeviceCallScratch scratch(*pool_, device_free_bytes());
+      return mixed_backward(state_, m, v, t, acc, scratch, seed);
+    }
     OpCall c(m, v, t, acc);
     dense_input(state_, c, true);
     cuda_backward(state_, c);
@@ -495,6 +515,9 @@ std::vector<float> CudaBackend::read_param_grad(std::size_t index) {
       CUDA_CHECK_THROW(cudaMemcpyAsync(out.data(), state_.grads[index], 4 * out.size(), cudaMemcpyDeviceToHost,
                                        state_.stream));
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
+    // Unscaled (a power of two: exact), as GradScaler's unscale_.
+    if (loss_scale_ != 1.0f)
+      for (float& x : out) x *= 1.0f / loss_scale_;
     return out;
   });
 }

@@ -83,6 +83,10 @@ class CudaBackend final : public remat::AllRolesBackend {
   void forward(const Model& model, int op, const TensorTable& t) override;
   void backward(const Model& model, int op, const TensorTable& t, std::span<const uint8_t> accumulate) override;
 
+  // GradScaler's loss scale for a model with f16 tensors (docs/memory-model.md).
+  float loss_scale() const override { return loss_scale_; }
+  void back_off_loss_scale() override { loss_scale_ *= 0.5f; }
+
   float read_loss() override;
   std::vector<float> read_param_grad(std::size_t index) override;
 
@@ -113,6 +117,8 @@ class CudaBackend final : public remat::AllRolesBackend {
   auto guarded(F&& f) -> decltype(f());
 
   int device_ = 0;
+  float initial_loss_scale_ = 1.0f;  // at load(): kF16LossScale with f16 tensors
+  float loss_scale_ = 1.0f;          // initial_loss_scale_ at begin_strategy(), halved by backoffs
   std::string name_;
   bool healthy_ = true;
   uint64_t workspace_bytes_ = 0;

@@ -62,6 +62,34 @@ __global__ void from_int8_kernel(const int8_t* q, const float* scale, float* y, 
     y[i] = static_cast<float>(q[i]) * s;
 }
 
+// Mixed precision's element-wise steps (core/exec/mixed_call.h): x rounded
+// in place to bf16/f16 values; g (16-bit codes) += c, the sum in f32 rounded
+// once; x *= s; y += x. One thread an element: no order to differ.
+__global__ void round_bf16_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+__global__ void round_f16_kernel(float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = __half2float(__float2half_rn(x[i]));
+}
+__global__ void add_bf16_kernel(uint16_t* g, const float* c, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    g[i] = __bfloat16_as_ushort(__float2bfloat16_rn(__fadd_rn(__bfloat162float(__ushort_as_bfloat16(g[i])), c[i])));
+}
+__global__ void add_f16_kernel(uint16_t* g, const float* c, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    g[i] = __half_as_ushort(__float2half_rn(__fadd_rn(__half2float(__ushort_as_half(g[i])), c[i])));
+}
+__global__ void scale_kernel(float* x, int64_t n, float s) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = __fmul_rn(x[i], s);
+}
+__global__ void add_f32_kernel(float* y, const float* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = __fadd_rn(y[i], x[i]);
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------
@@ -112,6 +140,48 @@ void int8_to_f32(const void* packed, float* y, int64_t n, cudaStream_t stream) {
   const auto* scale = static_cast<const float*>(packed);
   const int8_t* q = static_cast<const int8_t*>(packed) + 4;
   from_int8_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(q, scale, y, n);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void round_bf16(float* x, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("round_bf16", {n});
+  if (n == 0) return;
+  round_bf16_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(x, n);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void round_f16(float* x, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("round_f16", {n});
+  if (n == 0) return;
+  round_f16_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(x, n);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void add_to_bf16(uint16_t* g, const float* c, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("add_to_bf16", {n});
+  if (n == 0) return;
+  add_bf16_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(g, c, n);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void add_to_f16(uint16_t* g, const float* c, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("add_to_f16", {n});
+  if (n == 0) return;
+  add_f16_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(g, c, n);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void scale_f32(float* x, int64_t n, float s, cudaStream_t stream) {
+  detail::check_sizes("scale_f32", {n});
+  if (n == 0) return;
+  scale_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(x, n, s);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void add_f32(float* y, const float* x, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("add_f32", {n});
+  if (n == 0) return;
+  add_f32_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(y, x, n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

@@ -316,6 +316,15 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 void f16_to_f32(const uint16_t* x, float* y, int64_t n, cudaStream_t stream);
 void f32_to_int8(const float* x, void* packed, int64_t n, cudaStream_t stream);
 void int8_to_f32(const void* packed, float* y, int64_t n, cudaStream_t stream);
+// Mixed precision's element-wise steps (core/exec/mixed_call.h, the CPU's
+// bits): x rounded in place to bf16 / f16 values; g (16-bit codes) += c with
+// the sum rounded once; x *= s; y += x.
+void round_bf16(float* x, int64_t n, cudaStream_t stream);
+void round_f16(float* x, int64_t n, cudaStream_t stream);
+void add_to_bf16(uint16_t* g, const float* c, int64_t n, cudaStream_t stream);
+void add_to_f16(uint16_t* g, const float* c, int64_t n, cudaStream_t stream);
+void scale_f32(float* x, int64_t n, float s, cudaStream_t stream);
+void add_f32(float* y, const float* x, int64_t n, cudaStream_t stream);
 
 // ---- pointwise.cu ---------------------------------------------------------------------
 // The pointwise family and the reductions, as cpu_kernels.h's pointwise_fwd,

@@ -352,6 +352,53 @@ TEST(CudaBackend, OffloadTiersAndBitwiseGradients) {
   }
 }
 
+// Mixed precision on CUDA (gpu/backend/cuda_mixed.h): bf16/f16 presets, in
+// every op's dtype and under autocast's CUDA policy, run under every strategy
+// with the simulator's tracked peak and store-all's loss and gradients on the
+// device bit for bit; f16 with GradScaler's scale. Against the CPU reference
+// only roughly: the device's f32 sums run in another order, and a value near
+// a rounding boundary then lands on the neighbouring bf16/f16 value, so the
+// loss is held to 16 units of the dtype's roundoff (the CPU tests' bound
+// against f32) and the gradients to a relative error of 64 units.
+class CudaMixed : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaMixed, PeakExactBitwiseToStoreAllAndNearTheCpu) {
+  REQUIRE_CUDA();
+  Backend& gpu = *device().backend;
+  const Model m = load_model(GetParam());
+  const DType low = m.op(m.size() - 2).dtype;
+  const double u = low == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  CpuBackend cpu;
+  const ExecResult ref = execute(m, schedule_of(m, "store-all"), cpu, quick());
+  ASSERT_TRUE(ref.ok()) << ref.message;
+  const ExecResult base = execute(m, schedule_of(m, "store-all"), gpu, quick());
+  ASSERT_TRUE(base.ok()) << base.message;
+  EXPECT_EQ(base.loss_scale, ref.loss_scale);
+  EXPECT_LE(std::fabs(base.loss - ref.loss), 16 * u * std::fabs(ref.loss)) << base.loss << " vs " << ref.loss;
+  EXPECT_LT(relative_error(base, ref).grad, 64 * u);
+  for (const char* spec : {"recompute-all", "sqrt", "every-k:3"}) {
+    SCOPED_TRACE(spec);
+    const Schedule s = schedule_of(m, spec);
+    const ExecResult r = execute(m, s, gpu, quick());
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
+    EXPECT_EQ(r.param_grads, base.param_grads);
+    EXPECT_EQ(r.grad_hash, base.grad_hash);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
+                         ::testing::Values("gpt:2:32:4:16:2:bf16:64", "gpt:2:32:4:16:2:bf16@cuda:64",
+                                           "gpt:1:32:4:16:2:f16@cuda:64", "resnet:10:8:32:2:5:bf16@cuda",
+                                           "resnet:10:4:64:4:5:f16"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;  // "gpt_2_32_4_16_2_bf16_cuda_64"
+                           for (char& c : s)
+                             if (c == ':' || c == '@') c = '_';
+                           return s;
+                         });
+
 // Compressed checkpoints on CUDA (gpu/kernels/convert.cu): the tracked peaks
 // are the simulator's (C(v) at its stored size, on the device and in the
 // pinned pool), two runs give the same bits, and the gradients are within the

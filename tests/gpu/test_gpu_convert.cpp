@@ -79,3 +79,51 @@ TEST_F(GpuKernels, Int8MatchesTheCpuBitForBit) {
     expect_bitwise(back.fetch(), back_cpu, "int8 back");
   }
 }
+
+// Mixed precision's element-wise steps (core/exec/mixed_call.h) against the
+// CPU's bits: rounding in place, a 16-bit gradient plus an f32 term rounded
+// once, the loss scale's product and the f32 sum of the weight gradients.
+TEST_F(GpuKernels, MixedPrecisionStepsMatchTheCpuBitForBit) {
+  const Vec x = probe(12);
+  const auto n = static_cast<int64_t>(x.size());
+  // Sums of finite values only (inf + -inf would be a NaN, whose payload is not promised to agree).
+  const Vec a = random_vec(x.size(), 14, -4.0f, 4.0f), c = random_vec(x.size(), 13, -4.0f, 4.0f);
+  for (bool bf16 : {true, false}) {
+    const char* what = bf16 ? "bf16" : "f16";
+    Vec want = x;
+    if (bf16) cpu::round_bf16(want.data(), n);
+    else cpu::round_f16(want.data(), n);
+    Dev r(x);
+    if (bf16) gpu::round_bf16(r.get(), n, stream_);
+    else gpu::round_f16(r.get(), n, stream_);
+    expect_bitwise(r.fetch(), want, what);
+
+    // g (codes) += c: the CPU's add_stored, one rounding of the f32 sum.
+    std::vector<uint16_t> g(x.size());
+    if (bf16) cpu::f32_to_bf16(a.data(), g.data(), n);
+    else cpu::f32_to_f16(a.data(), g.data(), n);
+    Vec c16 = c;  // the term is already a value of the dtype (rounded first, as store_dx does)
+    if (bf16) cpu::round_bf16(c16.data(), n);
+    else cpu::round_f16(c16.data(), n);
+    std::vector<uint16_t> sum(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      sum[i] = bf16 ? cpu::bf16_bits(cpu::bf16_value(g[i]) + c16[i]) : cpu::f16_bits(cpu::f16_value(g[i]) + c16[i]);
+    DeviceArray<uint16_t> g_d(g);
+    const Dev c_d(c16);
+    if (bf16) gpu::add_to_bf16(g_d.get(), c_d.get(), n, stream_);
+    else gpu::add_to_f16(g_d.get(), c_d.get(), n, stream_);
+    EXPECT_EQ(g_d.fetch(), sum) << what << " add";
+  }
+  Vec scaled = a, summed = a;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    scaled[i] *= 65536.0f;
+    summed[i] += c[i];
+  }
+  Dev s(a);
+  gpu::scale_f32(s.get(), n, 65536.0f, stream_);
+  expect_bitwise(s.fetch(), scaled, "scale");
+  Dev y(a);
+  const Dev c_d(c);
+  gpu::add_f32(y.get(), c_d.get(), n, stream_);
+  expect_bitwise(y.fetch(), summed, "add");
+}
