@@ -146,7 +146,7 @@ void print_parallel(const std::string& model, const std::string& parallel, const
     return;
   }
   const int ranks = p.tp * p.pp * p.dp;
-  const DType dtype = parse_stack_shape(model).dtype;
+  const DType dtype = reports.front().dtype;
   const bool mixed = (optimizer == Optimizer::Adam || optimizer == Optimizer::AdamW) && (dtype == DType::F16 || dtype == DType::BF16);
   std::printf("model %s, %s: %d ranks (%d stages of %d tensor- x %d data-parallel); per rank of each stage, %s%s\n",
               model.c_str(), parallel_spec_text(p).c_str(), ranks, p.pp, p.tp, p.dp,

@@ -166,3 +166,34 @@ TEST(CliParallel, UnwritableCsvLeavesNoFile) {
   EXPECT_NE(r.err.find("cannot write '/nonexistent-dir/s.csv'"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists("/nonexistent-dir/s.timeline.csv"));
 }
+
+// A captured Llama-style decoder (tests/parallel/models/llama4-captured.json,
+// tests/parallel/test_block_stages.cpp says how it was made): its four
+// layers, found as repeated blocks, two per stage; the stages' weights are
+// the model's; tensor parallelism refused with the reason.
+TEST(CliParallel, CapturedModelSplitsByItsRepeatedBlocks) {
+  const std::string llama = std::string(REMAT_PARALLEL_TEST_MODELS) + "/llama4-captured.json";
+  const CliResult whole = run_cli("simulate --model " + llama + " --parallel pp=1 --strategy store-all --json");
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const CliResult r = run_cli("simulate --model " + llama + " --parallel pp=2,micro-batches=4 --strategy store-all,blocks --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& stages = j["strategies"][0]["stages"];
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0]["blocks"], "0-1");
+  EXPECT_EQ(stages[1]["blocks"], "2-3");
+  EXPECT_EQ(stages[0]["in_flight"], 2);
+  EXPECT_EQ(stages[1]["in_flight"], 1);
+  EXPECT_EQ(stages[0]["weights_bytes"].get<uint64_t>() + stages[1]["weights_bytes"].get<uint64_t>(),
+            nlohmann::json::parse(whole.out)["strategies"][0]["stages"][0]["weights_bytes"].get<uint64_t>());
+  // blocks keeps less a micro-batch than store-all on both stages.
+  for (int s = 0; s < 2; ++s)
+    EXPECT_LT(j["strategies"][1]["stages"][s]["held_per_micro_batch_bytes"].get<uint64_t>(),
+              stages[s]["held_per_micro_batch_bytes"].get<uint64_t>());
+  const CliResult tp = run_cli("simulate --model " + llama + " --parallel tp=2,pp=2");
+  EXPECT_EQ(tp.code, 2);
+  EXPECT_EQ(tp.err, "remat: error: --parallel tp=2 on '" + llama +
+                        "': tensor parallelism splits attention heads and MLP columns as Megatron-LM writes them (which "
+                        "Linear is column-, which row-parallel, where the heads lie), and remat knows that layout only for "
+                        "the gpt: and transformer: presets; a model file's blocks are split into pipeline stages only (tp=1)\n");
+}

@@ -157,3 +157,28 @@ TEST(ParallelView, ARefusedSpecSaysWhy) {
   EXPECT_TRUE(v->header()->text().contains("chain:16")) << v->header()->text().toStdString();
   EXPECT_EQ(v->laneCount(), 0);
 }
+
+// A captured model open in the window (tests/parallel/models/llama4-captured.json,
+// a Llama-style decoder of four layers): offered first, split into pipeline
+// stages by its repeated blocks; tensor parallelism refused with core's reason.
+TEST(ParallelView, ACapturedModelSplitsIntoStages) {
+  const std::string llama = std::string(REMAT_PARALLEL_TEST_MODELS) + "/llama4-captured.json";
+  ShownWindow t(llama.c_str(), {"store-all"});
+  ParallelDialog* d = t.w.openParallel();
+  EXPECT_EQ(d->model().toStdString(), llama);
+  d->ppBox()->setValue(2);
+  d->microBatchesBox()->setValue(4);
+  ParallelView* v = simulated(t, d);
+  const ParallelReport r = simulate_parallel(llama, parse_parallel_spec("pp=2,micro-batches=4"), "store-all", {}, {});
+  expect_as_core(v, r);
+  expect_texts_whole(v);
+
+  d = t.w.openParallel();
+  d->tpBox()->setValue(2);
+  QSignalSpy failed(t.w.parallelRunner(), &ParallelController::failed);
+  d->accept();
+  ASSERT_TRUE(failed.count() == 1 || failed.wait(60000));
+  EXPECT_TRUE(v->header()->text().startsWith(QString::fromStdString("--parallel tp=2 on '" + llama + "': tensor parallelism")))
+      << v->header()->text().toStdString();
+  EXPECT_EQ(v->laneCount(), 2);  // the last drawing stays
+}

@@ -25,7 +25,7 @@ bool ParallelController::start(const QString& model, const QString& parallel, co
   const std::string m = model.toStdString(), s = strategy.toStdString();
   try {  // what the CLI refuses before any work, refused here the same way
     spec = parse_parallel_spec(parallel.toStdString());
-    (void)parse_stack_shape(m);
+    if (!names_a_model_file(m)) (void)parse_stack_shape(m);  // a file is read (and its blocks found) in the job
     (void)make_strategy(s);
   } catch (const InputError& e) {
     fail(QString::fromStdString(e.what()));

@@ -8,6 +8,8 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "core/parallel/parallel_plan.h"
+
 namespace remat {
 
 namespace {
@@ -32,13 +34,16 @@ ParallelDialog::ParallelDialog(const QString& model, const QStringList& strategi
   auto* form = new QFormLayout;
   model_ = new QComboBox(this);
   model_->setEditable(true);
-  // Presets whose blocks can be split: the window's own model first when it is one.
+  // Presets whose blocks can be split: the window's own model first when it
+  // is one, or a model file (split into pipeline stages by its repeated blocks).
   QStringList models{"gpt:8:512:8:256:1:bf16", "gpt:12:768:12:1024:1:bf16", "gpt:96:12288:96:2048:1:bf16",
                      "transformer:8"};
-  if ((model.startsWith("gpt:") || model.startsWith("transformer:")) && !models.contains(model)) models.prepend(model);
+  if ((model.startsWith("gpt:") || model.startsWith("transformer:") || names_a_model_file(model.toStdString())) &&
+      !models.contains(model))
+    models.prepend(model);
   model_->addItems(models);
   if (models.contains(model)) model_->setCurrentText(model);
-  form->addRow(tr("Model (gpt: or transformer:)"), model_);
+  form->addRow(tr("Model (gpt:, transformer: or a file)"), model_);
   tp_ = spin(this, 1, 4096, 1);
   form->addRow(tr("Tensor parallel (tp)"), tp_);
   sp_ = new QCheckBox(tr("Sequence parallel (sp)"), this);
