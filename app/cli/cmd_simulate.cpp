@@ -159,8 +159,7 @@ void run_simulate(const SimulateOptions& o) {
   if (!o.parallel.empty()) {
     if (o.micro_batches != "1")
       throw InputError("--micro-batches and --parallel: give the micro-batches in --parallel (micro-batches=M)");
-    if (!o.csv.empty()) throw InputError("--csv and --parallel: the per-stage timelines are not written yet; use --json");
-    print_parallel(o.model, o.parallel, specs, o.optimizer.empty() ? Optimizer::Adam : optimizer, tm, o.limit, o.json);
+    print_parallel(o.model, o.parallel, specs, o.optimizer.empty() ? Optimizer::Adam : optimizer, tm, o.limit, o.json, o.csv);
     return;
   }
   if (ks.size() > 1) {
@@ -218,7 +217,10 @@ void add_simulate_command(CLI::App& app) {
                 "Print JSON {model: {..., saved_bytes}, time_model, strategies:[{name, peak_bytes, peak_host_bytes, "
                 "transfers, time: {compute_s, transfer_s, stall_s, step_s}, ..., timeline, host_timeline?}]} instead "
                 "of a table");
-  cmd->add_option("--csv", o->csv, "Also write the timelines (bytes per instruction) to this CSV file");
+  cmd->add_option("--csv", o->csv,
+                  "Also write the timelines (bytes per instruction) to this CSV file; with --parallel, the per-stage "
+                  "figures to it and the per-stage timelines (bytes per schedule slot) to its name with .timeline.csv "
+                  "in place of .csv");
   cmd->add_option("--optimizer", o->optimizer,
                   "Also show the whole step's memory: parameters, their gradients and this optimizer's state (" +
                       optimizer_choices() + "; fp32 master weights for f16/bf16 weights) beside each strategy's activations");
@@ -227,7 +229,7 @@ void add_simulate_command(CLI::App& app) {
                   "(1,2,4,8) prints a table over K")
       ->capture_default_str();
   cmd->add_option("--parallel", o->parallel,
-                  "Split the step over devices (gpt: and transformer: presets): tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|"
+                  "Split the step over devices (gpt: and transformer: presets; a model file into pipeline stages by its repeated blocks): tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|"
                   "zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3][,stages=N0:N1:...] (blocks per stage; default balanced); prints per pipeline stage the peak of each rank and what "
                   "it is made of, the idle share and the recompute overhead (docs/parallel.md). The model's BATCH is "
                   "one micro-batch; --optimizer defaults to adam here");

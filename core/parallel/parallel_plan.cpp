@@ -1,10 +1,13 @@
 #include "core/parallel/parallel_plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/analysis/comparison.h"
 #include "core/analysis/step_memory.h"
 #include "core/base/errors.h"
+#include "core/io/model_source.h"
+#include "core/parallel/block_stages.h"
 #include "core/parallel/zero.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
@@ -82,16 +85,59 @@ uint64_t largest_op_weights(const Model& m) {
 
 }  // namespace
 
+bool names_a_model_file(const std::string& spec) {
+  return spec.ends_with(".json") || spec.ends_with(".onnx") || spec.find('/') != std::string::npos;
+}
+
+namespace {
+
+// A gpt: or transformer: preset, else a model file split by its repeated
+// blocks (block_stages.h): what the stages are cut from.
+struct StageSource {
+  std::optional<StackShape> preset;
+  Model file;
+  std::vector<Block> run;
+  int layers = 0;
+  DType dtype = DType::F32;
+};
+
+StageSource stage_source(const std::string& model_spec, const ParallelSpec& spec) {
+  StageSource src;
+  if (!names_a_model_file(model_spec)) {
+    src.preset = parse_stack_shape(model_spec);  // another preset is refused here, saying which are split
+    src.layers = src.preset->layers;
+    src.dtype = src.preset->dtype;
+    return src;
+  }
+  src.file = load_model(model_spec);
+  if (spec.tp > 1)
+    throw InputError("--parallel tp=" + std::to_string(spec.tp) + " on '" + model_spec +
+                     "': tensor parallelism splits attention heads and MLP columns as Megatron-LM writes them (which "
+                     "Linear is column-, which row-parallel, where the heads lie), and remat knows that layout only for "
+                     "the gpt: and transformer: presets; a model file's blocks are split into pipeline stages only (tp=1)");
+  src.run = repeated_block_run(src.file);
+  src.layers = static_cast<int>(src.run.size());
+  for (const Op& op : src.file.ops())
+    if (op.param_bytes > 0) {
+      src.dtype = op.dtype;
+      break;
+    }
+  return src;
+}
+
+}  // namespace
+
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
                                  const TimeModel& time, const InstructionLimit& limit, Optimizer optimizer) {
-  const StackShape g = parse_stack_shape(model_spec);
+  const StageSource source = stage_source(model_spec, spec);
   const std::unique_ptr<Strategy> made = make_strategy(strategy);  // a bad name fails before any work
   ParallelReport rep;
+  rep.dtype = source.dtype;
   rep.model = model_spec;
   rep.spec = spec;
   rep.strategy = made->name();
   const int virtual_stages = spec.pp * spec.chunks;
-  const std::vector<int> counts = stage_blocks(g.layers, spec);
+  const std::vector<int> counts = stage_blocks(source.layers, spec);
   rep.grid = pipeline_grid(spec);  // before any stage's work: it may be over its limit
   std::vector<int> first(counts.size(), 0);
   for (std::size_t i = 1; i < counts.size(); ++i) first[i] = first[i - 1] + counts[i - 1];
@@ -111,7 +157,9 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
                             .first_stage = v == 0,
                             .last_stage = v == virtual_stages - 1};
       st.chunks.push_back(slice);
-      const Model m = rank_model(g, slice);
+      const Model m = source.preset ? rank_model(*source.preset, slice)
+                                    : block_stage_model(source.file, source.run, slice.first_block, slice.blocks,
+                                                        slice.first_stage, slice.last_stage);
       const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = true, .time = std::nullopt});
       if (!run.ok())
         throw InputError("strategy '" + strategy + "' on pipeline stage " + std::to_string(r) +
@@ -137,7 +185,10 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
     st.gradients = mine.gradients;
     st.optimizer = mine.optimizer;
     st.activations = static_cast<uint64_t>(st.in_flight - 1) * st.held_per_micro_batch + st.micro_batch_peak;
-    if (spec.sp) st.buffers += tensor_bytes({g.batch, g.seq, g.hidden}, g.dtype);
+    if (spec.sp) {  // only presets take sp (stage_source refuses tp > 1 on a file)
+      const StackShape& g = *source.preset;
+      st.buffers += tensor_bytes({g.batch, g.seq, g.hidden}, g.dtype);
+    }
     if (spec.zero == 3 && spec.dp > 1) st.buffers += largest;
     st.recompute_overhead = fwd + bwd > 0 ? recompute / (fwd + bwd) : 0;
     st.times = {.f = fwd / time.device_flops, .b = (bwd - wgrad + recompute) / time.device_flops, .w = wgrad / time.device_flops};

@@ -49,6 +49,7 @@ struct ParallelReport {
   std::string model;
   ParallelSpec spec;
   std::string strategy;
+  DType dtype = DType::F32;  // the weights' (mixed precision under Adam when 16-bit)
   std::vector<StageReport> stages;
   double step_s = 0;
   double bubble_fraction = 0;  // the bubble over the step, on the slowest stage
@@ -78,10 +79,15 @@ uint64_t weight_grad_held(const Model& model);
 // The model states are core/analysis/step_memory.h's for `optimizer`: under
 // Adam with f16 or bf16 weights, mixed precision (fp32 master weights,
 // exp_avg, exp_avg_sq: 12 bytes a weight, ZeRO's K), the optimizer column
-// holding all three. Throws InputError for a model that is neither gpt: nor
-// transformer:, a
-// degree that does not divide, or a strategy that cannot apply to a stage
-// (naming the stage).
+// holding all three. `model_spec` is a gpt: or transformer: preset, or a
+// model file (.json, .onnx, a path), split into pipeline stages by its
+// repeated blocks (block_stages.h). Throws InputError for another preset, a
+// file without repeated blocks or with tp > 1 (saying why), a degree that
+// does not divide, or a strategy that cannot apply to a stage (naming the
+// stage).
+// A model file (.json, .onnx, a path) rather than a preset spec.
+bool names_a_model_file(const std::string& spec);
+
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
                                  const TimeModel& time, const InstructionLimit& limit,
                                  Optimizer optimizer = Optimizer::Adam);

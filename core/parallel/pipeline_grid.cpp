@@ -18,7 +18,7 @@ char pass_letter(PassKind k) {
 }
 
 std::vector<int> PipelineGrid::at(int device) const {
-  std::vector<int> cells(static_cast<std::size_t>(slots), -1);
+  std::vector<int> cells(static_cast<std::size_t>(length), -1);
   const auto& list = passes[static_cast<std::size_t>(device)];
   for (std::size_t i = 0; i < list.size(); ++i) cells[static_cast<std::size_t>(list[i].slot)] = static_cast<int>(i);
   return cells;
@@ -138,7 +138,7 @@ PipelineGrid pipeline_grid(const ParallelSpec& p) {
       ++k;
       --left;
       moved = true;
-      g.slots = t + 1;
+      g.length = t + 1;
     }
     // Nothing ran in this slot, so nothing can in the next: every order above
     // is one the papers run, and one that waits on itself is a bug here.

@@ -24,7 +24,7 @@ struct PipelinePass {
 
 struct PipelineGrid {
   int devices = 0;
-  int slots = 0;                                // the step, in slots
+  int length = 0;                                // the step, in slots
   std::vector<std::vector<PipelinePass>> passes;  // per device, in slot order (an idle slot has none)
   // Per device and slot, the pass run there (an index into passes[device]) or -1: idle.
   std::vector<int> at(int device) const;

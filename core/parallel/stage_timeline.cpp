@@ -13,7 +13,7 @@ StageTimeline stage_timeline(const PipelineGrid& grid, int stage, uint64_t basel
   tl.stage = stage;
   tl.baseline = baseline;
   const auto& passes = grid.passes[static_cast<std::size_t>(stage)];
-  const auto n = static_cast<std::size_t>(grid.slots);
+  const auto n = static_cast<std::size_t>(grid.length);
   tl.bytes.assign(n, 0);
   tl.waiting_backward.assign(n, 0);
   tl.waiting_weight_grad.assign(n, 0);

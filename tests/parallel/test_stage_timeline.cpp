@@ -86,8 +86,8 @@ TEST(StageTimeline, MicroBatchesInFlightAsThePapersCountThem) {
         for (const auto& x : {gpipe, one, h1, h2}) EXPECT_EQ(most_waiting(pipeline_grid(x), r, 1), in_flight(x, r));
       }
       // One F and one B a slot: GPipe and 1F1B both take (M + p - 1) slots of each.
-      EXPECT_EQ(g_gpipe.slots, 2 * (m + p - 1));
-      EXPECT_EQ(g_one.slots, 2 * (m + p - 1));
+      EXPECT_EQ(g_gpipe.length, 2 * (m + p - 1));
+      EXPECT_EQ(g_one.length, 2 * (m + p - 1));
     }
   }
 }
@@ -112,6 +112,9 @@ TEST(StageTimeline, InterleavedChunksInFlight) {
 TEST(StageTimeline, ZeroBubbleLeavesStageRsFirstRWeightPassesForTheEnd) {
   const int p = 4, m = 8;
   const PipelineGrid g = pipeline_grid(spec(p, PipelineSchedule::ZbH1, m));
+  // Qi et al.'s bubble (p - 1)(T_F + T_B - T_W): p - 1 slots with unit passes,
+  // after the 3M of each stage's own.
+  EXPECT_EQ(g.length, 3 * m + p - 1);
   for (int r = 0; r < p; ++r) {
     const auto& passes = g.passes[static_cast<std::size_t>(r)];
     int trailing = 0;

@@ -26,6 +26,7 @@
 #include <limits>
 
 #include "core/base/errors.h"
+#include "widgets/controllers/parallel_controller.h"
 #include "widgets/controllers/playback_controller.h"
 #include "widgets/controllers/run_controller.h"
 #include "widgets/controllers/sweep_controller.h"
@@ -55,6 +56,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   player_ = new PlaybackController(doc_, this);
   runner_ = new RunController(this);
   sweeper_ = new SweepController(this);
+  parallel_ = new ParallelController(this);
   buildCentre();
   buildToolbar();
   connectWork();
@@ -339,6 +341,7 @@ MicroBatchDialog* MainWindow::openMicroBatchSweep() {
 void MainWindow::cancelAll() {
   runner_->cancel();
   sweeper_->cancel();
+  parallel_->cancel();
   doc_->cancelComputing();
   if (animationJob_) {
     exportJobs_.cancel(animationJob_);

@@ -31,6 +31,9 @@ namespace remat {
 QImage legend_symbol(int entry, double radius);
 class ActivityBar;
 class MicroBatchDialog;
+class ParallelController;
+class ParallelDialog;
+class ParallelView;
 class ComparisonModel;
 class GraphView;
 class PlaybackController;
@@ -83,6 +86,12 @@ class MainWindow : public QMainWindow {
   QComboBox* microBatchBox() const { return microK_; }
   // The K sweep for the compared strategies, in a dialog computing in the background.
   MicroBatchDialog* openMicroBatchSweep();
+  // Run › Parallel: the dialog for `remat simulate --parallel`; accepted, its
+  // report is computed in the background and drawn in the Parallel tab
+  // (added the first time). main_window_parallel.cpp.
+  ParallelDialog* openParallel();
+  ParallelView* parallelView() const { return parallelView_; }
+  ParallelController* parallelRunner() const { return parallel_; }
   // The action of a menu entry by its text without '&' (tests, shortcuts help).
   QAction* action(const QString& text) const;
 
@@ -167,6 +176,9 @@ class MainWindow : public QMainWindow {
   QMenu* recentMenu_ = nullptr;
   RunController* runner_;
   SweepController* sweeper_;
+  ParallelController* parallel_;
+  ParallelView* parallelView_ = nullptr;
+  void showParallel(const QString& model, const QString& spec, const QString& strategy);
   ActivityBar* activity_;
   QAction* runAction_ = nullptr;
   QAction* whyAction_ = nullptr;

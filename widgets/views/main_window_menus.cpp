@@ -175,6 +175,9 @@ void MainWindow::buildMenus() {
   });
   shortcut(cancel, Qt::Key_Escape);
   run->addSeparator();
+  run->addAction(tr("Parallel: per-stage memory..."), this, [this] { openParallel(); })
+      ->setToolTip(tr("Split a gpt: or transformer: preset over devices (tensor, sequence, pipeline, data "
+                      "parallelism, ZeRO): each pipeline stage's memory over the schedule, and the schedule's grid"));
   run->addAction(tr("Time model rates..."), this, &MainWindow::editTimeModel)
       ->setToolTip(tr("Device throughput, host link and device memory bandwidth: where a fetch stalls the step"));
   updateRunAction();
