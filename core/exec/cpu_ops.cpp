@@ -63,12 +63,12 @@ void bwd_activation(CpuOpState&, const OpCall& c) {
 
 // aux(v) holds the row statistics (2, rows); the backward reads x and them, not y.
 void fwd_layernorm(CpuOpState& s, const OpCall& c) {
-  cpu::layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
+  cpu::layernorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
                      layernorm_eps(c.op));
 }
 void bwd_layernorm(CpuOpState& s, const OpCall& c) {
-  cpu::layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
-                     s.param_grad(c.v, 0), s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0));
+  cpu::layernorm_bwd(c.in(0), c.aux(), norm_param(s, c, 0), c.dy(), dx_or_discard(s, c),
+                     norm_param_grad(s, c, 0), norm_param_grad(s, c, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0));
 }
 
 void fwd_add(CpuOpState&, const OpCall& c) {
@@ -166,14 +166,14 @@ void bwd_conv_transpose(CpuOpState& s, const OpCall& c) {
 void fwd_groupnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const int64_t groups = c.op.attrs->groups;
-  cpu::groupnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c,
+  cpu::groupnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c,
                      d.hw, groups, layernorm_eps(c.op));
 }
 void bwd_groupnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const int64_t groups = c.op.attrs->groups;
-  cpu::groupnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
-                     s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0));
+  cpu::groupnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
+                     norm_param_grad(s, c, 0), norm_param_grad(s, c, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0));
 }
 
 void fwd_upsample(CpuOpState&, const OpCall& c) {
@@ -191,13 +191,13 @@ void bwd_upsample(CpuOpState&, const OpCall& c) {
 // eps: the model's (op_exec.h); the running statistics are not kept (op_exec).
 void fwd_batchnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
-  cpu::batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
+  cpu::batchnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                      d.c, d.hw, batchnorm_eps(c.op), 0.1f);
 }
 void bwd_batchnorm(CpuOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
-  cpu::batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c),
-                     s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0));
+  cpu::batchnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c),
+                     norm_param_grad(s, c, 0), norm_param_grad(s, c, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0));
 }
 
 // aux(v) holds the int64 index of each output's maximum in its plane.
@@ -365,11 +365,17 @@ void bwd_matmul(CpuOpState& s, const OpCall& c) {
 }
 
 // Attention: lse in aux (op_rules' executable checks it holds a float per row).
+// The additive mask, if the op has one, is its constant.
+cpu::SdpaGeom attention_geom(const CpuOpState& s, const OpCall& c) {
+  cpu::SdpaGeom g = sdpa_geom(c.model, c.v);
+  if (!c.op.attrs->const_shape.empty()) g.mask = static_cast<const float*>(s.constant(c.v));
+  return g;
+}
 void fwd_attention(CpuOpState& s, const OpCall& c) {
-  cpu::sdpa_fwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention]);
+  cpu::sdpa_fwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention]);
 }
 void bwd_attention(CpuOpState& s, const OpCall& c) {
-  cpu::sdpa_bwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1),
+  cpu::sdpa_bwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1),
                 c.dx(2), c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention]);
 }
 
@@ -433,6 +439,19 @@ void bwd_reduce(CpuOpState&, const OpCall& c) {
                   c.acc(0));
 }
 
+// A TopK's indices have no gradient; a Gather's reach its input x alone.
+void fwd_topk(CpuOpState&, const OpCall& c) {
+  cpu::topk_fwd(topk_geom(c.model, c.v), c.in(0), reinterpret_cast<int64_t*>(c.out()));
+}
+void bwd_topk(CpuOpState&, const OpCall&) {}
+void fwd_gather(CpuOpState&, const OpCall& c) {
+  cpu::gather_fwd(gather_geom(c.model, c.v), c.in(0), reinterpret_cast<const int64_t*>(c.in(1)), c.out());
+}
+void bwd_gather(CpuOpState&, const OpCall& c) {
+  if (c.dx(0))
+    cpu::gather_bwd(gather_geom(c.model, c.v), reinterpret_cast<const int64_t*>(c.in(1)), c.dy(), c.dx(0), c.acc(0));
+}
+
 #define REMAT_CPU_ROW(Kind, entry, ...) KernelEntry<CpuOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCpuKernels = {REMAT_EXEC_KINDS(REMAT_CPU_ROW)};
 #undef REMAT_CPU_ROW
@@ -442,6 +461,7 @@ constexpr std::array kCpuKernels = {REMAT_EXEC_KINDS(REMAT_CPU_ROW)};
 void cpu_forward(CpuOpState& s, const OpCall& c) { kernel_for(kCpuKernels, c, "cpu").fwd(s, c); }
 
 void cpu_backward(CpuOpState& s, const OpCall& c) {
+  if (is_integer(c.op.dtype)) return;  // integers (a TopK's indices, views of them) pass no gradient on
   if (!c.dy() && !is_loss(c.op.kind)) throw InternalError(op_label(c.model, c.v) + ": backward without its gradient G");
   kernel_for(kCpuKernels, c, "cpu").bwd(s, c);
 }

@@ -25,7 +25,9 @@ std::vector<ParamSpec> params_linear(const Model& m, int v) {
   return p;
 }
 std::vector<ParamSpec> params_dense(const Model& m, int v) { return linear_params(m, v); }
+// A norm without affine parameters (affine false) has none.
 std::vector<ParamSpec> params_layernorm(const Model& m, int v) {
+  if (!m.op(v).attrs->affine) return {};
   const int64_t cols = m.op(v).cols();
   return {{"gamma", {cols}, ParamInit::NearOne}, {"beta", {cols}, ParamInit::NearZero}};
 }
@@ -48,12 +50,14 @@ std::vector<ParamSpec> params_conv_transpose(const Model& m, int v) {
   return out;
 }
 std::vector<ParamSpec> params_groupnorm(const Model& m, int v) {
+  if (!m.op(v).attrs->affine) return {};
   const int64_t c = m.op(v).shape.at(1);
   return {{"gamma", {c}, ParamInit::NearOne}, {"beta", {c}, ParamInit::NearZero}};
 }
 // Batch statistics only: the running statistics (buffers, no gradient) are
 // not kept, as no loss or gradient of a training step reads them.
 std::vector<ParamSpec> params_batchnorm(const Model& m, int v) {
+  if (!m.op(v).attrs->affine) return {};
   const int64_t c = m.op(v).shape.at(1);
   return {{"gamma", {c}, ParamInit::NearOne}, {"beta", {c}, ParamInit::NearZero}};
 }
@@ -168,6 +172,8 @@ REMAT_NO_PARAMS_NO_SCRATCH(view)
 REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
 REMAT_NO_PARAMS_NO_SCRATCH(reduce)
 REMAT_NO_PARAMS_NO_SCRATCH(upsample)
+REMAT_NO_PARAMS_NO_SCRATCH(topk)
+REMAT_NO_PARAMS_NO_SCRATCH(gather)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
@@ -333,6 +339,20 @@ cpu::SdpaGeom sdpa_geom(const Model& m, int v) {
   g.k_strides = strides4(k);
   g.v_strides = strides4(val);
   g.out_strides = strides4(op);
+  // The mask's strides over (batch, head, row, col), right-aligned onto the
+  // scores (batch, heads, tq, tk) or (batch, tq, tk); 0 where it broadcasts.
+  const std::vector<int64_t>& ms = op.attrs->const_shape;
+  if (!ms.empty()) {
+    const std::vector<int64_t> cs = contiguous_strides(ms);
+    const std::size_t rank = heads ? 4 : 3;
+    std::array<int64_t, 4> st{};
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      const std::size_t at = rank - ms.size() + i;  // its dimension among the scores'
+      const std::size_t dim = heads ? at : (at == 0 ? 0 : at + 1);
+      st[dim] = ms[i] == 1 ? 0 : cs[i];
+    }
+    g.mask_strides = st;
+  }
   return g;
 }
 
@@ -699,6 +719,41 @@ cpu::ReduceGeom reduce_geom(const Model& m, int v) {
   return g;
 }
 
+cpu::TopKGeom topk_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  cpu::TopKGeom g;
+  g.rank = static_cast<int>(x.shape.size());
+  if (g.rank > cpu::TopKGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  const std::vector<int64_t> st = layout_of(x);
+  for (int d = 0; d < g.rank; ++d) {
+    g.shape[d] = x.shape[static_cast<std::size_t>(d)];
+    g.stride[d] = st[static_cast<std::size_t>(d)];
+  }
+  g.axis = static_cast<int>(op.attrs->axis < 0 ? op.attrs->axis + g.rank : op.attrs->axis);
+  g.k = op.attrs->k;
+  return g;
+}
+
+cpu::GatherGeom gather_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs.at(0));
+  const Op& index = m.op(op.inputs.at(1));
+  cpu::GatherGeom g;
+  g.rank = static_cast<int>(x.shape.size());
+  if (g.rank > cpu::GatherGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  const std::vector<int64_t> xs = layout_of(x), is = layout_of(index);
+  for (int d = 0; d < g.rank; ++d) {
+    const auto k = static_cast<std::size_t>(d);
+    g.shape[d] = index.shape[k];
+    g.i_stride[d] = is[k];
+    g.x_shape[d] = x.shape[k];
+    g.x_stride[d] = xs[k];
+  }
+  g.axis = static_cast<int>(op.attrs->axis < 0 ? op.attrs->axis + g.rank : op.attrs->axis);
+  return g;
+}
+
 int64_t constant_numel(const Op& op) {
   int64_t n = 1;
   for (const int64_t d : op.attrs->const_shape) n *= d;
@@ -715,6 +770,11 @@ std::vector<uint8_t> constant_bytes(const Op& op) {
     if (ops.problem.empty() && ops.at[ops.arity - 1].src == PwOperand::Scalar) f.push_back(op.attrs->scalar);
     std::vector<uint8_t> out(f.size() * sizeof(float));
     if (!f.empty()) std::memcpy(out.data(), f.data(), out.size());
+    return out;
+  }
+  if (op.kind == OpKind::Attention) {  // the additive mask, as given
+    std::vector<uint8_t> out(c.size() * sizeof(float));
+    if (!c.empty()) std::memcpy(out.data(), c.data(), out.size());
     return out;
   }
   if (op.kind == OpKind::MaskedFill) {

@@ -200,6 +200,10 @@ cpu::PwGeom dense_copy_geom(const Model& model, int u);
 bool dense_copy_in_backward(const Model& model, int v);
 // A Reduce op: its input's shape and strides and the axes it reduces.
 cpu::ReduceGeom reduce_geom(const Model& model, int v);
+// A TopK op: its input's shape and strides, the axis and k.
+cpu::TopKGeom topk_geom(const Model& model, int v);
+// A Gather op: the index's shape and strides, the input's, and the axis.
+cpu::GatherGeom gather_geom(const Model& model, int v);
 
 // Where a view's elements are in its input, both in logical row-major order:
 // element i of the view (row-major over view_shape) is element
@@ -336,6 +340,18 @@ void for_each_pointwise_grad(const State& s, const OpCall& c, const PwOperands& 
     else if (o.src == PwOperand::Constant && c.op.attrs->learned)
       grad(k, s.param_grad(c.v, 0), true);
   }
+}
+
+// A norm's γ and β (slots 0, 1) and their gradients, or null for a norm without
+// affine parameters (affine false): the kernels then scale by 1, shift by 0
+// and form no parameter gradient (cpu_kernels.h).
+template <typename State>
+const float* norm_param(const State& s, const OpCall& c, int slot) {
+  return c.op.attrs->affine ? s.param(c.v, slot) : nullptr;
+}
+template <typename State>
+float* norm_param_grad(State& s, const OpCall& c, int slot) {
+  return c.op.attrs->affine ? s.param_grad(c.v, slot) : nullptr;
 }
 
 // A backend's kernel table: fwd_<entry>/bwd_<entry> per listed kind, over the

@@ -24,6 +24,8 @@ bool reads_strides(const Op& op) {
     case OpKind::Attention:
     case OpKind::Pointwise:
     case OpKind::Reduce:
+    case OpKind::TopK:
+    case OpKind::Gather:
     case OpKind::Concat: return true;
     default: return op.view;
   }
@@ -73,14 +75,31 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   };
   for (int v = 1; v < model.size() && out.size() < limit; ++v) {
     const Op& op = model.op(v);
-    // Integer token ids feed an Embedding, nothing else reads integers.
-    for (const int u : op.inputs)
-      if (is_integer(model.op(u).dtype) && op.kind != OpKind::Embedding) {
+    // Integer token ids feed an Embedding, a TopK's indices a Gather (as its
+    // index) and views of them; nothing else reads integers.
+    for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+      const int u = op.inputs[k];
+      const bool reader = op.kind == OpKind::Embedding || (op.kind == OpKind::Gather && k == 1) || op.view;
+      if (is_integer(model.op(u).dtype) && !reader) {
         add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") reads the " +
                    std::string(dtype_name(model.op(u).dtype)) + " tensor " + op_label(model, u) +
-                   "; only an Embedding reads integers");
+                   "; only an Embedding, a Gather's index and views read integers");
         break;
       }
+    }
+    // A Gather picks by indices a TopK made over no more positions than its
+    // input has along the axis, so every pick is inside it.
+    if (op.kind == OpKind::Gather) {
+      const Op& made = model.op(model.storage(op.inputs.at(1)));
+      const Op& x = model.op(op.inputs.at(0));
+      const auto axis = [](int64_t a, std::size_t rank) { return static_cast<std::size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a); };
+      if (made.kind != OpKind::TopK)
+        add(v, op_label(model, v) + " (Gather) picks by " + op_label(model, model.storage(op.inputs.at(1))) +
+                   ", which is not a TopK's indices; the kernels gather only by those");
+      else if (model.op(made.inputs.at(0)).shape.at(axis(made.attrs->axis, made.shape.size())) >
+               x.shape.at(axis(op.attrs->axis, x.shape.size())))
+        add(v, op_label(model, v) + " (Gather) picks by indices that may lie past its input's axis");
+    }
     if (mse_keeps_f32_input(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
       add(v, op_label(model, v) + " (MSELoss) keeps " + std::to_string(op.aux_bytes) +
                  " bytes of aux and not its input; its f32 copy needs " +

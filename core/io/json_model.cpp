@@ -62,13 +62,14 @@ const AttrField kAttrFields[] = {
     {"align_corners", {K::Upsample}},
     {"ceil_mode", {K::MaxPool, K::AvgPool}},
     {"bias", {K::Conv, K::Linear, K::ConvTranspose}},
-    {"axis", {K::Softmax, K::Concat, K::Slice}},
+    {"axis", {K::Softmax, K::Concat, K::Slice, K::TopK, K::Gather}},
+    {"k", {K::TopK}},
     {"perm", {K::Transpose}},
     {"start", {K::Slice}},
     {"end", {K::Slice}},
     {"step", {K::Slice}},
-    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat}},
-    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat}},
+    {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat, K::Attention}},
+    {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat, K::Attention}},
     {"fill", {K::MaskedFill}},
     {"learned", {K::AddConst, K::Pointwise, K::Concat}},
     {"fn", {K::Pointwise, K::Reduce}},
@@ -82,6 +83,7 @@ const AttrField kAttrFields[] = {
     {"causal", {K::Attention}},
     {"scale", {K::Attention}},
     {"eps", {K::LayerNorm, K::BatchNorm, K::GroupNorm}},
+    {"affine", {K::LayerNorm, K::BatchNorm, K::GroupNorm}},
 };
 
 }  // namespace
@@ -237,6 +239,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     OpAttrs& a = op.attrs.edit();
     if (key == "channels") a.channels = r.integer(v, here, 1, kBig);
     else if (key == "vocab") a.vocab = r.integer(v, here, 1, kBig);
+    else if (key == "k") a.k = r.integer(v, here, 1, kBig);
     else if (key == "kernel") a.kernel = r.ints(v, here, 1, kBig);
     else if (key == "stride") a.stride = r.ints(v, here, 1, kBig);
     else if (key == "pads") a.pads = r.ints(v, here, 0, kBig);
@@ -263,6 +266,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
       a.bilinear = m == "bilinear";
     } else if (key == "eps") a.eps = r.number(v, here, 1e-30, 1);  // positive: 0 means "default"
     else if (key == "fill") a.fill = r.extended_number(v, here);
+    else if (key == "affine") a.affine = r.boolean(v, here);
     else if (key == "fn") a.fn = family_fn(r, op.kind, r.string(v, here), here);
     else if (key == "const_at") a.const_at = r.integer(v, here, 0, 2);
     else if (key == "scalar") a.scalar = r.extended_number(v, here);
@@ -337,14 +341,21 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
     case OpKind::Attention:
       j["causal"] = a.causal;
       if (a.scale != 0) j["scale"] = float_json(a.scale);
+      if (!a.const_shape.empty() || !a.values.empty()) {  // an additive mask
+        j["const_shape"] = a.const_shape;
+        auto& vals = j["values"] = nlohmann::ordered_json::array();
+        for (std::size_t i = 0; i < a.values.size(); ++i) vals.push_back(extended_json(a.values.data()[i]));
+      }
       break;
     case OpKind::LayerNorm:
     case OpKind::BatchNorm:
       if (a.eps != 0) j["eps"] = a.eps;
+      if (!a.affine) j["affine"] = false;
       break;
     case OpKind::GroupNorm:
       j["groups"] = a.groups;
       if (a.eps != 0) j["eps"] = a.eps;
+      if (!a.affine) j["affine"] = false;
       break;
     case OpKind::Upsample:
       j["mode"] = a.bilinear ? "bilinear" : "nearest";
@@ -370,6 +381,11 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       }
       break;
     case OpKind::Embedding: j["vocab"] = a.vocab; break;
+    case OpKind::TopK:
+      j["k"] = a.k;
+      j["axis"] = a.axis;
+      break;
+    case OpKind::Gather: j["axis"] = a.axis; break;
     case OpKind::Pointwise: {
       j["fn"] = pw::kFns[a.fn].name;
       if (a.const_at >= 0) {

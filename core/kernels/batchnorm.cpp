@@ -35,8 +35,8 @@ void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float*
     save_mean[ch] = mean_f;
     save_invstd[ch] = invstd;
     // y from the rounded statistics, the very values the backward will read.
-    const float scale = invstd * gamma[ch];
-    const float shift = beta[ch];
+    const float scale = invstd * (gamma ? gamma[ch] : 1.0f);
+    const float shift = beta ? beta[ch] : 0.0f;
     for (int64_t img = 0; img < n; ++img) {
       const float* xr = x + (img * c + ch) * hw;
       float* yr = y + (img * c + ch) * hw;
@@ -74,12 +74,12 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
       sum_dy += s;
       dot += d;
     }
-    dgamma[ch] += static_cast<float>(dot * invstd);
-    dbeta[ch] += static_cast<float>(sum_dy);
+    if (dgamma) dgamma[ch] += static_cast<float>(dot * invstd);
+    if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
     const float mean_dy = static_cast<float>(sum_dy / static_cast<double>(m));
     // (x − mean)·k = x̂·Σ(dy·x̂)/m, with k = invstd²·dot/m.
     const float k = static_cast<float>(dot * invstd * invstd / static_cast<double>(m));
-    const float scale = invstd * gamma[ch];
+    const float scale = invstd * (gamma ? gamma[ch] : 1.0f);
     for (int64_t img = 0; img < n; ++img) {
       const float* xr = x + (img * c + ch) * hw;
       const float* dyr = dy + (img * c + ch) * hw;

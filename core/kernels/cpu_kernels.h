@@ -46,6 +46,10 @@ void dense_bwd(Act act, const float* x, const float* y, const float* W, const fl
 
 // LayerNorm over the last dimension, eps (PyTorch's default 1e-5) added to the
 // variance in double, affine gamma/beta (cols).
+// The three norms (LayerNorm, GroupNorm, BatchNorm) take gamma = beta = null
+// for a norm without affine parameters (elementwise_affine=False,
+// affine=False): as gamma 1 and beta 0, the same bits; the backward then
+// takes dgamma = dbeta = null and forms no parameter gradient.
 // `stats` holds 2*rows floats: all row means, then all row rstds (stored beside y in the
 // op's activation so that backward can read them).
 void layernorm_fwd(const float* x, const float* gamma, const float* beta, float* y,
@@ -216,6 +220,12 @@ struct SdpaGeom {
   bool causal = false;
   float scale = 1;
   std::array<int64_t, 4> q_strides{}, k_strides{}, v_strides{}, out_strides{};
+  // An additive mask (PyTorch's float attn_mask, -inf where a key is hidden),
+  // added to the scaled scores: element (b, h, i, j) at mask[Σ index·stride]
+  // (stride 0 where it broadcasts); in device memory for the CUDA kernels.
+  // Null: none. A row every key of which is hidden gives NaN, as PyTorch's.
+  const float* mask = nullptr;
+  std::array<int64_t, 4> mask_strides{};
   // Row-major (batch, heads, tq, dv): out_strides for a contiguous output.
   static std::array<int64_t, 4> dense_strides(int64_t heads, int64_t rows, int64_t cols) {
     return {heads * rows * cols, rows * cols, cols, 1};
@@ -313,5 +323,38 @@ void reduce_fwd(const ReduceGeom& g, const float* x, float* y);
 // the count, amax to the maxima only, split evenly among ties (PyTorch's
 // formula; x and y are read only for amax).
 void reduce_bwd(const ReduceGeom& g, const float* x, const float* y, const float* dy, float* dx, bool accumulate);
+
+// ---- Top-k and gather (select.cpp) ----------------------------------------------
+// torch.topk's indices: for each line of x along `axis` (x read through its
+// element strides), the positions of its k largest values, largest first, a
+// tie to the lower position and NaN above every number (PyTorch's order);
+// written as int64 into `index` (x's shape with the axis k long, contiguous).
+struct TopKGeom {
+  static constexpr int kMaxRank = 8;
+  int rank = 0, axis = 0;
+  int64_t k = 1;
+  int64_t shape[kMaxRank] = {};   // x's
+  int64_t stride[kMaxRank] = {};  // x's element strides
+  int64_t lines() const;          // x's elements / its axis extent
+};
+void topk_fwd(const TopKGeom& g, const float* x, int64_t* index);
+// torch.gather(x, axis, index): y (the index's shape, contiguous) at position p
+// is x at p with its axis coordinate index[p]; x and the index are read
+// through their element strides. Index values are in [0, x_shape[axis]).
+struct GatherGeom {
+  static constexpr int kMaxRank = 8;
+  int rank = 0, axis = 0;
+  int64_t shape[kMaxRank] = {};     // the index's (and y's)
+  int64_t i_stride[kMaxRank] = {};  // the index's element strides
+  int64_t x_shape[kMaxRank] = {};
+  int64_t x_stride[kMaxRank] = {};
+  int64_t numel() const;    // y's elements
+  int64_t x_numel() const;  // x's elements
+};
+void gather_fwd(const GatherGeom& g, const float* x, const int64_t* index, float* y);
+// dx (x's shape, contiguous) = or += for each element the sum of dy over the
+// positions whose index picks it, along the axis in increasing order, in
+// double (the CUDA kernel's order: no atomics, recomputation stays bitwise).
+void gather_bwd(const GatherGeom& g, const int64_t* index, const float* dy, float* dx, bool accumulate);
 
 }  // namespace remat::cpu

@@ -24,7 +24,7 @@ void groupnorm_fwd(const float* x, const float* gamma, const float* beta, float*
       rstd_out[img * groups + g] = rstd;
       for (int64_t k = 0; k < cg; ++k) {
         const int64_t ch = g * cg + k;
-        const float scale = rstd * gamma[ch], shift = beta[ch];
+        const float scale = rstd * (gamma ? gamma[ch] : 1.0f), shift = beta ? beta[ch] : 0.0f;
         for (int64_t i = 0; i < hw; ++i) yg[k * hw + i] = (xg[k * hw + i] - mean_f) * scale + shift;
       }
     }
@@ -50,15 +50,16 @@ void groupnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
         lane_sum2(
             hw, [dyr](int64_t i) { return static_cast<double>(dyr[i]); },
             [xr, dyr, mean](int64_t i) { return static_cast<double>(xr[i] - mean) * dyr[i]; }, s, d);
-        dgamma[ch] += static_cast<float>(d * rstd);
-        dbeta[ch] += static_cast<float>(s);
-        sum_g += s * gamma[ch];
-        dot_g += d * gamma[ch];
+        if (dgamma) dgamma[ch] += static_cast<float>(d * rstd);
+        if (dbeta) dbeta[ch] += static_cast<float>(s);
+        const float gm = gamma ? gamma[ch] : 1.0f;
+        sum_g += s * gm;
+        dot_g += d * gm;
       }
       const float mean_g = static_cast<float>(sum_g / static_cast<double>(m));
       const float k2 = static_cast<float>(dot_g * rstd * rstd / static_cast<double>(m));  // x̂·Σ(dŷ·x̂)/m = (x − mean)·k2
       for (int64_t k = 0; k < cg; ++k) {
-        const float gm = gamma[g * cg + k];
+        const float gm = gamma ? gamma[g * cg + k] : 1.0f;
         const float* xr = x + at + k * hw;
         const float* dyr = dy + at + k * hw;
         float* dxr = dx + at + k * hw;

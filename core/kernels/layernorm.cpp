@@ -31,7 +31,7 @@ void layernorm_fwd(const float* x, const float* gamma, const float* beta, float*
     mean_out[r] = m;
     rstd_out[r] = rstd;
     // y is computed from the rounded stats, the same values backward will read.
-    for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rstd * gamma[c] + beta[c];
+    for (int64_t c = 0; c < cols; ++c) yr[c] = (xr[c] - m) * rstd * (gamma ? gamma[c] : 1.0f) + (beta ? beta[c] : 0.0f);
   }
 }
 
@@ -52,17 +52,17 @@ void layernorm_bwd(const float* x, const float* stats, const float* gamma, const
     double sum_gx = 0.0;
     for (int64_t c = 0; c < cols; ++c) {
       const float xhat = (xr[c] - m) * rstd;
-      const float g = dyr[c] * gamma[c];
+      const float g = dyr[c] * (gamma ? gamma[c] : 1.0f);
       sum_g += g;
       sum_gx += static_cast<double>(g) * xhat;
-      dgamma[c] += dyr[c] * xhat;
-      dbeta[c] += dyr[c];
+      if (dgamma) dgamma[c] += dyr[c] * xhat;
+      if (dbeta) dbeta[c] += dyr[c];
     }
     const float mean_g = static_cast<float>(sum_g / static_cast<double>(cols));
     const float mean_gx = static_cast<float>(sum_gx / static_cast<double>(cols));
     for (int64_t c = 0; c < cols; ++c) {
       const float xhat = (xr[c] - m) * rstd;
-      const float v = rstd * (dyr[c] * gamma[c] - mean_g - xhat * mean_gx);
+      const float v = rstd * (dyr[c] * (gamma ? gamma[c] : 1.0f) - mean_g - xhat * mean_gx);
       dxr[c] = accumulate ? dxr[c] + v : v;
     }
   }

@@ -62,6 +62,11 @@ HeadBlocks gather_head(const SdpaGeom& g, const float* q, const float* k, const 
 // Keys a query row sees: all, or j <= i when causal.
 int64_t visible(const SdpaGeom& g, int64_t i) { return g.causal ? std::min(g.tk, i + 1) : g.tk; }
 
+// Row i of head (b, h) of the additive mask, or null without one.
+const float* mask_row(const SdpaGeom& g, int64_t b, int64_t h, int64_t i) {
+  return g.mask ? g.mask + b * g.mask_strides[0] + h * g.mask_strides[1] + i * g.mask_strides[2] : nullptr;
+}
+
 }  // namespace
 
 void SdpaGeom::check(const char* fn) const {
@@ -93,6 +98,8 @@ void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
         float* row = s + i * g.tk;
         const int64_t n = visible(g, i);
         for (int64_t j = 0; j < n; ++j) row[j] *= g.scale;
+        if (const float* m = mask_row(g, b, h, i))
+          for (int64_t j = 0; j < n; ++j) row[j] += m[j * g.mask_strides[3]];
         const RowSoftmax r = softmax_row(row, row, n);
         lse[head * g.tq + i] = static_cast<float>(static_cast<double>(r.max) + std::log(r.sum));
         for (int64_t j = n; j < g.tk; ++j) row[j] = 0.0f;  // masked: no weight
@@ -126,8 +133,12 @@ void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
         float* row = p + i * g.tk;
         const int64_t n = visible(g, i);
         const float l = lse[head * g.tq + i];
-        // s·scale − lse <= 0 but for rounding: clamped, exp's domain.
-        for (int64_t j = 0; j < n; ++j) row[j] = exp_nonpositive(std::min(row[j] * g.scale - l, 0.0f));
+        // s·scale (+ mask) − lse <= 0 but for rounding: clamped, exp's domain.
+        if (const float* m = mask_row(g, b, h, i))
+          for (int64_t j = 0; j < n; ++j)
+            row[j] = exp_nonpositive(std::min(row[j] * g.scale + m[j * g.mask_strides[3]] - l, 0.0f));
+        else
+          for (int64_t j = 0; j < n; ++j) row[j] = exp_nonpositive(std::min(row[j] * g.scale - l, 0.0f));
         for (int64_t j = n; j < g.tk; ++j) row[j] = 0.0f;
       }
       // dv = Pᵀ·dO; dP = dO·vᵀ; dS = P ∘ (dP − rowsum(dO ∘ O)), times scale.

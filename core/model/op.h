@@ -65,6 +65,7 @@ bool is_causal_mask(const std::vector<int64_t>& shape, const ConstValues& c);
 struct OpAttrs {
   int64_t channels = 0;            // Conv: output channels
   int64_t vocab = 0;               // Embedding: rows of the table
+  int64_t k = 0;                   // TopK: how many it picks along axis
   std::vector<int64_t> kernel;     // Conv, MaxPool, AvgPool: spatial kernel (1 or 2 dims)
   std::vector<int64_t> stride;     // default 1 per spatial dim
   std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0
@@ -75,7 +76,7 @@ struct OpAttrs {
   bool align_corners = false;      // Upsample (bilinear): corners of input and output align, as PyTorch's flag
   bool ceil_mode = false;          // MaxPool, AvgPool
   bool bias = true;                // Conv, Linear: a bias vector among the parameters
-  int64_t axis = -1;               // Softmax, Concat, Slice (negative: from the end)
+  int64_t axis = -1;               // Softmax, Concat, Slice, TopK, Gather (negative: from the end)
   std::vector<int64_t> perm;       // Transpose
   int64_t start = 0, end = 0, step = 1;  // Slice along axis: [start, end) by step
   std::vector<int64_t> const_shape;      // *Const, MaskedFill: the constant's shape ([] = scalar)
@@ -105,7 +106,8 @@ struct OpAttrs {
   float alpha = 0, beta = 0;
   std::vector<int64_t> axes;
   bool keepdim = false;
-  double eps = 0;        // LayerNorm, BatchNorm: added to the variance; 0: PyTorch's default 1e-5
+  double eps = 0;        // LayerNorm, BatchNorm, GroupNorm: added to the variance; 0: PyTorch's default 1e-5
+  bool affine = true;    // LayerNorm, BatchNorm, GroupNorm: a scale γ and shift β among the parameters
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -73,7 +73,13 @@
   RUN(ConvTranspose, conv_transpose, conv_transpose, 1, 1)               \
   /* nearest or bilinear resizing of the spatial dimensions */           \
   RUN(Upsample, upsample, upsample, 1, 1)                                \
-  RUN(GroupNorm, groupnorm, groupnorm, 1, 1)
+  RUN(GroupNorm, groupnorm, groupnorm, 1, 1)                             \
+  /* the indices (i64) of the k largest along axis, largest first, as    \
+     torch.topk; no gradient (its values are a Gather by them) */        \
+  RUN(TopK, topk, topk, 1, 1)                                            \
+  /* x's elements picked along axis by an integer index (torch.gather):  \
+     inputs x, index */                                                  \
+  RUN(Gather, gather, gather, 2, 2)
 
 // Expands to nothing: pass it for the half of the list a table skips.
 #define REMAT_OP_KIND_SKIP(...)

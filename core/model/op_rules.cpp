@@ -177,7 +177,7 @@ void rule_layernorm(Derivation& d) {
   d.same_shape();
   d.fwd = 5 * d.n();
   d.bwd = 8 * d.n();
-  d.params = 2 * tensor_bytes({d.op.cols()}, d.op.dtype);
+  d.params = d.op.attrs->affine ? 2 * tensor_bytes({d.op.cols()}, d.op.dtype) : 0;  // γ, β
   d.saved = {d.op.inputs[0]};
   d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(d.op.rows());  // mean and rstd per row
 }
@@ -190,7 +190,7 @@ void rule_batchnorm(Derivation& d) {
   const int64_t c = d.op.shape[1];
   d.fwd = 5 * d.n();
   d.bwd = 8 * d.n();
-  d.params = 2 * tensor_bytes({c}, d.op.dtype) + batchnorm_buffer_bytes(c);  // + running stats
+  d.params = (d.op.attrs->affine ? 2 * tensor_bytes({c}, d.op.dtype) : 0) + batchnorm_buffer_bytes(c);  // γ, β + running stats
   d.saved = {d.op.inputs[0]};
   d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(c);  // batch mean and inverse std per channel
 }
@@ -320,9 +320,50 @@ void rule_groupnorm(Derivation& d) {
   if (g <= 0 || c % g != 0) d.fail("groups " + std::to_string(g) + " must divide the channels " + std::to_string(c));
   d.fwd = 5 * d.n();
   d.bwd = 8 * d.n();
-  d.params = 2 * tensor_bytes({c}, d.op.dtype);
+  d.params = d.op.attrs->affine ? 2 * tensor_bytes({c}, d.op.dtype) : 0;
   d.saved = {d.op.inputs[0]};
   d.aux = 2 * Derivation::kStatBytes * static_cast<uint64_t>(n * g);
+}
+
+// torch.topk(x, k, axis) as the indices it picks (int64, x's shape with the
+// axis k long); the values are a Gather of x by them, which keeps them. The
+// indices have no gradient: nothing is kept.
+void rule_topk(Derivation& d) {
+  const Op& x = d.in(0);
+  if (is_integer(x.dtype)) d.fail("TopK ranks floating point values; its input is " + std::string(dtype_name(x.dtype)));
+  if (x.shape.empty()) d.fail("TopK needs an input of rank >= 1");
+  const std::size_t ax = d.axis(d.op.attrs->axis, x.shape.size());
+  const int64_t k = d.op.attrs->k;
+  if (k < 1 || k > x.shape[ax])
+    d.fail("k " + std::to_string(k) + " must be 1 to the axis' extent " + std::to_string(x.shape[ax]));
+  std::vector<int64_t> s(x.shape.begin(), x.shape.end());
+  s[ax] = k;
+  d.op.dtype = DType::I64;
+  d.set_shape(s);
+  d.fwd = static_cast<double>(x.numel()) * static_cast<double>(k);
+  d.bwd = 0;
+}
+
+// torch.gather(x, axis, index): the output has the index's shape; outside the
+// axis the index may be shorter than x. gather's backward scatters dy by the
+// index into x's shape; PyTorch's node keeps x and the index.
+void rule_gather(Derivation& d) {
+  const Op& x = d.in(0);
+  const Op& index = d.in(1);
+  if (is_integer(x.dtype)) d.fail("Gather picks floating point values; its input is " + std::string(dtype_name(x.dtype)));
+  if (index.dtype != DType::I64) d.fail("Gather's index must be i64, got " + std::string(dtype_name(index.dtype)));
+  if (index.shape.size() != x.shape.size())
+    d.fail("Gather's index " + shape_string(index.shape) + " must have the rank of its input " + shape_string(x.shape));
+  const std::size_t ax = d.axis(d.op.attrs->axis, x.shape.size());
+  for (std::size_t k = 0; k < x.shape.size(); ++k)
+    if (k != ax && index.shape[k] > x.shape[k])
+      d.fail("Gather's index " + shape_string(index.shape) + " is longer than its input " + shape_string(x.shape) +
+             " outside axis " + std::to_string(ax));
+  d.op.dtype = x.dtype;
+  d.set_shape(std::vector<int64_t>(index.shape.begin(), index.shape.end()));
+  d.fwd = d.n();
+  d.bwd = d.n() * static_cast<double>(x.shape[ax]);
+  d.saved = {d.op.inputs[0], d.op.inputs[1]};
 }
 
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool
@@ -545,6 +586,23 @@ void rule_attention(Derivation& d) {
   if (k.shape[r - 1] != q.shape[r - 1]) d.fail("Attention: q and k differ in their last dimension: " + shape_string(q.shape) + " and " + shape_string(k.shape));
   if (v.shape[r - 2] != k.shape[r - 2]) d.fail("Attention: k and v differ in length: " + shape_string(k.shape) + " and " + shape_string(v.shape));
   if (d.op.attrs->scale < 0) d.fail("Attention: scale must be positive");
+  // An additive mask (PyTorch's float attn_mask): a constant broadcast onto
+  // the scores (leading dimensions, tq, tk), right-aligned.
+  const OpAttrs& a = *d.op.attrs;
+  if (!a.const_shape.empty() || !a.values.empty()) {
+    std::vector<int64_t> scores(q.shape.begin(), q.shape.end());
+    scores[r - 1] = k.shape[r - 2];
+    const std::vector<int64_t>& m = a.const_shape;
+    bool fits = m.size() <= r;
+    for (std::size_t i = 0; fits && i < m.size(); ++i) {
+      const int64_t want = scores[r - m.size() + i];
+      fits = m[i] == 1 || m[i] == want;
+    }
+    if (!fits) d.fail("Attention: the mask " + shape_string(m) + " does not broadcast onto the scores " + shape_string(scores));
+    if (!a.values.empty() && a.values.size() != static_cast<uint64_t>(product(m)))
+      d.fail("the mask has " + std::to_string(a.values.size()) + " values, its shape " + shape_string(m) + " holds " +
+             std::to_string(product(m)));
+  }
   std::vector<int64_t> out(q.shape.begin(), q.shape.end());
   out[r - 1] = v.shape[r - 1];
   d.set_shape(out);
@@ -787,7 +845,9 @@ std::string exec_problem(const Op& op) {
     return op.bytes >= tensor_bytes(op.shape, op.dtype) ? "" : "its bytes do not hold its elements";
   // Floating point tensors run in f32, bf16 or f16 (stored so, computed in
   // f32: docs/memory-model.md#mixed-precision-autocast).
-  if (is_integer(op.dtype)) return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32, bf16 and f16 run";
+  // Integer activations: a TopK's indices and views of them (a Gather reads them).
+  if (is_integer(op.dtype) && !(op.kind == OpKind::TopK || op.view))
+    return "its dtype is " + std::string(dtype_name(op.dtype)) + "; only f32, bf16 and f16 run";
   if (op.kind != OpKind::Input && !exec_listed(op.kind)) return "no kernel runs a " + std::string(kind_name(op.kind));
   if (!op.view && op.bytes < tensor_bytes(op.shape, op.dtype)) return "it owns fewer bytes than its elements take";
   if (std::string why = kernel_attr_problem(op); !why.empty()) return "the kernels take no " + why;
@@ -817,6 +877,7 @@ std::string exec_problem(const Op& op) {
   // The attention kernels read q, k, v and the output again in the backward,
   // and keep each row's logsumexp (f32) in aux.
   if (op.kind == OpKind::Attention) {
+    if (!op.attrs->const_shape.empty() && op.attrs->values.empty()) return "its mask's values are unknown";
     for (int u : op.inputs)
       if (std::find(op.saved.begin(), op.saved.end(), u) == op.saved.end()) return "its saved set leaves out q, k or v";
     const bool keeps_output = std::any_of(op.saved.begin(), op.saved.end(), [&](int s) {

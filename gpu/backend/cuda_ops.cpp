@@ -77,12 +77,12 @@ void bwd_activation(CudaOpState& s, const OpCall& c) {
 
 // aux(v) holds the row statistics (2, rows), as on the CPU.
 void fwd_layernorm(CudaOpState& s, const OpCall& c) {
-  layernorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
+  layernorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.op.rows(), c.op.cols(),
                 s.stream, static_cast<float>(layernorm_eps(c.op)));
 }
 void bwd_layernorm(CudaOpState& s, const OpCall& c) {
-  layernorm_bwd(c.in(0), c.aux(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0),
-                s.param_grad(c.v, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0), s.stream);
+  layernorm_bwd(c.in(0), c.aux(), norm_param(s, c, 0), c.dy(), dx_or_discard(s, c), norm_param_grad(s, c, 0),
+                norm_param_grad(s, c, 1), c.op.rows(), c.op.cols(), c.dx(0) && c.acc(0), s.stream);
 }
 
 void fwd_add(CudaOpState& s, const OpCall& c) {
@@ -164,14 +164,14 @@ void bwd_conv_transpose(CudaOpState& s, const OpCall& c) {
 void fwd_groupnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const int64_t groups = c.op.attrs->groups;
-  groupnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c, d.hw,
+  groupnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.n * groups, d.n, d.c, d.hw,
                 groups, layernorm_eps(c.op), s.stream);
 }
 void bwd_groupnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const int64_t groups = c.op.attrs->groups;
-  groupnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
-                s.param_grad(c.v, 0), s.param_grad(c.v, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0), s.stream);
+  groupnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.n * groups, dx_or_discard(s, c),
+                norm_param_grad(s, c, 0), norm_param_grad(s, c, 1), d.n, d.c, d.hw, groups, c.dx(0) && c.acc(0), s.stream);
 }
 
 void fwd_upsample(CudaOpState& s, const OpCall& c) {
@@ -190,14 +190,14 @@ void bwd_upsample(CudaOpState& s, const OpCall& c) {
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
-  batchnorm_fwd(c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
+  batchnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                 d.c, d.hw, batchnorm_eps(c.op), 0.1f, s.stream, partials, capacity);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
-  batchnorm_bwd(c.in(0), c.dy(), s.param(c.v, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), s.param_grad(c.v, 0),
-                s.param_grad(c.v, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream, partials, capacity);
+  batchnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), norm_param_grad(s, c, 0),
+                norm_param_grad(s, c, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream, partials, capacity);
 }
 
 void fwd_maxpool(CudaOpState& s, const OpCall& c) {
@@ -403,12 +403,18 @@ void bwd_embedding(CudaOpState& s, const OpCall& c) {
                   ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
 }
 
-// Attention: lse in aux, as the CPU's entries (cpu_ops.cpp).
+// Attention: lse in aux, as the CPU's entries (cpu_ops.cpp); the additive
+// mask, if the op has one, is its constant on the device.
+cpu::SdpaGeom attention_geom(const CudaOpState& s, const OpCall& c) {
+  cpu::SdpaGeom g = sdpa_geom(c.model, c.v);
+  if (!c.op.attrs->const_shape.empty()) g.mask = static_cast<const float*>(s.constant(c.v));
+  return g;
+}
 void fwd_attention(CudaOpState& s, const OpCall& c) {
-  sdpa_fwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention], s.stream);
+  sdpa_fwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention], s.stream);
 }
 void bwd_attention(CudaOpState& s, const OpCall& c) {
-  sdpa_bwd(sdpa_geom(c.model, c.v), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1), c.dx(2),
+  sdpa_bwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1), c.dx(2),
            c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention], s.stream);
 }
 
@@ -431,6 +437,20 @@ void bwd_reduce(CudaOpState& s, const OpCall& c) {
              s.stream);
 }
 
+// A TopK's indices have no gradient; a Gather's reach its input x alone.
+void fwd_topk(CudaOpState& s, const OpCall& c) {
+  topk_fwd(topk_geom(c.model, c.v), c.in(0), reinterpret_cast<int64_t*>(c.out()), s.stream);
+}
+void bwd_topk(CudaOpState&, const OpCall&) {}
+void fwd_gather(CudaOpState& s, const OpCall& c) {
+  gather_fwd(gather_geom(c.model, c.v), c.in(0), reinterpret_cast<const int64_t*>(c.in(1)), c.out(), s.stream);
+}
+void bwd_gather(CudaOpState& s, const OpCall& c) {
+  if (c.dx(0))
+    gather_bwd(gather_geom(c.model, c.v), reinterpret_cast<const int64_t*>(c.in(1)), c.dy(), c.dx(0), c.acc(0),
+               s.stream);
+}
+
 #define REMAT_CUDA_ROW(Kind, entry, ...) KernelEntry<CudaOpState>{OpKind::Kind, &fwd_##entry, &bwd_##entry},
 constexpr std::array kCudaKernels = {REMAT_EXEC_KINDS(REMAT_CUDA_ROW)};
 #undef REMAT_CUDA_ROW
@@ -440,6 +460,7 @@ constexpr std::array kCudaKernels = {REMAT_EXEC_KINDS(REMAT_CUDA_ROW)};
 void cuda_forward(CudaOpState& s, const OpCall& c) { kernel_for(kCudaKernels, c, "cuda").fwd(s, c); }
 
 void cuda_backward(CudaOpState& s, const OpCall& c) {
+  if (is_integer(c.op.dtype)) return;  // integers (a TopK's indices, views of them) pass no gradient on
   if (!c.dy() && !is_loss(c.op.kind)) throw InternalError(op_label(c.model, c.v) + ": backward without its gradient G");
   kernel_for(kCudaKernels, c, "cuda").bwd(s, c);
 }

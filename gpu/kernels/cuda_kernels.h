@@ -340,4 +340,16 @@ void reduce_fwd(const ReduceGeom& g, const float* x, float* y, cudaStream_t stre
 void reduce_bwd(const ReduceGeom& g, const float* x, const float* y, const float* dy, float* dx, bool accumulate,
                 cudaStream_t stream);
 
+// ---- select.cu -------------------------------------------------------------------------
+// torch.topk's indices and torch.gather, as cpu_kernels.h's topk_fwd,
+// gather_fwd and gather_bwd: the same picks (largest first, a tie to the lower
+// position, NaN first), and the gather's gradient per element of x, summing
+// its picks along the axis in increasing order in double (the same bits).
+using remat::cpu::GatherGeom;
+using remat::cpu::TopKGeom;
+void topk_fwd(const TopKGeom& g, const float* x, int64_t* index, cudaStream_t stream);
+void gather_fwd(const GatherGeom& g, const float* x, const int64_t* index, float* y, cudaStream_t stream);
+void gather_bwd(const GatherGeom& g, const int64_t* index, const float* dy, float* dx, bool accumulate,
+                cudaStream_t stream);
+
 }  // namespace remat::cuda

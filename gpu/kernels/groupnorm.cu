@@ -34,7 +34,7 @@ __global__ void groupnorm_fwd_kernel(const float* x, const float* gamma, const f
     const int64_t g = b % groups;
     for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
       const int64_t ch = g * cg + i / hw;
-      yg[i] = __fadd_rn(__fmul_rn(__fsub_rn(xg[i], mean_f), __fmul_rn(rstd, gamma[ch])), beta[ch]);
+      yg[i] = __fadd_rn(__fmul_rn(__fsub_rn(xg[i], mean_f), __fmul_rn(rstd, gamma ? gamma[ch] : 1.0f)), beta ? beta[ch] : 0.0f);
     }
   }
 }
@@ -52,7 +52,7 @@ __global__ void groupnorm_dx_kernel(const float* x, const float* dy, const float
     const float mean = mean_in[b], rstd = rstd_in[b];
     double sg = 0.0, dg = 0.0;
     for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const double gd = static_cast<double>(dyg[i]) * gamma[g * cg + i / hw];
+      const double gd = static_cast<double>(dyg[i]) * (gamma ? gamma[g * cg + i / hw] : 1.0f);
       sg += gd;
       dg += static_cast<double>(xg[i] - mean) * gd;
     }
@@ -61,7 +61,7 @@ __global__ void groupnorm_dx_kernel(const float* x, const float* dy, const float
     const float mean_g = static_cast<float>(sg / static_cast<double>(m));
     const float k2 = static_cast<float>(dg * rstd * rstd / static_cast<double>(m));
     for (int64_t i = threadIdx.x; i < m; i += blockDim.x) {
-      const float gm = gamma[g * cg + i / hw];
+      const float gm = gamma ? gamma[g * cg + i / hw] : 1.0f;
       const float v = __fmul_rn(__fsub_rn(__fsub_rn(__fmul_rn(dyg[i], gm), mean_g), __fmul_rn(__fsub_rn(xg[i], mean), k2)), rstd);
       detail::store_grad(&dxg[i], v, accumulate);
     }
@@ -115,6 +115,7 @@ void groupnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
   groupnorm_dx_kernel<<<blocks_for(n * groups), detail::kBlock, 0, stream>>>(x, dy, gamma, mean, rstd, dx, n, c, hw,
                                                                              groups, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
+  if (!dgamma || !dbeta) return;  // no affine parameters: no parameter gradient
   groupnorm_dparams_kernel<<<blocks_for(c), detail::kBlock, 0, stream>>>(x, dy, mean, rstd, dgamma, dbeta, n, c, hw,
                                                                          groups);
   CUDA_CHECK_THROW(cudaGetLastError());

@@ -38,7 +38,7 @@ __global__ void layernorm_fwd_kernel(const float* x, const float* gamma, const f
       stats[rows + r] = rstd;
     }
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      yr[c] = (xr[c] - mean) * rstd * gamma[c] + beta[c];
+      yr[c] = (xr[c] - mean) * rstd * (gamma ? gamma[c] : 1.0f) + (beta ? beta[c] : 0.0f);
   }
 }
 
@@ -58,7 +58,7 @@ __global__ void layernorm_dx_kernel(const float* x, const float* stats, const fl
     float sum_gx = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const float xhat = (xr[c] - mean) * rstd;
-      const float g = dyr[c] * gamma[c];
+      const float g = dyr[c] * (gamma ? gamma[c] : 1.0f);
       sum_g += g;
       sum_gx += g * xhat;
     }
@@ -66,7 +66,7 @@ __global__ void layernorm_dx_kernel(const float* x, const float* stats, const fl
     const float mean_gx = detail::block_sum(sum_gx, shared) / static_cast<float>(cols);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const float xhat = (xr[c] - mean) * rstd;
-      detail::store_grad(&dxr[c], rstd * (dyr[c] * gamma[c] - mean_g - xhat * mean_gx),
+      detail::store_grad(&dxr[c], rstd * (dyr[c] * (gamma ? gamma[c] : 1.0f) - mean_g - xhat * mean_gx),
                          accumulate);
     }
   }
@@ -128,6 +128,7 @@ void layernorm_bwd(const float* x, const float* stats, const float* gamma, const
   layernorm_dx_kernel<<<row_grid(rows), kRowBlock, 0, stream>>>(x, stats, gamma, dy, dx, rows,
                                                                  cols, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
+  if (!dgamma || !dbeta) return;  // no affine parameters: no parameter gradient
   const dim3 block(32, kRowLanes);
   const dim3 grid(static_cast<unsigned>((cols + 31) / 32));
   layernorm_dparams_kernel<<<grid, block, 0, stream>>>(x, stats, dy, dgamma, dbeta, rows, cols);

@@ -29,11 +29,14 @@ struct Geom {  // SdpaGeom for the device
   bool causal;
   float scale;
   int64_t qs[4], ks[4], vs[4], os[4];  // os: out's; its columns are adjacent (os[3] = 1)
+  const float* mask;                   // the additive mask (SdpaGeom's), or null
+  int64_t ms[4];
 };
 
 Geom device_geom(const cpu::SdpaGeom& g) {
-  Geom r{g.heads, g.tq, g.tk, g.d, g.dv, g.causal, g.scale, {}, {}, {}, {}};
+  Geom r{g.heads, g.tq, g.tk, g.d, g.dv, g.causal, g.scale, {}, {}, {}, {}, g.mask, {}};
   for (int i = 0; i < 4; ++i) {
+    r.ms[i] = g.mask_strides[i];
     r.qs[i] = g.q_strides[i];
     r.ks[i] = g.k_strides[i];
     r.vs[i] = g.v_strides[i];
@@ -54,6 +57,12 @@ void check(const char* fn, const cpu::SdpaGeom& g) {
 // Keys query row i sees: all, or j <= i when causal (top-left).
 __device__ __forceinline__ int64_t visible(const Geom& g, int64_t i) {
   return g.causal ? (i + 1 < g.tk ? i + 1 : g.tk) : g.tk;
+}
+
+// The additive mask at (query i, key j) of head hd = b·heads + h; 0 without one.
+__device__ __forceinline__ float mask_at(const Geom& g, int64_t hd, int64_t i, int64_t j) {
+  if (!g.mask) return 0.0f;
+  return g.mask[(hd / g.heads) * g.ms[0] + (hd % g.heads) * g.ms[1] + i * g.ms[2] + j * g.ms[3]];
 }
 
 // One head's input: the (batch, head) offset of head hd = b·heads + h.
@@ -159,10 +168,17 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       if (j0 >= seen) continue;  // warp-uniform: none of this tile is visible to the row
       const int nj = static_cast<int>(seen - j0 < n ? seen - j0 : n);  // >= 1: key j0 is visible
-      const float s = lane < nj ? dot(qrows + warp * d, ks + lane * ldk, d) * g.scale : -INFINITY;
-      const float m_new = fmaxf(m, detail::warp_max(s));  // finite: key j0 is visible
-      const float rescale = expf(m - m_new);               // 0 on the first tile (m = -inf)
-      const float p = expf(s - m_new);                     // 0 where masked
+      float s = -INFINITY;
+      if (lane < nj) {
+        s = dot(qrows + warp * d, ks + lane * ldk, d) * g.scale;
+        if (g.mask) s += mask_at(g, hd, i, j0 + lane);
+      }
+      // Finite once a key is visible and not masked out; -inf while an
+      // additive mask has hidden every key so far (then nothing is added).
+      const float m_new = fmaxf(m, detail::warp_max(s));
+      const bool none = m_new == -INFINITY;
+      const float rescale = none ? 1.0f : expf(m - m_new);  // 0 on the first tile (m = -inf)
+      const float p = none ? 0.0f : expf(s - m_new);        // 0 where masked
       l = l * rescale + detail::warp_sum(p);
       for (float& a : acc) a *= rescale;
       for (int jj = 0; jj < nj; ++jj) {
@@ -231,8 +247,9 @@ __global__ void __launch_bounds__(kThreads)
       float ds = 0.0f;
       if (lane < nj) {
         const float s = dot(qrows + warp * d, ks + lane * ldk, d);
-        // s·scale − lse <= 0 but for rounding: clamped, as the CPU.
-        const float p = expf(fminf(s * g.scale - l, 0.0f));
+        // s·scale (+ mask) − lse <= 0 but for rounding: clamped, as the CPU.
+        const float sm = g.mask ? s * g.scale + mask_at(g, hd, i, j0 + lane) : s * g.scale;
+        const float p = expf(fminf(sm - l, 0.0f));
         const float dp = dot(dorows + warp * dv, vs + lane * ldv, dv);
         ds = p * (dp - delta) * g.scale;
       }
@@ -313,7 +330,8 @@ __global__ void __launch_bounds__(kThreads)
       float p = 0.0f, ds = 0.0f;
       if (lane >= ii0 && lane < n) {
         const float s = dot(qs + lane * ldq, krows + warp * d, d);
-        p = expf(fminf(s * g.scale - lses[lane], 0.0f));
+        const float sm = g.mask ? s * g.scale + mask_at(g, hd, i0 + lane, j) : s * g.scale;
+        p = expf(fminf(sm - lses[lane], 0.0f));
         const float dp = dot(dos + lane * ldo, vrows + warp * dvn, dvn);
         ds = p * (dp - deltas[lane]) * g.scale;
       }

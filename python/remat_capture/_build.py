@@ -41,6 +41,7 @@ ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh",
 # The names `remat run --dump` gives an op's parameter tensors, slot by slot
 # (core/exec/op_exec.cpp's ParamSpecs).
 PARAM_NAMES = {"Linear": ["weight", "bias"], "Conv": ["weight", "bias"], "BatchNorm": ["gamma", "beta"],
+               "GroupNorm": ["gamma", "beta"],
                "LayerNorm": ["gamma", "beta"], "Embedding": ["weight"], "Pointwise": ["weight"],
                "AddConst": ["weight"]}
 CONST_KINDS = {"add": "AddConst", "add_": "AddConst", "sub": "AddConst", "sub_": "AddConst", "mul": "MulConst",
@@ -59,6 +60,15 @@ def _eps(eps):
     return {} if float(eps) == 1e-5 else {"eps": float(eps)}
 
 
+def _affine(weight, bias):
+    """A norm's affine attribute from its weight and bias arguments: {} with
+    both, affine false with neither (elementwise_affine=False, affine=False),
+    None with one alone (remat's norms have both or none)."""
+    if (weight is None) != (bias is None):
+        return None
+    return {} if weight is not None else {"affine": False}
+
+
 def _ints(v, n):
     """An aten int[] argument (may be a single int or a 1-list) as n ints."""
     if isinstance(v, int):
@@ -73,6 +83,9 @@ class Builder(PointwiseMixin):
         self.ops = []             # remat ops (dicts); private keys start with "_"
         self.rid = {}             # id(tensor) -> remat op id of that alias
         self.noise = {}           # id(tensor) -> keep probability of a dropout's noise
+        # id(tensor) -> the parameter it is, broadcast: addmm(bias, zeros, W), an
+        # LSTM's first step (its zero initial state times W_hh, plus b_hh).
+        self.param_broadcast = {}
         self.event_op = {}        # OpEvent index -> remat op id
         self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
         self.owner = {}           # storage key -> remat op id owning it (the latest writer)
@@ -183,10 +196,23 @@ class Builder(PointwiseMixin):
             # weight is (remat charges a bf16 op's weights in its dtype).
             self.excluded.add(storage_key(ev.outputs[0]))
             self.weight_casts.add(storage_key(ev.outputs[0]))
+        elif ev.name == "addmm" and ev.outputs and len(ev.args) >= 3 and self._zero_product(ev):
+            self.param_broadcast[id(ev.outputs[0])] = ev.args[0]
         elif ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
             self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
         elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
             pass  # noise /= keep: still the noise
+
+    def _zero_product(self, ev):
+        """addmm(bias, m, W) with m all zeros and no gradient, bias a parameter:
+        its value is the bias broadcast over m's rows, and its gradient reaches
+        the bias alone (W's is mᵀ·dy = 0), so it is that parameter, broadcast."""
+        bias, m = ev.args[0], ev.args[1]
+        if ev.kwargs.get("beta", 1) != 1 or ev.kwargs.get("alpha", 1) != 1:
+            return False
+        if not isinstance(m, torch.Tensor) or m.requires_grad or not isinstance(bias, torch.Tensor):
+            return False
+        return self._param_name(bias) is not None and bias.dim() == 1 and bool((m == 0).all())
 
     def _generic(self, ev):
         outs = [o for o in ev.outputs if isinstance(o, torch.Tensor)]
@@ -305,9 +331,12 @@ class Builder(PointwiseMixin):
 
     def _op_native_group_norm(self, ev):
         # (input, weight, bias, N, C, HxW, group, eps)
-        if not self._one_act(ev) or ev.args[1] is None or ev.args[2] is None:  # remat's GroupNorm is affine
+        affine = _affine(ev.args[1], ev.args[2])
+        if not self._one_act(ev) or affine is None:
             return False
-        return self._simple(ev, "GroupNorm", dict({"groups": int(ev.args[6])}, **_eps(ev.args[7])))
+        self._simple(ev, "GroupNorm", dict({"groups": int(ev.args[6])}, **_eps(ev.args[7]), **affine))
+        self._note_params(ev.args[1], ev.args[2])
+        return True
 
     def _upsample(self, ev, bilinear, align_corners=False):
         if not self._one_act(ev) or ev.args[0].dim() not in (3, 4):
@@ -330,9 +359,10 @@ class Builder(PointwiseMixin):
 
     def _op_native_batch_norm(self, ev):
         # (input, weight, bias, running_mean, running_var, training, momentum, eps)
-        if not self._one_act(ev) or not ev.args[5]:  # training
+        affine = _affine(ev.args[1], ev.args[2])
+        if not self._one_act(ev) or not ev.args[5] or affine is None:  # training
             return False
-        self._simple(ev, "BatchNorm", _eps(ev.args[7] if len(ev.args) > 7 else 1e-5))
+        self._simple(ev, "BatchNorm", dict(_eps(ev.args[7] if len(ev.args) > 7 else 1e-5), **affine))
         self._note_params(ev.args[1], ev.args[2])
         return True
 
@@ -342,9 +372,10 @@ class Builder(PointwiseMixin):
         x, shape = ev.args[0], ev.args[1]
         if not self._one_act(ev) or len(shape) != 1 or int(shape[0]) != x.shape[-1]:
             return False
-        if ev.args[2] is None or ev.args[3] is None:  # remat's LayerNorm has gamma and beta
+        affine = _affine(ev.args[2], ev.args[3])
+        if affine is None:
             return False
-        self._simple(ev, "LayerNorm", _eps(ev.args[4] if len(ev.args) > 4 else 1e-5))
+        self._simple(ev, "LayerNorm", dict(_eps(ev.args[4] if len(ev.args) > 4 else 1e-5), **affine))
         self._note_params(ev.args[2], ev.args[3])
         return True
 
@@ -405,7 +436,7 @@ class Builder(PointwiseMixin):
 
     def _op__scaled_dot_product_flash_attention_for_cpu(self, ev):
         # PyTorch 2.x's fused CPU attention (F.scaled_dot_product_attention
-        # without a mask or dropout): (query, key, value, dropout_p=0,
+        # without dropout, with or without a mask): (query, key, value, dropout_p=0,
         # is_causal=False, *, attn_mask=None, scale=None) -> (output,
         # logsumexp). Its node keeps q, k, v, the output and the f32
         # logsumexp (aux: 4 bytes per output row), as remat's Attention.
@@ -415,7 +446,12 @@ class Builder(PointwiseMixin):
         causal = ev.kwargs.get("is_causal", a[4] if a[4] is not None else False)
         mask = ev.kwargs.get("attn_mask", a[5])
         scale = ev.kwargs.get("scale", a[6])
-        if not all(self._act(t) for t in (q, k, v)) or dropout != 0 or mask is not None:
+        if not all(self._act(t) for t in (q, k, v)) or dropout != 0:
+            return False
+        # A mask arrives additive (PyTorch turns a boolean one into 0 and
+        # -inf): a constant of the op, its values; one computed from
+        # activations or parameters stays Generic.
+        if mask is not None and (self._act(mask) or mask.requires_grad or mask.dtype != torch.float32):
             return False
         if any(t.dtype != torch.float32 or t.dim() not in (3, 4) or t.dim() != q.dim() for t in (q, k, v)):
             return False
@@ -425,6 +461,8 @@ class Builder(PointwiseMixin):
         extra = {"causal": bool(causal)}
         if scale is not None:
             extra["scale"] = float(scale)
+        if mask is not None:
+            extra.update({"const_shape": list(mask.shape), "values": _numbers(mask)})
         return self._simple(ev, "Attention", extra, inputs=[self.rid[id(t)] for t in (q, k, v)])
 
     def _op_as_strided(self, ev):
@@ -478,6 +516,36 @@ class Builder(PointwiseMixin):
                 return False
             extra.update({"const_at": consts[0], "const_shape": piece, "learned": True})
         return self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+
+    def _op_topk(self, ev):
+        """torch.topk(x, k, dim) (largest, sorted): the indices a TopK op, the
+        values a Gather of x by them; the node keeps the indices, which the
+        Gather then keeps (as remat's gather backward reads them)."""
+        x = ev.args[0]
+        a = list(ev.args) + [None] * 4
+        k = int(a[1])
+        dim = int(a[2] if a[2] is not None else ev.kwargs.get("dim", -1)) % max(1, x.dim())
+        largest = a[3] if a[3] is not None else ev.kwargs.get("largest", True)
+        sort = a[4] if a[4] is not None else ev.kwargs.get("sorted", True)
+        if not self._one_act(ev) or not largest or not sort or x.dtype != torch.float32 or len(ev.outputs) != 2:
+            return False
+        values, indices = ev.outputs
+        i = self._new({"kind": "TopK", "k": k, "axis": dim}, [self.rid[id(x)]], indices, view=False,
+                      label=self._label(ev, "topk"))
+        self.ops[i]["_event"] = ev.index  # made by the same aten op as the Gather below
+        self._new({"kind": "Gather", "axis": dim}, [self.rid[id(x)], i], values, view=False, event=ev,
+                  label=self._label(ev, "topk_values"))
+        return True
+
+    def _op_gather(self, ev):
+        """torch.gather(x, dim, index) by indices the model computed (a TopK's)."""
+        a = list(ev.args) + [None] * 3
+        x, index = a[0], a[2]
+        if not (self._act(x) and self._act(index)) or ev.kwargs.get("sparse_grad", False) or \
+                (a[3] is not None and a[3]):
+            return False
+        dim = int(a[1]) % max(1, x.dim())
+        return self._simple(ev, "Gather", {"axis": dim}, inputs=[self.rid[id(x)], self.rid[id(index)]])
 
     def _param_piece(self, t, dim):
         """The shape (at t's rank) of the parameter that t broadcasts, or None."""
@@ -655,7 +723,23 @@ class Builder(PointwiseMixin):
         dim = ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dim", 0)
         return self._split(ev, [o.shape[dim] for o in ev.outputs], dim)
 
-    _op_split_with_sizes = _op_split
+    _op_split_with_sizes = _op_unsafe_split = _op_unsafe_split_with_sizes = _op_split
+
+    def _op_stack(self, ev):
+        """torch.stack: each tensor unsqueezed (a view), then one Concat."""
+        ts = ev.args[0]
+        if not ts or not all(self._act(t) for t in ts):
+            return False
+        out = ev.outputs[0]
+        dim = int(ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("dim", 0)) % out.dim()
+        views = []
+        for t in ts:
+            shape = list(t.shape[:dim]) + [1] + list(t.shape[dim:])
+            u = self._new({"kind": "Reshape", "shape": shape}, [self.rid[id(t)]], None, view=True,
+                          label=self._label(ev, "stack"))
+            self.ops[u]["_event"] = ev.index  # made by the same aten op as the Concat below
+            views.append(u)
+        return self._simple(ev, "Concat", {"axis": dim}, inputs=views)
 
     def _op_unbind(self, ev):
         if not self._one_act(ev):

@@ -50,6 +50,8 @@ class PointwiseMixin:
             return {"const_shape": [], "values": _float(sign * t)}
         if not isinstance(t, torch.Tensor) or t.dtype.is_complex:
             return None
+        if t.requires_grad and id(t) in self.param_broadcast:
+            t = self.param_broadcast[id(t)]  # a parameter broadcast (_build.py's _zero_product)
         shape = list(t.shape)
         if t.requires_grad:
             name = self._param_name(t)

@@ -102,10 +102,13 @@ def constant(op, t):
     return np.array(vals, dtype=np.float64).reshape(shape)
 
 
-def attention(q, k, v, causal, scale):
-    """softmax(q·kᵀ·scale)·v written out (PyTorch 1.13 has no
-    scaled_dot_product_attention; 2.x's matches it): causal masks key j > query i."""
+def attention(q, k, v, causal, scale, mask=None):
+    """softmax(q·kᵀ·scale + mask)·v written out (PyTorch 1.13 has no
+    scaled_dot_product_attention; 2.x's matches it): causal masks key j > query i;
+    mask: an additive one (attn_mask), broadcast onto the scores."""
     s = torch.matmul(q, k.transpose(-2, -1)) * (scale if scale else 1.0 / math.sqrt(q.shape[-1]))
+    if mask is not None:
+        s = s + mask
     if causal:
         tq, tk = s.shape[-2], s.shape[-1]
         s = s.masked_fill(torch.ones(tq, tk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
@@ -166,6 +169,11 @@ def pointwise(op, inputs, param, t):
                 pow=lambda: torch.pow(a, b))[fn]()
 
 
+def affine(op, v, param):
+    """A norm's (weight, bias): its gamma and beta, or (None, None) without affine parameters."""
+    return (param(v, "gamma"), param(v, "beta")) if op.get("affine", True) else (None, None)
+
+
 def apply_op(op, acts, param, t):
     """The output of a non-loss op from its inputs' outputs (acts), in the inputs'
     dtype; param(v, slot) gives a parameter tensor, t the dump (dropout masks)."""
@@ -185,7 +193,7 @@ def apply_op(op, acts, param, t):
     elif kind == "GELU":
         y = F.gelu(x)  # exact (erf) form
     elif kind == "LayerNorm":
-        y = F.layer_norm(x, (x.shape[-1],), param(v, "gamma"), param(v, "beta"), eps=op.get("eps", 1e-5))
+        y = F.layer_norm(x, (x.shape[-1],), *affine(op, v, param), eps=op.get("eps", 1e-5))
     elif kind == "Add":
         y = x + acts[ins[1]]
     elif kind == "Dropout" and t is None:  # timing only (the benchmark): PyTorch's own mask
@@ -212,10 +220,10 @@ def apply_op(op, acts, param, t):
             y = F.interpolate(x, size=size, mode="bilinear" if x.dim() == 4 else "linear",
                               align_corners=op.get("align_corners", False))
     elif kind == "GroupNorm":
-        y = F.group_norm(x, op["groups"], param(v, "gamma"), param(v, "beta"), eps=op.get("eps", 1e-5))
+        y = F.group_norm(x, op["groups"], *affine(op, v, param), eps=op.get("eps", 1e-5))
     elif kind == "BatchNorm":
         # Training mode: batch statistics (the running ones are not compared).
-        y = F.batch_norm(x, None, None, param(v, "gamma"), param(v, "beta"), training=True, eps=op.get("eps", 1e-5))
+        y = F.batch_norm(x, None, None, *affine(op, v, param), training=True, eps=op.get("eps", 1e-5))
     elif kind in ("MaxPool", "AvgPool"):
         y = pool(op, x)
     elif kind == "GlobalAvgPool":
@@ -261,10 +269,17 @@ def apply_op(op, acts, param, t):
         y = fn(x, dim=op.get("axes") or list(range(x.dim())), keepdim=op.get("keepdim", False))
         if y.dim() == 0:
             y = y.reshape(1)
+    elif kind == "TopK":  # the indices (int64); the values are a Gather by them
+        y = torch.topk(x, op["k"], dim=op.get("axis", -1)).indices
+    elif kind == "Gather":
+        y = torch.gather(x, op.get("axis", -1), acts[ins[1]])
     elif kind == "MatMul":
         y = torch.matmul(x, acts[ins[1]])
     elif kind == "Attention":
-        y = attention(x, acts[ins[1]], acts[ins[2]], op.get("causal", False), op.get("scale"))
+        mask = None
+        if op.get("const_shape"):
+            mask = torch.tensor(constant(op, t).astype(np.float64), dtype=x.dtype).reshape(op["const_shape"])
+        y = attention(x, acts[ins[1]], acts[ins[2]], op.get("causal", False), op.get("scale"), mask)
     else:
         raise SystemExit(f"op {v}: cannot rebuild a {kind}")
     if "shape" in op and op["shape"]:

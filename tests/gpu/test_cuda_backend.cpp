@@ -160,7 +160,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // a Concat's learned piece (a class token): broadcast, summed back
                                            kModels + "/class_token.json",
                                            // kernels that read rows fed strided views: dense copies
-                                           kModels + "/strided_kernels.json"),
+                                           kModels + "/strided_kernels.json",
+                                           // a masked attention, norms without affine parameters, TopK and Gather
+                                           kModels + "/tail_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

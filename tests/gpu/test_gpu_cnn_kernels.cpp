@@ -687,6 +687,36 @@ TEST_F(GpuCnnKernels, GroupNormMatchesCpu) {
   }
 }
 
+// GroupNorm and LayerNorm without affine parameters (null gamma, beta and
+// their gradients) against the CPU's, which equal gamma 1, beta 0.
+TEST_F(GpuCnnKernels, NormsWithoutAffineMatchCpu) {
+  const int64_t n = 3, c = 8, hw = 49, groups = 4, m = n * c * hw, s = n * groups;
+  const Vec x = random_vec(m, 51, -2.0f, 3.0f), dy = random_vec(m, 52);
+  const Dev x_d(x), dy_d(dy);
+  Vec y(m), mean(s), rstd(s);
+  cpu::groupnorm_fwd(x.data(), nullptr, nullptr, y.data(), mean.data(), rstd.data(), n, c, hw, groups, 1e-4);
+  const Dev y_d(nan_vec(m)), mean_d(nan_vec(s)), rstd_d(nan_vec(s));
+  gpu::groupnorm_fwd(x_d.get(), nullptr, nullptr, y_d.get(), mean_d.get(), rstd_d.get(), n, c, hw, groups, 1e-4, stream_);
+  expect_close(y_d.fetch(), y, kTol, "groupnorm y");
+  Vec dx(m);
+  cpu::groupnorm_bwd(x.data(), dy.data(), nullptr, mean.data(), rstd.data(), dx.data(), nullptr, nullptr, n, c, hw,
+                     groups, false);
+  const Dev dx_d(nan_vec(m));
+  gpu::groupnorm_bwd(x_d.get(), dy_d.get(), nullptr, mean_d.get(), rstd_d.get(), dx_d.get(), nullptr, nullptr, n, c, hw,
+                     groups, false, stream_);
+  expect_close(dx_d.fetch(), dx, kTol, "groupnorm dx");
+  const int64_t rows = n * c, cols = hw;
+  Vec ly(m), stats(2 * rows), ldx(m);
+  cpu::layernorm_fwd(x.data(), nullptr, nullptr, ly.data(), stats.data(), rows, cols, 1e-6);
+  const Dev ly_d(nan_vec(m)), stats_d(nan_vec(2 * rows)), ldx_d(nan_vec(m));
+  gpu::layernorm_fwd(x_d.get(), nullptr, nullptr, ly_d.get(), stats_d.get(), rows, cols, stream_, 1e-6f);
+  expect_close(ly_d.fetch(), ly, kTol, "layernorm y");
+  cpu::layernorm_bwd(x.data(), stats.data(), nullptr, dy.data(), ldx.data(), nullptr, nullptr, rows, cols, false);
+  gpu::layernorm_bwd(x_d.get(), stats_d.get(), nullptr, dy_d.get(), ldx_d.get(), nullptr, nullptr, rows, cols, false,
+                     stream_);
+  expect_close(ldx_d.fetch(), ldx, kTol, "layernorm dx");
+}
+
 // The GPU gathers each input's gradient in the CPU's output order with the
 // CPU's products (no fused multiply-adds): the same bits.
 TEST_F(GpuCnnKernels, UpsampleMatchesCpuBitForBit) {

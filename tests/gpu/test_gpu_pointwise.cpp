@@ -2,7 +2,8 @@
 // function of pointwise_fns.h on a strided (transposed) operand and broadcast
 // ones, each operand's gradient (a broadcast one summed on both in the same
 // order, in double), and accumulate; sum, mean and amax over several axes of a
-// strided input. Without a usable device each test skips with the reason.
+// strided input; top-k's indices and gather (with an expanded index), bit for
+// bit. Without a usable device each test skips with the reason.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -113,6 +114,49 @@ TEST_F(GpuKernels, ReductionsMatchTheCpuOverAxesOfAStridedInput) {
       gpu::reduce_bwd(g, xd.get(), yd.get(), dyd.get(), got.get(), false, stream_);
       expect_close(got.fetch(), want, kTol, what + " backward");
     }
+  }
+}
+
+// A MoE router's picks: top 2 of 5 along the last axis of (6, 5) logits read
+// transposed (with a tie), then (6, 5, 3) expert outputs gathered along axis 1
+// by those indices expanded over the last axis (stride 0). The same indices,
+// values and gradients (overwrite, then accumulate) as the CPU's, bit for bit.
+TEST_F(GpuKernels, TopKAndGatherMatchTheCpuBitForBit) {
+  Vec logits = random_vec(30, 91);
+  logits[7] = logits[12];  // stored (5, 6): a tie in one row
+  cpu::TopKGeom t;
+  t.rank = 2, t.axis = 1, t.k = 2;
+  t.shape[0] = 6, t.shape[1] = 5;
+  t.stride[0] = 1, t.stride[1] = 6;
+  std::vector<int64_t> want_idx(12, -1);
+  cpu::topk_fwd(t, logits.data(), want_idx.data());
+  const Dev ld(logits);
+  const DeviceArray<int64_t> idx_d(std::vector<int64_t>(12, -1));
+  gpu::topk_fwd(t, ld.get(), idx_d.get(), stream_);
+  EXPECT_EQ(idx_d.fetch(), want_idx);
+
+  cpu::GatherGeom g;
+  g.rank = 3, g.axis = 1;
+  const int64_t shape[3] = {6, 2, 3}, xs[3] = {6, 5, 3};
+  for (int d = 0; d < 3; ++d) g.shape[d] = shape[d], g.x_shape[d] = xs[d];
+  g.i_stride[0] = 2, g.i_stride[1] = 1, g.i_stride[2] = 0;
+  g.x_stride[0] = 15, g.x_stride[1] = 3, g.x_stride[2] = 1;
+  const Vec x = random_vec(90, 92);
+  const Dev xd(x);
+  Vec y(36);
+  cpu::gather_fwd(g, x.data(), want_idx.data(), y.data());
+  const Dev yd(nan_vec(36));
+  gpu::gather_fwd(g, xd.get(), idx_d.get(), yd.get(), stream_);
+  expect_bitwise(yd.fetch(), y, "gather forward");
+  const Vec dy = random_vec(36, 93);
+  const Dev dyd(dy);
+  for (const bool accumulate : {false, true}) {
+    const Vec start = accumulate ? random_vec(90, 94) : nan_vec(90);
+    Vec want = accumulate ? start : Vec(90, 0.0f);
+    cpu::gather_bwd(g, want_idx.data(), dy.data(), want.data(), accumulate);
+    const Dev got(start);
+    gpu::gather_bwd(g, idx_d.get(), dyd.get(), got.get(), accumulate, stream_);
+    expect_bitwise(got.fetch(), want, accumulate ? "gather backward, accumulate" : "gather backward");
   }
 }
 

@@ -61,6 +61,26 @@ class ClassToken(nn.Module):
         return self.head(F.gelu(self.norm(x))[:, 0].contiguous())  # the kernels read a Linear's input dense
 
 
+class PlainNorms(nn.Module):
+    """The three norms without affine parameters, each with an epsilon of
+    its own: BatchNorm(affine=False), GroupNorm(affine=False),
+    LayerNorm(elementwise_affine=False)."""
+
+    def __init__(self):
+        super().__init__()
+        # No bias before the batch norm (as torchvision): its gradient would be 0
+        # exactly, float32 noise that no tolerance relative to it can hold.
+        self.c1, self.bn = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8, affine=False, eps=1e-3)
+        self.c2, self.gn = nn.Conv2d(8, 8, 3, padding=1), nn.GroupNorm(2, 8, affine=False, eps=1e-4)
+        self.ln = nn.LayerNorm(8, elementwise_affine=False, eps=1e-6)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.c1(x)))
+        x = F.silu(self.gn(self.c2(x)))
+        return self.fc(self.ln(F.adaptive_avg_pool2d(x, 1).flatten(1)))
+
+
 class CosineMobileNet(nn.Module):
     """torchvision's MobileNetV2 features (ReLU6: Clip in ONNX), pooled by
     x.mean((2, 3)) (ReduceMean), and a cosine classifier: the features scaled
@@ -86,6 +106,9 @@ def models():
     gn, xg = GroupNormNet(), torch.randn(2, 3, 8, 8)
     labels = torch.randint(0, 5, (2,))
     yield "groupnorm", gn, xg, (lambda out: F.cross_entropy(out, labels)), labels
+    pn, xp = PlainNorms(), torch.randn(3, 3, 6, 6)
+    labels_p = torch.randint(0, 5, (3,))
+    yield "plain_norms", pn, xp, (lambda out: F.cross_entropy(out, labels_p)), labels_p
     ct, xc = ClassToken(), torch.randn(3, 5, 6)
     labels_c = torch.randint(0, 4, (3,))
     yield "class_token", ct, xc, (lambda out: F.cross_entropy(out, labels_c)), labels_c

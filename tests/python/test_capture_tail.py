@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Capture of the rest of the tail (issue 28): a U-Net (transposed
 convolutions, nearest and bilinear upsampling, skip connections by cat), a
-GroupNorm network, and a ViT front whose class token is a parameter
+GroupNorm network, the three norms without affine parameters and with
+epsilons of their own, and a ViT front whose class token is a parameter
 concatenated before the tokens (LayerNorm eps 1e-6), and torchvision's
 mobilenet_v3_small on 64x64 images, whose hardswish(inplace=True) saves a
 clone of the value it overwrites (captured as saving its input: the same
@@ -40,6 +41,7 @@ from torch_count import torch_count  # noqa: E402
 def main():
     args = parse_args()
     want_kinds = {"unet": ("ConvTranspose", "Upsample", "Concat"), "groupnorm": ("GroupNorm",),
+                  "plain_norms": ("BatchNorm", "GroupNorm", "LayerNorm"),
                   "class_token": ("Concat",), "mobilenet_v3_small": ("Pointwise",),
                   "encoder_batch_first": ("Dropout", "Transpose"), "vit": ("Concat", "Transpose")}
     float32 = {"mobilenet_v3_small": "4"}
@@ -55,6 +57,10 @@ def main():
             check(len(inplace) == 19 and all(op["saved"] == op["inputs"] and "aux_bytes" not in op for op in inplace),
                   f"{name}: each of {len(inplace)} in-place hardswish saves its input (the value it overwrites)")
         check("Generic" not in kinds, f"{name}: every op has a kind ({sorted(set(kinds))})")
+        if name == "plain_norms":
+            norms = [(op["kind"], op.get("affine"), op.get("eps")) for op in doc["ops"] if op["kind"].endswith("Norm")]
+            check(norms == [("BatchNorm", False, 1e-3), ("GroupNorm", False, 1e-4), ("LayerNorm", False, 1e-6)],
+                  f"{name}: each norm without affine parameters, with its epsilon ({norms})")
         for k in want_kinds[name]:
             check(k in kinds, f"{name}: has {k}")
         sim = json.loads(remat(args, "simulate", "--model", path, "--strategy", "store-all", "--json").stdout)

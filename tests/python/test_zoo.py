@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The ten architectures of issue 28 (zoo_models.py), captured with
+"""The twelve architectures of issue 28 (zoo_models.py), captured with
 remat_capture and run, with a table of where each stands:
 
 - every capture's saved_bytes equals PyTorch's own count exactly;
@@ -13,6 +13,8 @@ remat_capture and run, with a table of where each stands:
   run fails the test until it joins RUNS, so the table stays true.
 
   test_zoo.py --remat PATH --out DIR
+
+REMAT_ZOO=name,name runs only those models (while working on one).
 
 Exit 77 (CTest skip) without torch/torchvision."""
 import json
@@ -34,15 +36,18 @@ from harness import crosscheck, not_bitwise, not_exact, parse_args, remat, run_e
 from torch_count import torch_count  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
-# What runs today; the LSTM's cell ops (unsafe_split, stack, an in-place add
-# of broadcast biases) are simulate-only.
-RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "encoder", "shufflenet"}
+# What runs today: all of them.
+RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "lstm", "encoder",
+        "shufflenet", "groupnorm", "moe"}
 
 
 def main():
     args = parse_args()
     failures, rows = [], []
+    only = [n for n in os.environ.get("REMAT_ZOO", "").split(",") if n]
     for name, build in MODELS.items():
+        if only and name not in only:
+            continue
         torch.manual_seed(0)
         net, x, loss_fn, target = build()
         net.train()

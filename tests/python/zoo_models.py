@@ -1,8 +1,9 @@
-"""The ten architectures of issue 28, as people write them (torchvision's or a
-few lines of PyTorch), at CI sizes, for test_zoo.py: a Llama-style decoder
+"""The twelve architectures of issue 28, as people write them (torchvision's or
+a few lines of PyTorch), at CI sizes, for test_zoo.py: a Llama-style decoder
 (RMSNorm, rotary embeddings, SwiGLU), a ViT, ConvNeXt, MobileNetV3,
-EfficientNet-B0, DenseNet, a U-Net, a 2-layer LSTM, an nn.TransformerEncoder
-and ShuffleNetV2. Each builder returns (module, example_input, loss_fn,
+EfficientNet-B0, DenseNet, a U-Net, a 2-layer LSTM, an nn.TransformerEncoder,
+ShuffleNetV2, a GroupNorm network (a diffusion U-Net's residual blocks) and a
+mixture-of-experts layer with top-k routing. Each builder returns (module, example_input, loss_fn,
 target): the target (labels or a regression target) is left out of
 PyTorch's count, as parameters are."""
 import os
@@ -88,6 +89,79 @@ def shufflenet():
     return classify(torchvision.models.shufflenet_v2_x0_5(num_classes=10), torch.randn(2, 3, 128, 128))
 
 
+class GroupNormBlock(nn.Module):
+    """A diffusion U-Net's residual block: GroupNorm, SiLU, convolution, twice."""
+
+    def __init__(self, c, groups):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(groups, c), nn.Conv2d(c, c, 3, padding=1)
+        self.norm2, self.conv2 = nn.GroupNorm(groups, c, eps=1e-6), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        h = self.conv1(F.silu(self.norm1(x)))
+        return x + self.conv2(F.silu(self.norm2(h)))
+
+
+class GroupNormNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.block1 = GroupNormBlock(16, 4)
+        self.down = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.block2 = GroupNormBlock(32, 8)
+        self.norm = nn.GroupNorm(8, 32)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.block2(self.down(self.block1(self.stem(x))))
+        return self.head(F.silu(self.norm(h)).mean((2, 3)))
+
+
+def groupnorm():
+    return classify(GroupNormNet(), torch.randn(2, 3, 16, 16))
+
+
+class MoE(nn.Module):
+    """Top-k routing as Mixtral-style code writes it with static shapes: every
+    expert's output stacked, the router's top k picked by gather and weighted
+    by its renormalised probabilities."""
+
+    def __init__(self, d, experts, k, hidden):
+        super().__init__()
+        self.k = k
+        self.router = nn.Linear(d, experts, bias=False)
+        self.experts = nn.ModuleList(nn.Sequential(nn.Linear(d, hidden), nn.SiLU(), nn.Linear(hidden, d))
+                                     for _ in range(experts))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        x = x.reshape(b * t, d)
+        weights, chosen = self.router(x).softmax(-1).topk(self.k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        outs = torch.stack([expert(x) for expert in self.experts], dim=1)  # (tokens, experts, d)
+        picked = outs.gather(1, chosen.unsqueeze(-1).expand(-1, -1, d))  # (tokens, k, d)
+        return (picked * weights.unsqueeze(-1)).sum(1).reshape(b, t, d)
+
+
+class MoENet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.norm = nn.LayerNorm(16)
+        self.moe = MoE(16, experts=4, k=2, hidden=32)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.embed(x)
+        h = h + self.moe(self.norm(h))
+        return self.head(h.mean(1))
+
+
+def moe():
+    return classify(MoENet(), torch.randn(2, 6, 8))
+
+
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm,
-          "encoder": encoder, "shufflenet": shufflenet}
+          "encoder": encoder, "shufflenet": shufflenet,
+          "groupnorm": groupnorm, "moe": moe}
