@@ -126,12 +126,14 @@ class Segment {
   std::vector<int> path_;  // storages recomputed on the way to the current leaf
 };
 
-// Above this many points a partial front along the chain is thinned: points
-// in one of kThinSlots ranges of bytes become one, with the least bytes and
-// the least FLOPs of the range (a point no choice reaches, so the bound only
-// drops, and `exact` says so).
+// Above this many points a partial front along the chain is thinned: the
+// points in one of that many ranges of bytes become one, with the least bytes
+// and the least FLOPs of the range (a point no choice reaches, so the bound
+// only drops, and `exact` says so). And a segment's front times the front of
+// the segments after it is kept under kMaxPairs (thinning the latter), so
+// memory and time stay bounded on long chains of wide segments.
 constexpr std::size_t kMaxFront = std::size_t{1} << 15;
-constexpr uint64_t kThinSlots = 16384;
+constexpr std::size_t kMaxPairs = std::size_t{1} << 22;
 
 // The segments' fronts combined along the chain, from the last segment to the
 // first, as exact Pareto fronts of (bytes, FLOPs) within the room: at each
@@ -163,8 +165,29 @@ class Row {
     // fronts[s][r]: segments s.. with r: whether segment s reads the cut before it.
     std::vector<std::array<std::vector<Point>, 2>> fronts(S + 1);
     fronts[S][0].push_back({0, 0, 0, 0, 0});
+    // At most `most` points: one per range of room / most bytes.
+    auto thin = [&](std::vector<Point>& front, std::size_t most) {
+      if (front.size() <= most) return;
+      *exact = false;
+      const uint64_t slot = std::max<uint64_t>(1, room / most);
+      std::vector<Point> out;
+      for (const Point& p : front) {
+        if (!out.empty() && out.back().bytes / slot == p.bytes / slot) {
+          const uint64_t least = out.back().bytes;  // the range's least bytes, its least FLOPs (the later point's)
+          out.back() = p;
+          out.back().bytes = least;
+        } else {
+          out.push_back(p);
+        }
+      }
+      front = std::move(out);
+    };
     std::vector<Point> cand;
     for (std::size_t s = S; s-- > 0;) {
+      std::size_t widest = 1;
+      for (const auto& by_read : segs[s].front)
+        for (const auto& f : by_read) widest = std::max(widest, f.size());
+      for (auto& after : fronts[s + 1]) thin(after, std::max<std::size_t>(64, kMaxPairs / widest));
       for (int reads = 0; reads < 2; ++reads) {
         cand.clear();
         for (int read = 0; read < 2; ++read) {
@@ -183,22 +206,8 @@ class Row {
         auto& front = fronts[s][static_cast<std::size_t>(reads)];
         for (const Point& p : cand)
           if (front.empty() || p.flops < front.back().flops) front.push_back(p);
-        if (front.size() > kMaxFront) {
-          *exact = false;
-          const uint64_t slot = std::max<uint64_t>(1, room / kThinSlots);
-          std::vector<Point> thin;
-          for (const Point& p : front) {
-            if (!thin.empty() && thin.back().bytes / slot == p.bytes / slot) {
-              const uint64_t least = thin.back().bytes;  // the range's least bytes, its least FLOPs (the later point's)
-              thin.back() = p;
-              thin.back().bytes = least;
-            } else {
-              thin.push_back(p);
-            }
-          }
-          front = std::move(thin);
-        }
       }
+      for (auto& front : fronts[s]) thin(front, kMaxFront);
     }
     // The least: the last point of each front at the first segment.
     double best = std::numeric_limits<double>::infinity();
