@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/base/cancel_scope.h"
 #include "core/model/model.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/checkpoint_sets.h"
@@ -32,13 +33,15 @@ struct Choice {
 // recomputation reads it. `output_read`: a later segment's recomputation
 // reads the segment's last op (its cut), so that storage must be held or
 // recomputed even where the step itself does not need it. Returns false
-// past 2^kFirstStepChoices leaves.
+// past 2^kFirstStepChoices leaves. The per-storage arrays are the model's,
+// shared by all segments (`required` is all zero between walks): a segment
+// holds only its own ops.
 class Segment {
  public:
-  Segment(const Model& m, std::vector<int> owners, const std::vector<char>& needed, const std::vector<char>& aux_needed,
-          std::vector<char> free_input, int input)
-      : m_(m), owners_(std::move(owners)), needed_(needed), aux_needed_(aux_needed), free_(std::move(free_input)), input_(input),
-        required_(static_cast<std::size_t>(m.size()), 0) {}
+  Segment(const Model& m, int first, int last, std::vector<int> owners, const std::vector<char>& needed,
+          const std::vector<char>& aux_needed, const std::vector<char>& fixed, std::vector<int>& required, int input)
+      : m_(m), first_(first), last_(last), owners_(std::move(owners)), needed_(needed), aux_needed_(aux_needed),
+        fixed_(fixed), required_(required), input_(input) {}
 
   // The Pareto front of (bytes, flops), per whether the choice reads the input.
   bool enumerate(int output, bool output_read, std::vector<Choice> (&front)[2]) {
@@ -102,7 +105,8 @@ class Segment {
     for (int u : m_.op(v).inputs) {
       const int s = m_.storage(u);
       if (s == input_) again.reads_input = true;
-      if (free_[static_cast<std::size_t>(s)]) continue;
+      // Always there: outside the segment (the cut before it, decided there), or one the step reads.
+      if (s < first_ || s > last_ || fixed_[static_cast<std::size_t>(s)]) continue;
       ++required_[static_cast<std::size_t>(s)];
       marked.push_back(s);
     }
@@ -114,12 +118,13 @@ class Segment {
   }
 
   const Model& m_;
+  int first_, last_;  // its ops
   std::vector<int> owners_;
   const std::vector<char>& needed_;
   const std::vector<char>& aux_needed_;
-  std::vector<char> free_;  // per storage: always there (outside the segment, or one the step reads)
+  const std::vector<char>& fixed_;
+  std::vector<int>& required_;  // per storage: recomputations decided so far that read it
   int input_;
-  std::vector<int> required_;  // per storage: recomputations decided so far that read it
   std::vector<Choice>* leaves_ = nullptr;
   int64_t target_ = -1;
   std::vector<int>* found_ = nullptr;
@@ -231,8 +236,11 @@ class Row {
 
 }  // namespace
 
-FirstStepBound first_step_bound(const Model& m, uint64_t budget, bool schedule) {
+FirstStepBound first_step_bound(const Model& m, uint64_t budget, bool schedule, double seconds) {
   const auto start = std::chrono::steady_clock::now();
+  const auto until = seconds >= 1e9 ? std::chrono::steady_clock::time_point::max()
+                                    : start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                  std::chrono::duration<double>(seconds));
   FirstStepBound out;
   // Store-all's state at the loss's backward step.
   const Schedule sa = segment_schedule(m, {}, "store-all");
@@ -271,17 +279,17 @@ FirstStepBound first_step_bound(const Model& m, uint64_t budget, bool schedule) 
   bounds.push_back(m.loss() - 1);
   Row row;
   std::vector<Segment> segments;
+  std::vector<int> required(n, 0);
   int prev = 0;
   for (int c : bounds) {
     if (c <= prev) continue;
+    if (std::chrono::steady_clock::now() >= until || cancel_requested()) return out;
     std::vector<int> owners;
-    std::vector<char> outside(n, 1);
-    for (int v = prev + 1; v <= c; ++v) {
-      outside[static_cast<std::size_t>(v)] = static_cast<char>(fixed[static_cast<std::size_t>(v)]);
+    for (int v = prev + 1; v <= c; ++v)
       if (!m.op(v).view && !fixed[static_cast<std::size_t>(v)]) owners.push_back(v);
-    }
     const int in = m.storage(prev);
-    segments.emplace_back(m, owners, needed, aux_needed, std::move(outside), fixed[static_cast<std::size_t>(in)] ? -1 : in);
+    segments.emplace_back(m, prev + 1, c, std::move(owners), needed, aux_needed, fixed, required,
+                          fixed[static_cast<std::size_t>(in)] ? -1 : in);
     Row::Seg s;
     s.first = prev + 1, s.last = c;
     for (int read = 0; read < 2; ++read)

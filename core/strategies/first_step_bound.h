@@ -32,7 +32,9 @@ namespace remat {
 struct Model;
 
 struct FirstStepBound {
-  bool computed = false;  // false: a segment had more than kFirstStepChoices choices to enumerate
+  // false: a segment had more than kFirstStepChoices choices to enumerate, or
+  // the time limit (or the caller's cancel) stopped the enumeration
+  bool computed = false;
   bool infeasible = false;  // what the step must hold exceeds the budget whatever is recomputed
   double bound = 0;          // FLOPs
   // The bound is over exact bytes (false: the chain's fronts were thinned,
@@ -51,7 +53,8 @@ struct FirstStepBound {
 // Per segment, at most 2^this choices are enumerated.
 constexpr int kFirstStepChoices = 20;
 
-// `schedule`: also make the schedule (above); else only the bound.
-FirstStepBound first_step_bound(const Model& model, uint64_t budget, bool schedule = true);
+// `schedule`: also make the schedule (above); else only the bound. `seconds`:
+// the segments' enumeration stops there (then nothing is computed).
+FirstStepBound first_step_bound(const Model& model, uint64_t budget, bool schedule = true, double seconds = 1e9);
 
 }  // namespace remat

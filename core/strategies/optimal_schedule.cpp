@@ -228,7 +228,7 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
     return f.computed && !f.infeasible && f.fits && meets_bound(f.recompute_flops, f.bound);
   };
   const bool fs_early = !too_large.empty() || solver.empty();
-  if (fs_early) o.first_step = first_step_bound(m, budget);
+  if (fs_early) o.first_step = first_step_bound(m, budget, true, seconds / 4);
   const bool fs_first = fs_least();
   if (!solver.empty() && !fs_first)
     o.residency = residency_bound(m, budget, std::max(0.5, seconds * (too_large.empty() ? 0.1 : 0.5)));
@@ -237,7 +237,7 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
   // It stands in where the residency bound's program was not solved (too
   // large, stopped by its time limit, no solver in this build), where it can
   // be the higher.
-  if (rb.status != RB::Solved && !fs_early) o.first_step = first_step_bound(m, budget);
+  if (rb.status != RB::Solved && !fs_early) o.first_step = first_step_bound(m, budget, true, seconds / 4);
   const bool first_step = o.first_step.computed && !o.first_step.infeasible && (!bounded || o.first_step.bound > rb.bound);
   const double floor = first_step ? o.first_step.bound : bounded ? rb.bound : -1;
   const bool rb_least = rb.fits && floor >= 0 && meets_bound(rb.recompute_flops, floor);
