@@ -187,7 +187,7 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
             !opt.from_named.empty() && !strategy_info(parse_strategy(opt.from_named)).decides_live;
         const StrategySpec spec =
             named_exactly ? parse_strategy(opt.from_named)
-            : opt.from_milp || opt.from_residency || !opt.from_named.empty()
+            : opt.from_milp || opt.from_residency || opt.from_first_step || !opt.from_named.empty()
                 ? strategy_spec("optimal", {static_cast<int64_t>(p.budget), static_cast<int64_t>(std::ceil(o.optimal_seconds))})
                 : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);

@@ -26,11 +26,14 @@ struct OptimalOutcome {
   double recompute_flops = 0;
   bool from_milp = false;
   bool from_residency = false;  // the chosen schedule is the residency bound's (residency_bound.h)
+  bool from_first_step = false;  // the chosen schedule is the first backward step's (first_step_bound.h)
   BlockSolution blocks;         // the block DP's (block_solver.h), the branch and bound's first incumbent
   OptimalResult sets;           // the branch and bound's
   MilpResult milp;              // status NotBuilt without a MILP
   ResidencyBound residency;     // status NotBuilt without a MILP solver
-  FirstStepBound first_step;    // computed where the residency bound was not solved (first_step_bound.h)
+  // Computed where the MILP is too large or not built (first, before the
+  // residency bound), or where the residency bound was not solved.
+  FirstStepBound first_step;
   // The registered strategy whose schedule was chosen (best_named): it fits
   // and recomputes less than every solver's; "" when a solver's was chosen.
   std::string from_named;
@@ -40,16 +43,20 @@ struct OptimalOutcome {
   std::string infeasible, note;
 };
 
-// `seconds` in all. With CBC, the residency bound first (a tenth of the time
-// at most, half where the MILP is too large; usually far less); then the
+// `seconds` in all. Where the MILP is too large (or not built), the first
+// backward step's bound and its schedule first (first_step_bound.h, a
+// fraction of a second): a schedule that meets it is least over general
+// schedules, and nothing else runs. With CBC, the residency bound (a tenth of
+// the time at most, half where the MILP is too large; usually far less); the
+// first step's bound where that is not solved; then the
 // block DP (block_solver.h: half of the branch and bound's share at most, at
 // least a second), whose set the branch and bound starts from; a quarter of
 // the rest for the branch and bound when the MILP runs (a model
 // milp_too_large() lets it attempt; it gets the rest and the best schedule so
 // far as its start), else all of it; then the registered strategies
 // (best_named), so the answer is never above one that fits. A schedule that
-// meets the residency bound is least over general schedules: the searches
-// stop there.
+// meets the residency bound (or the first step's, where higher) is least over
+// general schedules: the searches stop there.
 OptimalOutcome optimal_schedule(const Model& model, uint64_t budget, double seconds);
 
 // The most instructions optimal's schedule can have (Strategy::size): a

@@ -9,7 +9,9 @@
 // then the window's Trade-off sweep on gpt:12 as its SweepController runs it.
 // Measured once each (Iterations(1)): the solves are long and their time is
 // the figure. Overheads are recompute FLOPs over one forward plus one
-// backward pass, in percent.
+// backward pass, in percent. After the runs, the policy-peak rows are printed
+// again as issue 29's table (Markdown): wall seconds, peak, overhead, bound,
+// found/bound and gap = (found - bound) / found, with what proved the answer.
 //
 //   build/tests/bench/bench_optimal_blocks [--benchmark_filter=AtPolicy]
 #include <benchmark/benchmark.h>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,27 @@ double best_bound(const OptimalOutcome& o) {
   double b = -1;
   for (const SolverRecord& r : o.records) b = std::max(b, r.bound);
   return b;
+}
+
+// One row of the table printed after the runs.
+struct Row {
+  std::string model, policy, chosen;
+  int ops = 0;
+  double limit = 0, wall = 0, peak_mib = 0, policy_peak_mib = 0, overhead = 0, policy_overhead = 0, bound = -1;
+  std::string proven;  // over general schedules (found meets the bound), over checkpoint sets, or no
+};
+std::vector<Row>& rows() {
+  static std::vector<Row> r;
+  return r;
+}
+
+// Which solver's schedule optimal returned, in words.
+std::string chosen_text(const OptimalOutcome& o) {
+  if (!o.from_named.empty()) return "registered " + o.from_named;
+  if (o.from_first_step) return "first step's schedule";
+  if (o.from_residency) return "residency bound's schedule";
+  if (o.from_milp) return "MILP";
+  return o.blocks.found && o.sets.found && o.sets.recompute_flops == o.blocks.recompute_flops ? "block DP's set" : "branch and bound";
 }
 
 // optimal:PEAK:SECONDS at the policy's peak.
@@ -76,8 +100,13 @@ void BM_AtPolicyPeak(benchmark::State& state) {
     state.counters["gap_%"] = bound >= 0 && s.recompute_flops > 0 ? 100 * (s.recompute_flops - bound) / s.recompute_flops : -1;
     state.counters["blocks_s"] = o.blocks.seconds;
     state.counters["not_above_policy"] = s.recompute_flops <= p.recompute_flops && s.peak_bytes <= p.peak_bytes;
-    // 0 branch and bound (from the block DP's set), 1 MILP, 2 residency bound, 3 a registered strategy
-    state.counters["chosen"] = o.from_milp ? 1 : o.from_residency ? 2 : !o.from_named.empty() ? 3 : 0;
+    // 0 branch and bound (from the block DP's set), 1 MILP, 2 residency bound, 3 a registered strategy, 4 the first step's
+    state.counters["chosen"] = o.from_milp ? 1 : o.from_residency ? 2 : !o.from_named.empty() ? 3 : o.from_first_step ? 4 : 0;
+    const bool general = bound >= 0 && meets_bound(s.recompute_flops, bound);
+    state.counters["proven"] = general ? 2 : o.note.empty() ? 1 : 0;  // 2 over general schedules, 1 over checkpoint sets
+    rows().push_back({spec, policy, chosen_text(o), m.size(), seconds, state.counters["wall_s"], s.peak_bytes / 1048576.0,
+                      p.peak_bytes / 1048576.0, 100 * s.recompute_flops / pass, 100 * p.recompute_flops / pass,
+                      bound >= 0 ? 100 * bound / pass : -1, general ? "general schedules" : o.note.empty() ? "checkpoint sets" : "no"});
   }
 }
 BENCHMARK(BM_AtPolicyPeak)
@@ -173,6 +202,34 @@ void BM_WindowSweep(benchmark::State& state) {
 }
 BENCHMARK(BM_WindowSweep)->Iterations(1)->Unit(benchmark::kSecond);
 
+// Issue 29's table, from the BM_AtPolicyPeak rows that ran.
+void print_table() {
+  if (rows().empty()) return;
+  std::printf("\n| model | ops | limit | wall s | peak MiB | policy's peak MiB | overhead | policy's | bound | found/bound | gap | "
+              "chosen | proven |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row& r : rows()) {
+    char bound[32] = "-", ratio[32] = "-", gap[32] = "-";
+    if (r.bound >= 0) {
+      std::snprintf(bound, sizeof bound, "%.4f%%", r.bound);
+      if (r.bound > 0) std::snprintf(ratio, sizeof ratio, "%.3f", r.overhead / r.bound);
+      if (r.overhead > 0) std::snprintf(gap, sizeof gap, "%.1f%%", 100 * std::max(0.0, r.overhead - r.bound) / r.overhead);
+    }
+    std::printf("| %s at %s's peak | %d | %.0f s | %.1f | %.3f | %.3f | %.4f%% | %.4f%% | %s | %s | %s | %s | %s |\n",
+                r.model.c_str(), r.policy.c_str(), r.ops, r.limit, r.wall, r.peak_mib, r.policy_peak_mib, r.overhead,
+                r.policy_overhead, bound, ratio, gap, r.chosen.c_str(), r.proven.c_str());
+  }
+  std::printf("overhead: recompute FLOPs over one forward and backward pass; bound: the best lower bound over general\n"
+              "schedules, as overhead; found/bound = overhead / bound; gap = (found - bound) / found; proven: least over\n"
+              "general schedules (found meets the bound), least over checkpoint sets (the branch and bound finished), or no.\n");
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  print_table();
+  return 0;
+}

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/strategies/first_step_bound.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
@@ -112,6 +113,37 @@ TEST(Executor, RepeatsAreDeterministic) {
   EXPECT_GT(a.recompute_ms, 0.0);
   EXPECT_GT(a.recompute_share, 0.0);
   EXPECT_LT(a.recompute_share, 1.0);
+}
+
+// The first backward step's schedule (first_step_bound.h) on a small GPT
+// whose logits make the first backward step the peak, at 85%, 70% and 60% of
+// store-all's: where it fits it recomputes residual sums (from the kept
+// output projections, the dropout masks made again) and, lower, attention
+// cores; run on the CPU, its tracked peak is the simulator's and its loss and
+// gradients are store-all's bit for bit.
+TEST(Executor, FirstStepScheduleMatchesStoreAll) {
+  const Model m = make_preset("gpt:3:32:4:16:1:f32:1000");
+  CpuBackend cpu;
+  const ExecResult base = execute(m, schedule_of(m, "store-all"), cpu, quick());
+  ASSERT_TRUE(base.ok()) << base.message;
+  const uint64_t high = simulate(m, schedule_of(m, "store-all")).peak_bytes;
+  int sums = 0;
+  for (int percent : {85, 70, 60}) {
+    SCOPED_TRACE(percent);
+    const FirstStepBound b = first_step_bound(m, high * static_cast<uint64_t>(percent) / 100);
+    ASSERT_TRUE(b.fits);
+    for (int v : b.recomputed) sums += m.op(v).kind == OpKind::Add && m.op(v).inputs.size() == 2;
+    const Schedule s = with_frees(m, b.compute, "first-step");
+    const Simulation sim = simulate(m, s);
+    EXPECT_EQ(sim.recompute_flops, b.recompute_flops);
+    const ExecResult r = execute(m, s, cpu, quick());
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, sim.peak_bytes);
+    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
+    ASSERT_EQ(r.param_grads.size(), base.param_grads.size());
+    EXPECT_EQ(r.grad_hash, base.grad_hash);
+  }
+  EXPECT_GE(sums, 10);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "core/strategies/optimal_schedule.h"
 #include "core/strategies/registry.h"
 #include "core/strategies/repeated_blocks.h"
+#include "strategy_test_util.h"
 
 namespace remat {
 namespace {
@@ -133,81 +134,6 @@ TEST(Baselines, BlocksRecomputeInsideBlocksOnly) {
   }
 }
 
-// A chain of `repeats` copies of one random block: x -> a few ops of
-// LayerNorm, Linear, GELU, Tanh, ReLU, Dropout (each reading one of the
-// block's earlier tensors) -> Add(x, last), so each block ends at a cut.
-Model repeated_random_blocks(unsigned seed, int repeats, int ops) {
-  std::mt19937 rng(seed);
-  const OpKind kinds[] = {OpKind::LayerNorm, OpKind::Linear, OpKind::GELU, OpKind::Tanh, OpKind::ReLU, OpKind::Dropout};
-  struct Step {
-    OpKind kind;
-    int from;  // 0: the block's input, k: its k-th op
-    int64_t width;
-  };
-  std::vector<Step> steps;
-  const int64_t d = 8;
-  for (int k = 1; k <= ops; ++k) {
-    Step s{kinds[rng() % 6], static_cast<int>(rng() % static_cast<unsigned>(k)), d};
-    // The first op reads the input; later ones mostly the op before.
-    if (k > 1 && rng() % 3 != 0) s.from = k - 1;
-    steps.push_back(s);
-  }
-  Model m;
-  m.name = "repeated " + std::to_string(seed);
-  Op in;
-  in.kind = OpKind::Input;
-  in.name = "x";
-  in.shape = {4, d};
-  int x = m.add(in);
-  for (int r = 0; r < repeats; ++r) {
-    std::vector<int> ids{x};
-    std::vector<int64_t> width{d};
-    for (const Step& s : steps) {
-      Op o;
-      o.kind = s.kind;
-      int src = ids[static_cast<std::size_t>(s.from)];
-      int64_t w = width[static_cast<std::size_t>(s.from)];
-      o.inputs = {src};
-      if (s.kind == OpKind::Dropout) o.dropout_p = 0.1f;
-      if (s.kind == OpKind::Linear) o.shape = {4, s.width}, w = s.width;
-      ids.push_back(m.add(o));
-      width.push_back(w);
-    }
-    // Back to width d for the residual sum.
-    int last = ids.back();
-    if (width.back() != d) {
-      Op down;
-      down.kind = OpKind::Linear;
-      down.inputs = {last};
-      down.shape = {4, d};
-      last = m.add(down);
-    }
-    // Ops nothing else reads are summed in, so every op reaches the loss.
-    std::vector<char> read(ids.size(), 0);
-    for (std::size_t k = 1; k < ids.size(); ++k)
-      for (int u : m.op(ids[k]).inputs)
-        for (std::size_t j = 0; j < ids.size(); ++j)
-          if (ids[j] == u) read[j] = 1;
-    for (std::size_t k = 1; k + 1 < ids.size(); ++k) {
-      if (read[k] || width[k] != d) continue;
-      Op add;
-      add.kind = OpKind::Add;
-      add.inputs = {last, ids[k]};
-      last = m.add(add);
-    }
-    Op res;
-    res.kind = OpKind::Add;
-    res.inputs = {x, last};
-    x = m.add(res);
-  }
-  Op loss;
-  loss.kind = OpKind::MSELoss;
-  loss.inputs = {x};
-  m.add(loss);
-  m.finalize();
-  return m;
-}
-
 // The family the block solver searches, by brute force: every choice, in
 // every block, of which storages inside it are kept (views with their
 // storage), the rest of the model kept. The least recompute FLOPs within the
@@ -248,7 +174,7 @@ TEST(BlockSolver, EqualsExhaustiveSearchOnRandomRepeatedBlocks) {
   for (unsigned seed = 1; seed <= 12; ++seed) {
     const int repeats = 2 + static_cast<int>(seed % 3);
     const int ops = repeats == 4 ? 3 : repeats == 3 ? 4 : 5;
-    const Model m = repeated_random_blocks(seed, repeats, ops);
+    const Model m = test::repeated_random_blocks(seed, repeats, ops);
     int free = 0;
     for (const Block& b : block_chain(m))
       for (int v = b.first; v < b.last; ++v) free += !m.op(v).view;
@@ -281,7 +207,7 @@ TEST(BlockSolver, MilpIsNeverAboveItWhereItFinishes) {
   if (milp_solver_name().empty()) GTEST_SKIP() << "this build has no MILP solver";
   int compared = 0, equal = 0;
   for (unsigned seed = 1; seed <= 4; ++seed) {
-    const Model m = repeated_random_blocks(seed, 2, 3);
+    const Model m = test::repeated_random_blocks(seed, 2, 3);
     const uint64_t hi = peak_of(m, "store-all"), lo = least_possible_peak(m);
     for (int i = 1; i <= 5; ++i) {
       const uint64_t budget = lo + (hi - lo) * static_cast<uint64_t>(i) / 6;
