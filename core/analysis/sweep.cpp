@@ -184,10 +184,10 @@ SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOpti
         // found it, and so is dtr's compute with optimal's frees (they free
         // earlier than dtr's evictions: dtr:B alone peaks higher).
         const bool named_exactly =
-            !opt.from_named.empty() && !strategy_info(parse_strategy(opt.from_named)).decides_live;
+            opt.from_named && !strategy_info(*opt.from_named).decides_live;
         const StrategySpec spec =
-            named_exactly ? parse_strategy(opt.from_named)
-            : opt.from_milp || opt.from_residency || opt.from_first_step || !opt.from_named.empty()
+            named_exactly ? *opt.from_named
+            : opt.from_milp || opt.from_residency || opt.from_first_step || opt.from_named
                 ? strategy_spec("optimal", {static_cast<int64_t>(p.budget), static_cast<int64_t>(std::ceil(o.optimal_seconds))})
                 : manual_spec(opt.sets.checkpoints);
         const Simulation s = simulate_point(m, with_frees(m, opt.compute, "optimal"), o.compress);

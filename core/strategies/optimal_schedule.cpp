@@ -173,7 +173,7 @@ NamedCandidate best_named(const Model& m, uint64_t budget, uint64_t max_length, 
       // As optimal returns it: its compute part, frees added again.
       const Simulation sim = simulate(m, with_frees(m, compute, spec), {.timeline = false});
       if (sim.peak_bytes > budget || (best.found && sim.recompute_flops >= best.recompute_flops)) continue;
-      best = {true, spec, std::move(compute), sim.recompute_flops, sim.peak_bytes};
+      best = {true, named, std::move(compute), sim.recompute_flops, sim.peak_bytes};
     } catch (const InputError&) {  // not for this model (revolve on a DAG) or nothing fits (budget)
     }
   }
@@ -435,8 +435,8 @@ OptimalOutcome optimal_schedule(const Model& m, uint64_t budget, double seconds)
               " over general schedules (overhead " + percent2(std::max(0.0, r.overhead)) + ", the lower bound's " +
               percent2(std::max(0.0, r.bound_overhead)) + ")";
   }
-  if (!o.from_named.empty())
-    o.note = "the registered strategy " + o.from_named + " recomputes less than every solver's schedule found in the " + limit +
+  if (o.from_named)
+    o.note = "the registered strategy " + o.from_named->str() + " recomputes less than every solver's schedule found in the " + limit +
              (at_most.empty() ? "" : "," + at_most) + (proven ? "" : ": not proven least (" + longer + ")");
   else if (proven || o.milp.status == S::Optimal)
     o.note = "";

@@ -5,6 +5,7 @@
 // fewer recompute FLOPs; the records say which solver proved what.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/strategies/first_step_bound.h"
 #include "core/strategies/milp_schedule.h"
 #include "core/strategies/optimal.h"
+#include "core/strategies/registry.h"
 #include "core/strategies/residency_bound.h"
 #include "core/strategies/strategy.h"
 
@@ -35,8 +37,8 @@ struct OptimalOutcome {
   // residency bound), or where the residency bound was not solved.
   FirstStepBound first_step;
   // The registered strategy whose schedule was chosen (best_named): it fits
-  // and recomputes less than every solver's; "" when a solver's was chosen.
-  std::string from_named;
+  // and recomputes less than every solver's; empty when a solver's was chosen.
+  std::optional<StrategySpec> from_named;
   std::vector<SolverRecord> records;
   // Why nothing fits, or what is not proven (empty when the answer is proven
   // by the solver that found it).
@@ -70,7 +72,7 @@ uint64_t optimal_length_bound(const Model& model, uint64_t budget, double second
 // run out.
 struct NamedCandidate {
   bool found = false;
-  std::string spec;
+  StrategySpec spec;
   std::vector<Instr> compute;
   double recompute_flops = 0;
   uint64_t peak = 0;

@@ -64,7 +64,7 @@ std::vector<Row>& rows() {
 
 // Which solver's schedule optimal returned, in words.
 std::string chosen_text(const OptimalOutcome& o) {
-  if (!o.from_named.empty()) return "registered " + o.from_named;
+  if (o.from_named) return "registered " + o.from_named->str();
   if (o.from_first_step) return "first step's schedule";
   if (o.from_residency) return "residency bound's schedule";
   if (o.from_milp) return "MILP";
@@ -101,7 +101,7 @@ void BM_AtPolicyPeak(benchmark::State& state) {
     state.counters["blocks_s"] = o.blocks.seconds;
     state.counters["not_above_policy"] = s.recompute_flops <= p.recompute_flops && s.peak_bytes <= p.peak_bytes;
     // 0 branch and bound (from the block DP's set), 1 MILP, 2 residency bound, 3 a registered strategy, 4 the first step's
-    state.counters["chosen"] = o.from_milp ? 1 : o.from_residency ? 2 : !o.from_named.empty() ? 3 : o.from_first_step ? 4 : 0;
+    state.counters["chosen"] = o.from_milp ? 1 : o.from_residency ? 2 : o.from_named ? 3 : o.from_first_step ? 4 : 0;
     const bool general = bound >= 0 && meets_bound(s.recompute_flops, bound);
     state.counters["proven"] = general ? 2 : o.note.empty() ? 1 : 0;  // 2 over general schedules, 1 over checkpoint sets
     rows().push_back({spec, policy, chosen_text(o), m.size(), seconds, state.counters["wall_s"], s.peak_bytes / 1048576.0,
