@@ -474,6 +474,33 @@ bool Importer::split(const NodeProto& n, int x) {
   return true;
 }
 
+// torch.topk as remat_capture writes it: the indices a TopK op, the values a
+// Gather of x by them (whose rule keeps x and the indices; topk's node keeps
+// the indices alone, and x is most often kept anyway: a softmax's output).
+bool Importer::topk(const NodeProto& n, int x) {
+  if (n.input_size() != 2 || n.output_size() != 2) return false;
+  if (attr_int(n, "largest", 1) != 1 || attr_int(n, "sorted", 1) != 1) return false;
+  const auto k = dense_now(n.input(1));
+  if (!k || k->v.size() != 1 || k->v[0] < 1) return false;
+  const int64_t axis = attr_int(n, "axis", -1);
+  Op t;
+  t.kind = OpKind::TopK;
+  t.name = op_name(n) + ".indices";
+  t.inputs = {x};
+  t.attrs.edit().axis = axis;
+  t.attrs.edit().k = static_cast<int64_t>(k->v[0]);
+  const int idx = try_add(std::move(t), n.output(1), n);
+  if (idx < 0) return false;
+  if (!consumers_.count(n.output(0))) return true;  // the indices alone are read
+  Op g;
+  g.kind = OpKind::Gather;
+  g.name = op_name(n);
+  g.inputs = {x, idx};
+  g.attrs.edit().axis = axis;
+  add_op(std::move(g), n.output(0), where(n));  // the TopK's shape and dtype make it valid
+  return true;
+}
+
 void Importer::eval_mode_note() {
   const std::string how = "re-export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
                           "do_constant_folding=False) for the memory of training";
