@@ -118,6 +118,9 @@ class Importer {
   // dead code) are skipped.
   std::vector<bool> live_nodes();
   void consumers_index(int i);
+  // The node producing each tensor (live nodes), for patterns that need a
+  // constant computed by a node listed after them (an Unsqueeze of a weight).
+  std::unordered_map<std::string, int> producer_;
   int add_op(Op op, const std::string& output, const std::string& where);
 
   // --- constants -------------------------------------------------------------
@@ -155,6 +158,9 @@ class Importer {
   std::optional<Dense> dense(const std::string& name) const;
   std::optional<Dense> dense(const TensorProto* t) const;
   const TensorProto* store(const Dense& d);  // kept alive in folded_
+  // The values of `name`: a known constant, or one that its producer (and
+  // theirs) compute from constants alone, folded now (and marked done).
+  std::optional<Dense> dense_now(const std::string& name, int depth = 0);
   void set_constant(const std::string& name, const Dense& d);
   // A node whose inputs are all constants, evaluated (shape arithmetic, masks,
   // transposed weights); false leaves its outputs constants of unknown value.
@@ -229,6 +235,9 @@ class Importer {
   bool silu(const NodeProto& sigmoid, int x);     // x * Sigmoid(x)
   bool view(const NodeProto& n, int x);           // Reshape, Flatten, (Un)Squeeze, Transpose, Expand, Slice
   bool split(const NodeProto& n, int x);          // one Slice view per output
+  // TopK(x, constant k), largest and sorted: a TopK op (the indices) and a
+  // Gather of x by them (the values).
+  bool topk(const NodeProto& n, int x);
   bool select(const NodeProto& n, int x);         // Gather(x, constant scalar index): x[:, i] as views
   // Concat of activations and at most one constant piece that an initializer
   // broadcasts (a class token, learned); false: not this form.
@@ -277,6 +286,9 @@ class Importer {
   // torch's LayerNorm before opset 17: ReduceMean → Sub → Pow(2) → ReduceMean →
   // Add(eps) → Sqrt → Div, then optional Mul(gamma), Add(beta).
   bool layernorm_decomposed(const NodeProto& mean, int x);
+  // torch's GroupNorm: Reshape(x, (N, G, -1)) → InstanceNormalization(1, 0,
+  // eps) → Reshape to x's shape [→ Mul(γ) → Add(β)].
+  bool groupnorm(const NodeProto& reshape, int x);
 
   // The pointwise family and reductions (onnx_family.cpp); false: not this form.
   bool clip(const NodeProto& n, int x);        // Clip with constant bounds: clamp (ReLU6)

@@ -297,6 +297,40 @@ bool Importer::view(const NodeProto& n, int x) {
   if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze" || type == "Expand") {
     auto out = known_shape(out0(n));
     if ((!out || out->empty()) && type == "Reshape") out = reshape_target(n, in);
+    // Shapes inference left unknown (after a TopK whose k it cannot see):
+    // an Unsqueeze's from its constant axes, an Expand's by broadcasting its
+    // constant target (a TopK's indices unsqueezed and expanded to a gather).
+    if ((!out || out->empty()) && type == "Unsqueeze") {
+      std::vector<int64_t> axes = attr_ints(n, "axes");
+      if (n.input_size() > 1)
+        if (auto d = dense_now(n.input(1)))
+          for (const double v : d->v) axes.push_back(static_cast<int64_t>(v));
+      const auto rank = static_cast<int64_t>(in.shape.size() + axes.size());
+      std::vector<int64_t> shape(static_cast<std::size_t>(rank), 0);
+      bool ok = !axes.empty();
+      for (int64_t& a : axes) {
+        if (a < -rank || a >= rank) ok = false;
+        else shape[static_cast<std::size_t>(a < 0 ? a + rank : a)] = 1;
+      }
+      std::size_t k = 0;
+      for (int64_t& d : shape)
+        if (d == 0) d = k < in.shape.size() ? in.shape[k++] : 0;
+      if (ok && k == in.shape.size()) out = shape;
+    }
+    if ((!out || out->empty()) && type == "Expand" && n.input_size() == 2) {
+      if (auto d = dense_now(n.input(1))) {
+        const std::size_t r = std::max(d->v.size(), in.shape.size());
+        std::vector<int64_t> shape(r, 1);
+        bool ok = true;
+        for (std::size_t i = 0; i < r; ++i) {
+          const int64_t a = i + in.shape.size() >= r ? in.shape[i + in.shape.size() - r] : 1;
+          const int64_t b = i + d->v.size() >= r ? static_cast<int64_t>(d->v[i + d->v.size() - r]) : 1;
+          if (a != b && a != 1 && b != 1) ok = false;
+          shape[i] = std::max(a, b);
+        }
+        if (ok) out = shape;
+      }
+    }
     if (!out || out->empty()) return false;
     if (*out == in.shape) {
       alias(n, x);
@@ -471,6 +505,33 @@ bool Importer::split(const NodeProto& n, int x) {
     start = op.attrs->end;
     add_op(std::move(op), n.output(k), where(n));  // checked above: cannot fail
   }
+  return true;
+}
+
+// torch.topk as remat_capture writes it: the indices a TopK op, the values a
+// Gather of x by them (whose rule keeps x and the indices; topk's node keeps
+// the indices alone, and x is most often kept anyway: a softmax's output).
+bool Importer::topk(const NodeProto& n, int x) {
+  if (n.input_size() != 2 || n.output_size() != 2) return false;
+  if (attr_int(n, "largest", 1) != 1 || attr_int(n, "sorted", 1) != 1) return false;
+  const auto k = dense_now(n.input(1));
+  if (!k || k->v.size() != 1 || k->v[0] < 1) return false;
+  const int64_t axis = attr_int(n, "axis", -1);
+  Op t;
+  t.kind = OpKind::TopK;
+  t.name = op_name(n) + ".indices";
+  t.inputs = {x};
+  t.attrs.edit().axis = axis;
+  t.attrs.edit().k = static_cast<int64_t>(k->v[0]);
+  const int idx = try_add(std::move(t), n.output(1), n);
+  if (idx < 0) return false;
+  if (!consumers_.count(n.output(0))) return true;  // the indices alone are read
+  Op g;
+  g.kind = OpKind::Gather;
+  g.name = op_name(n);
+  g.inputs = {x, idx};
+  g.attrs.edit().axis = axis;
+  add_op(std::move(g), n.output(0), where(n));  // the TopK's shape and dtype make it valid
   return true;
 }
 

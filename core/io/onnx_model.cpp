@@ -213,6 +213,8 @@ std::vector<bool> Importer::live_nodes() {
 
 void Importer::consumers_index(int i) {
   if (!live_[static_cast<std::size_t>(i)]) return;
+  for (const auto& o : g_.node(i).output())
+    if (!o.empty()) producer_.emplace(o, i);
   for (const auto& in : g_.node(i).input()) {
     auto& c = consumers_[in];
     if (c.empty() || c.back() != i) c.push_back(i);
@@ -408,6 +410,7 @@ void Importer::import_node(int i) {
     if (type == "Sigmoid") return (void)simple(OpKind::Sigmoid);
     if (type == "Identity") return alias(n, x);
     if (type == "Dropout") return dropout(n, x);
+    if (type == "Reshape" && groupnorm(n, x)) return;
     if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && foldable_view(n, in))
       return alias(n, x);
     if (type == "Transpose" && identity_perm(n)) return alias(n, x);
@@ -438,6 +441,7 @@ void Importer::import_node(int i) {
     if (unary_fn(n, x)) return;
     if (type == "Gather" && embedding(n, x)) return;
     if (type == "Split" && split(n, x)) return;
+    if (type == "TopK" && topk(n, x)) return;
     if (view(n, x)) return;
   } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
     const int y = activation(acts[1]);
@@ -451,6 +455,14 @@ void Importer::import_node(int i) {
     }
   } else if (acts.size() == 2 && type == "MatMul" && n.input_size() == 2) {
     if (add_kind(OpKind::MatMul, n, {x, activation(acts[1])}) >= 0) return;
+  } else if (acts.size() == 2 && type == "GatherElements" && n.input_size() == 2 && n.input(0) == acts[0]) {
+    // torch.gather: by indices the model computed (a TopK's).
+    Op op;
+    op.kind = OpKind::Gather;
+    op.name = op_name(n);
+    op.inputs = {x, activation(acts[1])};
+    op.attrs.edit().axis = attr_int(n, "axis", 0);
+    if (try_add(std::move(op), out0(n), n) >= 0) return;
   }
   if (acts.size() <= 2 && binary_fn(n, acts)) return;
   if (type == "Concat" && concat(n, acts)) return;

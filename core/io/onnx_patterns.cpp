@@ -1,7 +1,8 @@
 // Matchers of what torch.onnx.export decomposes, back into one op each (see
 // docs/model-format.md): Gemm and MatMul[+Add] -> Linear with its weights,
 // Div/Erf/Add/Mul/Mul -> GELU, LayerNormalization and its ReduceMean/.../Add
-// form -> LayerNorm. Each returns false (the node becomes Generic) when the
+// form -> LayerNorm, Reshape/InstanceNormalization/Reshape[/Mul/Add] ->
+// GroupNorm. Each returns false (the node becomes Generic) when the
 // pattern does not hold exactly.
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
@@ -269,6 +270,97 @@ bool Importer::layernorm_decomposed(const NodeProto& mean, int x) {
   }
   for (int k : used) done_.insert(k);
   add_layernorm(mean, pattern_name(mean, "LayerNorm"), output, x, std::move(gamma), std::move(beta), *eps);
+  return true;
+}
+
+std::optional<Importer::Dense> Importer::dense_now(const std::string& name, int depth) {
+  if (auto d = dense(name)) return d;
+  auto it = producer_.find(name);
+  if (depth > 8 || it == producer_.end() || done_.count(it->second)) return std::nullopt;
+  const NodeProto& p = g_.node(it->second);
+  for (const auto& in : p.input())
+    if (!in.empty() && !dense_now(in, depth + 1)) return std::nullopt;
+  if (!fold_constant(p)) return std::nullopt;
+  done_.insert(it->second);
+  return dense(name);
+}
+
+// torch's GroupNorm (symbolic_opset9's group_norm): x (N, C, ...) reshaped to
+// (N, G, -1), InstanceNormalization over it with scale 1 and bias 0 per group
+// and the model's epsilon, reshaped back to x's shape, then Mul(γ as
+// (C, 1, ...)) and Add(β as (C, 1, ...)) for an affine one. One GroupNorm
+// with the file's γ, β and epsilon; without the Mul and Add, affine false.
+bool Importer::groupnorm(const NodeProto& r1, int x) {
+  const Op& in = model_.op(x);
+  if (in.shape.size() < 3 || r1.input_size() != 2) return false;
+  const int inorm = sole_consumer(out0(r1), "InstanceNormalization");
+  if (inorm < 0) return false;
+  const auto target = dense_now(r1.input(1));
+  const int64_t n = in.shape[0], c = in.shape[1];
+  // (0 or N, G, -1): a 0 copies the input's dimension (allowzero 0, torch's).
+  if (!target || target->v.size() != 3 || (target->v[0] != 0 && static_cast<int64_t>(target->v[0]) != n) ||
+      attr_int(r1, "allowzero", 0) != 0)
+    return false;
+  const auto groups = static_cast<int64_t>(target->v[1]);
+  if (groups <= 0 || c % groups != 0) return false;
+  const NodeProto& inn = g_.node(inorm);
+  if (inn.input_size() != 3) return false;
+  const auto scale = dense_now(inn.input(1)), shift = dense_now(inn.input(2));
+  const auto all = [groups](const std::optional<Dense>& d, double v) {
+    return d && static_cast<int64_t>(d->v.size()) == groups &&
+           std::all_of(d->v.begin(), d->v.end(), [v](double e) { return e == v; });
+  };
+  if (!all(scale, 1.0) || !all(shift, 0.0)) return false;
+  const int r2 = sole_consumer(out0(inn), "Reshape");
+  if (r2 < 0) return false;
+  // Back to x's shape: the inferred one, or a target that is Shape(x) (torch's).
+  const std::vector<int64_t> xs(in.shape.begin(), in.shape.end());
+  const NodeProto& rn = g_.node(r2);
+  const auto back = known_shape(out0(rn));
+  const auto src = rn.input_size() == 2 ? producer_.find(rn.input(1)) : producer_.end();
+  const bool shape_of_x = src != producer_.end() && g_.node(src->second).op_type() == "Shape" &&
+                          g_.node(src->second).input_size() == 1 && g_.node(src->second).input(0) == r1.input(0) &&
+                          attr_int(g_.node(src->second), "start", 0) == 0 && attr_int(g_.node(src->second), "end", INT64_MAX) == INT64_MAX;
+  if (!(back && *back == xs) && !shape_of_x) return false;
+  std::vector<int> used = {inorm, r2};
+  std::string output = out0(g_.node(r2));
+  // γ and β as (C, 1, ...): C values.
+  std::optional<std::vector<float>> gamma, beta;
+  const auto per_channel = [&](const std::string& name) -> std::optional<std::vector<float>> {
+    auto d = dense_now(name);
+    // (C, 1, ...): broadcast over the channels of x (N, C, ...).
+    if (!d || d->type != TensorProto::FLOAT || static_cast<int64_t>(d->v.size()) != c ||
+        d->dims.size() + 1 != in.shape.size() || d->dims[0] != c)
+      return std::nullopt;
+    return std::vector<float>(d->v.begin(), d->v.end());
+  };
+  if (const int mul = sole_consumer(output, "Mul"); mul >= 0) {
+    const std::string* w = other(g_.node(mul), output);
+    const int add = sole_consumer(out0(g_.node(mul)), "Add");
+    const std::string* b = add >= 0 ? other(g_.node(add), out0(g_.node(mul))) : nullptr;
+    if (w && b && (gamma = per_channel(*w)) && (beta = per_channel(*b))) {
+      used.push_back(mul);
+      used.push_back(add);
+      output = out0(g_.node(add));
+    } else {
+      gamma.reset();
+      beta.reset();
+    }
+  }
+  Op op;
+  op.kind = OpKind::GroupNorm;
+  op.name = pattern_name(r1, "GroupNorm");
+  op.inputs = {x};
+  op.attrs.edit().groups = groups;
+  op.attrs.edit().eps = decimal_eps(attr_float(inn, "epsilon", 1e-5f));
+  if (gamma) {
+    op.param_init = {std::make_shared<const std::vector<float>>(std::move(*gamma)),
+                     std::make_shared<const std::vector<float>>(std::move(*beta))};
+  } else {
+    op.attrs.edit().affine = false;
+  }
+  for (int k : used) done_.insert(k);
+  add_op(std::move(op), output, where(r1));
   return true;
 }
 

@@ -188,6 +188,14 @@ def run_node(node, a, ins, masks):
         if training:
             return F.batch_norm(x, None, None, ins[1], ins[2], training=True, eps=eps)
         return F.batch_norm(x, ins[3], ins[4], ins[1], ins[2], training=False, eps=eps)
+    if op == "InstanceNormalization":  # torch's GroupNorm export normalises (N, G, -1) with it
+        return F.instance_norm(x, weight=ins[1], bias=ins[2], eps=a.get("epsilon", 1e-5))
+    if op == "TopK":
+        k = int(ins[1].reshape(-1)[0])
+        r = torch.topk(x, k, dim=a.get("axis", -1), largest=bool(a.get("largest", 1)), sorted=bool(a.get("sorted", 1)))
+        return r.values, r.indices
+    if op == "GatherElements":
+        return torch.gather(x, a.get("axis", 0), ins[1])
     if op in ("MaxPool", "AveragePool"):
         return pool(op, x, a)
     if op == "GlobalAveragePool":

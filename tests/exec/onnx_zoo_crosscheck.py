@@ -14,7 +14,9 @@ nn.TransformerEncoder and the ViT of torch_saved_bytes.py (saved bytes
 within 2 % there) run too: the encoder's Dropout and Linear on transposed
 views (batch_first) and the ViT's Concat of a transposed view with its class
 token read their strided inputs through a dense copy (op_exec.h's
-dense_copy). Exit 77 (skip) without torch/torchvision/onnx.
+dense_copy). A GroupNorm network (tail_models.py: nn.GroupNorm exported as
+Reshape, InstanceNormalization, Reshape, Mul, Add, one GroupNorm op each)
+runs too. Exit 77 (skip) without torch/torchvision/onnx.
 
   onnx_zoo_crosscheck.py REMAT [MODEL...]"""
 import os
@@ -39,7 +41,8 @@ from onnx_gpt_crosscheck import export_and_check  # noqa: E402
 # the plain tolerance). MobileNetV2's batch norms over 2x2 pixels leave
 # gradients that float32 cannot pin down, PyTorch's own included.
 MODELS = {"gpt2-mask": ("sqrt", "idx", 0), "unet": ("sqrt", "x", 0), "mobilenet": ("sqrt", "x", 4),
-          "mobilenet-cosine": ("sqrt", "x", 4), "encoder": ("sqrt", "x", 0), "vit": ("sqrt", "x", 0)}
+          "mobilenet-cosine": ("sqrt", "x", 4), "encoder": ("sqrt", "x", 0), "vit": ("sqrt", "x", 0),
+          "groupnorm": ("sqrt", "x", 0)}
 
 
 def build(name):
@@ -47,6 +50,10 @@ def build(name):
         import tail_models
         torch.manual_seed(0)
         return tail_models.UNet(), torch.randn(2, 3, 16, 16)
+    if name == "groupnorm":  # nn.GroupNorm exported as Reshape, InstanceNormalization, Reshape, Mul, Add
+        import tail_models
+        torch.manual_seed(0)
+        return tail_models.GroupNormNet(), torch.randn(2, 3, 8, 8)
     if name == "mobilenet-cosine":
         import tail_models
         return tail_models.CosineMobileNet(), torch.randn(2, 3, 64, 64)

@@ -84,8 +84,10 @@ def encoder():
 
 
 def shufflenet():
-    # 128x128: at 64x64 its last batch norm normalises 2x2 pixels of 2 images
-    # and one channel's gradient is beyond float32 (issue 28's note).
+    # 128x128: at 64x64 one output of its last batch norm (4.5e-5 in float64,
+    # a difference of nearly equal values) falls on the other side of the
+    # ReLU after it in float32, which then passes it no gradient
+    # (docs/pytorch.md, the zoo).
     return classify(torchvision.models.shufflenet_v2_x0_5(num_classes=10), torch.randn(2, 3, 128, 128))
 
 

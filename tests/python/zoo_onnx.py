@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""Where the zoo's training-mode ONNX exports stand (issue 28: each should
+import with saved bytes within 2 % of PyTorch's count and run with the
+file's own weights, agreeing with PyTorch on them). A report, not a test:
+for each model of zoo_models.py it exports the module in training mode
+(opset 17, no constant folding), and prints PyTorch's count (the module's
+loss included, as test_zoo.py counts it), remat's saved_bytes of the file
+(remat appends its own loss to the logits), the difference, whether `remat
+model` calls it executable, whether every strategy runs, and whether
+onnx_file_crosscheck.py (PyTorch running the file's graph with its own
+weights, float64) agrees with `remat run`.
+
+  zoo_onnx.py --remat PATH [MODEL...]"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "exec"))
+import onnx_file_crosscheck  # noqa: E402
+from torch_count import torch_count  # noqa: E402
+from zoo_models import MODELS  # noqa: E402
+
+# The zoo's float32 allowance (test_zoo.py: batch norms over a few pixels).
+FLOAT32 = {"mobilenet_v3": 4, "efficientnet_b0": 4, "densenet": 4, "shufflenet": 4, "convnext": 4}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remat", required=True)
+    ap.add_argument("models", nargs="*")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")  # the exporter's notes on batch norms' counters
+    print(f"{'model':16} {'PyTorch saved':>14} {'ONNX saved':>12} {'diff':>8}  executable  runs  file's weights")
+    for name, build in MODELS.items():
+        if a.models and name not in a.models:
+            continue
+        torch.manual_seed(0)
+        net, x, loss_fn, target = build()
+        net.train()
+        want = torch_count(net, x, loss_fn, target)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, name + ".onnx")
+            try:
+                torch.onnx.export(onnx_file_crosscheck.distinct_weights(net), (x,), path,
+                                  training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                                  opset_version=17, input_names=["x"], output_names=["y"])
+            except Exception as e:  # noqa: BLE001 - the exporter's own refusal is the finding
+                print(f"{name:16} {want:>14,} {'-':>12} {'':>8}  export fails: {str(e).splitlines()[0][:90]}")
+                continue
+            m = subprocess.run([a.remat, "simulate", "--model", path, "--strategy", "store-all", "--json"],
+                               capture_output=True, text=True)
+            if m.returncode != 0:
+                print(f"{name:16} {want:>14,} {'-':>12} {'':>8}  import fails: {m.stderr.strip()[-110:]}")
+                continue
+            model = json.loads(m.stdout)["model"]
+            got = model["saved_bytes"]
+            run = subprocess.run([a.remat, "run", "--model", path, "--strategy", "all", "--backend", "cpu",
+                                  "--repeat", "1", "--json"], capture_output=True, text=True)
+            runs = run.returncode == 0 and all(s["status"] == "ok" and s["matches_store_all"]
+                                               for s in json.loads(run.stdout)["strategies"])
+            agree = "-"
+            if runs:
+                c = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "onnx_file_crosscheck.py"),
+                                    "--remat", a.remat, "--model", path, "--float32", str(FLOAT32.get(name, 0))],
+                                   capture_output=True, text=True)
+                last = [ln for ln in c.stdout.splitlines() if "worst" in ln or ln.startswith("FAIL")]
+                agree = ("agrees" if c.returncode == 0 else "DIFFERS") + (f" ({last[-1][:70]})" if last else "")
+            why = "" if runs else (run.stderr.strip().splitlines() or [""])[-1][:100]
+            print(f"{name:16} {want:>14,} {got:>12,} {100.0 * (got - want) / want:>+7.2f}%  "
+                  f"{'yes' if model['executable'] else 'no ':10}  {'yes' if runs else 'no '}   {agree}{why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
