@@ -81,10 +81,11 @@ PeakExplanation explain_peak(const Model& m, const Schedule& s) {
       g[4].bytes += m.op(static_cast<int>(v)).aux_bytes;
     }
   }
+  std::vector<uint8_t> grad_counted(n, 0);  // gradient storages already counted (an Add's inputs share one)
   for (std::size_t v = 0; v < n; ++v) {
     if (r.grad[v] && m.has_grad_tensor(static_cast<int>(v))) {
       g[3].ops.push_back(static_cast<int>(v));
-      g[3].bytes += m.grad_bytes(static_cast<int>(v));
+      if (!grad_counted[static_cast<std::size_t>(r.grad_storage[v])]++) g[3].bytes += m.grad_bytes(static_cast<int>(v));
     }
   }
   for (auto& gr : g)

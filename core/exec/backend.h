@@ -116,6 +116,10 @@ class DeviceMemory {
   virtual uint64_t device_free_bytes() const { return std::numeric_limits<uint64_t>::max(); }
   // Host to device copy into a tracked buffer (the input batch).
   virtual void upload(void* dst, const void* src, uint64_t bytes) = 0;
+  // Device to device copy between tracked buffers, in stream order with the
+  // kernels: a gradient an Add's inputs share, moved into a storage of its
+  // own before another part is added to it (copy on accumulate).
+  virtual void copy(void* dst, const void* src, uint64_t bytes) = 0;
 };
 
 // ---- Compute: the baseline, the kernels, the results read back.

@@ -221,6 +221,7 @@ uint64_t CpuBackend::device_free_bytes() const {
 }
 
 void CpuBackend::upload(void* dst, const void* src, uint64_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy(void* dst, const void* src, uint64_t bytes) { std::memcpy(dst, src, bytes); }
 
 // A strided input of a kernel that reads rows, copied dense first (dense_copy):
 // into scratch, or into aux(v) for a Linear's charged copy, which the backward

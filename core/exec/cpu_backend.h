@@ -49,6 +49,7 @@ class CpuBackend final : public AllRolesBackend {
   MemoryStats memory_stats() const override;
   uint64_t device_free_bytes() const override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
+  void copy(void* dst, const void* src, uint64_t bytes) override;
 
   bool has_host_tier() const override { return true; }
   void* allocate_host(uint64_t bytes) override;

@@ -49,6 +49,7 @@ class ForwardingMemory : public DeviceMemory {
   MemoryStats memory_stats() const override { return inner_.memory_stats(); }
   uint64_t device_free_bytes() const override { return inner_.device_free_bytes(); }
   void upload(void* dst, const void* src, uint64_t bytes) override { inner_.upload(dst, src, bytes); }
+  void copy(void* dst, const void* src, uint64_t bytes) override { inner_.copy(dst, src, bytes); }
 
  private:
   DeviceMemory& inner_;

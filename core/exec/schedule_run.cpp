@@ -14,18 +14,22 @@ ScheduleRun::ScheduleRun(const Model& model, Backend& backend, const std::vector
     : model_(model), memory_(backend.memory()), compute_(backend.compute()), host_(backend.host()),
       view_offset_(view_offset), memory_limit_(memory_limit) {
   const auto n = static_cast<std::size_t>(model.size());
-  for (auto* list : {&act_, &grad_, &aux_, &storage_, &host_copy_, &packed_}) list->assign(n, nullptr);
+  for (auto* list : {&act_, &grad_, &aux_, &storage_, &host_copy_, &packed_, &grad_buffer_}) list->assign(n, nullptr);
   holders_.assign(n, 0);
+  grad_storage_.assign(n, 0);
+  grad_holders_.assign(n, 0);
   for (auto* list : {&fetched_, &form_, &host_form_}) list->assign(n, 0);
 }
 
 void ScheduleRun::release_all() {
-  for (auto* list : {&storage_, &grad_, &aux_, &packed_}) {
+  for (auto* list : {&storage_, &grad_buffer_, &aux_, &packed_}) {
     for (void*& p : *list) {
       if (p) memory_.release(p);
       p = nullptr;
     }
   }
+  std::fill(grad_.begin(), grad_.end(), nullptr);
+  std::fill(grad_holders_.begin(), grad_holders_.end(), 0);
   for (void*& p : host_copy_) {
     if (p) host_.release_host(p);
     p = nullptr;
@@ -120,27 +124,66 @@ void ScheduleRun::fwd(int op_id) {
   compute_.forward(model_, op_id, TensorTable{act_, grad_, aux_});
 }
 
-// bwd v: G(u) for each input u with a gradient tensor, allocated when it is
-// not resident yet (then overwritten), otherwise added into.
+// bwd v, for each input u with a gradient tensor, as ResidentSet::apply:
+// G(u) not resident: G(v)'s buffer itself for a plain Add's input (the
+// kernel sees no G(u) and writes nothing), else a new buffer, overwritten;
+// resident: added into, in place unless another gradient shares its buffer
+// (G(v) included), then into a copy of its own (the same values, so the same
+// sums). So no kernel ever adds into the buffer it reads G(v) from.
 void ScheduleRun::bwd(int op_id) {
   const Op& op = model_.op(op_id);
   accumulate_.assign(op.inputs.size(), 0);
+  shared_.clear();
   for (std::size_t k = 0; k < op.inputs.size(); ++k) {
     const int u = op.inputs[k];
     if (!model_.has_grad_tensor(u)) continue;
-    auto& g = grad_[static_cast<std::size_t>(u)];
-    if (g) accumulate_[k] = 1;
-    else g = allocate(model_.grad_bytes(u));
+    const auto uu = static_cast<std::size_t>(u);
+    auto& g = grad_[uu];
+    if (!g && model_.shares_grad(op_id, u)) {
+      shared_.push_back(u);
+      continue;
+    }
+    if (!g) {
+      own_grad(u, allocate(model_.grad_bytes(u)));
+      continue;
+    }
+    accumulate_[k] = 1;
+    const auto s = static_cast<std::size_t>(grad_storage_[uu]);
+    if (grad_holders_[s] > 1) {
+      void* mine = allocate(model_.grad_bytes(u));
+      memory_.copy(mine, g, model_.grad_bytes(u));
+      --grad_holders_[s];
+      own_grad(u, mine);
+    }
   }
   compute_.backward(model_, op_id, TensorTable{act_, grad_, aux_}, accumulate_);
+  const auto v = static_cast<std::size_t>(op_id);
+  for (int u : shared_) {
+    const auto uu = static_cast<std::size_t>(u);
+    grad_storage_[uu] = grad_storage_[v];
+    ++grad_holders_[static_cast<std::size_t>(grad_storage_[v])];
+    grad_[uu] = grad_[v];
+  }
+}
+
+// G(u) gets `buffer`, a storage of its own named u (ResidentSet's rule).
+void ScheduleRun::own_grad(int u, void* buffer) {
+  const auto uu = static_cast<std::size_t>(u);
+  grad_buffer_[uu] = grad_[uu] = buffer;
+  grad_storage_[uu] = u;
+  grad_holders_[uu] = 1;
 }
 
 void ScheduleRun::free_act(int v) { drop_act(static_cast<std::size_t>(v)); }
 
 void ScheduleRun::free_grad(int op) {
   const auto v = static_cast<std::size_t>(op);
-  memory_.release(grad_[v]);
+  const auto s = static_cast<std::size_t>(grad_storage_[v]);
   grad_[v] = nullptr;
+  if (--grad_holders_[s] == 0) {
+    memory_.release(grad_buffer_[s]);
+    grad_buffer_[s] = nullptr;
+  }
 }
 
 void ScheduleRun::free_aux(int op) {

@@ -7,7 +7,11 @@
 // A(v)'s pointer is where its elements start: its own storage for an owner,
 // a pointer into the owner's storage for a view. Only storages are allocated
 // and released; a storage stays while any op aliasing it (the owner or a
-// view) is resident, as the simulator counts it (holders).
+// view) is resident, as the simulator counts it (holders). Gradients alias
+// the same way: G(u) of a plain Add's input is G(v)'s buffer (the Add's
+// backward writes nothing for it), a buffer goes with its last alias, and a
+// gradient that shares its buffer gets a buffer of its own, a copy, before
+// another part is added to it (ResidentSet's rule, exactly).
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -47,6 +51,7 @@ class ScheduleRun {
   void* allocate_host(uint64_t bytes);
   void hold_own_storage(std::size_t v, uint64_t bytes);
   void drop_act(std::size_t v);  // its storage goes when its last holder does
+  void own_grad(int u, void* buffer);
   void wait_for_fetched_reads(const Instr& ins);
 
   void fwd(int v);
@@ -76,6 +81,11 @@ class ScheduleRun {
   // copy on the device, of type form[v].
   std::vector<void*> act_, grad_, aux_, storage_, host_copy_, packed_;
   std::vector<int32_t> holders_;
+  // grad_[v] is grad_buffer_[grad_storage_[v]]: the buffer G(v) aliases,
+  // named by the op whose gradient allocated it, held by grad_holders_ aliases.
+  std::vector<void*> grad_buffer_;
+  std::vector<int32_t> grad_storage_, grad_holders_;
+  std::vector<int32_t> shared_;  // bwd's inputs that get G(v) itself, reused
   std::vector<uint8_t> fetched_, form_, host_form_;
   std::vector<uint8_t> accumulate_;  // bwd's overwrite/add flags, reused
 };

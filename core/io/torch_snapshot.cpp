@@ -132,14 +132,18 @@ std::vector<AllocEvent> simulated_allocations(const Model& model, const Schedule
         break;
       }
       case InstrKind::Bwd: {
-        std::vector<uint8_t> had;
-        for (int u : model.op(v).inputs) had.push_back(rs.grad[static_cast<std::size_t>(u)]);
+        // A gradient storage is allocated where G(u) gets one of its own (named
+        // u): new, or moved out of one an Add's inputs share; sharing G(v)'s
+        // and adding in place allocate nothing.
+        std::vector<int32_t> had;  // G(u)'s storage before, -1: none
+        for (int u : model.op(v).inputs)
+          had.push_back(rs.grad[static_cast<std::size_t>(u)] ? rs.grad_storage[static_cast<std::size_t>(u)] : -1);
         rs.apply(model, ins);
         const auto& ins_of = model.op(v).inputs;
         for (std::size_t k = 0; k < ins_of.size(); ++k) {
           const int u = ins_of[k];
           const bool first = std::find(ins_of.begin(), ins_of.begin() + static_cast<std::ptrdiff_t>(k), u) == ins_of.begin() + static_cast<std::ptrdiff_t>(k);
-          if (first && !had[k] && rs.grad[static_cast<std::size_t>(u)])
+          if (first && had[k] != u && rs.grad[static_cast<std::size_t>(u)] && rs.grad_storage[static_cast<std::size_t>(u)] == u)
             emit(true, u, 1, model.grad_bytes(u), i, "grad " + name_of(model, u) + " (bwd " + name + ")");
         }
         break;
@@ -150,10 +154,12 @@ std::vector<AllocEvent> simulated_allocations(const Model& model, const Schedule
         if (was && !storage_live(r)) emit(false, r, 0, model.op(r).bytes, i, to_string(ins, model));
         break;
       }
-      case InstrKind::FreeGrad:
+      case InstrKind::FreeGrad: {  // the storage goes with its last alias
+        const int g = rs.grad_storage[static_cast<std::size_t>(v)];
         rs.apply(model, ins);
-        emit(false, v, 1, model.grad_bytes(v), i, to_string(ins, model));
+        if (rs.grad_holders[static_cast<std::size_t>(g)] == 0) emit(false, g, 1, model.grad_bytes(v), i, to_string(ins, model));
         break;
+      }
       case InstrKind::FreeAux:
         rs.apply(model, ins);
         emit(false, v, 2, model.op(v).aux_bytes, i, to_string(ins, model));

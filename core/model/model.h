@@ -76,6 +76,17 @@ struct Model {
   uint64_t grad_bytes(int v) const {
     return has_grad_tensor(v) ? (op(v).view ? op(v).logical_bytes() : op(v).bytes) : 0;
   }
+  // Whether bwd v hands G(v) itself to input u as u's gradient, one storage
+  // for both (docs/memory-model.md, "An Add's gradient"): PyTorch's
+  // AddBackward0 for a plain x + y returns the gradient it received, the same
+  // tensor, for both inputs. Only when u's gradient is exactly G(v): same
+  // dtype and size (an Add's inputs have its shape); not for Add(x, x), whose
+  // two halves autograd sums into a new tensor.
+  bool shares_grad(int v, int u) const {
+    const Op& o = op(v);
+    return o.kind == OpKind::Add && o.inputs.size() == 2 && o.inputs[0] != o.inputs[1] && has_grad_tensor(v) &&
+           has_grad_tensor(u) && op(u).dtype == o.dtype && grad_bytes(u) == grad_bytes(v);
+  }
   // The op owning A(v)'s storage: v itself, or the op a view aliases.
   int storage(int v) const { return op(v).storage; }
   // Bytes of the tensors some backward reads, resident when the forward pass of

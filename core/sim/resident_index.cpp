@@ -25,6 +25,14 @@ std::vector<std::pair<int32_t, uint8_t>> values(const std::vector<uint8_t>& per_
   return out;
 }
 
+std::vector<std::pair<int32_t, int32_t>> grads(const ResidentSet& r) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (std::size_t v = 0; v < r.grad.size(); ++v) {
+    if (r.grad[v]) out.emplace_back(static_cast<int32_t>(v), r.grad_storage[v]);
+  }
+  return out;
+}
+
 }  // namespace
 
 ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : model_(&model), schedule_(&schedule) {
@@ -41,7 +49,7 @@ ResidentIndex::ResidentIndex(const Model& model, const Schedule& schedule) : mod
 
   ResidentSet s(model);
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
-    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.grad), ids(s.aux), values(s.host), values(s.packed)});
+    if (i % stride_ == 0) snapshots_.push_back({ids(s.act), ids(s.aux), grads(s), values(s.host), values(s.packed)});
     s.apply(model, schedule.code[i]);
   }
 }
@@ -51,7 +59,7 @@ ResidentIndex::Flags ResidentIndex::replay(std::size_t t) const {
   ResidentSet r(*model_);
   r.act[0] = 0;
   for (int32_t v : snapshots_[k].act) r.act[static_cast<std::size_t>(v)] = 1;
-  for (int32_t v : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1;
+  for (auto [v, g] : snapshots_[k].grad) r.grad[static_cast<std::size_t>(v)] = 1, r.grad_storage[static_cast<std::size_t>(v)] = g;
   for (int32_t v : snapshots_[k].aux) r.aux[static_cast<std::size_t>(v)] = 1;
   for (auto [v, h] : snapshots_[k].host) r.host[static_cast<std::size_t>(v)] = h;
   for (auto [v, p] : snapshots_[k].packed) r.packed[static_cast<std::size_t>(v)] = p;

@@ -31,7 +31,8 @@ class ResidentIndex {
 
  private:
   struct Snapshot {
-    std::vector<int32_t> act, grad, aux;  // op ids resident before instruction k*stride
+    std::vector<int32_t> act, aux;  // op ids resident before instruction k*stride
+    std::vector<std::pair<int32_t, int32_t>> grad;  // (op id, the gradient storage it aliases)
     // (op id, ResidentSet's value): offloaded tensors, so that a replay's
     // fetch finds them, and compressed copies on the device.
     std::vector<std::pair<int32_t, uint8_t>> host, packed;

@@ -13,6 +13,8 @@ ResidentSet::ResidentSet(const Model& model)
     : act(static_cast<std::size_t>(model.size()), 0),
       grad(static_cast<std::size_t>(model.size()), 0),
       aux(static_cast<std::size_t>(model.size()), 0),
+      grad_storage(static_cast<std::size_t>(model.size()), 0),
+      grad_holders(static_cast<std::size_t>(model.size()), 0),
       host(static_cast<std::size_t>(model.size()), 0),
       packed(static_cast<std::size_t>(model.size()), 0),
       holders(static_cast<std::size_t>(model.size()), 0) {
@@ -23,6 +25,7 @@ ResidentSet::ResidentSet(const Model& model)
 
 void ResidentSet::recount(const Model& model) {
   std::fill(holders.begin(), holders.end(), 0);
+  std::fill(grad_holders.begin(), grad_holders.end(), 0);
   bytes = 0;
   host_bytes = 0;
   count = 0;
@@ -32,10 +35,38 @@ void ResidentSet::recount(const Model& model) {
     else if (host[u]) host_bytes += packed_bytes(model.op(v).bytes, static_cast<Packing>(host[u] - 1));
     if (packed[u]) bytes += packed_bytes(model.op(v).bytes, static_cast<Packing>(packed[u]));
     if (act[u] && holders[static_cast<std::size_t>(model.storage(v))]++ == 0) bytes += model.op(model.storage(v)).bytes;
-    if (grad[u]) bytes += model.grad_bytes(v);
+    if (grad[u] && grad_holders[static_cast<std::size_t>(grad_storage[u])]++ == 0) bytes += model.grad_bytes(v);
     if (aux[u]) bytes += model.op(v).aux_bytes;
     count += act[u] + grad[u] + aux[u] + (packed[u] != 0);
   }
+}
+
+uint64_t ResidentSet::grad_bytes_made_by(const Model& model, int v) const {
+  uint64_t made = 0;
+  const auto& in = model.op(v).inputs;
+  std::vector<int32_t> left;  // storages an earlier input of this bwd moved out of
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const int u = in[k];
+    const auto uu = static_cast<std::size_t>(u);
+    if (!model.has_grad_tensor(u) || std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(k), u) != in.begin() + static_cast<std::ptrdiff_t>(k))
+      continue;  // a repeated input's second part is added in place
+    if (!grad[uu]) {
+      if (!model.shares_grad(v, u)) made += model.grad_bytes(u);
+      continue;
+    }
+    const int32_t s = grad_storage[uu];
+    const auto left_here = static_cast<int32_t>(std::count(left.begin(), left.end(), s));
+    if (grad_holders[static_cast<std::size_t>(s)] - left_here > 1) made += model.grad_bytes(u), left.push_back(s);
+  }
+  return made;
+}
+
+uint64_t ResidentSet::grad_bytes_resident(const Model& model) const {
+  uint64_t total = 0;
+  std::vector<uint8_t> counted(grad.size(), 0);
+  for (std::size_t v = 0; v < grad.size(); ++v)
+    if (grad[v] && !counted[static_cast<std::size_t>(grad_storage[v])]++) total += model.grad_bytes(static_cast<int>(v));
+  return total;
 }
 
 namespace {

@@ -70,13 +70,33 @@ inline void validate(const Model& model, const Schedule& schedule) { (void)simul
 // an offload moves whichever one form is on the device, and `host` says which
 // (1: A(v); 1 + Packing: C(v)). `act` flags aliases (op ids); a storage's bytes count while any of
 // its aliases is resident (`holders` per owning op), so views add nothing.
+// Gradients alias too: `grad` flags G(v) resident, `grad_storage[v]` names
+// the storage it is (the op whose gradient allocated it) and `grad_holders`
+// counts a storage's resident gradients. bwd v of a plain Add hands G(v)'s
+// storage to an input without one (Model::shares_grad); an input whose
+// gradient is resident gets the new part added in place, unless another
+// resident gradient shares its storage: then out of place, into a storage of
+// its own (grad_bytes(u) more), as PyTorch's autograd does. G(v) itself,
+// resident while bwd v runs, is one of those others (grad_shared_elsewhere).
 // Inline: it runs once per instruction of every replay.
 struct ResidentSet {
   explicit ResidentSet(const Model& model);
   void apply(const Model& model, Instr ins);
-  // Recomputes holders, bytes and count from the flags (after setting them).
+  // Recomputes holders, bytes and count from the flags (after setting them;
+  // grad_storage of each resident gradient included).
   void recount(const Model& model);
+  // Whether a part added to resident G(u) goes out of place: another
+  // resident gradient (G(v) of the bwd running included) aliases its storage.
+  bool grad_shared_elsewhere(int u) const {
+    return grad_holders[static_cast<std::size_t>(grad_storage[static_cast<std::size_t>(u)])] > 1;
+  }
+  // The gradient bytes bwd v allocates from this state (what apply adds).
+  uint64_t grad_bytes_made_by(const Model& model, int v) const;
+  // The bytes of the resident gradients, each storage once.
+  uint64_t grad_bytes_resident(const Model& model) const;
   std::vector<uint8_t> act, grad, aux;
+  std::vector<int32_t> grad_storage;  // per op, while G(op) is resident: the storage it aliases
+  std::vector<int32_t> grad_holders;  // per gradient storage: resident gradients aliasing it
   std::vector<uint8_t> host;     // per owner: nonzero while on the host (1: A(op), 1 + Packing: C(op))
   std::vector<uint8_t> packed;   // per owner: the Packing of C(op) on the device, 0 when none
   std::vector<int32_t> holders;  // per storage owner: resident aliases
@@ -103,11 +123,25 @@ inline void ResidentSet::apply(const Model& model, Instr ins) {
     case InstrKind::Bwd:
       for (int u : model.op(ins.op).inputs) {
         const auto uu = static_cast<std::size_t>(u);
-        if (model.has_grad_tensor(u) && !grad[uu]) {
+        if (!model.has_grad_tensor(u)) continue;
+        if (!grad[uu]) {
           grad[uu] = 1;
-          bytes += model.grad_bytes(u);
           ++count;
+          if (model.shares_grad(ins.op, u)) {  // G(v) itself: no bytes
+            grad_storage[uu] = grad_storage[v];
+            ++grad_holders[static_cast<std::size_t>(grad_storage[v])];
+            continue;
+          }
+        } else if (grad_shared_elsewhere(u)) {
+          --grad_holders[static_cast<std::size_t>(grad_storage[uu])];  // out of place: the others keep it
+        } else {
+          continue;  // added in place
         }
+        // A storage of its own, named u: no other gradient aliases storage u
+        // before bwd u, the only instruction that shares it.
+        grad_storage[uu] = u;
+        grad_holders[uu] = 1;
+        bytes += model.grad_bytes(u);
       }
       break;
     case InstrKind::FreeAct: {
@@ -117,9 +151,9 @@ inline void ResidentSet::apply(const Model& model, Instr ins) {
       --count;
       break;
     }
-    case InstrKind::FreeGrad:
+    case InstrKind::FreeGrad:  // its storage goes with its last alias (all aliases have its size)
       grad[v] = 0;
-      bytes -= model.grad_bytes(ins.op);
+      if (--grad_holders[static_cast<std::size_t>(grad_storage[v])] == 0) bytes -= model.grad_bytes(ins.op);
       --count;
       break;
     case InstrKind::FreeAux:

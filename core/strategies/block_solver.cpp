@@ -21,13 +21,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A block alone: an Input shaped like the block's input (the cut before it),
+// an identity view of it that the block reads (so that the cut has a
+// gradient, as in the whole model: an Add reading the cut hands it its
+// gradient's storage, which then lives to the end of the block's backward),
 // copies of its ops with their costs and saved sets, and a Generic loss read
 // by its last op. Its schedules' recompute FLOPs and the memory its tensors
 // hold at the end of the forward pass are the block's own in the whole
 // model: the cuts around it are kept, so no phase crosses them.
 struct BlockAlone {
   Model model;
-  int first = 0;                // the block's first op in the whole model (sub id 1)
+  int first = 0;                // the block's first op in the whole model (sub id 2)
   std::vector<int> decisions;   // sub ids of storages whose keeping is chosen
   std::vector<int> always;      // sub ids always kept (storages beyond kBlockDecisions, the block's output)
 };
@@ -36,6 +39,7 @@ BlockAlone block_alone(const Model& m, const Block& b) {
   BlockAlone a;
   a.first = b.first;
   const int base = b.first - 1;
+  const int shift = base - 1;  // the cut is sub id 1, the block's ops from 2
   a.model.name = m.name + " block " + std::to_string(b.first) + ".." + std::to_string(b.last);
   Op in;
   in.kind = OpKind::Input;
@@ -43,22 +47,29 @@ BlockAlone block_alone(const Model& m, const Block& b) {
   in.dtype = m.op(base).dtype;
   in.shape = m.op(base).shape;
   a.model.add(std::move(in));
+  Op cut;
+  cut.kind = OpKind::Reshape;
+  cut.name = "block input (its gradient)";
+  cut.dtype = m.op(base).dtype;
+  cut.shape = m.op(base).shape;
+  cut.inputs = {0};
+  a.model.add(std::move(cut));
   for (int v = b.first; v <= b.last; ++v) {
     Op o = m.op(v);
-    for (auto& u : o.inputs) u -= base;
-    for (auto& u : o.saved) u -= base;
+    for (auto& u : o.inputs) u -= shift;
+    for (auto& u : o.saved) u -= shift;
     a.model.add(std::move(o), {}, true);
   }
   Op loss;
   loss.kind = OpKind::Generic;
   loss.name = "block end";
   loss.shape = {1};
-  loss.inputs = {b.last - base};
+  loss.inputs = {b.last - shift};
   a.model.add(std::move(loss), {}, true);
   a.model.finalize();
   // The storages inside the block (its output, a cut, is always kept).
   std::vector<int> owners;
-  for (int v = 1; v < b.last - base; ++v)
+  for (int v = 2; v < b.last - shift; ++v)
     if (!a.model.op(v).view) owners.push_back(v);
   // The largest are decided; the rest kept.
   std::stable_sort(owners.begin(), owners.end(), [&](int x, int y) {
@@ -66,7 +77,7 @@ BlockAlone block_alone(const Model& m, const Block& b) {
   });
   for (std::size_t i = 0; i < owners.size(); ++i)
     (i < static_cast<std::size_t>(kBlockDecisions) ? a.decisions : a.always).push_back(owners[i]);
-  a.always.push_back(b.last - base);
+  a.always.push_back(b.last - shift);
   return a;
 }
 
@@ -321,7 +332,7 @@ class Solver {
         const BlockAlone& a = alone_[shape_of_[b]];
         const uint32_t mask = options_[shape_of_[b]][choice[b]].mask;
         for (int v : option_checkpoints(a, mask))
-          if (v < blocks_[b].last - blocks_[b].first + 1) c.checkpoints.push_back(v - 1 + blocks_[b].first);
+          if (v >= 2 && v < blocks_[b].last - blocks_[b].first + 2) c.checkpoints.push_back(v - 2 + blocks_[b].first);
       }
       std::sort(c.checkpoints.begin(), c.checkpoints.end());
     }

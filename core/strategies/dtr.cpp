@@ -109,9 +109,7 @@ class Player {
     const std::vector<int> held = distinct(op.saved);
     const bool aux = op.aux_bytes > 0;
     const bool in_held = std::find(held.begin(), held.end(), v) != held.end();
-    uint64_t need = 0;
-    for (int u : distinct(op.inputs))
-      if (m_.has_grad_tensor(u) && !r_.grad[u]) need += m_.grad_bytes(u);
+    const uint64_t need = r_.grad_bytes_made_by(m_, v);  // an Add's inputs share G(v): none
     try {
       ensure_all(held);
       // aux(v) may have been evicted alone (it may go even while this bwd's
@@ -346,9 +344,7 @@ class Player {
       }
       if (best < 0) {
         if (!strict_) throw NoRoom{};
-        uint64_t grads = 0;
-        for (int v = 0; v < n_; ++v)
-          if (r_.grad[v]) grads += m_.grad_bytes(v);
+        const uint64_t grads = r_.grad_bytes_resident(m_);
         throw InputError("dtr: a budget of " + std::to_string(budget_) + " bytes is below what " + to_string(what, m_) +
                          " needs: " + std::to_string(held() + need) + " bytes (" + std::to_string(need) +
                          " it makes, " + std::to_string(grads) + " of gradients, " +

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/model/model.h"
+#include "core/sim/simulator.h"
 
 namespace remat {
 
@@ -25,18 +26,18 @@ MilpFacts::MilpFacts(const Model& m) : L(m.loss()) {
     }
     for (int s : saved[i]) first_use[static_cast<std::size_t>(s)] = std::min(first_use[static_cast<std::size_t>(s)], v);
   }
-  // Backward runs L..1, so G(u) lives from bwd of its last consumer to bwd u.
-  std::vector<int> last_consumer(n, -1);
-  for (int v = 0; v < m.size(); ++v)
-    if (!m.consumers(v).empty()) last_consumer[static_cast<std::size_t>(v)] = m.consumers(v).back();
-  for (int b = 1; b <= L; ++b)
-    for (int u = 1; u <= b; ++u)
-      if (m.has_grad_tensor(u) && last_consumer[static_cast<std::size_t>(u)] > b) grads[static_cast<std::size_t>(b)] += m.grad_bytes(u);
-  for (int b = 1; b <= L; ++b) {
-    std::vector<int> seen;
-    for (int u : m.op(b).inputs)
-      if (m.has_grad_tensor(u) && last_consumer[static_cast<std::size_t>(u)] == b && add_once(seen, u))
-        new_grads[static_cast<std::size_t>(b)] += m.grad_bytes(u);
+  // Backward runs L..1 in every schedule and with_frees drops G(b) right
+  // after bwd b, so the gradients of each stage are the model's, whatever is
+  // recomputed: replayed once under the memory model's rule (an Add's inputs
+  // share its gradient's storage, ResidentSet).
+  ResidentSet r(m);
+  const uint64_t input = r.bytes;
+  for (int b = L; b >= 1; --b) {
+    const auto B = static_cast<std::size_t>(b);
+    grads[B] = r.bytes - input;
+    new_grads[B] = r.grad_bytes_made_by(m, b);
+    r.apply(m, Instr{InstrKind::Bwd, b});
+    if (r.grad[B]) r.apply(m, Instr{InstrKind::FreeGrad, b});
   }
 }
 

@@ -406,6 +406,12 @@ void CudaBackend::upload(void* dst, const void* src, uint64_t bytes) {
   });
 }
 
+void CudaBackend::copy(void* dst, const void* src, uint64_t bytes) {
+  guarded([&] {
+    if (bytes) CUDA_CHECK_THROW(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, state_.stream));
+  });
+}
+
 // ---- Compute --------------------------------------------------------------------
 
 void CudaBackend::compress(void* packed, const void* f32, uint64_t elements, Packing p) {

@@ -66,6 +66,7 @@ class CudaBackend final : public remat::AllRolesBackend {
   bool healthy() const override { return healthy_; }
   std::string recover(const Model& model, const HostData& data) override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
+  void copy(void* dst, const void* src, uint64_t bytes) override;
 
   bool has_host_tier() const override { return true; }
   void* allocate_host(uint64_t bytes) override;

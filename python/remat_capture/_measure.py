@@ -200,11 +200,14 @@ def measure_step(model, make_input, loss_fn, module=None):
 
 
 def add_gradient_surplus(plan, diff, within):
-    """Whether remat's peak exceeds PyTorch's by `diff` bytes = one gradient
-    of an Add's input, give or take `within` bytes (PyTorch's 4-byte loss
-    seed, which remat does not count): PyTorch's AddBackward hands the same
-    gradient tensor to both inputs, remat's memory model gives each input a
-    G of its own (docs/memory-model.md, "An Add's gradient")."""
+    """Whether remat's peak exceeds PyTorch's by `diff` bytes = the size of
+    an Add's input, give or take `within` bytes (PyTorch's 4-byte loss seed,
+    which remat does not count). remat now shares an Add's gradient as
+    PyTorch does (docs/memory-model.md, "An Add's gradient"), so what this
+    still accepts is no Add gradient: a view's gradient (PyTorch's
+    _unsafe_view backward hands a view of G; remat gives a view's gradient a
+    tensor of its own: the GPT blocks) and the ResNet's manual plans, one
+    activation apart; both open (docs/memory-model.md)."""
     ops = plan["ops"]
     sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
     return any(abs(diff - b) <= within for b in sizes)

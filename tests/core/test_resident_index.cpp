@@ -22,6 +22,7 @@ TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
         const auto got = index.resident_at(t);
         uint64_t bytes = 0;
         std::vector<uint8_t> counted(static_cast<std::size_t>(m.size()), 0);  // storages, once each
+        std::vector<uint8_t> grad_counted(static_cast<std::size_t>(m.size()), 0);  // gradient storages (an Add's inputs share one)
         for (const TensorRef& r : got) {
           EXPECT_TRUE(r.packed ? replay.packed[r.op] != 0
                       : r.aux  ? replay.aux[r.op]
@@ -29,7 +30,7 @@ TEST(ResidentIndex, MatchesFullReplayAtEveryStep) {
                                : replay.act[r.op]);
           if (r.packed) bytes += packed_bytes(m.op(r.op).bytes, Packing::Int8);
           else if (r.aux) bytes += m.op(r.op).aux_bytes;
-          else if (r.grad) bytes += m.grad_bytes(r.op);
+          else if (r.grad) bytes += grad_counted[static_cast<std::size_t>(replay.grad_storage[r.op])]++ ? 0 : m.grad_bytes(r.op);
           else if (!counted[static_cast<std::size_t>(m.storage(r.op))]++) bytes += m.op(m.storage(r.op)).bytes;
         }
         EXPECT_EQ(got.size(), replay.count);

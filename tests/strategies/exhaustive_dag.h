@@ -8,7 +8,9 @@
 //   forward pass.
 // Memory follows docs/memory-model.md: a fwd holds its inputs and output, a bwd its saved
 // tensors, its gradient and the gradients it creates; G(u) lives from the
-// backward of u's last consumer to bwd u; a storage counts once while any of
+// backward of u's last consumer to bwd u; a plain Add's inputs get its G's
+// storage (no bytes), and a part added to a G whose storage another resident
+// G shares goes to a new storage; a storage counts once while any of
 // its aliases (views) is resident, and an op is not recomputed while a view
 // still holds its previous storage; aux(v) is made by every fwd v (not while
 // the previous one is resident), read by bwd v, and freed at any time.
@@ -29,17 +31,28 @@ namespace remat::test {
 inline double least_dag_recompute(const Model& m, uint64_t budget, bool stages) {
   const int n = m.size(), L = m.loss();
   if (n > 20 || 2 * L + 2 >= 64) throw std::logic_error("least_dag_recompute: graph too large to search");
-  std::vector<int> last(static_cast<std::size_t>(n), -1);
-  for (int v = 0; v < n; ++v)
-    for (int w : m.consumers(v)) last[static_cast<std::size_t>(v)] = std::max(last[static_cast<std::size_t>(v)], w);
-  // Gradient bytes resident before bwd b, and those bwd b creates.
+  // Gradient bytes resident before bwd b, and those bwd b creates: the
+  // backward replayed, each G naming the storage it is (-1: none).
   std::vector<uint64_t> grads(static_cast<std::size_t>(n), 0), created(static_cast<std::size_t>(n), 0);
-  for (int b = 1; b <= L; ++b)
-    for (int u = 1; u < n; ++u) {
+  std::vector<int> store(static_cast<std::size_t>(n), -1);
+  auto aliases = [&](int s) { return std::count(store.begin(), store.end(), s); };
+  for (int b = L; b >= 1; --b) {
+    for (int s = 0; s < n; ++s)
+      if (aliases(s) > 0) grads[static_cast<std::size_t>(b)] += m.grad_bytes(s);
+    const Op& op = m.op(b);
+    const bool plain_add = op.kind == OpKind::Add && op.inputs.size() == 2 && op.inputs[0] != op.inputs[1];
+    for (int u : op.inputs) {
       if (!m.has_grad_tensor(u)) continue;
-      if (u <= b && last[static_cast<std::size_t>(u)] > b) grads[static_cast<std::size_t>(b)] += m.grad_bytes(u);
-      if (last[static_cast<std::size_t>(u)] == b) created[static_cast<std::size_t>(b)] += m.grad_bytes(u);
+      auto& su = store[static_cast<std::size_t>(u)];
+      if (su < 0 && plain_add && m.has_grad_tensor(b) && m.op(u).dtype == op.dtype && m.grad_bytes(u) == m.grad_bytes(b)) {
+        su = store[static_cast<std::size_t>(b)];
+      } else if (su < 0 || aliases(su) > 1) {
+        su = u;
+        created[static_cast<std::size_t>(b)] += m.grad_bytes(u);
+      }
     }
+    store[static_cast<std::size_t>(b)] = -1;
+  }
   // Position: 1..L the next first computation (forward pass), then L+1+k
   // the backward step of op L-k is next. `after`: last op recomputed in this stage.
   struct State {

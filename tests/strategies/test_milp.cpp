@@ -1,10 +1,14 @@
 // The MILP over general schedules (milp_schedule.h): on small random DAGs its
-// proven answer is the exhaustive search's over the same family, and that is
+// proven answer is the exhaustive search's over the same family, never below
 // the least of ALL schedules whose backward runs in reverse op order
 // (recomputing anything, any number of times, in any order, also during the
-// forward pass); never more than the branch and bound's (checkpoint sets);
-// and its schedule peaks in the simulator exactly where its own memory
-// accounting says.
+// forward pass), and equal to it on the presets and on the DAGs with views
+// and aux; never more than the branch and bound's (checkpoint sets); and its
+// schedule peaks in the simulator exactly where its own memory accounting
+// says. Since an Add's inputs share its gradient (docs/memory-model.md) the
+// backward needs less, and where the forward pass is what binds, a schedule
+// that recomputes during the forward pass can do better than the family
+// (AllSchedulesCanRecomputeInTheForwardPass).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,13 +57,16 @@ double milp_least(const Model& m, uint64_t budget) {
   return r.recompute_flops;
 }
 
-void expect_exhaustive_optimum(const Model& m) {
+// `all_equal`: also the least of all schedules (else never below it).
+void expect_exhaustive_optimum(const Model& m, bool all_equal = true) {
   ASSERT_LE(m.size(), 16) << m.name;
   for (uint64_t budget : budgets_of(m)) {
     const double family = test::least_dag_recompute(m, budget, true);
     const double got = milp_least(m, budget);
     EXPECT_EQ(got, family) << m.name << " budget " << budget;
-    EXPECT_EQ(family, test::least_dag_recompute(m, budget, false)) << m.name << " budget " << budget << ": all schedules";
+    const double all = test::least_dag_recompute(m, budget, false);
+    if (all_equal) EXPECT_EQ(family, all) << m.name << " budget " << budget << ": all schedules";
+    else EXPECT_LE(all, family) << m.name << " budget " << budget << ": all schedules";
     const OptimalResult sets = optimal_search(m, budget, 60);
     if (sets.found) EXPECT_LE(got, sets.recompute_flops) << m.name << " budget " << budget;
   }
@@ -67,16 +74,33 @@ void expect_exhaustive_optimum(const Model& m) {
 
 }  // namespace
 
-// (Searched beyond this test: 120 such DAGs, 1,140 budgets, all schedules
-// never below the family.)
+// (Searched beyond this test, before an Add's inputs shared its gradient:
+// 120 such DAGs, 1,140 budgets, all schedules never below the family. Since,
+// random1, random3 and mixed3 have budgets where they are:
+// AllSchedulesCanRecomputeInTheForwardPass.)
 TEST(Milp, MatchesExhaustiveSearchOnRandomDags) {
   SKIP_WITHOUT_MILP();
-  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::random_dag(seed, 7));
+  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::random_dag(seed, 7), false);
 }
 
 TEST(Milp, MatchesExhaustiveSearchOnMixedWidthDags) {
   SKIP_WITHOUT_MILP();
-  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::mixed_width_dag(seed, 7));
+  for (unsigned seed = 1; seed <= 6; ++seed) expect_exhaustive_optimum(test::mixed_width_dag(seed, 7), false);
+}
+
+// random1 (x; a = tanh x, b = tanh a, c = tanh x, n = LayerNorm x, l =
+// Linear n, then (x + l) + b + c and the loss) at 336 bytes: the family, whose
+// forward pass computes each op once, recomputes 112 FLOPs; a schedule that
+// drops c = tanh x during the forward pass and computes it again right before
+// the sum that reads it (16 FLOPs), then recomputes a and b for b's backward
+// (32), needs 48. The backward no longer binds there: the Adds' inputs share
+// their gradients, so the forward pass's peak is what the budget meets.
+TEST(Milp, AllSchedulesCanRecomputeInTheForwardPass) {
+  SKIP_WITHOUT_MILP();
+  const Model m = test::random_dag(1, 7);
+  EXPECT_EQ(test::least_dag_recompute(m, 336, true), 112);
+  EXPECT_EQ(milp_least(m, 336), 112);
+  EXPECT_EQ(test::least_dag_recompute(m, 336, false), 48);
 }
 
 TEST(Milp, MatchesExhaustiveSearchOnPresets) {
