@@ -141,29 +141,13 @@ class Gpt(tsb.Gpt):
         super().__init__(layers, d, heads, seq, vocab)
         self.register_buffer("pos", torch.arange(0, seq, dtype=torch.long))
         for block in self.h:
-            block.attn.__class__ = F32SoftmaxAttention if f32_softmax else tsb.CausalSelfAttention
+            block.attn.softmax_dtype = torch.float32 if f32_softmax else None
 
     def forward(self, idx):
         x = self.drop(self.wte(idx) + self.wpe(self.pos[:idx.size(1)]))
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))
-
-
-class F32SoftmaxAttention(tsb.CausalSelfAttention):
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.d, dim=2)
-        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
-        att = att.masked_fill(self.causal_mask(T), float("-inf"))
-        att = F.softmax(att, dim=-1, dtype=torch.float32)  # CUDA autocast: softmax is on its fp32 list
-        att = self.attn_dropout(att)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
 
 
 def remat_saved_bytes(remat, source):

@@ -89,6 +89,10 @@ def vgg(batch):
 
 
 class CausalSelfAttention(nn.Module):
+    # None: the softmax in its input's dtype; torch.float32 as CUDA autocast
+    # runs it (its fp32 list), for torch_autocast_saved_bytes.py.
+    softmax_dtype = None
+
     def __init__(self, d, heads, seq):
         super().__init__()
         self.c_attn = nn.Linear(d, 3 * d)
@@ -109,7 +113,7 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.causal_mask(T), float("-inf"))
-        att = F.softmax(att, dim=-1)
+        att = F.softmax(att, dim=-1, dtype=self.softmax_dtype)
         att = self.attn_dropout(att)
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
