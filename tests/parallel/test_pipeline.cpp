@@ -16,37 +16,26 @@
 #include "core/parallel/pipeline.h"
 #include "core/parallel/rank_model.h"
 #include "core/strategies/registry.h"
+#include "tests/parallel/pipeline_spec.h"
 #include "tests/support/input_error.h"
 
 using namespace remat;
-
-namespace {
-
-ParallelSpec spec(int p, PipelineSchedule s, int m, int chunks = 1) {
-  ParallelSpec x;
-  x.pp = p;
-  x.schedule = s;
-  x.micro_batches = m;
-  x.chunks = chunks;
-  return x;
-}
-
-}  // namespace
+using remat::testing::pipeline_spec;
 
 TEST(Pipeline, InFlightMicroBatchesPerStage) {
   for (int p : {2, 4, 8}) {
     for (int m : {1, 3, 8, 32}) {
       for (int r = 0; r < p; ++r) {
         SCOPED_TRACE("p=" + std::to_string(p) + " M=" + std::to_string(m) + " r=" + std::to_string(r));
-        EXPECT_EQ(in_flight(spec(p, PipelineSchedule::GPipe, m), r), m);
-        EXPECT_EQ(in_flight(spec(p, PipelineSchedule::OneFOneB, m), r), std::min(p - r, m));
-        EXPECT_EQ(in_flight(spec(p, PipelineSchedule::ZbH1, m), r), std::min(p - r, m));
+        EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::GPipe, m), r), m);
+        EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::OneFOneB, m), r), std::min(p - r, m));
+        EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::ZbH1, m), r), std::min(p - r, m));
       }
     }
     // Qi et al.: the first worker's peak is p M_B under ZB-H1 and (2p - 1) M_B under ZB-H2.
-    EXPECT_EQ(in_flight(spec(p, PipelineSchedule::ZbH1, 64), 0), p);
-    EXPECT_EQ(in_flight(spec(p, PipelineSchedule::ZbH2, 64), 0), 2 * p - 1);
-    EXPECT_EQ(in_flight(spec(p, PipelineSchedule::ZbH2, 64), p - 1), 1);
+    EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::ZbH1, 64), 0), p);
+    EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::ZbH2, 64), 0), 2 * p - 1);
+    EXPECT_EQ(in_flight(pipeline_spec(p, PipelineSchedule::ZbH2, 64), p - 1), 1);
   }
 }
 
@@ -56,7 +45,7 @@ TEST(Pipeline, InterleavedFirstStageFactor) {
       SCOPED_TRACE("p=" + std::to_string(p) + " V=" + std::to_string(v));
       // Chunks of L/(pV) layers in flight on the first device; over L/p
       // layers' worth, Korthikanti et al.'s 1 + (p - 1)/(p m), m = V.
-      const int chunks = in_flight(spec(p, PipelineSchedule::Interleaved, 4 * p, v), 0);
+      const int chunks = in_flight(pipeline_spec(p, PipelineSchedule::Interleaved, 4 * p, v), 0);
       EXPECT_EQ(chunks * p, p * v * p + (p - 1) * p);  // chunks / (p V) = 1 + (p - 1)/(p V), times p V
       EXPECT_DOUBLE_EQ(static_cast<double>(chunks) / (p * v), 1 + (p - 1.0) / (p * v));
     }
@@ -66,15 +55,15 @@ TEST(Pipeline, InterleavedFirstStageFactor) {
 TEST(Pipeline, BubblesOfQiEtAlTable2) {
   const StageTimes t{.f = 1, .b = 1, .w = 1};
   const int p = 4;
-  EXPECT_DOUBLE_EQ(bubble_seconds(spec(p, PipelineSchedule::OneFOneB, 8), t), 3 * 3.0);
-  EXPECT_DOUBLE_EQ(bubble_seconds(spec(p, PipelineSchedule::GPipe, 8), t), 3 * 3.0);
+  EXPECT_DOUBLE_EQ(bubble_seconds(pipeline_spec(p, PipelineSchedule::OneFOneB, 8), t), 3 * 3.0);
+  EXPECT_DOUBLE_EQ(bubble_seconds(pipeline_spec(p, PipelineSchedule::GPipe, 8), t), 3 * 3.0);
   // With T_F = T_B = T_W, ZB-H1's bubble is a third of 1F1B's and ZB-H2 has none.
-  EXPECT_DOUBLE_EQ(bubble_seconds(spec(p, PipelineSchedule::ZbH1, 8), t), 3 * 1.0);
-  EXPECT_DOUBLE_EQ(bubble_seconds(spec(p, PipelineSchedule::ZbH2, 8), t), 0.0);
+  EXPECT_DOUBLE_EQ(bubble_seconds(pipeline_spec(p, PipelineSchedule::ZbH1, 8), t), 3 * 1.0);
+  EXPECT_DOUBLE_EQ(bubble_seconds(pipeline_spec(p, PipelineSchedule::ZbH2, 8), t), 0.0);
   // Narayanan et al. 2021: interleaving V chunks divides the bubble by V.
-  EXPECT_DOUBLE_EQ(bubble_seconds(spec(p, PipelineSchedule::Interleaved, 8, 2), t), 3 * 3.0 / 2);
+  EXPECT_DOUBLE_EQ(bubble_seconds(pipeline_spec(p, PipelineSchedule::Interleaved, 8, 2), t), 3 * 3.0 / 2);
   // 1F1B's step: (M + p - 1)(T_F + T_B + T_W); the bubble's share (p - 1)/(M + p - 1).
-  EXPECT_DOUBLE_EQ(step_seconds(spec(p, PipelineSchedule::OneFOneB, 8), t), (8 + 3) * 3.0);
+  EXPECT_DOUBLE_EQ(step_seconds(pipeline_spec(p, PipelineSchedule::OneFOneB, 8), t), (8 + 3) * 3.0);
 }
 
 TEST(Pipeline, BalancedStagesPutTheRemainderLast) {
@@ -96,7 +85,7 @@ TEST(Pipeline, FirstStageUnder1F1BIsIndependentOfP) {
   const double paper = static_cast<double>(s * b * h * layers) / t * (34 + 5.0 * a * s / h);
   for (int p : {2, 4, 8}) {  // p = 1 would make the first stage the last, with the vocabulary's logits
     SCOPED_TRACE("p=" + std::to_string(p));
-    ParallelSpec x = spec(p, PipelineSchedule::OneFOneB, 16);
+    ParallelSpec x = pipeline_spec(p, PipelineSchedule::OneFOneB, 16);
     x.tp = t;
     x.sp = true;
     const ParallelReport r = simulate_parallel(model, x, "store-all", {}, {});
@@ -113,9 +102,9 @@ TEST(Pipeline, FirstStageUnder1F1BIsIndependentOfP) {
 
 TEST(Pipeline, ZeroBubbleH2HoldsPMinusOneMoreOnTheFirstStage) {
   const std::string model = "gpt:8:256:4:64:2:bf16";
-  const ParallelReport one = simulate_parallel(model, spec(4, PipelineSchedule::OneFOneB, 16), "store-all", {}, {});
-  const ParallelReport h1 = simulate_parallel(model, spec(4, PipelineSchedule::ZbH1, 16), "store-all", {}, {});
-  const ParallelReport h2 = simulate_parallel(model, spec(4, PipelineSchedule::ZbH2, 16), "store-all", {}, {});
+  const ParallelReport one = simulate_parallel(model, pipeline_spec(4, PipelineSchedule::OneFOneB, 16), "store-all", {}, {});
+  const ParallelReport h1 = simulate_parallel(model, pipeline_spec(4, PipelineSchedule::ZbH1, 16), "store-all", {}, {});
+  const ParallelReport h2 = simulate_parallel(model, pipeline_spec(4, PipelineSchedule::ZbH2, 16), "store-all", {}, {});
   const StageReport& s = one.stages[0];
   EXPECT_EQ(h1.stages[0].activations, s.activations);  // p M_B, as 1F1B
   EXPECT_EQ(h2.stages[0].activations, s.activations + 3 * s.held_per_micro_batch);  // (2p - 1) M_B
@@ -126,7 +115,7 @@ TEST(Pipeline, ZeroBubbleH2HoldsPMinusOneMoreOnTheFirstStage) {
 
 TEST(Pipeline, StagesHoldTheirBlocksAndTheEnds) {
   const StackShape g = parse_stack_shape("gpt:6:256:4:64:2:bf16:1000");
-  const ParallelReport r = simulate_parallel(g.spec, spec(3, PipelineSchedule::OneFOneB, 6), "store-all", {}, {});
+  const ParallelReport r = simulate_parallel(g.spec, pipeline_spec(3, PipelineSchedule::OneFOneB, 6), "store-all", {}, {});
   ASSERT_EQ(r.stages.size(), 3u);
   // Weights: each stage's blocks, the first the embedding and position table,
   // the last ln_f and lm_head; together the whole model's.
@@ -145,7 +134,7 @@ TEST(Pipeline, StagesHoldTheirBlocksAndTheEnds) {
 
 TEST(Pipeline, RecomputationLowersHeldAndCostsTime) {
   const std::string model = "gpt:8:256:4:64:2:bf16";
-  const ParallelSpec x = spec(2, PipelineSchedule::OneFOneB, 8);
+  const ParallelSpec x = pipeline_spec(2, PipelineSchedule::OneFOneB, 8);
   const ParallelReport all = simulate_parallel(model, x, "store-all", {}, {});
   const ParallelReport full = simulate_parallel(model, x, "blocks", {}, {});
   EXPECT_LT(full.stages[0].held_per_micro_batch, all.stages[0].held_per_micro_batch);
@@ -164,8 +153,8 @@ TEST(Pipeline, RecomputationLowersHeldAndCostsTime) {
 TEST(Pipeline, InterleavedFirstDeviceHoldsTheFactorMore) {
   const std::string model = "gpt:32:512:8:256:1:bf16";
   const int p = 2, v = 2;
-  const ParallelReport plain = simulate_parallel(model, spec(p, PipelineSchedule::OneFOneB, 8), "store-all", {}, {});
-  const ParallelReport inter = simulate_parallel(model, spec(p, PipelineSchedule::Interleaved, 8, v), "store-all", {}, {});
+  const ParallelReport plain = simulate_parallel(model, pipeline_spec(p, PipelineSchedule::OneFOneB, 8), "store-all", {}, {});
+  const ParallelReport inter = simulate_parallel(model, pipeline_spec(p, PipelineSchedule::Interleaved, 8, v), "store-all", {}, {});
   const StageReport& s = inter.stages[0];
   ASSERT_EQ(s.chunks.size(), 2u);
   EXPECT_EQ(s.chunks[0].first_block, 0);
@@ -185,7 +174,7 @@ TEST(Pipeline, InterleavedFirstDeviceHoldsTheFactorMore) {
 // stage runs out of memory first").
 TEST(Pipeline, AStageListOverridesTheBalancedSplit) {
   const std::string model = "gpt:8:256:4:64:2:bf16";
-  ParallelSpec x = spec(2, PipelineSchedule::OneFOneB, 4);
+  ParallelSpec x = pipeline_spec(2, PipelineSchedule::OneFOneB, 4);
   const ParallelReport balanced = simulate_parallel(model, x, "store-all", {}, {});
   x.stages = {3, 5};
   const ParallelReport given = simulate_parallel(model, x, "store-all", {}, {});

@@ -19,20 +19,14 @@
 #include "core/parallel/pipeline_grid.h"
 #include "core/parallel/rank_model.h"
 #include "core/parallel/stage_timeline.h"
+#include "tests/parallel/pipeline_spec.h"
 #include "tests/support/input_error.h"
 
 using namespace remat;
+using remat::testing::pipeline_spec;
 
 namespace {
 
-ParallelSpec spec(int p, PipelineSchedule s, int m, int chunks = 1) {
-  ParallelSpec x;
-  x.pp = p;
-  x.schedule = s;
-  x.micro_batches = m;
-  x.chunks = chunks;
-  return x;
-}
 
 // Every stage's chunk memory 1 byte held, so the timeline counts micro-batches.
 int most_waiting(const PipelineGrid& g, int r, int chunks) {
@@ -71,8 +65,8 @@ TEST(StageTimeline, MicroBatchesInFlightAsThePapersCountThem) {
   for (int p : {1, 2, 4, 8}) {
     for (int m : {1, 3, 8, 32}) {
       SCOPED_TRACE("p=" + std::to_string(p) + " M=" + std::to_string(m));
-      const auto gpipe = spec(p, PipelineSchedule::GPipe, m), one = spec(p, PipelineSchedule::OneFOneB, m),
-                 h1 = spec(p, PipelineSchedule::ZbH1, m), h2 = spec(p, PipelineSchedule::ZbH2, m);
+      const auto gpipe = pipeline_spec(p, PipelineSchedule::GPipe, m), one = pipeline_spec(p, PipelineSchedule::OneFOneB, m),
+                 h1 = pipeline_spec(p, PipelineSchedule::ZbH1, m), h2 = pipeline_spec(p, PipelineSchedule::ZbH2, m);
       const PipelineGrid g_gpipe = pipeline_grid(gpipe), g_one = pipeline_grid(one), g_h1 = pipeline_grid(h1),
                          g_h2 = pipeline_grid(h2);
       for (const auto& [x, g] : {std::pair{gpipe, g_gpipe}, {one, g_one}, {h1, g_h1}, {h2, g_h2}}) expect_valid(g, x);
@@ -97,7 +91,7 @@ TEST(StageTimeline, InterleavedChunksInFlight) {
     for (int v : {2, 3}) {
       for (int m : {p, 2 * p, 4 * p}) {
         SCOPED_TRACE("p=" + std::to_string(p) + " V=" + std::to_string(v) + " M=" + std::to_string(m));
-        const auto x = spec(p, PipelineSchedule::Interleaved, m, v);
+        const auto x = pipeline_spec(p, PipelineSchedule::Interleaved, m, v);
         const PipelineGrid g = pipeline_grid(x);
         expect_valid(g, x);
         for (int r = 0; r < p; ++r) EXPECT_EQ(most_waiting(g, r, v), std::min(2 * (p - r - 1) + (v - 1) * p + 1, m * v));
@@ -111,7 +105,7 @@ TEST(StageTimeline, InterleavedChunksInFlight) {
 // stage, F B by turns with the p - 1 Ws after.
 TEST(StageTimeline, ZeroBubbleLeavesStageRsFirstRWeightPassesForTheEnd) {
   const int p = 4, m = 8;
-  const PipelineGrid g = pipeline_grid(spec(p, PipelineSchedule::ZbH1, m));
+  const PipelineGrid g = pipeline_grid(pipeline_spec(p, PipelineSchedule::ZbH1, m));
   // Qi et al.'s bubble (p - 1)(T_F + T_B - T_W): p - 1 slots with unit passes,
   // after the 3M of each stage's own.
   EXPECT_EQ(g.length, 3 * m + p - 1);
@@ -138,8 +132,8 @@ TEST(StageTimeline, StageMemoryOverTheScheduleOnAModel) {
   const int p = 4, m = 8;
   for (const char* strategy : {"store-all", "blocks", "attention-core"}) {
     for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
-      SCOPED_TRACE(std::string(strategy) + " " + schedule_name(spec(p, s, m)));
-      const ParallelReport r = simulate_parallel(model, spec(p, s, m), strategy, {}, {});
+      SCOPED_TRACE(std::string(strategy) + " " + schedule_name(pipeline_spec(p, s, m)));
+      const ParallelReport r = simulate_parallel(model, pipeline_spec(p, s, m), strategy, {}, {});
       ASSERT_EQ(r.timelines.size(), static_cast<std::size_t>(p));
       for (const StageReport& st : r.stages) {
         const StageTimeline& tl = r.timelines[static_cast<std::size_t>(st.stage)];
@@ -159,7 +153,7 @@ TEST(StageTimeline, StageMemoryOverTheScheduleOnAModel) {
         EXPECT_NE(x.kind, PassKind::WeightGrad);
       }
     }
-    const ParallelReport h1 = simulate_parallel(model, spec(p, PipelineSchedule::ZbH1, m), strategy, {}, {});
+    const ParallelReport h1 = simulate_parallel(model, pipeline_spec(p, PipelineSchedule::ZbH1, m), strategy, {}, {});
     for (const StageReport& st : h1.stages) {
       const ChunkMemory& c = st.chunk_memory[0];
       EXPECT_EQ(h1.timelines[static_cast<std::size_t>(st.stage)].peak_bytes,
@@ -184,7 +178,7 @@ TEST(StageTimeline, WeightGradHeldIs32sbhALayer) {
 }
 
 TEST(StageTimeline, InterleavedStagePeakWithinTheTable) {
-  const ParallelReport r = simulate_parallel("gpt:16:256:4:64:1:bf16", spec(2, PipelineSchedule::Interleaved, 4, 2), "store-all", {}, {});
+  const ParallelReport r = simulate_parallel("gpt:16:256:4:64:1:bf16", pipeline_spec(2, PipelineSchedule::Interleaved, 4, 2), "store-all", {}, {});
   for (const StageReport& st : r.stages) {
     const StageTimeline& tl = r.timelines[static_cast<std::size_t>(st.stage)];
     EXPECT_EQ(tl.most_waiting_backward(), st.in_flight);
@@ -197,7 +191,7 @@ TEST(StageTimeline, InterleavedStagePeakWithinTheTable) {
 }
 
 TEST(StageTimeline, TooLargeAGridIsRefused) {
-  EXPECT_EQ(remat::testing::input_error_of([] { (void)pipeline_grid(spec(4096, PipelineSchedule::GPipe, 1 << 20)); }),
+  EXPECT_EQ(remat::testing::input_error_of([] { (void)pipeline_grid(pipeline_spec(4096, PipelineSchedule::GPipe, 1 << 20)); }),
             "--parallel: the per-stage timelines would hold 12884901888 cells (pp x micro-batches x V x 3), over the "
             "limit of 16777216");
 }
