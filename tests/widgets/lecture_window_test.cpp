@@ -70,6 +70,18 @@ struct Window : ShownWindow {
       : ShownWindow(model, specs, size) {
     EXPECT_TRUE(QTest::qWaitFor([&] { return w.document()->computing() == 0; }, 60000));
   }
+  // Runs the three compared strategies and shows the Comparison tab: its
+  // header once all three are measured (nullptr when they are not).
+  GroupedHeader* comparisonAfterRun() {
+    w.startRun();
+    if (!QTest::qWaitFor([&] { return w.comparison()->measured().size() == 3; }, 60000)) return nullptr;
+    QTest::qWait(50);
+    auto* view = qobject_cast<QTableView*>(w.tabs()->widget(1));
+    if (!view) return nullptr;
+    w.tabs()->setCurrentWidget(view);
+    QTest::qWait(50);
+    return qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  }
 };
 
 // What the graph view paints now, with the painter's report.
@@ -514,18 +526,12 @@ TEST(LectureWindow, ChartNamesAndAxisTitlesAreWhole) {
 // repeats with their spread, and the measured curves have their own look.
 TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
   Window t("chain:16:4", {1400, 900});
-  t.w.startRun();
-  ComparisonModel* table = t.w.comparison();
-  ASSERT_TRUE(QTest::qWaitFor([&] { return table->measured().size() == 3; }, 60000));
-  QTest::qWait(50);
-
   // The header: two bands, side by side, each over exactly its own columns.
-  auto* view = qobject_cast<QTableView*>(t.w.tabs()->widget(1));
-  ASSERT_NE(view, nullptr);
-  t.w.tabs()->setCurrentWidget(view);
-  QTest::qWait(50);
-  auto* header = qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  GroupedHeader* header = t.comparisonAfterRun();
   ASSERT_NE(header, nullptr);
+  ComparisonModel* table = t.w.comparison();
+  auto* view = qobject_cast<QTableView*>(header->parentWidget());
+  ASSERT_NE(view, nullptr);
   ASSERT_EQ(header->groups().size(), 2u);
   EXPECT_TRUE(header->groups()[0].name.startsWith("Predicted"));
   EXPECT_TRUE(header->groups()[1].name.startsWith("Measured"));
@@ -623,15 +629,10 @@ TEST(LectureWindow, MeasuredBesidePredictedAfterARun) {
 // match still stay in view at 1400 px.
 TEST(LectureWindow, MeasuredTimeAndMatchStayInViewWithOffload) {
   Window t("chain:16:4", {1400, 900}, {"store-all", "sqrt", "offload"});
-  t.w.startRun();
-  ComparisonModel* table = t.w.comparison();
-  ASSERT_TRUE(QTest::qWaitFor([&] { return table->measured().size() == 3; }, 60000));
-  auto* view = qobject_cast<QTableView*>(t.w.tabs()->widget(1));
-  ASSERT_NE(view, nullptr);
-  t.w.tabs()->setCurrentWidget(view);
-  QTest::qWait(50);
-  auto* header = qobject_cast<GroupedHeader*>(view->horizontalHeader());
+  GroupedHeader* header = t.comparisonAfterRun();
   ASSERT_NE(header, nullptr);
+  auto* view = qobject_cast<QTableView*>(header->parentWidget());
+  ASSERT_NE(view, nullptr);
   EXPECT_FALSE(header->isSectionHidden(ComparisonModel::HostPeak));
   EXPECT_FALSE(header->isSectionHidden(ComparisonModel::Stall));
   ASSERT_EQ(header->groups().size(), 3u);
