@@ -74,6 +74,26 @@ TEST(CliRun, MixedPrecisionPresetsRunEveryStrategyEqual) {
   EXPECT_NE(table.out.find("GradScaler's 65536 for f16, halved "), std::string::npos) << table.out;
 }
 
+// The presets under autocast's dtype policies (DTYPE bf16@cuda, f16@cpu):
+// every strategy from the command line, bit for bit equal, tracked peaks the
+// predicted ones; a device autocast has no lists for is refused with exit 2.
+TEST(CliRun, AutocastPresetsRunEveryStrategyEqual) {
+  for (const char* spec : {"gpt:1:64:4:16:1:bf16@cuda:256", "resnet:18:8:32:2:10:f16@cpu"}) {
+    const CliResult r = run_cli(std::string("run --model ") + spec + " --strategy all --backend cpu --repeat 1 --json");
+    ASSERT_EQ(r.code, 0) << spec << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_GE(j["strategies"].size(), 3u) << spec;
+    for (const auto& s : j["strategies"]) {
+      EXPECT_EQ(s["status"], "ok") << spec << " " << s["name"];
+      EXPECT_EQ(s["matches_store_all"], true) << spec << " " << s["name"];
+      EXPECT_EQ(s["tracked_peak_bytes"], s["predicted_peak_bytes"]) << spec << " " << s["name"];
+    }
+  }
+  const CliResult bad = run_cli("simulate --model gpt:1:64:4:16:1:bf16@tpu:256");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "remat: error: DTYPE in 'gpt:1:64:4:16:1:bf16@tpu:256': the autocast device after '@' must be cpu or cuda, got 'tpu'\n");
+}
+
 TEST(CliRun, TableAddsStoreAllAsReference) {
   const CliResult r = run_cli("run --model mlp:3:32:4 --strategy every-k:2 --backend cpu --repeat 1");
   ASSERT_EQ(r.code, 0) << r.err;
