@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "widgets/views/main_window.h"
+#include "widgets/document/strategy_defaults.h"
 #include "widgets/document/studio_document.h"
 
 int main(int argc, char** argv) {
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
 
   remat::MainWindow w;
   if (!cli.positionalArguments().isEmpty()) w.openModel(cli.positionalArguments().first());
-  if (cli.isSet(strategies)) w.document()->setSpecs(cli.value(strategies).split(','));
+  if (cli.isSet(strategies)) w.setSpecs(remat::strategy_requests(cli.value(strategies)));
   if (cli.isSet(size)) {
     const QStringList wh = cli.value(size).split('x');
     if (wh.size() == 2) w.resize(wh[0].toInt(), wh[1].toInt());

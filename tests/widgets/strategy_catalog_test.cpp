@@ -12,6 +12,8 @@
 #include "core/strategies/registry.h"
 #include "widgets/document/strategy_colors.h"
 #include "widgets/document/strategy_defaults.h"
+#include "widgets/document/studio_document.h"
+#include "widgets/views/main_window.h"
 #include "widgets/views/strategy_panel.h"
 
 using namespace remat;
@@ -89,4 +91,31 @@ TEST(StrategyCatalog, PanelRowsAreTheCatalogs) {
       panel.tree()->topLevelItem(i)->setCheckState(Name, Qt::Checked);
     EXPECT_EQ(spec_texts(panel.specs()), expected);
   }
+}
+
+// remat-studio --strategies splits its list as `remat --strategy` does:
+// manual's ids stay with manual, and text that does not parse stays a row
+// with the parser's reason.
+TEST(StrategyCatalog, ACommandLineListSplitsAsTheCliSplitsIt) {
+  const std::vector<StrategyRequest> r = strategy_requests(QString("store-all,manual:1,2,3,sqrt,every-k:2,no-such"));
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(spec_texts(r), (QStringList{"store-all", "manual:1,2,3", "sqrt", "every-k:2", "no-such"}));
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(r[i].spec.has_value()) << r[i].text;
+  EXPECT_EQ(r[1].spec->str(), "manual:1,2,3");
+  EXPECT_FALSE(r[4].spec.has_value());
+  EXPECT_FALSE(r[4].error.empty());
+}
+
+// What the window compares (the flag's list) is what its panel checks: the
+// manual row holds the list's ids, the rows the list leaves out are unchecked.
+TEST(StrategyCatalog, TheWindowsListIsThePanelsChecks) {
+  MainWindow w;
+  ASSERT_TRUE(w.openModel("chain:16", true));
+  w.setSpecs(strategy_requests(QString("store-all,manual:2,5,9,sqrt")));
+  EXPECT_EQ(spec_texts(w.document()->specs()), (QStringList{"store-all", "manual:2,5,9", "sqrt"}));
+  StrategyPanel* panel = w.strategyPanel();
+  for (const char* row : {"store-all", "manual", "sqrt"})
+    EXPECT_EQ(panel->row(row)->checkState(Name), Qt::Checked) << row;
+  EXPECT_EQ(panel->row("recompute-all")->checkState(Name), Qt::Unchecked);
+  EXPECT_EQ(spec_texts(panel->specs()), (QStringList{"store-all", "sqrt", "manual:2,5,9"}));
 }

@@ -84,6 +84,12 @@ std::vector<StrategyRequest> strategy_requests(const QStringList& texts) {
   return out;
 }
 
+std::vector<StrategyRequest> strategy_requests(const QString& list) {
+  std::vector<StrategyRequest> out;
+  for (const std::string& t : split_strategy_list(list.toStdString())) out.push_back(request_strategy(t));
+  return out;
+}
+
 QStringList spec_texts(const std::vector<StrategyRequest>& requests) {
   QStringList out;
   for (const StrategyRequest& r : requests) out << QString::fromStdString(r.text);

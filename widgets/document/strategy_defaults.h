@@ -49,6 +49,9 @@ StrategySpec op_list_spec(std::vector<int64_t> ops);
 // Strategies as text, where text is what is kept (the settings, a test's
 // list): each parsed once, and printed back.
 std::vector<StrategyRequest> strategy_requests(const QStringList& texts);
+// One comma-separated list as the command line gives it ("store-all,manual:1,2,3"):
+// split as `remat` splits it (split_strategy_list keeps manual's ids together).
+std::vector<StrategyRequest> strategy_requests(const QString& list);
 QStringList spec_texts(const std::vector<StrategyRequest>& requests);
 
 }  // namespace remat

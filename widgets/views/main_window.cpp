@@ -318,6 +318,11 @@ void MainWindow::showStrategy(const StrategySpec& spec) {
   panel_->setSpecs(doc_->specs());
 }
 
+void MainWindow::setSpecs(std::vector<StrategyRequest> specs) {
+  doc_->setSpecs(std::move(specs));
+  panel_->setSpecs(doc_->specs());
+}
+
 void MainWindow::fillMicroBatchChoices() {
   const QSignalBlocker block(microK_);
   microK_->clear();

@@ -98,6 +98,8 @@ class MainWindow : public QMainWindow {
   // Compares `spec` (if it is not yet) and shows it in the graph; the
   // Strategies panel checks its row (the trade-off's clicks, --show).
   void showStrategy(const StrategySpec& spec);
+  // Compares exactly these (the --strategies flag); the panel checks their rows.
+  void setSpecs(std::vector<StrategyRequest> specs);
   // The Run action: executes the valid strategies in a worker, where Run › Run on says.
   void startRun();
   // Run › Time model rates: the dialog, then the document times its offloading runs again.
