@@ -159,36 +159,43 @@ TEST(ResidencyBound, BoundsTheAnswerWhereTheMilpIsTooLarge) {
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[1].status.rfind("too large (", 0), 0u) << records[1].status;
   ASSERT_TRUE(records[2].status == "solved" || records[2].status == "time limit") << records[2].status;
+  // Under a loaded machine the 4 s run can end with a registered strategy
+  // recomputing less than the solvers' schedules; no record is chosen then,
+  // and the note says whose schedule it is. The bound holds either way.
   const auto chosen = std::find_if(records.begin(), records.end(), [](const SolverRecord& r) { return r.chosen; });
-  ASSERT_NE(chosen, records.end());
-  EXPECT_NE(chosen, records.begin() + 1);
+  const bool named = chosen == records.end();
+  if (!named) EXPECT_NE(chosen, records.begin() + 1);
   const double flops = simulate(m, s).recompute_flops;
-  EXPECT_EQ(chosen->recompute_flops, flops);
-  EXPECT_EQ(chosen->bound, records[2].bound);
+  if (!named) {
+    EXPECT_EQ(chosen->recompute_flops, flops);
+    EXPECT_EQ(chosen->bound, records[2].bound);
+  }
   EXPECT_EQ(records[0].bound, records[2].bound);  // the branch and bound's schedule is bounded by it too
-  EXPECT_LT(chosen->bound, flops);
-  EXPECT_DOUBLE_EQ(chosen->gap, (flops - chosen->bound) / flops);
-  EXPECT_DOUBLE_EQ(chosen->step_gap, (flops - chosen->bound) / (m.forward_flops() + m.backward_flops() + flops));
+  const double bound = records[2].bound;
+  EXPECT_LT(bound, flops);
   // The note states the bound honestly (issue 29): the schedule recomputes at
   // most flops / bound times the least, both overheads side by side. (It
   // said "at most <gap> above the least", gap = (flops - bound) / flops,
   // which understates: 4.4x the bound read as "at most 77.0% above".)
   const double pass = m.forward_flops() + m.backward_flops();
-  EXPECT_DOUBLE_EQ(chosen->ratio, flops / chosen->bound);
-  EXPECT_DOUBLE_EQ(chosen->overhead, flops / pass);
-  EXPECT_DOUBLE_EQ(chosen->bound_overhead, chosen->bound / pass);
+  if (!named) {
+    EXPECT_DOUBLE_EQ(chosen->gap, (flops - bound) / flops);
+    EXPECT_DOUBLE_EQ(chosen->step_gap, (flops - bound) / (pass + flops));
+    EXPECT_DOUBLE_EQ(chosen->ratio, flops / bound);
+    EXPECT_DOUBLE_EQ(chosen->overhead, flops / pass);
+    EXPECT_DOUBLE_EQ(chosen->bound_overhead, bound / pass);
+  }
+  const double ratio = flops / bound;
   char said[160];
-  std::snprintf(said, sizeof said, chosen->ratio < 10 ? "recomputing at most %.2fx the least" : "recomputing at most %.0fx the least",
-                chosen->ratio);
+  std::snprintf(said, sizeof said, ratio < 10 ? "recomputing at most %.2fx the least" : "recomputing at most %.0fx the least", ratio);
   std::snprintf(said + std::strlen(said), sizeof said - std::strlen(said),
-                " over general schedules (overhead %.2f%%, the lower bound's %.2f%%)", 100 * chosen->overhead,
-                100 * chosen->bound_overhead);
+                " over general schedules (overhead %.2f%%, the lower bound's %.2f%%)", 100 * flops / pass, 100 * bound / pass);
   EXPECT_NE(s.note.find(said), std::string::npos) << s.note;
   // The note names whose schedule it is.
-  EXPECT_EQ(s.note.rfind(records[2].chosen ? "the residency bound's schedule recomputes less than any of the "
-                                           : "the search stopped at its time limit (4 s) after ",
-                         0),
-            0u)
+  const char* whose = named             ? "the registered strategy "
+                      : records[2].chosen ? "the residency bound's schedule recomputes less than any of the "
+                                          : "the search stopped at its time limit (4 s) after ";
+  EXPECT_EQ(s.note.rfind(whose, 0), 0u)
       << s.note;
 }
 
