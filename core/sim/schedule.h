@@ -18,6 +18,11 @@ struct Schedule {
   // What a user should know about how it was made (a search that ran out of
   // time); empty for most strategies.
   std::string note;
+  // Where the strategy decides while the step runs (dtr), why it freed
+  // activations or aux it may recompute later, for captions: the indices
+  // (ascending) of its heuristic's evictions and of the frees of its
+  // recompute-all fallback. Empty for the static strategies.
+  std::vector<std::size_t> evictions, fallback_frees;
 };
 
 // How long a schedule will be, stated before it is made (Strategy::size), so

@@ -60,6 +60,8 @@ class Player {
     DtrPlay out;
     out.stopped = stopped();
     out.schedule.code = std::move(code_);
+    out.schedule.evictions = std::move(evicted_at_);
+    out.schedule.fallback_frees = std::move(fallback_at_);
     out.evictions = std::move(evictions_);
     out.peak = peak_;
     out.fallbacks = fallbacks_;
@@ -70,6 +72,10 @@ class Player {
   bool stopped() const { return code_.size() > max_; }
 
   void emit(Instr ins) {
+    if (ins.kind == InstrKind::FreeAct || ins.kind == InstrKind::FreeAux) {
+      if (evicting_) evicted_at_.push_back(code_.size());
+      else if (strict_) fallback_at_.push_back(code_.size());
+    }
     code_.push_back(ins);
     r_.apply(m_, ins);
     peak_ = std::max(peak_, r_.bytes);
@@ -355,12 +361,14 @@ class Player {
       evictions_.push_back({code_.size(), best, best_aux, cost(best),
                             best_aux ? m_.op(best).aux_bytes : m_.op(best).bytes,
                             code_.size() - last_[m_.storage(best)]});
+      evicting_ = true;
       if (best_aux) {
         emit({InstrKind::FreeAux, best});
       } else {
         if (h_ == DtrHeuristic::HDtrEq) charge(best);
         release(best);
       }
+      evicting_ = false;
     }
   }
 
@@ -387,6 +395,10 @@ class Player {
   uint32_t epoch_ = 0;
   std::vector<Instr> code_;
   std::vector<DtrEviction> evictions_;
+  bool evicting_ = false;  // make_room's frees
+  // Instruction indices of the frees by cause (Schedule::evictions,
+  // fallback_frees); the others free dead tensors, or A(v) to remake aux(v).
+  std::vector<std::size_t> evicted_at_, fallback_at_;
   uint64_t peak_ = 0;
   std::size_t fallbacks_ = 0;
 };

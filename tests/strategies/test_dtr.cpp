@@ -3,6 +3,7 @@
 // worked chains evicts what each heuristic says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -104,12 +105,37 @@ TEST(Dtr, HandWorkedUnitChain) {
   EXPECT_THROW(play_dtr(m, 4, DtrHeuristic::HDtr), InputError);
 }
 
+// The schedule says why each free happened, for the window's captions: each
+// eviction's frees (the first at DtrEviction::instruction) are listed in
+// Schedule::evictions, the recompute-all fallback's in fallback_frees, both
+// ascending, disjoint, and nothing but frees.
+void expect_free_causes(const DtrPlay& p) {
+  const auto& code = p.schedule.code;
+  const auto& ev = p.schedule.evictions;
+  const auto& fb = p.schedule.fallback_frees;
+  EXPECT_TRUE(std::is_sorted(ev.begin(), ev.end()) && std::adjacent_find(ev.begin(), ev.end()) == ev.end());
+  EXPECT_TRUE(std::is_sorted(fb.begin(), fb.end()) && std::adjacent_find(fb.begin(), fb.end()) == fb.end());
+  for (const auto* list : {&ev, &fb})
+    for (std::size_t t : *list) {
+      ASSERT_LT(t, code.size());
+      EXPECT_TRUE(code[t].kind == InstrKind::FreeAct || code[t].kind == InstrKind::FreeAux) << t;
+    }
+  for (std::size_t t : ev) EXPECT_FALSE(std::binary_search(fb.begin(), fb.end(), t)) << t;
+  EXPECT_GE(ev.size(), p.evictions.size());  // an evicted storage frees each resident alias
+  for (const DtrEviction& e : p.evictions) {
+    EXPECT_TRUE(std::binary_search(ev.begin(), ev.end(), e.instruction)) << e.instruction;
+    EXPECT_EQ(code[e.instruction].kind, e.aux ? InstrKind::FreeAux : InstrKind::FreeAct);
+    if (e.aux) EXPECT_EQ(code[e.instruction].op, e.storage);
+  }
+  if (p.fallbacks == 0) EXPECT_TRUE(fb.empty());
+}
+
 // Random DAGs, budgets from store-all's peak down to recompute-all's: every
 // schedule validates, fits, and the policy's own count is the simulator's;
 // none is refused (where the heuristic paints itself into a corner, the
 // instruction is prepared recompute-all's way, which these budgets fit).
 TEST(Dtr, RandomDagsFitTheirBudget) {
-  std::size_t fallbacks = 0;
+  std::size_t fallbacks = 0, fallback_frees = 0;
   for (unsigned seed = 1; seed <= 40; ++seed) {
     const Model m = seed % 2 ? test::random_dag(seed, 24) : test::mixed_width_dag(seed, 24);
     const uint64_t store = peak_of(m, "store-all");
@@ -126,6 +152,8 @@ TEST(Dtr, RandomDagsFitTheirBudget) {
           EXPECT_LE(s.peak_bytes, budget);
           EXPECT_EQ(s.backward_steps, static_cast<uint64_t>(m.size() - 1));
           fallbacks += p.fallbacks;
+          fallback_frees += p.schedule.fallback_frees.size();
+          expect_free_causes(p);
         } catch (const InputError& e) {
           ADD_FAILURE() << "refused at or above recompute-all's peak: " << e.what();
         }
@@ -133,6 +161,7 @@ TEST(Dtr, RandomDagsFitTheirBudget) {
     }
   }
   EXPECT_GT(fallbacks, 0u);  // the fallback was exercised (about one play in thirty, when written)
+  EXPECT_GT(fallback_frees, 0u);
 }
 
 TEST(Dtr, TooSmallABudgetSaysWhere) {

@@ -21,6 +21,10 @@ std::string InstructionCaption::names(const std::vector<int>& ops) const {
   return s;
 }
 
+namespace {
+bool among(const std::vector<std::size_t>& sorted, std::size_t t) { return std::binary_search(sorted.begin(), sorted.end(), t); }
+}  // namespace
+
 bool InstructionCaption::reads_act(const Instr& ins, int op) const {
   const Op& o = model_->op(ins.op);
   if (ins.kind == InstrKind::Fwd) return std::find(o.inputs.begin(), o.inputs.end(), op) != o.inputs.end();
@@ -70,9 +74,17 @@ std::string InstructionCaption::text(std::size_t t) const {
     case InstrKind::FreeAct: {
       for (std::size_t i = t + 1; i < code.size(); ++i) {
         if (code[i].kind == InstrKind::Fwd && code[i].op == v) {
-          if (facts_->decides_live())
-            return "evicting " + name(v) + ": memory was full, and " + eviction_reason() +
-                   "; it is recomputed when it is read again";
+          if (facts_->decides_live()) {
+            if (among(schedule_->evictions, t))
+              return "evicting " + name(v) + ": memory was full, and " + eviction_reason() +
+                     "; it is recomputed when it is read again";
+            if (among(schedule_->fallback_frees, t))
+              return "freeing " + name(v) + ": the heuristic found nothing left to evict, so this step is prepared as "
+                     "recompute-all prepares it; " + name(v) + " is recomputed when it is read again";
+            if (op.aux_bytes > 0)  // dtr frees A(v) to remake aux(v), evicted alone, without a second copy
+              return "freeing " + name(v) + ": aux(" + name(v) + ") was evicted, and recomputing " + name(v) +
+                     " makes both again";
+          }
           return "freeing " + name(v) + ": it will be recomputed when it is needed again";
         }
         // Freed after its compress: the smaller copy is what waits.
@@ -89,6 +101,9 @@ std::string InstructionCaption::text(std::size_t t) const {
     case InstrKind::FreeGrad:
       return "freeing G(" + name(v) + "): the backward of " + name(v) + " has consumed it";
     case InstrKind::FreeAux:
+      if (facts_->decides_live() && among(schedule_->evictions, t))
+        return "evicting aux(" + name(v) + "): memory was full, and " + eviction_reason() +
+               "; it is recomputed with " + name(v) + " before its backward";
       return "freeing aux(" + name(v) + ") (what only its backward reads: statistics, indices, a mask)" +
              (facts_->bwd_at(v) < t ? std::string(": its backward has run") : std::string(": it will be recomputed first"));
     case InstrKind::Offload:
