@@ -8,6 +8,7 @@
 #include "core/base/errors.h"
 #include "core/io/model_source.h"
 #include "core/parallel/block_stages.h"
+#include "core/parallel/tensor_split.h"
 #include "core/parallel/zero.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
@@ -99,24 +100,22 @@ struct StageSource {
   std::vector<Block> run;
   int layers = 0;
   DType dtype = DType::F32;
+  uint64_t sequence_bytes = 0;  // one whole [b, s, h] activation: sp's gather buffer
 };
 
-StageSource stage_source(const std::string& model_spec, const ParallelSpec& spec) {
+StageSource stage_source(const std::string& model_spec) {
   StageSource src;
   if (!names_a_model_file(model_spec)) {
     src.preset = parse_stack_shape(model_spec);  // another preset is refused here, saying which are split
     src.layers = src.preset->layers;
     src.dtype = src.preset->dtype;
+    src.sequence_bytes = tensor_bytes({src.preset->batch, src.preset->seq, src.preset->hidden}, src.preset->dtype);
     return src;
   }
   src.file = load_model(model_spec);
-  if (spec.tp > 1)
-    throw InputError("--parallel tp=" + std::to_string(spec.tp) + " on '" + model_spec +
-                     "': tensor parallelism splits attention heads and MLP columns as Megatron-LM writes them (which "
-                     "Linear is column-, which row-parallel, where the heads lie), and remat knows that layout only for "
-                     "the gpt: and transformer: presets; a model file's blocks are split into pipeline stages only (tp=1)");
   src.run = repeated_block_run(src.file);
   src.layers = static_cast<int>(src.run.size());
+  src.sequence_bytes = src.file.op(src.run.front().first - 1).logical_bytes();  // the blocks' input
   for (const Op& op : src.file.ops())
     if (op.param_bytes > 0) {
       src.dtype = op.dtype;
@@ -129,7 +128,7 @@ StageSource stage_source(const std::string& model_spec, const ParallelSpec& spec
 
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
                                  const TimeModel& time, const InstructionLimit& limit, Optimizer optimizer) {
-  const StageSource source = stage_source(model_spec, spec);
+  const StageSource source = stage_source(model_spec);
   const std::unique_ptr<Strategy> made = make_strategy(strategy);  // a bad name fails before any work
   ParallelReport rep;
   rep.dtype = source.dtype;
@@ -157,9 +156,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
                             .first_stage = v == 0,
                             .last_stage = v == virtual_stages - 1};
       st.chunks.push_back(slice);
-      const Model m = source.preset ? rank_model(*source.preset, slice)
-                                    : block_stage_model(source.file, source.run, slice.first_block, slice.blocks,
-                                                        slice.first_stage, slice.last_stage);
+      const Model m = source.preset ? rank_model(*source.preset, slice) : file_rank_model(source.file, source.run, slice, model_spec);
       const StrategyRun run = simulate_strategy(m, *made, strategy, {.limit = limit, .timelines = true, .time = std::nullopt});
       if (!run.ok())
         throw InputError("strategy '" + strategy + "' on pipeline stage " + std::to_string(r) +
@@ -185,10 +182,7 @@ ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSp
     st.gradients = mine.gradients;
     st.optimizer = mine.optimizer;
     st.activations = static_cast<uint64_t>(st.in_flight - 1) * st.held_per_micro_batch + st.micro_batch_peak;
-    if (spec.sp) {  // only presets take sp (stage_source refuses tp > 1 on a file)
-      const StackShape& g = *source.preset;
-      st.buffers += tensor_bytes({g.batch, g.seq, g.hidden}, g.dtype);
-    }
+    if (spec.sp) st.buffers += source.sequence_bytes;
     if (spec.zero == 3 && spec.dp > 1) st.buffers += largest;
     st.recompute_overhead = fwd + bwd > 0 ? recompute / (fwd + bwd) : 0;
     st.times = {.f = fwd / time.device_flops, .b = (bwd - wgrad + recompute) / time.device_flops, .w = wgrad / time.device_flops};

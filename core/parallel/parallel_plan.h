@@ -81,15 +81,16 @@ uint64_t weight_grad_held(const Model& model);
 // exp_avg, exp_avg_sq: 12 bytes a weight, ZeRO's K), the optimizer column
 // holding all three. `model_spec` is a gpt: or transformer: preset, or a
 // model file (.json, .onnx, a path), split into pipeline stages by its
-// repeated blocks (block_stages.h). Throws InputError for another preset, a
-// file without repeated blocks or with tp > 1 (saying why), a degree that
-// does not divide, or a strategy that cannot apply to a stage (naming the
-// stage).
-// A model file (.json, .onnx, a path) rather than a preset spec.
-bool names_a_model_file(const std::string& spec);
-
+// repeated blocks (block_stages.h) and, with tp > 1 or sp, each stage into
+// its rank's model (tensor_split.h). Throws InputError for another preset, a
+// file without repeated blocks or whose blocks cannot be split (naming the
+// op and why), a degree that does not divide, or a strategy that cannot
+// apply to a stage (naming the stage).
 ParallelReport simulate_parallel(const std::string& model_spec, const ParallelSpec& spec, const std::string& strategy,
                                  const TimeModel& time, const InstructionLimit& limit,
                                  Optimizer optimizer = Optimizer::Adam);
+
+// A model file (.json, .onnx, a path) rather than a preset spec.
+bool names_a_model_file(const std::string& spec);
 
 }  // namespace remat

@@ -7,7 +7,7 @@
 // Its four decoder layers are found from the graph as repeated blocks
 // (block_chain, as the blocks strategy finds them), consecutive ones per
 // stage; the embedding goes with the first stage, the norm, head and loss
-// with the last. Tensor parallelism is refused, saying why.
+// with the last. Tensor parallelism on it: test_tensor_split.cpp.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -110,14 +110,8 @@ TEST(BlockStages, FourStagesOfOneLayer) {
   }
 }
 
-TEST(BlockStages, TensorParallelismAndUnsplittableModelsAreRefused) {
-  ParallelSpec x = pipeline(2, 4);
-  x.tp = 2;
-  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(kLlama, x, "store-all", {}, {}); }),
-            "--parallel tp=2 on '" + kLlama +
-                "': tensor parallelism splits attention heads and MLP columns as Megatron-LM writes them (which Linear "
-                "is column-, which row-parallel, where the heads lie), and remat knows that layout only for the gpt: and "
-                "transformer: presets; a model file's blocks are split into pipeline stages only (tp=1)");
+// Tensor parallelism on model files: test_tensor_split.cpp.
+TEST(BlockStages, UnsplittableModelsAreRefused) {
   const std::string plain = (std::filesystem::temp_directory_path() / "remat-no-blocks.json").string();
   std::ofstream(plain) << R"({"format": "remat-model", "version": 1, "name": "plain", "ops": [
     {"id":0,"name":"x","kind":"Input","shape":[4,8]},
