@@ -306,6 +306,13 @@ def run_node(node, a, ins, masks):
     if op == "Expand":
         shape = torch.broadcast_shapes(tuple(x.shape), tuple(ints(ins[1])))
         return x.expand(shape)
+    if op == "Pad":  # ONNX pads: every axis's begin, then every axis's end; F.pad: last axis first
+        pads = ints(ins[1]) if len(ins) > 1 and ins[1] is not None else list(a.get("pads", []))
+        if a.get("mode", b"constant") not in (b"constant", "constant"):
+            raise NotImplementedError(f"Pad mode {a['mode']}")
+        value = ins[2].item() if len(ins) > 2 and ins[2] is not None else 0.0
+        r = len(pads) // 2
+        return F.pad(x, [p for i in reversed(range(r)) for p in (pads[i], pads[r + i])], value=value)
     if op == "Tile":
         return x.repeat(*ints(ins[1]))
     if op == "ConstantOfShape":
