@@ -234,6 +234,10 @@ def run_node(node, a, ins, masks):
         return unary[op](x)
     if op == "Gelu":
         return F.gelu(x, approximate="tanh" if a.get("approximate", b"none") in (b"tanh", "tanh") else "none")
+    if op == "HardSwish":  # x · max(0, min(1, x/6 + 1/2)), ONNX's definition
+        return x * torch.clamp(x / 6 + 0.5, 0, 1)
+    if op == "HardSigmoid":
+        return torch.clamp(a.get("alpha", 0.2) * x + a.get("beta", 0.5), 0, 1)
     if op == "Clip":
         lo = ins[1] if len(ins) > 1 and ins[1] is not None else a.get("min")
         hi = ins[2] if len(ins) > 2 and ins[2] is not None else a.get("max")
