@@ -92,6 +92,13 @@ bool Importer::reduce(const NodeProto& n, int x) {
   op.attrs.edit().fn = static_cast<uint8_t>(fn);
   op.attrs.edit().axes = axes;
   op.attrs.edit().keepdim = attr_int(n, "keepdims", 1) != 0;
+  // PyTorch 1.x's mean over dims keeps its input for the backward (its
+  // formula reads self.sizes() through self); 2.x's keeps only the sizes, as
+  // the Reduce rule does. The file names the PyTorch that exported it.
+  if (fn == pw::ReduceFn::Mean && torch_major_ == 1) {
+    op.saved = {x};
+    return try_add(std::move(op), out0(n), n, true) >= 0;
+  }
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 

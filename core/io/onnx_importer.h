@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ class Importer {
       : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {
     for (const auto& o : proto.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    // torch.onnx.export writes its own version ("1.13.0"): what autograd
+    // saves differs between its releases (a mean keeps its input before 2.0).
+    if (proto.producer_name() == "pytorch") torch_major_ = std::atoi(proto.producer_version().c_str());
   }
 
   Model run(const std::string& default_name);
@@ -75,6 +79,7 @@ class Importer {
   };
   std::unordered_map<std::string, Origin> param_origin_;
   int64_t opset_ = 17;                // of the default domain
+  int torch_major_ = 0;               // the exporting PyTorch's major version; 0: not PyTorch
   bool has_batchnorm_ = false;        // any BatchNormalization node
   std::vector<std::string> eval_mode_;  // nodes exported in inference mode
 
@@ -121,7 +126,9 @@ class Importer {
   // The node producing each tensor (live nodes), for patterns that need a
   // constant computed by a node listed after them (an Unsqueeze of a weight).
   std::unordered_map<std::string, int> producer_;
-  int add_op(Op op, const std::string& output, const std::string& where);
+  // explicit_saved: op.saved is what the backward keeps, not the kind's rule
+  // (a torch 1.x mean, which keeps its input).
+  int add_op(Op op, const std::string& output, const std::string& where, bool explicit_saved = false);
 
   // --- constants -------------------------------------------------------------
 
@@ -222,6 +229,7 @@ class Importer {
 
   void import_node(int i);
   void alias(const NodeProto& n, int x);
+  bool zero_pad(const NodeProto& n) const;  // a Pad whose pads are all zero (torch's AvgPool2d export)
   // The elements of real networks (onnx_layers.cpp); false: not this pattern.
   bool conv(const NodeProto& n, int x);
   bool conv_transpose(const NodeProto& n, int x);
@@ -230,6 +238,9 @@ class Importer {
   bool pool(const NodeProto& n, int x);
   bool softmax(const NodeProto& n, int x);
   bool with_constant(const NodeProto& n, int x);  // Mul/Div/Add/Sub by a constant
+  // A constant of shape c that scales x (shape x) along one axis: its
+  // features (last) or its channels (1).
+  static bool scale_vector(const std::vector<int64_t>& c, const std::vector<int64_t>& x);
   bool masked_fill(const NodeProto& n, int x);    // Where(constant mask, constant, x)
   bool embedding(const NodeProto& n, int ids);    // Gather(constant table, ids)
   bool silu(const NodeProto& sigmoid, int x);     // x * Sigmoid(x)
@@ -244,7 +255,7 @@ class Importer {
   bool concat(const NodeProto& n, const std::vector<std::string>& acts);
   int add_kind(OpKind k, const NodeProto& n, std::vector<int> inputs, std::vector<int64_t> shape = {});
   // add_op, or -1 (nothing added) when the kind's rule refuses the node.
-  int try_add(Op op, const std::string& output, const NodeProto& n);
+  int try_add(Op op, const std::string& output, const NodeProto& n, bool explicit_saved = false);
   std::optional<std::vector<int64_t>> known_shape(const std::string& name) const;
   std::optional<std::vector<int64_t>> reshape_target(const NodeProto& n, const Op& in) const;
   // A Reshape-like op that changes nothing on remat's (rows, features) view of

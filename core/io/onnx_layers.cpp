@@ -22,9 +22,9 @@ std::optional<std::vector<int64_t>> Importer::known_shape(const std::string& nam
   return it->second;
 }
 
-int Importer::try_add(Op op, const std::string& output, const NodeProto& n) {
+int Importer::try_add(Op op, const std::string& output, const NodeProto& n, bool explicit_saved) {
   try {
-    return add_op(std::move(op), output, where(n));
+    return add_op(std::move(op), output, where(n), explicit_saved);
   } catch (const InputError&) {
     return -1;  // attributes the kind's rule refuses: left to generic()
   }
@@ -195,6 +195,20 @@ bool Importer::softmax(const NodeProto& n, int x) {
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 
+// `c` (right-aligned with x) has one dimension above 1, equal to x's there,
+// and it is x's last axis or, at rank 3 and more, axis 1.
+bool Importer::scale_vector(const std::vector<int64_t>& c, const std::vector<int64_t>& x) {
+  if (c.empty() || c.size() > x.size()) return false;
+  int at = -1;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c[i] == 1) continue;
+    if (at >= 0) return false;
+    at = static_cast<int>(x.size() - c.size() + i);
+    if (c[i] != x[static_cast<std::size_t>(at)]) return false;
+  }
+  return at >= 0 && (at == static_cast<int>(x.size()) - 1 || (at == 1 && x.size() >= 3));
+}
+
 bool Importer::with_constant(const NodeProto& n, int x) {
   if (n.input_size() != 2) return false;
   const bool x_first = activation(n.input(0)) == x;
@@ -207,6 +221,13 @@ bool Importer::with_constant(const NodeProto& n, int x) {
   const auto out = known_shape(out0(n));
   const Op& in = model_.op(x);
   if (!cs || (out && *out != in.shape)) return false;  // a broadcast that grows x
+  // x times a vector of the file's initializers along x's features (last
+  // axis) or channels (axis 1): a scale PyTorch learns (RMSNorm's weight, a
+  // layer scale), left to binary_fn as a learned Pointwise Mul, which keeps x
+  // for the scale's gradient. ONNX does not tell parameters from buffers; a
+  // constant over more than one axis (rotary embeddings' cos and sin tables)
+  // is taken for a buffer, fixed.
+  if (type == "Mul" && is_graph_initializer(c) && scale_vector(*cs, in.shape)) return false;
   Op op;
   op.kind = type == "Mul" ? OpKind::MulConst : type == "Div" ? OpKind::DivConst : OpKind::AddConst;
   op.name = op_name(n);

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "core/io/onnx_importer.h"
+#include "core/model/op_layout.h"
 #endif
 
 namespace remat {
@@ -221,7 +222,7 @@ void Importer::consumers_index(int i) {
   }
 }
 
-int Importer::add_op(Op op, const std::string& output, const std::string& where) {
+int Importer::add_op(Op op, const std::string& output, const std::string& where, bool explicit_saved) {
   if (model_.size() >= 10'000'000) fail("more than 10 million ops");
   // The element type shape inference gives (f16 exports stay f16); views and
   // Concat take their input's, the loss and the input are set by the caller.
@@ -229,7 +230,7 @@ int Importer::add_op(Op op, const std::string& output, const std::string& where)
     DType d;
     if (dtype_of(et->second, d) && !is_integer(d)) op.dtype = d;
   }
-  const int id = model_.add(std::move(op), origin_ + ": " + where);
+  const int id = model_.add(std::move(op), origin_ + ": " + where, explicit_saved);
   values_[output] = {Value::Activation, id, nullptr};
   return id;
 }
@@ -409,6 +410,7 @@ void Importer::import_node(int i) {
     if (type == "Sigmoid" && silu(n, x)) return;
     if (type == "Sigmoid") return (void)simple(OpKind::Sigmoid);
     if (type == "Identity") return alias(n, x);
+    if (type == "Pad" && zero_pad(n)) return (void)(values_[out0(n)] = {Value::Activation, x, nullptr});
     if (type == "Dropout") return dropout(n, x);
     if (type == "Reshape" && groupnorm(n, x)) return;
     if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && foldable_view(n, in))
@@ -445,7 +447,11 @@ void Importer::import_node(int i) {
     if (view(n, x)) return;
   } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
     const int y = activation(acts[1]);
-    if (model_.op(y).shape == in.shape) {
+    // The Add kernel reads dense rows; with a strided operand (ConvNeXt's
+    // residual of a permuted LayerNorm's output) it is the family's add,
+    // which reads strides, as a capture records torch's add there.
+    const auto strided = [](const Op& o) { return !o.strides->empty() && !is_contiguous(o.shape, *o.strides); };
+    if (model_.op(y).shape == in.shape && !strided(in) && !strided(model_.op(y))) {
       Op op;
       op.kind = OpKind::Add;
       op.name = op_name(n);
@@ -468,6 +474,19 @@ void Importer::import_node(int i) {
   if (type == "Concat" && concat(n, acts)) return;
   if (type == "Gather" && acts.size() == 1 && select(n, x)) return;
   generic(n, acts);
+}
+
+// torch exports nn.AvgPool2d as Pad (pads all zero) then AveragePool; a pad
+// of nothing is its input, whatever its mode.
+bool Importer::zero_pad(const NodeProto& n) const {
+  std::vector<int64_t> pads = attr_ints(n, "pads");  // before opset 11
+  if (opset_ >= 11) {
+    if (n.input_size() < 2 || n.input(1).empty()) return false;
+    const auto v = ints(constant(n.input(1)));
+    if (!v) return false;
+    pads = *v;
+  }
+  return !pads.empty() && std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; });
 }
 
 void Importer::alias(const NodeProto& n, int x) {

@@ -16,6 +16,11 @@ the file pairs with nothing and fails; so does an initializer the reference
 trains (it has a gradient) that no parameter of remat's comes from. Give the
 test's model distinct weights (no two initializers with the same values).
 
+The file does not tell a module's buffers from its parameters: both are
+initializers. --buffers names those that are buffers (a rotary table, a
+mask): PyTorch trains none of them, so none needs a parameter of remat's
+(remat may still learn one, as an added mask, and is then checked as any).
+
 A network whose gradients float32 cannot pin down to that tolerance (a deep
 MobileNetV2 with batch norms over a few elements: PyTorch's own float32 step
 misses its float64 one by up to 1e4 tolerances) is checked with --float32 K:
@@ -24,6 +29,7 @@ be off by K times PyTorch's own float32 error on that tensor beyond the
 tolerance (the loss as well): remat must be as exact as PyTorch is.
 
   onnx_file_crosscheck.py --remat PATH --model FILE.onnx [--strategy S] [--seed N] [--atol A] [--float32 K]
+                          [--buffers NAME,...]
 
 Exit 0: agrees; 1: disagrees; 77 (CTest skip): torch or onnx not importable."""
 import argparse
@@ -60,10 +66,12 @@ def distinct_weights(module, seed=0):
     return module
 
 
-def check(remat, model, strategy="sqrt", seed="3", atol=1e-5, tol=1e-4, float32=0.0):
+def check(remat, model, strategy="sqrt", seed="3", atol=1e-5, tol=1e-4, float32=0.0, buffers=()):
     """This script on `model`: True when remat agrees with the file's model."""
     cmd = [sys.executable, os.path.abspath(__file__), "--remat", remat, "--model", model, "--strategy", strategy,
            "--seed", str(seed), "--atol", str(atol), "--tol", str(tol), "--float32", str(float32)]
+    if buffers:
+        cmd += ["--buffers", ",".join(buffers)]
     return subprocess.run(cmd).returncode == 0
 
 
@@ -127,10 +135,24 @@ def reference_loss(model, values, t, ops):
     return F.mse_loss(y, torch.tensor(t["target"], dtype=y.dtype).reshape(y.shape))
 
 
-def pair_parameters(t, model, leaves):
-    """{remat parameter key: (initializer name, transposed)} by equal values."""
+def pair_parameters(t, model, leaves, ops):
+    """{remat parameter key: (initializer name, transposed)} by equal values;
+    among several equal initializers (the copies nn.TransformerEncoder makes of
+    its layer, one mask per block), the one that the file's node of remat's op
+    (by name) reads."""
     inits = {i.name: onnx.numpy_helper.to_array(i).astype(np.float32) for i in model.graph.initializer
              if i.name in leaves}
+    # node name -> the initializers it reads, directly or through nodes of
+    # constants only (a weight's Transpose before its MatMul)
+    consts = {i.name: {i.name} if i.name in inits else set() for i in model.graph.initializer}
+    reads = {}
+    for n in model.graph.node:
+        got = set().union(*(consts.get(i, set()) for i in n.input))
+        reads.setdefault(n.name, set()).update(got)
+        if all(not i or i in consts for i in n.input):
+            for o in n.output:
+                consts[o] = got
+    op_names = {str(op["id"]): op.get("name", "") for op in ops}
     pairs, failures = {}, []
     for key in sorted(k[len("param."):] for k in t if k.startswith("param.")):
         p = t["param." + key].astype(np.float32)
@@ -142,6 +164,9 @@ def pair_parameters(t, model, leaves):
                 found.append((name, False))
             elif w.ndim == 2 and p.ndim == 2 and w.shape == p.shape[::-1] and np.array_equal(w.T, p):
                 found.append((name, True))
+        if len(found) > 1:
+            by_node = [f for f in found if f[0] in reads.get(op_names.get(key.split(".")[0], ""), ())]
+            found = by_node if len(by_node) == 1 else found
         if len(found) != 1:
             failures.append(f"parameter {key} {list(p.shape)}: " +
                             ("equals no initializer of the file (not the file's weights)" if not found else
@@ -160,7 +185,9 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--float32", type=float, default=0.0)
+    ap.add_argument("--buffers", default="", help="initializers that are the module's buffers, comma-separated")
     a = ap.parse_args()
+    buffers = {b for b in a.buffers.split(",") if b}
     model = onnx.load(a.model)
     with tempfile.TemporaryDirectory() as tmp:
         t, meta, ops = remat_dump(a.remat, a.model, a.strategy, a.seed, tmp)
@@ -187,7 +214,7 @@ def main():
                 own[name] = a.float32 * float((leaf.grad.double() - leaves[name].grad).abs().max())
     if not err < a.tol:
         failures.append(f"loss: relative error {err:.2e}")
-    pairs, unpaired = pair_parameters(t, model, leaves)
+    pairs, unpaired = pair_parameters(t, model, leaves, ops)
     failures += unpaired
     worst = 0.0
     for key, (name, transposed) in sorted(pairs.items()):
@@ -205,7 +232,7 @@ def main():
             failures.append(f"gradient of {name} (remat {key}): {bad} of {excess.size} elements outside tolerance; "
                             f"worst at {k}: remat {got_g.flat[k]:.9g}, torch {ref_g.flat[k]:.9g}")
     trained = {name for name, leaf in leaves.items() if leaf.grad is not None}
-    for name in sorted(trained - {n for n, _ in pairs.values()}):
+    for name in sorted(trained - {n for n, _ in pairs.values()} - buffers):
         failures.append(f"initializer {name} {list(leaves[name].shape)} has a gradient in torch but is no parameter of remat's")
     print(f"{len(pairs)} parameters from the file's initializers, worst gradient element at {worst:.2f} of its tolerance")
     for f in failures:

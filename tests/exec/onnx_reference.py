@@ -234,6 +234,10 @@ def run_node(node, a, ins, masks):
         return unary[op](x)
     if op == "Gelu":
         return F.gelu(x, approximate="tanh" if a.get("approximate", b"none") in (b"tanh", "tanh") else "none")
+    if op == "HardSwish":  # x · max(0, min(1, x/6 + 1/2)), ONNX's definition
+        return x * torch.clamp(x / 6 + 0.5, 0, 1)
+    if op == "HardSigmoid":
+        return torch.clamp(a.get("alpha", 0.2) * x + a.get("beta", 0.5), 0, 1)
     if op == "Clip":
         lo = ins[1] if len(ins) > 1 and ins[1] is not None else a.get("min")
         hi = ins[2] if len(ins) > 2 and ins[2] is not None else a.get("max")
@@ -306,6 +310,13 @@ def run_node(node, a, ins, masks):
     if op == "Expand":
         shape = torch.broadcast_shapes(tuple(x.shape), tuple(ints(ins[1])))
         return x.expand(shape)
+    if op == "Pad":  # ONNX pads: every axis's begin, then every axis's end; F.pad: last axis first
+        pads = ints(ins[1]) if len(ins) > 1 and ins[1] is not None else list(a.get("pads", []))
+        if a.get("mode", b"constant") not in (b"constant", "constant"):
+            raise NotImplementedError(f"Pad mode {a['mode']}")
+        value = ins[2].item() if len(ins) > 2 and ins[2] is not None else 0.0
+        r = len(pads) // 2
+        return F.pad(x, [p for i in reversed(range(r)) for p in (pads[i], pads[r + i])], value=value)
     if op == "Tile":
         return x.repeat(*ints(ins[1]))
     if op == "ConstantOfShape":

@@ -20,9 +20,9 @@ def save(model, path):
     onnx.save(model, path)
 
 
-def graph(nodes, inputs, outputs, inits, name="g"):
+def graph(nodes, inputs, outputs, inits, name="g", opset=13):
     return helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits),
-                             opset_imports=[helper.make_opsetid("", 13)])
+                             opset_imports=[helper.make_opsetid("", opset)])
 
 
 X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
@@ -151,6 +151,47 @@ def shape_fold():  # shape arithmetic and a mask made of constants: folded, neve
                             i64("three", [3]), i64("k", 1), t("ninf", -np.inf)], name="shape_fold")
 
 
+def rmsnorm(torch_version):  # Llama's RMSNorm as torch exports it, its weight, then a rotary-style table
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    m = graph([helper.make_node("Add", ["x", "pos"], ["a"], name="/Add"),  # a learned table: everything after needs a gradient
+               helper.make_node("Pow", ["a", "two"], ["sq"], name="/norm/Pow"),
+               helper.make_node("ReduceMean", ["sq"], ["ms"], name="/norm/ReduceMean", axes=[-1], keepdims=1),
+               helper.make_node("Add", ["ms", "eps"], ["mse"], name="/norm/Add"),
+               helper.make_node("Sqrt", ["mse"], ["rms"], name="/norm/Sqrt"),
+               helper.make_node("Div", ["one", "rms"], ["inv"], name="/norm/Div"),
+               helper.make_node("Mul", ["a", "inv"], ["xn"], name="/norm/Mul"),
+               helper.make_node("Mul", ["xn", "norm.weight"], ["h"], name="/norm/Mul_1"),
+               helper.make_node("Mul", ["h", "cos"], ["y"], name="/Mul")],
+              [x], [Y], [t("pos", np.arange(12).reshape(3, 4) / 24 - 0.25), t("two", 2.0), t("eps", 1e-6), t("one", 1.0), t("norm.weight", [1.5, 0.5, 1.25, 0.75]),
+                         t("cos", np.arange(12).reshape(3, 4) / 12)], name="rmsnorm")
+    m.producer_name, m.producer_version = "pytorch", torch_version
+    return m
+
+
+def layer_scale():  # ConvNeXt's block: a permuted LayerNorm's output (a strided view) + layer scale · Conv
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 3])
+    return graph([helper.make_node("Transpose", ["x"], ["xt"], name="/ln/Transpose", perm=[0, 2, 3, 1]),
+                  helper.make_node("LayerNormalization", ["xt", "ln.weight", "ln.bias"], ["n"], name="/ln/LayerNormalization",
+                                   axis=-1, epsilon=1e-6),
+                  helper.make_node("Transpose", ["n"], ["h"], name="/ln/Transpose_1", perm=[0, 3, 1, 2]),
+                  helper.make_node("Conv", ["h", "conv.weight"], ["c"], name="/conv/Conv"),
+                  helper.make_node("Mul", ["layer_scale", "c"], ["s"], name="/Mul"),
+                  helper.make_node("Add", ["h", "s"], ["y"], name="/Add")],
+                 [x], [Y], [t("ln.weight", [1.5, 0.5, 1.25, 0.75]), t("ln.bias", [0.1, -0.1, 0.2, -0.2]),
+                            t("conv.weight", np.arange(16).reshape(4, 4, 1, 1) / 16 - 0.5),
+                            t("layer_scale", np.array([0.25, 0.5, 0.75, 1.0]).reshape(4, 1, 1))], name="layer_scale", opset=17)
+
+
+def zero_pad():  # nn.AvgPool2d as torch exports it: Pad with all-zero pads, then AveragePool
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])
+    i64 = numpy_helper.from_array(np.zeros(8, dtype=np.int64), "pads")
+    return graph([helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
+                  helper.make_node("Pad", ["c", "pads"], ["p"], name="/pool/Pad", mode="constant"),
+                  helper.make_node("AveragePool", ["p"], ["y"], name="/pool/AveragePool", kernel_shape=[2, 2],
+                                   strides=[2, 2])],
+                 [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5), i64], name="zero_pad")
+
+
 def dangling():
     return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
 
@@ -186,7 +227,8 @@ if __name__ == "__main__":
                        ("dangling", dangling), ("symbolic", symbolic), ("bad_weight", bad_weight), ("two_outputs", two_outputs),
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
-                       ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold)]:
+                       ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
+                       ("layer_scale", layer_scale), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

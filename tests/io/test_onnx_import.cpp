@@ -367,6 +367,98 @@ TEST(OnnxCases, ShapeArithmeticAndConstantMasksFold) {
   for (const auto& n : notes) EXPECT_EQ(n.find("Generic"), std::string::npos) << n;
 }
 
+// Llama's RMSNorm as torch exports it (Pow, ReduceMean, Add, Sqrt, Div, Mul),
+// then its weight, a (D,) initializer along the features: a learned Pointwise
+// Mul whose parameter is the file's weight and which keeps its input for the
+// weight's gradient. A (T, D) table (rotary cos) is a buffer: fixed. A
+// torch 1.x export's ReduceMean keeps its input, as that PyTorch's mean does;
+// a 2.x export's keeps nothing.
+TEST(OnnxCases, RmsNormWeightIsLearnedAndMeanKeepsItsInputUnderTorch1) {
+  REQUIRE_ONNX();
+  for (const int major : {1, 2}) {
+    SCOPED_TRACE("torch " + std::to_string(major));
+    const Model m = load_model(kCases + "rmsnorm_torch" + std::to_string(major) + ".onnx");
+    ASSERT_EQ(m.size(), 11);
+    EXPECT_EQ(m.op(3).kind, OpKind::Reduce);
+    EXPECT_EQ(m.op(3).saved, (OpIds{major == 1 ? OpIds{2} : OpIds{}}));  // the Pow's output under torch 1.x
+    const Op& w = m.op(8);
+    EXPECT_EQ(w.name, "/norm/Mul_1");
+    ASSERT_EQ(w.kind, OpKind::Pointwise);
+    EXPECT_TRUE(w.attrs->learned);
+    EXPECT_EQ(w.attrs->const_shape, (std::vector<int64_t>{4}));
+    EXPECT_EQ(w.param_bytes, 16u);
+    EXPECT_EQ(w.saved, (OpIds{7}));  // x / rms, for the weight's gradient
+    EXPECT_EQ(m.op(9).kind, OpKind::MulConst);  // the (3, 4) table: fixed
+    EXPECT_FALSE(m.op(9).attrs->learned);
+    EXPECT_EQ(m.op(9).param_bytes, 48u);
+    // a (96, the Pow's) + ReduceMean's input (96, torch 1.x) + sqrt (24) + x·(1/rms)'s 1/rms (24)
+    // + x / rms (96, the weight's Mul) + the loss's input (96).
+    EXPECT_EQ(m.saved_bytes(), major == 1 ? 432u : 336u);
+    EXPECT_TRUE(m.executable());
+    const HostData d = make_host_data(m, 3);
+    ASSERT_EQ(d.params.size(), 2u);  // the learned table added first, then the norm's weight
+    EXPECT_EQ(d.params[1], floats_of({1.5, 0.5, 1.25, 0.75}));
+  }
+}
+
+// ConvNeXt's block: the layer scale, a (C, 1, 1) initializer times the
+// block's output, is a learned Pointwise Mul with the file's values, keeping
+// the Conv's output for its gradient; the residual Add reads the permuted
+// LayerNorm's output, a strided view, so it is the family's add (which reads
+// strides), not the Add kind (dense rows only): the model runs.
+TEST(OnnxCases, LayerScaleIsLearnedAndAStridedResidualRuns) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "layer_scale.onnx");
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::LayerNorm, OpKind::Transpose,
+                                     OpKind::Conv, OpKind::Pointwise, OpKind::Pointwise, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  const Op& scale = m.op(5);
+  EXPECT_TRUE(scale.attrs->learned);
+  EXPECT_EQ(scale.attrs->const_at, 0);
+  EXPECT_EQ(scale.attrs->const_shape, (std::vector<int64_t>{4, 1, 1}));
+  EXPECT_EQ(scale.saved, (OpIds{4}));
+  EXPECT_EQ(m.op(6).inputs, (std::vector<int>{3, 5}));
+  EXPECT_TRUE(m.op(3).view);
+  // LayerNorm: x (288) and its rows' statistics (144); the Conv's input, the
+  // LayerNorm's output (288); the Conv's output (288, the scale's gradient); the loss's input (288).
+  EXPECT_EQ(m.saved_bytes(), 1296u);
+  EXPECT_TRUE(m.executable());
+  const HostData d = make_host_data(m, 3);
+  ASSERT_EQ(d.params.size(), 4u);  // LayerNorm's γ and β, the Conv's weight, the layer scale
+  EXPECT_EQ(d.params[3], floats_of({0.25, 0.5, 0.75, 1.0}));
+  // It runs, from the file's weights: recompute-all gives store-all's loss and gradients to the bit.
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+  }
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+  ASSERT_EQ(runs[0].param_grads.size(), 4u);
+}
+
+// DenseNet's transition pools with nn.AvgPool2d, which torch exports as a
+// Pad of all-zero pads before the AveragePool: the Pad is its input (no op,
+// no bytes), not a simulate-only Generic that keeps a copy.
+TEST(OnnxCases, ZeroPadIsItsInput) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "zero_pad.onnx");
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Conv, OpKind::AvgPool, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  EXPECT_EQ(m.op(2).inputs, (std::vector<int>{1}));
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 4, 2, 2}));
+  // The Conv's input x (384), the AvgPool's input, the Conv's output (512,
+  // as torch's avg_pool2d keeps it; no padded copy), the loss's input (128).
+  EXPECT_EQ(m.saved_bytes(), 384u + 512u + 128u);
+  EXPECT_TRUE(m.executable());
+}
+
 TEST(OnnxCases, EvalModeExportsSaySo) {
   REQUIRE_ONNX();
   std::vector<std::string> notes;
