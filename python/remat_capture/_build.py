@@ -20,6 +20,7 @@ PyTorch's count exactly.
 import torch
 
 from ._pointwise import PointwiseMixin
+from ._rnn import RnnMixin
 from ._trace import storage_key, storage_nbytes
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.int32: "i32", torch.int64: "i64"}
@@ -77,7 +78,7 @@ def _ints(v, n):
     return v * n if len(v) == 1 else v
 
 
-class Builder(PointwiseMixin):
+class Builder(PointwiseMixin, RnnMixin):
     def __init__(self, rec, module, example_input, targets):
         self.rec = rec
         self.ops = []             # remat ops (dicts); private keys start with "_"
@@ -88,6 +89,8 @@ class Builder(PointwiseMixin):
         self.param_broadcast = {}
         self.event_op = {}        # OpEvent index -> remat op id
         self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
+        self.rnn_layers = {}      # OpEvent index of an mkldnn_rnn_layer -> how its saves map (_rnn.py)
+        self.rnn_keep = []        # tensors standing for values of those layers' ops (_rnn.py)
         self.owner = {}           # storage key -> remat op id owning it (the latest writer)
         self.notes = []
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
@@ -421,6 +424,54 @@ class Builder(PointwiseMixin):
 
     def _op__softmax(self, ev):
         return self._one_act(ev) and self._simple(ev, "Softmax", {"axis": int(ev.args[1])})
+
+    def _op__safe_softmax(self, ev):
+        """PyTorch 2.5+'s attention on its math path (F.scaled_dot_product_attention
+        with dropout, nn.MultiheadAttention and nn.TransformerEncoder in training)
+        calls _safe_softmax(scores, -1): softmax(scores), except that a row whose
+        every element is -inf gives zeros where softmax gives NaN. Its node keeps
+        the result and its backward is softmax's (_softmax_backward_data on the
+        result), so on a row with one element above -inf the two agree bit for bit,
+        forward and backward. remat's Softmax is the plain one: it is that op only
+        when no row can be all -inf, which _finite_rows decides from how the scores
+        were made; otherwise Generic."""
+        a = list(ev.args) + [None] * 2
+        if not self._one_act(ev) or a[2] is not None or ev.kwargs.get("dtype") is not None:
+            return False
+        x = ev.args[0]
+        if x.dtype != torch.float32 or not self._finite_rows(self.rid[id(x)], int(a[1]) % x.dim(), x.dim()):
+            self.notes.append("_safe_softmax: its scores may have a row that is all -inf (a mask), where it gives "
+                              "zeros and remat's Softmax NaN; Generic")
+            return False
+        return self._simple(ev, "Softmax", {"axis": int(a[1])})
+
+    def _finite_rows(self, u, axis, rank):
+        """Whether no row of op u's output along `axis` can be all -inf: u is (through
+        views) a product of two activations (q·kᵀ: finite, as every activation remat
+        computes from finite inputs and weights is, short of float32 overflow in each
+        element of a row), or such a product plus a constant mask (add_, AddConst, the
+        family's add) none of whose rows along the axis is all -inf: every row then
+        keeps a finite element. Anything else (an activation mask, masked_fill, an
+        op remat cannot see through) is not known to be finite."""
+        while self.ops[u]["_view"] and self.ops[u]["kind"] == "Reshape":
+            u = self.ops[u]["inputs"][0]
+        op = self.ops[u]
+        if op["kind"] == "MatMul":
+            return True
+        adds = op["kind"] == "AddConst" or (op["kind"] == "Pointwise" and op.get("fn") == "add")
+        if not adds or len(op["inputs"]) != 1 or op.get("learned") or "values" not in op:
+            return False
+        if not self._finite_rows(op["inputs"][0], axis, rank):
+            return False
+        vals = op["values"]
+        if not isinstance(vals, list):
+            vals = [vals]
+        mask = torch.tensor([float("-inf") if v == "-inf" else float("inf") if v == "inf" else float(v) for v in vals],
+                            dtype=torch.float64).reshape(op.get("const_shape") or [1])
+        if mask.dim() > rank:
+            return False
+        mask = mask.reshape([1] * (rank - mask.dim()) + list(mask.shape))
+        return not bool((mask == float("-inf")).all(dim=axis).any())
 
     def _op_masked_fill(self, ev):
         mask = ev.args[1]
@@ -766,6 +817,9 @@ class Builder(PointwiseMixin):
             if key in self.excluded or key in self.targets:
                 continue
             ev = self.rec.ops[index]
+            if index in self.rnn_layers:
+                self._rnn_save(self.rnn_layers[index], t, counted)
+                continue
             v = self.event_op.get(index)
             if v is None:
                 v = next_op[index] if next_op[index] is not None else len(self.ops) - 1
