@@ -293,3 +293,67 @@ TEST(TensorSplit, RefusalsNameTheOp) {
   // Pipeline stages alone (tp=1) still take them.
   EXPECT_EQ(simulate_parallel(no_linear, parse_parallel_spec("pp=2"), "store-all", {}, {}).stages.size(), 2u);
 }
+
+namespace {
+
+// Which ops of a captured nanoGPT layer a rank holds whole under tp (no sp):
+// the LayerNorms, the views of their outputs that c_attn and mlp.0 read, the
+// row-parallel Linears' outputs, the dropouts after them and the residual
+// sums; between c_attn (mlp.0) and c_proj (mlp.2) everything is divided.
+bool whole_in_nanogpt(const std::string& n) {
+  for (const char* suffix : {".c_attn.reshape", ".mlp.0.reshape", ".c_proj.linear", ".c_proj.reshape.1", ".mlp.2.linear",
+                             ".mlp.2.reshape.1", ".add", ".add.1"})
+    if (n.ends_with(suffix)) return true;
+  return n.find("ln_") != std::string::npos || n.find("resid_dropout") != std::string::npos ||
+         n.find("mlp.3") != std::string::npos || n == "recv" || n == "send";
+}
+
+}  // namespace
+
+// A nanoGPT captured from PyTorch (tests/parallel/models/nanogpt3.py says
+// how): its fused c_attn (one (64, 64) -> 192 Linear, viewed to (2, 32, 192)
+// and split in three) is column-parallel with each third divided, so each
+// rank's q, k and v are its 4/t heads; the causal mask buffer and the
+// 1/sqrt(hs) scalar the capture keeps in aux are the same on every rank.
+TEST(TensorSplit, NanoGptCapture) {
+  const std::string gpt = kModels + "/nanogpt3-captured.json";
+  const uint64_t d = 64, v = 96, s = 32;
+  for (uint64_t t : {1, 2, 4}) {
+    SCOPED_TRACE("t=" + std::to_string(t));
+    const uint64_t layer = (d * 3 * d + 3 * d) / t + d * d / t + d + (d * 4 * d + 4 * d) / t + 4 * d * d / t + d + 4 * d;
+    const ParallelReport r = simulate_parallel(gpt, parse_parallel_spec("tp=" + std::to_string(t)), "store-all", {}, {});
+    // The token embedding and head vocabulary-parallel, the position table and norms whole.
+    EXPECT_EQ(r.stages[0].weights, 4 * (v * d / t + s * d + 3 * layer + 2 * d + d * v / t));
+  }
+  const Model full = file_rank(gpt, slice(1, false, 1, 1, false, false)), rank = file_rank(gpt, slice(2, false, 1, 1, false, false));
+  ASSERT_EQ(rank.size(), full.size());
+  uint64_t divided = 0, constants = 0;
+  std::set<int> counted;
+  for (int u = 0; u < full.size(); ++u) {
+    const Op &a = full.op(u), &r = rank.op(u);
+    SCOPED_TRACE(a.name);
+    ASSERT_EQ(r.name, a.name);
+    const bool w = whole_in_nanogpt(a.name);
+    EXPECT_EQ(r.bytes, w ? a.bytes : a.bytes / 2);
+    if (a.kind == OpKind::MulConst || a.kind == OpKind::MaskedFill) {  // the scalar (8) and the mask buffer (32 x 32 bools)
+      EXPECT_EQ(a.aux_bytes, a.kind == OpKind::MulConst ? 8u : 1024u);
+      EXPECT_EQ(r.aux_bytes, a.aux_bytes);
+      constants += a.aux_bytes;
+    } else {
+      EXPECT_EQ(r.aux_bytes, w ? a.aux_bytes : a.aux_bytes / 2);
+      if (!w) divided += a.aux_bytes;
+    }
+    for (int x : a.saved)
+      if (counted.insert(full.storage(x)).second && !whole_in_nanogpt(full.op(full.storage(x)).name))
+        divided += full.op(full.storage(x)).bytes;
+  }
+  EXPECT_EQ(rank.saved_bytes(), full.saved_bytes() - divided / 2);
+  const Model sp = file_rank(gpt, slice(2, true, 1, 1, false, false));
+  EXPECT_EQ(sp.saved_bytes(), (full.saved_bytes() - constants) / 2 + constants);
+  // Its 4 heads: tp=8 cuts across them.
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(gpt, parse_parallel_spec("tp=8"), "store-all", {}, {}); }),
+            "--parallel tp=8 on '" + gpt +
+                "': op 'h.0.attn.reshape' (Reshape [2,32,4,16]): tp=8 does not divide its axis 2 (4), across which it would "
+                "cut the tensor divided along axis 2 by the column-parallel 'h.0.attn.c_attn.linear': each rank must hold "
+                "whole heads");
+}
