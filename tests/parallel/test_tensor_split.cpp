@@ -357,3 +357,59 @@ TEST(TensorSplit, NanoGptCapture) {
                 "cut the tensor divided along axis 2 by the column-parallel 'h.0.attn.c_attn.linear': each rank must hold "
                 "whole heads");
 }
+
+// PyTorch 2's scaled_dot_product_attention as one Attention op (q, k, v
+// sliced from a fused qkv, viewed to (2, 4 heads, 16, 8)): each rank's op
+// reads its heads; written here as a capture would write it.
+TEST(TensorSplit, FusedAttentionOpReadsItsHeads) {
+  const std::string path = (std::filesystem::temp_directory_path() / "remat-tp-sdpa.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"format": "remat-model", "version": 1, "name": "sdpa3", "ops": [
+    {"id":0,"name":"x","kind":"Input","shape":[2,16,32]})";
+    int x = 0, id = 1;
+    auto op = [&](const std::string& fields) {
+      out << ",\n    {\"id\":" << id << "," << fields << "}";
+      return id++;
+    };
+    for (int b = 0; b < 3; ++b) {
+      const std::string p = "\"b" + std::to_string(b) + ".";
+      const int h = op("\"name\":" + p + "ln\",\"kind\":\"LayerNorm\",\"inputs\":[" + std::to_string(x) + "]");
+      const int qkv = op("\"name\":" + p + "qkv\",\"kind\":\"Linear\",\"inputs\":[" + std::to_string(h) + "],\"shape\":[2,16,96]");
+      std::string heads;
+      for (int i = 0; i < 3; ++i) {
+        const int s = op("\"name\":" + p + "split" + std::to_string(i) + "\",\"kind\":\"Slice\",\"inputs\":[" + std::to_string(qkv) +
+                         "],\"axis\":2,\"start\":" + std::to_string(32 * i) + ",\"end\":" + std::to_string(32 * i + 32));
+        const int r = op("\"name\":" + p + "view" + std::to_string(i) + "\",\"kind\":\"Reshape\",\"inputs\":[" + std::to_string(s) +
+                         "],\"shape\":[2,16,4,8]");
+        heads += (i ? "," : "") + std::to_string(op("\"name\":" + p + "heads" + std::to_string(i) +
+                                                    "\",\"kind\":\"Transpose\",\"inputs\":[" + std::to_string(r) + "],\"perm\":[0,2,1,3]"));
+      }
+      const int a = op("\"name\":" + p + "sdpa\",\"kind\":\"Attention\",\"inputs\":[" + heads + "],\"causal\":true");
+      const int t = op("\"name\":" + p + "y.t\",\"kind\":\"Transpose\",\"inputs\":[" + std::to_string(a) + "],\"perm\":[0,2,1,3]");
+      const int y = op("\"name\":" + p + "y\",\"kind\":\"Reshape\",\"inputs\":[" + std::to_string(t) + "],\"shape\":[2,16,32],\"copy\":true");
+      const int proj = op("\"name\":" + p + "proj\",\"kind\":\"Linear\",\"inputs\":[" + std::to_string(y) + "],\"shape\":[2,16,32]");
+      x = op("\"name\":" + p + "res\",\"kind\":\"Add\",\"inputs\":[" + std::to_string(x) + "," + std::to_string(proj) + "]");
+    }
+    op("\"name\":\"loss\",\"kind\":\"MSELoss\",\"inputs\":[" + std::to_string(x) + "]");
+    out << "]}\n";
+  }
+  const uint64_t d = 32;
+  for (uint64_t t : {1, 2, 4}) {
+    SCOPED_TRACE("t=" + std::to_string(t));
+    // Per layer: the LayerNorm (2d) and proj's bias (d) whole, qkv (3d x d + 3d) and proj's matrix divided.
+    const ParallelReport r = simulate_parallel(path, parse_parallel_spec("tp=" + std::to_string(t)), "store-all", {}, {});
+    EXPECT_EQ(r.stages[0].weights, 4 * 3 * (2 * d + (3 * d * d + 3 * d) / t + d * d / t + d));
+  }
+  const Model full = file_rank(path, slice(1, false, 0, 3, true, true)), rank = file_rank(path, slice(2, false, 0, 3, true, true));
+  ASSERT_EQ(rank.size(), full.size());
+  for (int u = 0; u < full.size(); ++u)
+    if (full.op(u).kind == OpKind::Attention) {
+      EXPECT_EQ(rank.op(u).shape, (Shape{2, 2, 16, 8}));
+      EXPECT_EQ(rank.op(u).aux_bytes, full.op(u).aux_bytes / 2);  // the logsumexp of its heads' rows
+    }
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(path, parse_parallel_spec("tp=8"), "store-all", {}, {}); }),
+            "--parallel tp=8 on '" + path +
+                "': op 'b0.view0' (Reshape [2,16,4,8]): tp=8 does not divide its axis 2 (4), across which it would cut the "
+                "tensor divided along axis 2 by the column-parallel 'b0.qkv': each rank must hold whole heads");
+}
