@@ -22,6 +22,7 @@
 
 #include "core/analysis/comparison.h"
 #include "core/io/model_source.h"
+#include "core/model/presets.h"
 #include "core/parallel/block_stages.h"
 #include "core/parallel/parallel_plan.h"
 #include "core/parallel/parallel_spec.h"
@@ -92,6 +93,37 @@ TEST(TensorSplit, WrittenGptRanksAreThePresetsOpForOp) {
         }
       }
     }
+}
+
+// The teaching transformer (no attention: two Linears around a tanh, then
+// the MLP) written to a file the same way: its ranks are the preset's too,
+// the input given its shard under sp.
+TEST(TensorSplit, WrittenTransformerRanksAreThePresetsOpForOp) {
+  const std::string spec = "transformer:4:64:16:2";
+  const std::string path = (std::filesystem::temp_directory_path() / "remat-tp-transformer4.json").string();
+  save_json_model(make_preset(spec), path);
+  const StackShape g = parse_stack_shape(spec);
+  for (int t : {2, 4})
+    for (bool sp : {false, true})
+      for (RankSlice s : kShapes) {
+        s.tp = t;
+        s.sp = sp;
+        SCOPED_TRACE("t=" + std::to_string(t) + (sp ? ",sp" : "") + " blocks " + std::to_string(s.first_block) + "+" +
+                     std::to_string(s.blocks));
+        const Model mine = file_rank(path, s), preset = rank_model(g, s);
+        ASSERT_EQ(mine.size(), preset.size());
+        for (int v = 0; v < mine.size(); ++v) {
+          SCOPED_TRACE(preset.op(v).name);
+          EXPECT_EQ(mine.op(v).kind, preset.op(v).kind);
+          EXPECT_EQ(mine.op(v).inputs, preset.op(v).inputs);
+          EXPECT_EQ(mine.op(v).shape, preset.op(v).shape);
+          EXPECT_EQ(mine.op(v).bytes, preset.op(v).bytes);
+          EXPECT_EQ(mine.op(v).aux_bytes, preset.op(v).aux_bytes);
+          EXPECT_EQ(mine.op(v).param_bytes, preset.op(v).param_bytes);
+          EXPECT_EQ(mine.op(v).saved, preset.op(v).saved);
+        }
+        EXPECT_EQ(mine.saved_bytes(), preset.saved_bytes());
+      }
 }
 
 // Every per-rank figure of the report: the file's and the preset's are the same.
