@@ -229,7 +229,8 @@ void add_simulate_command(CLI::App& app) {
                   "(1,2,4,8) prints a table over K")
       ->capture_default_str();
   cmd->add_option("--parallel", o->parallel,
-                  "Split the step over devices (gpt: and transformer: presets; a model file into pipeline stages by its repeated blocks): tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|"
+                  "Split the step over devices (gpt: and transformer: presets; a model file into pipeline stages by its repeated blocks, and "
+                  "each block by tp and sp where its Linears take Megatron's column- and row-parallel roles, else refused naming the op): tp=T[,sp],pp=P[,schedule=gpipe|1f1b|interleaved:V|zb-h1|"
                   "zb-h2],micro-batches=M[,dp=D,zero=0|1|2|3][,stages=N0:N1:...] (blocks per stage; default balanced); prints per pipeline stage the peak of each rank and what "
                   "it is made of, the idle share and the recompute overhead (docs/parallel.md). The model's BATCH is "
                   "one micro-batch; --optimizer defaults to adam here");

@@ -3,9 +3,7 @@
 // what the blocks strategy and the block solver use), consecutive blocks
 // per stage, the ops before them (the embedding) on the first stage and the
 // ops after them (the final norm, the head, the loss) on the last. Tensor and
-// sequence parallelism are refused on them: Megatron-LM's split needs each
-// Linear's role (column- or row-parallel) and the heads' layout, which only
-// the gpt: and transformer: presets carry (docs/parallel.md).
+// sequence parallelism split a stage further: tensor_split.h.
 #pragma once
 #include <string>
 #include <vector>

@@ -21,7 +21,7 @@ struct StackShape {
   DType dtype = DType::F32;
 };
 // Throws InputError naming the spec when it is neither a gpt: nor a
-// transformer: preset (a model file: its blocks are not split yet) or a field is bad.
+// transformer: preset (a model file's ranks are tensor_split.h's) or a field is bad.
 StackShape parse_stack_shape(const std::string& spec);
 
 // What one rank holds: `blocks` consecutive blocks from `first_block`, the

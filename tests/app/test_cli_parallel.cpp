@@ -170,7 +170,8 @@ TEST(CliParallel, UnwritableCsvLeavesNoFile) {
 // A captured Llama-style decoder (tests/parallel/models/llama4-captured.json,
 // tests/parallel/test_block_stages.cpp says how it was made): its four
 // layers, found as repeated blocks, two per stage; the stages' weights are
-// the model's; tensor parallelism refused with the reason.
+// the model's; under tensor parallelism each rank's share, and heads that
+// tp does not divide refused naming the op.
 TEST(CliParallel, CapturedModelSplitsByItsRepeatedBlocks) {
   const std::string llama = std::string(REMAT_PARALLEL_TEST_MODELS) + "/llama4-captured.json";
   const CliResult whole = run_cli("simulate --model " + llama + " --parallel pp=1 --strategy store-all --json");
@@ -190,10 +191,23 @@ TEST(CliParallel, CapturedModelSplitsByItsRepeatedBlocks) {
   for (int s = 0; s < 2; ++s)
     EXPECT_LT(j["strategies"][1]["stages"][s]["held_per_micro_batch_bytes"].get<uint64_t>(),
               stages[s]["held_per_micro_batch_bytes"].get<uint64_t>());
-  const CliResult tp = run_cli("simulate --model " + llama + " --parallel tp=2,pp=2");
-  EXPECT_EQ(tp.code, 2);
-  EXPECT_EQ(tp.err, "remat: error: --parallel tp=2 on '" + llama +
-                        "': tensor parallelism splits attention heads and MLP columns as Megatron-LM writes them (which "
-                        "Linear is column-, which row-parallel, where the heads lie), and remat knows that layout only for "
-                        "the gpt: and transformer: presets; a model file's blocks are split into pipeline stages only (tp=1)\n");
+  // Tensor parallelism on it (tests/parallel/test_tensor_split.cpp): each
+  // stage's rank holds half its Linears' weights, the norms whole.
+  const CliResult tp = run_cli("simulate --model " + llama + " --parallel tp=2,pp=2,micro-batches=4 --strategy store-all --json");
+  ASSERT_EQ(tp.code, 0) << tp.err;
+  const auto tp_json = nlohmann::json::parse(tp.out);
+  const auto& tp_stages = tp_json["strategies"][0]["stages"];
+  const uint64_t d = 32, v = 64, layer = 4 * d * d / 2 + 3 * d * 2 * d / 2 + 2 * d;
+  EXPECT_EQ(tp_stages[0]["weights_bytes"].get<uint64_t>(), 4 * (v * d / 2 + 2 * layer));
+  EXPECT_EQ(tp_stages[1]["weights_bytes"].get<uint64_t>(), 4 * (2 * layer + d + d * v / 2));
+  // What cannot be split: one message naming the op, exit code 2, no output file.
+  const std::string csv = (std::filesystem::temp_directory_path() / "remat-tp8-refused.csv").string();
+  std::filesystem::remove(csv);
+  const CliResult heads = run_cli("simulate --model " + llama + " --parallel tp=8,pp=2 --csv " + csv);
+  EXPECT_EQ(heads.code, 2);
+  EXPECT_EQ(heads.err, "remat: error: --parallel tp=8 on '" + llama +
+                           "': op 'blocks.0.reshape' (Reshape [2,8,4,8]): tp=8 does not divide its axis 2 (4), across which it "
+                           "would cut the tensor divided along axis 2 by the column-parallel 'blocks.0.wq.linear': each rank "
+                           "must hold whole heads\n");
+  EXPECT_FALSE(std::filesystem::exists(csv));
 }

@@ -22,6 +22,7 @@
 
 #include "core/analysis/comparison.h"
 #include "core/io/model_source.h"
+#include "core/model/presets.h"
 #include "core/parallel/block_stages.h"
 #include "core/parallel/parallel_plan.h"
 #include "core/parallel/parallel_spec.h"
@@ -92,6 +93,37 @@ TEST(TensorSplit, WrittenGptRanksAreThePresetsOpForOp) {
         }
       }
     }
+}
+
+// The teaching transformer (no attention: two Linears around a tanh, then
+// the MLP) written to a file the same way: its ranks are the preset's too,
+// the input given its shard under sp.
+TEST(TensorSplit, WrittenTransformerRanksAreThePresetsOpForOp) {
+  const std::string spec = "transformer:4:64:16:2";
+  const std::string path = (std::filesystem::temp_directory_path() / "remat-tp-transformer4.json").string();
+  save_json_model(make_preset(spec), path);
+  const StackShape g = parse_stack_shape(spec);
+  for (int t : {2, 4})
+    for (bool sp : {false, true})
+      for (RankSlice s : kShapes) {
+        s.tp = t;
+        s.sp = sp;
+        SCOPED_TRACE("t=" + std::to_string(t) + (sp ? ",sp" : "") + " blocks " + std::to_string(s.first_block) + "+" +
+                     std::to_string(s.blocks));
+        const Model mine = file_rank(path, s), preset = rank_model(g, s);
+        ASSERT_EQ(mine.size(), preset.size());
+        for (int v = 0; v < mine.size(); ++v) {
+          SCOPED_TRACE(preset.op(v).name);
+          EXPECT_EQ(mine.op(v).kind, preset.op(v).kind);
+          EXPECT_EQ(mine.op(v).inputs, preset.op(v).inputs);
+          EXPECT_EQ(mine.op(v).shape, preset.op(v).shape);
+          EXPECT_EQ(mine.op(v).bytes, preset.op(v).bytes);
+          EXPECT_EQ(mine.op(v).aux_bytes, preset.op(v).aux_bytes);
+          EXPECT_EQ(mine.op(v).param_bytes, preset.op(v).param_bytes);
+          EXPECT_EQ(mine.op(v).saved, preset.op(v).saved);
+        }
+        EXPECT_EQ(mine.saved_bytes(), preset.saved_bytes());
+      }
 }
 
 // Every per-rank figure of the report: the file's and the preset's are the same.
@@ -292,4 +324,124 @@ TEST(TensorSplit, RefusalsNameTheOp) {
             "--parallel tp=2 on '" + no_row + "': block 0 ('b0.fc' .. 'b0.relu') has no row-parallel Linear" + megatron);
   // Pipeline stages alone (tp=1) still take them.
   EXPECT_EQ(simulate_parallel(no_linear, parse_parallel_spec("pp=2"), "store-all", {}, {}).stages.size(), 2u);
+}
+
+namespace {
+
+// Which ops of a captured nanoGPT layer a rank holds whole under tp (no sp):
+// the LayerNorms, the views of their outputs that c_attn and mlp.0 read, the
+// row-parallel Linears' outputs, the dropouts after them and the residual
+// sums; between c_attn (mlp.0) and c_proj (mlp.2) everything is divided.
+bool whole_in_nanogpt(const std::string& n) {
+  for (const char* suffix : {".c_attn.reshape", ".mlp.0.reshape", ".c_proj.linear", ".c_proj.reshape.1", ".mlp.2.linear",
+                             ".mlp.2.reshape.1", ".add", ".add.1"})
+    if (n.ends_with(suffix)) return true;
+  return n.find("ln_") != std::string::npos || n.find("resid_dropout") != std::string::npos ||
+         n.find("mlp.3") != std::string::npos || n == "recv" || n == "send";
+}
+
+}  // namespace
+
+// A nanoGPT captured from PyTorch (tests/parallel/models/nanogpt3.py says
+// how): its fused c_attn (one (64, 64) -> 192 Linear, viewed to (2, 32, 192)
+// and split in three) is column-parallel with each third divided, so each
+// rank's q, k and v are its 4/t heads; the causal mask buffer and the
+// 1/sqrt(hs) scalar the capture keeps in aux are the same on every rank.
+TEST(TensorSplit, NanoGptCapture) {
+  const std::string gpt = kModels + "/nanogpt3-captured.json";
+  const uint64_t d = 64, v = 96, s = 32;
+  for (uint64_t t : {1, 2, 4}) {
+    SCOPED_TRACE("t=" + std::to_string(t));
+    const uint64_t layer = (d * 3 * d + 3 * d) / t + d * d / t + d + (d * 4 * d + 4 * d) / t + 4 * d * d / t + d + 4 * d;
+    const ParallelReport r = simulate_parallel(gpt, parse_parallel_spec("tp=" + std::to_string(t)), "store-all", {}, {});
+    // The token embedding and head vocabulary-parallel, the position table and norms whole.
+    EXPECT_EQ(r.stages[0].weights, 4 * (v * d / t + s * d + 3 * layer + 2 * d + d * v / t));
+  }
+  const Model full = file_rank(gpt, slice(1, false, 1, 1, false, false)), rank = file_rank(gpt, slice(2, false, 1, 1, false, false));
+  ASSERT_EQ(rank.size(), full.size());
+  uint64_t divided = 0, constants = 0;
+  std::set<int> counted;
+  for (int u = 0; u < full.size(); ++u) {
+    const Op &a = full.op(u), &r = rank.op(u);
+    SCOPED_TRACE(a.name);
+    ASSERT_EQ(r.name, a.name);
+    const bool w = whole_in_nanogpt(a.name);
+    EXPECT_EQ(r.bytes, w ? a.bytes : a.bytes / 2);
+    if (a.kind == OpKind::MulConst || a.kind == OpKind::MaskedFill) {  // the scalar (8) and the mask buffer (32 x 32 bools)
+      EXPECT_EQ(a.aux_bytes, a.kind == OpKind::MulConst ? 8u : 1024u);
+      EXPECT_EQ(r.aux_bytes, a.aux_bytes);
+      constants += a.aux_bytes;
+    } else {
+      EXPECT_EQ(r.aux_bytes, w ? a.aux_bytes : a.aux_bytes / 2);
+      if (!w) divided += a.aux_bytes;
+    }
+    for (int x : a.saved)
+      if (counted.insert(full.storage(x)).second && !whole_in_nanogpt(full.op(full.storage(x)).name))
+        divided += full.op(full.storage(x)).bytes;
+  }
+  EXPECT_EQ(rank.saved_bytes(), full.saved_bytes() - divided / 2);
+  const Model sp = file_rank(gpt, slice(2, true, 1, 1, false, false));
+  EXPECT_EQ(sp.saved_bytes(), (full.saved_bytes() - constants) / 2 + constants);
+  // Its 4 heads: tp=8 cuts across them.
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(gpt, parse_parallel_spec("tp=8"), "store-all", {}, {}); }),
+            "--parallel tp=8 on '" + gpt +
+                "': op 'h.0.attn.reshape' (Reshape [2,32,4,16]): tp=8 does not divide its axis 2 (4), across which it would "
+                "cut the tensor divided along axis 2 by the column-parallel 'h.0.attn.c_attn.linear': each rank must hold "
+                "whole heads");
+}
+
+// PyTorch 2's scaled_dot_product_attention as one Attention op (q, k, v
+// sliced from a fused qkv, viewed to (2, 4 heads, 16, 8)): each rank's op
+// reads its heads; written here as a capture would write it.
+TEST(TensorSplit, FusedAttentionOpReadsItsHeads) {
+  const std::string path = (std::filesystem::temp_directory_path() / "remat-tp-sdpa.json").string();
+  {
+    std::ofstream out(path);
+    out << R"({"format": "remat-model", "version": 1, "name": "sdpa3", "ops": [
+    {"id":0,"name":"x","kind":"Input","shape":[2,16,32]})";
+    int x = 0, id = 1;
+    auto op = [&](const std::string& fields) {
+      out << ",\n    {\"id\":" << id << "," << fields << "}";
+      return id++;
+    };
+    for (int b = 0; b < 3; ++b) {
+      const std::string p = "\"b" + std::to_string(b) + ".";
+      const int h = op("\"name\":" + p + "ln\",\"kind\":\"LayerNorm\",\"inputs\":[" + std::to_string(x) + "]");
+      const int qkv = op("\"name\":" + p + "qkv\",\"kind\":\"Linear\",\"inputs\":[" + std::to_string(h) + "],\"shape\":[2,16,96]");
+      std::string heads;
+      for (int i = 0; i < 3; ++i) {
+        const int s = op("\"name\":" + p + "split" + std::to_string(i) + "\",\"kind\":\"Slice\",\"inputs\":[" + std::to_string(qkv) +
+                         "],\"axis\":2,\"start\":" + std::to_string(32 * i) + ",\"end\":" + std::to_string(32 * i + 32));
+        const int r = op("\"name\":" + p + "view" + std::to_string(i) + "\",\"kind\":\"Reshape\",\"inputs\":[" + std::to_string(s) +
+                         "],\"shape\":[2,16,4,8]");
+        heads += (i ? "," : "") + std::to_string(op("\"name\":" + p + "heads" + std::to_string(i) +
+                                                    "\",\"kind\":\"Transpose\",\"inputs\":[" + std::to_string(r) + "],\"perm\":[0,2,1,3]"));
+      }
+      const int a = op("\"name\":" + p + "sdpa\",\"kind\":\"Attention\",\"inputs\":[" + heads + "],\"causal\":true");
+      const int t = op("\"name\":" + p + "y.t\",\"kind\":\"Transpose\",\"inputs\":[" + std::to_string(a) + "],\"perm\":[0,2,1,3]");
+      const int y = op("\"name\":" + p + "y\",\"kind\":\"Reshape\",\"inputs\":[" + std::to_string(t) + "],\"shape\":[2,16,32],\"copy\":true");
+      const int proj = op("\"name\":" + p + "proj\",\"kind\":\"Linear\",\"inputs\":[" + std::to_string(y) + "],\"shape\":[2,16,32]");
+      x = op("\"name\":" + p + "res\",\"kind\":\"Add\",\"inputs\":[" + std::to_string(x) + "," + std::to_string(proj) + "]");
+    }
+    op("\"name\":\"loss\",\"kind\":\"MSELoss\",\"inputs\":[" + std::to_string(x) + "]");
+    out << "]}\n";
+  }
+  const uint64_t d = 32;
+  for (uint64_t t : {1, 2, 4}) {
+    SCOPED_TRACE("t=" + std::to_string(t));
+    // Per layer: the LayerNorm (2d) and proj's bias (d) whole, qkv (3d x d + 3d) and proj's matrix divided.
+    const ParallelReport r = simulate_parallel(path, parse_parallel_spec("tp=" + std::to_string(t)), "store-all", {}, {});
+    EXPECT_EQ(r.stages[0].weights, 4 * 3 * (2 * d + (3 * d * d + 3 * d) / t + d * d / t + d));
+  }
+  const Model full = file_rank(path, slice(1, false, 0, 3, true, true)), rank = file_rank(path, slice(2, false, 0, 3, true, true));
+  ASSERT_EQ(rank.size(), full.size());
+  for (int u = 0; u < full.size(); ++u)
+    if (full.op(u).kind == OpKind::Attention) {
+      EXPECT_EQ(rank.op(u).shape, (Shape{2, 2, 16, 8}));
+      EXPECT_EQ(rank.op(u).aux_bytes, full.op(u).aux_bytes / 2);  // the logsumexp of its heads' rows
+    }
+  EXPECT_EQ(input_error_of([&] { (void)simulate_parallel(path, parse_parallel_spec("tp=8"), "store-all", {}, {}); }),
+            "--parallel tp=8 on '" + path +
+                "': op 'b0.view0' (Reshape [2,16,4,8]): tp=8 does not divide its axis 2 (4), across which it would cut the "
+                "tensor divided along axis 2 by the column-parallel 'b0.qkv': each rank must hold whole heads");
 }

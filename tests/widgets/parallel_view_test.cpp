@@ -6,6 +6,7 @@
 // figures come from core (simulate_parallel) run here on the same spec.
 // REMAT_SCREENSHOT_DIR set: the window is saved there as parallel.png (the
 // picture in docs/screenshots/).
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFontMetrics>
 #include <QLabel>
@@ -160,7 +161,8 @@ TEST(ParallelView, ARefusedSpecSaysWhy) {
 
 // A captured model open in the window (tests/parallel/models/llama4-captured.json,
 // a Llama-style decoder of four layers): offered first, split into pipeline
-// stages by its repeated blocks; tensor parallelism refused with core's reason.
+// stages by its repeated blocks, and by tensor and sequence parallelism; heads
+// that tp does not divide refused with core's reason.
 TEST(ParallelView, ACapturedModelSplitsIntoStages) {
   const std::string llama = std::string(REMAT_PARALLEL_TEST_MODELS) + "/llama4-captured.json";
   ShownWindow t(llama.c_str(), {"store-all"});
@@ -173,12 +175,27 @@ TEST(ParallelView, ACapturedModelSplitsIntoStages) {
   expect_as_core(v, r);
   expect_texts_whole(v);
 
+  // Tensor (and sequence) parallelism on the model file: the dialog takes
+  // it, and the lanes are core's for each stage's rank.
   d = t.w.openParallel();
+  EXPECT_TRUE(d->tpBox()->isEnabled());
   d->tpBox()->setValue(2);
+  EXPECT_TRUE(d->spBox()->isEnabled());
+  d->spBox()->setChecked(true);
+  d->ppBox()->setValue(2);
+  d->microBatchesBox()->setValue(4);
+  EXPECT_EQ(d->parallelSpec(), "tp=2,sp,pp=2,schedule=1f1b,micro-batches=4");
+  v = simulated(t, d);
+  expect_as_core(v, simulate_parallel(llama, parse_parallel_spec("tp=2,sp,pp=2,micro-batches=4"), "store-all", {}, {}));
+  expect_texts_whole(v);
+
+  // Heads that tp does not divide: core's message in the header.
+  d = t.w.openParallel();
+  d->tpBox()->setValue(8);
   QSignalSpy failed(t.w.parallelRunner(), &ParallelController::failed);
   d->accept();
   ASSERT_TRUE(failed.count() == 1 || failed.wait(60000));
-  EXPECT_TRUE(v->header()->text().startsWith(QString::fromStdString("--parallel tp=2 on '" + llama + "': tensor parallelism")))
+  EXPECT_TRUE(v->header()->text().startsWith(QString::fromStdString("--parallel tp=8 on '" + llama + "': op 'blocks.0.reshape'")))
       << v->header()->text().toStdString();
   EXPECT_EQ(v->laneCount(), 2);  // the last drawing stays
 }

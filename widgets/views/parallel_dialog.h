@@ -1,5 +1,6 @@
 // The window's form for `remat simulate --parallel`: a gpt: or transformer:
-// preset, the degrees (tp, sp, pp, dp), the pipeline schedule (and V for
+// preset or a model file (tp and sp too: core splits its blocks or says
+// which op cannot be), the degrees (tp, sp, pp, dp), the pipeline schedule (and V for
 // interleaved), the micro-batches, the ZeRO stage and the strategy, shown as
 // the CLI command they make.
 #pragma once
