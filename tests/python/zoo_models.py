@@ -46,7 +46,12 @@ def mobilenet_v3():
 
 
 def efficientnet_b0():
-    return classify(torchvision.models.efficientnet_b0(num_classes=10), torch.randn(2, 3, 32, 32))
+    # Batch 4: at 2 x 3x32x32 its last stages are 1x1 pixels, so each batch norm
+    # there normalises 2 values per channel, and the step is not determined to
+    # float32's precision: on remat's dump weights (seed 3) the loss is 2.1255
+    # in float64, 2.4200 in PyTorch's own float32 (torch 1.13; 2.0941 with 2.6)
+    # and 2.3101 in remat's. At batch 4 the three agree to 4e-6 (docs/pytorch.md, the zoo).
+    return classify(torchvision.models.efficientnet_b0(num_classes=10), torch.randn(4, 3, 32, 32))
 
 
 def densenet():
