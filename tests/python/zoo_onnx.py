@@ -91,8 +91,10 @@ def main():
                 c = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "onnx_file_crosscheck.py"),
                                     "--remat", a.remat, "--model", path, "--float32", str(FLOAT32.get(name, 0)),
                                     "--buffers", buffers], capture_output=True, text=True)
-                last = [ln for ln in c.stdout.splitlines() if "worst" in ln or ln.startswith("FAIL")]
-                agree = ("agrees" if c.returncode == 0 else "DIFFERS") + (f" ({last[-1][:70]})" if last else "")
+                worst = [ln.split("worst gradient element at ")[1] for ln in c.stdout.splitlines() if "worst gradient" in ln]
+                fails = [ln[5:] for ln in c.stdout.splitlines() if ln.startswith("FAIL")]
+                agree = ("agrees" if c.returncode == 0 else f"DIFFERS: {len(fails)} failure(s), first: {fails[0][:90] if fails else '?'}") + \
+                        (f" (worst gradient element at {worst[-1]})" if worst else "")
             why = "" if runs else (run.stderr.strip().splitlines() or [""])[-1][:100]
             print(f"{name:16} {want:>14,} {got:>12,} {100.0 * (got - want) / want:>+7.2f}%  "
                   f"{'yes' if model['executable'] else 'no ':10}  {'yes' if runs else 'no '}   {agree}{why}")
