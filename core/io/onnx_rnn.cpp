@@ -40,7 +40,7 @@ bool Importer::lstm(const NodeProto& n, int x) {
   if (activation(n.input(0)) != x || in.shape.size() != 3 || in.dtype != DType::F32) return false;
   const int64_t t_len = in.shape[0], batch = in.shape[1], feat = in.shape[2];
   const int64_t h = attr_int(n, "hidden_size", 0);
-  if (h <= 0 || attr_int(n, "layout", 0) != 0 || attr_int(n, "input_forget", 0) != 0) return false;
+  if (h <= 0 || h > (int64_t{1} << 20) || t_len * batch > (int64_t{1} << 24) || attr_int(n, "layout", 0) != 0 || attr_int(n, "input_forget", 0) != 0) return false;
   for (const auto& a : n.attribute()) {
     if (a.name() == "clip") return false;
     if (a.name() == "direction" && a.s() != "forward") return false;

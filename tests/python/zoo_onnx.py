@@ -33,6 +33,20 @@ from zoo_models import MODELS  # noqa: E402
 FLOAT32 = {"mobilenet_v3": 4, "efficientnet_b0": 4, "densenet": 4, "shufflenet": 4, "convnext": 4}
 
 
+def eval_form(name, net):
+    """torch 1.13 cannot export stochastic depth in training mode (its
+    bernoulli_), and a training-mode export trains every module: a user of
+    1.13 exports EfficientNet with its StochasticDepth modules at p = 0 (the
+    identity, as in eval mode), the rest training. PyTorch's count is still
+    taken with them dropping (their masks are N floats each)."""
+    if name == "efficientnet_b0" and int(torch.__version__.split(".")[0]) < 2:
+        import torchvision
+        for m in net.modules():
+            if isinstance(m, torchvision.ops.StochasticDepth):
+                m.p = 0.0
+    return net
+
+
 def gpu_dropout_count(net, x, loss_fn, target):
     """PyTorch's count with every dropout keeping the one-byte bool mask that a
     GPU step keeps (torch.native_dropout; the CPU's F.dropout keeps a float
@@ -67,7 +81,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, name + ".onnx")
             try:
-                torch.onnx.export(onnx_file_crosscheck.distinct_weights(net), (x,), path,
+                torch.onnx.export(eval_form(name, onnx_file_crosscheck.distinct_weights(net)), (x,), path,
                                   training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                                   opset_version=17, input_names=["x"], output_names=["y"])
             except Exception as e:  # noqa: BLE001 - the exporter's own refusal is the finding
