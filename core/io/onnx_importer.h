@@ -309,6 +309,10 @@ class Importer {
   // that with_constant does not take (c - x, x ** 2, a broadcast that grows x).
   bool binary_fn(const NodeProto& n, const std::vector<std::string>& acts);
 
+  // LSTM as the cell ops PyTorch's CPU LSTM runs (onnx_rnn.cpp); false: a
+  // form it does not take (bidirectional, peepholes, a non-zero initial state).
+  bool lstm(const NodeProto& n, int x);
+
   // Anything else: a simulate-only op sized from its (inferred) output shape.
   void generic(const NodeProto& n, const std::vector<std::string>& acts);
   void add_loss();

@@ -11,7 +11,8 @@ rtol 1e-4, as torch_crosscheck.py), the loss to rtol.
 
 Each of remat's parameters is paired with the initializer it was imported
 from by its dumped initial values (equal, or equal transposed: MatMul and
-Gemm transB=0 weights), so a parameter remat drew from its seed instead of
+Gemm transB=0 weights; several may come from one, as an LSTM's per-step
+copies of W_hh, and their gradients are summed), so a parameter remat drew from its seed instead of
 the file pairs with nothing and fails; so does an initializer the reference
 trains (it has a gradient) that no parameter of remat's comes from. Give the
 test's model distinct weights (no two initializers with the same values).
@@ -217,12 +218,18 @@ def main():
     pairs, unpaired = pair_parameters(t, model, leaves, ops)
     failures += unpaired
     worst = 0.0
+    # Several parameters of remat's from one initializer (an LSTM's W_hh,
+    # one copy per step, as a capture's ops hold it; a tied embedding): the
+    # initializer's gradient is the sum of theirs.
+    groups = {}
     for key, (name, transposed) in sorted(pairs.items()):
+        grad = t["grad." + key].astype(np.float64).reshape(t["param." + key].shape)
+        groups.setdefault(name, []).append((key, grad.T if transposed else grad))
+    for name, parts in sorted(groups.items()):
         g = leaves[name].grad
         ref_g = np.zeros(leaves[name].shape) if g is None else g.numpy()
-        if transposed:
-            ref_g = ref_g.T
-        got_g = t["grad." + key].astype(np.float64).reshape(ref_g.shape)
+        got_g = sum(grad for _, grad in parts).reshape(ref_g.shape)
+        key = "+".join(k for k, _ in parts)
         atol = a.atol * max(float(np.abs(ref_g).max(initial=0.0)), 1e-30)
         excess = np.abs(got_g - ref_g) / (atol + a.tol * np.abs(ref_g) + own.get(name, 0.0))
         k = int(np.argmax(excess)) if excess.size else 0

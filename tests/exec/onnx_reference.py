@@ -310,6 +310,22 @@ def run_node(node, a, ins, masks):
     if op == "Expand":
         shape = torch.broadcast_shapes(tuple(x.shape), tuple(ints(ins[1])))
         return x.expand(shape)
+    if op == "LSTM":  # forward, ONNX's gate order (i, o, f, c), default activations
+        if a.get("direction", b"forward") not in (b"forward", "forward") or "clip" in a or a.get("layout", 0):
+            raise NotImplementedError("LSTM other than forward, unclipped, layout 0")
+        w, r = ins[1][0], ins[2][0]
+        hidden = int(a["hidden_size"])
+        b = ins[3][0] if len(ins) > 3 and ins[3] is not None else torch.zeros(8 * hidden, dtype=x.dtype)
+        h = ins[5][0] if len(ins) > 5 and ins[5] is not None else torch.zeros(x.shape[1], hidden, dtype=x.dtype)
+        c = ins[6][0] if len(ins) > 6 and ins[6] is not None else torch.zeros(x.shape[1], hidden, dtype=x.dtype)
+        ys = []
+        for t in range(x.shape[0]):
+            gates = x[t] @ w.T + h @ r.T + b[:4 * hidden] + b[4 * hidden:]
+            i, o, f, g = gates.split(hidden, dim=1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            ys.append(h)
+        return torch.stack(ys).unsqueeze(1), h.unsqueeze(0), c.unsqueeze(0)
     if op == "Pad":  # ONNX pads: every axis's begin, then every axis's end; F.pad: last axis first
         pads = ints(ins[1]) if len(ins) > 1 and ins[1] is not None else list(a.get("pads", []))
         if a.get("mode", b"constant") not in (b"constant", "constant"):

@@ -192,6 +192,17 @@ def zero_pad():  # nn.AvgPool2d as torch exports it: Pad with all-zero pads, the
                  [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5), i64], name="zero_pad")
 
 
+def lstm():  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
+    w = np.arange(8 * 4).reshape(1, 8, 4) / 64 - 0.25  # gate blocks of 2 rows in ONNX's order i, o, f, c
+    r = np.arange(8 * 2).reshape(1, 8, 2) / 32 - 0.25
+    b = np.arange(16).reshape(1, 16) / 16 - 0.5  # W's bias then R's
+    return graph([helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y"], name="/lstm/LSTM",
+                                   hidden_size=2)],
+                 [x], [Y], [t("W", w), t("R", r), t("B", b), t("h0", np.zeros((1, 2, 2))), t("c0", np.zeros((1, 2, 2)))],
+                 name="lstm")
+
+
 def dangling():
     return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
 
@@ -228,7 +239,7 @@ if __name__ == "__main__":
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
-                       ("layer_scale", layer_scale), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
+                       ("layer_scale", layer_scale), ("lstm", lstm), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

@@ -459,6 +459,95 @@ TEST(OnnxCases, ZeroPadIsItsInput) {
   EXPECT_TRUE(m.executable());
 }
 
+// An ONNX LSTM (one forward layer, zero initial states, as torch exports
+// nn.LSTM) becomes the cell ops PyTorch's CPU LSTM runs, which a capture
+// records: the input's gates by one Linear (W_ih) and its bias, then per step
+// the hidden Linear (W_hh, b_hh; the first step's, of the zero state, is b_hh
+// alone, keeping the zero state as aux), four gate Slices, sigmoid/tanh,
+// c = f·c + i·g, h = o·tanh(c), the steps stacked. The weights are the file's
+// in PyTorch's gate order (i, f, g, o; ONNX's is i, o, f, c), and the loss is
+// the LSTM's, computed here in float64 from the file's values.
+TEST(OnnxCases, LstmIsItsCellOpsWithTheFilesWeights) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "lstm.onnx");
+  ASSERT_EQ(m.size(), 61);  // input, 4 ops for the input's gates, 17 per step (3), stack and Y's view, the loss
+  int linears = 0, generic = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    linears += m.op(v).kind == OpKind::Linear;
+    generic += m.op(v).kind == OpKind::Generic;
+  }
+  EXPECT_EQ(linears, 3);  // W_ih for every step, W_hh for steps 1 and 2
+  EXPECT_EQ(generic, 0);
+  EXPECT_EQ(m.op(59).shape, (std::vector<int64_t>{3, 1, 2, 2}));
+  // W_ih's input x (96); per step: the gates' four activations (64), the
+  // hidden Linear's input or the zero state (16), the previous c or the zero
+  // state (16), tanh(c) (16); the loss's input (48).
+  EXPECT_EQ(m.saved_bytes(), 96u + 3 * (64 + 16 + 16 + 16) + 48u);
+  EXPECT_TRUE(m.executable());
+
+  // The file's values (make_onnx_cases.py's lstm()), in torch's gate order.
+  const int T = 3, B = 2, H = 2, I = 4;
+  const int from[4] = {0, 2, 3, 1};  // torch gate k is ONNX gate from[k]
+  std::vector<double> w(8 * I), r(8 * H), bias(16);
+  for (int k = 0; k < 4; ++k)
+    for (int row = 0; row < H; ++row) {
+      const int src = from[k] * H + row, dst = k * H + row;
+      for (int c = 0; c < I; ++c) w[dst * I + c] = static_cast<float>((src * I + c) / 64.0 - 0.25);
+      for (int c = 0; c < H; ++c) r[dst * H + c] = static_cast<float>((src * H + c) / 32.0 - 0.25);
+      bias[dst] = static_cast<float>(src / 16.0 - 0.5);
+      bias[8 + dst] = static_cast<float>((8 + src) / 16.0 - 0.5);
+    }
+  const HostData d = make_host_data(m, 3);
+  ASSERT_EQ(d.params.size(), 7u);  // W_ih, b_ih, step 0's b_hh, then W_hh and b_hh for steps 1 and 2
+  const auto as_f = [](const std::vector<double>& v, std::size_t from_i, std::size_t n) {
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(from_i), v.begin() + static_cast<std::ptrdiff_t>(from_i + n));
+  };
+  EXPECT_EQ(d.params[0], as_f(w, 0, w.size()));
+  EXPECT_EQ(d.params[1], as_f(bias, 0, 8));
+  EXPECT_EQ(d.params[2], as_f(bias, 8, 8));
+  EXPECT_EQ(d.params[3], as_f(r, 0, r.size()));
+  EXPECT_EQ(d.params[4], as_f(bias, 8, 8));
+
+  // The LSTM in float64 on the executor's input and target, MSE as torch's.
+  std::vector<double> h(B * H, 0.0), c(B * H, 0.0), y;
+  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int t = 0; t < T; ++t) {
+    std::vector<double> hn(B * H), cn(B * H);
+    for (int b = 0; b < B; ++b)
+      for (int j = 0; j < H; ++j) {
+        double g[4];
+        for (int k = 0; k < 4; ++k) {
+          const int row = k * H + j;
+          double s = bias[row] + bias[8 + row];
+          for (int i = 0; i < I; ++i) s += w[row * I + i] * d.input[static_cast<std::size_t>((t * B + b) * I + i)];
+          for (int i = 0; i < H; ++i) s += r[row * H + i] * h[b * H + i];
+          g[k] = s;
+        }
+        cn[b * H + j] = sigmoid(g[1]) * c[b * H + j] + sigmoid(g[0]) * std::tanh(g[2]);
+        hn[b * H + j] = sigmoid(g[3]) * std::tanh(cn[b * H + j]);
+      }
+    h = hn;
+    c = cn;
+    y.insert(y.end(), h.begin(), h.end());
+  }
+  double loss = 0;
+  for (std::size_t k = 0; k < y.size(); ++k) loss += (y[k] - d.target[k]) * (y[k] - d.target[k]);
+  loss /= static_cast<double>(y.size());
+
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+  }
+  EXPECT_LT(std::fabs(runs[0].loss - loss) / loss, 1e-6) << runs[0].loss << " vs " << loss;
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+}
+
 TEST(OnnxCases, EvalModeExportsSaySo) {
   REQUIRE_ONNX();
   std::vector<std::string> notes;

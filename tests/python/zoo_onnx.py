@@ -10,7 +10,13 @@ model` calls it executable, whether every strategy runs, and whether
 onnx_file_crosscheck.py (PyTorch running the file's graph with its own
 weights, float64) agrees with `remat run`.
 
-  zoo_onnx.py --remat PATH [MODEL...]"""
+With --check (CTest python_zoo_onnx) it also fails when a model falls short
+of what EXPECT says it reaches: every import within 2 % of PyTorch's count,
+every strategy running, and PyTorch agreeing on the file's weights, save for
+the exceptions EXPECT names with their reason (docs/pytorch.md, the zoo).
+Exit 77 (CTest skip) without torch, torchvision or onnx.
+
+  zoo_onnx.py --remat PATH [--check] [MODEL...]"""
 import argparse
 import json
 import os
@@ -19,8 +25,14 @@ import sys
 import tempfile
 import warnings
 
-import torch
-import torch.nn.functional as F
+try:
+    import onnx  # noqa: F401  (onnx_file_crosscheck.py's reference)
+    import torch
+    import torch.nn.functional as F
+    import torchvision  # noqa: F401  (zoo_models)
+except ImportError as e:
+    print(f"SKIP: cannot import torch/torchvision/onnx with {sys.executable}: {e}")
+    sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -29,8 +41,35 @@ import onnx_file_crosscheck  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+# What each export reaches (--check): "agrees" (imports within 2 %, runs,
+# PyTorch agrees on the file's weights), "runs" (the cross-check may differ),
+# "imports" (within 2 %; may not run), "skip"; the reason beside each exception.
+EXPECT = {
+    # 32x32: the last stages are 1x1 and their batch norms normalise two
+    # values; PyTorch's own float32 loss is 31 % off its float64 one.
+    "efficientnet_b0": "imports" if TORCH2 else "runs",  # 2.x exports stochastic depth: random Muls, simulate-only
+    # A batch-norm output 2.7e-5 above the ReLU after it (agrees at 160x160).
+    "shufflenet": "runs",
+}
+LEVELS = ["skip", "imports", "runs", "agrees"]
+
 # The zoo's float32 allowance (test_zoo.py: batch norms over a few pixels).
 FLOAT32 = {"mobilenet_v3": 4, "efficientnet_b0": 4, "densenet": 4, "shufflenet": 4, "convnext": 4}
+
+
+def eval_form(name, net):
+    """torch 1.13 cannot export stochastic depth in training mode (its
+    bernoulli_), and a training-mode export trains every module: a user of
+    1.13 exports EfficientNet with its StochasticDepth modules at p = 0 (the
+    identity, as in eval mode), the rest training. PyTorch's count is still
+    taken with them dropping (their masks are N floats each)."""
+    if name == "efficientnet_b0" and int(torch.__version__.split(".")[0]) < 2:
+        import torchvision
+        for m in net.modules():
+            if isinstance(m, torchvision.ops.StochasticDepth):
+                m.p = 0.0
+    return net
 
 
 def gpu_dropout_count(net, x, loss_fn, target):
@@ -53,8 +92,15 @@ def gpu_dropout_count(net, x, loss_fn, target):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--remat", required=True)
+    ap.add_argument("--check", action="store_true", help="fail when a model falls short of EXPECT")
     ap.add_argument("models", nargs="*")
     a = ap.parse_args()
+    failures = []
+
+    def reached(name, level, what):
+        want = EXPECT.get(name, "agrees")
+        if LEVELS.index(level) < LEVELS.index(want):
+            failures.append(f"{name}: {what} (expected: {want})")
     warnings.filterwarnings("ignore")  # the exporter's notes on batch norms' counters
     print(f"{'model':16} {'PyTorch saved':>14} {'ONNX saved':>12} {'diff':>8}  executable  runs  file's weights")
     for name, build in MODELS.items():
@@ -67,16 +113,18 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, name + ".onnx")
             try:
-                torch.onnx.export(onnx_file_crosscheck.distinct_weights(net), (x,), path,
+                torch.onnx.export(eval_form(name, onnx_file_crosscheck.distinct_weights(net)), (x,), path,
                                   training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                                   opset_version=17, input_names=["x"], output_names=["y"])
             except Exception as e:  # noqa: BLE001 - the exporter's own refusal is the finding
                 print(f"{name:16} {want:>14,} {'-':>12} {'':>8}  export fails: {str(e).splitlines()[0][:90]}")
+                reached(name, "skip", "the export fails")
                 continue
             m = subprocess.run([a.remat, "simulate", "--model", path, "--strategy", "store-all", "--json"],
                                capture_output=True, text=True)
             if m.returncode != 0:
                 print(f"{name:16} {want:>14,} {'-':>12} {'':>8}  import fails: {m.stderr.strip()[-110:]}")
+                reached(name, "skip", "the import fails")
                 continue
             model = json.loads(m.stdout)["model"]
             got = model["saved_bytes"]
@@ -91,12 +139,23 @@ def main():
                 c = subprocess.run([sys.executable, os.path.join(HERE, "..", "exec", "onnx_file_crosscheck.py"),
                                     "--remat", a.remat, "--model", path, "--float32", str(FLOAT32.get(name, 0)),
                                     "--buffers", buffers], capture_output=True, text=True)
-                last = [ln for ln in c.stdout.splitlines() if "worst" in ln or ln.startswith("FAIL")]
-                agree = ("agrees" if c.returncode == 0 else "DIFFERS") + (f" ({last[-1][:70]})" if last else "")
+                worst = [ln.split("worst gradient element at ")[1] for ln in c.stdout.splitlines() if "worst gradient" in ln]
+                fails = [ln[5:] for ln in c.stdout.splitlines() if ln.startswith("FAIL")]
+                agree = ("agrees" if c.returncode == 0 else f"DIFFERS: {len(fails)} failure(s), first: {fails[0][:90] if fails else '?'}") + \
+                        (f" (worst gradient element at {worst[-1]})" if worst else "")
             why = "" if runs else (run.stderr.strip().splitlines() or [""])[-1][:100]
             print(f"{name:16} {want:>14,} {got:>12,} {100.0 * (got - want) / want:>+7.2f}%  "
                   f"{'yes' if model['executable'] else 'no ':10}  {'yes' if runs else 'no '}   {agree}{why}")
-    return 0
+            if abs(got - want) > 0.02 * want:
+                reached(name, "skip", f"saved bytes {got:,} against PyTorch's {want:,}")
+            elif model["executable"] != (run.returncode == 0):
+                failures.append(f"{name}: remat model says executable={model['executable']}, remat run exits {run.returncode}")
+            else:
+                reached(name, "agrees" if agree == "agrees" or agree.startswith("agrees ") else "runs" if runs else "imports",
+                        agree if runs else f"does not run: {why}")
+    for f in failures:
+        print("FAIL", f)
+    return 1 if a.check and failures else 0
 
 
 if __name__ == "__main__":
