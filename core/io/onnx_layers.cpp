@@ -164,7 +164,17 @@ bool Importer::batchnorm(const NodeProto& n, int x) {
 
 bool Importer::pool(const NodeProto& n, int x) {
   const std::string& type = n.op_type();
-  if (type == "GlobalAveragePool") return add_kind(OpKind::GlobalAvgPool, n, {x}) >= 0;
+  if (type == "GlobalAveragePool") {
+    // PyTorch computes a pool to 1x1 (adaptive_avg_pool2d(1), x.mean((2, 3)))
+    // as a mean, whose backward keeps its input in 1.x and nothing in 2.x
+    // (onnx_family.cpp's reduce): the rule keeps it; a 2.x export keeps none.
+    if (torch_major_ < 2) return add_kind(OpKind::GlobalAvgPool, n, {x}) >= 0;
+    Op op;
+    op.kind = OpKind::GlobalAvgPool;
+    op.name = op_name(n);
+    op.inputs = {x};
+    return try_add(std::move(op), out0(n), n, true) >= 0;  // op.saved empty
+  }
   if (n.output_size() > 1 && !n.output(1).empty() && consumers_.count(n.output(1))) return false;  // indices used
   for (const auto& a : n.attribute())
     if (a.name() == "auto_pad" && a.s() != "NOTSET") return false;

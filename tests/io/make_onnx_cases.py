@@ -203,6 +203,15 @@ def lstm():  # one forward LSTM layer as torch exports nn.LSTM (zero initial sta
                  name="lstm")
 
 
+def global_pool(torch_version):  # a Conv pooled to 1x1, as torch exports adaptive_avg_pool2d(1)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])
+    m = graph([helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
+               helper.make_node("GlobalAveragePool", ["c"], ["y"], name="/pool/GlobalAveragePool")],
+              [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5)], name="global_pool")
+    m.producer_name, m.producer_version = "pytorch", torch_version
+    return m
+
+
 def dangling():
     return graph([helper.make_node("Relu", ["ghost"], ["y"], name="relu")], [X], [Y], [])
 
@@ -239,7 +248,8 @@ if __name__ == "__main__":
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
-                       ("layer_scale", layer_scale), ("lstm", lstm), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
+                       ("layer_scale", layer_scale), ("lstm", lstm), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
+                       ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

@@ -401,6 +401,27 @@ TEST(OnnxCases, RmsNormWeightIsLearnedAndMeanKeepsItsInputUnderTorch1) {
   }
 }
 
+// A GlobalAveragePool is PyTorch's mean over the spatial dims (what
+// adaptive_avg_pool2d(1) runs): a torch 1.x export's keeps its input for the
+// backward, a 2.x export's keeps nothing, and both run.
+TEST(OnnxCases, GlobalAveragePoolKeepsItsInputUnderTorch1Only) {
+  REQUIRE_ONNX();
+  for (const int major : {1, 2}) {
+    SCOPED_TRACE("torch " + std::to_string(major));
+    const Model m = load_model(kCases + "global_pool_torch" + std::to_string(major) + ".onnx");
+    ASSERT_EQ(m.size(), 4);
+    EXPECT_EQ(m.op(2).kind, OpKind::GlobalAvgPool);
+    EXPECT_EQ(m.op(2).saved, (major == 1 ? OpIds{1} : OpIds{}));
+    // The Conv's input x (384), the pool's input (512, torch 1.x), the loss's input (32).
+    EXPECT_EQ(m.saved_bytes(), major == 1 ? 384u + 512u + 32u : 384u + 32u);
+    EXPECT_TRUE(m.executable());
+    CpuBackend cpu;
+    ExecOptions o;
+    o.repeat = 1;
+    EXPECT_TRUE(execute(m, make_strategy("recompute-all")->schedule(m), cpu, o).ok());
+  }
+}
+
 // ConvNeXt's block: the layer scale, a (C, 1, 1) initializer times the
 // block's output, is a learned Pointwise Mul with the file's values, keeping
 // the Conv's output for its gradient; the residual Add reads the permuted

@@ -52,6 +52,14 @@ EXPECT = {
     # A batch-norm output 2.7e-5 above the ReLU after it (agrees at 160x160).
     "shufflenet": "runs",
 }
+if TORCH2:
+    # torch 2.6's CPU LSTM keeps 87,892 bytes here, not the cell ops'
+    # tensors that 1.13's keeps (25,428) and the import models; what 2.x
+    # keeps is not mapped yet.
+    EXPECT["lstm"] = "skip"
+    # 2.x runs the encoder's attention fused and exports it decomposed, which
+    # the importer does not map back yet (as tests/io/torch_saved_bytes.py).
+    EXPECT["encoder"] = "skip"
 LEVELS = ["skip", "imports", "runs", "agrees"]
 
 # The zoo's float32 allowance (test_zoo.py: batch norms over a few pixels).
