@@ -35,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -160,22 +161,43 @@ def torch_step_fn(net, x, labels, units, cuts):
 
 
 def torch_time(step, repeat):
-    """(median, fastest) of repeat steps, ms."""
-    times = []
+    """Of repeat steps, ms: the median wall time, the fastest, and the median CPU
+    time of this thread (PyTorch runs here, on one thread)."""
+    wall, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         step()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), min(times)
+        wall.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.thread_time() - c0) * 1e3)
+    return statistics.median(wall), min(wall), statistics.median(cpu)
+
+
+def remat_run(remat, path, strategy, repeat):
+    """`remat run`'s JSON, its wall time and its CPU time (user + system), s."""
+    cmd = [remat, "run", "--model", path, "--strategy", strategy, "--backend", "cpu", "--repeat", str(repeat),
+           "--json"]
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return json.loads(out), wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
 
 
 def remat_times(remat, path, repeat):
-    cmd = [remat, "run", "--model", path, "--strategy", "store-all,sqrt", "--backend", "cpu",
-           "--repeat", str(repeat), "--json"]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    wall = time.perf_counter() - t0
-    return {s["name"].rstrip("*"): (s["time_ms"], min(s["run_ms"])) for s in json.loads(out)["strategies"]}, wall
+    """{strategy: (median ms, fastest ms)} of one `remat run --strategy store-all,sqrt`, and its wall time."""
+    doc, wall, _ = remat_run(remat, path, "store-all,sqrt", repeat)
+    return {s["name"].rstrip("*"): (s["time_ms"], min(s["run_ms"])) for s in doc["strategies"]}, wall
+
+
+def remat_cpu(remat, path, extra):
+    """CPU ms of one step, by difference: `remat run` with 1 and 1 + extra repeats
+    (start-up, warm-up and the first step cancel). --strategy sqrt runs store-all
+    too, so sqrt's is its difference less store-all's."""
+    per = {}
+    for s in ("store-all", "sqrt"):
+        lo, hi = remat_run(remat, path, s, 1)[2], remat_run(remat, path, s, 1 + extra)[2]
+        per[s] = (hi - lo) * 1e3 / extra
+    per["sqrt"] -= per["store-all"]
+    return per
 
 
 def main():
@@ -220,6 +242,9 @@ def main():
             for _ in range(a.rounds):
                 r, wall = remat_times(a.remat, path, a.repeat)
                 t = {s: torch_time(steps[s], a.repeat) for s in steps}
+                rc = remat_cpu(a.remat, path, a.repeat)
+                for s in steps:
+                    r[s] += (rc[s],)
                 rounds.append((r, t))
                 walls.append(wall)
         med = lambda f: statistics.median(f(r, t) for r, t in rounds)  # noqa: E731
@@ -229,15 +254,18 @@ def main():
         for s in ("store-all", "sqrt"):
             rows.append((name, s, med(lambda r, t: t[s][0]), med(lambda r, t: r[s][0]),
                          med(lambda r, t: r[s][0] / t[s][0]), min(t[s][1] for _, t in rounds),
-                         min(r[s][1] for r, _ in rounds), statistics.median(walls)))
+                         min(r[s][1] for r, _ in rounds), med(lambda r, t: t[s][2]), med(lambda r, t: r[s][2]),
+                         med(lambda r, t: r[s][2] / t[s][2]), statistics.median(walls)))
     print(f"\nmedians of {a.rounds} rounds; a round: one `remat run --strategy store-all,sqrt --repeat {a.repeat}`, "
-          f"then PyTorch's store-all and sqrt, {a.repeat} steps each (each the median of its steps); "
-          f"fastest: the fastest step of all rounds; load average {os.getloadavg()}")
+          f"PyTorch's store-all and sqrt, {a.repeat} steps each (each the median of its steps), then remat's CPU "
+          f"time by difference ({a.repeat} steps); fastest: the fastest step of all rounds; remat run s: the "
+          f"command's wall time, end to end; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print(f"{'':<25}{'----- wall, median -----':>33}{'----- fastest -----':>25}{'------- CPU time -------':>32}")
     print(f"{'model':<14}{'strategy':<11}{'torch ms':>10}{'remat ms':>10}{'remat/torch':>13}"
-          f"{'fastest torch':>15}{'remat':>8}{'ratio':>7}{'remat run s':>13}")
-    for name, s, tm, rm, ratio, tmin, rmin, wall in rows:
-        print(f"{name:<14}{s:<11}{tm:>10.1f}{rm:>10.1f}{ratio:>13.2f}{tmin:>15.1f}{rmin:>8.1f}{rmin / tmin:>7.2f}"
-              f"{wall:>13.2f}")
+          f"{'torch':>10}{'remat':>8}{'ratio':>7}{'torch ms':>10}{'remat ms':>10}{'remat/torch':>12}{'remat run s':>13}")
+    for name, s, tm, rm, ratio, tmin, rmin, tc, rcpu, cratio, wall in rows:
+        print(f"{name:<14}{s:<11}{tm:>10.1f}{rm:>10.1f}{ratio:>13.2f}{tmin:>10.1f}{rmin:>8.1f}{rmin / tmin:>7.2f}"
+              f"{tc:>10.1f}{rcpu:>10.1f}{cratio:>12.2f}{wall:>13.2f}")
 
 if __name__ == "__main__":
     main()
