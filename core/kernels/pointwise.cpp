@@ -91,19 +91,49 @@ void own_strides(const PwGeom& g, int k, int64_t (&s)[kR]) {
 constexpr float kZero = 0.0f;
 
 // The functions the loops evaluate: f(a, b, c) for the forward, f(a, b, c, y, g)
-// for the derivative with respect to operand K.
+// for the derivative with respect to operand K. pw::forward and pw::backward
+// switch on the function at run time and GCC inlines them at some call sites
+// only, so each function's expressions are written out here instead, one
+// struct each, from the same table: the same expressions in float, found in
+// namespace pw as there, without a call and a switch per element.
+}  // namespace
+}  // namespace remat::cpu
+
+namespace remat::pw::rows {
+template <Fn F>
+struct FwdFn;
+template <Fn F, int K>
+struct BwdFn;
+#define REMAT_PW_ROWS(Name, name, arity, r0, r1, r2, ff, bf, fwd, g0, g1, g2)                                      \
+  template <>                                                                                                     \
+  struct FwdFn<Fn::Name> {                                                                                        \
+    using T = float;                                                                                              \
+    float p, q;                                                                                                   \
+    float operator()([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T c) const { return fwd; }      \
+  };                                                                                                              \
+  template <int K>                                                                                                \
+  struct BwdFn<Fn::Name, K> {                                                                                     \
+    using T = float;                                                                                              \
+    float p, q;                                                                                                   \
+    float operator()([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T c, [[maybe_unused]] T y,      \
+                     [[maybe_unused]] T g) const {                                                                \
+      if constexpr (K == 0) return g0;                                                                            \
+      else if constexpr (K == 1) return g1;                                                                       \
+      else return g2;                                                                                             \
+    }                                                                                                             \
+  };
+REMAT_POINTWISE_FNS(REMAT_PW_ROWS)
+#undef REMAT_PW_ROWS
+}  // namespace remat::pw::rows
+
+namespace remat::cpu {
+namespace {
+
 template <pw::Fn F>
-struct FwdFn {
-  float p, q;
-  float operator()(float a, float b, float c) const { return pw::forward(F, a, b, c, p, q); }
-};
+using FwdFn = pw::rows::FwdFn<F>;
 template <pw::Fn F, int K>
-struct BwdFn {
-  float p, q;
-  float operator()(float a, float b, float c, float y, float g) const {
-    return pw::backward(F, K, a, b, c, y, g, p, q);
-  }
-};
+using BwdFn = pw::rows::BwdFn<F, K>;
+
 template <class Fwd>
 void fwd_rows(const PwGeom& g, const float* const x[3], float* y, Fwd fn) {
   int64_t os[kR];
