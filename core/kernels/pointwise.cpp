@@ -172,7 +172,8 @@ void fwd_rows(const PwGeom& g, const float* const x[3], float* y, Fwd fn) {
     float* yo = y + o[3];
     if (sy != 1) {
       for (int64_t i = 0; i < n; ++i)
-        yo[i * sy] = fn(a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f, g.arity >= 3 ? c[o[2] + i * sc] : 0.0f);
+        yo[i * sy] = fn(a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f,
+                        g.arity >= 3 ? c[o[2] + i * sc] : 0.0f);
       return;
     }
     if (sa == 1 && g.arity == 1) {
@@ -261,9 +262,11 @@ void bwd_rows(const PwGeom& g, int k, const float* const x[3], const float* y, c
       const float* go = dy + o[kSdy];
       float* xo = dx + o[kSdx];
       if (accumulate) {
-        for (int64_t i = 0; i < n; ++i) xo[i * sk] = xo[i * sk] + fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
+        for (int64_t i = 0; i < n; ++i)
+          xo[i * sk] = xo[i * sk] + fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
       } else {
-        for (int64_t i = 0; i < n; ++i) xo[i * sk] = fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
+        for (int64_t i = 0; i < n; ++i)
+          xo[i * sk] = fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
       }
     });
     return;

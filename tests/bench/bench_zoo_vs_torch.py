@@ -262,7 +262,8 @@ def main():
           f"command's wall time, end to end; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{'':<25}{'----- wall, median -----':>33}{'----- fastest -----':>25}{'------- CPU time -------':>32}")
     print(f"{'model':<14}{'strategy':<11}{'torch ms':>10}{'remat ms':>10}{'remat/torch':>13}"
-          f"{'torch':>10}{'remat':>8}{'ratio':>7}{'torch ms':>10}{'remat ms':>10}{'remat/torch':>12}{'remat run s':>13}")
+          f"{'torch':>10}{'remat':>8}{'ratio':>7}{'torch ms':>10}{'remat ms':>10}{'remat/torch':>12}"
+          f"{'remat run s':>13}")
     for name, s, tm, rm, ratio, tmin, rmin, tc, rcpu, cratio, wall in rows:
         print(f"{name:<14}{s:<11}{tm:>10.1f}{rm:>10.1f}{ratio:>13.2f}{tmin:>10.1f}{rmin:>8.1f}{rmin / tmin:>7.2f}"
               f"{tc:>10.1f}{rcpu:>10.1f}{cratio:>12.2f}{wall:>13.2f}")
