@@ -235,11 +235,19 @@ void for_each_mapped(const ViewMap& m, F f) {
   const std::size_t r = m.shape.size();
   int64_t n = 1;
   for (const int64_t d : m.shape) n *= d;
-  std::vector<int64_t> idx(r, 0);
+  if (n == 0) return;
+  if (r == 0) {
+    f(int64_t{0}, m.base);
+    return;
+  }
+  // The last axis as a plain loop; the odometer steps the others once per row
+  // (the same order, last axis fastest).
+  const int64_t len = m.shape[r - 1], step = m.stride[r - 1];
+  std::vector<int64_t> idx(r - 1, 0);
   int64_t at = m.base;
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, at);
-    for (std::size_t j = r; j-- > 0;) {  // odometer, last axis fastest
+  for (int64_t i = 0; i < n; i += len) {
+    for (int64_t j = 0; j < len; ++j) f(i + j, at + j * step);
+    for (std::size_t j = r - 1; j-- > 0;) {
       at += m.stride[j];
       if (++idx[j] < m.shape[j]) break;
       at -= m.stride[j] * m.shape[j];

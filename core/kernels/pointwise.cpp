@@ -87,10 +87,74 @@ void own_strides(const PwGeom& g, int k, int64_t (&s)[kR]) {
   for (int d = g.rank; d-- > 0;) s[d] = at, at *= g.dims[k][d];
 }
 
-float at(const float* p, int64_t off) { return p ? p[off] : 0.0f; }
+// A derivative's operand it does not read (null) is read as this zero, through stride 0.
+constexpr float kZero = 0.0f;
+
+// The functions the loops evaluate: f(a, b, c) for the forward, f(a, b, c, y, g)
+// for the derivative with respect to operand K. pw::forward and pw::backward
+// switch on the function at run time and GCC inlines them at some call sites
+// only, so each function's expressions are written out here instead, one
+// struct each, from the same table: the same expressions in float, found in
+// namespace pw as there, without a call and a switch per element.
+}  // namespace
+}  // namespace remat::cpu
+
+namespace remat::pw::rows {
+template <Fn F>
+struct FwdFn;
+template <Fn F, int K>
+struct BwdFn;
+#define REMAT_PW_ROWS(Name, name, arity, r0, r1, r2, ff, bf, fwd, g0, g1, g2)                                      \
+  template <>                                                                                                     \
+  struct FwdFn<Fn::Name> {                                                                                        \
+    using T = float;                                                                                              \
+    float p, q;                                                                                                   \
+    float operator()([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T c) const { return fwd; }      \
+  };                                                                                                              \
+  template <int K>                                                                                                \
+  struct BwdFn<Fn::Name, K> {                                                                                     \
+    using T = float;                                                                                              \
+    float p, q;                                                                                                   \
+    float operator()([[maybe_unused]] T a, [[maybe_unused]] T b, [[maybe_unused]] T c, [[maybe_unused]] T y,      \
+                     [[maybe_unused]] T g) const {                                                                \
+      if constexpr (K == 0) return g0;                                                                            \
+      else if constexpr (K == 1) return g1;                                                                       \
+      else return g2;                                                                                             \
+    }                                                                                                             \
+  };
+REMAT_POINTWISE_FNS(REMAT_PW_ROWS)
+#undef REMAT_PW_ROWS
+}  // namespace remat::pw::rows
+
+namespace remat::cpu {
+namespace {
 
 template <pw::Fn F>
-void fwd_loop(const PwGeom& g, const float* const x[3], float* y) {
+using FwdFn = pw::rows::FwdFn<F>;
+template <pw::Fn F, int K>
+using BwdFn = pw::rows::BwdFn<F, K>;
+
+// Pow by a scalar 2 (x.pow(2): RMSNorm's, a variance's) as PyTorch computes
+// it: a*a, and its derivative g*2*a (PyTorch's pow kernel squares for an
+// exponent of 2 and pow_backward's self.pow(1) is self). pw::forward's
+// powf(a, 2) is a call per element, and glibc's powf is not correctly rounded:
+// in every binade it rounds 6061 of the 2^23 squares one unit away from a*a
+// (0x1.001p-63 squared is a tie, powf rounds it up), so a*a is also
+// PyTorch's value where powf was not. The exponent's gradient keeps the formula.
+bool uniform(const PwGeom& g, int k) {
+  for (int d = 0; d < g.rank; ++d)
+    if (g.shape[d] != 1 && g.stride[k][d] != 0) return false;
+  return true;
+}
+struct SquareFwd {
+  float operator()(float a, float, float) const { return a * a; }
+};
+struct SquareBwd {  // pow_grad_self(a, 2, g) = g * 2 * pow(a, 1)
+  float operator()(float a, float b, float, float, float g) const { return g * b * a; }
+};
+
+template <class Fwd>
+void fwd_rows(const PwGeom& g, const float* const x[3], float* y, Fwd fn) {
   int64_t os[kR];
   fwd_out_strides(g, os);
   Walk<4> w;
@@ -98,7 +162,6 @@ void fwd_loop(const PwGeom& g, const float* const x[3], float* y) {
   const float* a = x[0];
   const float* b = x[1];
   const float* c = x[2];
-  const float p = g.p, q = g.q;
   // The innermost dimension as a plain loop (one function, no switch per element).
   Walk<4> outer;
   for (int d = 0; d + 1 < w.rank; ++d) outer.add_dim(w.n[d], {w.st[0][d], w.st[1][d], w.st[2][d], w.st[3][d]});
@@ -109,12 +172,12 @@ void fwd_loop(const PwGeom& g, const float* const x[3], float* y) {
     float* yo = y + o[3];
     if (sy != 1) {
       for (int64_t i = 0; i < n; ++i)
-        yo[i * sy] = pw::forward(F, a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f,
-                                 g.arity >= 3 ? c[o[2] + i * sc] : 0.0f, p, q);
+        yo[i * sy] = fn(a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f,
+                        g.arity >= 3 ? c[o[2] + i * sc] : 0.0f);
       return;
     }
     if (sa == 1 && g.arity == 1) {
-      for (int64_t i = 0; i < n; ++i) yo[i] = pw::forward(F, a[o[0] + i], 0.0f, 0.0f, p, q);
+      for (int64_t i = 0; i < n; ++i) yo[i] = fn(a[o[0] + i], 0.0f, 0.0f);
       return;
     }
     if (sa == 1 && g.arity == 2 && sb <= 1) {  // both dense, or b one value along the row
@@ -122,54 +185,112 @@ void fwd_loop(const PwGeom& g, const float* const x[3], float* y) {
       const float* bo = b + o[1];
       if (sb == 0) {
         const float bv = *bo;
-        for (int64_t i = 0; i < n; ++i) yo[i] = pw::forward(F, ao[i], bv, 0.0f, p, q);
+        for (int64_t i = 0; i < n; ++i) yo[i] = fn(ao[i], bv, 0.0f);
       } else {
-        for (int64_t i = 0; i < n; ++i) yo[i] = pw::forward(F, ao[i], bo[i], 0.0f, p, q);
+        for (int64_t i = 0; i < n; ++i) yo[i] = fn(ao[i], bo[i], 0.0f);
       }
       return;
     }
     for (int64_t i = 0; i < n; ++i)
-      yo[i] = pw::forward(F, a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f,
-                          g.arity >= 3 ? c[o[2] + i * sc] : 0.0f, p, q);
+      yo[i] = fn(a[o[0] + i * sa], g.arity >= 2 ? b[o[1] + i * sb] : 0.0f, g.arity >= 3 ? c[o[2] + i * sc] : 0.0f);
   });
 }
 
 template <pw::Fn F>
-void bwd_loop(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
-              bool accumulate) {
+void fwd_loop(const PwGeom& g, const float* const x[3], float* y) {
+  if constexpr (F == pw::Fn::Pow)
+    if (uniform(g, 1) && x[1][0] == 2.0f) return fwd_rows(g, x, y, SquareFwd{});
+  fwd_rows(g, x, y, FwdFn<F>{g.p, g.q});
+}
+
+// Streams of the backward walks: operands a, b, c, the output y, dy (the
+// output's layout) and dx (operand k's own, contiguous).
+enum { kSa, kSb, kSc, kSy, kSdy, kSdx, kStreams };
+
+template <class Bwd>
+void bwd_rows(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+              bool accumulate, Bwd fn) {
   int64_t os[kR], ks[kR];
   out_strides(g, os);
   own_strides(g, k, ks);
+  const float* src[4] = {x[0], x[1], x[2], y};
+  bool zero[4];
+  for (int s = 0; s < 4; ++s) {
+    zero[s] = src[s] == nullptr;
+    if (zero[s]) src[s] = &kZero;
+  }
   // Outer: operand k's own elements (dimensions it does not broadcast);
   // inner: the output positions each of them sums.
-  Walk<5> outer;
-  Walk<4> inner;
+  Walk<kStreams> outer;
+  Walk<kStreams> inner;
   for (int d = 0; d < g.rank; ++d) {
+    const int64_t st[kStreams] = {zero[0] ? 0 : g.stride[0][d], zero[1] ? 0 : g.stride[1][d],
+                                  zero[2] ? 0 : g.stride[2][d], zero[3] ? 0 : os[d], os[d], ks[d]};
     const bool reduced = g.dims[k][d] == 1 && g.shape[d] != 1;
-    if (reduced)
-      inner.add_dim(g.shape[d], {g.stride[0][d], g.stride[1][d], g.stride[2][d], os[d]});
-    else
-      outer.add_dim(g.shape[d], {g.stride[0][d], g.stride[1][d], g.stride[2][d], os[d], ks[d]});
+    if (reduced) {
+      int64_t in[kStreams];
+      for (int s = 0; s < kStreams; ++s) in[s] = st[s];
+      in[kSdx] = 0;
+      inner.add_dim(g.shape[d], in);
+    } else {
+      outer.add_dim(g.shape[d], st);
+    }
   }
-  const float* a = x[0];
-  const float* b = x[1];
-  const float* c = x[2];
-  const float p = g.p, q = g.q;
+  const float* a = src[0];
+  const float* b = src[1];
+  const float* c = src[2];
+  const float* yy = src[3];
+  // Each walk's innermost dimension as a plain loop, in the same order.
+  Walk<kStreams>& last = inner.rank ? inner : outer;
+  Walk<kStreams> rest;
+  for (int d = 0; d + 1 < last.rank; ++d) {
+    int64_t st[kStreams];
+    for (int s = 0; s < kStreams; ++s) st[s] = last.st[s][d];
+    rest.add_dim(last.n[d], st);
+  }
+  const int64_t n = last.rank ? last.n[last.rank - 1] : 1;
+  int64_t sl[kStreams] = {};
+  for (int s = 0; s < kStreams; ++s) sl[s] = last.rank ? last.st[s][last.rank - 1] : 0;
+  const int64_t sa = sl[kSa], sb = sl[kSb], sc = sl[kSc], sy = sl[kSy], sg = sl[kSdy];
   if (inner.rank == 0) {
-    outer.run({0, 0, 0, 0, 0}, [&](const int64_t (&o)[5]) {
-      const float v = pw::backward(F, k, at(a, o[0]), at(b, o[1]), at(c, o[2]), at(y, o[3]), dy[o[3]], p, q);
-      dx[o[4]] = accumulate ? dx[o[4]] + v : v;
+    const int64_t sk = last.rank ? sl[kSdx] : 1;
+    rest.run({0, 0, 0, 0, 0, 0}, [&](const int64_t (&o)[kStreams]) {
+      const float* ao = a + o[kSa];
+      const float* bo = b + o[kSb];
+      const float* co = c + o[kSc];
+      const float* yo = yy + o[kSy];
+      const float* go = dy + o[kSdy];
+      float* xo = dx + o[kSdx];
+      if (accumulate) {
+        for (int64_t i = 0; i < n; ++i)
+          xo[i * sk] = xo[i * sk] + fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          xo[i * sk] = fn(ao[i * sa], bo[i * sb], co[i * sc], yo[i * sy], go[i * sg]);
+      }
     });
     return;
   }
-  outer.run({0, 0, 0, 0, 0}, [&](const int64_t (&o)[5]) {
+  outer.run({0, 0, 0, 0, 0, 0}, [&](const int64_t (&o)[kStreams]) {
     double sum = 0.0;
-    inner.run({o[0], o[1], o[2], o[3]}, [&](const int64_t (&i)[4]) {
-      sum += pw::backward(F, k, at(a, i[0]), at(b, i[1]), at(c, i[2]), at(y, i[3]), dy[i[3]], p, q);
+    rest.run(o, [&](const int64_t (&i)[kStreams]) {
+      const float* ao = a + i[kSa];
+      const float* bo = b + i[kSb];
+      const float* co = c + i[kSc];
+      const float* yo = yy + i[kSy];
+      const float* go = dy + i[kSdy];
+      for (int64_t j = 0; j < n; ++j) sum += fn(ao[j * sa], bo[j * sb], co[j * sc], yo[j * sy], go[j * sg]);
     });
     const auto v = static_cast<float>(sum);
-    dx[o[4]] = accumulate ? dx[o[4]] + v : v;
+    dx[o[kSdx]] = accumulate ? dx[o[kSdx]] + v : v;
   });
+}
+
+template <pw::Fn F, int K>
+void bwd_loop(const PwGeom& g, const float* const x[3], const float* y, const float* dy, float* dx, bool accumulate) {
+  if constexpr (F == pw::Fn::Pow && K == 0)
+    if (x[1] && uniform(g, 1) && x[1][0] == 2.0f) return bwd_rows(g, K, x, y, dy, dx, accumulate, SquareBwd{});
+  bwd_rows(g, K, x, y, dy, dx, accumulate, BwdFn<F, K>{g.p, g.q});
 }
 
 template <class F>
@@ -200,7 +321,14 @@ void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float*
                    bool accumulate) {
   check_geom(g, "pointwise_bwd");
   if (k < 0 || k >= g.arity) throw std::invalid_argument("pointwise_bwd: operand " + std::to_string(k));
-  dispatch(g.fn, [&](auto f) { bwd_loop<decltype(f)::value>(g, k, x, y, dy, dx, accumulate); });
+  dispatch(g.fn, [&](auto f) {
+    constexpr pw::Fn F = decltype(f)::value;
+    if (k == 0) return bwd_loop<F, 0>(g, x, y, dy, dx, accumulate);
+    if constexpr (pw::kFns[static_cast<int>(F)].arity >= 2)
+      if (k == 1) return bwd_loop<F, 1>(g, x, y, dy, dx, accumulate);
+    if constexpr (pw::kFns[static_cast<int>(F)].arity >= 3)
+      if (k == 2) return bwd_loop<F, 2>(g, x, y, dy, dx, accumulate);
+  });
 }
 
 // ---- reductions ---------------------------------------------------------------

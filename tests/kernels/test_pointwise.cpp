@@ -219,6 +219,35 @@ TEST(Pointwise, MaximumSplitsATieAndPropagatesNaN) {
   EXPECT_EQ(db[1], 4.0f);
 }
 
+// x.pow(2) squares as PyTorch does (a*a, and its gradient g*2*a), bit for
+// bit, where glibc's powf(x, 2) rounds the other way: 0x1.001p-63 squared
+// is a tie (powf rounds it up to 0x1.002002p-126), 0x1.0045bep-63's
+// square lies off a tie (powf is one unit above); a subnormal square and
+// an ordinary value too.
+TEST(Pointwise, PowByTwoIsTheProductItself) {
+  const float a[] = {0x1.001p-63f, -0x1.0045bep-63f, 0x1.8p-74f, 1.7f, -3.25f};
+  const float two = 2.0f;
+  PwGeom g;
+  g.rank = 1;
+  g.shape[0] = 5;
+  g.arity = 2;
+  g.fn = pw::Fn::Pow;
+  g.dims[0][0] = 5, g.stride[0][0] = 1;
+  g.dims[1][0] = 1, g.stride[1][0] = 0;  // the scalar exponent
+  const float* x[3] = {a, &two, nullptr};
+  float y[5];
+  pointwise_fwd(g, x, y);
+  const float dy[] = {0.5f, 3.0f, -1.0f, 0.1f, 7.0f};
+  float da[5];
+  pointwise_bwd(g, 0, x, y, dy, da, false);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(y[i], a[i] * a[i]) << i;
+    EXPECT_EQ(da[i], dy[i] * 2.0f * a[i]) << i;
+  }
+  EXPECT_EQ(y[0], 0x1.002p-126f);  // the tie to even; powf gives 0x1.002002p-126
+  EXPECT_EQ(y[2], 0x1p-147f);      // 4.5 units of the smallest subnormal, to even
+}
+
 TEST(Pointwise, RefusesABadGeometry) {
   PwGeom g;
   g.rank = 9;
