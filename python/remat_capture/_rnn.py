@@ -62,7 +62,10 @@ class RnnMixin:
         a = list(ev.args) + [None] * 16
         x, w_ih, w_hh, b_ih, b_hh, hx, cx = a[:7]
         reverse, batch_sizes, mode, hidden, has_biases = a[7], a[8], a[9], a[10], a[12]
-        if not self._one_act(ev) or mode != LSTM_MODE or reverse or batch_sizes or len(ev.outputs) != 4:
+        acts = [t for _, t in ev.tensor_args() if self._act(t)]
+        if not self._act(x) or any(t is not x and t is not hx and t is not cx for t in acts):
+            return False
+        if mode != LSTM_MODE or reverse or batch_sizes or len(ev.outputs) != 4:
             return False
         if x.dtype != torch.float32 or x.dim() != 3 or not x.is_contiguous():
             return False
@@ -131,10 +134,14 @@ class RnnMixin:
                 u = new({"kind": "Pointwise", "fn": fn}, [s], self._rnn_tensor([n, hid], x), name=fn)
                 self.ops[u]["_saved"] = [u]
                 gates.append(u)
-                state_ops.setdefault("first_pointwise", g if g not in (xt, gx) and self.ops[g]["kind"] == "Pointwise" else u)
             i, f, gg, o = gates
-            if t == 0 and state_ops.get("h0_reader") is None and h0[0] == "zero":
-                state_ops["h0_reader"] = i
+            if t == 0:
+                # The layer's first Pointwise op (b_hh's add, else i), held from the
+                # layer's forward to its backward, carries the workspace's rest (a
+                # Linear's aux is reserved for a copy of its input).
+                state_ops["first_pointwise"] = g if self.ops[g]["kind"] == "Pointwise" else i
+                if state_ops.get("h0_reader") is None and h0[0] == "zero":
+                    state_ops["h0_reader"] = i
             if c[0] == "zero":
                 # f·c0 with c0 a zero constant, as 1.13's mul(f, zeros) is captured:
                 # its saves are the constant's (2.x's cx, charged by _rnn_save).
@@ -205,7 +212,8 @@ class RnnMixin:
         elif key in (layer["hx"], layer["cx"]):
             # An initial state. An activation is kept by the op reading it (the
             # first step's Linear, f·c0) already; a zero constant is that op's aux.
-            state, reader = (layer["h0"], layer["h0_reader"]) if key == layer["hx"] else (layer["c0"], layer["c0_reader"])
+            state, reader = ((layer["h0"], layer["h0_reader"]) if key == layer["hx"] else
+                             (layer["c0"], layer["c0_reader"]))
             if state[0] == "zero":
                 self.ops[reader]["_aux"] += nbytes
         else:

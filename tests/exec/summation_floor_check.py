@@ -22,7 +22,7 @@ import tempfile
 
 try:
     import numpy as np
-    import torch
+    import torch  # noqa: F401
 except ImportError as e:
     print(f"SKIP: cannot import torch/numpy with {sys.executable}: {e}")
     sys.exit(77)

@@ -8,7 +8,8 @@ emits, for test_capture_torch2.py:
   _safe_softmax gives zeros and a plain softmax NaN);
 - nn.LSTM, which 2.x runs on the CPU as one aten.mkldnn_rnn_layer per layer
   (oneDNN's fused LSTM) where 1.13 ran the cell's ops: two layers batch
-  first, and one layer without biases, time first.
+  first, one layer without biases, time first, and one whose initial h and
+  c the model computes from its input.
 
 Each builder returns (name, module, example_input, loss_fn, labels); the
 loss is cross-entropy, so the test can run the module itself on remat's
@@ -86,5 +87,28 @@ def lstm_no_bias():
     return "lstm_no_bias", net, x, (lambda out: F.cross_entropy(out, labels)), labels
 
 
+class StateLSTM(nn.Module):
+    """An LSTM whose initial h and c are computed from the input (activations,
+    which the first step's Linear and f·c0 keep)."""
+
+    def __init__(self, inputs=6, hidden=10, classes=5):
+        super().__init__()
+        self.init = nn.Linear(inputs, 2 * hidden)
+        self.lstm = nn.LSTM(inputs, hidden, batch_first=True)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        h0, c0 = torch.tanh(self.init(x[:, 0])).chunk(2, dim=-1)
+        y = self.lstm(x, (h0.unsqueeze(0).contiguous(), c0.unsqueeze(0).contiguous()))[0]
+        return self.head(y[:, -1])
+
+
+def lstm_given_state():
+    torch.manual_seed(0)
+    net, x = StateLSTM(), torch.randn(3, 4, 6)
+    labels = _labels(3, 5)
+    return "lstm_given_state", net, x, (lambda out: F.cross_entropy(out, labels)), labels
+
+
 MODELS = [lambda: attention("plain"), lambda: attention("causal"), lambda: attention("float_mask"),
-          lambda: attention("blank_row"), lstm_two_layers, lstm_no_bias]
+          lambda: attention("blank_row"), lstm_two_layers, lstm_no_bias, lstm_given_state]
