@@ -79,10 +79,11 @@ SegmentCost segment(const Model& m, const ReadFlags& rf, int a, int b) {
       if (u - 1 >= a && !needed(u - 1)) cur -= bytes(u - 1);
     }
   }
-  for (int v = b; v >= a; --v) {
-    cur += m.grad_bytes(v - 1);
+  for (int v = b; v >= a; --v) {  // G(v-1) is made here (a Reshape's is G(v)'s storage: no bytes), G(v) goes
+    const bool shared = m.shares_grad(v, v - 1);
+    if (!shared) cur += m.grad_bytes(v - 1);
     out.peak = std::max(out.peak, cur);
-    cur -= m.grad_bytes(v);
+    if (!shared) cur -= m.grad_bytes(v);
     for (int u : {v, v - 1}) {
       if (u >= a && last_reader(u) == v) cur -= bytes(u);
     }
