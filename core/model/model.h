@@ -70,22 +70,27 @@ struct Model {
 
   // Every op but the input has a backward step and, when its output is
   // differentiable (not integer), a gradient tensor G(v); the loss's G is the
-  // implicit seed 1 and takes no memory. A view's gradient is a tensor of its
-  // own (sized like the view), not an alias.
+  // implicit seed 1 and takes no memory. A view's gradient is sized like the
+  // view (its logical bytes), whatever storage it aliases.
   bool has_grad_tensor(int v) const { return v != 0 && v != loss() && !is_integer(op(v).dtype); }
   uint64_t grad_bytes(int v) const {
     return has_grad_tensor(v) ? (op(v).view ? op(v).logical_bytes() : op(v).bytes) : 0;
   }
-  // Whether bwd v hands G(v) itself to input u as u's gradient, one storage
-  // for both (docs/memory-model.md, "An Add's gradient"): PyTorch's
-  // AddBackward0 for a plain x + y returns the gradient it received, the same
-  // tensor, for both inputs. Only when u's gradient is exactly G(v): same
-  // dtype and size (an Add's inputs have its shape); not for Add(x, x), whose
-  // two halves autograd sums into a new tensor.
+  // Whether bwd v hands G(v)'s storage itself to input u as u's gradient
+  // (docs/memory-model.md, "An Add's gradient" and "A Reshape's gradient"), as PyTorch does:
+  // - a plain Add (two different inputs): AddBackward0 returns the gradient
+  //   it received, the same tensor, for both inputs; not Add(x, x), whose
+  //   two halves autograd sums into a new tensor;
+  // - a Reshape, view or copy: ViewBackward0 and UnsafeViewBackward0 return
+  //   G(v) reshaped, a view of it, and CloneBackward0 G(v) itself. remat's
+  //   gradients are dense in logical order, so G(u) is G(v)'s buffer as it is.
+  // Only when u's gradient is exactly G(v)'s size and dtype.
   bool shares_grad(int v, int u) const {
     const Op& o = op(v);
-    return o.kind == OpKind::Add && o.inputs.size() == 2 && o.inputs[0] != o.inputs[1] && has_grad_tensor(v) &&
-           has_grad_tensor(u) && op(u).dtype == o.dtype && grad_bytes(u) == grad_bytes(v);
+    if (!has_grad_tensor(v) || !has_grad_tensor(u) || op(u).dtype != o.dtype || grad_bytes(u) != grad_bytes(v))
+      return false;
+    if (o.kind == OpKind::Add) return o.inputs.size() == 2 && o.inputs[0] != o.inputs[1];
+    return o.kind == OpKind::Reshape;
   }
   // The op owning A(v)'s storage: v itself, or the op a view aliases.
   int storage(int v) const { return op(v).storage; }

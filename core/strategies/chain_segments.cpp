@@ -69,8 +69,22 @@ SegmentCost segment(const Model& m, const ReadFlags& rf, int a, int b) {
     if (v - 1 >= a && !(final && needed(v - 1))) cur -= bytes(v - 1);
     if (final && v == b && !needed(v)) cur -= bytes(v);  // never read: dropped at once
   }
+  auto bwd = [&](int v) {  // G(v-1) is made here (a Reshape's is G(v)'s storage: no bytes), G(v) goes
+    const bool shared = m.shares_grad(v, v - 1);
+    if (!shared) cur += m.grad_bytes(v - 1);
+    out.peak = std::max(out.peak, cur);
+    if (!shared) cur -= m.grad_bytes(v);
+    for (int u : {v, v - 1}) {
+      if (u >= a && last_reader(u) == v) cur -= bytes(u);
+    }
+  };
+  int top = b;  // the backward steps b..top+1 run before the recompute
   if (!final) {
     cur = (out.keeps_start ? bytes(a - 1) : 0) + (self_read(b) ? bytes(b) : 0) + m.grad_bytes(b);
+    // Those that read nothing the segment recomputes ([a, last]) go first.
+    auto recomputed = [&](int u) { return u >= a && u <= last; };
+    for (; top >= a && !(reads(m, top, top) && recomputed(top)) && !(reads(m, top, top - 1) && recomputed(top - 1)); --top)
+      bwd(top);
     for (int u = a; u <= last; ++u) {
       cur += bytes(u);
       out.flops += m.op(u).fwd_flops;
@@ -79,14 +93,7 @@ SegmentCost segment(const Model& m, const ReadFlags& rf, int a, int b) {
       if (u - 1 >= a && !needed(u - 1)) cur -= bytes(u - 1);
     }
   }
-  for (int v = b; v >= a; --v) {
-    cur += m.grad_bytes(v - 1);
-    out.peak = std::max(out.peak, cur);
-    cur -= m.grad_bytes(v);
-    for (int u : {v, v - 1}) {
-      if (u >= a && last_reader(u) == v) cur -= bytes(u);
-    }
-  }
+  for (int v = top; v >= a; --v) bwd(v);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "core/model/model.h"
 #include "core/base/prefault.h"
@@ -160,6 +161,15 @@ class PhaseWalk {
   std::vector<int> stack_;
 };
 
+// Whether bwd v reads a tensor `recomputed(t)` says its phase recomputes: a
+// saved tensor, or aux(v) (an op recomputed for its aux is in the set).
+template <typename Recomputed>
+bool reads_any(const Model& model, int v, Recomputed&& recomputed) {
+  const Op& op = model.op(v);
+  if (op.aux_bytes > 0 && recomputed(v)) return true;
+  return std::any_of(op.saved.begin(), op.saved.end(), [&](int t) { return recomputed(t); });
+}
+
 // Sorts a phase's recomputations into topological (id) order. They are often a
 // dense run of ids (a segment, recompute-all's prefix), where marking and
 // scanning the range is linear; otherwise sort.
@@ -270,23 +280,40 @@ Schedule checkpoint_schedule(const Model& model, std::vector<char> checkpoint,
   std::optional<PhaseWalk> walk;
   if (!chain) walk.emplace(model, checkpoint);
   std::vector<int> needed;
+  std::vector<std::pair<int, int>> runs;
   std::vector<char> mark(chain ? 0 : static_cast<std::size_t>(n), 0);
   for (int p = static_cast<int>(phase_start.size()) - 1; p >= 0; --p) {
     const int first = phase_start[static_cast<std::size_t>(p)];
     const int last = phase_last(model, phase_start, static_cast<std::size_t>(p));
+    int v = last;
     if (p + 1 != static_cast<int>(phase_start.size())) {  // the final phase reads what the forward pass left
+      // The phase's recomputations, sorted (runs of ids on a chain).
+      needed.clear();
+      runs.clear();
       if (chain) {
-        chain->runs(first, last, [&](int a, int b) {
-          for (int t = a; t <= b; ++t) code.push_back({InstrKind::Fwd, t});
-        });
+        chain->runs(first, last, [&](int a, int b) { runs.emplace_back(a, b); });
       } else {
-        needed.clear();
         walk->needed(p, first, last, needed);
         topological_order(needed, mark);
+      }
+      auto recomputed = [&](int t) {
+        if (!chain) return std::binary_search(needed.begin(), needed.end(), t);
+        return std::any_of(runs.begin(), runs.end(), [t](const auto& r) { return r.first <= t && t <= r.second; });
+      };
+      // The backward steps at the phase's top that read nothing it recomputes
+      // run first, as PyTorch's checkpointing recomputes a region only when
+      // backward first unpacks one of its saved tensors: the tensors only
+      // they read (a ReLU's kept output) are freed before the recomputation
+      // (docs/memory-model.md, "When a phase recomputes").
+      for (; v >= first && !reads_any(model, v, recomputed); --v) code.push_back({InstrKind::Bwd, v});
+      if (chain) {
+        for (const auto& [a, b] : runs)
+          for (int t = a; t <= b; ++t) code.push_back({InstrKind::Fwd, t});
+      } else {
         for (int t : needed) code.push_back({InstrKind::Fwd, t});
       }
     }
-    for (int v = last; v >= first; --v) code.push_back({InstrKind::Bwd, v});
+    for (; v >= first; --v) code.push_back({InstrKind::Bwd, v});
   }
   return with_frees(model, std::move(code), std::move(strategy));
 }

@@ -3,12 +3,15 @@
 // sqrt, every-k, manual, auto, selective, budget and optimal all end here).
 //
 // The generator: the forward pass computes every op once. Backward walks the
-// phases from the last to the first; before the backward steps of a phase it
-// recomputes, in topological order, every tensor those steps read that is
-// neither a checkpoint nor already recomputed in this phase (recursively, back
-// to checkpoints); an op with private saved tensors aux(v) is recomputed for
+// phases from the last to the first; in each it recomputes, in topological
+// order, every tensor the phase's backward steps read that is neither a
+// checkpoint nor already recomputed in this phase (recursively, back to
+// checkpoints); an op with private saved tensors aux(v) is recomputed for
 // them unless it is a checkpoint (a checkpoint keeps its aux from the forward
-// pass). A checkpointed view keeps its storage, so the aliases down to the
+// pass). The recomputation runs right before the first backward step that
+// reads one of those tensors: the steps at the phase's top that read none
+// run first, as PyTorch's checkpointing recomputes a region when backward
+// first unpacks one of its saved tensors (docs/memory-model.md). A checkpointed view keeps its storage, so the aliases down to the
 // owner are checkpoints too. The last phase reads what the forward pass left.
 // Frees then follow from liveness (schedule.h), so a segment's recomputed
 // tensors live only until the phase's last backward step reads them. Works on

@@ -43,22 +43,15 @@ def check(module, applied, make_input, loss_fn, plan, out=sys.stdout):
     worst = max((float((got["grads"][n] - g).abs().max()) for n, g in base["grads"].items()), default=0.0)
     same = all(torch.allclose(got["grads"][n], g, rtol=1e-5, atol=1e-6) for n, g in base["grads"].items())
     peak_err = (got["peak"] - pred["peak_bytes"]) / pred["peak_bytes"] if pred["peak_bytes"] else 0.0
-    # The old allowance (an Add input's size): no longer an Add's gradient,
-    # which remat shares; what it still hides is open (docs/memory-model.md).
-    shared = abs(peak_err) > 0.02 and _measure.add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"], 4)
     rows = [("kept at forward end (B)", f"{got['kept']:,}", f"{pred['forward_end_bytes']:,}",
              got["kept"] == pred["forward_end_bytes"]),
             ("peak of live activations (B)", f"{got['peak']:,}", f"{pred['peak_bytes']:,}",
-             abs(peak_err) <= 0.02 or shared),
+             abs(peak_err) <= 0.02),
             ("recomputed ops", f"{recomputed}", f"{pred['recompute_steps']}", recomputed == pred["recompute_steps"])]
     print(f"{'':30} {'PyTorch':>14} {'remat':>14}", file=out)
     for name, a, b, ok in rows:
         print(f"{name:30} {a:>14} {b:>14}  {'ok' if ok else 'DIFFERS'}", file=out)
     print(f"{'without the plan: kept, peak':30} {base['kept']:>14,} {base['peak']:>14,}", file=out)
-    if shared:
-        print(f"peak: remat counts {pred['peak_bytes'] - got['peak']:,} B more: one tensor of an Add input's size "
-              "(less PyTorch's 4-byte loss seed); not an Add's gradient, which remat shares as PyTorch does: "
-              "an open difference (docs/memory-model.md)", file=out)
     print(f"peak: {peak_err * 100:+.2f} % of remat's; step time {t_plan * 1e3:.2f} ms with the plan, "
           f"{t_base * 1e3:.2f} ms without; gradients {'allclose' if same else 'DIFFER'} "
           f"(largest difference {worst:.3g})", file=out)

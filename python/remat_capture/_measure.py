@@ -199,20 +199,6 @@ def measure_step(model, make_input, loss_fn, module=None):
     return {"kept": kept, "peak": peak, "recomputed": tr.recomputed, "grads": grads, "loss": float(loss.detach())}
 
 
-def add_gradient_surplus(plan, diff, within):
-    """Whether remat's peak exceeds PyTorch's by `diff` bytes = the size of
-    an Add's input, give or take `within` bytes (PyTorch's 4-byte loss seed,
-    which remat does not count). remat now shares an Add's gradient as
-    PyTorch does (docs/memory-model.md, "An Add's gradient"), so what this
-    still accepts is no Add gradient: a view's gradient (PyTorch's
-    _unsafe_view backward hands a view of G; remat gives a view's gradient a
-    tensor of its own: the GPT blocks) and the ResNet's manual plans, one
-    activation apart; both open (docs/memory-model.md)."""
-    ops = plan["ops"]
-    sizes = {ops[u]["bytes"] for op in ops if op["kind"] == "Add" for u in op["inputs"] if not ops[u]["view"]}
-    return any(abs(diff - b) <= within for b in sizes)
-
-
 def recomputed_ops(plan, recomputed):
     """The remat ops the recomputed aten calls stand for (a select is a
     Slice and a Reshape, a split one Slice per part)."""

@@ -102,13 +102,8 @@ def run_model(args, name, selective, regions, measured):
               f"{name} {spec} ({mode}): PyTorch keeps {got['kept']} B at the end of the forward pass, "
               f"remat {pred['forward_end_bytes']} B")
         err = (got["peak"] - pred["peak_bytes"]) / pred["peak_bytes"]
-        if abs(err) <= 0.02:
-            check(True, f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
-                        f"({err * 100:+.2f} %)")
-        else:  # remat's known over-count, the only deviation allowed (docs/memory-model.md)
-            check(_measure.add_gradient_surplus(plan, pred["peak_bytes"] - got["peak"], 4),
-                  f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
-                  f"({err * 100:+.2f} %): remat's surplus is one Add input's gradient, which PyTorch shares")
+        check(abs(err) <= 0.02, f"{name} {spec} ({mode}): peak {got['peak']} B, remat {pred['peak_bytes']} B "
+                                f"({err * 100:+.2f} %)")
         check(recomputed == pred["recompute_steps"],
               f"{name} {spec} ({mode}): {recomputed} ops recomputed, remat {pred['recompute_steps']}")
         if spec in COMPRESSED:
@@ -134,26 +129,116 @@ def run_model(args, name, selective, regions, measured):
     return base, model_path
 
 
+def _ptr(t):
+    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
+
+
+def _hook(ptrs, key):  # keeps only the address: holding the tensor would change what autograd may reuse
+    return lambda g: ptrs.__setitem__(key, _ptr(g))
+
+
 def add_shares_gradient():
-    """What PyTorch itself does with an Add's gradient (docs/memory-model.md):
-    AddBackward hands the very tensor it received to both inputs, so the two
-    inputs' gradients are one storage, where remat counts two."""
+    """What PyTorch itself does with an Add's gradient, the rule remat's
+    memory model follows (docs/memory-model.md, "An Add's gradient"):
+    AddBackward hands the very tensor it received to both inputs (one
+    storage for G(z), G(x), G(y)); alpha != 1 gives the second input a
+    tensor of its own; and a part added to a gradient whose storage another
+    input's gradient still shares goes out of place, into a new storage."""
     a = torch.randn(4, 8, requires_grad=True)
     b = torch.randn(4, 8, requires_grad=True)
-    grads = {}
-    x, y = a * 2, b * 3  # non-leaf inputs, as in a residual block
-    x.register_hook(lambda g: grads.__setitem__("x", g))
-    y.register_hook(lambda g: grads.__setitem__("y", g))
     seed = torch.randn(4, 8)
-    (x + y).backward(seed)
-    check(grads["x"] is grads["y"] or grads["x"].data_ptr() == grads["y"].data_ptr(),
-          "PyTorch's AddBackward gives both inputs one gradient storage (remat's model counts one each)")
+    ptrs = {}
+    x, y = a * 2, b * 3  # non-leaf inputs, as in a residual block
+    x.register_hook(_hook(ptrs, "x"))
+    y.register_hook(_hook(ptrs, "y"))
+    z = x + y
+    z.register_hook(_hook(ptrs, "z"))
+    z.backward(seed)
+    check(ptrs["x"] == ptrs["y"] == ptrs["z"],
+          "PyTorch's AddBackward gives both inputs G(x + y)'s own storage (remat's model: G(v)'s storage, shared)")
     x, y = a * 2, b * 3
-    x.register_hook(lambda g: grads.__setitem__("x", g))
-    y.register_hook(lambda g: grads.__setitem__("y", g))
+    x.register_hook(_hook(ptrs, "x"))
+    y.register_hook(_hook(ptrs, "y"))
     torch.add(x, y, alpha=0.5).backward(seed)  # the second input's gradient is scaled: a tensor of its own
-    check(grads["x"].data_ptr() != grads["y"].data_ptr(),
-          "torch.add(x, y, alpha=0.5): two gradient storages (the sharing is the plain Add's)")
+    check(ptrs["x"] != ptrs["y"], "torch.add(x, y, alpha=0.5): two gradient storages (the sharing is the plain Add's)")
+    # z = x + y with x also feeding a tanh whose backward runs first: G(y)
+    # still shares G(z)'s storage when tanh's part for x arrives, so G(x)
+    # ends in a storage of its own (remat: out of place).
+    x, y = a * 2, b * 3
+    t = x.tanh()
+    z = x + y
+    x.register_hook(_hook(ptrs, "x"))
+    y.register_hook(_hook(ptrs, "y"))
+    z.register_hook(_hook(ptrs, "z"))
+    ((z * z).sum() + (t * t).sum()).backward()
+    check(ptrs["y"] == ptrs["z"] and ptrs["x"] != ptrs["z"],
+          "an added part goes out of place while another input's gradient shares the storage")
+
+
+def view_shares_gradient():
+    """What PyTorch does with a view's gradient (docs/memory-model.md, "A
+    Reshape's gradient"): view, reshape, flatten and unsqueeze hand their
+    input G reshaped, the same storage, and so does clone (.contiguous() of a
+    strided tensor) and a Linear on a 3-D input (_unsafe_view of an mm);
+    a transpose hands a strided view of G (the same storage), after which a
+    view's reshape copies; a slice and an expand make a new tensor."""
+    a = torch.randn(2, 4, 8, requires_grad=True)
+    ptrs = {}
+
+    def grads(make):
+        """Storages of G(x) and of G(out) for out = make(x), x = a * 2."""
+        ptrs.clear()
+        x = a * 2
+        x.register_hook(_hook(ptrs, "x"))
+        out = make(x)
+        out.register_hook(_hook(ptrs, "out"))
+        # G(out) made by a matmul: dense in out's shape, as attention's q
+        # gets it (a pointwise kernel would follow out's strides).
+        (out @ torch.ones(out.shape[-1], 3)).tanh().sum().backward()
+        return ptrs["x"], ptrs["out"]
+
+    for what, make in (("view(8, 8)", lambda x: x.view(8, 8)), ("reshape(2, 32)", lambda x: x.reshape(2, 32)),
+                       ("flatten(0, 1)", lambda x: x.flatten(0, 1)), ("unsqueeze(1)", lambda x: x.unsqueeze(1)),
+                       ("transpose(1, 2).contiguous()", lambda x: x.transpose(1, 2).contiguous()),
+                       ("transpose(1, 2).reshape(2, 32)", lambda x: x.transpose(1, 2).reshape(2, 32))):
+        gx, gout = grads(make)
+        check(gx == gout, f"x.{what}: G(x) is G(out)'s storage (remat: a Reshape's input, view or copy, shares it)")
+    gx, gout = grads(lambda x: x.transpose(1, 2))
+    check(gx == gout, "x.transpose(1, 2): G(x) is a strided view of G(out)'s storage (remat: a tensor of its "
+                      "own, its gradients are dense)")
+    for what, make in (("x[:, 1:3]", lambda x: x[:, 1:3]), ("x.expand(3, 2, 4, 8)", lambda x: x.expand(3, 2, 4, 8)),
+                       ("x.view(2, 4, 2, 4).transpose(1, 2)", lambda x: x.view(2, 4, 2, 4).transpose(1, 2))):
+        gx, gout = grads(make)
+        check(gx != gout, f"{what}: G(x) is a new storage (the view of a strided G copies)"
+              if "transpose" in what else f"{what}: G(x) is a new storage")
+    # A Linear on a 3-D input (a view, an addmm, a view): the backward's mm
+    # for the input reads G(y)'s storage (G of the addmm, reshaped) and
+    # writes the storage G(x) is (G of the first view, reshaped).
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Mms(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten.mm.default:
+                self.calls.append(([_ptr(t) for t in args], _ptr(out)))
+            return out
+
+    lin = torch.nn.Linear(8, 16)
+    ptrs.clear()
+    x = a * 2
+    x.register_hook(_hook(ptrs, "x"))
+    y = lin(x)
+    y.register_hook(_hook(ptrs, "y"))
+    mms = Mms()
+    with mms:
+        y.tanh().sum().backward()
+    check(any(ptrs["y"] in ins and out == ptrs["x"] for ins, out in mms.calls),
+          "Linear on a 3-D input: the input's gradient is the mm's output and the mm reads G(y)'s storage "
+          f"(mm calls: {len(mms.calls)})")
 
 
 def main():
@@ -183,6 +268,7 @@ def main():
               f"{got['peak']:>14,} {pred['peak_bytes']:>12,} {pred['recompute_steps']:>10}")
 
     add_shares_gradient()
+    view_shares_gradient()
     in_place(args)
     bad_input(args, models)
     return summary()

@@ -8,12 +8,13 @@
 //   forward pass.
 // Memory follows docs/memory-model.md: a fwd holds its inputs and output, a bwd its saved
 // tensors, its gradient and the gradients it creates; G(u) lives from the
-// backward of u's last consumer to bwd u; a plain Add's inputs get its G's
-// storage (no bytes), and a part added to a G whose storage another resident
-// G shares goes to a new storage; a storage counts once while any of
-// its aliases (views) is resident, and an op is not recomputed while a view
-// still holds its previous storage; aux(v) is made by every fwd v (not while
-// the previous one is resident), read by bwd v, and freed at any time.
+// backward of u's last consumer to bwd u; a plain Add's inputs and a
+// Reshape's input get its G's storage (no bytes), and a part added to a G
+// whose storage another resident G shares goes to a new storage; a storage
+// counts once while any of its aliases (views) is resident, and an op is not
+// recomputed while a view still holds its previous storage; aux(v) is made by
+// every fwd v (not while the previous one is resident), read by bwd v, and
+// freed at any time.
 // Independent of the strategies.
 #pragma once
 #include <algorithm>
@@ -40,11 +41,12 @@ inline double least_dag_recompute(const Model& m, uint64_t budget, bool stages) 
     for (int s = 0; s < n; ++s)
       if (aliases(s) > 0) grads[static_cast<std::size_t>(b)] += m.grad_bytes(s);
     const Op& op = m.op(b);
-    const bool plain_add = op.kind == OpKind::Add && op.inputs.size() == 2 && op.inputs[0] != op.inputs[1];
+    const bool passes_g = (op.kind == OpKind::Add && op.inputs.size() == 2 && op.inputs[0] != op.inputs[1]) ||
+                          op.kind == OpKind::Reshape;  // G(b) itself, or reshaped: the same storage
     for (int u : op.inputs) {
       if (!m.has_grad_tensor(u)) continue;
       auto& su = store[static_cast<std::size_t>(u)];
-      if (su < 0 && plain_add && m.has_grad_tensor(b) && m.op(u).dtype == op.dtype && m.grad_bytes(u) == m.grad_bytes(b)) {
+      if (su < 0 && passes_g && m.has_grad_tensor(b) && m.op(u).dtype == op.dtype && m.grad_bytes(u) == m.grad_bytes(b)) {
         su = store[static_cast<std::size_t>(b)];
       } else if (su < 0 || aliases(su) > 1) {
         su = u;

@@ -1,0 +1,155 @@
+// The executor shares a Reshape's gradient as the memory model says
+// (docs/memory-model.md, "Gradients PyTorch shares"): a Reshape's input, view
+// or copy, gets G(v)'s very buffer (its kernel sees no G for it and writes
+// nothing), a gradient gets a copy of its own before a part is added to a
+// shared buffer, tracked bytes equal the prediction at every instruction, and
+// the gradients are bitwise those of store-all.
+#include <cstring>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "core/exec/forwarding_backend.h"
+#include "tests/exec/exec_test_util.h"
+#include "tests/support/model_builders.h"
+
+namespace remat {
+namespace {
+
+using testing::make_op;
+using testing::quick;
+using testing::schedule_of;
+
+// x [4,8] -> a = Linear(x) -> t = Tanh(a); r = Reshape(a) [2,16] (a view)
+// -> c = Reshape(r) [4,8] (a copy) -> l = Linear(c) -> z = l + t -> MSE.
+// bwd z shares G(z)'s buffer with l and t; bwd l makes G(c), which bwd c
+// hands to r and bwd r to a; bwd t adds to G(a) while G(t) still shares G(z)'s
+// buffer (G(a) has G(c)'s: in place), then a Linear reads it.
+Model reshaped() {
+  Model m;
+  m.add(make_op(OpKind::Input, {}, {4, 8}));
+  m.add(make_op(OpKind::Linear, {0}, {4, 8}));    // 1 a
+  m.add(make_op(OpKind::Tanh, {1}));              // 2 t
+  m.add(make_op(OpKind::Reshape, {1}, {2, 16}));  // 3 r (view)
+  Op copy = make_op(OpKind::Reshape, {3}, {4, 8});
+  copy.attrs.edit().copy = true;
+  m.add(std::move(copy));                         // 4 c (copy)
+  m.add(make_op(OpKind::Linear, {4}, {4, 8}));    // 5 l
+  m.add(make_op(OpKind::Add, {5, 2}));            // 6 z
+  m.add(make_op(OpKind::MSELoss, {6}));           // 7 loss
+  m.finalize();
+  return m;
+}
+
+// Records G's pointer per op as each backward reads or writes it, and the
+// tracked bytes at every mark.
+class GradPointers : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
+ public:
+  explicit GradPointers(Backend& inner)
+      : WrappedBackend(inner), ForwardingCompute(inner.compute()), ForwardingTiming(inner.timing()) {}
+  Compute& compute() override { return *this; }
+  Timing& timing() override { return *this; }
+  std::map<int, const void*> dy;                  // op -> G(op) when bwd op read it
+  std::map<std::pair<int, int>, const void*> dx;  // (bwd op, input) -> the G it was handed
+  std::vector<uint64_t> live;
+
+  void begin_marks(std::size_t count) override {
+    live.clear();
+    ForwardingTiming::begin_marks(count);
+  }
+  void mark(std::size_t index) override {
+    live.push_back(inner().memory().live_bytes());
+    ForwardingTiming::mark(index);
+  }
+  void backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) override {
+    dy[v] = t.grad[static_cast<std::size_t>(v)];
+    for (int u : m.op(v).inputs) dx[{v, u}] = t.grad[static_cast<std::size_t>(u)];
+    ForwardingCompute::backward(m, v, t, acc);
+  }
+};
+
+}  // namespace
+
+TEST(ViewGradientExec, AReshapesInputGetsItsBufferItself) {
+  const Model m = reshaped();
+  ASSERT_TRUE(m.op(3).view);
+  ASSERT_FALSE(m.op(4).view);
+  CpuBackend cpu;
+  GradPointers rec(cpu);
+  const Schedule s = schedule_of(m, "store-all");
+  const ExecResult r = execute(m, s, rec, quick());
+  ASSERT_TRUE(r.ok()) << r.message;
+  // The Reshapes' kernels see no G for their input: nothing to copy.
+  EXPECT_EQ(rec.dx.at({4, 3}), nullptr);
+  EXPECT_EQ(rec.dx.at({3, 1}), nullptr);
+  // bwd l wrote G(c); bwd c and bwd r read that buffer as their G.
+  const void* made = rec.dx.at({5, 4});
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(rec.dy.at(4), made);
+  EXPECT_EQ(rec.dy.at(3), made);
+  // bwd t adds into G(a), which is that buffer too: G(t) shares G(z)'s, not
+  // G(a)'s, so the part is added in place; bwd a reads it.
+  EXPECT_EQ(rec.dx.at({2, 1}), made);
+  EXPECT_EQ(rec.dy.at(1), made);
+  EXPECT_EQ(rec.dy.at(2), rec.dy.at(6));  // the Add's sharing, as before
+  // Tracked bytes after each instruction are the simulator's.
+  const Simulation sim = simulate(m, s);
+  ASSERT_EQ(rec.live.size(), s.code.size() + 1);
+  for (std::size_t i = 0; i < s.code.size(); ++i)
+    EXPECT_EQ(rec.live[i + 1], sim.timeline[i]) << "instruction " << i << ": " << to_string(s.code[i], m);
+  EXPECT_EQ(r.tracked_peak_bytes, sim.peak_bytes);
+}
+
+// The Add's input shares with the Reshapes down to a, and bwd t adds to G(a)
+// while G(t) still shares it: out of place, into a copy of its own.
+TEST(ViewGradientExec, APartAddedToASharedBufferGoesToACopy) {
+  Model m;
+  m.add(make_op(OpKind::Input, {}, {4, 8}));
+  m.add(make_op(OpKind::Linear, {0}, {4, 8}));    // 1 a
+  m.add(make_op(OpKind::Tanh, {1}));              // 2 t
+  m.add(make_op(OpKind::Reshape, {1}, {2, 16}));  // 3 r (view)
+  Op copy = make_op(OpKind::Reshape, {3}, {4, 8});
+  copy.attrs.edit().copy = true;
+  m.add(std::move(copy));                         // 4 c (copy)
+  m.add(make_op(OpKind::Add, {4, 2}));            // 5 z
+  m.add(make_op(OpKind::MSELoss, {5}));           // 6 loss
+  m.finalize();
+  CpuBackend cpu;
+  GradPointers rec(cpu);
+  const Schedule s = schedule_of(m, "store-all");
+  const ExecResult r = execute(m, s, rec, quick());
+  ASSERT_TRUE(r.ok()) << r.message;
+  const void* shared = rec.dy.at(5);
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(rec.dy.at(4), shared);
+  EXPECT_EQ(rec.dy.at(3), shared);
+  EXPECT_EQ(rec.dy.at(2), shared);
+  EXPECT_NE(rec.dx.at({2, 1}), nullptr);
+  EXPECT_NE(rec.dx.at({2, 1}), shared);
+  EXPECT_EQ(rec.dy.at(1), rec.dx.at({2, 1}));
+  const Simulation sim = simulate(m, s);
+  ASSERT_EQ(rec.live.size(), s.code.size() + 1);
+  for (std::size_t i = 0; i < s.code.size(); ++i)
+    EXPECT_EQ(rec.live[i + 1], sim.timeline[i]) << "instruction " << i << ": " << to_string(s.code[i], m);
+  EXPECT_EQ(sim.peak_bytes, 4 * 128u);  // tests/core/test_view_gradient.cpp derives the timeline
+}
+
+// The values a shared buffer carries are those a buffer per input carried:
+// every strategy's gradients equal store-all's bit for bit.
+TEST(ViewGradientExec, EveryStrategyGivesStoreAllsGradientsBitForBit) {
+  const Model m = reshaped();
+  CpuBackend cpu;
+  const ExecResult base = execute(m, schedule_of(m, "store-all"), cpu, quick());
+  ASSERT_TRUE(base.ok()) << base.message;
+  for (const char* spec : {"recompute-all", "sqrt", "every-k:2", "manual:4", "auto", "dtr:900", "optimal:900"}) {
+    SCOPED_TRACE(spec);
+    const Schedule s = schedule_of(m, spec);
+    const ExecResult r = execute(m, s, cpu, quick());
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0);
+    EXPECT_EQ(r.grad_hash, base.grad_hash);
+  }
+}
+
+}  // namespace remat
