@@ -10,6 +10,16 @@
 // the shared weight's. Returns false (the node stays Generic) for what this
 // does not take: bidirectional, a sequence_lens or peephole input, other
 // activations, a clip, layout 1, or an initial state that is not zero.
+//
+// A file PyTorch 2.x exported (producer_version) gets 2.x's saved bytes, as
+// remat_capture gives its mkldnn_rnn_layer (python/remat_capture/_rnn.py):
+// 2.x runs the layer as one oneDNN call whose node keeps the input, Y, h_n,
+// c_n, the zero h0 and c0, zero weight-shaped biases when the layer has none,
+// and oneDNN's workspace. The ops here keep the input, and instead of the
+// workspace each step's gates, tanh(c), c_prev and h_prev: those are its
+// contents in remat's layout, so the rest of it is the aux of the layer's
+// first Pointwise op (step 0's b_hh add), and Y, h_n and c_n are kept by the
+// ops making them.
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
 #include <memory>
@@ -31,6 +41,26 @@ std::vector<float> torch_gate_order(const std::vector<float>& v, std::size_t row
     std::copy(v.begin() + static_cast<std::ptrdiff_t>(kFrom[k] * block), v.begin() + static_cast<std::ptrdiff_t>((kFrom[k] + 1) * block),
               out.begin() + static_cast<std::ptrdiff_t>(k * block));
   return out;
+}
+
+// oneDNN's training workspace for one forward f32 LSTM layer of `t` steps,
+// batch `b`, input `i`, hidden `h`, as PyTorch 2.6 (oneDNN 3.6) allocates it
+// for mkldnn_rnn_layer: each of its buffers starts on a 4 KiB page (oneDNN's
+// rnn_utils set_offsets): the gates (t·b rows of 4h, padded), h (t·b of h),
+// five of the states' layout ((t+1)·b·2 rows of max(i, h)) and two of c's
+// ((t+1)·b·2 rows of h). Rows are padded to 64 bytes, and by 64 more when a
+// multiple of 1 KiB (oneDNN's get_good_ld). It gives the 40,960 and 36,864
+// bytes _rnn.py names and what PyTorch 2.6 allocated for 11 shapes from
+// 1 × 1 × 1 × 1 to 20 × 8 × 64 × 128 (docs/model-format.md).
+uint64_t onednn_lstm_workspace(uint64_t t, uint64_t b, uint64_t i, uint64_t h) {
+  const auto ld = [](uint64_t d) {
+    const uint64_t r = (d + 15) / 16 * 16;
+    return r % 256 == 0 ? r + 16 : r;
+  };
+  const auto page = [](uint64_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+  const uint64_t states = 2 * (t + 1) * b;
+  return page(t * b * ld(4 * h) * 4) + page(t * b * ld(h) * 4) + 5 * page(states * ld(std::max(i, h)) * 4) +
+         2 * page(states * h * 4);
 }
 
 }  // namespace
@@ -136,6 +166,7 @@ bool Importer::lstm(const NodeProto& n, int x) {
 
   std::vector<int> hs_out;
   int h_prev = -1, c_prev = -1;
+  int first_pointwise = -1;  // step 0's b_hh add
   for (int64_t t = 0; t < t_len; ++t) {
     const int ig = reshape(slice(igates, 0, t, t + 1), {batch, 4 * h});
     int gates;
@@ -151,7 +182,7 @@ bool Importer::lstm(const NodeProto& n, int x) {
       op.attrs.edit().learned = true;
       op.attrs.edit().values = ConstValues{b_hh};
       op.aux_bytes = state_bytes;
-      gates = add(std::move(op), "add");
+      gates = first_pointwise = add(std::move(op), "add");
     } else {
       Op hh;
       hh.kind = OpKind::Linear;
@@ -189,12 +220,30 @@ bool Importer::lstm(const NodeProto& n, int x) {
   const auto read = [&](int k) {
     return n.output_size() > k && !n.output(k).empty() && (consumers_.count(n.output(k)) || n.output(k) == output_);
   };
+  const bool torch2 = torch_major_ >= 2;
+  const auto keep_own_output = [&](int v) { model_.mutable_op(v).saved.push_back(v); };
   if (read(0)) {
     Op cat;
     cat.kind = OpKind::Concat;
     for (const int hv : hs_out) cat.inputs.push_back(reshape(hv, {1, batch, h}));
     cat.attrs.edit().axis = 0;
-    values_[n.output(0)] = {Value::Activation, reshape(add(std::move(cat), "stack"), {t_len, 1, batch, h}), nullptr};
+    const int stacked = add(std::move(cat), "stack");
+    if (torch2) keep_own_output(stacked);
+    values_[n.output(0)] = {Value::Activation, reshape(stacked, {t_len, 1, batch, h}), nullptr};
+  }
+  if (torch2) {
+    // 2.x's saves (above). h0 and c0 are the aux of the ops reading them
+    // already, as in 1.13. Y unread here is still kept by 2.x: private.
+    keep_own_output(h_prev);
+    keep_own_output(c_prev);
+    const uint64_t cell = state_bytes, steps = static_cast<uint64_t>(t_len);
+    const uint64_t own = steps * (4 + 1) * cell + (steps - 1) * 2 * cell;  // gates, tanh(c); c_prev, h_prev
+    const uint64_t ws = onednn_lstm_workspace(steps, static_cast<uint64_t>(batch), static_cast<uint64_t>(feat), static_cast<uint64_t>(h));
+    // ws > own always: the gates' buffer alone holds 4·T cells, the states' 10·(T+1).
+    uint64_t extra = ws - own;
+    if (input(3).empty()) extra += static_cast<uint64_t>(4 * h * (feat + h)) * 4;  // zero biases shaped like W_ih, W_hh
+    if (!read(0)) extra += steps * cell;
+    model_.mutable_op(first_pointwise).aux_bytes += extra;
   }
   if (read(1)) values_[n.output(1)] = {Value::Activation, reshape(h_prev, {1, batch, h}), nullptr};
   if (read(2)) values_[n.output(2)] = {Value::Activation, reshape(c_prev, {1, batch, h}), nullptr};

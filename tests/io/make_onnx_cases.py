@@ -192,15 +192,18 @@ def zero_pad():  # nn.AvgPool2d as torch exports it: Pad with all-zero pads, the
                  [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5), i64], name="zero_pad")
 
 
-def lstm():  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
+def lstm(torch_version=None, bias=True):  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
     w = np.arange(8 * 4).reshape(1, 8, 4) / 64 - 0.25  # gate blocks of 2 rows in ONNX's order i, o, f, c
     r = np.arange(8 * 2).reshape(1, 8, 2) / 32 - 0.25
     b = np.arange(16).reshape(1, 16) / 16 - 0.5  # W's bias then R's
-    return graph([helper.make_node("LSTM", ["x", "W", "R", "B", "", "h0", "c0"], ["y"], name="/lstm/LSTM",
-                                   hidden_size=2)],
-                 [x], [Y], [t("W", w), t("R", r), t("B", b), t("h0", np.zeros((1, 2, 2))), t("c0", np.zeros((1, 2, 2)))],
-                 name="lstm")
+    inits = [t("W", w), t("R", r)] + ([t("B", b)] if bias else []) + [t("h0", np.zeros((1, 2, 2))), t("c0", np.zeros((1, 2, 2)))]
+    m = graph([helper.make_node("LSTM", ["x", "W", "R", "B" if bias else "", "", "h0", "c0"], ["y"], name="/lstm/LSTM",
+                                hidden_size=2)],
+              [x], [Y], inits, name="lstm")
+    if torch_version:
+        m.producer_name, m.producer_version = "pytorch", torch_version
+    return m
 
 
 def global_pool(torch_version):  # a Conv pooled to 1x1, as torch exports adaptive_avg_pool2d(1)
@@ -249,7 +252,8 @@ if __name__ == "__main__":
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
                        ("layer_scale", layer_scale), ("lstm", lstm), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
-                       ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0"))]:
+                       ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0")),
+                       ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False))]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

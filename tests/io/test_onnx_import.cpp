@@ -4,6 +4,7 @@
 // the executor, the loss and gradients must match PyTorch's (float64).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -565,6 +566,66 @@ TEST(OnnxCases, LstmIsItsCellOpsWithTheFilesWeights) {
     ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
   }
   EXPECT_LT(std::fabs(runs[0].loss - loss) / loss, 1e-6) << runs[0].loss << " vs " << loss;
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+}
+
+// The same LSTM in a file PyTorch 2.6 exported (producer_version) keeps what
+// 2.x's mkldnn_rnn_layer node keeps, as a capture charges it (_rnn.py): x, Y,
+// h_n, c_n, the zero h0 and c0, and oneDNN's workspace; the ops' own saves
+// (each step's gates and tanh(c), c_prev and h_prev after the first) are the
+// workspace's contents, its rest the aux of step 0's b_hh add. A layer
+// without biases keeps 2.x's zero tensors shaped like W_ih and W_hh too. The
+// ops, and so the values, are 1.13's.
+TEST(OnnxCases, LstmOfATorch2FileKeepsWhatTorch2Keeps) {
+  REQUIRE_ONNX();
+  const Model old = load_model(kCases + "lstm.onnx");
+  const Model m = load_model(kCases + "lstm_torch2.onnx");
+  const Model nb = load_model(kCases + "lstm_nobias_torch2.onnx");
+  ASSERT_EQ(m.size(), old.size());
+  ASSERT_EQ(nb.size(), old.size());
+  const uint64_t T = 3, B = 2, I = 4, H = 2, f32 = 4, cell = B * H * f32;
+  // oneDNN's workspace: its buffers each from a 4 KiB page, rows padded to
+  // 16 floats: the gates (T·B rows of 4H), h (T·B of H), five in the states'
+  // layout ((T+1)·2·B rows of max(I, H)), two in c's ((T+1)·2·B of H).
+  const auto page = [](uint64_t b) { return (b + 4095) / 4096 * 4096; };
+  const uint64_t states = (T + 1) * 2 * B;
+  const uint64_t ws = page(T * B * 16 * f32) + page(T * B * 16 * f32) + 5 * page(states * 16 * f32) + 2 * page(states * H * f32);
+  ASSERT_EQ(ws, 36864u);  // what PyTorch 2.6 allocates for this layer
+  const uint64_t own = T * (4 + 1) * cell + (T - 1) * 2 * cell;  // 304
+  const uint64_t x = T * B * I * f32, y = T * B * H * f32;
+  // x, Y, h_n, c_n, h0, c0, the workspace: 37,072, PyTorch 2.6's count of
+  // this layer's saved activations (saved_tensors_hooks).
+  EXPECT_EQ(m.saved_bytes(), x + y + 4 * cell + ws);
+  EXPECT_EQ(m.saved_bytes(), 37072u);
+  EXPECT_EQ(nb.saved_bytes(), 37072u + 4 * H * (I + H) * f32);  // 37,264, PyTorch 2.6's too
+  EXPECT_EQ(old.saved_bytes(), 96u + 3 * (64 + 16 + 16 + 16) + 48u);  // unchanged for a file that names no PyTorch 2
+  int first_add = -1;
+  for (int v = 0; v < m.size() && first_add < 0; ++v)
+    if (m.op(v).kind == OpKind::Pointwise && m.op(v).aux_bytes > 0) first_add = v;
+  ASSERT_GE(first_add, 0);
+  EXPECT_EQ(m.op(first_add).aux_bytes, cell + ws - own);  // h0 (as in 1.13) and the workspace's rest
+  EXPECT_EQ(nb.op(first_add).aux_bytes, cell + ws - own + 4 * H * (I + H) * f32);
+  // h_n (the last h), c_n (the last c) and Y (the stack) keep themselves.
+  const int stack = m.size() - 3, h_n = m.op(m.op(stack).inputs.back()).inputs[0];
+  EXPECT_EQ(m.op(stack).kind, OpKind::Concat);
+  EXPECT_NE(std::find(m.op(stack).saved.begin(), m.op(stack).saved.end(), stack), m.op(stack).saved.end());
+  EXPECT_NE(std::find(m.op(h_n).saved.begin(), m.op(h_n).saved.end(), h_n), m.op(h_n).saved.end());
+  const int tanh_c = m.op(h_n).inputs[1], c_n = m.op(tanh_c).inputs[0];
+  EXPECT_EQ(m.op(c_n).kind, OpKind::Add);
+  EXPECT_EQ(m.op(c_n).saved, (OpIds{c_n}));
+  EXPECT_TRUE(m.executable());
+  // The same ops: the same loss and gradients as the 1.13 file's, bitwise.
+  ExecResult runs[2];
+  const Model* models[2] = {&old, &m};
+  for (int k = 0; k < 2; ++k) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs[k] = execute(*models[k], make_strategy("store-all")->schedule(*models[k]), cpu, o);
+    ASSERT_TRUE(runs[k].ok()) << runs[k].message;
+  }
   EXPECT_EQ(runs[0].loss, runs[1].loss);
   EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
 }

@@ -56,10 +56,6 @@ EXPECT = {
     "shufflenet": "runs",
 }
 if TORCH2:
-    # torch 2.6's CPU LSTM keeps 87,892 bytes here, not the cell ops'
-    # tensors that 1.13's keeps (25,428) and the import models; what 2.x
-    # keeps is not mapped yet.
-    EXPECT["lstm"] = "skip"
     # 2.x runs the encoder's attention fused and exports it decomposed, which
     # the importer does not map back yet (as tests/io/torch_saved_bytes.py).
     EXPECT["encoder"] = "skip"
