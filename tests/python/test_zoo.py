@@ -37,7 +37,7 @@ from torch_count import torch_count  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
 # What runs today: all of them.
-RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "lstm", "encoder",
+RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "lstm", "gru", "encoder",
         "shufflenet", "groupnorm", "moe"}
 
 

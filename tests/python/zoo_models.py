@@ -81,6 +81,20 @@ def lstm():
     return classify(LSTMHead(), torch.randn(2, 6, 16))
 
 
+class GRUHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 32, num_layers=2, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.gru(x)[0][:, -1])
+
+
+def gru():
+    return classify(GRUHead(), torch.randn(2, 6, 16))
+
+
 def encoder():
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
     net, x = nn.TransformerEncoder(layer, 2), torch.randn(2, 8, 32)
@@ -169,6 +183,6 @@ def moe():
 
 
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
-          "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm,
+          "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
           "groupnorm": groupnorm, "moe": moe}
