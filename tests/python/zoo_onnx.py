@@ -54,8 +54,6 @@ EXPECT = {
     "efficientnet_b0": "imports" if TORCH2 else "runs",  # 2.x exports stochastic depth: random Muls, simulate-only
     # A batch-norm output 2.7e-5 above the ReLU after it (agrees at 160x160).
     "shufflenet": "runs",
-    # The importer does not map ONNX GRU yet.
-    "gru": "skip",
 }
 if TORCH2:
     # torch 2.6's CPU LSTM keeps 87,892 bytes here, not the cell ops'
