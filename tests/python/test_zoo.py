@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The twelve architectures of issue 28 (zoo_models.py), captured with
+"""The twelve architectures of issue 28 and a GRU (zoo_models.py), captured with
 remat_capture and run, with a table of where each stands:
 
 - every capture's saved_bytes equals PyTorch's own count exactly;

@@ -1,4 +1,4 @@
-"""The twelve architectures of issue 28, as people write them (torchvision's or
+"""The twelve architectures of issue 28 and a GRU, as people write them (torchvision's or
 a few lines of PyTorch), at CI sizes, for test_zoo.py: a Llama-style decoder
 (RMSNorm, rotary embeddings, SwiGLU), a ViT, ConvNeXt, MobileNetV3,
 EfficientNet-B0, DenseNet, a U-Net, a 2-layer LSTM, an nn.TransformerEncoder,
