@@ -873,6 +873,21 @@ class Builder(PointwiseMixin, RnnMixin):
             if key not in counted:
                 self._private(v, t, counted)
         self._charge_storage_rest()
+        self._complete_products()
+
+    def _complete_products(self):
+        """A Pointwise mul's backward reads each operand for the other's
+        gradient. PyTorch 2.x packs what an in-place mul_ keeps of r (a GRU's
+        r·h_n, (h - n)·z) after the op, so attribute_saves gives it to the next
+        op; where that operand is kept by another op already (the sigmoid that
+        made it saves it), the product saves it too: the same bytes, counted once."""
+        saved = {s for op in self.ops for s in op["_saved"]}
+        for op in self.ops:
+            if op["kind"] != "Pointwise" or op.get("fn") != "mul":
+                continue
+            for u in op["inputs"]:
+                if u not in op["_saved"] and u in saved:
+                    op["_saved"].append(u)
 
     def _charge_storage_rest(self):
         """PyTorch keeps a saved tensor's whole storage; remat gives each op that

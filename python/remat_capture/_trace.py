@@ -33,7 +33,9 @@ except ImportError:  # pragma: no cover - older PyTorch
 # tensor by reference, so the Builder, reading shapes after the step, would see
 # the new metadata where the old one was (the stack's output [T, N, H] read as
 # [N, T, H]): _Recorder gives them an alias frozen at the old metadata instead.
-METADATA_INPLACE = {"transpose_", "t_", "squeeze_", "unsqueeze_", "swapaxes_", "swapdims_", "as_strided_"}
+# Only the transposes: others (as_strided_, which adaptive pooling runs on its
+# own output) the Builder reads as they are.
+METADATA_INPLACE = {"transpose_", "t_", "swapaxes_", "swapdims_"}
 
 NAMED_SAVED_OUTPUTS = {"_scaled_dot_product_flash_attention_for_cpu", "max", "min", "topk", "sort", "kthvalue",
                        "median", "nanmedian", "mode", "cummax", "cummin"}
