@@ -312,6 +312,8 @@ class Importer {
   // LSTM as the cell ops PyTorch's CPU LSTM runs (onnx_rnn.cpp); false: a
   // form it does not take (bidirectional, peepholes, a non-zero initial state).
   bool lstm(const NodeProto& n, int x);
+  // GRU likewise (onnx_gru.cpp): forward, linear_before_reset = 1, a zero initial state.
+  bool gru(const NodeProto& n, int x);
 
   // Anything else: a simulate-only op sized from its (inferred) output shape.
   void generic(const NodeProto& n, const std::vector<std::string>& acts);

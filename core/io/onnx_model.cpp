@@ -445,6 +445,7 @@ void Importer::import_node(int i) {
     if (type == "Split" && split(n, x)) return;
     if (type == "TopK" && topk(n, x)) return;
     if (type == "LSTM" && lstm(n, x)) return;
+    if (type == "GRU" && gru(n, x)) return;
     if (view(n, x)) return;
   } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
     const int y = activation(acts[1]);

@@ -87,11 +87,15 @@ class Builder(PointwiseMixin, RnnMixin):
         # id(tensor) -> the parameter it is, broadcast: addmm(bias, zeros, W), an
         # LSTM's first step (its zero initial state times W_hh, plus b_hh).
         self.param_broadcast = {}
+        self.zeros = set()        # id(tensor) -> zero, and no gradient reaches a parameter through it (_zero_times_weight)
+        self.param_pieces = {}    # id(tensor) -> (parameter, start, end): a slice of one of those (_broadcast_pieces)
         self.event_op = {}        # OpEvent index -> remat op id
         self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
         self.rnn_layers = {}      # OpEvent index of an mkldnn_rnn_layer -> how its saves map (_rnn.py)
         self.rnn_keep = []        # tensors standing for values of those layers' ops (_rnn.py)
         self.owner = {}           # storage key -> remat op id owning it (the latest writer)
+        self.op_storage = {}      # remat op id -> storage key of its output (ops that own bytes)
+        self.storage_bytes = {}   # storage key -> its bytes
         self.notes = []
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.params_by_name = list(module.named_parameters())
@@ -143,6 +147,9 @@ class Builder(PointwiseMixin, RnnMixin):
             self.rid[id(out)] = op["id"]
             if not view:
                 self.owner[storage_key(out)] = op["id"]
+                self.op_storage[op["id"]] = (storage_key(out), (out.storage_offset(), tuple(out.shape),
+                                                                tuple(out.stride()), out.element_size()))
+                self.storage_bytes[storage_key(out)] = storage_nbytes(out)
         if event is not None:
             self.event_op[event.index] = op["id"]
             op["_event"] = event.index
@@ -201,10 +208,41 @@ class Builder(PointwiseMixin, RnnMixin):
             self.weight_casts.add(storage_key(ev.outputs[0]))
         elif ev.name == "addmm" and ev.outputs and len(ev.args) >= 3 and self._zero_product(ev):
             self.param_broadcast[id(ev.outputs[0])] = ev.args[0]
+        elif ev.name == "mm" and ev.outputs and len(ev.args) == 2 and self._zero_times_weight(ev):
+            self.zeros.add(id(ev.outputs[0]))
+        elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
+                id(ev.args[0]) in self.zeros:
+            self.zeros.update(id(o) for o in ev.outputs)
+        elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
+                id(ev.args[0]) in self.param_broadcast and ev.args[0].dim() == 2:
+            self._broadcast_pieces(ev)
         elif ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
             self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
         elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
             pass  # noise /= keep: still the noise
+
+    def _zero_times_weight(self, ev):
+        """mm(m, W) with m all zeros and no gradient, W a parameter (its view): zero,
+        and W's gradient from it mᵀ·dy = 0 (a GRU without biases, at its first step)."""
+        m, w = ev.args
+        return isinstance(m, torch.Tensor) and isinstance(w, torch.Tensor) and not m.requires_grad and \
+            w.requires_grad and storage_key(w) in self.excluded and bool((m == 0).all())
+
+    def _broadcast_pieces(self, ev):
+        """The pieces along the last axis of a parameter broadcast (1.13's GRU
+        splits W_hh·h + b_hh in three before adding the input's gates, and at its
+        first step h is zero): each piece is the parameter's slice, broadcast,
+        kept as (parameter, start, end) for _constant_operand. Its values are
+        read from the parameter, not the piece, as the cell adds into the piece
+        in place afterwards."""
+        dim = (ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dim", 0)) % 2
+        if dim != 1:
+            return
+        start = 0
+        for out in ev.outputs:
+            n = int(out.shape[1])
+            self.param_pieces[id(out)] = (self.param_broadcast[id(ev.args[0])], start, start + n)
+            start += n
 
     def _zero_product(self, ev):
         """addmm(bias, m, W) with m all zeros and no gradient, bias a parameter:
@@ -834,6 +872,56 @@ class Builder(PointwiseMixin, RnnMixin):
             key = storage_key(t)
             if key not in counted:
                 self._private(v, t, counted)
+        self._charge_storage_rest()
+        self._complete_products()
+
+    def _complete_products(self):
+        """A Pointwise mul's backward reads each operand for the other's
+        gradient. PyTorch 2.x packs what an in-place mul_ keeps of r (a GRU's
+        r·h_n, (h - n)·z) after the op, so attribute_saves gives it to the next
+        op; where that operand is kept by another op already (the sigmoid that
+        made it saves it), the product saves it too: the same bytes, counted once."""
+        saved = {s for op in self.ops for s in op["_saved"]}
+        for op in self.ops:
+            if op["kind"] != "Pointwise" or op.get("fn") != "mul":
+                continue
+            for u in op["inputs"]:
+                if u not in op["_saved"] and u in saved:
+                    op["_saved"].append(u)
+
+    def _charge_storage_rest(self):
+        """PyTorch keeps a saved tensor's whole storage; remat gives each op that
+        wrote a part of it its own bytes. Where autograd saved parts of a storage
+        that other parts, written in place by ops whose outputs are not saved,
+        share (1.13's GRU: r and z are sigmoid_ in place on two thirds of
+        W_hh·h + b_hh, whose last third becomes n's product with r in place),
+        those other parts are kept as long: each such op keeps its output's
+        bytes private (aux), so the count is PyTorch's."""
+        saved = {s for op in self.ops for s in op["_saved"]}
+        last = {}  # storage key -> {(offset, bytes): the op that wrote that region last}
+        for v, (key, where) in self.op_storage.items():
+            if "_before" not in self.ops[v]:
+                last.setdefault(key, {})[where] = v
+        for key, regions in last.items():
+            if len(regions) < 2 or not any(v in saved for v in regions.values()):
+                continue
+            # Which elements each region is; the finest ones (a region that holds
+            # another, the whole storage's first writer, drops out) must cover the
+            # storage once each.
+            size = regions and next(iter(regions))[3]
+            n = self.storage_bytes[key] // size
+            cells = {r: frozenset(torch.arange(n).as_strided(r[1], r[2], r[0]).reshape(-1).tolist())
+                     for r in regions if r[3] == size}
+            finest = [r for r in cells if not any(o != r and cells[o] < cells[r] for o in cells)]
+            covered = [c for r in finest for c in cells[r]]
+            if len(finest) < 2 or len(covered) != n or len(set(covered)) != n:
+                continue
+            regions = {r: regions[r] for r in finest}
+            if not any(v in saved for v in regions.values()):
+                continue
+            for v in regions.values():
+                if v not in saved and self.ops[v]["kind"] == "Pointwise":
+                    self.ops[v]["_aux"] += self._op_nbytes(v)
 
     def _saves_overwritten(self, v, ev, t, counted):
         """An in-place op whose backward reads the value it overwrites
@@ -850,6 +938,8 @@ class Builder(PointwiseMixin, RnnMixin):
         key = storage_key(t)
         if key in counted or ev.args[0] is not ev.outputs[0]:
             return False
+        if op.get("const_at") == 0:
+            return False  # the value overwritten is the op's constant (a GRU's first step): the clone is private
         u = op["inputs"][0]
         src = self.ops[u]
         # The clone runs as an aten op of its own (a Reshape copy of the
@@ -862,12 +952,32 @@ class Builder(PointwiseMixin, RnnMixin):
         numel = 1
         for d in src["shape"]:
             numel *= d
-        if (src["_view"] or "bytes" in src or src.get("dtype") != DTYPES.get(t.dtype) or
-                list(t.shape) != src["shape"] or storage_nbytes(t) != numel * t.element_size() or u in op["_saved"]):
+        dtype = src.get("dtype") if not src["_view"] else DTYPES.get(t.dtype)
+        if ("bytes" in src or dtype != DTYPES.get(t.dtype) or list(t.shape) != src["shape"] or
+                storage_nbytes(t) != numel * t.element_size() or u in op["_saved"]):
             return False
+        if src["_view"]:
+            # The value overwritten is a view (1.13's GRU multiplies a third of
+            # W_hh·h + b_hh by r in place): saving the view would keep its whole
+            # base. remat writes autograd's clone as the op it is, a dense copy
+            # of the view placed just before the op (_finish), read and saved by it.
+            u = self._clone_before(v, u, t)
         op["_saved"].append(u)
         counted.add(key)
         return True
+
+    def _clone_before(self, v, u, t):
+        """A Reshape copy of op u, made the first input of op v and emitted just
+        before v (it is appended after every op; _finish places it)."""
+        op = self.ops[v]
+        c = {"kind": "Reshape", "shape": list(self.ops[u]["shape"]), "copy": True, "dtype": DTYPES.get(t.dtype),
+             "id": len(self.ops), "inputs": [u], "_saved": [], "_aux": 0, "_view": False, "_before": v,
+             "name": self._unique_name(f"{op.get('name', 'op')}.clone")}
+        if "_event" in op:
+            c["_event"] = op["_event"]
+        self.ops.append(c)
+        op["inputs"][0] = c["id"]
+        return c["id"]
 
     def _save(self, v, t, counted, later):
         op = self.ops[v]
@@ -910,20 +1020,31 @@ class Builder(PointwiseMixin, RnnMixin):
     def _finish(self, loss_id):
         self._attach_saves()
         # Only what leads to the loss: remat requires it, and the rest has no backward.
+        # The order ops are written in: creation order, with the copies
+        # _clone_before made placed just before the op reading them.
+        order = []
+        placed = {}
+        for op in self.ops:
+            if "_before" in op:
+                placed.setdefault(op["_before"], []).append(op)
+        for op in self.ops[:loss_id + 1]:
+            if "_before" not in op:
+                order.extend(placed.get(op["id"], []))
+                order.append(op)
         keep = [False] * len(self.ops)
         keep[loss_id] = True
-        for v in range(loss_id, -1, -1):
-            if keep[v]:
-                for u in self.ops[v]["inputs"]:
+        for op in reversed(order):
+            if keep[op["id"]]:
+                for u in op["inputs"]:
                     keep[u] = True
-        dropped = [op for op in self.ops[:loss_id] if not keep[op["id"]]]
+        dropped = [op for op in order[:-1] if not keep[op["id"]]]
         lost = sum(op["_aux"] for op in dropped)
         if any(op["_saved"] or op["_aux"] for op in dropped):
             self.notes.append(f"{len(dropped)} op(s) do not lead to the loss; what they saved ({lost} private bytes) "
                               "is left out")
         renum = {}
         out = []
-        for op in self.ops[:loss_id + 1]:
+        for op in order:
             if not keep[op["id"]]:
                 continue
             renum[op["id"]] = len(out)

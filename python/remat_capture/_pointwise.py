@@ -50,6 +50,18 @@ class PointwiseMixin:
             return {"const_shape": [], "values": _float(sign * t)}
         if not isinstance(t, torch.Tensor) or t.dtype.is_complex:
             return None
+        if id(t) in self.zeros:
+            # Zero (W_hh·h at a GRU's first step, without biases); read as 0 here,
+            # as the cell adds into it in place afterwards.
+            return {"const_shape": [], "values": 0.0}
+        if id(t) in self.param_pieces:
+            # A slice of a parameter, broadcast over rows: a learned constant of
+            # its own (its values the slice's); no module parameter is it whole.
+            param, start, end = self.param_pieces[id(t)]
+            if sign != 1.0:
+                return None
+            return {"const_shape": [end - start], "learned": True,
+                    "values": [_float(x) for x in param.detach()[start:end].tolist()]}
         if t.requires_grad and id(t) in self.param_broadcast:
             t = self.param_broadcast[id(t)]  # a parameter broadcast (_build.py's _zero_product)
         shape = list(t.shape)

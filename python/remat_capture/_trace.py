@@ -27,6 +27,16 @@ except ImportError:  # pragma: no cover - older PyTorch
 # reductions and selections that return (values, indices) keep their indices
 # (_saved_indices). Listed one by one so that no other op's attribution
 # changes (embedding's node saves an *input* called indices).
+# Ops that change a tensor's shape or strides in place (the tensor object stays,
+# its metadata changes). PyTorch 1.13's GRU (and RNN) with batch_first ends in
+# stack(...).transpose_(0, 1). The events before such an op recorded the
+# tensor by reference, so the Builder, reading shapes after the step, would see
+# the new metadata where the old one was (the stack's output [T, N, H] read as
+# [N, T, H]): _Recorder gives them an alias frozen at the old metadata instead.
+# Only the transposes: others (as_strided_, which adaptive pooling runs on its
+# own output) the Builder reads as they are.
+METADATA_INPLACE = {"transpose_", "t_", "swapaxes_", "swapdims_"}
+
 NAMED_SAVED_OUTPUTS = {"_scaled_dot_product_flash_attention_for_cpu", "max", "min", "topk", "sort", "kthvalue",
                        "median", "nanmedian", "mode", "cummax", "cummin"}
 
@@ -112,6 +122,33 @@ class Recording:
         self.packs = []
         self.module_stack = [""]
 
+    def freeze(self, t):
+        """Before t's metadata changes in place (METADATA_INPLACE): every earlier
+        event and save that holds t gets an alias of t with its metadata as it is
+        now (the same storage, so storage keys are unchanged), and that alias is
+        returned, to be the in-place op's recorded input. The op's output stays t
+        itself, as what follows reads it, so the op reads as its out-of-place
+        form: a view of the alias."""
+        alias = None
+
+        def swap(x):
+            nonlocal alias
+            if x is t:
+                if alias is None:
+                    alias = t.as_strided(t.size(), t.stride(), t.storage_offset())
+                return alias
+            if isinstance(x, (list, tuple)) and any(y is t for y in x):
+                return type(x)(swap(y) for y in x)
+            return x
+
+        for ev in self.ops:
+            ev.outputs = [swap(o) for o in ev.outputs]
+            ev.args = tuple(swap(a) for a in ev.args)
+            ev.kwargs = {k: swap(v) for k, v in ev.kwargs.items()}
+        for p in self.packs:
+            p.tensor = swap(p.tensor)
+        return t if alias is None else alias
+
     def attribute_saves(self):
         """[(op index, tensor)] for every saved tensor: the op whose autograd
         node saved it (see the module docstring). Between two ops, the saves
@@ -149,8 +186,11 @@ if TorchDispatchMode is not None:
             rec = self.rec
             if rec.ops:
                 rec.ops[-1].note_history()
+            recorded = args
+            if func.overloadpacket.__name__ in METADATA_INPLACE and args and isinstance(args[0], torch.Tensor):
+                recorded = (rec.freeze(args[0]),) + tuple(args[1:])
             out = func(*args, **kwargs)
-            rec.ops.append(OpEvent(len(rec.ops), func, args, kwargs, out, rec.module_stack[-1],
+            rec.ops.append(OpEvent(len(rec.ops), func, recorded, kwargs, out, rec.module_stack[-1],
                                    len(rec.module_stack) > 1))
             return out
 

@@ -12,7 +12,8 @@ rtol 1e-4, as torch_crosscheck.py), the loss to rtol.
 Each of remat's parameters is paired with the initializer it was imported
 from by its dumped initial values (equal, or equal transposed: MatMul and
 Gemm transB=0 weights; several may come from one, as an LSTM's per-step
-copies of W_hh, and their gradients are summed), so a parameter remat drew from its seed instead of
+copies of W_hh, and their gradients are summed; a 1-D one may equal a piece
+of a 1-D initializer, as the thirds of b_hh at a GRU's first step), so a parameter remat drew from its seed instead of
 the file pairs with nothing and fails; so does an initializer the reference
 trains (it has a gradient) that no parameter of remat's comes from. Give the
 test's model distinct weights (no two initializers with the same values).
@@ -137,7 +138,8 @@ def reference_loss(model, values, t, ops):
 
 
 def pair_parameters(t, model, leaves, ops):
-    """{remat parameter key: (initializer name, transposed)} by equal values;
+    """{remat parameter key: (initializer name, transposed, or the offset of a
+    piece of a 1-D initializer)} by equal values;
     among several equal initializers (the copies nn.TransformerEncoder makes of
     its layer, one mask per block), the one that the file's node of remat's op
     (by name) reads."""
@@ -165,6 +167,14 @@ def pair_parameters(t, model, leaves, ops):
                 found.append((name, False))
             elif w.ndim == 2 and p.ndim == 2 and w.shape == p.shape[::-1] and np.array_equal(w.T, p):
                 found.append((name, True))
+        if not found and p.ndim == 1:
+            # A piece of a 1-D initializer: an ONNX GRU's first step holds
+            # b_hh's thirds as constants of their own (onnx_gru.cpp).
+            for name, w in inits.items():
+                flat = w.reshape(-1)
+                if w.ndim == 1 and flat.size > p.size:
+                    found += [(name, start) for start in range(flat.size - p.size + 1)
+                              if np.array_equal(flat[start:start + p.size], p)]
         if len(found) > 1:
             by_node = [f for f in found if f[0] in reads.get(op_names.get(key.split(".")[0], ""), ())]
             found = by_node if len(by_node) == 1 else found
@@ -224,6 +234,10 @@ def main():
     groups = {}
     for key, (name, transposed) in sorted(pairs.items()):
         grad = t["grad." + key].astype(np.float64).reshape(t["param." + key].shape)
+        if not isinstance(transposed, bool):  # a piece of the initializer, from this offset
+            whole = np.zeros(leaves[name].numel())
+            whole[transposed:transposed + grad.size] = grad.reshape(-1)
+            grad, transposed = whole, False
         groups.setdefault(name, []).append((key, grad.T if transposed else grad))
     for name, parts in sorted(groups.items()):
         g = leaves[name].grad

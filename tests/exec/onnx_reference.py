@@ -326,6 +326,23 @@ def run_node(node, a, ins, masks):
             h = torch.sigmoid(o) * torch.tanh(c)
             ys.append(h)
         return torch.stack(ys).unsqueeze(1), h.unsqueeze(0), c.unsqueeze(0)
+    if op == "GRU":  # forward, ONNX's gate order (z, r, h), linear_before_reset (as torch exports), default activations
+        if a.get("direction", b"forward") not in (b"forward", "forward") or "clip" in a or a.get("layout", 0) or \
+                a.get("linear_before_reset", 0) != 1:
+            raise NotImplementedError("GRU other than forward, unclipped, layout 0, linear_before_reset")
+        w, r = ins[1][0], ins[2][0]
+        hidden = int(a["hidden_size"])
+        b = ins[3][0] if len(ins) > 3 and ins[3] is not None else torch.zeros(6 * hidden, dtype=x.dtype)
+        h = ins[5][0] if len(ins) > 5 and ins[5] is not None else torch.zeros(x.shape[1], hidden, dtype=x.dtype)
+        ys = []
+        for t in range(x.shape[0]):
+            xz, xr, xn = (x[t] @ w.T + b[:3 * hidden]).split(hidden, dim=1)
+            hz, hr, hn = (h @ r.T + b[3 * hidden:]).split(hidden, dim=1)
+            z, rg = torch.sigmoid(xz + hz), torch.sigmoid(xr + hr)
+            n = torch.tanh(xn + rg * hn)
+            h = (1 - z) * n + z * h
+            ys.append(h)
+        return torch.stack(ys).unsqueeze(1), h.unsqueeze(0)
     if op == "Pad":  # ONNX pads: every axis's begin, then every axis's end; F.pad: last axis first
         pads = ints(ins[1]) if len(ins) > 1 and ins[1] is not None else list(a.get("pads", []))
         if a.get("mode", b"constant") not in (b"constant", "constant"):

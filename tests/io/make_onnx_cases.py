@@ -206,6 +206,16 @@ def lstm(torch_version=None, bias=True):  # one forward LSTM layer as torch expo
     return m
 
 
+def gru():  # one forward GRU layer as torch exports nn.GRU (linear_before_reset, zero initial state), its Y the output
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
+    w = np.arange(6 * 4).reshape(1, 6, 4) / 48 - 0.25  # gate blocks of 2 rows in ONNX's order z, r, h
+    r = np.arange(6 * 2).reshape(1, 6, 2) / 24 - 0.25
+    b = np.arange(12).reshape(1, 12) / 12 - 0.5  # W's bias then R's
+    return graph([helper.make_node("GRU", ["x", "W", "R", "B", "", "h0"], ["y"], name="/gru/GRU",
+                                   hidden_size=2, linear_before_reset=1)],
+                 [x], [Y], [t("W", w), t("R", r), t("B", b), t("h0", np.zeros((1, 2, 2)))], name="gru")
+
+
 def global_pool(torch_version):  # a Conv pooled to 1x1, as torch exports adaptive_avg_pool2d(1)
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 4])
     m = graph([helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
@@ -251,7 +261,7 @@ if __name__ == "__main__":
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
-                       ("layer_scale", layer_scale), ("lstm", lstm), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
+                       ("layer_scale", layer_scale), ("lstm", lstm), ("gru", gru), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
                        ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0")),
                        ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False))]:
         save(make(), os.path.join(out, name + ".onnx"))

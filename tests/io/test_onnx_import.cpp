@@ -630,6 +630,104 @@ TEST(OnnxCases, LstmOfATorch2FileKeepsWhatTorch2Keeps) {
   EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
 }
 
+// An ONNX GRU (one forward layer, linear_before_reset, zero initial state, as
+// torch exports nn.GRU) becomes the ops PyTorch 1.13's CPU GRU runs, which a
+// capture records: the input's gates by one Linear (W_ih) and its bias, then
+// per step the hidden Linear (W_hh, b_hh; at the first step b_hh's thirds
+// alone, keeping the zero state as aux), r and z by sigmoid of the sums,
+// n = tanh(i_n + r·h_n) with h_n's clone kept (the in-place mul_'s), h =
+// (h_prev - n)·z + n, the steps stacked. The weights are the file's in
+// PyTorch's gate order (r, z, n; ONNX's is z, r, h), the saved bytes PyTorch
+// 1.13's for nn.GRU(4, 2) on this input with an MSE loss (480, its
+// saved_tensors_hooks count), and the loss the GRU's in float64.
+TEST(OnnxCases, GruIsItsCellOpsWithTheFilesWeights) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "gru.onnx");
+  // input, 4 ops for the input's gates, 15 at the first step and 20 at each
+  // later one, 3 reshapes, the stack and Y's view, the loss
+  ASSERT_EQ(m.size(), 66);
+  int linears = 0, generic = 0, clones = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    linears += m.op(v).kind == OpKind::Linear;
+    generic += m.op(v).kind == OpKind::Generic;
+    clones += m.op(v).kind == OpKind::Reshape && m.op(v).attrs->copy;
+  }
+  EXPECT_EQ(linears, 3);  // W_ih for every step, W_hh for steps 1 and 2
+  EXPECT_EQ(generic, 0);
+  EXPECT_EQ(clones, 2);   // h_n's clone at steps 1 and 2
+  EXPECT_EQ(m.op(64).shape, (std::vector<int64_t>{3, 1, 2, 2}));
+  // W_ih's input x (96); per step 112: r, z, n, h_prev - n (16 each), the
+  // hidden Linear's input and h_n's clone with the third of the Linear's
+  // output that r·h_n overwrites (16 each; at the first step the zero state,
+  // b_hn's clone and the third of its broadcast); the loss's input (48).
+  EXPECT_EQ(m.saved_bytes(), 96u + 3 * 112u + 48u);
+  EXPECT_EQ(m.saved_bytes(), 480u);  // PyTorch 1.13's count
+  EXPECT_TRUE(m.executable());
+
+  // The file's values (make_onnx_cases.py's gru()), in torch's gate order.
+  const int T = 3, B = 2, H = 2, I = 4;
+  const int from[3] = {1, 0, 2};  // torch gate k is ONNX gate from[k]
+  std::vector<double> w(6 * I), r(6 * H), bias(12);
+  for (int k = 0; k < 3; ++k)
+    for (int row = 0; row < H; ++row) {
+      const int src = from[k] * H + row, dst = k * H + row;
+      for (int c = 0; c < I; ++c) w[dst * I + c] = static_cast<float>((src * I + c) / 48.0 - 0.25);
+      for (int c = 0; c < H; ++c) r[dst * H + c] = static_cast<float>((src * H + c) / 24.0 - 0.25);
+      bias[dst] = static_cast<float>(src / 12.0 - 0.5);
+      bias[6 + dst] = static_cast<float>((6 + src) / 12.0 - 0.5);
+    }
+  const HostData d = make_host_data(m, 3);
+  ASSERT_EQ(d.params.size(), 9u);  // W_ih, b_ih, step 0's thirds of b_hh, then W_hh and b_hh for steps 1 and 2
+  const auto as_f = [](const std::vector<double>& v, std::size_t from_i, std::size_t n) {
+    return std::vector<float>(v.begin() + static_cast<std::ptrdiff_t>(from_i), v.begin() + static_cast<std::ptrdiff_t>(from_i + n));
+  };
+  EXPECT_EQ(d.params[0], as_f(w, 0, w.size()));
+  EXPECT_EQ(d.params[1], as_f(bias, 0, 6));
+  EXPECT_EQ(d.params[2], as_f(bias, 6, 2));
+  EXPECT_EQ(d.params[3], as_f(bias, 8, 2));
+  EXPECT_EQ(d.params[4], as_f(bias, 10, 2));
+  EXPECT_EQ(d.params[5], as_f(r, 0, r.size()));
+  EXPECT_EQ(d.params[6], as_f(bias, 6, 6));
+
+  // The GRU in float64 on the executor's input and target, MSE as torch's.
+  std::vector<double> h(B * H, 0.0), y;
+  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (int t = 0; t < T; ++t) {
+    std::vector<double> hn(B * H);
+    for (int b = 0; b < B; ++b)
+      for (int j = 0; j < H; ++j) {
+        double gi[3], gh[3];
+        for (int k = 0; k < 3; ++k) {
+          const int row = k * H + j;
+          gi[k] = bias[row];
+          gh[k] = bias[6 + row];
+          for (int i = 0; i < I; ++i) gi[k] += w[row * I + i] * d.input[static_cast<std::size_t>((t * B + b) * I + i)];
+          for (int i = 0; i < H; ++i) gh[k] += r[row * H + i] * h[b * H + i];
+        }
+        const double rg = sigmoid(gi[0] + gh[0]), zg = sigmoid(gi[1] + gh[1]), ng = std::tanh(gi[2] + rg * gh[2]);
+        hn[b * H + j] = (1.0 - zg) * ng + zg * h[b * H + j];
+      }
+    h = hn;
+    y.insert(y.end(), h.begin(), h.end());
+  }
+  double loss = 0;
+  for (std::size_t k = 0; k < y.size(); ++k) loss += (y[k] - d.target[k]) * (y[k] - d.target[k]);
+  loss /= static_cast<double>(y.size());
+
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+  }
+  EXPECT_LT(std::fabs(runs[0].loss - loss) / loss, 1e-6) << runs[0].loss << " vs " << loss;
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+}
+
 TEST(OnnxCases, EvalModeExportsSaySo) {
   REQUIRE_ONNX();
   std::vector<std::string> notes;

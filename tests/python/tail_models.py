@@ -135,3 +135,30 @@ def models():
     yield "vit", vit, xv, (lambda out: F.cross_entropy(out, labels_v)), labels_v
 
 
+
+
+class GRUHead(nn.Module):
+    """nn.GRU, then a Linear on the last step's output: 1.13 runs the cell as
+    its aten ops (W_hh·h + b_hh split in three before the input's gates are
+    added in place, r·(W_hn·h + b_hn) in place), and with batch_first ends
+    the layers with an in-place transpose_ of the stacked outputs."""
+
+    def __init__(self, inputs, hidden, layers, bias=True, batch_first=True):
+        super().__init__()
+        self.gru = nn.GRU(inputs, hidden, num_layers=layers, bias=bias, batch_first=batch_first)
+        self.head = nn.Linear(hidden, 5)
+
+    def forward(self, x):
+        y = self.gru(x)[0]
+        return self.head(y[:, -1] if self.gru.batch_first else y[-1])
+
+
+def rnn_models():
+    """The GRUs test_capture_tail.py captures (not exported by onnx_zoo_crosscheck.py)."""
+    torch.manual_seed(0)
+    g1, x1 = GRUHead(8, 12, 1, batch_first=False), torch.randn(5, 3, 8)  # (T, N, I)
+    labels_1 = torch.randint(0, 5, (3,))
+    yield "gru_seq_first", g1, x1, (lambda out: F.cross_entropy(out, labels_1)), labels_1
+    g2, x2 = GRUHead(6, 10, 2, bias=False), torch.randn(3, 4, 6)
+    labels_2 = torch.randint(0, 5, (3,))
+    yield "gru_no_bias", g2, x2, (lambda out: F.cross_entropy(out, labels_2)), labels_2

@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import remat_capture  # noqa: E402
-from tail_models import models  # noqa: E402
+from tail_models import models, rnn_models  # noqa: E402
 from harness import check, crosscheck, not_bitwise, not_exact, parse_args, remat, run_every_strategy, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 
@@ -43,9 +43,10 @@ def main():
     want_kinds = {"unet": ("ConvTranspose", "Upsample", "Concat"), "groupnorm": ("GroupNorm",),
                   "plain_norms": ("BatchNorm", "GroupNorm", "LayerNorm"),
                   "class_token": ("Concat",), "mobilenet_v3_small": ("Pointwise",),
-                  "encoder_batch_first": ("Dropout", "Transpose"), "vit": ("Concat", "Transpose")}
+                  "encoder_batch_first": ("Dropout", "Transpose"), "vit": ("Concat", "Transpose"),
+                  "gru_seq_first": ("Linear", "Concat"), "gru_no_bias": ("Linear", "Concat", "Transpose")}
     float32 = {"mobilenet_v3_small": "4"}
-    for name, net, x, loss_fn, target in models():
+    for name, net, x, loss_fn, target in list(models()) + list(rnn_models()):
         net.train()
         want = torch_count(net, x, loss_fn, target)
         doc = remat_capture.capture(net, x, loss_fn, name=name)

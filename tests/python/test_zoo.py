@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The twelve architectures of issue 28 (zoo_models.py), captured with
+"""The twelve architectures of issue 28 and a GRU (zoo_models.py), captured with
 remat_capture and run, with a table of where each stands:
 
 - every capture's saved_bytes equals PyTorch's own count exactly;
@@ -37,7 +37,7 @@ from torch_count import torch_count  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
 # What runs today: all of them.
-RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "lstm", "encoder",
+RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet", "unet", "lstm", "gru", "encoder",
         "shufflenet", "groupnorm", "moe"}
 
 

@@ -1,4 +1,4 @@
-"""The twelve architectures of issue 28, as people write them (torchvision's or
+"""The twelve architectures of issue 28 and a GRU, as people write them (torchvision's or
 a few lines of PyTorch), at CI sizes, for test_zoo.py: a Llama-style decoder
 (RMSNorm, rotary embeddings, SwiGLU), a ViT, ConvNeXt, MobileNetV3,
 EfficientNet-B0, DenseNet, a U-Net, a 2-layer LSTM, an nn.TransformerEncoder,
@@ -79,6 +79,20 @@ class LSTMHead(nn.Module):
 
 def lstm():
     return classify(LSTMHead(), torch.randn(2, 6, 16))
+
+
+class GRUHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 32, num_layers=2, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.gru(x)[0][:, -1])
+
+
+def gru():
+    return classify(GRUHead(), torch.randn(2, 6, 16))
 
 
 def encoder():
@@ -169,6 +183,6 @@ def moe():
 
 
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
-          "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm,
+          "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
           "groupnorm": groupnorm, "moe": moe}
