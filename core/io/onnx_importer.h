@@ -39,7 +39,11 @@ struct Value {
   const TensorProto* tensor = nullptr;  // Constant: its value when known
 };
 
+class RnnLayer;
+
 class Importer {
+  friend class RnnLayer;  // the LSTM's and GRU's shared part (onnx_rnn_layer.h)
+
  public:
   Importer(onnx::ModelProto& proto, const std::string& origin, std::vector<std::string>* warnings)
       : g_(*proto.mutable_graph()), origin_(origin), warnings_(warnings) {
