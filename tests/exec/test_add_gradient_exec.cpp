@@ -3,18 +3,17 @@
 // buffer, a gradient gets a copy of its own before a part is added to a
 // shared buffer, tracked bytes equal the prediction at every instruction,
 // and the gradients are bitwise those of store-all.
-#include <cstring>
-#include <map>
-
 #include <gtest/gtest.h>
 
-#include "core/exec/forwarding_backend.h"
-#include "tests/exec/exec_test_util.h"
+#include "tests/exec/grad_sharing_util.h"
 #include "tests/support/model_builders.h"
 
 namespace remat {
 namespace {
 
+using testing::expect_store_alls_gradients;
+using testing::expect_tracked_is_simulated;
+using testing::GradPointers;
 using testing::make_op;
 using testing::quick;
 using testing::schedule_of;
@@ -34,33 +33,6 @@ Model residual() {
   m.finalize();
   return m;
 }
-
-// Records G's pointer per op as each backward reads or writes it, and the
-// tracked bytes at every mark.
-class GradPointers : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
- public:
-  explicit GradPointers(Backend& inner)
-      : WrappedBackend(inner), ForwardingCompute(inner.compute()), ForwardingTiming(inner.timing()) {}
-  Compute& compute() override { return *this; }
-  Timing& timing() override { return *this; }
-  std::map<int, const void*> dy;                  // op -> G(op) when bwd op read it
-  std::map<std::pair<int, int>, const void*> dx;  // (bwd op, input) -> the G it was handed
-  std::vector<uint64_t> live;
-
-  void begin_marks(std::size_t count) override {
-    live.clear();
-    ForwardingTiming::begin_marks(count);
-  }
-  void mark(std::size_t index) override {
-    live.push_back(inner().memory().live_bytes());
-    ForwardingTiming::mark(index);
-  }
-  void backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) override {
-    dy[v] = t.grad[static_cast<std::size_t>(v)];
-    for (int u : m.op(v).inputs) dx[{v, u}] = t.grad[static_cast<std::size_t>(u)];
-    ForwardingCompute::backward(m, v, t, acc);
-  }
-};
 
 }  // namespace
 
@@ -87,10 +59,7 @@ TEST(AddGradientExec, InputsGetTheAddsBufferItself) {
   EXPECT_NE(rec.dx.at({3, 1}), shared);
   EXPECT_EQ(rec.dy.at(1), rec.dx.at({3, 1}));
   // Tracked bytes after each instruction are the simulator's.
-  const Simulation sim = simulate(m, s);
-  ASSERT_EQ(rec.live.size(), s.code.size() + 1);
-  for (std::size_t i = 0; i < s.code.size(); ++i)
-    EXPECT_EQ(rec.live[i + 1], sim.timeline[i]) << "instruction " << i << ": " << to_string(s.code[i], m);
+  const Simulation sim = expect_tracked_is_simulated(rec, m, s);
   EXPECT_EQ(r.tracked_peak_bytes, sim.peak_bytes);
 }
 
@@ -99,18 +68,7 @@ TEST(AddGradientExec, InputsGetTheAddsBufferItself) {
 // G(s) + tanh's part, reaches the parameters the same way.
 TEST(AddGradientExec, EveryStrategyGivesStoreAllsGradientsBitForBit) {
   const Model m = residual();
-  CpuBackend cpu;
-  const ExecResult base = execute(m, schedule_of(m, "store-all"), cpu, quick());
-  ASSERT_TRUE(base.ok()) << base.message;
-  for (const char* spec : {"recompute-all", "sqrt", "every-k:2", "manual:3", "auto", "dtr:700", "optimal:700"}) {
-    SCOPED_TRACE(spec);
-    const Schedule s = schedule_of(m, spec);
-    const ExecResult r = execute(m, s, cpu, quick());
-    ASSERT_TRUE(r.ok()) << r.message;
-    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
-    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0);
-    EXPECT_EQ(r.grad_hash, base.grad_hash);
-  }
+  expect_store_alls_gradients(m, {"recompute-all", "sqrt", "every-k:2", "manual:3", "auto", "dtr:700", "optimal:700"});
 }
 
 }  // namespace remat
