@@ -12,6 +12,7 @@
 #include "core/sim/simulator.h"
 #include "core/strategies/milp_facts.h"
 #include "core/strategies/registry.h"
+#include "tests/core/resident_grads_check.h"
 #include "tests/support/model_builders.h"
 
 using namespace remat;
@@ -136,17 +137,7 @@ TEST(ViewGradient, ResidentSetNamesTheSharedStorage) {
 
 TEST(ViewGradient, ResidentIndexRestoresTheAliases) {
   const Model m = reshaped();
-  const Schedule s{"hand", reshaped_program(), ""};
-  const ResidentIndex index(m, s);
-  ResidentSet r(m);
-  for (std::size_t t = 0; t < s.code.size(); ++t) {
-    r.apply(m, s.code[t]);
-    std::size_t grads = 0;
-    for (const TensorRef& ref : index.resident_at(t)) grads += ref.grad;
-    std::size_t expected = 0;
-    for (uint8_t g : r.grad) expected += g;
-    EXPECT_EQ(grads, expected) << "instruction " << t;
-  }
+  remat::testing::expect_index_counts_resident_grads(m, Schedule{"hand", reshaped_program(), ""});
 }
 
 TEST(ViewGradient, OptimalsStageBytesFollowTheRule) {
