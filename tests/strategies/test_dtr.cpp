@@ -48,6 +48,22 @@ TEST(Dtr, AtStoreAllsPeakItIsStoreAll) {
   }
 }
 
+// The input is never evicted (recomputations start from it), so dtr holds it
+// the whole step, where store-all frees it once no instruction reads it: a
+// ReLU first (its backward reads its output only) drops x under store-all.
+// With room for everything, dtr computes what store-all computes and peaks
+// the input's bytes higher, as a captured batch_first GRU (whose first op
+// transposes its input) does.
+TEST(Dtr, HoldsTheInputWhereStoreAllFreesIt) {
+  const Model m = test::mixed_chain({OpKind::ReLU, OpKind::Dense, OpKind::Dense, OpKind::Dense}, {64, 64, 64, 64});
+  const Schedule store = make_strategy("store-all")->schedule(m);
+  ASSERT_NE(std::find(store.code.begin(), store.code.end(), Instr{InstrKind::FreeAct, 0}), store.code.end());
+  const DtrPlay p = play_dtr(m, UINT64_MAX, DtrHeuristic::HDtr);
+  EXPECT_TRUE(p.evictions.empty());
+  EXPECT_EQ(compute_part(p.schedule), compute_part(store));
+  EXPECT_EQ(simulate(m, p.schedule).peak_bytes, simulate(m, store).peak_bytes + m.op(0).bytes);
+}
+
 // chain:6 (x, a1..a5 Dense tanh, loss; every tensor 1 byte; bwd ai reads
 // A(a(i-1)) and A(ai); every op costs 3 FLOPs), worked by hand:
 // - Store-all peaks at 8 (bwd a5 holds x, a1..a5, G(a5) and makes G(a4)).
