@@ -615,15 +615,7 @@ nlohmann::ordered_json model_to_json(const Model& model) {
   Model rebuilt;  // the ops before v, so derive_op sees the same inputs and id
   for (int v = 0; v < model.size(); ++v) {
     const Op& op = model.op(v);
-    Op probe;
-    probe.kind = op.kind;
-    probe.inputs = op.inputs;
-    probe.shape = op.shape;
-    probe.dtype = op.dtype;
-    probe.act = op.act;
-    probe.dropout_p = op.dropout_p;
-    probe.attrs = op.attrs;
-    derive_op(probe, rebuilt.ops(), "op " + std::to_string(v), false);
+    const Op probe = derived_by_rules(op, rebuilt.ops(), "op " + std::to_string(v));
 
     ojson j;
     j["id"] = v;

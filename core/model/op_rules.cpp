@@ -900,6 +900,19 @@ bool executable(const Op& op) { return exec_problem(op).empty(); }
 
 std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
 
+Op derived_by_rules(const Op& op, std::span<const Op> before, std::string_view where) {
+  Op probe;
+  probe.kind = op.kind;
+  probe.inputs = op.inputs;
+  probe.shape = op.shape;
+  probe.dtype = op.dtype;
+  probe.act = op.act;
+  probe.dropout_p = op.dropout_p;
+  probe.attrs = op.attrs;
+  derive_op(probe, before, where, false);
+  return probe;
+}
+
 void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved) {
   const int self = static_cast<int>(before.size());
   const KindRule& rule = rule_of(op.kind);

@@ -569,15 +569,7 @@ class Splitter {
   // wrapped scalar) as it is. Everything the rules give is derived again.
   void explicit_fields(int v, Op& n, bool sp_column) const {
     const Op& o = stage_.op(v);
-    Op probe;
-    probe.kind = o.kind;
-    probe.inputs = o.inputs;
-    probe.shape = o.shape;
-    probe.dtype = o.dtype;
-    probe.act = o.act;
-    probe.dropout_p = o.dropout_p;
-    probe.attrs = o.attrs;
-    derive_op(probe, stage_.ops().first(static_cast<std::size_t>(v)), "op '" + o.name + "'", false);
+    const Op probe = derived_by_rules(o, stage_.ops().first(static_cast<std::size_t>(v)), "op '" + o.name + "'");
     const bool loss = is_loss(o.kind);
     const uint64_t out_full = static_cast<uint64_t>(numel_of(o.shape)), out_local = static_cast<uint64_t>(numel_of(n.shape));
     const uint64_t in_full = o.inputs.empty() ? 0 : stage_.op(o.inputs[0]).logical_bytes();
