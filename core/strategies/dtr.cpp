@@ -39,12 +39,14 @@ class Player {
  public:
   Player(const Model& m, uint64_t budget, DtrHeuristic h, uint64_t max_instructions, const LiveRun* live)
       : m_(m), budget_(budget), h_(h), max_(max_instructions), live_(live), r_(m), n_(m.size()),
-        uses_(n_, 0), locks_(n_, 0), bwd_done_(n_, 0), last_(n_, 0), aliases_(n_), parent_(n_), comp_cost_(n_, 0),
+        in_(n_), held_(n_), uses_(n_, 0), locks_(n_, 0), bwd_done_(n_, 0), last_(n_, 0), aliases_(n_), parent_(n_), comp_cost_(n_, 0),
         evicted_(n_, 0), aux_locked_(n_, 0), scratch_(n_, 0), reads_(n_, 0), mark_(n_, 0) {
     for (int v = 0; v < n_; ++v) aliases_[m.storage(v)].push_back(v);
     for (int v = 1; v < n_; ++v) {
-      for (int u : distinct(m.op(v).inputs)) ++uses_[u];
-      for (int s : distinct(m.op(v).saved)) ++uses_[s];
+      in_[v] = distinct(m.op(v).inputs);
+      held_[v] = distinct(m.op(v).saved);
+      for (int u : in_[v]) ++uses_[u];
+      for (int s : held_[v]) ++uses_[s];
     }
     std::iota(parent_.begin(), parent_.end(), 0);
     peak_ = r_.bytes;
@@ -96,7 +98,7 @@ class Player {
   // budget at or above recompute-all's peak always finishes.
 
   void program_fwd(int v) {
-    const std::vector<int> in = distinct(m_.op(v).inputs);
+    const std::vector<int>& in = in_[v];
     try {
       ensure_all(in);
       compute_one(v);
@@ -112,7 +114,7 @@ class Player {
 
   void program_bwd(int v) {
     const Op& op = m_.op(v);
-    const std::vector<int> held = distinct(op.saved);
+    const std::vector<int>& held = held_[v];
     const bool aux = op.aux_bytes > 0;
     const bool in_held = std::find(held.begin(), held.end(), v) != held.end();
     const uint64_t need = r_.grad_bytes_made_by(m_, v);  // an Add's inputs share G(v): none
@@ -171,13 +173,13 @@ class Player {
     const std::vector<int> missing = missing_for(targets);
     std::vector<int32_t>& reads = reads_;
     for (int w : missing)
-      for (int u : distinct(m_.op(w).inputs))
+      for (int u : in_[w])
         if (reads[u]++ == 0) ++locks_[u];
     for (int t : targets) ++locks_[t];
     for (int w : missing) {
       compute_one(w);
       if (w != aux_op && r_.aux[w]) emit({InstrKind::FreeAux, w});
-      for (int u : distinct(m_.op(w).inputs)) {
+      for (int u : in_[w]) {
         if (--reads[u] > 0) continue;
         --locks_[u];
         if (u != 0 && evictable(m_.storage(u))) release(m_.storage(u));
@@ -219,7 +221,7 @@ class Player {
         for (int u : m_.op(w).inputs) read[u] = 0;
       if (missing.empty()) break;
       const int w = missing.front();
-      const std::vector<int> in = distinct(m_.op(w).inputs);
+      const std::vector<int>& in = in_[w];
       for (int u : in) ++locks_[u];
       compute_one(w);
       for (int u : in) --locks_[u];
@@ -232,7 +234,8 @@ class Player {
   // The ops to recompute for `targets`, ascending: the non-resident ones and
   // their non-resident ancestors.
   std::vector<int> missing_for(const std::vector<int>& targets) {
-    std::vector<int> missing, stack;
+    std::vector<int> missing;
+    std::vector<int>& stack = stack_;
     ++epoch_;
     for (int t : targets)
       if (!r_.act[t]) stack.push_back(t);
@@ -379,6 +382,7 @@ class Player {
   const LiveRun* live_;
   ResidentSet r_;
   int n_;
+  std::vector<std::vector<int>> in_, held_;  // per op: its distinct inputs, its distinct saved tensors
   std::vector<int32_t> uses_;   // per alias: program reads still to come (aux's bwd included)
   std::vector<int32_t> locks_;  // per alias: instructions being prepared that read it
   std::vector<uint8_t> bwd_done_;
@@ -392,6 +396,7 @@ class Player {
   std::vector<int32_t> reads_;    // per op, all 0 between uses
   bool strict_ = false;           // preparing recompute-all's way: no NoRoom, an InputError
   std::vector<uint32_t> mark_;    // per op: epoch_ once missing_for's walk saw it
+  std::vector<int> stack_;        // missing_for's walk, empty between uses
   uint32_t epoch_ = 0;
   std::vector<Instr> code_;
   std::vector<DtrEviction> evictions_;

@@ -2,6 +2,8 @@
 // - BM_DtrChain/N: chain:N under a budget of 2·ceil(√N) activations; the
 //   counter fwd_per_n (forward steps over N, the forward pass included) must
 //   not grow with N (Kirisame et al. 2021: O(N) operations on an O(√N) budget).
+// - BM_DtrPlay/model: one play at 60% of store-all's peak, what the live mode
+//   adds to a step (tests/bench/dtr_live_cost.sh).
 // - BM_DtrVsOptimal/model/percent/heuristic: recompute overhead of dtr and of
 //   optimal:BUDGET:10 at a budget of that percent of store-all's peak
 //   (counters dtr_overhead, optimal_overhead, ratio).
@@ -37,6 +39,21 @@ void BM_DtrChain(benchmark::State& state) {
   state.counters["evictions"] = static_cast<double>(p.evictions.size());
   state.counters["fallbacks"] = static_cast<double>(p.fallbacks);
   state.counters["peak_units"] = static_cast<double>(s.peak_bytes) / static_cast<double>(unit);
+}
+
+// What deciding costs, alone: one play of the policy at 60% of store-all's
+// peak on the models tests/bench/dtr_live_cost.sh runs live (the live mode
+// adds this to each step, so it is that script's overhead over a replay).
+const char* const kLiveModels[] = {"mlp:8:512:64", "transformer:2:128:4:64", "resnet:18:8:32:2:10"};
+
+void BM_DtrPlay(benchmark::State& state) {
+  const Model m = make_preset(kLiveModels[state.range(0)]);
+  const uint64_t budget = simulate(m, make_strategy("store-all")->schedule(m)).peak_bytes * 60 / 100;
+  state.SetLabel(kLiveModels[state.range(0)]);
+  DtrPlay p;
+  for (auto _ : state) p = play_dtr(m, budget, DtrHeuristic::HDtr);
+  state.counters["instructions"] = static_cast<double>(p.schedule.code.size());
+  state.counters["evictions"] = static_cast<double>(p.evictions.size());
 }
 
 const char* const kModels[] = {"gpt:12", "resnet:50", "transformer:12"};
@@ -83,6 +100,7 @@ void vs_optimal_args(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_DtrChain)->ArgsProduct({{100, 400, 1600}, {0, 1, 2, 3}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DtrPlay)->DenseRange(0, 2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DtrVsOptimal)->Apply(vs_optimal_args)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
