@@ -127,10 +127,23 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
             readers.setdefault(u, []).append(op["id"])
 
     def run_segment(lo, hi, in_ids, out_ids, *xs):
+        # Each output is dropped after its last reader in the segment, as a
+        # module's forward drops its locals: holding them to the segment's end
+        # would keep every tensor autograd does not save (a GPT's attention
+        # scores before the softmax) alive through the forward, and PyTorch's
+        # peak would measure this loop rather than PyTorch.
         acts = dict(zip(in_ids, xs))
+        keep = set(out_ids)
         for v in range(lo, hi + 1):
             acts[v] = apply_op(ops[v], acts, param, None)
+            for u in set(ops[v].get("inputs", [])) | {v}:
+                if u not in keep and last_read(u, hi) <= v:
+                    acts.pop(u, None)
         return tuple(acts[v] for v in out_ids)
+
+    def last_read(u, hi):
+        """The last op up to hi that reads u (u itself when none does)."""
+        return max([r for r in readers.get(u, []) if r <= hi], default=u)
 
     def zero_grads():
         for p in params.values():
