@@ -44,10 +44,13 @@ case failed. The goals are reported, not enforced.
 """
 import os
 
-# Deterministic cuBLAS needs a fixed workspace split, set before CUDA starts.
+# Deterministic cuBLAS needs a fixed workspace split, set before CUDA starts;
+# remat's runs get the environment without it (remat lends cuBLAS its own workspace).
+REMAT_ENV = dict(os.environ)
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import pickle  # noqa: E402
@@ -104,7 +107,7 @@ GROUPS = {
 # ---- remat ------------------------------------------------------------------------
 
 def run(cmd, what):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=REMAT_ENV)
     if p.returncode != 0:
         raise RuntimeError(f"{what}: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-800:]}")
     return p.stdout
@@ -456,6 +459,7 @@ def run_case(torch, dev, case, args, result):
                                              ops, source, in_bytes, t_act, r_act, args.out)
     set_algorithms(torch, False)
     del steps
+    gc.collect()
     if dev.type == "cuda":
         torch.cuda.empty_cache()
     result["wall_s"] = time.perf_counter() - t_start
