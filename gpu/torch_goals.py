@@ -30,7 +30,7 @@ Python stacks; the autograd engine's thread has none, so its entries are marked 
 engine's for compare-snapshot's phase split) and `remat compare-snapshot` holds it
 against the prediction; for graph cases each op's memory level (after its forward,
 when its gradient is computed) is set beside remat's predicted one. Written to
-OUTDIR/peak_gap/CASE-VARIANT.txt (and .tsv, .svg); the snapshot to OUTDIR/snapshots/.
+OUTDIR/peak_gap/CASE-VARIANT.txt (and .tsv, .svg); the snapshot, gzipped, to OUTDIR/snapshots/.
 
 --device cpu: the same code paths at tiny sizes (--case tiny) under CPU autocast:
 times by the wall clock, no PyTorch memory figures (CPU keeps no allocator peak),
@@ -51,9 +51,11 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
+import gzip  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import pickle  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -412,6 +414,12 @@ def gap_report(torch, dev, remat, case, variant, step, ops, source, in_bytes, t_
                   for p, v, n, k, t, r, m in moved]
     with open(os.path.join(out, "peak_gap", tag + ".txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    # Kept compressed (Python stacks repeat: a tenth of the size), so that many
+    # cases' recordings still fit what a device call brings back.
+    with open(snap, "rb") as f, gzip.open(snap + ".gz", "wb") as g:
+        shutil.copyfileobj(f, g)
+    os.remove(snap)
+    cmp = {k: v for k, v in cmp.items() if not isinstance(v, list) or k == "explanation"}  # the curves: in the .svg
     return {"file": f"peak_gap/{tag}.txt", "compare": cmp, "fwd_levels": len(torch_fwd),
             "grad_levels": len(torch_grad), "ops": None if ops is None else len(ops)}
 

@@ -99,8 +99,11 @@ def main():
         want = ["plain"] if n.startswith("llama") else ["plain", "checkpointed"]
         check(sorted(r["gaps"]) == sorted(want), f"{n}: peak-gap reports for {want} ({sorted(r['gaps'])})")
         for variant, g in r["gaps"].items():
-            check(g["compare"]["difference_bytes"] == 0 and os.path.isfile(os.path.join(out, g["file"])),
-                  f"{n} {variant}: compare-snapshot on the prediction differs by 0 bytes, {g['file']} written")
+            snap = os.path.join(out, "snapshots", os.path.basename(g["file"])[:-4] + ".pickle.gz")
+            check(g["compare"]["difference_bytes"] == 0 and os.path.isfile(os.path.join(out, g["file"]))
+                  and os.path.isfile(snap) and not os.path.exists(snap[:-3]),
+                  f"{n} {variant}: compare-snapshot on the prediction differs by 0 bytes, {g['file']} written, "
+                  "the snapshot kept gzipped")
             if g["ops"] is not None:
                 check(g["fwd_levels"] == g["ops"] - 2 and 0 < g["grad_levels"] <= g["fwd_levels"],
                       f"{n} {variant}: a level after each of the {g['ops'] - 2} ops' forward ({g['fwd_levels']}), "
