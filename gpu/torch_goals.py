@@ -92,8 +92,9 @@ def f32_cases():
 GROUPS = {
     "issue33": lambda: [
         graph_case("gpt:12:768:12:1024:8:bf16", "GPT-2 small, 1024 tokens, batch 8", True),
-        llama_case("8:1024:16:1024:4:32000"),
         graph_case("resnet:50:64:224:64:1000:bf16", "ResNet-50, 224x224 images, batch 64, 1000 classes", True),
+        # Third: its capture (started first, on the CPU) has the first two cases' time.
+        llama_case("8:1024:16:1024:4:32000"),
         graph_case("gpt:24:1024:16:1024:4:bf16", "GPT-2 medium, 1024 tokens, batch 4", True),
     ] + f32_cases(),
     # The CPU dry run: every code path at sizes a test runs in seconds.
@@ -289,11 +290,13 @@ def record_step(torch, dev, step, path, levels):
         torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=1000000)
     except TypeError:  # an older 2.x signature
         torch.cuda.memory._record_memory_history(True)
-    step()
-    torch.cuda.synchronize()
-    torch.cuda.memory._dump_snapshot(path)
-    torch.cuda.memory._record_memory_history(enabled=None)
-    levels["read"] = None
+    try:
+        step()
+        torch.cuda.synchronize()
+        torch.cuda.memory._dump_snapshot(path)
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+        levels["read"] = None
     with open(path, "rb") as f:
         snap = pickle.load(f)
     marked = mark_engine_entries(snap)
@@ -439,9 +442,13 @@ def run_case(torch, dev, case, args, result):
         in_bytes = input_bytes(model_ops(args.remat, source, args.out))
         ops = model_ops(args.remat, case["torch_spec"], args.out)
     result["remat_source"] = source if case["kind"] != "llama" else os.path.basename(source)
-    # remat first: its process has ended (and freed the device) before PyTorch allocates.
-    result["remat"], result["gemm"] = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu",
-                                                 args.repeat, in_bytes)
+    # remat first: its process has ended (and freed the device) before PyTorch
+    # allocates. A side that fails leaves the other's figures in the table.
+    try:
+        result["remat"], result["gemm"] = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu",
+                                                     args.repeat, in_bytes)
+    except Exception as e:  # noqa: BLE001
+        result["remat"], result["gemm"], result["failed"] = {"error": failure(e)}, {}, True
     torch.manual_seed(1)
     seen = set()
     steps = llama_steps(torch, case, dev, seen) if ops is None else graph_steps(torch, case, ops, dev, seen)
@@ -451,26 +458,45 @@ def run_case(torch, dev, case, args, result):
         set_algorithms(torch, mode == "deterministic")
         result["torch"][mode] = {}
         for variant, step in steps.items():
-            result["torch"][mode][variant] = summarize(measure(torch, dev, step, args.repeat, args.warmups))
+            try:
+                result["torch"][mode][variant] = summarize(measure(torch, dev, step, args.repeat, args.warmups))
+            except Exception as e:  # noqa: BLE001 - e.g. an op without a deterministic kernel, out of memory
+                result["torch"][mode][variant], result["failed"] = {"error": failure(e)}, True
+                free_cached(torch, dev)
         result.setdefault("checks", {})[mode] = torch.are_deterministic_algorithms_enabled()
     result["dtypes"] = sorted(seen)
     # The gap, deterministic (the goal's mode): a recorded step where it exceeds GAP.
     set_algorithms(torch, True)
     result["gaps"] = {}
     for variant, strategy in (("plain", "store-all"), ("checkpointed", "sqrt")):
-        t_act, r_act = result["torch"]["deterministic"][variant]["act"], result["remat"][strategy]["act"]
+        t, m = result["torch"]["deterministic"][variant], result["remat"].get(strategy)
+        if "error" in t or m is None:
+            continue
+        t_act, r_act = t["act"], m["act"]
         if t_act is not None and abs(t_act - r_act) <= GAP * r_act:
             continue
         if variant == "checkpointed" and ops is None:
             continue  # the Llama's checkpoints are per block, not sqrt's: no common schedule to hold it against
-        result["gaps"][variant] = gap_report(torch, dev, args.remat, case, variant, steps[variant],
-                                             ops, source, in_bytes, t_act, r_act, args.out)
+        try:
+            result["gaps"][variant] = gap_report(torch, dev, args.remat, case, variant, steps[variant],
+                                                 ops, source, in_bytes, t_act, r_act, args.out)
+        except Exception as e:  # noqa: BLE001 - the measured rows stand without it
+            result["gaps"][variant], result["failed"] = {"error": failure(e)}, True
+            free_cached(torch, dev)
     set_algorithms(torch, False)
     del steps
+    free_cached(torch, dev)
+    result["wall_s"] = time.perf_counter() - t_start
+
+
+def failure(e):
+    return f"{type(e).__name__}: {e}".replace("|", "/").replace("\n", " ")[:400]
+
+
+def free_cached(torch, dev):
     gc.collect()
     if dev.type == "cuda":
         torch.cuda.empty_cache()
-    result["wall_s"] = time.perf_counter() - t_start
 
 
 # ---- the table ----------------------------------------------------------------------
@@ -489,25 +515,45 @@ def table(results, header):
             continue
         for mode in r["torch"]:
             for variant, strategy in (("plain", "store-all"), ("checkpointed", "sqrt")):
-                t, m = r["torch"][mode][variant], r["remat"][strategy]
-                tx, ax = ratio(m["time"], t["time"]), ratio(m["act"], t["act"])
+                t, m = r["torch"][mode][variant], r["remat"].get(strategy, {})
+                tx, ax = ratio(m.get("time"), t.get("time")), ratio(m.get("act"), t.get("act"))
                 met = "—" if mode != "deterministic" else (
-                    "n/a" if ax is None else ("met" if tx <= 1.1 and ax <= 1.0 else "NOT met"))
+                    "n/a" if ax is None or tx is None else ("met" if tx <= 1.1 and ax <= 1.0 else "NOT met"))
                 lines.append(f"| {r['name']} | {'bf16 autocast' if r['bf16'] else 'f32'} | {mode} | "
                              f"{strategy} / {r['ckpt'] if variant == 'checkpointed' else 'plain'} | "
-                             f"{t['time']:.2f} | {m['time']:.2f} | {tx:.3f} | {fmt(t['act'])} | {fmt(m['act'])} | "
-                             f"{'n/a' if ax is None else f'{ax:.3f}'} | {met} |")
+                             f"{cell(t, 'time', '.2f')} | {cell(r['remat'], 'time', '.2f', m)} | {num(tx)} | "
+                             f"{cell(t, 'act', 'MiB')} | {cell(r['remat'], 'act', 'MiB', m)} | {num(ax)} | {met} |")
     lines.append("")
     for r in results:
         if "error" in r:
             continue
-        gaps = ", ".join(f"{v}: {g['file']}" for v, g in r["gaps"].items()) or "none over 5 %"
+        gaps = ", ".join(f"{v}: {g.get('file') or 'failed: ' + g['error']}" for v, g in r["gaps"].items()) \
+            or "none over 5 %"
+        errors = [f"PyTorch {mode} {v}: {t['error']}" for mode, vs in r["torch"].items() for v, t in vs.items()
+                  if "error" in t] + ([f"remat: {r['remat']['error']}"] if "error" in r["remat"] else [])
+        same = r["remat"]["sqrt"]["same"] if "sqrt" in r["remat"] else "n/a"
         lines.append(f"- {r['name']}: remat ran `{r['remat_source']}`; {r['what']}; "
                      f"PyTorch's op dtypes {', '.join(r['dtypes'])}; sqrt bitwise equal to store-all: "
-                     f"{r['remat']['sqrt']['same']}; peak gaps: {gaps}; wall {r['wall_s']:.0f} s"
+                     f"{same}; peak gaps: {gaps}; wall {r['wall_s']:.0f} s"
                      + (f" (capture {r['capture_s']:.0f} s)" if r.get("capture_s") else "")
-                     + (f"; remat's GEMM fields: {r['gemm']}" if r["gemm"] else ""))
+                     + (f"; remat's GEMM fields: {r['gemm']}" if r["gemm"] else "")
+                     + "".join(f"; failed: {e}" for e in errors))
     return "\n".join(lines) + "\n"
+
+
+def num(x):
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def cell(side, key, how, row=None):
+    """A figure, 'n/a' where there is none (PyTorch's memory on the CPU), 'failed' where the side failed."""
+    row = side if row is None else row
+    if "error" in side:
+        return "failed"
+    v = row.get(key)
+    if v is None:
+        return "n/a"
+    return fmt(v) if how == "MiB" else format(v, how)
 
 
 def main():
@@ -555,9 +601,10 @@ def main():
         try:
             run_case(torch, dev, case, args, r)
         except Exception as e:  # noqa: BLE001 - one case's failure is reported, the others still run
-            r["error"] = f"{type(e).__name__}: {e}".replace("|", "/").replace("\n", " ")
-            rc = 1
+            r["error"] = failure(e)
             set_algorithms(torch, False)
+            free_cached(torch, dev)
+        rc = 1 if "error" in r or r.get("failed") else rc
         results.append(r)
         text = table(results, header)
         with open(os.path.join(args.out, "goals.md"), "w") as f:

@@ -16,9 +16,9 @@
 # timed), 8 of each PyTorch variant and mode, 2 recorded steps per case with a
 # gap, plus each process's start:
 #   gpt:12:768:12:1024:8:bf16      7.0 TFLOP a step (sqrt 8.3)    ~25 s
-#   llama:8:1024:16:1024:4:32000   3.3 TFLOP; its capture runs on the CPU
-#                                  meanwhile (12 threads, ~30-120 s)   ~15 s after it
 #   resnet:50:64:224:64:1000:bf16  1.6 TFLOP (sqrt 2.1)           ~15 s
+#   llama:8:1024:16:1024:4:32000   3.3 TFLOP; its capture runs on the CPU from
+#                                  the start (12 threads, ~30-120 s)  ~15 s after it
 #   gpt:24:1024:16:1024:4:bf16    10.0 TFLOP (sqrt 12.4)          ~25 s
 #   resnet:50:64:224:32:1000 f32   0.8 TFLOP (sqrt 1.1)           ~10 s
 #   gpt:12:768:12:1024:4:f32       3.5 TFLOP (sqrt 4.1)           ~20 s

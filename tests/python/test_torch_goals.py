@@ -116,6 +116,21 @@ def main():
     rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "| model |" not in line]
     check(len(rows) == 16, f"goals.md: 4 cases x 2 PyTorch modes x 2 strategies = 16 rows ({len(rows)})")
     check(all(line.count("| n/a |") >= 2 for line in rows), "goals.md: PyTorch's memory n/a on the CPU, in every row")
+    # remat failing (a wrapper whose `run` exits 1): PyTorch's figures stay in the
+    # table, remat's cells say failed, the note names the error, the exit is 1.
+    wrapper = os.path.join(args.out, "remat-run-fails")
+    with open(wrapper, "w") as f:
+        f.write(f'#!/bin/sh\n[ "$1" = run ] && {{ echo "no device here" >&2; exit 1; }}\nexec "{args.remat}" "$@"\n')
+    os.chmod(wrapper, 0o755)
+    half = os.path.join(args.out, "half")
+    p = subprocess.run([sys.executable, SCRIPT, wrapper, "--out", half, "--device", "cpu", "--case", "gpt:1:32:4:16:2:f32:64",
+                        "--repeat", "1", "--warmups", "0"], capture_output=True, text=True, env=env)
+    with open(os.path.join(half, "goals.md")) as f:
+        md = f.read()
+    rows = [line.split(" | ") for line in md.splitlines() if line.startswith("| gpt:1")]
+    check(p.returncode == 1 and len(rows) == 4 and all(r[5] == "failed" and float(r[4]) > 0 for r in rows)
+          and "failed: remat: RuntimeError" in md and "no device here" in md,
+          f"remat failing: exit 1, PyTorch's 4 rows kept, remat's cells 'failed', the error noted ({p.returncode})")
     # A case name that is neither a group nor a case: exit 2, one line naming it.
     bad = subprocess.run([sys.executable, SCRIPT, args.remat, "--out", out, "--device", "cpu", "--case", "gpt:9"],
                          capture_output=True, text=True)
