@@ -7,7 +7,8 @@
 # by op. Usage: gpu/device/goals.sh [OUTDIR]; OUTDIR/goals.md (the table),
 # goals.json, goals.txt (the log), peak_gap/, snapshots/.
 # REMAT_GOALS_CASES: case names or groups (default issue33); REMAT_LLAMA_MODEL:
-# a Llama captured beforehand (else it is captured here, in the background).
+# a Llama captured beforehand at the case's size, llama:8:1024:16:1024:4:32000 (else
+# it is captured here, in the background, into OUTDIR).
 #
 # Wall time on an H100, estimated from the FLOPs of a step (remat simulate):
 # remat's bf16 runs f32 GEMMs on bf16-rounded values (about 15 TFLOP/s, the
