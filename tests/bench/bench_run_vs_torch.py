@@ -27,6 +27,7 @@ draws its own masks (the time does not depend on which elements are kept).
 A measurement, never a test.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -64,12 +65,15 @@ def remat_recomputed(remat, model, tmp):
             if e.get("ph") == "X" and e.get("args", {}).get("recompute")}
 
 
-def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
+def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False, forward_ctx=None, on_op=None):
     """A training step of the graph (ops, from `remat model --write`) under plan(mode),
     on device. keep_grads: the parameter gradients stay allocated and the step
     adds into them; step.zero_grads() zeroes them, outside what a caller times
     (as remat zeroes its own before a run's marks), and a GPU comparison wants
-    them resident. Else each step drops them first."""
+    them resident. Else each step drops them first. forward_ctx: a context
+    manager factory the forward and the loss run in (torch.autocast for mixed
+    precision; the backward runs outside it, as PyTorch recommends). on_op(v, y):
+    called after op v computed y (again when a checkpoint recomputes it)."""
     params = {}
     shapes = {}
 
@@ -104,10 +108,7 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
         if kind == "Input":
             shapes[v] = op["shape"]
         elif kind not in ("MSELoss", "SoftmaxCELoss"):
-            with torch.no_grad():
-                acts = {u: torch.zeros(shapes[u], dtype=torch.int64 if ops[u].get("dtype") == "i64" else torch.float32)
-                        for u in op["inputs"]}
-                shapes[v] = list(apply_op(op, acts, param, None).shape)
+            shapes[v] = out_shape(op, shapes, ops, param)
     if ops[0].get("dtype") in ("i64", "i32"):  # token ids
         vocab = min(op["vocab"] for op in ops if op["kind"] == "Embedding")
         x0 = torch.randint(0, vocab, ops[0]["shape"])
@@ -135,10 +136,13 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
         acts = dict(zip(in_ids, xs))
         keep = set(out_ids)
         for v in range(lo, hi + 1):
-            acts[v] = apply_op(ops[v], acts, param, None)
+            y = acts[v] = apply_op(ops[v], acts, param, None)
             for u in set(ops[v].get("inputs", [])) | {v}:
                 if u not in keep and last_read(u, hi) <= v:
                     acts.pop(u, None)
+            if on_op is not None:  # after the drops: the level a module's forward has here
+                on_op(v, y)
+            del y
         return tuple(acts[v] for v in out_ids)
 
     def last_read(u, hi):
@@ -154,22 +158,40 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False):
         if not keep_grads:
             for p in params.values():
                 p.grad = None
-        acts = {0: x0}
-        for lo, hi, checkpointed in segments:
-            in_ids = sorted({u for v in range(lo, hi + 1) for u in ops[v].get("inputs", []) if u < lo})
-            out_ids = [v for v in range(lo, hi + 1) if any(r > hi for r in readers.get(v, []))]
-            xs = [acts[u] for u in in_ids]
-            if checkpointed:
-                ys = checkpoint(run_segment, lo, hi, in_ids, out_ids, *xs, use_reentrant=False)
-            else:
-                ys = run_segment(lo, hi, in_ids, out_ids, *xs)
-            acts.update(zip(out_ids, ys))
-        logits = acts[last["inputs"][0]]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
+        with forward_ctx() if forward_ctx is not None else contextlib.nullcontext():
+            acts = {0: x0}
+            for lo, hi, checkpointed in segments:
+                in_ids = sorted({u for v in range(lo, hi + 1) for u in ops[v].get("inputs", []) if u < lo})
+                out_ids = [v for v in range(lo, hi + 1) if any(r > hi for r in readers.get(v, []))]
+                xs = [acts[u] for u in in_ids]
+                if checkpointed:
+                    ys = checkpoint(run_segment, lo, hi, in_ids, out_ids, *xs, use_reentrant=False)
+                else:
+                    ys = run_segment(lo, hi, in_ids, out_ids, *xs)
+                acts.update(zip(out_ids, ys))
+            logits = acts[last["inputs"][0]]
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
         loss.backward()
 
     step.zero_grads = zero_grads
     return step
+
+
+def out_shape(op, shapes, ops, param):
+    """op's output shape: run on meta tensors (no memory, no arithmetic), or, where
+    an op has no meta kernel (PyTorch 1.13 lacks some), on zeros on the CPU."""
+    for dev in ("meta", "cpu"):
+        try:
+            with torch.no_grad():
+                acts = {u: torch.zeros(shapes[u], device=dev,
+                                       dtype=torch.int64 if ops[u].get("dtype") == "i64" else torch.float32)
+                        for u in op["inputs"]}
+                p = (lambda v, slot: param(v, slot).detach().to("meta")) if dev == "meta" else param
+                return list(apply_op(op, acts, p, None).shape)
+        except (RuntimeError, NotImplementedError, TypeError, ValueError):
+            if dev == "cpu":
+                raise
+    raise AssertionError("unreachable")
 
 
 def plan(n, mode, recomputed):
