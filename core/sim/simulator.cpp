@@ -6,6 +6,7 @@
 #include "core/base/errors.h"
 #include "core/model/model.h"
 #include "core/base/prefault.h"
+#include "core/base/small_vec.h"
 
 namespace remat {
 
@@ -44,7 +45,7 @@ void ResidentSet::recount(const Model& model) {
 uint64_t ResidentSet::grad_bytes_made_by(const Model& model, int v) const {
   uint64_t made = 0;
   const auto& in = model.op(v).inputs;
-  std::vector<int32_t> left;  // storages an earlier input of this bwd moved out of
+  SmallVec<int32_t, 4> left;  // storages an earlier input of this bwd moved out of (no allocation: per bwd, dtr's hot path)
   for (std::size_t k = 0; k < in.size(); ++k) {
     const int u = in[k];
     const auto uu = static_cast<std::size_t>(u);

@@ -50,6 +50,7 @@ class Player {
     }
     std::iota(parent_.begin(), parent_.end(), 0);
     peak_ = r_.bytes;
+    code_.reserve(3 * static_cast<std::size_t>(n_));  // a forward, a backward and a free per op, before recomputations
   }
 
   DtrPlay play() {
