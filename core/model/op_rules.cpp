@@ -900,15 +900,20 @@ bool executable(const Op& op) { return exec_problem(op).empty(); }
 
 std::string where_label(std::string_view where, int id) { return where.empty() ? "op " + std::to_string(id) : std::string(where); }
 
+Op rule_fields(const Op& op) {
+  Op out;
+  out.kind = op.kind;
+  out.inputs = op.inputs;
+  out.shape = op.shape;
+  out.dtype = op.dtype;
+  out.act = op.act;
+  out.dropout_p = op.dropout_p;
+  out.attrs = op.attrs;
+  return out;
+}
+
 Op derived_by_rules(const Op& op, std::span<const Op> before, std::string_view where) {
-  Op probe;
-  probe.kind = op.kind;
-  probe.inputs = op.inputs;
-  probe.shape = op.shape;
-  probe.dtype = op.dtype;
-  probe.act = op.act;
-  probe.dropout_p = op.dropout_p;
-  probe.attrs = op.attrs;
+  Op probe = rule_fields(op);
   derive_op(probe, before, where, false);
   return probe;
 }

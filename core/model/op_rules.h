@@ -21,11 +21,13 @@ namespace remat {
 // ops, not the Model, so that Model (which calls it from add) and the rules do
 // not depend on each other.
 void derive_op(Op& op, std::span<const Op> before, std::string_view where, bool explicit_saved);
-// What the rules alone make of `op` (its kind, inputs, shape, dtype,
-// activation, dropout rate and attributes; every other field derived), at
-// its place after `before`: a file's op differs from it exactly in what the
-// file gave explicitly (a capture's costs, an aux), which writers and
-// transforms keep and nothing else.
+// What the rules read of `op`: its kind, inputs, shape, dtype, activation,
+// dropout rate and attributes, every other field unset.
+Op rule_fields(const Op& op);
+// What the rules alone make of `op` (rule_fields, every other field
+// derived), at its place after `before`: a file's op differs from it exactly
+// in what the file gave explicitly (a capture's costs, an aux), which writers
+// and transforms keep and nothing else.
 Op derived_by_rules(const Op& op, std::span<const Op> before, std::string_view where);
 // `where`, or "op N" when it is empty: what error messages call an op.
 std::string where_label(std::string_view where, int id);

@@ -354,15 +354,11 @@ class Splitter {
 
   void visit(int v) {
     const Op& o = stage_.op(v);
-    Op n;
-    n.kind = o.kind;
-    n.dtype = o.dtype;
-    n.act = o.act;
-    n.dropout_p = o.dropout_p;
+    Op n = rule_fields(o);  // inputs and shape become the rank's below
     n.simulate_only = o.simulate_only;
     n.name = o.name;
-    n.attrs = o.attrs;
     n.param_init = o.param_init;
+    n.inputs.clear();
     for (int x : o.inputs) n.inputs.push_back(id_[static_cast<std::size_t>(x)]);
     constexpr int kSelf = -2;  // an op may save its own output: its id is known once the ops it adds ahead of it are
     for (int s : o.saved) n.saved.push_back(s == v ? kSelf : id_[static_cast<std::size_t>(s)]);
