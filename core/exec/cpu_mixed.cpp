@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/errors.h"
 #include "core/exec/mixed_call.h"
 #include "core/kernels/convert.h"
 
@@ -63,11 +64,44 @@ struct CpuDev {
   void write_loss(float* dst) { dst[0] = s.loss; }
   void forward(OpCall& c) {
     cpu_dense_input(s, c, false);
+    if (s.lowp.active()) return lowp_call(c, false);
     cpu_forward(s, c);
   }
   void backward(OpCall& c) {
     cpu_dense_input(s, c, true);
+    if (s.lowp.active()) return lowp_call(c, true);
     cpu_backward(s, c);
+  }
+  GemmMode gemm_mode() const { return s.gemm_mode; }
+  void set_lowp(const LowpOperands& o) { s.lowp = o; }
+
+  // The CUDA backend's 16-bit operands on the CPU (CpuBackend::set_gemm_mode):
+  // the f32 kernels read x and W widened from the codes handed over, as the
+  // tensor cores read them; G(v)'s codes must widen to the G the kernel reads.
+  void lowp_call(OpCall& c, bool backward) {
+    const Op& x = c.in_op(0);
+    const int64_t nx = x.numel(), nw = x.cols() * c.op.cols();
+    std::vector<float> x32(static_cast<std::size_t>(nx)), w32(static_cast<std::size_t>(nw));
+    remat::widen(s.lowp.dtype, s.lowp.x, x32.data(), nx);
+    remat::widen(s.lowp.dtype, s.lowp.w, w32.data(), nw);
+    if (backward) {
+      std::vector<float> dy32(static_cast<std::size_t>(c.op.numel()));
+      remat::widen(s.lowp.dtype, s.lowp.dy, dy32.data(), c.op.numel());
+      if (std::memcmp(dy32.data(), c.dy(), 4 * dy32.size()) != 0)
+        throw InternalError(op_label(c.model, c.v) + ": the 16-bit G handed over is not the G the kernel reads");
+    }
+    c.set_dense_in0(x32.data());
+    float*& w = s.params[s.param_slots.index(c.v, 0)];
+    float* const was = std::exchange(w, w32.data());
+    try {
+      if (backward) cpu_backward(s, c);
+      else cpu_forward(s, c);
+    } catch (...) {
+      w = was;
+      throw;
+    }
+    w = was;
+    ++s.lowp_calls;
   }
 };
 

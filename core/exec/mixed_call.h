@@ -11,6 +11,8 @@
 //   void copy(float* dst, const float* src, int64_t n);  void zero(float* x, int64_t n);
 //   void write_loss(float* dst);                                  // the loss value into dst[0]
 //   void forward(OpCall&);  void backward(OpCall&);               // the f32 kernels (dense inputs made)
+// and, optionally (the CUDA backend's; core/exec/gemm_path.h):
+//   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/exec/gemm_path.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -164,15 +167,24 @@ class WidenedCall {
 
   // Autocast's low-precision copies of the weights; with `grads`, the
   // weight gradients go to zeroed f32 scratch, rounded and added by add_param_grads.
-  void cast_params(bool grads) {
+  // With `weight16` (lowp_gemm), the weight (slot 0) is written as 16-bit
+  // codes in the same scratch (half of it used: the bytes taken, and so the
+  // scratch measured, are the f32 path's), read through lowp_operands(); the
+  // bias stays an f32 copy for the f32 epilogue.
+  void cast_params(bool grads, bool weight16 = false) {
     if (!is_low_precision(cast_)) return;
     const std::vector<ParamSpec> specs = op_params(m_, v_);
     for (std::size_t j = 0; j < specs.size(); ++j) {
       const std::size_t index = s_.param_slots.index(v_, static_cast<int>(j));
       const int64_t n = numel_of(specs[j].shape);
       float* p = scratch_.take(n);
-      dev_.copy(p, s_.params[index], n);
-      dev_.round_to(cast_, p, n);
+      if (weight16 && j == 0) {
+        dev_.narrow(cast_, s_.params[index], p, n);  // nearest even, as round_to: the same values
+        weight16_ = p;
+      } else {
+        dev_.copy(p, s_.params[index], n);
+        dev_.round_to(cast_, p, n);
+      }
       swapped_params_.emplace_back(index, std::exchange(s_.params[index], p));
       if (!grads) continue;
       float* g = scratch_.take(n);
@@ -188,6 +200,23 @@ class WidenedCall {
       dev_.round_to(cast_, g, grad_numel_[j]);
       dev_.add(master, g, grad_numel_[j]);
     }
+  }
+
+  // The 16-bit operands of a lowp_gemm op (cast_params(…, true) done; in the
+  // forward, store_cast_copies() done first): x from autocast's saved cast
+  // (aux) where the op casts it, else its own 16-bit storage; G(v) as stored.
+  LowpOperands lowp_operands(bool backward) const {
+    LowpOperands o;
+    o.dtype = cast_;
+    o.w = weight16_;
+    const int u = op_.inputs[0];
+    o.x = t_.act[static_cast<std::size_t>(u)];
+    for (const CastCopy& c : copies_)
+      if (c.input == 0) o.x = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]) + c.offset;
+    if (o.x == t_.act[static_cast<std::size_t>(u)] && m_.op(m_.op(u).storage).dtype != cast_)
+      throw InternalError(op_label(m_, v_) + ": no " + std::string(dtype_name(cast_)) + " copy of its input for the 16-bit GEMM");
+    if (backward) o.dy = t_.grad[static_cast<std::size_t>(v_)];
+    return o;
   }
 
   // G(v) widened for the kernel.
@@ -280,6 +309,29 @@ class WidenedCall {
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
   std::vector<CastCopy> copies_;
+  const float* weight16_ = nullptr;  // cast_params' 16-bit weight, when asked for
+};
+
+template <class Dev>
+GemmMode gemm_mode_of(Dev& dev) {
+  if constexpr (requires { dev.gemm_mode(); }) return dev.gemm_mode();
+  else return GemmMode::F32;
+}
+// The operands handed to the backend for one kernel call, taken back after
+// it (an exception included), so that no later call reads them.
+template <class Dev>
+class LowpScope {
+ public:
+  LowpScope(Dev& dev, const LowpOperands& o) : dev_(dev) { set(o); }
+  ~LowpScope() { set(LowpOperands{}); }
+  LowpScope(const LowpScope&) = delete;
+  LowpScope& operator=(const LowpScope&) = delete;
+
+ private:
+  void set(const LowpOperands& o) {
+    if constexpr (requires { dev_.set_lowp(o); }) dev_.set_lowp(o);
+  }
+  Dev& dev_;
 };
 
 
@@ -289,13 +341,18 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
   for (const int u : model.op(v).inputs) w.read_act(u, true);
   w.prepare_output();
   w.prepare_aux(false);
-  w.cast_params(false);
+  const bool lowp = lowp_gemm(model, v, false, gemm_mode_of(dev));
+  w.cast_params(false, lowp);
   const TensorTable table = w.table();
   OpCall c(model, v, table);
-  dev.forward(c);
+  if (lowp) w.store_cast_copies();  // the GEMM reads x's cast from there
+  {
+    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(false) : LowpOperands{});
+    dev.forward(c);
+  }
   w.store_output();
   w.store_aux();
-  w.store_cast_copies();
+  if (!lowp) w.store_cast_copies();
 }
 
 template <class Dev>
@@ -309,10 +366,14 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   w.read_dy();
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
   w.prepare_aux(true);
-  w.cast_params(true);
+  const bool lowp = lowp_gemm(model, v, true, gemm_mode_of(dev));
+  w.cast_params(true, lowp);
   const TensorTable table = w.table();
   OpCall c(model, v, table, acc);
-  dev.backward(c);
+  {
+    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(true) : LowpOperands{});
+    dev.backward(c);
+  }
   w.store_dx(seed);
   w.add_param_grads();
 }

@@ -41,25 +41,51 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
 
 // ---- entries (REMAT_EXEC_KINDS) ------------------------------------------------
 
+// Linear and Dense read 16-bit x, W (and dy) where the mixed call set them
+// (s.lowp: core/exec/gemm_path.h's lowp_gemm), else the f32 tables.
+HalfType half_type(const LowpOperands& o) { return o.dtype == DType::F16 ? HalfType::F16 : HalfType::BF16; }
+const uint16_t* u16(const void* p) { return static_cast<const uint16_t*>(p); }
+void fwd_linear_lowp(CudaOpState& s, const OpCall& c, Act act, const float* b) {
+  const Op& x = c.in_op(0);
+  ++s.lowp_calls;
+  linear_fwd_lowp(half_type(s.lowp), act, u16(s.lowp.x), u16(s.lowp.w), b, c.out(), x.rows(), x.cols(), c.op.cols(),
+                  s.cublas, s.stream);
+}
+void bwd_linear_lowp(CudaOpState& s, const OpCall& c, float* db) {
+  const Op& x = c.in_op(0);
+  ++s.lowp_calls;
+  linear_bwd_lowp(half_type(s.lowp), u16(s.lowp.x), u16(s.lowp.w), u16(s.lowp.dy), c.dy(), dx_or_discard(s, c),
+                  s.param_grad(c.v, 0), db, x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
+}
+
 void fwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   const float* b = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
+  if (s.lowp.active()) return fwd_linear_lowp(s, c, Act::None, b);
   linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
 }
 void bwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
+  if (s.lowp.active()) return bwd_linear_lowp(s, c, db);
   linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(), x.cols(),
              c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
 }
 
 void fwd_dense(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  if (s.lowp.active()) return fwd_linear_lowp(s, c, kernel_act(c.op.act), s.param(c.v, 1));
   dense_fwd(kernel_act(c.op.act), c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols(),
             s.cublas, s.stream);
 }
 void bwd_dense(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  // lowp_gemm holds only for Act::None here: the gradient is dy's, as a Linear's.
+  if (s.lowp.active()) {
+    if (c.op.act != Activation::None)
+      throw InternalError(op_label(c.model, c.v) + ": a 16-bit backward for a Dense with an activation");
+    return bwd_linear_lowp(s, c, s.param_grad(c.v, 1));
+  }
   dense_bwd(kernel_act(c.op.act), c.in(0), c.self(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
             s.param_grad(c.v, 0), s.param_grad(c.v, 1), s.scratch[kPreActGrad], x.rows(), x.cols(), c.op.cols(),
             c.dx(0) && c.acc(0), s.cublas, s.stream);
