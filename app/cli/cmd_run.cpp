@@ -184,7 +184,7 @@ void print_gemm_path(const Model& model, const std::string& backend) {
                 c.lowered);
   else
     std::printf("bf16/f16 products: tensor cores (16-bit operands, f32 sums) for %d of the %d lowered ops (Linear, "
-                "Dense), f32 GEMMs for the rest; REMAT_CUDA_GEMM=f32 runs all as f32 GEMMs\n",
+                "Dense, MatMul), f32 GEMMs for the rest; REMAT_CUDA_GEMM=f32 runs all as f32 GEMMs\n",
                 c.tensor_core, c.lowered);
 }
 nlohmann::json gemm_path_json(const Model& model, const std::string& backend) {

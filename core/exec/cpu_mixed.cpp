@@ -79,17 +79,13 @@ struct CpuDev {
   // the f32 kernels read x and W widened from the codes handed over, as the
   // tensor cores read them; G(v)'s codes must widen to the G the kernel reads.
   void lowp_call(OpCall& c, bool backward) {
+    if (backward) expect_codes(c, s.lowp.dy, c.dy(), c.op.numel(), "G");
+    if (c.op.kind == OpKind::MatMul) return lowp_matmul(c, backward);
     const Op& x = c.in_op(0);
     const int64_t nx = x.numel(), nw = x.cols() * c.op.cols();
     std::vector<float> x32(static_cast<std::size_t>(nx)), w32(static_cast<std::size_t>(nw));
     remat::widen(s.lowp.dtype, s.lowp.x, x32.data(), nx);
     remat::widen(s.lowp.dtype, s.lowp.w, w32.data(), nw);
-    if (backward) {
-      std::vector<float> dy32(static_cast<std::size_t>(c.op.numel()));
-      remat::widen(s.lowp.dtype, s.lowp.dy, dy32.data(), c.op.numel());
-      if (std::memcmp(dy32.data(), c.dy(), 4 * dy32.size()) != 0)
-        throw InternalError(op_label(c.model, c.v) + ": the 16-bit G handed over is not the G the kernel reads");
-    }
     c.set_dense_in0(x32.data());
     float*& w = s.params[s.param_slots.index(c.v, 0)];
     float* const was = std::exchange(w, w32.data());
@@ -101,6 +97,32 @@ struct CpuDev {
       throw;
     }
     w = was;
+    ++s.lowp_calls;
+  }
+  // The codes handed over must widen to the f32 values the kernel reads.
+  void expect_codes(const OpCall& c, const void* codes, const float* f32, int64_t n, const char* what) const {
+    std::vector<float> w(static_cast<std::size_t>(n));
+    remat::widen(s.lowp.dtype, codes, w.data(), n);
+    if (n > 0 && std::memcmp(w.data(), f32, 4 * w.size()) != 0)
+      throw InternalError(op_label(c.model, c.v) + ": the 16-bit " + what + " handed over is not the one the kernel reads");
+  }
+  // A MatMul's operands, checked where they are read: in place, and in the
+  // backward its copies in aux(v) (which the forward's kernel makes: on the
+  // GPU it narrows them to those places before the product) against the
+  // widened copies the f32 kernel reads.
+  void lowp_matmul(OpCall& c, bool backward) {
+    const MatmulDims d = matmul_dims(c.model, c.v);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const bool in_aux = k == 0 ? d.aux_a : d.aux_b;
+      if (in_aux && !backward) continue;
+      const std::vector<int64_t>& of = k == 0 ? d.a_of : d.b_of;
+      const int64_t size = k == 0 ? d.m * d.k : d.k * d.n;
+      const int64_t n = in_aux ? d.batch * size : (of.empty() ? 0 : *std::max_element(of.begin(), of.end()) + 1) * size;
+      const float* f32 = in_aux ? c.aux() + (k == 1 && d.aux_a ? d.batch * d.m * d.k : 0) : c.in(k);
+      expect_codes(c, k == 0 ? s.lowp.x : s.lowp.x1, f32, n, k == 0 ? "left operand" : "right operand");
+    }
+    if (backward) cpu_backward(s, c);
+    else cpu_forward(s, c);
     ++s.lowp_calls;
   }
 };

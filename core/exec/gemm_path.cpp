@@ -30,8 +30,14 @@ GemmMode gemm_mode_from_env() {
 bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode) {
   if (mode != GemmMode::TensorCore) return false;
   const Op& op = m.op(v);
-  if (op.kind != OpKind::Linear && op.kind != OpKind::Dense) return false;
   if (op.dtype != DType::BF16 && op.dtype != DType::F16) return false;
+  if (op.kind == OpKind::MatMul) {
+    if (op.inputs.size() != 2 || is_integer(m.op(op.inputs[0]).dtype) || is_integer(m.op(op.inputs[1]).dtype))
+      return false;
+    const MatmulDims d = matmul_dims(m, v);
+    return !d.scratch_a && !d.scratch_b;
+  }
+  if (op.kind != OpKind::Linear && op.kind != OpKind::Dense) return false;
   if (op.inputs.size() != 1 || is_integer(m.op(op.inputs[0]).dtype)) return false;
   if (dense_copy(m, v) != DenseCopy::None) return false;
   if (backward && op.kind == OpKind::Dense && op.act != Activation::None) return false;

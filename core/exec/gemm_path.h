@@ -24,12 +24,14 @@ bool parse_gemm_mode(std::string_view s, GemmMode& out);
 GemmMode gemm_mode_from_env();
 
 // True when op v's products in that pass read 16-bit operands under `mode`:
-// a Linear or Dense whose dtype is bf16/f16 (autocast lowers it: inputs and
-// weight cast to that dtype), whose input is floating and is read in place
-// (no dense copy: op_exec.h's dense_copy is None). The backward of a Dense
-// with an activation stays f32: its pre-activation gradient exists only as
-// f32 values, not as 16-bit ones. Everything else (the f32 mode, f32 ops,
-// MatMul, convolutions, attention) runs f32 GEMMs.
+// a Linear, Dense or MatMul whose dtype is bf16/f16 (autocast lowers it:
+// inputs and weight cast to that dtype) with floating inputs, each read in
+// place or from a copy in aux(v), never from an f32 gather: a Linear's or
+// Dense's input without a dense copy (op_exec.h's dense_copy is None), a
+// MatMul's operands folded or copied to aux (matmul_dims: no scratch_a/b).
+// The backward of a Dense with an activation stays f32: its pre-activation
+// gradient exists only as f32 values, not as 16-bit ones. Everything else
+// (the f32 mode, f32 ops, convolutions, attention) runs f32 GEMMs.
 bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode);
 
 // What `remat run` reports for a model on the CUDA backend: the ops whose
@@ -42,11 +44,15 @@ struct GemmPathCount {
 GemmPathCount count_gemm_paths(const Model& m, GemmMode mode);
 
 // The 16-bit operands a mixed call hands the backend for an op where
-// lowp_gemm holds, all contiguous, row-major, in `dtype`: the input x
-// (rows, in), the weight W (out, in), and in the backward G(v) (rows, out).
+// lowp_gemm holds, in `dtype`: the input x (a Linear's (rows, in), a
+// MatMul's left operand) and x1 (a MatMul's right one), each where the
+// kernel reads it: in place, or in aux(v) (autocast's cast, or a MatMul's
+// operand copy, which the forward's kernel narrows there from its f32 copy
+// before the product); the weight W (out, in); in the backward G(v).
 struct LowpOperands {
   DType dtype = DType::F32;  // F32: none (the f32 kernels run)
-  const void* x = nullptr;
+  void* x = nullptr;
+  void* x1 = nullptr;
   const void* w = nullptr;
   const void* dy = nullptr;
   bool active() const { return dtype != DType::F32; }

@@ -205,16 +205,30 @@ class WidenedCall {
   // The 16-bit operands of a lowp_gemm op (cast_params(…, true) done; in the
   // forward, store_cast_copies() done first): x from autocast's saved cast
   // (aux) where the op casts it, else its own 16-bit storage; G(v) as stored.
+  // A MatMul's operand copies sit at the start of aux(v), a's then b's, in
+  // the cast's dtype (matmul_pieces).
   LowpOperands lowp_operands(bool backward) const {
     LowpOperands o;
     o.dtype = cast_;
     o.w = weight16_;
-    const int u = op_.inputs[0];
-    o.x = t_.act[static_cast<std::size_t>(u)];
-    for (const CastCopy& c : copies_)
-      if (c.input == 0) o.x = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]) + c.offset;
-    if (o.x == t_.act[static_cast<std::size_t>(u)] && m_.op(m_.op(u).storage).dtype != cast_)
-      throw InternalError(op_label(m_, v_) + ": no " + std::string(dtype_name(cast_)) + " copy of its input for the 16-bit GEMM");
+    auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    const bool matmul = op_.kind == OpKind::MatMul;
+    const MatmulDims d = matmul ? matmul_dims(m_, v_) : MatmulDims{};
+    for (std::size_t k = 0; k < (matmul ? 2u : 1u); ++k) {
+      const int u = op_.inputs[k];
+      void* p = nullptr;
+      for (const CastCopy& c : copies_)
+        if (op_.inputs[static_cast<std::size_t>(c.input)] == u) p = aux + c.offset;
+      if (!p && (k == 0 ? d.aux_a : d.aux_b))
+        p = aux + (k == 1 && d.aux_a ? dtype_size(cast_) * static_cast<uint64_t>(d.batch * d.m * d.k) : 0);
+      if (!p) {
+        if (m_.op(m_.op(u).storage).dtype != cast_)
+          throw InternalError(op_label(m_, v_) + ": no " + std::string(dtype_name(cast_)) + " copy of input " +
+                              std::to_string(k) + " for the 16-bit GEMM");
+        p = t_.act[static_cast<std::size_t>(u)];
+      }
+      (k == 0 ? o.x : o.x1) = p;
+    }
     if (backward) o.dy = t_.grad[static_cast<std::size_t>(v_)];
     return o;
   }

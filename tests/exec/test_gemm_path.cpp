@@ -65,17 +65,19 @@ TEST(GemmPath, EnvironmentChoosesAndNamesABadValue) {
 }
 
 // A GPT's Linears (qkv, attention projection, the MLP's two, the head: 4 per
-// block + 1) take tensor cores forward and backward, in every op's dtype and
-// under CUDA autocast (where the Linears after an f32 LayerNorm read its bf16
-// cast); nothing else does, and nothing at all on the f32 path or in f32.
-TEST(GemmPath, AGptsLinearsAndNothingElse) {
+// block + 1) and its attention MatMuls (q·kᵀ, weights·v: 2 per block) take
+// tensor cores forward and backward, in every op's dtype and under CUDA
+// autocast (where the Linears after an f32 LayerNorm read its bf16 cast, and
+// weights·v the cast of the f32 softmax's); nothing else does, and nothing
+// at all on the f32 path or in f32.
+TEST(GemmPath, AGptsLinearsAndMatMulsAndNothingElse) {
   for (const char* spec : {"gpt:2:32:4:16:2:bf16:64", "gpt:2:32:4:16:2:bf16@cuda:64", "gpt:1:32:4:16:2:f16@cuda:64",
                            "gpt:2:32:4:16:2:f16:64"}) {
     SCOPED_TRACE(spec);
     const Model m = make_preset(spec);
     int linears = 0, lowp = 0;
     for (int v = 0; v < m.size(); ++v) {
-      const bool want = m.op(v).kind == OpKind::Linear;
+      const bool want = m.op(v).kind == OpKind::Linear || m.op(v).kind == OpKind::MatMul;
       linears += want;
       EXPECT_EQ(lowp_gemm(m, v, false, GemmMode::TensorCore), want) << m.op(v).name;
       EXPECT_EQ(lowp_gemm(m, v, true, GemmMode::TensorCore), want) << m.op(v).name;
@@ -84,7 +86,7 @@ TEST(GemmPath, AGptsLinearsAndNothingElse) {
       lowp += lowp_gemm(m, v, false, GemmMode::TensorCore);
     }
     const int blocks = spec[4] - '0';
-    EXPECT_EQ(linears, 4 * blocks + 1);
+    EXPECT_EQ(linears, 4 * blocks + 1 + 2 * blocks);
     EXPECT_EQ(lowp, linears);
   }
   const Model f32 = make_preset("gpt:2:32:4:16:2:f32:64");
@@ -92,12 +94,12 @@ TEST(GemmPath, AGptsLinearsAndNothingElse) {
 }
 
 // What `remat run` reports: a GPT's lowered ops are its Linears and its two
-// attention MatMuls per block; the Linears take tensor cores.
+// attention MatMuls per block, all on tensor cores.
 TEST(GemmPath, CountsForTheRunReport) {
   const Model m = make_preset("gpt:2:32:4:16:2:bf16@cuda:64");
   const GemmPathCount tc = count_gemm_paths(m, GemmMode::TensorCore);
   EXPECT_EQ(tc.lowered, 9 + 2 * 2);
-  EXPECT_EQ(tc.tensor_core, 9);
+  EXPECT_EQ(tc.tensor_core, 13);
   const GemmPathCount f32 = count_gemm_paths(m, GemmMode::F32);
   EXPECT_EQ(f32.lowered, 13);
   EXPECT_EQ(f32.tensor_core, 0);
