@@ -44,6 +44,15 @@ bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode) {
   return true;
 }
 
+bool gemm_reads_16_bits_only(const Model& m, int v, std::size_t k, bool backward) {
+  const Op& op = m.op(v);
+  if (op.kind == OpKind::Linear || op.kind == OpKind::Dense) return k == 0;
+  if (op.kind != OpKind::MatMul || k > 1) return false;
+  if (backward) return true;
+  const MatmulDims d = matmul_dims(m, v);
+  return !(k == 0 ? d.aux_a : d.aux_b);
+}
+
 GemmPathCount count_gemm_paths(const Model& m, GemmMode mode) {
   GemmPathCount c;
   for (int v = 0; v < m.size(); ++v) {

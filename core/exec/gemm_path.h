@@ -5,6 +5,7 @@
 // (gpu/backend/cuda_mixed.cpp); the CPU never does (its products are exact
 // f32 products of the rounded values, summed in f32).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -33,6 +34,14 @@ GemmMode gemm_mode_from_env();
 // gradient exists only as f32 values, not as 16-bit ones. Everything else
 // (the f32 mode, f32 ops, convolutions, attention) runs f32 GEMMs.
 bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode);
+
+// Where lowp_gemm holds: whether the pass reads input k in 16 bits only, so
+// that the mixed call need not widen it (it still takes the f32 scratch:
+// the bytes measured stay the f32 path's). A Linear's or Dense's input, a
+// MatMul's operands in the backward, and in the forward those it reads in
+// place (an operand copied to aux is made from its f32 widening first, and
+// so is autocast's cast of an f32 input: the mixed call widens those).
+bool gemm_reads_16_bits_only(const Model& m, int v, std::size_t k, bool backward);
 
 // What `remat run` reports for a model on the CUDA backend: the ops whose
 // products autocast computes in bf16/f16 (autocast_lowers, a low dtype) and,

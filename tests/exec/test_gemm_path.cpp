@@ -93,6 +93,31 @@ TEST(GemmPath, AGptsLinearsAndMatMulsAndNothingElse) {
   for (int v = 0; v < f32.size(); ++v) EXPECT_FALSE(lowp_gemm(f32, v, false, GemmMode::TensorCore)) << f32.op(v).name;
 }
 
+// Which operands the mixed call leaves unwidened for a 16-bit product: a
+// Linear's input; in a GPT's attention, q and kᵀ (strided views, copied to
+// aux from their widening) are widened in the forward, the attention weights
+// (read in place) are not, v (copied) is; in the backward none of them.
+TEST(GemmPath, OperandsReadIn16BitsOnly) {
+  const Model m = make_preset("gpt:1:32:4:16:2:bf16:64");
+  int qk = -1, av = -1, fc = -1;
+  for (int v = 0; v < m.size(); ++v) {
+    if (m.op(v).name == "h0.attn.q@kT") qk = v;
+    if (m.op(v).name == "h0.attn.@v") av = v;
+    if (m.op(v).name == "h0.mlp.c_fc") fc = v;
+  }
+  ASSERT_GE(qk, 0);
+  ASSERT_GE(av, 0);
+  ASSERT_GE(fc, 0);
+  for (const bool backward : {false, true}) {
+    EXPECT_TRUE(gemm_reads_16_bits_only(m, fc, 0, backward));
+    EXPECT_EQ(gemm_reads_16_bits_only(m, qk, 0, backward), backward);
+    EXPECT_EQ(gemm_reads_16_bits_only(m, qk, 1, backward), backward);
+    EXPECT_TRUE(gemm_reads_16_bits_only(m, av, 0, backward));
+    EXPECT_EQ(gemm_reads_16_bits_only(m, av, 1, backward), backward);
+  }
+  EXPECT_FALSE(gemm_reads_16_bits_only(m, fc, 1, false));  // no second input
+}
+
 // What `remat run` reports: a GPT's lowered ops are its Linears and its two
 // attention MatMuls per block, all on tensor cores.
 TEST(GemmPath, CountsForTheRunReport) {
