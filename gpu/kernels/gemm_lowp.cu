@@ -15,9 +15,10 @@
 // on the caller's handle (one handle, one stream, a fixed workspace, as
 // cuBLAS's "Results reproducibility" asks), and the math mode forbids
 // reduced-precision reductions. cuBLAS picks its kernel from the shapes, the
-// types and the operands' alignment; the backend's operands are pool blocks
-// (256-byte aligned) at offsets the model fixes, so the same op gets the same
-// alignment, hence the same kernel and the same bits, under every strategy.
+// types and the operands' alignment; the backend's operands lie at offsets
+// the model fixes from the start of pool blocks (aligned alike, whatever the
+// strategy), so the same op gets the same alignment, hence the same kernel
+// and the same bits, under every strategy.
 #include "gpu/kernels/device_common.cuh"
 
 namespace remat::cuda {
