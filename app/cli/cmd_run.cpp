@@ -17,6 +17,7 @@
 #include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
+#include "core/exec/gemm_path.h"
 #include "core/exec/run_session.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
@@ -169,11 +170,36 @@ void print_loss_scale(const std::vector<Row>& rows) {
                               : ("still non-finite, a step GradScaler skips: " + skipped).c_str());
 }
 
+// On CUDA, a model with bf16/f16 products: which GEMM path ran them
+// (core/exec/gemm_path.h; REMAT_CUDA_GEMM, which the backend read the same way).
+bool reports_gemm_path(const Model& model, const std::string& backend) {
+  return backend.rfind("cuda", 0) == 0 && count_gemm_paths(model, GemmMode::F32).lowered > 0;
+}
+void print_gemm_path(const Model& model, const std::string& backend) {
+  if (!reports_gemm_path(model, backend)) return;
+  const GemmMode mode = gemm_mode_from_env();
+  const GemmPathCount c = count_gemm_paths(model, mode);
+  if (mode == GemmMode::F32)
+    std::printf("bf16/f16 products: f32 GEMMs of the rounded values for all %d lowered ops (REMAT_CUDA_GEMM=f32)\n",
+                c.lowered);
+  else
+    std::printf("bf16/f16 products: tensor cores (16-bit operands, f32 sums) for %d of the %d lowered ops (Linear, "
+                "Dense, MatMul), f32 GEMMs for the rest; REMAT_CUDA_GEMM=f32 runs all as f32 GEMMs\n",
+                c.tensor_core, c.lowered);
+}
+nlohmann::json gemm_path_json(const Model& model, const std::string& backend) {
+  if (!reports_gemm_path(model, backend)) return nullptr;
+  const GemmMode mode = gemm_mode_from_env();
+  const GemmPathCount c = count_gemm_paths(model, mode);
+  return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
+}
+
 void print_table(const Model& model, const std::string& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
               model.size(), backend.c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
+  print_gemm_path(model, backend);
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
   // The strategy column fits the longest name (offload+sqrt+compress:f16).
@@ -293,11 +319,13 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
           {"repeat", o.repeat},
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
           {"sync_each", o.sync_each},
+          {"cuda_gemm", gemm_path_json(model, backend)},
           {"strategies", std::move(strategies)}};
 }
 
 void run_run(const RunOptions& o) {
   const BackendKind kind = parse_backend_kind(o.backend);
+  if (kind != BackendKind::Cpu) (void)gemm_mode_from_env();  // a bad REMAT_CUDA_GEMM fails before any work
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
   // Larger seeds could alias another (seed, op) pair in the dropout RNG (core/kernels/rng.h).
   if (o.seed >= (uint64_t{1} << 32)) throw InputError("--seed must be below 2^32 (4294967296)");

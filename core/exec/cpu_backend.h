@@ -34,6 +34,13 @@ class CpuBackend final : public AllRolesBackend {
   ~CpuBackend() override;
 
   std::string name() const override { return "cpu"; }
+  // TensorCore: each product the CUDA backend runs on 16-bit operands
+  // (core/exec/gemm_path.h's lowp_gemm) reads the operands the mixed call
+  // hands over, widened to f32, with the f32 kernels: the same bits as the
+  // default F32 when those operands are the right ones (the CI's check of the
+  // plumbing, which on the GPU feeds the tensor cores).
+  void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since construction
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
+#include "core/base/errors.h"
 #include "core/exec/mixed_call.h"
 #include "core/kernels/convert.h"
 
@@ -63,11 +65,72 @@ struct CpuDev {
   void write_loss(float* dst) { dst[0] = s.loss; }
   void forward(OpCall& c) {
     cpu_dense_input(s, c, false);
+    if (s.lowp.active()) return lowp_call(c, false);
     cpu_forward(s, c);
   }
   void backward(OpCall& c) {
     cpu_dense_input(s, c, true);
+    if (s.lowp.active()) return lowp_call(c, true);
     cpu_backward(s, c);
+  }
+  GemmMode gemm_mode() const { return s.gemm_mode; }
+  void set_lowp(const LowpOperands& o) { s.lowp = o; }
+  // What the mixed call leaves unwidened for a 16-bit product: NaN here, so
+  // that an f32 kernel reading it cannot go unnoticed.
+  void poison(float* x, int64_t n) { std::fill(x, x + n, std::numeric_limits<float>::quiet_NaN()); }
+
+  // The CUDA backend's 16-bit operands on the CPU (CpuBackend::set_gemm_mode):
+  // the f32 kernels read x and W widened from the codes handed over, as the
+  // tensor cores read them; G(v)'s codes must widen to the G the kernel reads.
+  void lowp_call(OpCall& c, bool backward) {
+    if (c.op.kind == OpKind::MatMul) return lowp_matmul(c, backward);
+    if (backward) expect_codes(c, s.lowp.dy, c.dy(), c.op.numel(), "G");  // widened: a bias gradient sums it
+    const Op& x = c.in_op(0);
+    const int64_t nx = x.numel(), nw = x.cols() * c.op.cols();
+    std::vector<float> x32(static_cast<std::size_t>(nx)), w32(static_cast<std::size_t>(nw));
+    remat::widen(s.lowp.dtype, s.lowp.x, x32.data(), nx);
+    remat::widen(s.lowp.dtype, s.lowp.w, w32.data(), nw);
+    c.set_dense_in0(x32.data());
+    float*& w = s.params[s.param_slots.index(c.v, 0)];
+    float* const was = std::exchange(w, w32.data());
+    try {
+      if (backward) cpu_backward(s, c);
+      else cpu_forward(s, c);
+    } catch (...) {
+      w = was;
+      throw;
+    }
+    w = was;
+    ++s.lowp_calls;
+  }
+  // The codes handed over must widen to the f32 values the kernel reads.
+  void expect_codes(const OpCall& c, const void* codes, const float* f32, int64_t n, const char* what) const {
+    std::vector<float> w(static_cast<std::size_t>(n));
+    remat::widen(s.lowp.dtype, codes, w.data(), n);
+    if (n > 0 && std::memcmp(w.data(), f32, 4 * w.size()) != 0)
+      throw InternalError(op_label(c.model, c.v) + ": the 16-bit " + what + " handed over is not the one the kernel reads");
+  }
+  // A MatMul's operands as the tensor cores read them: the f32 buffers its
+  // kernel reads (the call's own scratch, left unwidened: NaN) are written
+  // from the codes handed over: the operands read in place, and in the
+  // backward the copies in aux(v) (the forward's kernel makes them from the
+  // widened inputs; on the GPU it narrows them to those places before the
+  // product) and G(v).
+  void lowp_matmul(OpCall& c, bool backward) {
+    const MatmulDims d = matmul_dims(c.model, c.v);
+    for (std::size_t k = 0; k < 2; ++k) {
+      const bool in_aux = k == 0 ? d.aux_a : d.aux_b;
+      if (in_aux && !backward) continue;
+      const std::vector<int64_t>& of = k == 0 ? d.a_of : d.b_of;
+      const int64_t size = k == 0 ? d.m * d.k : d.k * d.n;
+      const int64_t n = in_aux ? d.batch * size : (of.empty() ? 0 : *std::max_element(of.begin(), of.end()) + 1) * size;
+      float* f32 = in_aux ? c.aux() + (k == 1 && d.aux_a ? d.batch * d.m * d.k : 0) : const_cast<float*>(c.in(k));
+      remat::widen(s.lowp.dtype, k == 0 ? s.lowp.x : s.lowp.x1, f32, n);
+    }
+    if (backward) remat::widen(s.lowp.dtype, s.lowp.dy, const_cast<float*>(c.dy()), c.op.numel());
+    if (backward) cpu_backward(s, c);
+    else cpu_forward(s, c);
+    ++s.lowp_calls;
   }
 };
 

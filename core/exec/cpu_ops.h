@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/exec/gemm_path.h"
 #include "core/exec/op_exec.h"
 
 namespace remat {
@@ -22,6 +23,11 @@ struct CpuOpState {
   uint64_t target_n = 0, labels_n = 0;
   uint64_t seed = 0;
   float loss = 0;
+  // F32 (the default): the CPU's own path. TensorCore: the CUDA backend's
+  // 16-bit operand plumbing checked here (cpu_mixed.cpp; CpuBackend::set_gemm_mode).
+  GemmMode gemm_mode = GemmMode::F32;
+  LowpOperands lowp;
+  uint64_t lowp_calls = 0;
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

@@ -11,6 +11,9 @@
 //   void copy(float* dst, const float* src, int64_t n);  void zero(float* x, int64_t n);
 //   void write_loss(float* dst);                                  // the loss value into dst[0]
 //   void forward(OpCall&);  void backward(OpCall&);               // the f32 kernels (dense inputs made)
+// and, optionally (the CUDA backend's; core/exec/gemm_path.h):
+//   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
+//   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/exec/gemm_path.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -76,13 +80,16 @@ class WidenedCall {
       dev_.narrow(c.dtype, static_cast<const float*>(act_[static_cast<std::size_t>(u)]), aux + c.offset, m_.op(u).numel());
     }
   }
-  void read_cast_copies() {
+  // Without `fill` (a lowp_gemm op, whose product reads the casts in 16
+  // bits), the scratch is taken as before but left unwidened.
+  void read_cast_copies(bool fill = true) {
     const auto* aux = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
     for (const CastCopy& c : copies_) {
       const int u = op_.inputs[static_cast<std::size_t>(c.input)];
       const int64_t n = m_.op(u).numel();
       float* w = scratch_.take(n);
-      dev_.widen(c.dtype, aux + c.offset, w, n);
+      if (fill) dev_.widen(c.dtype, aux + c.offset, w, n);
+      else poison(w, n);
       act_[static_cast<std::size_t>(u)] = w;
     }
   }
@@ -93,8 +100,10 @@ class WidenedCall {
 
   // A(u) as op v reads it: its storage widened (and rounded to the cast, for
   // an input autocast casts), pointed at u's first element. Integer and
-  // non-resident tensors stay as they are.
-  void read_act(int u, bool is_input) {
+  // non-resident tensors stay as they are. Without `fill` (an operand a
+  // lowp_gemm product reads in 16 bits only) the scratch is taken, the
+  // bytes measured the same, but not written unless another read needs it.
+  void read_act(int u, bool is_input, bool fill = true) {
     const auto ui = static_cast<std::size_t>(u);
     if (!t_.act[ui] || is_integer(m_.op(u).dtype)) return;
     const int st = m_.op(u).storage;
@@ -104,7 +113,7 @@ class WidenedCall {
     if (!is_low_precision(stored) && !casts) return;
     const int64_t offset = storage_offset(m_, u);
     act_[ui] = storage_f32(st, static_cast<const char*>(t_.act[ui]) - dtype_size(stored) * offset, stored,
-                           casts ? cast : DType::F32) + offset;
+                           casts ? cast : DType::F32, fill) + offset;
   }
 
   // The forward's output: a view points into its widened storage (if any);
@@ -128,7 +137,7 @@ class WidenedCall {
 
   // A MatMul's aux holds contiguous copies of its operands in their dtypes
   // (a's, then b's): the kernels fill and read f32 ones.
-  void prepare_aux(bool backward) {
+  void prepare_aux(bool backward, bool fill = true) {
     if (op_.kind != OpKind::MatMul || op_.aux_bytes == 0) return;
     pieces_ = matmul_pieces();
     bool any_low = false;
@@ -139,7 +148,8 @@ class WidenedCall {
     }
     if (!any_low) return;
     float* w = scratch_.take(floats);
-    if (backward) {
+    if (backward && !fill) poison(w, floats);
+    if (backward && fill) {
       int64_t at = 0;
       const auto* src = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
       for (const Piece& p : pieces_) {
@@ -164,15 +174,24 @@ class WidenedCall {
 
   // Autocast's low-precision copies of the weights; with `grads`, the
   // weight gradients go to zeroed f32 scratch, rounded and added by add_param_grads.
-  void cast_params(bool grads) {
+  // With `weight16` (lowp_gemm), the weight (slot 0) is written as 16-bit
+  // codes in the same scratch (half of it used: the bytes taken, and so the
+  // scratch measured, are the f32 path's), read through lowp_operands(); the
+  // bias stays an f32 copy for the f32 epilogue.
+  void cast_params(bool grads, bool weight16 = false) {
     if (!is_low_precision(cast_)) return;
     const std::vector<ParamSpec> specs = op_params(m_, v_);
     for (std::size_t j = 0; j < specs.size(); ++j) {
       const std::size_t index = s_.param_slots.index(v_, static_cast<int>(j));
       const int64_t n = numel_of(specs[j].shape);
       float* p = scratch_.take(n);
-      dev_.copy(p, s_.params[index], n);
-      dev_.round_to(cast_, p, n);
+      if (weight16 && j == 0) {
+        dev_.narrow(cast_, s_.params[index], p, n);  // nearest even, as round_to: the same values
+        weight16_ = p;
+      } else {
+        dev_.copy(p, s_.params[index], n);
+        dev_.round_to(cast_, p, n);
+      }
       swapped_params_.emplace_back(index, std::exchange(s_.params[index], p));
       if (!grads) continue;
       float* g = scratch_.take(n);
@@ -190,12 +209,44 @@ class WidenedCall {
     }
   }
 
+  // The 16-bit operands of a lowp_gemm op (cast_params(…, true) done; in the
+  // forward, store_cast_copies() done first): x from autocast's saved cast
+  // (aux) where the op casts it, else its own 16-bit storage; G(v) as stored.
+  // A MatMul's operand copies sit at the start of aux(v), a's then b's, in
+  // the cast's dtype (matmul_pieces).
+  LowpOperands lowp_operands(bool backward) const {
+    LowpOperands o;
+    o.dtype = cast_;
+    o.w = weight16_;
+    auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
+    const bool matmul = op_.kind == OpKind::MatMul;
+    const MatmulDims d = matmul ? matmul_dims(m_, v_) : MatmulDims{};
+    for (std::size_t k = 0; k < (matmul ? 2u : 1u); ++k) {
+      const int u = op_.inputs[k];
+      void* p = nullptr;
+      for (const CastCopy& c : copies_)
+        if (op_.inputs[static_cast<std::size_t>(c.input)] == u) p = aux + c.offset;
+      if (!p && (k == 0 ? d.aux_a : d.aux_b))
+        p = aux + (k == 1 && d.aux_a ? dtype_size(cast_) * static_cast<uint64_t>(d.batch * d.m * d.k) : 0);
+      if (!p) {
+        if (m_.op(m_.op(u).storage).dtype != cast_)
+          throw InternalError(op_label(m_, v_) + ": no " + std::string(dtype_name(cast_)) + " copy of input " +
+                              std::to_string(k) + " for the 16-bit GEMM");
+        p = t_.act[static_cast<std::size_t>(u)];
+      }
+      (k == 0 ? o.x : o.x1) = p;
+    }
+    if (backward) o.dy = t_.grad[static_cast<std::size_t>(v_)];
+    return o;
+  }
+
   // G(v) widened for the kernel.
-  void read_dy() {
+  void read_dy(bool fill = true) {
     const auto vi = static_cast<std::size_t>(v_);
     if (!t_.grad[vi] || !is_low_precision(op_.dtype)) return;
     float* w = scratch_.take(op_.numel());
-    dev_.widen(op_.dtype, t_.grad[vi], w, op_.numel());
+    if (fill) dev_.widen(op_.dtype, t_.grad[vi], w, op_.numel());
+    else poison(w, op_.numel());
     grad_[vi] = w;
   }
 
@@ -244,15 +295,32 @@ class WidenedCall {
     float* f32;
   };
 
-  float* storage_f32(int st, const void* base, DType stored, DType cast) {
-    for (const auto& [s, w] : widened_)
-      if (s == st) return w;
+  float* storage_f32(int st, const void* base, DType stored, DType cast, bool fill) {
     const int64_t n = m_.op(st).numel();
+    const auto widen = [&](float* w) {
+      dev_.widen(stored, base, w, n);
+      dev_.round_to(cast, w, n);
+    };
+    for (const auto& [s, w] : widened_) {
+      if (s != st) continue;
+      const auto left = std::find(unfilled_.begin(), unfilled_.end(), st);
+      if (fill && left != unfilled_.end()) {  // taken for a 16-bit operand, now read in f32 too
+        widen(w);
+        unfilled_.erase(left);
+      }
+      return w;
+    }
     float* w = scratch_.take(n);
-    dev_.widen(stored, base, w, n);
-    dev_.round_to(cast, w, n);
+    if (fill) widen(w);
+    else {
+      poison(w, n);
+      unfilled_.push_back(st);
+    }
     widened_.emplace_back(st, w);
     return w;
+  }
+  void poison(float* w, int64_t n) {
+    if constexpr (requires { dev_.poison(w, n); }) dev_.poison(w, n);
   }
 
   std::vector<Piece> matmul_pieces() const {
@@ -274,45 +342,85 @@ class WidenedCall {
   const DType cast_;  // what autocast casts the inputs and weights to; F32: nothing
   std::vector<void*> act_, grad_, aux_;
   std::vector<std::pair<int, float*>> widened_;  // storage id -> its f32 copy
+  std::vector<int> unfilled_;                     // storages of widened_ taken but not written
   std::vector<Piece> pieces_;
   bool aux_widened_ = false;
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
   std::vector<CastCopy> copies_;
+  const float* weight16_ = nullptr;  // cast_params' 16-bit weight, when asked for
+};
+
+template <class Dev>
+GemmMode gemm_mode_of(Dev& dev) {
+  if constexpr (requires { dev.gemm_mode(); }) return dev.gemm_mode();
+  else return GemmMode::F32;
+}
+// The operands handed to the backend for one kernel call, taken back after
+// it (an exception included), so that no later call reads them.
+template <class Dev>
+class LowpScope {
+ public:
+  LowpScope(Dev& dev, const LowpOperands& o) : dev_(dev) { set(o); }
+  ~LowpScope() { set(LowpOperands{}); }
+  LowpScope(const LowpScope&) = delete;
+  LowpScope& operator=(const LowpScope&) = delete;
+
+ private:
+  void set(const LowpOperands& o) {
+    if constexpr (requires { dev_.set_lowp(o); }) dev_.set_lowp(o);
+  }
+  Dev& dev_;
 };
 
 
 template <class Dev>
 void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
-  for (const int u : model.op(v).inputs) w.read_act(u, true);
+  const bool lowp = lowp_gemm(model, v, false, gemm_mode_of(dev));
+  const std::vector<int>& in = model.op(v).inputs;
+  // A lowp_gemm product reads its operands in 16 bits: their f32 scratch is
+  // taken, not written, except where autocast's cast is made from it.
+  for (std::size_t k = 0; k < in.size(); ++k)
+    w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, false) && !w.has_copy(in[k])));
   w.prepare_output();
   w.prepare_aux(false);
-  w.cast_params(false);
+  w.cast_params(false, lowp);
   const TensorTable table = w.table();
   OpCall c(model, v, table);
-  dev.forward(c);
+  if (lowp) w.store_cast_copies();  // the GEMM reads x's cast from there
+  {
+    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(false) : LowpOperands{});
+    dev.forward(c);
+  }
   w.store_output();
   w.store_aux();
-  w.store_cast_copies();
+  if (!lowp) w.store_cast_copies();
 }
 
 template <class Dev>
 void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::span<const uint8_t> accumulate,
               MixedScratch& scratch, float seed) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
-  for (const int u : model.op(v).inputs)
-    if (!w.has_copy(u)) w.read_act(u, true);
-  w.read_cast_copies();
-  w.read_act(v, false);
-  w.read_dy();
+  // A lowp_gemm op's backward reads its operands, its own output and (a
+  // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.
+  const bool lowp = lowp_gemm(model, v, true, gemm_mode_of(dev));
+  const std::vector<int>& in = model.op(v).inputs;
+  for (std::size_t k = 0; k < in.size(); ++k)
+    if (!w.has_copy(in[k])) w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, true)));
+  w.read_cast_copies(!lowp);
+  w.read_act(v, false, !lowp);
+  w.read_dy(!(lowp && model.op(v).kind == OpKind::MatMul));  // a Linear's bias gradient sums the f32 G
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
-  w.prepare_aux(true);
-  w.cast_params(true);
+  w.prepare_aux(true, !lowp);
+  w.cast_params(true, lowp);
   const TensorTable table = w.table();
   OpCall c(model, v, table, acc);
-  dev.backward(c);
+  {
+    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(true) : LowpOperands{});
+    dev.backward(c);
+  }
   w.store_dx(seed);
   w.add_param_grads();
 }

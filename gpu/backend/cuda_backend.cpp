@@ -28,7 +28,10 @@ uint64_t workspace_size(const cudaDeviceProp& prop) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device) : device_(device) { create(); }
+CudaBackend::CudaBackend(int device) : device_(device) {
+  state_.gemm_mode = gemm_mode_from_env();
+  create();
+}
 
 CudaBackend::~CudaBackend() { destroy(); }
 
@@ -85,7 +88,9 @@ void CudaBackend::destroy() {
   if (state_.cudnn) cudnn_destroy(state_.cudnn);
   if (state_.cublas) (void)cublasDestroy(state_.cublas);
   if (state_.stream) (void)cudaStreamDestroy(state_.stream);
+  const GemmMode mode = state_.gemm_mode;  // a setting, not a device object: recover() keeps it
   state_ = CudaOpState{};
+  state_.gemm_mode = mode;
   numel_.clear();
   loaded_ = false;
   (void)cudaGetLastError();

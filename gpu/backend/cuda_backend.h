@@ -49,6 +49,11 @@ class CudaBackend final : public remat::AllRolesBackend {
   ~CudaBackend() override;           // never throws
 
   std::string name() const override { return name_; }
+  // How mixed precision's products run (core/exec/gemm_path.h): REMAT_CUDA_GEMM
+  // at construction; the tests switch it to compare the two paths.
+  GemmMode gemm_mode() const { return state_.gemm_mode; }
+  void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create()
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

@@ -55,6 +55,8 @@ struct CudaDev {
     if (n > 0) CUDA_CHECK_THROW(cudaMemsetAsync(x, 0, 4 * static_cast<std::size_t>(n), s.stream));
   }
   void write_loss(float* dst) { copy(dst, s.loss, 1); }
+  GemmMode gemm_mode() const { return s.gemm_mode; }
+  void set_lowp(const LowpOperands& o) { s.lowp = o; }
   void forward(OpCall& c) {
     dense_input(s, c, false);
     cuda_forward(s, c);

@@ -1,10 +1,12 @@
 // Mixed precision on the CUDA backend: bf16/f16 tensors stored in their
 // dtype on the device, every kernel computing in f32 — the CPU reference's
 // widening call (core/exec/mixed_call.h) with device memory and the f32
-// kernels of cuda_ops.h. The casts, roundings and the order of the sums are
-// the CPU's, so every strategy gives store-all's loss and gradients bit for
-// bit here too; the products run as f32 GEMMs of bf16/f16-rounded values
-// (exact products, f32 sums), not yet as tensor-core GEMMs on 16-bit operands.
+// kernels of cuda_ops.h. The casts and roundings are the CPU's, and so is
+// the order of every sum but the products': those of Linear, Dense and
+// MatMul run on tensor cores, cuBLAS on the 16-bit operands the call hands
+// over (core/exec/gemm_path.h; docs/gpu.md#mixed-precision-on-tensor-cores),
+// or with REMAT_CUDA_GEMM=f32 as f32 GEMMs of the rounded values. Either way
+// every strategy gives store-all's loss and gradients bit for bit.
 #pragma once
 #include <cstdint>
 #include <span>

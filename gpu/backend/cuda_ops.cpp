@@ -41,25 +41,51 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
 
 // ---- entries (REMAT_EXEC_KINDS) ------------------------------------------------
 
+// Linear and Dense read 16-bit x, W (and dy) where the mixed call set them
+// (s.lowp: core/exec/gemm_path.h's lowp_gemm), else the f32 tables.
+HalfType half_type(const LowpOperands& o) { return o.dtype == DType::F16 ? HalfType::F16 : HalfType::BF16; }
+const uint16_t* u16(const void* p) { return static_cast<const uint16_t*>(p); }
+void fwd_linear_lowp(CudaOpState& s, const OpCall& c, Act act, const float* b) {
+  const Op& x = c.in_op(0);
+  ++s.lowp_calls;
+  linear_fwd_lowp(half_type(s.lowp), act, u16(s.lowp.x), u16(s.lowp.w), b, c.out(), x.rows(), x.cols(), c.op.cols(),
+                  s.cublas, s.stream);
+}
+void bwd_linear_lowp(CudaOpState& s, const OpCall& c, float* db) {
+  const Op& x = c.in_op(0);
+  ++s.lowp_calls;
+  linear_bwd_lowp(half_type(s.lowp), u16(s.lowp.x), u16(s.lowp.w), u16(s.lowp.dy), c.dy(), dx_or_discard(s, c),
+                  s.param_grad(c.v, 0), db, x.rows(), x.cols(), c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
+}
+
 void fwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   const float* b = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;  // no bias: as the CPU
+  if (s.lowp.active()) return fwd_linear_lowp(s, c, Act::None, b);
   linear_fwd(c.in(0), s.param(c.v, 0), b, c.out(), x.rows(), x.cols(), c.op.cols(), s.cublas, s.stream);
 }
 void bwd_linear(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
+  if (s.lowp.active()) return bwd_linear_lowp(s, c, db);
   linear_bwd(c.in(0), s.param(c.v, 0), c.dy(), dx_or_discard(s, c), s.param_grad(c.v, 0), db, x.rows(), x.cols(),
              c.op.cols(), c.dx(0) && c.acc(0), s.cublas, s.stream);
 }
 
 void fwd_dense(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  if (s.lowp.active()) return fwd_linear_lowp(s, c, kernel_act(c.op.act), s.param(c.v, 1));
   dense_fwd(kernel_act(c.op.act), c.in(0), s.param(c.v, 0), s.param(c.v, 1), c.out(), x.rows(), x.cols(), c.op.cols(),
             s.cublas, s.stream);
 }
 void bwd_dense(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  // lowp_gemm holds only for Act::None here: the gradient is dy's, as a Linear's.
+  if (s.lowp.active()) {
+    if (c.op.act != Activation::None)
+      throw InternalError(op_label(c.model, c.v) + ": a 16-bit backward for a Dense with an activation");
+    return bwd_linear_lowp(s, c, s.param_grad(c.v, 1));
+  }
   dense_bwd(kernel_act(c.op.act), c.in(0), c.self(), s.param(c.v, 0), c.dy(), dx_or_discard(s, c),
             s.param_grad(c.v, 0), s.param_grad(c.v, 1), s.scratch[kPreActGrad], x.rows(), x.cols(), c.op.cols(),
             c.dx(0) && c.acc(0), s.cublas, s.stream);
@@ -342,8 +368,42 @@ void run_gemms(CudaOpState& s, const std::vector<GemmRun>& runs, const float* x,
     gemm_strided(x + r.x * xs, y + r.y * ys, z + r.z * zs, r.count, m, n, k, tx, ty, r.accumulate, r.sx * xs,
                  r.sy * ys, r.sz * zs, s.cublas, s.stream);
 }
+// The same runs on 16-bit operands (s.lowp: core/exec/gemm_path.h), f32 results.
+void run_gemms_lowp(CudaOpState& s, const std::vector<GemmRun>& runs, const void* x, const void* y, float* z,
+                    int64_t m, int64_t n, int64_t k, bool tx, bool ty) {
+  const int64_t xs = m * k, ys = k * n, zs = m * n;
+  for (const GemmRun& r : runs)
+    gemm_lowp(half_type(s.lowp), u16(x) + r.x * xs, u16(y) + r.y * ys, z + r.z * zs, r.count, m, n, k, tx, ty,
+              r.accumulate ? 1.0f : 0.0f, s.cublas, s.stream, r.sx * xs, r.sy * ys, r.sz * zs);
+}
+// An operand copied to aux: made in f32 as the f32 path makes it (c.aux() is
+// the mixed call's f32 scratch), then narrowed to its 16-bit place in aux(v)
+// (s.lowp.x / x1), which the product reads.
+void narrow_operand(CudaOpState& s, const float* f32, void* to, int64_t n) {
+  if (s.lowp.dtype == DType::F16) f32_to_f16(f32, static_cast<uint16_t*>(to), n, s.stream);
+  else f32_to_bf16(f32, static_cast<uint16_t*>(to), n, s.stream);
+}
+void fwd_matmul_lowp(CudaOpState& s, const OpCall& c, const MatmulDims& d) {
+  ++s.lowp_calls;
+  if (d.aux_a) narrow_operand(s, operand(s, c, 0, operand_copy(s, c, d, 0), true), s.lowp.x, d.batch * d.m * d.k);
+  if (d.aux_b) narrow_operand(s, operand(s, c, 1, operand_copy(s, c, d, 1), true), s.lowp.x1, d.batch * d.k * d.n);
+  run_gemms_lowp(s, gemm_runs(d.a_read(), d.b_read(), iota_index(d.batch), false), s.lowp.x, s.lowp.x1, c.out(), d.m,
+                 d.n, d.k, false, false);
+}
+void bwd_matmul_lowp(CudaOpState& s, const OpCall& c, const MatmulDims& d) {
+  ++s.lowp_calls;
+  const std::vector<int64_t> each = iota_index(d.batch);
+  if (c.dx(0))
+    run_gemms_lowp(s, gemm_runs(each, d.b_read(), d.a_of, c.acc(0)), s.lowp.dy, s.lowp.x1, c.dx(0), d.m, d.k, d.n,
+                   false, true);
+  if (c.dx(1))
+    run_gemms_lowp(s, gemm_runs(d.a_read(), each, d.b_of, c.acc(1)), s.lowp.x, s.lowp.dy, c.dx(1), d.k, d.n, d.m,
+                   true, false);
+}
+
 void fwd_matmul(CudaOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
+  if (s.lowp.active()) return fwd_matmul_lowp(s, c, d);
   const float* a = operand(s, c, 0, operand_copy(s, c, d, 0), d.aux_a);
   const float* b = operand(s, c, 1, operand_copy(s, c, d, 1), d.aux_b);
   run_gemms(s, gemm_runs(d.a_read(), d.b_read(), iota_index(d.batch), false), a, b, c.out(), d.m, d.n, d.k, false,
@@ -351,6 +411,7 @@ void fwd_matmul(CudaOpState& s, const OpCall& c) {
 }
 void bwd_matmul(CudaOpState& s, const OpCall& c) {
   const MatmulDims d = matmul_dims(c.model, c.v);
+  if (s.lowp.active()) return bwd_matmul_lowp(s, c, d);
   const float* a = d.aux_a ? operand_copy(s, c, d, 0) : operand(s, c, 0, operand_copy(s, c, d, 0), false);
   const float* b = d.aux_b ? operand_copy(s, c, d, 1) : operand(s, c, 1, operand_copy(s, c, d, 1), false);
   const std::vector<int64_t> each = iota_index(d.batch);

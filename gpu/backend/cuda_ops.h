@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/exec/gemm_path.h"
 #include "core/exec/op_exec.h"
 
 namespace remat::cuda {
@@ -35,6 +36,12 @@ struct CudaOpState {
   // Per op: its constant on the device (constant_bytes: values or mask), null when none.
   std::vector<const void*> consts;
   uint64_t seed = 0;
+  // Mixed precision's products (core/exec/gemm_path.h): the path, from
+  // REMAT_CUDA_GEMM at create(), and the 16-bit operands the mixed call sets
+  // for the one kernel call where lowp_gemm holds (inactive otherwise).
+  GemmMode gemm_mode = GemmMode::TensorCore;
+  LowpOperands lowp;
+  uint64_t lowp_calls = 0;  // kernel calls that ran on 16-bit operands (the tests read it)
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Step 3 on the GPU machine: the CUDA executor benchmark (Google Benchmark, then
 # its summary table). Usage: gpu/device/bench.sh [OUTDIR]; output in
-# OUTDIR/bench_cuda_executor.txt.
+# OUTDIR/bench_cuda_executor.txt; the two GEMM paths of mixed precision in
+# OUTDIR/gemm_paths.txt.
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
@@ -9,3 +10,16 @@ b=$build/tests/bench/bench_cuda_executor
 [[ -x $b ]] || { echo "bench: $b missing: run gpu/device/build.sh first"; exit 1; }
 "$b" --benchmark_repetitions=1 >"$out/bench_cuda_executor.txt" 2>&1 || { tail -20 "$out/bench_cuda_executor.txt"; exit 1; }
 sed -n '/^summary:/,$p' "$out/bench_cuda_executor.txt"
+
+# Mixed precision's two GEMM paths (docs/gpu.md#mixed-precision-on-tensor-cores):
+# store-all of each of REMAT_BENCH_GEMM_MODELS (default a bf16 GPT-2 small,
+# batch 8; empty: none) on tensor cores, then with REMAT_CUDA_GEMM=f32.
+remat=$build/app/remat
+models=${REMAT_BENCH_GEMM_MODELS-gpt:12:768:12:1024:8:bf16}
+for spec in $models; do
+  for path in tensor f32; do
+    echo "== $spec, REMAT_CUDA_GEMM=$path"
+    REMAT_CUDA_GEMM=$path "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
+      grep -E '^bf16/f16 products|^store-all|error' || echo "(no result)"
+  done
+done | tee "$out/gemm_paths.txt"

@@ -58,6 +58,30 @@ void dense_bwd(Act act, const float* x, const float* y, const float* W, const fl
                float* dx, float* dW, float* db, float* scratch, int64_t rows, int64_t in,
                int64_t out, bool accumulate, cublasHandle_t cublas, cudaStream_t stream);
 
+// ---- gemm_lowp.cu, linear.cu: tensor-core GEMMs on 16-bit operands ---------------
+// Mixed precision's products (docs/gpu.md#mixed-precision-on-tensor-cores):
+// operands as bf16 or f16 codes (uint16_t), f32 accumulation, f32 results;
+// bitwise reproducible from run to run (gemm_lowp.cu says how), within a
+// rounding bound of the exact sum (tests/gpu/test_gpu_gemm_lowp.cpp), not the
+// f32 path's bits.
+enum class HalfType : uint8_t { BF16, F16 };
+// Row-major c (batch, m, n) = op(a)·op(b) + beta·c: a stored (m, k), or (k, m)
+// when trans_a; b stored (k, n), or (n, k) when trans_b; batch strides in
+// elements, the matrices' sizes unless given (0: one matrix for every entry).
+// k == 0 writes zeros (beta == 0) or leaves c; beta == 0 never reads c.
+void gemm_lowp(HalfType t, const uint16_t* a, const uint16_t* b, float* c, int64_t batch, int64_t m, int64_t n,
+               int64_t k, bool trans_a, bool trans_b, float beta, cublasHandle_t cublas, cudaStream_t stream,
+               int64_t stride_a = -1, int64_t stride_b = -1, int64_t stride_c = -1);
+// linear_fwd / dense_fwd with x and W in 16 bits: y (f32) = act(x·Wᵀ + b),
+// b f32 (may be null), the epilogue linear_fwd's. act: None, ReLU, Tanh.
+void linear_fwd_lowp(HalfType t, Act act, const uint16_t* x, const uint16_t* W, const float* b, float* y,
+                     int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas, cudaStream_t stream);
+// linear_bwd with x, W and dy in 16 bits; dy_f32 (the same values) feeds the
+// bias gradient (db may be null). dx, dW, db as in linear_bwd, all f32.
+void linear_bwd_lowp(HalfType t, const uint16_t* x, const uint16_t* W, const uint16_t* dy, const float* dy_f32,
+                     float* dx, float* dW, float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
+                     cublasHandle_t cublas, cudaStream_t stream);
+
 // ---- activations.cu -------------------------------------------------------------
 
 // y (n) = act(x (n)). GELU is the exact erf form (torch.nn.GELU()).

@@ -54,6 +54,22 @@ __global__ void column_sum_kernel(const float* dy, float* db, int64_t rows, int6
 
 // ---- launchers ----------------------------------------------------------------
 
+void bias_act(Act act, const char* fn, const float* b, float* y, int64_t rows, int64_t out, cudaStream_t stream) {
+  detail::dispatch_act(fn, act, [&](auto tag) {
+    bias_act_kernel<decltype(tag)::value>
+        <<<detail::grid_for(rows * out), kBlock, 0, stream>>>(y, b, rows, out);
+  });
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void bias_grad(const float* dy, float* db, int64_t rows, int64_t out, cudaStream_t stream) {
+  if (!db || rows == 0 || out == 0) return;  // db null: a Linear without bias
+  const dim3 block(32, kRowLanes);
+  const dim3 grid(static_cast<unsigned>((out + 31) / 32));
+  column_sum_kernel<<<grid, block, 0, stream>>>(dy, db, rows, out);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
 // y = act(x·Wᵀ + b) for any activation; dense_fwd rejects GELU before calling.
 void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, const float* b,
                     float* y, int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas,
@@ -72,11 +88,7 @@ void linear_act_fwd(Act act, const char* fn, const float* x, const float* W, con
     CUBLAS_CHECK_THROW(cublasSgemm_64(cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, rows, in, &one,
                                       W, in, x, in, &zero, y, out));
   }
-  detail::dispatch_act(fn, act, [&](auto tag) {
-    bias_act_kernel<decltype(tag)::value>
-        <<<detail::grid_for(rows * out), kBlock, 0, stream>>>(y, b, rows, out);
-  });
-  CUDA_CHECK_THROW(cudaGetLastError());
+  bias_act(act, fn, b, y, rows, out, stream);
 }
 
 }  // namespace
@@ -106,12 +118,29 @@ void linear_bwd(const float* x, const float* W, const float* dy, float* dx, floa
       CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, sizeof(float) * rows * in, stream));
     }
   }
-  if (db && rows > 0 && out > 0) {  // db null: a Linear without bias
-    const dim3 block(32, kRowLanes);
-    const dim3 grid(static_cast<unsigned>((out + 31) / 32));
-    column_sum_kernel<<<grid, block, 0, stream>>>(dy, db, rows, out);
-    CUDA_CHECK_THROW(cudaGetLastError());
-  }
+  bias_grad(dy, db, rows, out, stream);
+}
+
+// The same products on 16-bit operands (gemm_lowp, row-major): y = x·Wᵀ,
+// dx = dy·W, dW += dyᵀ·x; the epilogue and the bias gradient are the f32 path's.
+void linear_fwd_lowp(HalfType t, Act act, const uint16_t* x, const uint16_t* W, const float* b, float* y,
+                     int64_t rows, int64_t in, int64_t out, cublasHandle_t cublas, cudaStream_t stream) {
+  detail::check_sizes("linear_fwd_lowp", {rows, in, out});
+  if (act == Act::GELU || act == Act::SiLU)
+    throw std::invalid_argument("linear_fwd_lowp: GELU and SiLU are not fused (use linear + act)");
+  detail::dispatch_act("linear_fwd_lowp", act, [](auto) {});  // an unknown act throws before the GEMM
+  if (rows == 0 || out == 0) return;
+  gemm_lowp(t, x, W, y, 1, rows, out, in, false, true, 0.0f, cublas, stream);
+  bias_act(act, "linear_fwd_lowp", b, y, rows, out, stream);
+}
+
+void linear_bwd_lowp(HalfType t, const uint16_t* x, const uint16_t* W, const uint16_t* dy, const float* dy_f32,
+                     float* dx, float* dW, float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
+                     cublasHandle_t cublas, cudaStream_t stream) {
+  detail::check_sizes("linear_bwd_lowp", {rows, in, out});
+  gemm_lowp(t, dy, W, dx, 1, rows, in, out, false, false, accumulate ? 1.0f : 0.0f, cublas, stream);
+  gemm_lowp(t, dy, x, dW, 1, out, in, rows, true, false, 1.0f, cublas, stream);
+  bias_grad(dy_f32, db, rows, out, stream);
 }
 
 void dense_fwd(Act act, const float* x, const float* W, const float* b, float* y,

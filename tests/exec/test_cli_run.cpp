@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -144,6 +145,38 @@ TEST(CliRun, ExplicitCudaRunsThereOrIsOneError) {
   EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
   EXPECT_EQ(r.err.rfind("remat: error: --backend cuda: ", 0), 0u) << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// REMAT_CUDA_GEMM (docs/gpu.md#mixed-precision-on-tensor-cores): a value
+// other than tensor or f32 is refused before any work where the run may use
+// CUDA, and ignored with --backend cpu; the JSON's cuda_gemm says which path
+// ran the bf16 products: null on the CPU; on a GPU (the environment's path,
+// tensor cores unless set) all 7 lowered ops of a GPT block: 5 Linears, 2 MatMuls.
+TEST(CliRun, CudaGemmSwitch) {
+  const std::string model = "run --model gpt:1:32:4:16:2:bf16:64 --strategy store-all --repeat 1 ";
+  const char* set = std::getenv("REMAT_CUDA_GEMM");  // a device session bisecting may have set it
+  const std::string path = set && *set ? set : "tensor";
+  ::setenv("REMAT_CUDA_GEMM", "fast", 1);
+  const CliResult bad = run_cli(model + "--backend auto");
+  const CliResult ignored = run_cli(model + "--backend cpu --json");
+  ::setenv("REMAT_CUDA_GEMM", path.c_str(), 1);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "remat: error: REMAT_CUDA_GEMM: 'fast' is not a GEMM path (tensor: tensor cores on 16-bit operands, the "
+            "default; f32: f32 GEMMs)\n");
+  EXPECT_EQ(bad.out, "");
+  ASSERT_EQ(ignored.code, 0) << ignored.err;
+  EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_gemm"].is_null());
+  const CliResult r = run_cli(model + "--backend auto --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  if (j["backend"] == "cpu") {
+    EXPECT_TRUE(j["cuda_gemm"].is_null());
+    return;
+  }
+  EXPECT_EQ(j["cuda_gemm"]["path"], path);
+  EXPECT_EQ(j["cuda_gemm"]["lowered_ops"], 7);
+  EXPECT_EQ(j["cuda_gemm"]["tensor_core_ops"], path == "f32" ? 0 : 7);
 }
 
 TEST(CliRun, OutOfMemoryIsARowNotAFailure) {

@@ -19,6 +19,7 @@
 #include "tests/gpu/fault_kernel.h"
 #include "tests/gpu/require_cuda.h"
 #include "core/exec/forwarding_backend.h"
+#include "core/exec/gemm_path.h"
 #include "core/exec/same_result.h"
 #include "core/io/model_source.h"
 
@@ -388,6 +389,51 @@ TEST_P(CudaMixed, PeakExactBitwiseToStoreAllAndNearTheCpu) {
     EXPECT_EQ(r.param_grads, base.param_grads);
     EXPECT_EQ(r.grad_hash, base.grad_hash);
   }
+}
+
+// The two GEMM paths of mixed precision (core/exec/gemm_path.h): tensor
+// cores (the default) run the Linears' products on 16-bit operands, a kernel
+// call per Linear per pass at least, and REMAT_CUDA_GEMM=f32's path none; both
+// give every strategy store-all's bits, and they agree with each other as
+// each does with the CPU (within twice its bound on the loss). The test above
+// runs whichever path the environment chose; this one sets each in turn.
+TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
+  ASSERT_NE(cb, nullptr);
+  const GemmMode was = cb->gemm_mode();
+  const Model m = load_model(GetParam());
+  const DType low = m.op(m.size() - 2).dtype;
+  const double u = low == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  int lowp_ops = 0;
+  for (int v = 0; v < m.size(); ++v) lowp_ops += lowp_gemm(m, v, false, GemmMode::TensorCore);
+  std::vector<ExecResult> base;
+  for (const GemmMode mode : {GemmMode::TensorCore, GemmMode::F32}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(mode)));
+    cb->set_gemm_mode(mode);
+    const uint64_t calls = cb->lowp_gemm_calls();
+    base.push_back(execute(m, schedule_of(m, "store-all"), *cb, quick()));
+    ASSERT_TRUE(base.back().ok()) << base.back().message;
+    const uint64_t taken = cb->lowp_gemm_calls() - calls;
+    if (mode == GemmMode::TensorCore) EXPECT_GE(taken, 2u * static_cast<uint64_t>(lowp_ops));
+    else EXPECT_EQ(taken, 0u);
+    for (const char* spec : {"recompute-all", "sqrt"}) {
+      SCOPED_TRACE(spec);
+      const Schedule s = schedule_of(m, spec);
+      const ExecResult r = execute(m, s, *cb, quick());
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+      EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
+      EXPECT_EQ(r.param_grads, base.back().param_grads);
+    }
+  }
+  cb->set_gemm_mode(was);
+  EXPECT_LE(std::fabs(base[0].loss - base[1].loss), 32 * u * std::fabs(base[1].loss))
+      << base[0].loss << " vs " << base[1].loss;
+  EXPECT_LT(relative_error(base[0], base[1]).grad, 128 * u);
+  std::cout << GetParam() << ": " << lowp_ops << " ops on tensor cores; loss " << base[0].loss << " (tensor) vs "
+            << base[1].loss << " (f32), gradients " << (base[0].param_grads == base[1].param_grads ? "the same" : "differ")
+            << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,

@@ -1,0 +1,66 @@
+#include "core/exec/gemm_path.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/base/errors.h"
+#include "core/exec/op_exec.h"
+#include "core/model/autocast.h"
+
+namespace remat {
+
+std::string_view gemm_mode_name(GemmMode m) { return m == GemmMode::F32 ? "f32" : "tensor"; }
+
+bool parse_gemm_mode(std::string_view s, GemmMode& out) {
+  if (s == "tensor") out = GemmMode::TensorCore;
+  else if (s == "f32") out = GemmMode::F32;
+  else return false;
+  return true;
+}
+
+GemmMode gemm_mode_from_env() {
+  const char* env = std::getenv("REMAT_CUDA_GEMM");
+  GemmMode m = GemmMode::TensorCore;
+  if (env && *env && !parse_gemm_mode(env, m))
+    throw InputError(std::string("REMAT_CUDA_GEMM: '") + env +
+                     "' is not a GEMM path (tensor: tensor cores on 16-bit operands, the default; f32: f32 GEMMs)");
+  return m;
+}
+
+bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode) {
+  if (mode != GemmMode::TensorCore) return false;
+  const Op& op = m.op(v);
+  if (op.dtype != DType::BF16 && op.dtype != DType::F16) return false;
+  if (op.kind == OpKind::MatMul) {
+    if (op.inputs.size() != 2 || is_integer(m.op(op.inputs[0]).dtype) || is_integer(m.op(op.inputs[1]).dtype))
+      return false;
+    const MatmulDims d = matmul_dims(m, v);
+    return !d.scratch_a && !d.scratch_b;
+  }
+  if (op.kind != OpKind::Linear && op.kind != OpKind::Dense) return false;
+  if (op.inputs.size() != 1 || is_integer(m.op(op.inputs[0]).dtype)) return false;
+  if (dense_copy(m, v) != DenseCopy::None) return false;
+  if (backward && op.kind == OpKind::Dense && op.act != Activation::None) return false;
+  return true;
+}
+
+bool gemm_reads_16_bits_only(const Model& m, int v, std::size_t k, bool backward) {
+  const Op& op = m.op(v);
+  if (op.kind == OpKind::Linear || op.kind == OpKind::Dense) return k == 0;
+  if (op.kind != OpKind::MatMul || k > 1) return false;
+  if (backward) return true;
+  const MatmulDims d = matmul_dims(m, v);
+  return !(k == 0 ? d.aux_a : d.aux_b);
+}
+
+GemmPathCount count_gemm_paths(const Model& m, GemmMode mode) {
+  GemmPathCount c;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    c.lowered += autocast_lowers(op.kind) && (op.dtype == DType::BF16 || op.dtype == DType::F16);
+    c.tensor_core += lowp_gemm(m, v, false, mode);
+  }
+  return c;
+}
+
+}  // namespace remat
