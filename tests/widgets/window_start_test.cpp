@@ -4,6 +4,7 @@
 // runs (the window opened at step 1 before), a step past the end is clamped
 // and said, and --screenshot grabs the window only once it shows them.
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QImage>
 #include <QSignalSpy>
 #include <QStatusBar>
@@ -156,6 +157,20 @@ TEST(WindowStart, ARunOnALargeModelMeasuresEveryComparedStrategy) {
   EXPECT_EQ(table->data(table->index(0, ComparisonModel::MeasuredPeak)).toString(), "6.50 KiB");
   EXPECT_EQ(table->data(table->index(1, ComparisonModel::MeasuredPeak)).toString(), "1.38 KiB");
   EXPECT_EQ(s.said(), "");
+}
+
+// Headless, a model that does not open ends the screenshot with code 2 and
+// core's message, instead of a dialog nobody can close; no file is written.
+TEST(WindowStart, AScreenshotOfAModelThatDoesNotOpenEndsWithItsMessage) {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("shot.png");
+  Started s({dir.filePath("missing.json"), "--screenshot", path});
+  QSignalSpy finished(s.start, &WindowStart::finished);
+  ASSERT_TRUE(finished.wait(10000));
+  EXPECT_EQ(finished.first().first().toInt(), 2);
+  ASSERT_EQ(s.notices.size(), 1);
+  EXPECT_TRUE(s.notices[0].contains("missing.json")) << s.said();
+  EXPECT_FALSE(QFileInfo::exists(path));
 }
 
 TEST(WindowStart, ValuesThatCannotBeOptionsAreRefused) {

@@ -91,7 +91,17 @@ WindowStart::WindowStart(MainWindow* window, StartOptions options) : QObject(win
 
 void WindowStart::start() {
   MainWindow& w = *w_;
-  if (!o_.model.isEmpty()) w.openModel(o_.model);
+  if (!o_.model.isEmpty()) {
+    // A screenshot runs headless: a model that does not open is said and
+    // ends it (code 2) instead of waiting on a dialog nobody sees.
+    const bool headless = !o_.screenshot.isEmpty();
+    QString error;
+    if (!w.openModel(o_.model, headless, &error) && headless) {
+      emit notice(error);
+      QTimer::singleShot(0, this, [this] { emit finished(2); });  // once the event loop runs
+      return;
+    }
+  }
   if (o_.strategies) w.setSpecs(strategy_requests(*o_.strategies));
   if (o_.size) w.resize(*o_.size);
   // Compared at once, so that its run starts computing with the others;

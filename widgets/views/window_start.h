@@ -57,7 +57,8 @@ class WindowStart : public QObject {
   void notice(const QString& message);
   // Every option applied, the runs they need made.
   void settled();
-  // --screenshot: written (0) or not (1).
+  // --screenshot: written (0) or not (1); the model did not open (2: the
+  // message came as a notice, and nothing was written).
   void finished(int exitCode);
 
  private:
