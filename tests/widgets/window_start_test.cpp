@@ -159,6 +159,17 @@ TEST(WindowStart, ARunOnALargeModelMeasuresEveryComparedStrategy) {
   EXPECT_EQ(s.said(), "");
 }
 
+// The chain presets are simulate-only: --run says why it cannot, once the
+// runs are made, and the window still settles.
+TEST(WindowStart, ARunThatCannotStartIsSaid) {
+  Started s(kLarge + QStringList{"--run"});
+  ASSERT_TRUE(s.settle());
+  const QString why = RunController::cannotRun(s.doc()->model());
+  ASSERT_FALSE(why.isEmpty());
+  EXPECT_EQ(s.said(), ("--run: " + why).toStdString());
+  EXPECT_FALSE(s.w.runner()->running());
+}
+
 // Headless, a model that does not open ends the screenshot with code 2 and
 // core's message, instead of a dialog nobody can close; no file is written.
 TEST(WindowStart, AScreenshotOfAModelThatDoesNotOpenEndsWithItsMessage) {
