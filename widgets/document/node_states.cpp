@@ -26,8 +26,19 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
   live_ = spec_ && strategy_info(*spec_).decides_live;
   if (live_) {
     fwd_at_.resize(n);
-    for (std::size_t i = 0; i < schedule.code.size(); ++i)
-      if (schedule.code[i].kind == InstrKind::Fwd) fwd_at_[static_cast<std::size_t>(schedule.code[i].op)].push_back(i);
+    free_at_.resize(n);
+    free_evicts_.resize(n);
+    const std::vector<std::size_t>& ev = schedule.evictions;  // ascending
+    auto next = ev.begin();
+    for (std::size_t i = 0; i < schedule.code.size(); ++i) {
+      const auto v = static_cast<std::size_t>(schedule.code[i].op);
+      while (next != ev.end() && *next < i) ++next;
+      if (schedule.code[i].kind == InstrKind::Fwd) fwd_at_[v].push_back(i);
+      if (schedule.code[i].kind == InstrKind::FreeAct) {
+        free_at_[v].push_back(i);
+        free_evicts_[v].push_back(next != ev.end() && *next == i);
+      }
+    }
   }
   for (std::size_t i = 0; i < schedule.code.size(); ++i) {
     const Instr ins = schedule.code[i];
@@ -68,7 +79,12 @@ ScheduleFacts::ScheduleFacts(const Model& model, const Schedule& schedule, const
 
 bool ScheduleFacts::evicted_at(int op, std::size_t t) const {
   if (!live_) return false;
-  const auto& at = fwd_at_[static_cast<std::size_t>(op)];
+  const auto v = static_cast<std::size_t>(op);
+  // The free that took A(op) away: the last at or before t.
+  const auto& frees = free_at_[v];
+  const auto after = std::upper_bound(frees.begin(), frees.end(), t);
+  if (after == frees.begin() || !free_evicts_[v][static_cast<std::size_t>(after - frees.begin()) - 1]) return false;
+  const auto& at = fwd_at_[v];
   return std::upper_bound(at.begin(), at.end(), t) != at.end();
 }
 

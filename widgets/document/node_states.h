@@ -25,8 +25,15 @@ struct Model;
 // device while the copy lands; after it the tensor is Live again.
 // Compressed: C(v) is on the device and A(v) is not (from the `free A(v)`
 // after its compress until its decompress makes A(v) again).
-// Evicted: freed by a strategy that decides while the step runs (dtr) and
-// recomputed later: it may come back, unlike a tensor freed for good.
+// Evicted: freed by the heuristic of a strategy that decides while the step
+// runs (dtr) to make room (Schedule::evictions), and recomputed when it is
+// read again. dtr's other frees are Freed, as the caption words them
+// ("freeing", not "evicting"): a tensor nothing reads until a recomputation
+// of something else needs it, A(v) freed to remake an evicted aux(v), and
+// what its recompute-all fallback frees (Schedule::fallback_frees) when the
+// heuristic finds nothing left to evict. Those may be recomputed later too,
+// as a checkpointing schedule's freed tensors are: not chosen under memory
+// pressure, they are not evictions.
 enum class FwdState : uint8_t { NotComputed, Live, Computing, Recomputing, Freed, OnHost, Fetching, Compressed, Evicted };
 enum class BwdState : uint8_t { Pending, Running, Done };
 
@@ -68,18 +75,23 @@ class ScheduleFacts {
   // The type the schedule compresses A(op) to (None: never compressed); a
   // modifier picks one type per schedule.
   Packing packing(int op) const { return static_cast<Packing>(packing_[static_cast<std::size_t>(op)]); }
-  // The schedule's strategy decides while the step runs (dtr): its frees of
-  // an activation it recomputes later are evictions.
+  // The schedule's strategy decides while the step runs (dtr); its
+  // heuristic's frees are listed in Schedule::evictions.
   bool decides_live() const { return live_; }
   // The schedule's strategy, when it is a registered one.
   const std::optional<StrategySpec>& spec() const { return spec_; }
-  // A(op), not resident at instruction t, is recomputed after t by such a strategy.
+  // A(op), not resident at instruction t, went at an eviction of such a
+  // strategy's heuristic (its last free at or before t is one) and is
+  // recomputed after t: where the caption of that free says "evicting".
   bool evicted_at(int op, std::size_t t) const;
 
  private:
   std::optional<StrategySpec> spec_;
   bool live_ = false;
-  std::vector<std::vector<std::size_t>> fwd_at_;  // per op, where a live-deciding schedule computes it
+  // Per op, where a live-deciding schedule computes it and frees A(op), and
+  // whether each free is an eviction.
+  std::vector<std::vector<std::size_t>> fwd_at_, free_at_;
+  std::vector<std::vector<uint8_t>> free_evicts_;
   std::vector<std::size_t> first_fwd_, bwd_;
   std::vector<HostSpan> host_;
   std::vector<uint8_t> checkpoint_;

@@ -44,7 +44,7 @@ LegendMask legend_mask(const Model& m, const Schedule& s, const ScheduleFacts& f
       }
       case InstrKind::FreeAct:
         // Freed, unless only its compressed copy stays (drawn compressed) or
-        // a strategy deciding at run time recomputes it later (evicted).
+        // it is an eviction of a strategy deciding at run time, recomputed later.
         if (facts.evicted_at(v, t)) mask |= legend_bit(NodeLook::ActEvicted);
         else if (facts.packing(v) == Packing::None) mask |= legend_bit(NodeLook::ActFreed);
         break;

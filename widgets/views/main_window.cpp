@@ -369,7 +369,7 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   e->accept();
 }
 
-bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
+bool MainWindow::openModel(const QString& specOrPath, bool quiet, QString* error) {
   if (specOrPath.isEmpty()) return false;
   try {
     QApplication::setOverrideCursor(Qt::WaitCursor);
@@ -378,6 +378,7 @@ bool MainWindow::openModel(const QString& specOrPath, bool quiet) {
   } catch (const std::exception& e) {
     QApplication::restoreOverrideCursor();
     specEdit_->setText(doc_->source());  // the box names the model that is drawn
+    if (error) *error = QString::fromStdString(e.what());
     if (!quiet) QMessageBox::warning(this, tr("Open model"), QString::fromStdString(e.what()));
     return false;
   }

@@ -54,8 +54,8 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
 
   // Loads a preset spec or a file; errors go to a dialog (or, with
-  // `quiet`, only to the return value) and the current model stays.
-  bool openModel(const QString& specOrPath, bool quiet = false);
+  // `quiet`, only to the return value and `error`) and the current model stays.
+  bool openModel(const QString& specOrPath, bool quiet = false, QString* error = nullptr);
   StudioDocument* document() const { return doc_; }
   PlaybackController* player() const { return player_; }
   GraphView* graphView() const { return graph_; }

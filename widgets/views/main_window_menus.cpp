@@ -249,10 +249,14 @@ void MainWindow::showPictureHelp() {
   }
   text->setHtml(
       tr("<p>The top row holds the forward activations (circles), the bottom row their gradients and backward steps "
-         "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed; a cross-hatched one "
+         "(squares). <b>A filled node is in memory</b>; a pale dashed one was computed and freed (a strategy that "
+         "recomputes it makes it again later, as planned); a cross-hatched one "
          "with a down arrow waits in host memory (offload) and comes back at its fetch (up arrow); a yellow one with a "
          "small blue core is held only as its compressed copy (smaller, decompressed before the recompute that "
-         "reads it). The graph's legend lists only the states that occur in the compared strategies.</p>"
+         "reads it). Under dtr, which decides while the step runs, a white one hatched and dotted in vermillion was "
+         "evicted by its heuristic because memory was full, and is recomputed when it is read again; dtr's other "
+         "frees, those of its recompute-all fallback included, are drawn freed, as the caption words them. The "
+         "graph's legend lists only the states that occur in the compared strategies.</p>"
          "<table cellspacing=4>%1</table><p>Arrows go from the running instruction to the tensors it reads "
          "(highlighted). The readout gives the bytes resident now and the strategy's peak; <b>P</b> jumps to the "
          "peak. View › Side by side plays up to three strategies at the same phase of the step; Ctrl+F finds an op "
