@@ -192,4 +192,14 @@ TEST(WindowStart, ValuesThatCannotBeOptionsAreRefused) {
   EXPECT_EQ(readError({"--tab", "5"}), "--tab 5: not a tab (0: timeline, 1: comparison, 2: trade-off)");
   EXPECT_EQ(readError({"--show", "dtr:lots"}),
             "--show dtr:lots: dtr: BYTES must be a byte count like 4096, 64K, 1.5M or 2G, got 'lots'");
+  // The list's bad spec is named alone; manual's ids stay one spec, as `remat` splits them.
+  EXPECT_EQ(readError({"--strategies", "store-all,manual:2,5,every-k:0"}),
+            "--strategies every-k:0: " + QString::fromStdString(request_strategy("every-k:0").error));
+  QCommandLineParser cli;
+  add_start_options(cli);
+  ASSERT_TRUE(cli.parse({"remat-studio", "--strategies", "store-all,manual:2,5,sqrt"}));
+  StartOptions o;
+  QString error;
+  EXPECT_TRUE(read_start_options(cli, o, error)) << error.toStdString();
+  EXPECT_EQ(o.strategies, QString("store-all,manual:2,5,sqrt"));
 }

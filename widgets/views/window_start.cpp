@@ -39,7 +39,15 @@ void add_start_options(QCommandLineParser& cli) {
 
 bool read_start_options(const QCommandLineParser& cli, StartOptions& o, QString& error) {
   if (!cli.positionalArguments().isEmpty()) o.model = cli.positionalArguments().first();
-  if (cli.isSet("strategies")) o.strategies = cli.value("strategies");
+  if (cli.isSet("strategies")) {
+    // Refused as `remat` refuses it; the panel would only mark the row.
+    for (const StrategyRequest& r : strategy_requests(cli.value("strategies")))
+      if (!r.ok()) {
+        error = QString("--strategies %1: %2").arg(QString::fromStdString(r.text), QString::fromStdString(r.error));
+        return false;
+      }
+    o.strategies = cli.value("strategies");
+  }
   if (cli.isSet("show")) {
     // Parsed here: a name that is no strategy is refused before the window opens.
     const StrategyRequest shown = request_strategy(cli.value("show").toStdString());
