@@ -144,13 +144,18 @@ void WindowStart::applyRunDependent() {
     doc->showSpec(spec);
     // A strategy that cannot be made here (a budget below what one
     // instruction needs, not applicable to the model) says why.
-    for (const StrategyRun& r : doc->runs())
-      if (r.parsed == spec && !r.ok()) {
-        const StrategyRun* shown = doc->current();
-        say(QString("--show %1: %2; showing %3")
-                .arg(*o_.show, QString::fromStdString(r.error),
-                     shown ? QString::fromStdString(shown->name) : QString("no strategy")));
-      }
+    const RunList runs = doc->runs();
+    const auto failed = std::find_if(runs.begin(), runs.end(), [&](const StrategyRun& r) { return r.parsed == spec && !r.ok(); });
+    if (failed != runs.end()) {
+      const QString why = QString::fromStdString(failed->error);
+      // The first run that was made, instead: which run was current when the
+      // shown one failed depends on the order the background jobs ended in.
+      const auto made = std::find_if(runs.begin(), runs.end(), [](const StrategyRun& r) { return r.ok(); });
+      if (made != runs.end() && made->parsed) doc->showSpec(StrategySpec(*made->parsed));
+      const StrategyRun* shown = doc->current();
+      say(QString("--show %1: %2; showing %3")
+              .arg(*o_.show, why, shown ? QString::fromStdString(shown->name) : QString("no strategy")));
+    }
   }
   if (o_.step) {
     const std::size_t count = doc->shownStepCount();
