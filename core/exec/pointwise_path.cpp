@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/base/errors.h"
-#include "core/exec/cpu_mixed.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -51,13 +50,23 @@ bool has_io_kernels(const Op& op) {
 }
 
 bool io_dtype(DType d) { return d == DType::F32 || d == DType::BF16 || d == DType::F16; }
+bool low(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+// Whether op v reads or writes a bf16/f16 storage: cpu_mixed.h's runs_mixed,
+// which this module cannot include (cpu_mixed.h includes mixed_call.h, which
+// includes this header); the tests check that the two agree on the presets.
+bool widens(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (low(op.dtype) || low(m.op(op.storage).dtype)) return true;
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [&](int u) { return low(m.op(m.op(u).storage).dtype); });
+}
 
 }  // namespace
 
 bool lowp_io(const Model& m, int v, bool /*backward: the same ops both ways*/, PointwiseMode mode) {
   if (mode != PointwiseMode::Direct) return false;
   const Op& op = m.op(v);
-  if (op.view || !has_io_kernels(op) || autocast_lowers(op.kind) || !runs_mixed(m, v)) return false;
+  if (op.view || !has_io_kernels(op) || autocast_lowers(op.kind) || !widens(m, v)) return false;
   if (!io_dtype(op.dtype) || !io_dtype(m.op(op.storage).dtype) || op.inputs.size() > 3) return false;
   for (std::size_t k = 0; k < op.inputs.size(); ++k) {
     const int u = op.inputs[k];
@@ -72,7 +81,7 @@ PointwisePathCount count_pointwise_paths(const Model& m, PointwiseMode mode) {
   PointwisePathCount c;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
-    if (op.kind == OpKind::Input || op.view || autocast_lowers(op.kind) || !runs_mixed(m, v)) continue;
+    if (op.kind == OpKind::Input || op.view || autocast_lowers(op.kind) || !widens(m, v)) continue;
     ++c.widening;
     c.direct += lowp_io(m, v, false, mode);
   }

@@ -11,6 +11,8 @@
 
 #include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
+#include "core/exec/cpu_mixed.h"
+#include "core/model/autocast.h"
 #include "core/exec/pointwise_path.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
@@ -67,11 +69,15 @@ TEST(PointwisePath, EnvironmentChoosesAndNamesABadValue) {
 
 std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
   std::set<std::string> out;
+  int widening = 0;
   for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);  // count_pointwise_paths' own test of runs_mixed, which it restates
+    widening += op.kind != OpKind::Input && !op.view && !autocast_lowers(op.kind) && runs_mixed(m, v);
     const bool f = lowp_io(m, v, false, mode), b = lowp_io(m, v, true, mode);
     EXPECT_EQ(f, b) << m.op(v).name;
     if (f) out.insert(m.op(v).name);
   }
+  EXPECT_EQ(count_pointwise_paths(m, mode).widening, widening);
   return out;
 }
 
@@ -122,6 +128,22 @@ TEST(PointwisePath, AResNetsReLUsAndAdds) {
   EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).direct, 0);
   EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).widening, c.widening);
   EXPECT_GT(c.widening, c.direct);  // the batch norms, the pooling, the loss
+}
+
+// What `remat run` reports for a GPT block under CUDA autocast: of the ops
+// whose call widens (the eight above, the attention's output copy, a
+// Reshape of a transposed view, and the loss on bf16 logits), the eight.
+TEST(PointwisePath, CountsForTheRunReport) {
+  const Model m = make_preset("gpt:1:32:4:16:2:bf16@cuda:64");
+  const PointwisePathCount c = count_pointwise_paths(m, PointwiseMode::Direct);
+  EXPECT_EQ(c.widening, 10);
+  EXPECT_EQ(c.direct, 8);
+  const PointwisePathCount f32 = count_pointwise_paths(m, PointwiseMode::F32);
+  EXPECT_EQ(f32.widening, 10);
+  EXPECT_EQ(f32.direct, 0);
+  const PointwisePathCount none = count_pointwise_paths(make_preset("gpt:1:32:4:16:2:f32:64"), PointwiseMode::Direct);
+  EXPECT_EQ(none.widening, 0);
+  EXPECT_EQ(none.direct, 0);
 }
 
 // An Add of a tensor with itself (both terms summed in f32 before one
