@@ -82,6 +82,39 @@ void linear_bwd_lowp(HalfType t, const uint16_t* x, const uint16_t* W, const uin
                      float* dx, float* dW, float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
                      cublasHandle_t cublas, cudaStream_t stream);
 
+// ---- pointwise_io.cu: mixed precision's memory-bound kernels on stored tensors ---
+// (docs/gpu.md#16-bit-loads-and-stores; core/exec/pointwise_path.h's lowp_io.)
+// Each operand as stored: f32, or bf16/f16 codes (uint16_t). Each kernel
+// computes in f32 exactly as its f32 kernel (named at the function) and
+// stores the result as the widening call would: rounded once to the
+// destination's dtype (nearest even), or with `add` (a gradient that adds)
+// the f32 sum of the stored value and the rounded result, rounded once; an
+// f32 destination: = v, or += v. So the bits are widen -> f32 kernel -> narrow's.
+enum class IoType : uint8_t { F32, BF16, F16 };
+struct IoIn {
+  const void* p = nullptr;
+  IoType t = IoType::F32;
+};
+struct IoOut {
+  void* p = nullptr;
+  IoType t = IoType::F32;
+  bool add = false;
+};
+void act_fwd_io(Act act, IoIn x, IoOut y, int64_t n, cudaStream_t stream);                 // act_fwd
+void act_bwd_io(Act act, IoIn x_or_y, IoIn dy, IoOut dx, int64_t n, cudaStream_t stream);  // act_bwd
+void const_fwd_io(remat::cpu::ConstOp op, IoIn x, const float* c, IoOut y, int64_t n, int64_t cn, cudaStream_t stream);
+void const_bwd_io(remat::cpu::ConstOp op, IoIn dy, const float* c, IoOut dx, int64_t n, int64_t cn, cudaStream_t stream);
+void masked_fill_fwd_io(IoIn x, const uint8_t* mask, IoOut y, int64_t n, int64_t mask_n, float value,
+                        cudaStream_t stream);
+void masked_fill_bwd_io(IoIn dy, const uint8_t* mask, IoOut dx, int64_t n, int64_t mask_n, cudaStream_t stream);
+// dropout_fwd and dropout_bwd alike (in: x or dy, out: y or dx).
+void dropout_io(IoIn in, IoOut out, int64_t n, float p, uint64_t seed, uint32_t op_id, cudaStream_t stream);
+void add_fwd_io(IoIn a, IoIn b, IoOut y, int64_t n, cudaStream_t stream);
+// dst = src as add_into copies it (Add's backward).
+void copy_io(IoIn src, IoOut dst, int64_t n, cudaStream_t stream);
+void softmax_fwd_io(IoIn x, IoOut y, int64_t rows, int64_t cols, cudaStream_t stream);
+void softmax_bwd_io(IoIn y, IoIn dy, IoOut dx, int64_t rows, int64_t cols, cudaStream_t stream);
+
 // ---- activations.cu -------------------------------------------------------------
 
 // y (n) = act(x (n)). GELU is the exact erf form (torch.nn.GELU()).
