@@ -8,7 +8,8 @@ an element, writes 4) and its kernel reads the copy (4, not 2); a 16-bit
 output is written as f32 (4, not 2) and narrowed (reads 4, writes 2); the
 backward widens G(v) likewise, and each 16-bit input gradient is written as
 f32, rounded in place (8) and narrowed (6): 16 bytes an element more than the
-2 a 16-bit store takes; a derivative that reads its input (GELU, SiLU) or its
+2 a 16-bit store takes; a derivative that reads its input (GELU, SiLU, batch
+norm) or its
 output (ReLU, Tanh, Sigmoid, Softmax) widens it again. Products (Linear,
 MatMul, Conv, Attention) and views are left out: they are not this path's.
 
@@ -22,7 +23,7 @@ import tempfile
 
 # core/exec/pointwise_path.cpp's kinds with 16-bit kernels.
 DIRECT = {'ReLU', 'GELU', 'Tanh', 'Sigmoid', 'SiLU', 'Add', 'Dropout', 'Softmax', 'MulConst', 'DivConst',
-          'AddConst', 'MaskedFill'}
+          'AddConst', 'MaskedFill', 'BatchNorm'}
 NOT_THIS_PATH = {'Input', 'Linear', 'Dense', 'MatMul', 'Conv', 'ConvTranspose', 'Attention', 'Reshape', 'Slice',
                  'Transpose', 'Expand'}
 
@@ -49,7 +50,7 @@ def table(remat, spec):
         n = numel(o)
         b = sum(8 * numel(i) for i in ins if low(i)) + (16 * n if low(o) else 0)
         b += sum(16 * numel(i) for i in ins if low(i))
-        if o['kind'] in ('GELU', 'SiLU'):
+        if o['kind'] in ('GELU', 'SiLU', 'BatchNorm'):
             b += sum(8 * numel(i) for i in ins if low(i))
         if o['kind'] in ('ReLU', 'Tanh', 'Sigmoid', 'Softmax') and low(o):
             b += 8 * n

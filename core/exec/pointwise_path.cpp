@@ -41,7 +41,8 @@ bool has_io_kernels(const Op& op) {
     case OpKind::Add:
     case OpKind::Dropout:
     case OpKind::Softmax:
-    case OpKind::MaskedFill: return true;
+    case OpKind::MaskedFill:
+    case OpKind::BatchNorm: return true;
     case OpKind::MulConst:
     case OpKind::DivConst:
     case OpKind::AddConst: return !op.attrs->learned;  // a learned one's parameter gradient sums f32 G

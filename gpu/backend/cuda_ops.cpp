@@ -262,12 +262,23 @@ void bwd_upsample(CudaOpState& s, const OpCall& c) {
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
+  if (s.io.active) {
+    ++s.io_calls;
+    return batchnorm_fwd_io(io_in(c, s.io.in[0]), norm_param(s, c, 0), norm_param(s, c, 1), io_out(c, s.io.out),
+                            c.aux(), c.aux() + d.c, d.n, d.c, d.hw, batchnorm_eps(c.op), s.stream, partials, capacity);
+  }
   batchnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                 d.c, d.hw, batchnorm_eps(c.op), 0.1f, s.stream, partials, capacity);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
+  if (s.io.active) {  // without an input gradient, the parameters' alone (no discarded dx written)
+    ++s.io_calls;
+    return batchnorm_bwd_io(io_in(c, s.io.in[0]), io_in(c, s.io.dy), norm_param(s, c, 0), c.aux(), c.aux() + d.c,
+                            c.dx(0) ? io_out(c, s.io.dx[0]) : IoOut{}, norm_param_grad(s, c, 0),
+                            norm_param_grad(s, c, 1), d.n, d.c, d.hw, s.stream, partials, capacity);
+  }
   batchnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), norm_param_grad(s, c, 0),
                 norm_param_grad(s, c, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream, partials, capacity);
 }

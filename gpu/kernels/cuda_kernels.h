@@ -263,6 +263,16 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
                    int64_t capacity = 0);
 // 0 where the shape runs one block a channel anyway (more than 65535 channels).
 int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw);
+// Mixed precision's batch norm on tensors as stored (pointwise_io.cu's rule:
+// the f32 launchers' values, stored as the widening call stores them; x, y,
+// dy, dx f32 or bf16/f16; no running statistics, momentum 0.1, as the
+// backend's entry). dx.p null: no input gradient.
+void batchnorm_fwd_io(IoIn x, const float* gamma, const float* beta, IoOut y, float* save_mean, float* save_invstd,
+                      int64_t n, int64_t c, int64_t hw, float eps, cudaStream_t stream, double* partials = nullptr,
+                      int64_t capacity = 0);
+void batchnorm_bwd_io(IoIn x, IoIn dy, const float* gamma, const float* save_mean, const float* save_invstd, IoOut dx,
+                      float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, cudaStream_t stream,
+                      double* partials = nullptr, int64_t capacity = 0);
 
 // ---- pooling.cu ------------------------------------------------------------------
 // Backward passes gather (each input element sums the windows that chose or

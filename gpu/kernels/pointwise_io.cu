@@ -11,60 +11,23 @@
 // Results are therefore the widen -> f32 kernel -> narrow path's bits, which
 // tests/gpu/test_gpu_pointwise_io.cpp checks, NaN, infinities, ties and f16
 // subnormals included.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <cmath>
 #include <string>
 
 #include "core/kernels/rng.h"
-#include "gpu/kernels/device_common.cuh"
+#include "gpu/kernels/lowp_io.cuh"
 
 namespace remat::cuda {
 namespace {
 
 using detail::kBlock;
 
-// ---- loads and stores -----------------------------------------------------------
-
-struct DIn {
-  const void* p;
-  IoType t;
-};
-struct DOut {
-  void* p;
-  IoType t;
-  bool add;
-};
-DIn din(IoIn a) { return {a.p, a.t}; }
-DOut dout(IoOut a) { return {a.p, a.t, a.add}; }
-
-__device__ __forceinline__ float load(DIn a, int64_t i) {
-  if (a.t == IoType::BF16) return __bfloat162float(__ushort_as_bfloat16(static_cast<const uint16_t*>(a.p)[i]));
-  if (a.t == IoType::F16) return __half2float(__ushort_as_half(static_cast<const uint16_t*>(a.p)[i]));
-  return static_cast<const float*>(a.p)[i];
-}
-
-// v stored as the widening call stores a result computed in f32 scratch:
-// f32: v, or dst + v (__fadd_rn, store_grad's add); bf16/f16: v rounded
-// (narrow), or with add the stored value plus v rounded, the sum rounded
-// (round_to, then add_to_bf16/f16).
-__device__ __forceinline__ void store(DOut o, int64_t i, float v) {
-  if (o.t == IoType::BF16) {
-    auto* d = static_cast<uint16_t*>(o.p);
-    __nv_bfloat16 r = __float2bfloat16_rn(v);
-    if (o.add) r = __float2bfloat16_rn(__fadd_rn(__bfloat162float(__ushort_as_bfloat16(d[i])), __bfloat162float(r)));
-    d[i] = __bfloat16_as_ushort(r);
-  } else if (o.t == IoType::F16) {
-    auto* d = static_cast<uint16_t*>(o.p);
-    __half r = __float2half_rn(v);
-    if (o.add) r = __float2half_rn(__fadd_rn(__half2float(__ushort_as_half(d[i])), __half2float(r)));
-    d[i] = __half_as_ushort(r);
-  } else {
-    auto* d = static_cast<float*>(o.p);
-    d[i] = o.add ? __fadd_rn(d[i], v) : v;
-  }
-}
+using detail::din;
+using detail::DIn;
+using detail::dout;
+using detail::DOut;
+__device__ __forceinline__ float load(DIn a, int64_t i) { return detail::ld(a, i); }
+__device__ __forceinline__ void store(DOut o, int64_t i, float v) { detail::st(o, i, v, false); }
 
 #define REMAT_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)

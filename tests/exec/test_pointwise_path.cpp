@@ -110,24 +110,28 @@ TEST(PointwisePath, AGptUnderCudaAutocast) {
   EXPECT_TRUE(direct_ops(make_preset("gpt:1:32:4:16:2:f32:64"), PointwiseMode::Direct).empty());
 }
 
-// A ResNet: its ReLUs and residual Adds; not its convolutions, batch norms or pooling.
-TEST(PointwisePath, AResNetsReLUsAndAdds) {
+// A ResNet: its batch norms, ReLUs and residual Adds; not its convolutions,
+// its pooling or its loss.
+TEST(PointwisePath, AResNetsBatchNormsReLUsAndAdds) {
   const Model m = make_preset("resnet:18:8:32:2:5:bf16@cuda");
-  int relus = 0, adds = 0, direct = 0;
+  int norms = 0, relus = 0, adds = 0;
   for (int v = 0; v < m.size(); ++v) {
-    const bool want = m.op(v).kind == OpKind::ReLU || m.op(v).kind == OpKind::Add;
-    relus += m.op(v).kind == OpKind::ReLU;
-    adds += m.op(v).kind == OpKind::Add;
-    EXPECT_EQ(lowp_io(m, v, false, PointwiseMode::Direct), want) << m.op(v).name;
-    direct += want;
+    const OpKind k = m.op(v).kind;
+    norms += k == OpKind::BatchNorm;
+    relus += k == OpKind::ReLU;
+    adds += k == OpKind::Add;
+    EXPECT_EQ(lowp_io(m, v, false, PointwiseMode::Direct),
+              k == OpKind::BatchNorm || k == OpKind::ReLU || k == OpKind::Add)
+        << m.op(v).name;
   }
+  EXPECT_EQ(norms, 20);
   EXPECT_EQ(relus, 17);
   EXPECT_EQ(adds, 8);
   const PointwisePathCount c = count_pointwise_paths(m, PointwiseMode::Direct);
-  EXPECT_EQ(c.direct, direct);
+  EXPECT_EQ(c.direct, 20 + 17 + 8);
+  EXPECT_EQ(c.widening, c.direct + 3);  // the max pool, the global average pool, the loss on bf16 logits
   EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).direct, 0);
   EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).widening, c.widening);
-  EXPECT_GT(c.widening, c.direct);  // the batch norms, the pooling, the loss
 }
 
 // What `remat run` reports for a GPT block under CUDA autocast: of the ops

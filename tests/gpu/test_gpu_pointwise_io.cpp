@@ -116,7 +116,7 @@ class PointwiseIo : public GpuKernels {
   // adds to), n elements each. Both paths from the same bytes; the results
   // compared byte for byte.
   void expect_same_bits(const std::string& what, const std::vector<IoType>& ins, IoType out, bool add, bool gradient,
-                        int64_t n, const F32Call& f32, const IoCall& io, uint32_t seed = 11) {
+                        int64_t n, const F32Call& f32, const IoCall& io, uint32_t seed = 11, bool specials = true) {
     SCOPED_TRACE(what + " in " + [&] {
       std::string s;
       for (IoType t : ins) s += std::string(type_name(t)) + " ";
@@ -128,7 +128,8 @@ class PointwiseIo : public GpuKernels {
     std::vector<const float*> f32_in;
     std::vector<IoIn> io_in;
     for (size_t k = 0; k < ins.size(); ++k) {
-      stored.push_back(std::make_unique<DeviceArray<uint8_t>>(encode(special_values(un, seed + 7 * k), ins[k])));
+      const Vec values = specials ? special_values(un, seed + 7 * k) : random_vec(un, seed + 7 * k, -3.0f, 3.0f);
+      stored.push_back(std::make_unique<DeviceArray<uint8_t>>(encode(values, ins[k])));
       widened.push_back(std::make_unique<Dev>(Vec(un)));
       widen_on_device(ins[k], stored.back()->get(), widened.back()->get(), n, stream_);
       f32_in.push_back(widened.back()->get());
@@ -136,7 +137,7 @@ class PointwiseIo : public GpuKernels {
     }
     const Bytes before = encode(random_vec(un, seed + 101, -2.0f, 2.0f), out);
     DeviceArray<uint8_t> ref(before), got(before);
-    Dev scratch(Vec(un, std::nanf("")));  // the kernel writes every element
+    Dev scratch{Vec(un, std::nanf(""))};  // the kernel writes every element
     f32(f32_in, scratch.get());
     store_like_the_mixed_call(scratch.get(), IoOut{ref.get(), out, add}, n, gradient, stream_);
     io(io_in, IoOut{got.get(), out, add});
@@ -272,15 +273,93 @@ TEST_F(PointwiseIo, SoftmaxOfFiniteRows) {
   for (const IoType t : {IoType::BF16, IoType::F16}) {
     const Bytes x = encode(random_vec(static_cast<size_t>(n), 17, -8.0f, 8.0f), t);
     DeviceArray<uint8_t> dx16(x);
-    Dev x32(Vec(static_cast<size_t>(n)));
+    Dev x32{Vec(static_cast<size_t>(n))};
     widen_on_device(t, dx16.get(), x32.get(), n, stream_);
-    Dev y32(Vec(static_cast<size_t>(n)));
+    Dev y32{Vec(static_cast<size_t>(n))};
     gpu::softmax_fwd(x32.get(), y32.get(), rows, cols, stream_);
     DeviceArray<uint8_t> ref(Bytes(static_cast<size_t>(n) * 2)), got(Bytes(static_cast<size_t>(n) * 2));
     store_like_the_mixed_call(y32.get(), IoOut{ref.get(), t, false}, n, false, stream_);
     gpu::softmax_fwd_io(IoIn{dx16.get(), t}, IoOut{got.get(), t, false}, rows, cols, stream_);
     EXPECT_EQ(ref.fetch(), got.fetch()) << type_name(t);
   }
+}
+
+bool same_bits(const Vec& a, const Vec& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+// Batch norm (batchnorm.cu's kernels, templated on the operands' storage):
+// one block a channel and the grid-wide path with partial sums, the output,
+// the saved statistics, the input gradient (stored and added) and the
+// parameters' gradients; plain values (the statistics of a channel with a
+// NaN are NaN throughout) and, on the small shape, the special values.
+TEST_F(PointwiseIo, BatchNorm) {
+  struct Shape {
+    int64_t n, c, hw;
+  };
+  const std::vector<std::pair<IoType, IoType>> kinds = {
+      {IoType::BF16, IoType::BF16}, {IoType::F16, IoType::F16}, {IoType::BF16, IoType::F32}, {IoType::F32, IoType::BF16}};
+  for (const Shape sh : {Shape{2, 3, 35}, Shape{4, 8, 4096}})
+    for (const bool grid : {false, true})
+      for (const bool specials : {false, true}) {
+        if (specials && sh.hw > 35) continue;
+        const int64_t n = sh.n * sh.c * sh.hw, count = grid ? gpu::batchnorm_partial_count(sh.n, sh.c, sh.hw) : 0;
+        if (grid) {
+          ASSERT_GT(count, 0);
+        }
+        DeviceArray<double> part(std::vector<double>(static_cast<size_t>(count > 0 ? count : 1)));
+        double* partials = grid ? part.get() : nullptr;
+        const auto uc = static_cast<size_t>(sh.c);
+        const Dev gamma(random_vec(uc, 31, 0.5f, 1.5f)), beta(random_vec(uc, 37));
+        for (const auto& [in, out] : kinds) {
+          const std::string name = std::string(grid ? "grid-wide " : "") + "batchnorm c" + std::to_string(sh.c) +
+                                   " hw" + std::to_string(sh.hw) + (specials ? " specials" : "");
+          Dev mean_a{Vec(uc)}, inv_a{Vec(uc)}, mean_b{Vec(uc)}, inv_b{Vec(uc)};
+          expect_same_bits(
+              name + " fwd", {in}, out, false, false, n,
+              [&](auto& x, float* y) {
+                gpu::batchnorm_fwd(x[0], gamma.get(), beta.get(), y, mean_a.get(), inv_a.get(), nullptr, nullptr, sh.n,
+                                   sh.c, sh.hw, 1e-5f, 0.1f, stream_, partials, count);
+              },
+              [&](auto& x, IoOut y) {
+                gpu::batchnorm_fwd_io(x[0], gamma.get(), beta.get(), y, mean_b.get(), inv_b.get(), sh.n, sh.c, sh.hw,
+                                      1e-5f, stream_, partials, count);
+              },
+              11, specials);
+          EXPECT_TRUE(same_bits(mean_a.fetch(), mean_b.fetch())) << name;
+          EXPECT_TRUE(same_bits(inv_a.fetch(), inv_b.fetch())) << name;
+          for (const bool add : {false, true}) {
+            Dev dg_a{Vec(uc, 0.0f)}, db_a{Vec(uc, 0.0f)}, dg_b{Vec(uc, 0.0f)}, db_b{Vec(uc, 0.0f)};
+            expect_same_bits(
+                name + " bwd", {in, in}, out, add, true, n,
+                [&](auto& x, float* dx) {
+                  gpu::batchnorm_bwd(x[0], x[1], gamma.get(), mean_a.get(), inv_a.get(), dx, dg_a.get(), db_a.get(),
+                                     sh.n, sh.c, sh.hw, false, stream_, partials, count);
+                },
+                [&](auto& x, IoOut dx) {
+                  gpu::batchnorm_bwd_io(x[0], x[1], gamma.get(), mean_a.get(), inv_a.get(), dx, dg_b.get(), db_b.get(),
+                                        sh.n, sh.c, sh.hw, stream_, partials, count);
+                },
+                13, specials);
+            EXPECT_TRUE(same_bits(dg_a.fetch(), dg_b.fetch())) << name;
+            EXPECT_TRUE(same_bits(db_a.fetch(), db_b.fetch())) << name;
+          }
+          // Without an input gradient: the parameters' alone, the same bits.
+          Dev dg_a{Vec(uc, 0.0f)}, db_a{Vec(uc, 0.0f)}, dg_b{Vec(uc, 0.0f)}, db_b{Vec(uc, 0.0f)};
+          Dev scratch{Vec(static_cast<size_t>(n))};
+          const Bytes xs = encode(random_vec(static_cast<size_t>(n), 41, -3.0f, 3.0f), in);
+          DeviceArray<uint8_t> x16(xs), dy16(xs);
+          Dev x32{Vec(static_cast<size_t>(n))}, dy32{Vec(static_cast<size_t>(n))};
+          widen_on_device(in, x16.get(), x32.get(), n, stream_);
+          widen_on_device(in, dy16.get(), dy32.get(), n, stream_);
+          gpu::batchnorm_bwd(x32.get(), dy32.get(), gamma.get(), mean_a.get(), inv_a.get(), scratch.get(), dg_a.get(),
+                             db_a.get(), sh.n, sh.c, sh.hw, false, stream_, partials, count);
+          gpu::batchnorm_bwd_io(IoIn{x16.get(), in}, IoIn{dy16.get(), in}, gamma.get(), mean_a.get(), inv_a.get(),
+                                IoOut{}, dg_b.get(), db_b.get(), sh.n, sh.c, sh.hw, stream_, partials, count);
+          EXPECT_TRUE(same_bits(dg_a.fetch(), dg_b.fetch())) << name << " (no dx)";
+          EXPECT_TRUE(same_bits(db_a.fetch(), db_b.fetch())) << name << " (no dx)";
+        }
+      }
 }
 
 }  // namespace
