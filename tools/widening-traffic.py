@@ -23,7 +23,7 @@ import tempfile
 
 # core/exec/pointwise_path.cpp's kinds with 16-bit kernels.
 DIRECT = {'ReLU', 'GELU', 'Tanh', 'Sigmoid', 'SiLU', 'Add', 'Dropout', 'Softmax', 'MulConst', 'DivConst',
-          'AddConst', 'MaskedFill', 'BatchNorm'}
+          'AddConst', 'MaskedFill', 'BatchNorm', 'SoftmaxCELoss'}
 NOT_THIS_PATH = {'Input', 'Linear', 'Dense', 'MatMul', 'Conv', 'ConvTranspose', 'Attention', 'Reshape', 'Slice',
                  'Transpose', 'Expand'}
 

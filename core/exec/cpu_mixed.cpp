@@ -115,8 +115,8 @@ struct CpuDev {
       throw InternalError(op_label(c.model, c.v) + ": the f32 " + what + " handed over is not the one the kernel reads");
   }
   void io_write(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
+    if (t.dtype == DType::F32 && t.p == f32 && !t.add) return;  // the kernel wrote the tensor itself (or none: a loss's A)
     if (!t.p) throw InternalError(op_label(c.model, c.v) + ": no " + what + " handed over");
-    if (t.dtype == DType::F32 && t.p == f32 && !t.add) return;  // the kernel wrote the tensor itself
     std::vector<float> r(f32, f32 + n);
     remat::round_to(t.dtype, r.data(), n);
     if (t.add) remat::add_stored(t.dtype, t.p, r.data(), n);

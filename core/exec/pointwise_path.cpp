@@ -42,7 +42,8 @@ bool has_io_kernels(const Op& op) {
     case OpKind::Dropout:
     case OpKind::Softmax:
     case OpKind::MaskedFill:
-    case OpKind::BatchNorm: return true;
+    case OpKind::BatchNorm:
+    case OpKind::SoftmaxCELoss: return true;
     case OpKind::MulConst:
     case OpKind::DivConst:
     case OpKind::AddConst: return !op.attrs->learned;  // a learned one's parameter gradient sums f32 G
@@ -64,16 +65,21 @@ bool widens(const Model& m, int v) {
 
 }  // namespace
 
-bool lowp_io(const Model& m, int v, bool /*backward: the same ops both ways*/, PointwiseMode mode) {
+bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
   if (mode != PointwiseMode::Direct) return false;
   const Op& op = m.op(v);
   if (op.view || !has_io_kernels(op) || autocast_lowers(op.kind) || !widens(m, v)) return false;
+  // An f16 model's loss scale multiplies the loss's input gradient before
+  // it is rounded (the widening call's seed): that backward stays widened.
+  if (backward && is_loss(op.kind) &&
+      std::any_of(m.ops().begin(), m.ops().end(), [](const Op& o) { return o.dtype == DType::F16; }))
+    return false;
   if (!io_dtype(op.dtype) || !io_dtype(m.op(op.storage).dtype) || op.inputs.size() > 3) return false;
   for (std::size_t k = 0; k < op.inputs.size(); ++k) {
     const int u = op.inputs[k];
     if (!io_dtype(m.op(u).dtype) || !io_dtype(m.op(m.op(u).storage).dtype)) return false;
     if (std::count(op.inputs.begin(), op.inputs.end(), u) > 1) return false;  // both terms summed in f32 first
-    if (m.op(u).numel() != op.numel()) return false;                          // the kernels read n elements each
+    if (!is_loss(op.kind) && m.op(u).numel() != op.numel()) return false;  // the kernels read n elements each
   }
   return !reads_strided(m, v);
 }

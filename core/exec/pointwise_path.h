@@ -30,8 +30,10 @@ PointwiseMode pointwise_mode_from_env();
 // under `mode`: an op the mixed call runs (runs_mixed) that autocast does not
 // lower, of the kinds with such kernels — the activations (ReLU, GELU, Tanh,
 // Sigmoid, SiLU), Add, Dropout, Softmax, MulConst/DivConst/AddConst with a
-// fixed constant, MaskedFill, BatchNorm — whose inputs are distinct, floating
-// and laid out row-major (no strided view: the kernels read elements in order).
+// fixed constant, MaskedFill, BatchNorm, SoftmaxCELoss (its backward not in
+// a model with f16 tensors: the loss scale multiplies that gradient before
+// its rounding) — whose inputs are distinct, floating and laid out row-major
+// (no strided view: the kernels read elements in order).
 bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode);
 
 // What `remat run` reports for a model on the CUDA backend: the ops whose

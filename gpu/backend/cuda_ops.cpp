@@ -191,6 +191,12 @@ void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
   const auto [partials, capacity] = lent_doubles(s, c, softmax_ce_partial_count(x.rows()));
+  if (s.io.active) {
+    ++s.io_calls;
+    softmax_ce_fwd_io(io_in(c, s.io.in[0]), s.labels, s.loss, ce_keeps_log_probs(c.op) ? c.aux() : nullptr, x.rows(),
+                      x.cols(), s.stream, partials, capacity);
+    return copy_loss(s, c);
+  }
   if (ce_keeps_log_probs(c.op))
     softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
   else
@@ -200,6 +206,14 @@ void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
 void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (!c.dx(0)) return;
+  if (s.io.active) {
+    ++s.io_calls;
+    if (ce_keeps_log_probs(c.op))
+      softmax_ce_bwd_from_logp_io(c.aux(), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+    else
+      softmax_ce_bwd_io(io_in(c, s.io.in[0]), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+    return;
+  }
   if (ce_keeps_log_probs(c.op))
     softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
   else

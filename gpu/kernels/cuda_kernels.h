@@ -188,6 +188,16 @@ void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float*
                               int64_t partial_capacity = 0);
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
                               bool accumulate, cudaStream_t stream);
+// Mixed precision's cross-entropy on its logits as stored (pointwise_io.cu's
+// rule: the f32 launchers' values; dx stored as the widening call stores
+// it): the loss (and with logp, the kept log-probabilities, f32) from bf16/
+// f16 or f32 logits; dx from the logits or from logp.
+void softmax_ce_fwd_io(IoIn logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
+                       cudaStream_t stream, double* partials = nullptr, int64_t partial_capacity = 0);
+void softmax_ce_bwd_io(IoIn logits, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                       cudaStream_t stream);
+void softmax_ce_bwd_from_logp_io(const float* logp, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                                 cudaStream_t stream);
 
 // ---- conv.cu ---------------------------------------------------------------------
 // NCHW convolution (cpu_kernels.h: ConvGeom). With cuDNN (REMAT_HAVE_CUDNN) the

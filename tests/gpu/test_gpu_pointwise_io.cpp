@@ -362,5 +362,61 @@ TEST_F(PointwiseIo, BatchNorm) {
       }
 }
 
+// The cross-entropy (losses.cu's kernels, templated on how the logits and dx
+// are stored): the loss with and without the grid-wide partial sums, the
+// log-probabilities it keeps, and the logits' gradient from the logits or
+// from the kept log-probabilities, stored and added; a label out of range
+// (a NaN row) among them.
+TEST_F(PointwiseIo, CrossEntropy) {
+  for (const int64_t classes : {int64_t{1000}, int64_t{77}}) {
+    const int64_t rows = 64, n = rows * classes;
+    std::vector<int32_t> labels(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) labels[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7919) % classes);
+    labels[5] = -1;
+    const DeviceArray<int32_t> dl(labels);
+    const int64_t count = gpu::softmax_ce_partial_count(rows);
+    DeviceArray<double> part(std::vector<double>(static_cast<size_t>(count)));
+    for (const IoType in : {IoType::BF16, IoType::F16, IoType::F32}) {
+      const std::string name = std::string("cross-entropy classes ") + std::to_string(classes) + " " + type_name(in);
+      const Bytes x = encode(random_vec(static_cast<size_t>(n), 43, -6.0f, 6.0f), in);
+      DeviceArray<uint8_t> x16(x);
+      Dev x32{Vec(static_cast<size_t>(n))};
+      widen_on_device(in, x16.get(), x32.get(), n, stream_);
+      for (double* partials : {static_cast<double*>(nullptr), part.get()}) {
+        const int64_t cap = partials ? count : 0;
+        Dev loss_a{Vec(1)}, loss_b{Vec(1)}, loss_c{Vec(1)}, loss_d{Vec(1)};
+        Dev logp_a{Vec(static_cast<size_t>(n))}, logp_b{Vec(static_cast<size_t>(n))};
+        gpu::softmax_ce_fwd(x32.get(), dl.get(), loss_a.get(), rows, classes, stream_, partials, cap);
+        gpu::softmax_ce_fwd_io(IoIn{x16.get(), in}, dl.get(), loss_b.get(), nullptr, rows, classes, stream_, partials,
+                               cap);
+        gpu::softmax_ce_fwd_keep_logp(x32.get(), dl.get(), loss_c.get(), logp_a.get(), rows, classes, stream_,
+                                      partials, cap);
+        gpu::softmax_ce_fwd_io(IoIn{x16.get(), in}, dl.get(), loss_d.get(), logp_b.get(), rows, classes, stream_,
+                               partials, cap);
+        EXPECT_TRUE(same_bits(loss_a.fetch(), loss_b.fetch())) << name << (partials ? " grid-wide" : "");
+        EXPECT_TRUE(same_bits(loss_c.fetch(), loss_d.fetch())) << name << (partials ? " grid-wide" : "");
+        EXPECT_TRUE(same_bits(logp_a.fetch(), logp_b.fetch())) << name << " log-probabilities";
+      }
+      for (const IoType out : {in, IoType::F32})
+        for (const bool add : {false, true})
+          expect_same_bits(
+              name + " bwd", {in}, out, add, true, n,
+              [&](auto& v, float* dx) { gpu::softmax_ce_bwd(v[0], dl.get(), dx, rows, classes, false, stream_); },
+              [&](auto& v, IoOut dx) { gpu::softmax_ce_bwd_io(v[0], dl.get(), dx, rows, classes, stream_); }, 47,
+              false);
+    }
+    // From f32 log-probabilities (what the loss keeps) into each gradient dtype.
+    for (const IoType out : {IoType::BF16, IoType::F16, IoType::F32})
+      for (const bool add : {false, true})
+        expect_same_bits(
+            "cross-entropy bwd from logp", {IoType::F32}, out, add, true, n,
+            [&](auto& v, float* dx) { gpu::softmax_ce_bwd_from_logp(v[0], dl.get(), dx, rows, classes, false, stream_); },
+            [&](auto& v, IoOut dx) {
+              gpu::softmax_ce_bwd_from_logp_io(static_cast<const float*>(v[0].p), dl.get(), dx, rows, classes, stream_);
+            },
+            53);
+  }
+}
+
 }  // namespace
 }  // namespace remat::gpu_testing
