@@ -442,7 +442,8 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
     const IoScope<Dev> io_scope(dev, io ? w.io_operands(false) : IoOperands{});
     dev.forward(c);
   }
-  if (!io) w.store_output();
+  // A loss's A(v) is the backend's scalar: written (and narrowed) by the call as on the widening path.
+  if (!io || is_loss(model.op(v).kind)) w.store_output();
   w.store_aux();
   if (!lowp) w.store_cast_copies();
 }

@@ -74,7 +74,9 @@ std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
     const Op& op = m.op(v);  // count_pointwise_paths' own test of runs_mixed, which it restates
     widening += op.kind != OpKind::Input && !op.view && !autocast_lowers(op.kind) && runs_mixed(m, v);
     const bool f = lowp_io(m, v, false, mode), b = lowp_io(m, v, true, mode);
-    if (!is_loss(op.kind)) EXPECT_EQ(f, b) << op.name;  // a loss's backward: below
+    if (!is_loss(op.kind)) {
+      EXPECT_EQ(f, b) << op.name;  // a loss's backward: below
+    }
     if (f) out.insert(m.op(v).name);
   }
   EXPECT_EQ(count_pointwise_paths(m, mode).widening, widening);
