@@ -18,6 +18,7 @@
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/exec/run_session.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
@@ -194,12 +195,39 @@ nlohmann::json gemm_path_json(const Model& model, const std::string& backend) {
   return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
 }
 
+// On CUDA, a model whose ops widen: how many of them load and store their
+// tensors as stored (core/exec/pointwise_path.h; REMAT_CUDA_POINTWISE, read
+// the same way as the backend).
+bool reports_pointwise_path(const Model& model, const std::string& backend) {
+  return backend.rfind("cuda", 0) == 0 && count_pointwise_paths(model, PointwiseMode::F32).widening > 0;
+}
+void print_pointwise_path(const Model& model, const std::string& backend) {
+  if (!reports_pointwise_path(model, backend)) return;
+  const PointwiseMode mode = pointwise_mode_from_env();
+  const PointwisePathCount c = count_pointwise_paths(model, mode);
+  if (mode == PointwiseMode::F32)
+    std::printf("bf16/f16 tensors of the other ops: widened to f32 copies for all %d ops that read or write them "
+                "(REMAT_CUDA_POINTWISE=f32)\n",
+                c.widening);
+  else
+    std::printf("bf16/f16 tensors of the other ops: loaded and stored as stored for %d of the %d ops that read or "
+                "write them, widened to f32 copies for the rest; REMAT_CUDA_POINTWISE=f32 widens all\n",
+                c.direct, c.widening);
+}
+nlohmann::json pointwise_path_json(const Model& model, const std::string& backend) {
+  if (!reports_pointwise_path(model, backend)) return nullptr;
+  const PointwiseMode mode = pointwise_mode_from_env();
+  const PointwisePathCount c = count_pointwise_paths(model, mode);
+  return {{"path", std::string(pointwise_mode_name(mode))}, {"widening_ops", c.widening}, {"direct_ops", c.direct}};
+}
+
 void print_table(const Model& model, const std::string& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
               model.size(), backend.c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
   print_gemm_path(model, backend);
+  print_pointwise_path(model, backend);
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
   // The strategy column fits the longest name (offload+sqrt+compress:f16).
@@ -320,12 +348,16 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
           {"sync_each", o.sync_each},
           {"cuda_gemm", gemm_path_json(model, backend)},
+          {"cuda_pointwise", pointwise_path_json(model, backend)},
           {"strategies", std::move(strategies)}};
 }
 
 void run_run(const RunOptions& o) {
   const BackendKind kind = parse_backend_kind(o.backend);
-  if (kind != BackendKind::Cpu) (void)gemm_mode_from_env();  // a bad REMAT_CUDA_GEMM fails before any work
+  if (kind != BackendKind::Cpu) {  // a bad REMAT_CUDA_GEMM or REMAT_CUDA_POINTWISE fails before any work
+    (void)gemm_mode_from_env();
+    (void)pointwise_mode_from_env();
+  }
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
   // Larger seeds could alias another (seed, op) pair in the dropout RNG (core/kernels/rng.h).
   if (o.seed >= (uint64_t{1} << 32)) throw InputError("--seed must be below 2^32 (4294967296)");

@@ -69,9 +69,13 @@ void CpuBackend::drop_baseline() {
   held_.clear();
   const GemmMode mode = state_.gemm_mode;  // settings, not buffers
   const uint64_t calls = state_.lowp_calls;
+  const PointwiseMode pw = state_.pointwise_mode;
+  const uint64_t io_calls = state_.io_calls;
   state_ = CpuOpState{};
   state_.gemm_mode = mode;
   state_.lowp_calls = calls;
+  state_.pointwise_mode = pw;
+  state_.io_calls = io_calls;
   numel_.clear();
   baseline_bytes_ = 0;
 }

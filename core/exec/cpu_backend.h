@@ -41,6 +41,14 @@ class CpuBackend final : public AllRolesBackend {
   // plumbing, which on the GPU feeds the tensor cores).
   void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
   uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since construction
+  // Direct: each op the CUDA backend runs on its tensors as stored
+  // (core/exec/pointwise_path.h's lowp_io) runs its f32 kernel on f32 values
+  // widened from exactly the tensors the mixed call hands over, the skipped
+  // f32 copies holding NaN, and its result is rounded once into (or added
+  // to) the stored tensor handed over: the same bits as the default F32 when
+  // those are the right tensors (the CI's check of what the CUDA kernels get).
+  void set_pointwise_mode(PointwiseMode m) { state_.pointwise_mode = m; }
+  uint64_t lowp_io_calls() const { return state_.io_calls; }  // since construction
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

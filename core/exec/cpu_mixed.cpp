@@ -66,15 +66,63 @@ struct CpuDev {
   void forward(OpCall& c) {
     cpu_dense_input(s, c, false);
     if (s.lowp.active()) return lowp_call(c, false);
+    if (s.io.active) return io_call(c, false);
     cpu_forward(s, c);
   }
   void backward(OpCall& c) {
     cpu_dense_input(s, c, true);
     if (s.lowp.active()) return lowp_call(c, true);
+    if (s.io.active) return io_call(c, true);
     cpu_backward(s, c);
   }
   GemmMode gemm_mode() const { return s.gemm_mode; }
   void set_lowp(const LowpOperands& o) { s.lowp = o; }
+  PointwiseMode pointwise_mode() const { return s.pointwise_mode; }
+  void set_io(const IoOperands& o) { s.io = o; }
+
+  // The CUDA backend's lowp_io kernels on the CPU (CpuBackend::set_pointwise_mode):
+  // the f32 buffers the kernel reads (the call's scratch, left unwidened:
+  // NaN) are written from the stored tensors handed over, an f32 one must be
+  // the very tensor the kernel reads; the result goes into the tensor handed
+  // over as the CUDA kernels store it: rounded once to its dtype, or added to
+  // what it holds (the f32 sum rounded once). A gradient the kernel computes
+  // that is not handed over would be lost: an error.
+  void io_call(OpCall& c, bool backward) {
+    const IoOperands& o = s.io;
+    const std::size_t inputs = c.op.inputs.size();
+    for (std::size_t k = 0; k < inputs; ++k)
+      if (o.in[k].p) io_read(c, o.in[k], c.in(k), c.in_op(k).numel(), "input");
+    if (!backward) {
+      cpu_forward(s, c);
+      // A loss's A(v), the scalar, the mixed call writes as on the widening path.
+      if (!is_loss(c.op.kind)) io_write(c, o.out, c.out(), c.op.numel(), "output");
+      ++s.io_calls;
+      return;
+    }
+    if (o.out.p) io_read(c, o.out, c.self(), c.op.numel(), "output");
+    if (o.dy.p) io_read(c, o.dy, c.dy(), c.op.numel(), "G");
+    cpu_backward(s, c);
+    for (std::size_t k = 0; k < inputs; ++k) {
+      if (!c.dx(k)) continue;
+      if (!o.dx[k].p)
+        throw InternalError(op_label(c.model, c.v) + ": input gradient " + std::to_string(k) + " not handed over");
+      io_write(c, o.dx[k], c.dx(k), c.in_op(k).numel(), "input gradient");
+    }
+    ++s.io_calls;
+  }
+  void io_read(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
+    if (is_low_precision(t.dtype)) remat::widen(t.dtype, t.p, const_cast<float*>(f32), n);
+    else if (t.p != f32)
+      throw InternalError(op_label(c.model, c.v) + ": the f32 " + what + " handed over is not the one the kernel reads");
+  }
+  void io_write(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
+    if (t.dtype == DType::F32 && t.p == f32 && !t.add) return;  // the kernel wrote the tensor itself (or none: a loss's A)
+    if (!t.p) throw InternalError(op_label(c.model, c.v) + ": no " + what + " handed over");
+    std::vector<float> r(f32, f32 + n);
+    remat::round_to(t.dtype, r.data(), n);
+    if (t.add) remat::add_stored(t.dtype, t.p, r.data(), n);
+    else remat::narrow(t.dtype, r.data(), t.p, n);
+  }
   // What the mixed call leaves unwidened for a 16-bit product: NaN here, so
   // that an f32 kernel reading it cannot go unnoticed.
   void poison(float* x, int64_t n) { std::fill(x, x + n, std::numeric_limits<float>::quiet_NaN()); }

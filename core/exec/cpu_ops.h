@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/exec/op_exec.h"
 
 namespace remat {
@@ -28,6 +29,12 @@ struct CpuOpState {
   GemmMode gemm_mode = GemmMode::F32;
   LowpOperands lowp;
   uint64_t lowp_calls = 0;
+  // F32 (the default): the CPU's own path. Direct: the CUDA backend's 16-bit
+  // loads and stores (core/exec/pointwise_path.h) checked here
+  // (cpu_mixed.cpp; CpuBackend::set_pointwise_mode).
+  PointwiseMode pointwise_mode = PointwiseMode::F32;
+  IoOperands io;
+  uint64_t io_calls = 0;
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

@@ -13,6 +13,8 @@
 //   void forward(OpCall&);  void backward(OpCall&);               // the f32 kernels (dense inputs made)
 // and, optionally (the CUDA backend's; core/exec/gemm_path.h):
 //   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
+//   PointwiseMode pointwise_mode();  void set_io(const IoOperands&); // tensors as stored, for the next call
+//                                                                  // (core/exec/pointwise_path.h)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
 #pragma once
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -240,6 +243,27 @@ class WidenedCall {
     return o;
   }
 
+  // The tensors of a lowp_io op as stored, each at its first element (in
+  // the backward after prepare_dx, whose entries say which gradients are
+  // wanted and which are added): what the kernels read and write in place of
+  // the widened copies, whose scratch is still taken (the bytes measured
+  // stay the widening call's) but neither filled nor narrowed.
+  IoOperands io_operands(bool backward) const {
+    IoOperands o;
+    o.active = true;
+    const auto vi = static_cast<std::size_t>(v_);
+    for (std::size_t k = 0; k < op_.inputs.size() && k < 3; ++k) {
+      const int u = op_.inputs[k];
+      o.in[k] = {t_.act[static_cast<std::size_t>(u)], m_.op(m_.op(u).storage).dtype, false};
+      if (backward)
+        for (const Dx& d : dx_)
+          if (d.u == u) o.dx[k] = {t_.grad[static_cast<std::size_t>(u)], m_.op(u).dtype, d.add};
+    }
+    o.out = {t_.act[vi], op_.dtype, false};
+    if (backward) o.dy = {t_.grad[vi], op_.dtype, false};
+    return o;
+  }
+
   // G(v) widened for the kernel.
   void read_dy(bool fill = true) {
     const auto vi = static_cast<std::size_t>(v_);
@@ -357,6 +381,27 @@ GemmMode gemm_mode_of(Dev& dev) {
   if constexpr (requires { dev.gemm_mode(); }) return dev.gemm_mode();
   else return GemmMode::F32;
 }
+template <class Dev>
+PointwiseMode pointwise_mode_of(Dev& dev) {
+  if constexpr (requires { dev.pointwise_mode(); }) return dev.pointwise_mode();
+  else return PointwiseMode::F32;
+}
+// The tensors handed to the backend for one lowp_io kernel call, taken back
+// after it (an exception included).
+template <class Dev>
+class IoScope {
+ public:
+  IoScope(Dev& dev, const IoOperands& o) : dev_(dev) { set(o); }
+  ~IoScope() { set(IoOperands{}); }
+  IoScope(const IoScope&) = delete;
+  IoScope& operator=(const IoScope&) = delete;
+
+ private:
+  void set(const IoOperands& o) {
+    if constexpr (requires { dev_.set_io(o); }) dev_.set_io(o);
+  }
+  Dev& dev_;
+};
 // The operands handed to the backend for one kernel call, taken back after
 // it (an exception included), so that no later call reads them.
 template <class Dev>
@@ -379,11 +424,13 @@ template <class Dev>
 void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
   const bool lowp = lowp_gemm(model, v, false, gemm_mode_of(dev));
+  // A lowp_io op's kernel reads and writes the tensors as stored: nothing widened, nothing narrowed.
+  const bool io = !lowp && lowp_io(model, v, false, pointwise_mode_of(dev));
   const std::vector<int>& in = model.op(v).inputs;
   // A lowp_gemm product reads its operands in 16 bits: their f32 scratch is
   // taken, not written, except where autocast's cast is made from it.
   for (std::size_t k = 0; k < in.size(); ++k)
-    w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, false) && !w.has_copy(in[k])));
+    w.read_act(in[k], true, !io && !(lowp && gemm_reads_16_bits_only(model, v, k, false) && !w.has_copy(in[k])));
   w.prepare_output();
   w.prepare_aux(false);
   w.cast_params(false, lowp);
@@ -392,9 +439,11 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
   if (lowp) w.store_cast_copies();  // the GEMM reads x's cast from there
   {
     const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(false) : LowpOperands{});
+    const IoScope<Dev> io_scope(dev, io ? w.io_operands(false) : IoOperands{});
     dev.forward(c);
   }
-  w.store_output();
+  // A loss's A(v) is the backend's scalar: written (and narrowed) by the call as on the widening path.
+  if (!io || is_loss(model.op(v).kind)) w.store_output();
   w.store_aux();
   if (!lowp) w.store_cast_copies();
 }
@@ -406,12 +455,15 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   // A lowp_gemm op's backward reads its operands, its own output and (a
   // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.
   const bool lowp = lowp_gemm(model, v, true, gemm_mode_of(dev));
+  // A lowp_io op's kernel reads A and G as stored and stores (or adds) each
+  // input gradient rounded once, as store_dx would (the loss's seed aside).
+  const bool io = !lowp && seed == 1.0f && lowp_io(model, v, true, pointwise_mode_of(dev));
   const std::vector<int>& in = model.op(v).inputs;
   for (std::size_t k = 0; k < in.size(); ++k)
-    if (!w.has_copy(in[k])) w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, true)));
+    if (!w.has_copy(in[k])) w.read_act(in[k], true, !io && !(lowp && gemm_reads_16_bits_only(model, v, k, true)));
   w.read_cast_copies(!lowp);
-  w.read_act(v, false, !lowp);
-  w.read_dy(!(lowp && model.op(v).kind == OpKind::MatMul));  // a Linear's bias gradient sums the f32 G
+  w.read_act(v, false, !lowp && !io);
+  w.read_dy(!io && !(lowp && model.op(v).kind == OpKind::MatMul));  // a Linear's bias gradient sums the f32 G
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
   w.prepare_aux(true, !lowp);
   w.cast_params(true, lowp);
@@ -419,9 +471,10 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   OpCall c(model, v, table, acc);
   {
     const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(true) : LowpOperands{});
+    const IoScope<Dev> io_scope(dev, io ? w.io_operands(true) : IoOperands{});
     dev.backward(c);
   }
-  w.store_dx(seed);
+  if (!io) w.store_dx(seed);
   w.add_param_grads();
 }
 

@@ -30,6 +30,7 @@ uint64_t workspace_size(const cudaDeviceProp& prop) {
 
 CudaBackend::CudaBackend(int device) : device_(device) {
   state_.gemm_mode = gemm_mode_from_env();
+  state_.pointwise_mode = pointwise_mode_from_env();
   create();
 }
 
@@ -88,9 +89,11 @@ void CudaBackend::destroy() {
   if (state_.cudnn) cudnn_destroy(state_.cudnn);
   if (state_.cublas) (void)cublasDestroy(state_.cublas);
   if (state_.stream) (void)cudaStreamDestroy(state_.stream);
-  const GemmMode mode = state_.gemm_mode;  // a setting, not a device object: recover() keeps it
+  const GemmMode mode = state_.gemm_mode;  // settings, not device objects: recover() keeps them
+  const PointwiseMode pw = state_.pointwise_mode;
   state_ = CudaOpState{};
   state_.gemm_mode = mode;
+  state_.pointwise_mode = pw;
   numel_.clear();
   loaded_ = false;
   (void)cudaGetLastError();

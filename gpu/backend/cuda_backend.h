@@ -54,6 +54,11 @@ class CudaBackend final : public remat::AllRolesBackend {
   GemmMode gemm_mode() const { return state_.gemm_mode; }
   void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
   uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create()
+  // How mixed precision's memory-bound ops run (core/exec/pointwise_path.h):
+  // REMAT_CUDA_POINTWISE at construction, settable for the tests.
+  PointwiseMode pointwise_mode() const { return state_.pointwise_mode; }
+  void set_pointwise_mode(PointwiseMode m) { state_.pointwise_mode = m; }
+  uint64_t lowp_io_calls() const { return state_.io_calls; }  // since create()
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

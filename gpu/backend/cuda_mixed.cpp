@@ -57,6 +57,8 @@ struct CudaDev {
   void write_loss(float* dst) { copy(dst, s.loss, 1); }
   GemmMode gemm_mode() const { return s.gemm_mode; }
   void set_lowp(const LowpOperands& o) { s.lowp = o; }
+  PointwiseMode pointwise_mode() const { return s.pointwise_mode; }
+  void set_io(const IoOperands& o) { s.io = o; }
   void forward(OpCall& c) {
     dense_input(s, c, false);
     cuda_forward(s, c);

@@ -39,6 +39,23 @@ void copy_loss(CudaOpState& s, const OpCall& c) {
     CUDA_CHECK_THROW(cudaMemcpyAsync(c.out(), s.loss, sizeof(float), cudaMemcpyDeviceToDevice, s.stream));
 }
 
+// The stored tensors of a lowp_io op (s.io: core/exec/pointwise_path.h),
+// as the pointwise_io.cu kernels take them.
+IoType io_type(const OpCall& c, DType d) {
+  if (d == DType::BF16) return IoType::BF16;
+  if (d == DType::F16) return IoType::F16;
+  if (d == DType::F32) return IoType::F32;
+  throw InternalError(op_label(c.model, c.v) + ": a " + std::string(dtype_name(d)) + " tensor handed to a 16-bit kernel");
+}
+IoIn io_in(const OpCall& c, const IoTensor& t) {
+  if (!t.p) throw InternalError(op_label(c.model, c.v) + ": a tensor the 16-bit kernel reads was not handed over");
+  return {t.p, io_type(c, t.dtype)};
+}
+IoOut io_out(const OpCall& c, const IoTensor& t) {
+  if (!t.p) throw InternalError(op_label(c.model, c.v) + ": a tensor the 16-bit kernel writes was not handed over");
+  return {t.p, io_type(c, t.dtype), t.add};
+}
+
 // ---- entries (REMAT_EXEC_KINDS) ------------------------------------------------
 
 // Linear and Dense read 16-bit x, W (and dy) where the mixed call set them
@@ -92,11 +109,20 @@ void bwd_dense(CudaOpState& s, const OpCall& c) {
 }
 
 void fwd_activation(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return act_fwd_io(kernel_act(c.op.kind), io_in(c, s.io.in[0]), io_out(c, s.io.out), c.op.numel(), s.stream);
+  }
   act_fwd(kernel_act(c.op.kind), c.in(0), c.out(), c.op.numel(), s.stream);
 }
 void bwd_activation(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
   const bool from_input = c.op.kind == OpKind::GELU || c.op.kind == OpKind::SiLU;  // as on the CPU
+  if (s.io.active) {
+    ++s.io_calls;
+    return act_bwd_io(kernel_act(c.op.kind), io_in(c, from_input ? s.io.in[0] : s.io.out), io_in(c, s.io.dy),
+                      io_out(c, s.io.dx[0]), c.op.numel(), s.stream);
+  }
   const float* x_or_y = from_input ? c.in(0) : c.self();
   act_bwd(kernel_act(c.op.kind), x_or_y, c.dy(), c.dx(0), c.op.numel(), c.acc(0), s.stream);
 }
@@ -112,17 +138,37 @@ void bwd_layernorm(CudaOpState& s, const OpCall& c) {
 }
 
 void fwd_add(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return add_fwd_io(io_in(c, s.io.in[0]), io_in(c, s.io.in[1]), io_out(c, s.io.out), c.op.numel(), s.stream);
+  }
   add_fwd(c.in(0), c.in(1), c.out(), c.op.numel(), s.stream);
 }
 void bwd_add(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    for (std::size_t k = 0; k < c.op.inputs.size(); ++k)
+      if (c.dx(k)) copy_io(io_in(c, s.io.dy), io_out(c, s.io.dx[k]), c.op.numel(), s.stream);
+    return;
+  }
   for (std::size_t k = 0; k < c.op.inputs.size(); ++k)
     if (c.dx(k)) add_into(c.dy(), c.dx(k), c.op.numel(), c.acc(k), s.stream);
 }
 
 void fwd_dropout(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return dropout_io(io_in(c, s.io.in[0]), io_out(c, s.io.out), c.op.numel(), c.op.dropout_p, s.seed,
+                      static_cast<uint32_t>(c.v), s.stream);
+  }
   dropout_fwd(c.in(0), c.out(), c.op.numel(), c.op.dropout_p, s.seed, static_cast<uint32_t>(c.v), s.stream);
 }
 void bwd_dropout(CudaOpState& s, const OpCall& c) {
+  if (s.io.active && c.dx(0)) {
+    ++s.io_calls;
+    return dropout_io(io_in(c, s.io.dy), io_out(c, s.io.dx[0]), c.op.numel(), c.op.dropout_p, s.seed,
+                      static_cast<uint32_t>(c.v), s.stream);
+  }
   if (c.dx(0))
     dropout_bwd(c.dy(), c.dx(0), c.op.numel(), c.op.dropout_p, s.seed, static_cast<uint32_t>(c.v), c.acc(0), s.stream);
 }
@@ -145,6 +191,12 @@ void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
   const auto [partials, capacity] = lent_doubles(s, c, softmax_ce_partial_count(x.rows()));
+  if (s.io.active) {
+    ++s.io_calls;
+    softmax_ce_fwd_io(io_in(c, s.io.in[0]), s.labels, s.loss, ce_keeps_log_probs(c.op) ? c.aux() : nullptr, x.rows(),
+                      x.cols(), s.stream, partials, capacity);
+    return copy_loss(s, c);
+  }
   if (ce_keeps_log_probs(c.op))
     softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
   else
@@ -154,6 +206,14 @@ void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
 void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
   if (!c.dx(0)) return;
+  if (s.io.active) {
+    ++s.io_calls;
+    if (ce_keeps_log_probs(c.op))
+      softmax_ce_bwd_from_logp_io(c.aux(), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+    else
+      softmax_ce_bwd_io(io_in(c, s.io.in[0]), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+    return;
+  }
   if (ce_keeps_log_probs(c.op))
     softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
   else
@@ -216,12 +276,23 @@ void bwd_upsample(CudaOpState& s, const OpCall& c) {
 void fwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
+  if (s.io.active) {
+    ++s.io_calls;
+    return batchnorm_fwd_io(io_in(c, s.io.in[0]), norm_param(s, c, 0), norm_param(s, c, 1), io_out(c, s.io.out),
+                            c.aux(), c.aux() + d.c, d.n, d.c, d.hw, batchnorm_eps(c.op), s.stream, partials, capacity);
+  }
   batchnorm_fwd(c.in(0), norm_param(s, c, 0), norm_param(s, c, 1), c.out(), c.aux(), c.aux() + d.c, nullptr, nullptr, d.n,
                 d.c, d.hw, batchnorm_eps(c.op), 0.1f, s.stream, partials, capacity);
 }
 void bwd_batchnorm(CudaOpState& s, const OpCall& c) {
   const NCS d = ncs_of(c.op);
   const auto [partials, capacity] = lent_doubles(s, c, batchnorm_partial_count(d.n, d.c, d.hw));
+  if (s.io.active) {  // without an input gradient, the parameters' alone (no discarded dx written)
+    ++s.io_calls;
+    return batchnorm_bwd_io(io_in(c, s.io.in[0]), io_in(c, s.io.dy), norm_param(s, c, 0), c.aux(), c.aux() + d.c,
+                            c.dx(0) ? io_out(c, s.io.dx[0]) : IoOut{}, norm_param_grad(s, c, 0),
+                            norm_param_grad(s, c, 1), d.n, d.c, d.hw, s.stream, partials, capacity);
+  }
   batchnorm_bwd(c.in(0), c.dy(), norm_param(s, c, 0), c.aux(), c.aux() + d.c, dx_or_discard(s, c), norm_param_grad(s, c, 0),
                 norm_param_grad(s, c, 1), d.n, d.c, d.hw, c.dx(0) && c.acc(0), s.stream, partials, capacity);
 }
@@ -247,8 +318,19 @@ void bwd_global_avgpool(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) global_avgpool_bwd(c.dy(), c.dx(0), d.n * d.c, d.hw, c.acc(0), s.stream);
 }
 
-void fwd_softmax(CudaOpState& s, const OpCall& c) { softmax_fwd(c.in(0), c.out(), c.op.rows(), c.op.cols(), s.stream); }
+void fwd_softmax(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return softmax_fwd_io(io_in(c, s.io.in[0]), io_out(c, s.io.out), c.op.rows(), c.op.cols(), s.stream);
+  }
+  softmax_fwd(c.in(0), c.out(), c.op.rows(), c.op.cols(), s.stream);
+}
 void bwd_softmax(CudaOpState& s, const OpCall& c) {
+  if (s.io.active && c.dx(0)) {
+    ++s.io_calls;
+    return softmax_bwd_io(io_in(c, s.io.out), io_in(c, s.io.dy), io_out(c, s.io.dx[0]), c.op.rows(), c.op.cols(),
+                          s.stream);
+  }
   if (c.dx(0)) softmax_bwd(c.self(), c.dy(), c.dx(0), c.op.rows(), c.op.cols(), c.acc(0), s.stream);
 }
 
@@ -427,19 +509,43 @@ const float* const_of(const CudaOpState& s, const OpCall& c) {
   return c.op.attrs->learned ? s.param(c.v, 0) : static_cast<const float*>(s.constant(c.v));
 }
 void fwd_by_const(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {  // lowp_io: a fixed constant only
+    ++s.io_calls;
+    return const_fwd_io(const_op(c.op.kind), io_in(c, s.io.in[0]), const_of(s, c), io_out(c, s.io.out), c.op.numel(),
+                        constant_numel(c.op), s.stream);
+  }
   const_fwd(const_op(c.op.kind), c.in(0), const_of(s, c), c.out(), c.op.numel(), constant_numel(c.op), s.stream);
 }
 void bwd_by_const(CudaOpState& s, const OpCall& c) {
   const int64_t cn = constant_numel(c.op);
+  if (s.io.active) {
+    if (c.op.attrs->learned)
+      throw InternalError(op_label(c.model, c.v) + ": a learned constant's gradient in a 16-bit kernel");
+    ++s.io_calls;
+    if (c.dx(0))
+      const_bwd_io(const_op(c.op.kind), io_in(c, s.io.dy), const_of(s, c), io_out(c, s.io.dx[0]), c.op.numel(), cn,
+                   s.stream);
+    return;
+  }
   if (c.op.attrs->learned) const_add_param_grad(c.dy(), s.param_grad(c.v, 0), c.op.numel(), cn, s.stream);
   if (c.dx(0)) const_bwd(const_op(c.op.kind), c.dy(), const_of(s, c), c.dx(0), c.op.numel(), cn, c.acc(0), s.stream);
 }
 
 void fwd_masked_fill(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return masked_fill_fwd_io(io_in(c, s.io.in[0]), static_cast<const uint8_t*>(s.constant(c.v)), io_out(c, s.io.out),
+                              c.op.numel(), constant_numel(c.op), c.op.attrs->fill, s.stream);
+  }
   masked_fill_fwd(c.in(0), static_cast<const uint8_t*>(s.constant(c.v)), c.out(), c.op.numel(), constant_numel(c.op),
                   c.op.attrs->fill, s.stream);
 }
 void bwd_masked_fill(CudaOpState& s, const OpCall& c) {
+  if (s.io.active && c.dx(0)) {
+    ++s.io_calls;
+    return masked_fill_bwd_io(io_in(c, s.io.dy), static_cast<const uint8_t*>(s.constant(c.v)), io_out(c, s.io.dx[0]),
+                              c.op.numel(), constant_numel(c.op), s.stream);
+  }
   if (c.dx(0))
     masked_fill_bwd(c.dy(), static_cast<const uint8_t*>(s.constant(c.v)), c.dx(0), c.op.numel(), constant_numel(c.op),
                     c.acc(0), s.stream);

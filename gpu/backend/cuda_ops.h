@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/exec/op_exec.h"
 
 namespace remat::cuda {
@@ -42,6 +43,12 @@ struct CudaOpState {
   GemmMode gemm_mode = GemmMode::TensorCore;
   LowpOperands lowp;
   uint64_t lowp_calls = 0;  // kernel calls that ran on 16-bit operands (the tests read it)
+  // Mixed precision's memory-bound ops (core/exec/pointwise_path.h): the
+  // path, from REMAT_CUDA_POINTWISE at create(), and the stored tensors the
+  // mixed call sets for the one kernel call where lowp_io holds.
+  PointwiseMode pointwise_mode = PointwiseMode::Direct;
+  IoOperands io;
+  uint64_t io_calls = 0;  // kernel calls that read and wrote the stored tensors (the tests read it)
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

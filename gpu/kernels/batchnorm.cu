@@ -4,16 +4,23 @@
 // sums, by several blocks a channel (below), so results are bit-identical from
 // run to run and recomputation changes nothing. gamma/beta may be null
 // (affine=False). Threads walk a channel with a ChannelWalk (channel_walk.h):
-// no 64-bit division per element.
+// no 64-bit division per element. The kernels are templates on how x, y, dy
+// and dx are stored (lowp_io.cuh): f32 pointers for batchnorm_fwd/bwd,
+// bf16/f16 tensors as stored for the *_io launchers of mixed precision, which
+// compute the same values from the same (exactly widened) inputs and store
+// them as the widening call would (docs/gpu.md#16-bit-loads-and-stores).
 #include <cmath>
 
 #include "gpu/kernels/channel_walk.h"
 #include "gpu/kernels/device_common.cuh"
+#include "gpu/kernels/lowp_io.cuh"
 
 namespace remat::cuda {
 namespace {
 
 using detail::ChannelWalk;
+using detail::ld;
+using detail::st;
 
 constexpr int kChannelBlock = 256;
 
@@ -22,6 +29,10 @@ unsigned channel_grid(int64_t c) {
 }
 
 // ---- kernels ------------------------------------------------------------------
+
+// Whether a gradient is wanted (a null dx is not written).
+__device__ __forceinline__ bool present(const float* p) { return p != nullptr; }
+__device__ __forceinline__ bool present(detail::DOut o) { return o.p != nullptr; }
 
 // y and dx of one element, the same expressions on both paths (so the same bits
 // for the same statistics): y = x̂·gamma + beta, dx = gamma·invstd/m ·
@@ -48,7 +59,8 @@ __device__ void store_channel_stats(int64_t ch, float mean_f, float invstd, doub
   }
 }
 
-__global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const float* beta, float* y,
+template <class X, class Y>
+__global__ void batchnorm_fwd_kernel(X x, const float* gamma, const float* beta, Y y,
                                      float* save_mean, float* save_invstd, float* running_mean,
                                      float* running_var, int64_t n, int64_t c, int64_t hw, float eps,
                                      float momentum) {
@@ -57,12 +69,12 @@ __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const f
   for (int64_t ch = blockIdx.x; ch < c; ch += gridDim.x) {
     double sum = 0.0;
     ChannelWalk w(threadIdx.x, blockDim.x, hw);
-    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) sum += x[w.at(c, ch)];
+    for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) sum += ld(x, w.at(c, ch));
     const double mean = detail::block_sum(sum, shared) / static_cast<double>(m);
     double sq = 0.0;
     w = ChannelWalk(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
-      const double d = x[w.at(c, ch)] - mean;
+      const double d = ld(x, w.at(c, ch)) - mean;
       sq += d * d;
     }
     const double var = detail::block_sum(sq, shared) / static_cast<double>(m);  // biased
@@ -72,7 +84,7 @@ __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const f
     w = ChannelWalk(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      y[at] = normalised(x[at], mean_f, invstd, g, b);
+      st(y, at, normalised(ld(x, at), mean_f, invstd, g, b), false);
     }
     if (threadIdx.x == 0)
       store_channel_stats(ch, mean_f, invstd, var, m, momentum, save_mean, save_invstd, running_mean, running_var);
@@ -81,8 +93,9 @@ __global__ void batchnorm_fwd_kernel(const float* x, const float* gamma, const f
 
 // With x̂ = (x − mean)·invstd: dbeta = Σ dy, dgamma = Σ dy·x̂,
 // dx = gamma·invstd/m · (m·dy − Σ dy − x̂·Σ dy·x̂).
-__global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const float* gamma,
-                                     const float* save_mean, const float* save_invstd, float* dx,
+template <class X, class D, class DX>
+__global__ void batchnorm_bwd_kernel(X x, D dy, const float* gamma,
+                                     const float* save_mean, const float* save_invstd, DX dx,
                                      float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw,
                                      bool accumulate) {
   __shared__ double shared[32];
@@ -93,9 +106,9 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
     ChannelWalk w(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      const float xhat = (x[at] - mean) * invstd;
-      sum_dy += dy[at];
-      sum_dy_xhat += static_cast<double>(dy[at]) * xhat;
+      const float xhat = (ld(x, at) - mean) * invstd;
+      sum_dy += ld(dy, at);
+      sum_dy_xhat += static_cast<double>(ld(dy, at)) * xhat;
     }
     sum_dy = detail::block_sum(sum_dy, shared);
     sum_dy_xhat = detail::block_sum(sum_dy_xhat, shared);
@@ -103,14 +116,14 @@ __global__ void batchnorm_bwd_kernel(const float* x, const float* dy, const floa
       if (dbeta) dbeta[ch] += static_cast<float>(sum_dy);
       if (dgamma) dgamma[ch] += static_cast<float>(sum_dy_xhat);
     }
-    if (!dx) continue;
+    if (!present(dx)) continue;
     const float g = gamma ? gamma[ch] : 1.0f;
     const float k = g * invstd / static_cast<float>(m);
     const float mean_dy = static_cast<float>(sum_dy), mean_dy_xhat = static_cast<float>(sum_dy_xhat);
     w = ChannelWalk(threadIdx.x, blockDim.x, hw);
     for (int64_t e = threadIdx.x; e < m; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      detail::store_grad(&dx[at], input_grad(x[at], dy[at], mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
+      st(dx, at, input_grad(ld(x, at), ld(dy, at), mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
     }
   }
 }
@@ -134,8 +147,8 @@ int64_t bn_splits(int64_t c, int64_t m) {
 }
 
 // part[ch·splits + s] = Σ over range s of channel ch of x (Centred: of (x − mean[ch])²).
-template <bool Centred>
-__global__ void bn_range_sums_kernel(const float* x, const double* mean, double* part, int64_t n, int64_t c,
+template <bool Centred, class X>
+__global__ void bn_range_sums_kernel(X x, const double* mean, double* part, int64_t n, int64_t c,
                                      int64_t hw, int64_t splits) {
   __shared__ double shared[32];
   const int64_t ch = blockIdx.y, s = blockIdx.x, m = n * hw;
@@ -146,10 +159,10 @@ __global__ void bn_range_sums_kernel(const float* x, const double* mean, double*
     ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
     for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
       if constexpr (Centred) {
-        const double d = x[w.at(c, ch)] - mu;
+        const double d = ld(x, w.at(c, ch)) - mu;
         acc += d * d;
       } else {
-        acc += x[w.at(c, ch)];
+        acc += ld(x, w.at(c, ch));
       }
     }
   }
@@ -182,21 +195,21 @@ __global__ void bn_stats_kernel(const double* part, const double* mean, float* s
 
 // y = (x − mean)·invstd·gamma + beta over every (image, channel) plane:
 // planes along y (grid-stride), a plane's hw values along x.
-__global__ void bn_apply_kernel(const float* x, const float* gamma, const float* beta, const float* save_mean,
-                                const float* save_invstd, float* y, int64_t n, int64_t c, int64_t hw) {
+template <class X, class Y>
+__global__ void bn_apply_kernel(X x, const float* gamma, const float* beta, const float* save_mean,
+                                const float* save_invstd, Y y, int64_t n, int64_t c, int64_t hw) {
   for (int64_t p = blockIdx.y; p < n * c; p += gridDim.y) {
     const int64_t ch = p % c;
     const float mean_f = save_mean[ch], invstd = save_invstd[ch];
     const float g = gamma ? gamma[ch] : 1.0f, b = beta ? beta[ch] : 0.0f;
-    const float* xp = x + p * hw;
-    float* yp = y + p * hw;
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x)
-      yp[i] = normalised(xp[i], mean_f, invstd, g, b);
+      st(y, p * hw + i, normalised(ld(x, p * hw + i), mean_f, invstd, g, b), false);
   }
 }
 
 // part[ch·splits + s] = Σ dy and part[(c + ch)·splits + s] = Σ dy·x̂ over range s of channel ch.
-__global__ void bn_bwd_range_sums_kernel(const float* x, const float* dy, const float* save_mean,
+template <class X, class D>
+__global__ void bn_bwd_range_sums_kernel(X x, D dy, const float* save_mean,
                                          const float* save_invstd, double* part, int64_t n, int64_t c, int64_t hw,
                                          int64_t splits) {
   __shared__ double shared[32];
@@ -208,9 +221,9 @@ __global__ void bn_bwd_range_sums_kernel(const float* x, const float* dy, const 
     ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
     for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
       const int64_t at = w.at(c, ch);
-      const float xhat = (x[at] - mean) * invstd;
-      sum_dy += dy[at];
-      sum_dy_xhat += static_cast<double>(dy[at]) * xhat;
+      const float xhat = (ld(x, at) - mean) * invstd;
+      sum_dy += ld(dy, at);
+      sum_dy_xhat += static_cast<double>(ld(dy, at)) * xhat;
     }
   }
   sum_dy = detail::block_sum(sum_dy, shared);
@@ -239,8 +252,9 @@ __global__ void bn_bwd_sums_kernel(const double* part, double* sums, float* dgam
 }
 
 // dx = or += gamma·invstd/m · (m·dy − Σ dy − x̂·Σ dy·x̂), planes as bn_apply_kernel.
-__global__ void bn_bwd_apply_kernel(const float* x, const float* dy, const float* gamma, const float* save_mean,
-                                    const float* save_invstd, const double* sums, float* dx, int64_t n, int64_t c,
+template <class X, class D, class DX>
+__global__ void bn_bwd_apply_kernel(X x, D dy, const float* gamma, const float* save_mean,
+                                    const float* save_invstd, const double* sums, DX dx, int64_t n, int64_t c,
                                     int64_t hw, bool accumulate) {
   const int64_t m = n * hw;
   for (int64_t p = blockIdx.y; p < n * c; p += gridDim.y) {
@@ -251,7 +265,7 @@ __global__ void bn_bwd_apply_kernel(const float* x, const float* dy, const float
     const float mean_dy = static_cast<float>(sums[ch]), mean_dy_xhat = static_cast<float>(sums[c + ch]);
     for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x) {
       const int64_t at = p * hw + i;
-      detail::store_grad(&dx[at], input_grad(x[at], dy[at], mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
+      st(dx, at, input_grad(ld(x, at), ld(dy, at), mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
     }
   }
 }
@@ -280,10 +294,13 @@ int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw) {
   return 2 * c * (bn_splits(c, n * hw) + 1);        // the backward's: 2·c·splits ranges, 2·c sums
 }
 
-void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
-                   float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c,
-                   int64_t hw, float eps, float momentum, cudaStream_t stream, double* partials,
-                   int64_t capacity) {
+namespace {
+
+// The launchers' bodies, for f32 pointers and for tensors as stored alike.
+template <class X, class Y>
+void bn_fwd(X x, const float* gamma, const float* beta, Y y, float* save_mean, float* save_invstd,
+            float* running_mean, float* running_var, int64_t n, int64_t c, int64_t hw, float eps, float momentum,
+            cudaStream_t stream, double* partials, int64_t capacity) {
   detail::check_sizes("batchnorm_fwd", {n, c, hw});
   if (c == 0) return;
   if (n * hw == 0) throw std::invalid_argument("batchnorm_fwd: a channel has no values (n·hw = 0)");
@@ -312,9 +329,10 @@ void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float*
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const float* save_mean,
-                   const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
-                   int64_t hw, bool accumulate, cudaStream_t stream, double* partials, int64_t capacity) {
+template <class X, class D, class DX>
+void bn_bwd(X x, D dy, const float* gamma, const float* save_mean, const float* save_invstd, DX dx, float* dgamma,
+            float* dbeta, int64_t n, int64_t c, int64_t hw, bool accumulate, cudaStream_t stream, double* partials,
+            int64_t capacity, bool dx_wanted) {
   detail::check_sizes("batchnorm_bwd", {n, c, hw});
   if (c == 0 || n * hw == 0) return;
   if (!grid_path(n, c, hw, partials, capacity)) {
@@ -332,10 +350,41 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
   CUDA_CHECK_THROW(cudaGetLastError());
   bn_bwd_sums_kernel<<<channel_threads_grid(c), kChannelBlock, 0, stream>>>(part, sums, dgamma, dbeta, c, splits);
   CUDA_CHECK_THROW(cudaGetLastError());
-  if (!dx) return;
+  if (!dx_wanted) return;
   bn_bwd_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, dy, gamma, save_mean, save_invstd, sums,
                                                                           dx, n, c, hw, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace
+
+void batchnorm_fwd(const float* x, const float* gamma, const float* beta, float* y, float* save_mean,
+                   float* save_invstd, float* running_mean, float* running_var, int64_t n, int64_t c,
+                   int64_t hw, float eps, float momentum, cudaStream_t stream, double* partials,
+                   int64_t capacity) {
+  bn_fwd(x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, n, c, hw, eps, momentum, stream,
+         partials, capacity);
+}
+
+void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const float* save_mean,
+                   const float* save_invstd, float* dx, float* dgamma, float* dbeta, int64_t n, int64_t c,
+                   int64_t hw, bool accumulate, cudaStream_t stream, double* partials, int64_t capacity) {
+  bn_bwd(x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta, n, c, hw, accumulate, stream, partials, capacity,
+         dx != nullptr);
+}
+
+void batchnorm_fwd_io(IoIn x, const float* gamma, const float* beta, IoOut y, float* save_mean, float* save_invstd,
+                      int64_t n, int64_t c, int64_t hw, float eps, cudaStream_t stream, double* partials,
+                      int64_t capacity) {
+  bn_fwd(detail::din(x), gamma, beta, detail::dout(y), save_mean, save_invstd, nullptr, nullptr, n, c, hw, eps, 0.1f,
+         stream, partials, capacity);
+}
+
+void batchnorm_bwd_io(IoIn x, IoIn dy, const float* gamma, const float* save_mean, const float* save_invstd, IoOut dx,
+                      float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, cudaStream_t stream,
+                      double* partials, int64_t capacity) {
+  bn_bwd(detail::din(x), detail::din(dy), gamma, save_mean, save_invstd, detail::dout(dx), dgamma, dbeta, n, c, hw,
+         false, stream, partials, capacity, dx.p != nullptr);
 }
 
 }  // namespace remat::cuda

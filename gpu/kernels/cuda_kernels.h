@@ -82,6 +82,39 @@ void linear_bwd_lowp(HalfType t, const uint16_t* x, const uint16_t* W, const uin
                      float* dx, float* dW, float* db, int64_t rows, int64_t in, int64_t out, bool accumulate,
                      cublasHandle_t cublas, cudaStream_t stream);
 
+// ---- pointwise_io.cu: mixed precision's memory-bound kernels on stored tensors ---
+// (docs/gpu.md#16-bit-loads-and-stores; core/exec/pointwise_path.h's lowp_io.)
+// Each operand as stored: f32, or bf16/f16 codes (uint16_t). Each kernel
+// computes in f32 exactly as its f32 kernel (named at the function) and
+// stores the result as the widening call would: rounded once to the
+// destination's dtype (nearest even), or with `add` (a gradient that adds)
+// the f32 sum of the stored value and the rounded result, rounded once; an
+// f32 destination: = v, or += v. So the bits are widen -> f32 kernel -> narrow's.
+enum class IoType : uint8_t { F32, BF16, F16 };
+struct IoIn {
+  const void* p = nullptr;
+  IoType t = IoType::F32;
+};
+struct IoOut {
+  void* p = nullptr;
+  IoType t = IoType::F32;
+  bool add = false;
+};
+void act_fwd_io(Act act, IoIn x, IoOut y, int64_t n, cudaStream_t stream);                 // act_fwd
+void act_bwd_io(Act act, IoIn x_or_y, IoIn dy, IoOut dx, int64_t n, cudaStream_t stream);  // act_bwd
+void const_fwd_io(remat::cpu::ConstOp op, IoIn x, const float* c, IoOut y, int64_t n, int64_t cn, cudaStream_t stream);
+void const_bwd_io(remat::cpu::ConstOp op, IoIn dy, const float* c, IoOut dx, int64_t n, int64_t cn, cudaStream_t stream);
+void masked_fill_fwd_io(IoIn x, const uint8_t* mask, IoOut y, int64_t n, int64_t mask_n, float value,
+                        cudaStream_t stream);
+void masked_fill_bwd_io(IoIn dy, const uint8_t* mask, IoOut dx, int64_t n, int64_t mask_n, cudaStream_t stream);
+// dropout_fwd and dropout_bwd alike (in: x or dy, out: y or dx).
+void dropout_io(IoIn in, IoOut out, int64_t n, float p, uint64_t seed, uint32_t op_id, cudaStream_t stream);
+void add_fwd_io(IoIn a, IoIn b, IoOut y, int64_t n, cudaStream_t stream);
+// dst = src as add_into copies it (Add's backward).
+void copy_io(IoIn src, IoOut dst, int64_t n, cudaStream_t stream);
+void softmax_fwd_io(IoIn x, IoOut y, int64_t rows, int64_t cols, cudaStream_t stream);
+void softmax_bwd_io(IoIn y, IoIn dy, IoOut dx, int64_t rows, int64_t cols, cudaStream_t stream);
+
 // ---- activations.cu -------------------------------------------------------------
 
 // y (n) = act(x (n)). GELU is the exact erf form (torch.nn.GELU()).
@@ -155,6 +188,16 @@ void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float*
                               int64_t partial_capacity = 0);
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
                               bool accumulate, cudaStream_t stream);
+// Mixed precision's cross-entropy on its logits as stored (pointwise_io.cu's
+// rule: the f32 launchers' values; dx stored as the widening call stores
+// it): the loss (and with logp, the kept log-probabilities, f32) from bf16/
+// f16 or f32 logits; dx from the logits or from logp.
+void softmax_ce_fwd_io(IoIn logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
+                       cudaStream_t stream, double* partials = nullptr, int64_t partial_capacity = 0);
+void softmax_ce_bwd_io(IoIn logits, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                       cudaStream_t stream);
+void softmax_ce_bwd_from_logp_io(const float* logp, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                                 cudaStream_t stream);
 
 // ---- conv.cu ---------------------------------------------------------------------
 // NCHW convolution (cpu_kernels.h: ConvGeom). With cuDNN (REMAT_HAVE_CUDNN) the
@@ -230,6 +273,16 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
                    int64_t capacity = 0);
 // 0 where the shape runs one block a channel anyway (more than 65535 channels).
 int64_t batchnorm_partial_count(int64_t n, int64_t c, int64_t hw);
+// Mixed precision's batch norm on tensors as stored (pointwise_io.cu's rule:
+// the f32 launchers' values, stored as the widening call stores them; x, y,
+// dy, dx f32 or bf16/f16; no running statistics, momentum 0.1, as the
+// backend's entry). dx.p null: no input gradient.
+void batchnorm_fwd_io(IoIn x, const float* gamma, const float* beta, IoOut y, float* save_mean, float* save_invstd,
+                      int64_t n, int64_t c, int64_t hw, float eps, cudaStream_t stream, double* partials = nullptr,
+                      int64_t capacity = 0);
+void batchnorm_bwd_io(IoIn x, IoIn dy, const float* gamma, const float* save_mean, const float* save_invstd, IoOut dx,
+                      float* dgamma, float* dbeta, int64_t n, int64_t c, int64_t hw, cudaStream_t stream,
+                      double* partials = nullptr, int64_t capacity = 0);
 
 // ---- pooling.cu ------------------------------------------------------------------
 // Backward passes gather (each input element sums the windows that chose or

@@ -3,9 +3,15 @@
 // accumulate in double (as the CPU reference does) in trees fixed by the sizes
 // alone (one block, or the cross-entropy's per-block sums then one block): the
 // value never depends on scheduling, and it does not drift with batch size.
+// The cross-entropy's kernels are templates on how the logits and dx are
+// stored (lowp_io.cuh): f32 pointers for the f32 launchers, bf16/f16 logits
+// and gradients as stored for the *_io ones of mixed precision
+// (docs/gpu.md#16-bit-loads-and-stores), the same values from the same
+// (exactly widened) inputs.
 #include <cmath>
 
 #include "gpu/kernels/device_common.cuh"
+#include "gpu/kernels/lowp_io.cuh"
 
 namespace remat::cuda {
 namespace {
@@ -13,6 +19,9 @@ namespace {
 constexpr int kLossBlock = 1024;  // one block does the whole sum
 constexpr int kRowsPerBlock = 8;  // softmax's grid-wide kernels: one warp per row
 constexpr int64_t kMaxLossPartials = 1024;  // blocks of softmax_ce_partials_kernel, at most
+
+using detail::ld;
+using detail::st;
 
 // ---- kernels ------------------------------------------------------------------
 
@@ -42,32 +51,37 @@ struct RowStats {
   float max;
   float sum;
 };
-__device__ RowStats warp_row_stats(const float* xr, int64_t classes, int lane) {
+// The row starts at element `row` of x.
+template <class X>
+__device__ RowStats warp_row_stats(X x, int64_t row, int64_t classes, int lane) {
   float mx = -INFINITY;
-  for (int64_t c = lane; c < classes; c += 32) mx = fmaxf(mx, xr[c]);
+  for (int64_t c = lane; c < classes; c += 32) mx = fmaxf(mx, ld(x, row + c));
   mx = detail::warp_max(mx);
   float sum = 0.0f;
-  for (int64_t c = lane; c < classes; c += 32) sum += expf(xr[c] - mx);
+  for (int64_t c = lane; c < classes; c += 32) sum += expf(ld(x, row + c) - mx);
   return {mx, detail::warp_sum(sum)};
 }
 
 // Row r's term of the loss, max + log Σ exp(x - max) - x[label], in double,
 // computed by a whole warp (every lane gets it); NaN for a label out of range.
-__device__ double row_loss(const float* xr, int32_t y, int64_t classes, int lane) {
-  const RowStats s = warp_row_stats(xr, classes, lane);
-  return (y >= 0 && y < classes) ? static_cast<double>(s.max - xr[y]) + log(static_cast<double>(s.sum)) : NAN;
+template <class X>
+__device__ double row_loss(X x, int64_t row, int32_t y, int64_t classes, int lane) {
+  const RowStats s = warp_row_stats(x, row, classes, lane);
+  return (y >= 0 && y < classes) ? static_cast<double>(s.max - ld(x, row + y)) + log(static_cast<double>(s.sum))
+                                 : NAN;
 }
 
 // *loss = mean over rows of max + log Σ exp(x - max) - x[label]; logits (rows,
 // classes), labels (rows). One block; warp w takes rows w, w + warps, ...
-__global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels, float* loss,
+template <class X>
+__global__ void softmax_ce_fwd_kernel(X logits, const int32_t* labels, float* loss,
                                       int64_t rows, int64_t classes) {
   __shared__ double shared[32];
   const int lane = threadIdx.x % 32;
   const int warps = blockDim.x / 32;
   double sum = 0.0;  // identical in every lane of a warp; lane 0's is counted
   for (int64_t r = threadIdx.x / 32; r < rows; r += warps)
-    sum += row_loss(logits + r * classes, labels[r], classes, lane);
+    sum += row_loss(logits, r * classes, labels[r], classes, lane);
   sum = detail::block_sum(lane == 0 ? sum : 0.0, shared);
   if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
@@ -76,13 +90,14 @@ __global__ void softmax_ce_fwd_kernel(const float* logits, const int32_t* labels
 // grid's rows further on, each summing its rows' terms in double; warp sums are
 // added in warp order into partials[b]. The grid depends on rows alone, so the
 // order of every sum does too. Then sum_partials_kernel, one block, adds them.
-__global__ void softmax_ce_partials_kernel(const float* logits, const int32_t* labels, double* partials,
+template <class X>
+__global__ void softmax_ce_partials_kernel(X logits, const int32_t* labels, double* partials,
                                            int64_t rows, int64_t classes) {
   __shared__ double warp_sums[kRowsPerBlock];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double sum = 0.0;  // identical in every lane of a warp
   for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + warp; r < rows; r += int64_t{gridDim.x} * kRowsPerBlock)
-    sum += row_loss(logits + r * classes, labels[r], classes, lane);
+    sum += row_loss(logits, r * classes, labels[r], classes, lane);
   if (lane == 0) warp_sums[warp] = sum;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -102,41 +117,43 @@ __global__ void sum_partials_kernel(const double* partials, int64_t count, float
 }
 
 // dx (rows, classes) = or += (softmax - onehot) / rows, one warp per row.
-__global__ void softmax_ce_bwd_kernel(const float* logits, const int32_t* labels, float* dx,
+template <class X, class DX>
+__global__ void softmax_ce_bwd_kernel(X logits, const int32_t* labels, DX dx,
                                       int64_t rows, int64_t classes, float inv_rows,
                                       bool accumulate) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / 32; r < rows;
        r += int64_t{gridDim.x} * kRowsPerBlock) {
-    const float* xr = logits + r * classes;
-    float* dxr = dx + r * classes;
+    const int64_t row = r * classes;
     const int32_t y = labels[r];
     const bool valid = y >= 0 && y < classes;
-    const RowStats s = warp_row_stats(xr, classes, lane);
+    const RowStats s = warp_row_stats(logits, row, classes, lane);
     const float inv_sum = 1.0f / s.sum;
     for (int64_t c = lane; c < classes; c += 32) {
-      const float prob = expf(xr[c] - s.max) * inv_sum;
+      const float prob = expf(ld(logits, row + c) - s.max) * inv_sum;
       const float v = valid ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
-      detail::store_grad(&dxr[c], v, accumulate);
+      st(dx, row + c, v, accumulate);
     }
   }
 }
 
 // logp (rows, classes) = x - max - log Σ exp(x - max), one warp per row: what
 // a cross-entropy that keeps its log-probabilities saves (ce_keeps_log_probs).
-__global__ void log_softmax_rows_kernel(const float* logits, float* logp, int64_t rows, int64_t classes) {
+template <class X>
+__global__ void log_softmax_rows_kernel(X logits, float* logp, int64_t rows, int64_t classes) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / 32; r < rows;
        r += int64_t{gridDim.x} * kRowsPerBlock) {
-    const float* xr = logits + r * classes;
-    const RowStats s = warp_row_stats(xr, classes, lane);
+    const int64_t row = r * classes;
+    const RowStats s = warp_row_stats(logits, row, classes, lane);
     const float lse = logf(s.sum);
-    for (int64_t c = lane; c < classes; c += 32) logp[r * classes + c] = xr[c] - s.max - lse;
+    for (int64_t c = lane; c < classes; c += 32) logp[row + c] = ld(logits, row + c) - s.max - lse;
   }
 }
 
 // dx (rows, classes) = or += (exp(logp) - onehot) / rows, elementwise.
-__global__ void softmax_ce_bwd_logp_kernel(const float* logp, const int32_t* labels, float* dx, int64_t rows,
+template <class DX>
+__global__ void softmax_ce_bwd_logp_kernel(const float* logp, const int32_t* labels, DX dx, int64_t rows,
                                            int64_t classes, float inv_rows, bool accumulate) {
   const int64_t n = rows * classes;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
@@ -144,7 +161,7 @@ __global__ void softmax_ce_bwd_logp_kernel(const float* logp, const int32_t* lab
     const int32_t y = labels[r];
     const float prob = expf(logp[i]);
     const float v = (y >= 0 && y < classes) ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
-    detail::store_grad(&dx[i], v, accumulate);
+    st(dx, i, v, accumulate);
   }
 }
 
@@ -173,8 +190,12 @@ int64_t softmax_ce_partial_count(int64_t rows) {
   return blocks < 1 ? 1 : blocks < kMaxLossPartials ? blocks : kMaxLossPartials;
 }
 
-void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
-                    int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
+namespace {
+
+// The cross-entropy launchers' bodies, for f32 pointers and for tensors as stored alike.
+template <class X>
+void ce_fwd(X logits, const int32_t* labels, float* loss, int64_t rows, int64_t classes, cudaStream_t stream,
+            double* partials, int64_t partial_capacity) {
   detail::check_sizes("softmax_ce_fwd", {rows, classes});
   // rows == 0 writes NaN (0/0); classes == 0 makes every label invalid, hence NaN.
   const int64_t count = softmax_ce_partial_count(rows);
@@ -190,8 +211,9 @@ void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
-                    int64_t classes, bool accumulate, cudaStream_t stream) {
+template <class X, class DX>
+void ce_bwd(X logits, const int32_t* labels, DX dx, int64_t rows, int64_t classes, bool accumulate,
+            cudaStream_t stream) {
   detail::check_sizes("softmax_ce_bwd", {rows, classes});
   if (rows == 0 || classes == 0) return;
   const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
@@ -200,23 +222,65 @@ void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
-                              int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
-  softmax_ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
+template <class X>
+void ce_fwd_keep_logp(X logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
+                      cudaStream_t stream, double* partials, int64_t partial_capacity) {
+  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
   if (rows == 0 || classes == 0) return;
   log_softmax_rows_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(logits, logp,
                                                                                                      rows, classes);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
-                              bool accumulate, cudaStream_t stream) {
+template <class DX>
+void ce_bwd_from_logp(const float* logp, const int32_t* labels, DX dx, int64_t rows, int64_t classes,
+                      bool accumulate, cudaStream_t stream) {
   detail::check_sizes("softmax_ce_bwd_from_logp", {rows, classes});
   if (rows == 0 || classes == 0) return;
   const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
   softmax_ce_bwd_logp_kernel<<<detail::grid_for(rows * classes), detail::kBlock, 0, stream>>>(
       logp, labels, dx, rows, classes, inv_rows, accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace
+
+void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
+                    int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
+  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
+}
+
+void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
+                    int64_t classes, bool accumulate, cudaStream_t stream) {
+  ce_bwd(logits, labels, dx, rows, classes, accumulate, stream);
+}
+
+void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
+                              int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
+  ce_fwd_keep_logp(logits, labels, loss, logp, rows, classes, stream, partials, partial_capacity);
+}
+
+void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
+                              bool accumulate, cudaStream_t stream) {
+  ce_bwd_from_logp(logp, labels, dx, rows, classes, accumulate, stream);
+}
+
+void softmax_ce_fwd_io(IoIn logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
+                       cudaStream_t stream, double* partials, int64_t partial_capacity) {
+  if (logp)
+    ce_fwd_keep_logp(detail::din(logits), labels, loss, logp, rows, classes, stream, partials, partial_capacity);
+  else
+    ce_fwd(detail::din(logits), labels, loss, rows, classes, stream, partials, partial_capacity);
+}
+
+void softmax_ce_bwd_io(IoIn logits, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                       cudaStream_t stream) {
+  ce_bwd(detail::din(logits), labels, detail::dout(dx), rows, classes, false, stream);
+}
+
+void softmax_ce_bwd_from_logp_io(const float* logp, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
+                                 cudaStream_t stream) {
+  ce_bwd_from_logp(logp, labels, detail::dout(dx), rows, classes, false, stream);
 }
 
 }  // namespace remat::cuda

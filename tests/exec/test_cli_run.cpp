@@ -179,6 +179,44 @@ TEST(CliRun, CudaGemmSwitch) {
   EXPECT_EQ(j["cuda_gemm"]["tensor_core_ops"], path == "f32" ? 0 : 7);
 }
 
+// REMAT_CUDA_POINTWISE (docs/gpu.md#16-bit-loads-and-stores): as
+// REMAT_CUDA_GEMM, refused before any work where the run may use CUDA,
+// ignored with --backend cpu; the JSON's cuda_pointwise: null on the CPU; on
+// a GPU the environment's path (16-bit loads and stores unless set), 9 of the
+// 10 ops of a GPT block under CUDA autocast that widen (PointwisePath.CountsForTheRunReport).
+TEST(CliRun, CudaPointwiseSwitch) {
+  const std::string model = "run --model gpt:1:32:4:16:2:bf16@cuda:64 --strategy store-all --repeat 1 ";
+  const char* set = std::getenv("REMAT_CUDA_POINTWISE");  // a device session bisecting may have set it
+  const std::string path = set && *set ? set : "16bit";
+  ::setenv("REMAT_CUDA_POINTWISE", "fast", 1);
+  const CliResult bad = run_cli(model + "--backend auto");
+  const CliResult ignored = run_cli(model + "--backend cpu --json");
+  ::setenv("REMAT_CUDA_POINTWISE", path.c_str(), 1);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "remat: error: REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path (16bit: kernels load and store "
+            "bf16/f16 tensors as stored, the default; f32: on widened f32 copies)\n");
+  EXPECT_EQ(bad.out, "");
+  ASSERT_EQ(ignored.code, 0) << ignored.err;
+  EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_pointwise"].is_null());
+  const CliResult r = run_cli(model + "--backend auto --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  if (j["backend"] == "cpu") {
+    EXPECT_TRUE(j["cuda_pointwise"].is_null());
+    return;
+  }
+  EXPECT_EQ(j["cuda_pointwise"]["path"], path);
+  EXPECT_EQ(j["cuda_pointwise"]["widening_ops"], 10);
+  EXPECT_EQ(j["cuda_pointwise"]["direct_ops"], path == "f32" ? 0 : 9);
+  const CliResult table = run_cli(model + "--backend auto");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find(path == "f32" ? "widened to f32 copies for all 10 ops"
+                                         : "loaded and stored as stored for 9 of the 10 ops"),
+            std::string::npos)
+      << table.out;
+}
+
 TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
   const CliResult sim = run_cli("simulate --model chain:16:64 --strategy store-all,sqrt --json");
   ASSERT_EQ(sim.code, 0) << sim.err;

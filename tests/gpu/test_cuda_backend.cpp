@@ -20,6 +20,7 @@
 #include "tests/gpu/require_cuda.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/exec/same_result.h"
 #include "core/io/model_source.h"
 
@@ -434,6 +435,59 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
   std::cout << GetParam() << ": " << lowp_ops << " ops on tensor cores; loss " << base[0].loss << " (tensor) vs "
             << base[1].loss << " (f32), gradients " << (base[0].param_grads == base[1].param_grads ? "the same" : "differ")
             << "\n";
+}
+
+// The two pointwise paths of mixed precision (core/exec/pointwise_path.h):
+// the 16-bit kernels (the default) load and store the tensors of a GPT's
+// scale, mask, softmax, dropouts, GELU and residual adds, a ResNet's ReLUs
+// and adds, as stored; REMAT_CUDA_POINTWISE=f32 widens them as before. The
+// kernels compute what the f32 ones do and round once where the widening
+// call rounds, so the two paths give the same loss and gradients bit for
+// bit, under every strategy and either GEMM path, with the same tracked peak
+// (the simulator's) and the same scratch taken (the allocator's peak).
+TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
+  ASSERT_NE(cb, nullptr);
+  const GemmMode gemm_was = cb->gemm_mode();
+  const PointwiseMode was = cb->pointwise_mode();
+  const Model m = load_model(GetParam());
+  int io_ops = 0;
+  for (int v = 0; v < m.size(); ++v) io_ops += lowp_io(m, v, false, PointwiseMode::Direct);
+  ASSERT_GT(io_ops, 0);
+  for (const GemmMode gemm : {GemmMode::TensorCore, GemmMode::F32}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(gemm)));
+    cb->set_gemm_mode(gemm);
+    std::vector<ExecResult> base;
+    for (const PointwiseMode mode : {PointwiseMode::F32, PointwiseMode::Direct}) {
+      SCOPED_TRACE(std::string(pointwise_mode_name(mode)));
+      cb->set_pointwise_mode(mode);
+      const uint64_t calls = cb->lowp_io_calls();
+      base.push_back(execute(m, schedule_of(m, "store-all"), *cb, quick()));
+      ASSERT_TRUE(base.back().ok()) << base.back().message;
+      const uint64_t taken = cb->lowp_io_calls() - calls;
+      if (mode == PointwiseMode::Direct) EXPECT_GE(taken, static_cast<uint64_t>(io_ops));
+      else EXPECT_EQ(taken, 0u);
+      // The 16-bit path's store-all against the widening one's: the same bits, the same bytes.
+      EXPECT_EQ(std::memcmp(&base.back().loss, &base.front().loss, sizeof(float)), 0)
+          << base.back().loss << " vs " << base.front().loss;
+      EXPECT_EQ(base.back().param_grads, base.front().param_grads);
+      EXPECT_EQ(base.back().tracked_peak_bytes, base.front().tracked_peak_bytes);
+      EXPECT_EQ(base.back().memory.allocator_peak, base.front().memory.allocator_peak);
+      for (const char* spec : {"recompute-all", "sqrt"}) {
+        SCOPED_TRACE(spec);
+        const Schedule s = schedule_of(m, spec);
+        const ExecResult r = execute(m, s, *cb, quick());
+        ASSERT_TRUE(r.ok()) << r.message;
+        EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+        EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
+        EXPECT_EQ(r.param_grads, base.back().param_grads);
+      }
+    }
+  }
+  cb->set_gemm_mode(gemm_was);
+  cb->set_pointwise_mode(was);
+  std::cout << GetParam() << ": " << io_ops << " ops on 16-bit loads and stores, the widening path's bits\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,

@@ -1,0 +1,98 @@
+#include "core/exec/pointwise_path.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "core/base/errors.h"
+#include "core/exec/op_exec.h"
+#include "core/model/autocast.h"
+
+namespace remat {
+
+std::string_view pointwise_mode_name(PointwiseMode m) { return m == PointwiseMode::F32 ? "f32" : "16bit"; }
+
+bool parse_pointwise_mode(std::string_view s, PointwiseMode& out) {
+  if (s == "16bit") out = PointwiseMode::Direct;
+  else if (s == "f32") out = PointwiseMode::F32;
+  else return false;
+  return true;
+}
+
+PointwiseMode pointwise_mode_from_env() {
+  const char* env = std::getenv("REMAT_CUDA_POINTWISE");
+  PointwiseMode m = PointwiseMode::Direct;
+  if (env && *env && !parse_pointwise_mode(env, m))
+    throw InputError(std::string("REMAT_CUDA_POINTWISE: '") + env +
+                     "' is not a pointwise path (16bit: kernels load and store bf16/f16 tensors as stored, the "
+                     "default; f32: on widened f32 copies)");
+  return m;
+}
+
+namespace {
+
+bool has_io_kernels(const Op& op) {
+  switch (op.kind) {
+    case OpKind::ReLU:
+    case OpKind::GELU:
+    case OpKind::Tanh:
+    case OpKind::Sigmoid:
+    case OpKind::SiLU:
+    case OpKind::Add:
+    case OpKind::Dropout:
+    case OpKind::Softmax:
+    case OpKind::MaskedFill:
+    case OpKind::BatchNorm:
+    case OpKind::SoftmaxCELoss: return true;
+    case OpKind::MulConst:
+    case OpKind::DivConst:
+    case OpKind::AddConst: return !op.attrs->learned;  // a learned one's parameter gradient sums f32 G
+    default: return false;
+  }
+}
+
+bool io_dtype(DType d) { return d == DType::F32 || d == DType::BF16 || d == DType::F16; }
+bool low(DType d) { return d == DType::BF16 || d == DType::F16; }
+
+// Whether op v reads or writes a bf16/f16 storage: cpu_mixed.h's runs_mixed,
+// which this module cannot include (cpu_mixed.h includes mixed_call.h, which
+// includes this header); the tests check that the two agree on the presets.
+bool widens(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (low(op.dtype) || low(m.op(op.storage).dtype)) return true;
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [&](int u) { return low(m.op(m.op(u).storage).dtype); });
+}
+
+}  // namespace
+
+bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
+  if (mode != PointwiseMode::Direct) return false;
+  const Op& op = m.op(v);
+  if (op.view || !has_io_kernels(op) || autocast_lowers(op.kind) || !widens(m, v)) return false;
+  // An f16 model's loss scale multiplies the loss's input gradient before
+  // it is rounded (the widening call's seed): that backward stays widened.
+  if (backward && is_loss(op.kind) &&
+      std::any_of(m.ops().begin(), m.ops().end(), [](const Op& o) { return o.dtype == DType::F16; }))
+    return false;
+  if (!io_dtype(op.dtype) || !io_dtype(m.op(op.storage).dtype) || op.inputs.size() > 3) return false;
+  for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+    const int u = op.inputs[k];
+    if (!io_dtype(m.op(u).dtype) || !io_dtype(m.op(m.op(u).storage).dtype)) return false;
+    if (std::count(op.inputs.begin(), op.inputs.end(), u) > 1) return false;  // both terms summed in f32 first
+    if (!is_loss(op.kind) && m.op(u).numel() != op.numel()) return false;  // the kernels read n elements each
+  }
+  return !reads_strided(m, v);
+}
+
+PointwisePathCount count_pointwise_paths(const Model& m, PointwiseMode mode) {
+  PointwisePathCount c;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    if (op.kind == OpKind::Input || op.view || autocast_lowers(op.kind) || !widens(m, v)) continue;
+    ++c.widening;
+    c.direct += lowp_io(m, v, false, mode);
+  }
+  return c;
+}
+
+}  // namespace remat

@@ -1,0 +1,266 @@
+// Which ops of a mixed call load and store their bf16/f16 tensors as stored
+// on CUDA (core/exec/pointwise_path.h): the switch REMAT_CUDA_POINTWISE, the
+// per-op decision (a pure function of the model), and the plumbing of the
+// tensors handed to the kernels, checked here without a GPU.
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/base/errors.h"
+#include "core/exec/cpu_backend.h"
+#include "core/exec/cpu_mixed.h"
+#include "core/model/autocast.h"
+#include "core/exec/pointwise_path.h"
+#include "core/model/presets.h"
+#include "tests/exec/exec_test_util.h"
+
+namespace remat {
+namespace {
+
+Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
+  Op op;
+  op.kind = k;
+  op.name = std::string(kind_name(k));
+  op.inputs = std::move(in);
+  op.shape = std::move(shape);
+  op.dtype = dtype;
+  return op;
+}
+
+TEST(PointwisePath, ParsesTheTwoPaths) {
+  PointwiseMode m = PointwiseMode::F32;
+  EXPECT_TRUE(parse_pointwise_mode("16bit", m));
+  EXPECT_EQ(m, PointwiseMode::Direct);
+  EXPECT_TRUE(parse_pointwise_mode("f32", m));
+  EXPECT_EQ(m, PointwiseMode::F32);
+  for (const char* bad : {"", "F32", "bf16", "16", "direct"}) {
+    m = PointwiseMode::Direct;
+    EXPECT_FALSE(parse_pointwise_mode(bad, m)) << bad;
+    EXPECT_EQ(m, PointwiseMode::Direct) << bad;  // untouched
+  }
+  EXPECT_EQ(pointwise_mode_name(PointwiseMode::Direct), "16bit");
+  EXPECT_EQ(pointwise_mode_name(PointwiseMode::F32), "f32");
+}
+
+TEST(PointwisePath, EnvironmentChoosesAndNamesABadValue) {
+  const char* old = std::getenv("REMAT_CUDA_POINTWISE");
+  const std::string saved = old ? old : "";
+  ::unsetenv("REMAT_CUDA_POINTWISE");
+  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
+  ::setenv("REMAT_CUDA_POINTWISE", "", 1);
+  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
+  ::setenv("REMAT_CUDA_POINTWISE", "f32", 1);
+  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::F32);
+  ::setenv("REMAT_CUDA_POINTWISE", "16bit", 1);
+  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
+  ::setenv("REMAT_CUDA_POINTWISE", "fast", 1);
+  try {
+    (void)pointwise_mode_from_env();
+    ADD_FAILURE() << "no InputError for 'fast'";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path", 0), 0u) << e.what();
+  }
+  if (old) ::setenv("REMAT_CUDA_POINTWISE", saved.c_str(), 1);
+  else ::unsetenv("REMAT_CUDA_POINTWISE");
+}
+
+std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
+  std::set<std::string> out;
+  int widening = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);  // count_pointwise_paths' own test of runs_mixed, which it restates
+    widening += op.kind != OpKind::Input && !op.view && !autocast_lowers(op.kind) && runs_mixed(m, v);
+    const bool f = lowp_io(m, v, false, mode), b = lowp_io(m, v, true, mode);
+    if (!is_loss(op.kind)) {
+      EXPECT_EQ(f, b) << op.name;  // a loss's backward: below
+    }
+    if (f) out.insert(m.op(v).name);
+  }
+  EXPECT_EQ(count_pointwise_paths(m, mode).widening, widening);
+  return out;
+}
+
+// A GPT under CUDA autocast: the attention's scale and mask (bf16 to bf16),
+// its softmax (bf16 in, f32 out: autocast's float32 list), the projections'
+// dropouts (bf16), the residual adds (f32 + bf16), the GELU and the loss on
+// the bf16 logits (its backward not in f16, whose loss scale multiplies that
+// gradient before it is rounded); not the attention's dropout (f32 in and
+// out: no widening call), the LayerNorms (f32), the products (tensor cores),
+// the views, the attention output's copy (strided) or the embedding.
+TEST(PointwisePath, AGptUnderCudaAutocast) {
+  for (const char* spec : {"gpt:2:32:4:16:2:bf16@cuda:64", "gpt:2:32:4:16:2:f16@cuda:64"}) {
+    SCOPED_TRACE(spec);
+    const Model m = make_preset(spec);
+    EXPECT_TRUE(lowp_io(m, m.loss(), false, PointwiseMode::Direct));
+    EXPECT_EQ(lowp_io(m, m.loss(), true, PointwiseMode::Direct), std::string(spec).find("bf16") != std::string::npos);
+    std::set<std::string> want = {"loss"};
+    for (const char* b : {"h0.", "h1."})
+      for (const char* name : {"attn.scale", "attn.mask", "attn.softmax", "attn.resid_dropout", "res1", "mlp.gelu",
+                               "mlp.dropout", "res2"})
+        want.insert(std::string(b) + name);
+    EXPECT_EQ(direct_ops(m, PointwiseMode::Direct), want);
+    EXPECT_TRUE(direct_ops(m, PointwiseMode::F32).empty());
+  }
+  // Every op bf16 (CPU autocast's lists lower more; the LayerNorms have no such kernel).
+  const Model all = make_preset("gpt:1:32:4:16:2:bf16:64");
+  std::set<std::string> want;
+  for (const char* name : {"loss", "drop", "h0.attn.scale", "h0.attn.mask", "h0.attn.softmax", "h0.attn.attn_dropout",
+                           "h0.attn.resid_dropout", "h0.res1", "h0.mlp.gelu", "h0.mlp.dropout", "h0.res2"})
+    want.insert(name);
+  const std::set<std::string> got = direct_ops(all, PointwiseMode::Direct);
+  for (const std::string& n : want) EXPECT_TRUE(got.count(n)) << n;
+  for (const std::string& n : got) EXPECT_TRUE(want.count(n) || n == "wpe") << n;
+  EXPECT_TRUE(direct_ops(make_preset("gpt:1:32:4:16:2:f32:64"), PointwiseMode::Direct).empty());
+}
+
+// A ResNet: its batch norms, ReLUs, residual Adds and loss; not its
+// convolutions or its pooling.
+TEST(PointwisePath, AResNetsBatchNormsReLUsAndAdds) {
+  const Model m = make_preset("resnet:18:8:32:2:5:bf16@cuda");
+  int norms = 0, relus = 0, adds = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    const OpKind k = m.op(v).kind;
+    norms += k == OpKind::BatchNorm;
+    relus += k == OpKind::ReLU;
+    adds += k == OpKind::Add;
+    EXPECT_EQ(lowp_io(m, v, false, PointwiseMode::Direct),
+              k == OpKind::BatchNorm || k == OpKind::ReLU || k == OpKind::Add || k == OpKind::SoftmaxCELoss)
+        << m.op(v).name;
+  }
+  EXPECT_EQ(norms, 20);
+  EXPECT_EQ(relus, 17);
+  EXPECT_EQ(adds, 8);
+  const PointwisePathCount c = count_pointwise_paths(m, PointwiseMode::Direct);
+  EXPECT_EQ(c.direct, 20 + 17 + 8 + 1);
+  EXPECT_EQ(c.widening, c.direct + 2);  // the max pool, the global average pool
+  EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).direct, 0);
+  EXPECT_EQ(count_pointwise_paths(m, PointwiseMode::F32).widening, c.widening);
+}
+
+// What `remat run` reports for a GPT block under CUDA autocast: of the ops
+// whose call widens (the nine above, and the attention's output copy, a
+// Reshape of a transposed view), the nine.
+TEST(PointwisePath, CountsForTheRunReport) {
+  const Model m = make_preset("gpt:1:32:4:16:2:bf16@cuda:64");
+  const PointwisePathCount c = count_pointwise_paths(m, PointwiseMode::Direct);
+  EXPECT_EQ(c.widening, 10);
+  EXPECT_EQ(c.direct, 9);
+  const PointwisePathCount f32 = count_pointwise_paths(m, PointwiseMode::F32);
+  EXPECT_EQ(f32.widening, 10);
+  EXPECT_EQ(f32.direct, 0);
+  const PointwisePathCount none = count_pointwise_paths(make_preset("gpt:1:32:4:16:2:f32:64"), PointwiseMode::Direct);
+  EXPECT_EQ(none.widening, 0);
+  EXPECT_EQ(none.direct, 0);
+}
+
+// An Add of a tensor with itself (both terms summed in f32 before one
+// rounding), one reading a transposed view (strided), a learned AddConst
+// (its parameter's gradient sums f32 G): the widening call.
+TEST(PointwisePath, RepeatedStridedAndLearnedStayWidened) {
+  Model m;
+  m.name = "odd";
+  const int x = m.add(op_of(OpKind::Input, {}, {6, 6}, DType::BF16));
+  const int twice = m.add(op_of(OpKind::Add, {x, x}, {6, 6}, DType::BF16));
+  Op t = op_of(OpKind::Transpose, {twice}, {6, 6}, DType::BF16);
+  t.attrs.edit().perm = {1, 0};
+  const int tr = m.add(t);
+  const int strided = m.add(op_of(OpKind::ReLU, {tr}, {6, 6}, DType::BF16));
+  Op pos = op_of(OpKind::AddConst, {strided}, {6, 6}, DType::BF16);
+  pos.attrs.edit().const_shape = {6, 6};
+  pos.attrs.edit().learned = true;
+  const int learned = m.add(pos);
+  const int fine = m.add(op_of(OpKind::GELU, {learned}, {6, 6}, DType::BF16));
+  m.add(op_of(OpKind::MSELoss, {fine}, {}, DType::F32));
+  m.finalize();
+  ASSERT_TRUE(m.op(tr).view);
+  EXPECT_FALSE(lowp_io(m, twice, false, PointwiseMode::Direct));
+  EXPECT_FALSE(lowp_io(m, tr, false, PointwiseMode::Direct));
+  EXPECT_FALSE(lowp_io(m, strided, false, PointwiseMode::Direct));
+  EXPECT_FALSE(lowp_io(m, learned, false, PointwiseMode::Direct));
+  EXPECT_TRUE(lowp_io(m, fine, false, PointwiseMode::Direct));
+  EXPECT_FALSE(lowp_io(m, fine, false, PointwiseMode::F32));
+}
+
+// The plumbing of the tensors handed over (core/exec/mixed_call.h's
+// io_operands), checked on the CPU: with set_pointwise_mode(Direct) the f32
+// kernels read values widened from exactly the stored tensors the CUDA
+// kernels get (the f32 copies the call skips hold NaN), and each result is
+// rounded once into, or added to, the tensor handed over, as the CUDA
+// kernels store it. Wrong tensors or a wrong rounding would change the loss
+// or a gradient; right ones give the widening call's bits under every
+// strategy, with the same tracked peak, with either GEMM path.
+void expect_same_bits_with_the_stored_tensors(const Model& m, GemmMode gemm) {
+  uint64_t per_step = 0;
+  for (int v = 0; v < m.size(); ++v)
+    per_step += lowp_io(m, v, false, PointwiseMode::Direct) + lowp_io(m, v, true, PointwiseMode::Direct);
+  ASSERT_GT(per_step, 0u);
+  CpuBackend plain, checked;
+  plain.set_gemm_mode(gemm);
+  checked.set_gemm_mode(gemm);
+  checked.set_pointwise_mode(PointwiseMode::Direct);
+  for (const char* st : {"store-all", "sqrt", "recompute-all"}) {
+    SCOPED_TRACE(st);
+    const Schedule s = testing::schedule_of(m, st);
+    const uint64_t before = checked.lowp_io_calls();
+    const ExecResult a = execute(m, s, plain, testing::quick());
+    const ExecResult b = execute(m, s, checked, testing::quick());
+    ASSERT_TRUE(a.ok()) << a.message;
+    ASSERT_TRUE(b.ok()) << b.message;
+    EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0) << a.loss << " vs " << b.loss;
+    EXPECT_EQ(a.param_grads, b.param_grads);
+    EXPECT_EQ(a.tracked_peak_bytes, b.tracked_peak_bytes);
+    EXPECT_EQ(a.tracked_peak_bytes, simulate(m, s).peak_bytes);
+    EXPECT_GE(checked.lowp_io_calls() - before, per_step);
+  }
+  EXPECT_EQ(plain.lowp_io_calls(), 0u);
+}
+
+TEST(PointwisePath, StoredTensorsOfPresetsGiveTheWideningCallsBitsOnTheCpu) {
+  for (const char* spec : {"gpt:2:32:4:16:2:bf16@cuda:64", "gpt:1:32:4:16:2:f16@cuda:64", "gpt:1:32:4:16:2:bf16:64",
+                           "resnet:10:4:32:2:5:bf16@cuda", "resnet:10:4:32:2:5:f16@cuda"}) {
+    SCOPED_TRACE(spec);
+    const Model m = make_preset(spec);
+    for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
+      SCOPED_TRACE(std::string(gemm_mode_name(g)));
+      expect_same_bits_with_the_stored_tensors(m, g);
+    }
+  }
+}
+
+// By hand: gradients that add (add_stored: the f32 sum of the stored
+// gradient and the rounded term, rounded once), which a preset's 16-bit
+// ops never meet (the other reader of their inputs comes first backward).
+// h (bf16) is read by a GELU and then a ReLU, whose backward stores G(h) and
+// the GELU's adds; a (bf16) by an Add and then a second Add, whose gradient
+// copies store and add; p (a softmax's f32 output) by an f32 Add and then a
+// bf16 Dropout, the Add's f32 copy adding.
+TEST(PointwisePath, GradientsThatAddGiveTheWideningCallsBitsOnTheCpu) {
+  for (const DType low : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(std::string(dtype_name(low)));
+    Model m;
+    m.name = "adds";
+    const int x = m.add(op_of(OpKind::Input, {}, {6, 16}, DType::F32));
+    const int h = m.add(op_of(OpKind::Linear, {x}, {6, 16}, low));
+    const int a = m.add(op_of(OpKind::GELU, {h}, {6, 16}, low));
+    const int b = m.add(op_of(OpKind::ReLU, {h}, {6, 16}, low));
+    const int s = m.add(op_of(OpKind::Add, {a, b}, {6, 16}, low));
+    Op sm = op_of(OpKind::Softmax, {s}, {6, 16}, DType::F32);
+    sm.attrs.edit().axis = -1;
+    const int p = m.add(sm);
+    const int r = m.add(op_of(OpKind::Add, {p, a}, {6, 16}, DType::F32));
+    Op drop = op_of(OpKind::Dropout, {p}, {6, 16}, low);
+    drop.dropout_p = 0.25f;
+    const int t = m.add(drop);
+    const int u = m.add(op_of(OpKind::Add, {r, t}, {6, 16}, DType::F32));
+    m.add(op_of(OpKind::MSELoss, {u}, {}, DType::F32));
+    m.finalize();
+    for (const int v : {a, b, s, p, r, t, u}) EXPECT_TRUE(lowp_io(m, v, true, PointwiseMode::Direct)) << m.op(v).name;
+    for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) expect_same_bits_with_the_stored_tensors(m, g);
+  }
+}
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,422 @@
+// The 16-bit variants of mixed precision's memory-bound kernels
+// (gpu/kernels/pointwise_io.cu) against the path they replace, on the
+// device: the inputs widened to f32 (bf16_to_f32 / f16_to_f32), the f32
+// kernel into f32 scratch, the result stored as the widening call stores it
+// (core/exec/mixed_call.h: a forward output narrowed; a gradient rounded to
+// its dtype, then narrowed or added with add_to_bf16/f16; an f32 one copied
+// or added). Every element must have the same bits, over every combination
+// of stored dtypes the kernels take and data that includes rounding ties of
+// both formats, NaN, infinities, signed zeros, f16 subnormals (and ties
+// between them) and f16 overflow.
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kernels/convert.h"
+#include "core/kernels/rng.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace remat::gpu_testing {
+namespace {
+
+using gpu::IoIn;
+using gpu::IoOut;
+using gpu::IoType;
+using Bytes = std::vector<uint8_t>;
+
+const char* type_name(IoType t) { return t == IoType::BF16 ? "bf16" : t == IoType::F16 ? "f16" : "f32"; }
+size_t elem_size(IoType t) { return t == IoType::F32 ? 4 : 2; }
+
+float from_bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// Values that test the roundings: every 16th a NaN, infinities, zeros of
+// both signs, exact ties of bf16 and of f16 (the dropped bits exactly half
+// an ulp), f16 subnormals and the ties between them, f16's overflow and its
+// rounding-to-infinity tie, a bf16 normal below f16's range; the rest uniform.
+Vec special_values(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xFFFFFFFFu);
+  Vec v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t r = bits(gen);
+    const uint32_t sign = r & 0x80000000u;
+    switch (i % 16) {
+      case 0: v[i] = from_bits(0x7FC00000u | (r & 0x3FFFFFu)); break;  // a NaN, some payload
+      case 1: v[i] = INFINITY; break;
+      case 2: v[i] = -INFINITY; break;
+      case 3: v[i] = 0.0f; break;
+      case 4: v[i] = -0.0f; break;
+      case 5: v[i] = from_bits(sign | (0x3E000000u + (r & 0x01FF0000u)) | 0x8000u); break;  // a bf16 tie
+      case 6: v[i] = from_bits(sign | (0x3E000000u + (r & 0x01FFE000u)) | 0x1000u); break;  // an f16 tie
+      case 7: v[i] = std::ldexp(static_cast<float>(r % 1024), -24) * (sign ? -1.0f : 1.0f); break;  // f16 subnormal
+      case 8: v[i] = std::ldexp(static_cast<float>(2 * (r % 512) + 1), -25); break;  // a tie between two of them
+      case 9: v[i] = sign ? -70000.0f : 70000.0f; break;                              // beyond f16
+      case 10: v[i] = 65520.0f; break;                                                // f16's tie to infinity
+      case 11: v[i] = 1e-30f; break;                                                  // zero in f16
+      default: v[i] = u(gen);
+    }
+  }
+  return v;
+}
+
+Bytes encode(const Vec& v, IoType t) {
+  Bytes b(v.size() * elem_size(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == IoType::F32) std::memcpy(&b[4 * i], &v[i], 4);
+    else {
+      const uint16_t c = t == IoType::BF16 ? cpu::bf16_bits(v[i]) : cpu::f16_bits(v[i]);
+      std::memcpy(&b[2 * i], &c, 2);
+    }
+  }
+  return b;
+}
+
+// The widening path's f32 copy of a stored tensor, on the device.
+void widen_on_device(IoType t, const void* src, float* dst, int64_t n, cudaStream_t s) {
+  if (t == IoType::BF16) gpu::bf16_to_f32(static_cast<const uint16_t*>(src), dst, n, s);
+  else if (t == IoType::F16) gpu::f16_to_f32(static_cast<const uint16_t*>(src), dst, n, s);
+  else CUDA_CHECK_THROW(cudaMemcpyAsync(dst, src, 4 * n, cudaMemcpyDeviceToDevice, s));
+}
+
+// The widening call's store of f32 scratch `r` into `o`: a forward output
+// narrowed (store_output); a gradient rounded to its dtype, then narrowed or
+// added (store_dx: round_to, narrow / add_stored).
+void store_like_the_mixed_call(float* r, IoOut o, int64_t n, bool gradient, cudaStream_t s) {
+  if (o.t == IoType::F32) {
+    if (o.add) gpu::add_f32(static_cast<float*>(o.p), r, n, s);
+    else CUDA_CHECK_THROW(cudaMemcpyAsync(o.p, r, 4 * n, cudaMemcpyDeviceToDevice, s));
+    return;
+  }
+  auto* d = static_cast<uint16_t*>(o.p);
+  if (gradient) {
+    if (o.t == IoType::BF16) gpu::round_bf16(r, n, s);
+    else gpu::round_f16(r, n, s);
+  }
+  if (o.add) {
+    if (o.t == IoType::BF16) gpu::add_to_bf16(d, r, n, s);
+    else gpu::add_to_f16(d, r, n, s);
+  } else if (o.t == IoType::BF16) gpu::f32_to_bf16(r, d, n, s);
+  else gpu::f32_to_f16(r, d, n, s);
+}
+
+using F32Call = std::function<void(const std::vector<const float*>& in, float* out)>;
+using IoCall = std::function<void(const std::vector<IoIn>& in, IoOut out)>;
+
+class PointwiseIo : public GpuKernels {
+ protected:
+  // One case: inputs of the given stored types (special values, seeds from
+  // `seed`), an output of type `out` holding earlier values (what `add`
+  // adds to), n elements each. Both paths from the same bytes; the results
+  // compared byte for byte.
+  void expect_same_bits(const std::string& what, const std::vector<IoType>& ins, IoType out, bool add, bool gradient,
+                        int64_t n, const F32Call& f32, const IoCall& io, uint32_t seed = 11, bool specials = true) {
+    SCOPED_TRACE(what + " in " + [&] {
+      std::string s;
+      for (IoType t : ins) s += std::string(type_name(t)) + " ";
+      return s;
+    }() + "out " + type_name(out) + (add ? " (add)" : ""));
+    const auto un = static_cast<size_t>(n);
+    std::vector<std::unique_ptr<DeviceArray<uint8_t>>> stored;
+    std::vector<std::unique_ptr<Dev>> widened;
+    std::vector<const float*> f32_in;
+    std::vector<IoIn> io_in;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const Vec values = specials ? special_values(un, seed + 7 * k) : random_vec(un, seed + 7 * k, -3.0f, 3.0f);
+      stored.push_back(std::make_unique<DeviceArray<uint8_t>>(encode(values, ins[k])));
+      widened.push_back(std::make_unique<Dev>(Vec(un)));
+      widen_on_device(ins[k], stored.back()->get(), widened.back()->get(), n, stream_);
+      f32_in.push_back(widened.back()->get());
+      io_in.push_back(IoIn{stored.back()->get(), ins[k]});
+    }
+    const Bytes before = encode(random_vec(un, seed + 101, -2.0f, 2.0f), out);
+    DeviceArray<uint8_t> ref(before), got(before);
+    Dev scratch{Vec(un, std::nanf(""))};  // the kernel writes every element
+    f32(f32_in, scratch.get());
+    store_like_the_mixed_call(scratch.get(), IoOut{ref.get(), out, add}, n, gradient, stream_);
+    io(io_in, IoOut{got.get(), out, add});
+    const Bytes a = ref.fetch(), b = got.fetch();
+    ASSERT_EQ(a.size(), b.size());
+    const size_t es = elem_size(out);
+    int shown = 0;
+    for (size_t i = 0; i < un && shown < 5; ++i)
+      if (std::memcmp(&a[i * es], &b[i * es], es) != 0) {
+        uint32_t x = 0, y = 0;
+        std::memcpy(&x, &a[i * es], es);
+        std::memcpy(&y, &b[i * es], es);
+        ADD_FAILURE() << "element " << i << ": widening path 0x" << std::hex << x << ", 16-bit kernel 0x" << y;
+        ++shown;
+      }
+  }
+  // The dtype combinations the mixed call hands over: 16-bit to 16-bit of
+  // one format, 16-bit to f32 (a softmax under autocast), f32 to 16-bit, f32 alone.
+  static std::vector<std::pair<IoType, IoType>> pairs() {
+    return {{IoType::BF16, IoType::BF16}, {IoType::F16, IoType::F16}, {IoType::BF16, IoType::F32},
+            {IoType::F16, IoType::F32},   {IoType::F32, IoType::BF16}, {IoType::F32, IoType::F16},
+            {IoType::F32, IoType::F32}};
+  }
+  static constexpr int64_t kN = 4096 + 37;  // more than one block, not a multiple of one
+};
+
+TEST_F(PointwiseIo, ActivationsForwardAndBackward) {
+  for (const Act act : {Act::None, Act::ReLU, Act::Tanh, Act::GELU, Act::Sigmoid, Act::SiLU})
+    for (const auto& [in, out] : pairs()) {
+      const std::string name = "act " + std::to_string(static_cast<int>(act));
+      expect_same_bits(name + " fwd", {in}, out, false, false, kN,
+                       [&](auto& x, float* y) { gpu::act_fwd(act, x[0], y, kN, stream_); },
+                       [&](auto& x, IoOut y) { gpu::act_fwd_io(act, x[0], y, kN, stream_); });
+      for (const bool add : {false, true})
+        expect_same_bits(name + " bwd", {in, in}, out, add, true, kN,
+                         [&](auto& x, float* dx) { gpu::act_bwd(act, x[0], x[1], dx, kN, false, stream_); },
+                         [&](auto& x, IoOut dx) { gpu::act_bwd_io(act, x[0], x[1], dx, kN, stream_); });
+    }
+}
+
+TEST_F(PointwiseIo, ByAConstant) {
+  const Vec scale{0.125f}, eight = random_vec(8, 3, -2.0f, 2.0f);
+  const Vec repeat = random_vec(1, 9, 0.5f, 3.0f);
+  for (const cpu::ConstOp op : {cpu::ConstOp::Mul, cpu::ConstOp::Div, cpu::ConstOp::Add})
+    for (const Vec* c : {&scale, &eight, &repeat}) {
+      const Dev dc(*c);
+      const auto cn = static_cast<int64_t>(c->size());
+      const int64_t n = cn == 8 ? 4096 : kN;
+      for (const auto& [in, out] : pairs()) {
+        const std::string name = "const " + std::to_string(static_cast<int>(op)) + " cn " + std::to_string(cn);
+        expect_same_bits(name + " fwd", {in}, out, false, false, n,
+                         [&](auto& x, float* y) { gpu::const_fwd(op, x[0], dc.get(), y, n, cn, stream_); },
+                         [&](auto& x, IoOut y) { gpu::const_fwd_io(op, x[0], dc.get(), y, n, cn, stream_); });
+        for (const bool add : {false, true})
+          expect_same_bits(name + " bwd", {in}, out, add, true, n,
+                           [&](auto& x, float* dx) { gpu::const_bwd(op, x[0], dc.get(), dx, n, cn, false, stream_); },
+                           [&](auto& x, IoOut dx) { gpu::const_bwd_io(op, x[0], dc.get(), dx, n, cn, stream_); });
+      }
+    }
+}
+
+TEST_F(PointwiseIo, MaskedFill) {
+  const int64_t n = 4096, mask_n = 1024;
+  std::vector<uint8_t> mask(mask_n);
+  for (int64_t i = 0; i < mask_n; ++i) mask[static_cast<size_t>(i)] = (i * 7919) % 3 == 0;
+  const DeviceArray<uint8_t> dm(mask);
+  for (const auto& [in, out] : pairs()) {
+    expect_same_bits("masked_fill fwd", {in}, out, false, false, n,
+                     [&](auto& x, float* y) { gpu::masked_fill_fwd(x[0], dm.get(), y, n, mask_n, -INFINITY, stream_); },
+                     [&](auto& x, IoOut y) { gpu::masked_fill_fwd_io(x[0], dm.get(), y, n, mask_n, -INFINITY, stream_); });
+    for (const bool add : {false, true})
+      expect_same_bits("masked_fill bwd", {in}, out, add, true, n,
+                       [&](auto& x, float* dx) { gpu::masked_fill_bwd(x[0], dm.get(), dx, n, mask_n, false, stream_); },
+                       [&](auto& x, IoOut dx) { gpu::masked_fill_bwd_io(x[0], dm.get(), dx, n, mask_n, stream_); });
+  }
+}
+
+// Forward and backward are one kernel each way; p = 0 is the copy shortcut, p = 1 drops everything.
+TEST_F(PointwiseIo, Dropout) {
+  for (const float p : {0.0f, 0.1f, 0.5f, 1.0f})
+    for (const auto& [in, out] : pairs()) {
+      const std::string name = "dropout p " + std::to_string(p);
+      expect_same_bits(name + " fwd", {in}, out, false, false, kN,
+                       [&](auto& x, float* y) { gpu::dropout_fwd(x[0], y, kN, p, 42, 5, stream_); },
+                       [&](auto& x, IoOut y) { gpu::dropout_io(x[0], y, kN, p, 42, 5, stream_); });
+      for (const bool add : {false, true})
+        expect_same_bits(name + " bwd", {in}, out, add, true, kN,
+                         [&](auto& x, float* dx) { gpu::dropout_bwd(x[0], dx, kN, p, 42, 5, false, stream_); },
+                         [&](auto& x, IoOut dx) { gpu::dropout_io(x[0], dx, kN, p, 42, 5, stream_); });
+    }
+}
+
+// Add's forward on mixed operands (a GPT's residual: f32 + bf16 -> f32) and
+// its backward, G copied into (or added to) each input's gradient.
+TEST_F(PointwiseIo, AddForwardAndItsGradientCopy) {
+  const std::vector<std::vector<IoType>> ins = {{IoType::BF16, IoType::BF16}, {IoType::F16, IoType::F16},
+                                                {IoType::F32, IoType::BF16},  {IoType::F32, IoType::F16},
+                                                {IoType::F32, IoType::F32}};
+  for (const auto& in : ins)
+    for (const IoType out : {IoType::F32, in[1]})
+      expect_same_bits("add fwd", in, out, false, false, kN,
+                       [&](auto& x, float* y) { gpu::add_fwd(x[0], x[1], y, kN, stream_); },
+                       [&](auto& x, IoOut y) { gpu::add_fwd_io(x[0], x[1], y, kN, stream_); });
+  for (const auto& [in, out] : pairs())
+    for (const bool add : {false, true})
+      expect_same_bits("add bwd", {in}, out, add, true, kN,
+                       [&](auto& x, float* dx) { gpu::add_into(x[0], dx, kN, false, stream_); },
+                       [&](auto& x, IoOut dx) { gpu::copy_io(x[0], dx, kN, stream_); });
+}
+
+// Rows of a GPT's attention (1024 columns, a quarter masked to -inf as the
+// causal mask leaves them), a short odd row, and one wider than the block.
+TEST_F(PointwiseIo, Softmax) {
+  for (const int64_t cols : {int64_t{1024}, int64_t{77}, int64_t{1000}}) {
+    const int64_t rows = 24, n = rows * cols;
+    for (const auto& [in, out] : pairs()) {
+      const std::string name = "softmax cols " + std::to_string(cols);
+      expect_same_bits(name + " fwd", {in}, out, false, false, n,
+                       [&](auto& x, float* y) { gpu::softmax_fwd(x[0], y, rows, cols, stream_); },
+                       [&](auto& x, IoOut y) { gpu::softmax_fwd_io(x[0], y, rows, cols, stream_); });
+      for (const bool add : {false, true})
+        expect_same_bits(name + " bwd", {in, in}, out, add, true, n,
+                         [&](auto& x, float* dx) { gpu::softmax_bwd(x[0], x[1], dx, rows, cols, false, stream_); },
+                         [&](auto& x, IoOut dx) { gpu::softmax_bwd_io(x[0], x[1], dx, rows, cols, stream_); });
+    }
+  }
+}
+
+// The special values make every row above hold a NaN (and so give NaN rows):
+// rows of plain values, 16-bit in and out, check the finite results too.
+TEST_F(PointwiseIo, SoftmaxOfFiniteRows) {
+  const int64_t rows = 512, cols = 1024, n = rows * cols;
+  for (const IoType t : {IoType::BF16, IoType::F16}) {
+    const Bytes x = encode(random_vec(static_cast<size_t>(n), 17, -8.0f, 8.0f), t);
+    DeviceArray<uint8_t> dx16(x);
+    Dev x32{Vec(static_cast<size_t>(n))};
+    widen_on_device(t, dx16.get(), x32.get(), n, stream_);
+    Dev y32{Vec(static_cast<size_t>(n))};
+    gpu::softmax_fwd(x32.get(), y32.get(), rows, cols, stream_);
+    DeviceArray<uint8_t> ref(Bytes(static_cast<size_t>(n) * 2)), got(Bytes(static_cast<size_t>(n) * 2));
+    store_like_the_mixed_call(y32.get(), IoOut{ref.get(), t, false}, n, false, stream_);
+    gpu::softmax_fwd_io(IoIn{dx16.get(), t}, IoOut{got.get(), t, false}, rows, cols, stream_);
+    EXPECT_EQ(ref.fetch(), got.fetch()) << type_name(t);
+  }
+}
+
+bool same_bits(const Vec& a, const Vec& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), 4 * a.size()) == 0;
+}
+
+// Batch norm (batchnorm.cu's kernels, templated on the operands' storage):
+// one block a channel and the grid-wide path with partial sums, the output,
+// the saved statistics, the input gradient (stored and added) and the
+// parameters' gradients; plain values (the statistics of a channel with a
+// NaN are NaN throughout) and, on the small shape, the special values.
+TEST_F(PointwiseIo, BatchNorm) {
+  struct Shape {
+    int64_t n, c, hw;
+  };
+  const std::vector<std::pair<IoType, IoType>> kinds = {
+      {IoType::BF16, IoType::BF16}, {IoType::F16, IoType::F16}, {IoType::BF16, IoType::F32}, {IoType::F32, IoType::BF16}};
+  for (const Shape sh : {Shape{2, 3, 35}, Shape{4, 8, 4096}})
+    for (const bool grid : {false, true})
+      for (const bool specials : {false, true}) {
+        if (specials && sh.hw > 35) continue;
+        const int64_t n = sh.n * sh.c * sh.hw, count = grid ? gpu::batchnorm_partial_count(sh.n, sh.c, sh.hw) : 0;
+        if (grid) {
+          ASSERT_GT(count, 0);
+        }
+        DeviceArray<double> part(std::vector<double>(static_cast<size_t>(count > 0 ? count : 1)));
+        double* partials = grid ? part.get() : nullptr;
+        const auto uc = static_cast<size_t>(sh.c);
+        const Dev gamma(random_vec(uc, 31, 0.5f, 1.5f)), beta(random_vec(uc, 37));
+        for (const auto& [in, out] : kinds) {
+          const std::string name = std::string(grid ? "grid-wide " : "") + "batchnorm c" + std::to_string(sh.c) +
+                                   " hw" + std::to_string(sh.hw) + (specials ? " specials" : "");
+          Dev mean_a{Vec(uc)}, inv_a{Vec(uc)}, mean_b{Vec(uc)}, inv_b{Vec(uc)};
+          expect_same_bits(
+              name + " fwd", {in}, out, false, false, n,
+              [&](auto& x, float* y) {
+                gpu::batchnorm_fwd(x[0], gamma.get(), beta.get(), y, mean_a.get(), inv_a.get(), nullptr, nullptr, sh.n,
+                                   sh.c, sh.hw, 1e-5f, 0.1f, stream_, partials, count);
+              },
+              [&](auto& x, IoOut y) {
+                gpu::batchnorm_fwd_io(x[0], gamma.get(), beta.get(), y, mean_b.get(), inv_b.get(), sh.n, sh.c, sh.hw,
+                                      1e-5f, stream_, partials, count);
+              },
+              11, specials);
+          EXPECT_TRUE(same_bits(mean_a.fetch(), mean_b.fetch())) << name;
+          EXPECT_TRUE(same_bits(inv_a.fetch(), inv_b.fetch())) << name;
+          for (const bool add : {false, true}) {
+            Dev dg_a{Vec(uc, 0.0f)}, db_a{Vec(uc, 0.0f)}, dg_b{Vec(uc, 0.0f)}, db_b{Vec(uc, 0.0f)};
+            expect_same_bits(
+                name + " bwd", {in, in}, out, add, true, n,
+                [&](auto& x, float* dx) {
+                  gpu::batchnorm_bwd(x[0], x[1], gamma.get(), mean_a.get(), inv_a.get(), dx, dg_a.get(), db_a.get(),
+                                     sh.n, sh.c, sh.hw, false, stream_, partials, count);
+                },
+                [&](auto& x, IoOut dx) {
+                  gpu::batchnorm_bwd_io(x[0], x[1], gamma.get(), mean_a.get(), inv_a.get(), dx, dg_b.get(), db_b.get(),
+                                        sh.n, sh.c, sh.hw, stream_, partials, count);
+                },
+                13, specials);
+            EXPECT_TRUE(same_bits(dg_a.fetch(), dg_b.fetch())) << name;
+            EXPECT_TRUE(same_bits(db_a.fetch(), db_b.fetch())) << name;
+          }
+          // Without an input gradient: the parameters' alone, the same bits.
+          Dev dg_a{Vec(uc, 0.0f)}, db_a{Vec(uc, 0.0f)}, dg_b{Vec(uc, 0.0f)}, db_b{Vec(uc, 0.0f)};
+          Dev scratch{Vec(static_cast<size_t>(n))};
+          const Bytes xs = encode(random_vec(static_cast<size_t>(n), 41, -3.0f, 3.0f), in);
+          DeviceArray<uint8_t> x16(xs), dy16(xs);
+          Dev x32{Vec(static_cast<size_t>(n))}, dy32{Vec(static_cast<size_t>(n))};
+          widen_on_device(in, x16.get(), x32.get(), n, stream_);
+          widen_on_device(in, dy16.get(), dy32.get(), n, stream_);
+          gpu::batchnorm_bwd(x32.get(), dy32.get(), gamma.get(), mean_a.get(), inv_a.get(), scratch.get(), dg_a.get(),
+                             db_a.get(), sh.n, sh.c, sh.hw, false, stream_, partials, count);
+          gpu::batchnorm_bwd_io(IoIn{x16.get(), in}, IoIn{dy16.get(), in}, gamma.get(), mean_a.get(), inv_a.get(),
+                                IoOut{}, dg_b.get(), db_b.get(), sh.n, sh.c, sh.hw, stream_, partials, count);
+          EXPECT_TRUE(same_bits(dg_a.fetch(), dg_b.fetch())) << name << " (no dx)";
+          EXPECT_TRUE(same_bits(db_a.fetch(), db_b.fetch())) << name << " (no dx)";
+        }
+      }
+}
+
+// The cross-entropy (losses.cu's kernels, templated on how the logits and dx
+// are stored): the loss with and without the grid-wide partial sums, the
+// log-probabilities it keeps, and the logits' gradient from the logits or
+// from the kept log-probabilities, stored and added; a label out of range
+// (a NaN row) among them.
+TEST_F(PointwiseIo, CrossEntropy) {
+  for (const int64_t classes : {int64_t{1000}, int64_t{77}}) {
+    const int64_t rows = 64, n = rows * classes;
+    std::vector<int32_t> labels(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) labels[static_cast<size_t>(r)] = static_cast<int32_t>((r * 7919) % classes);
+    labels[5] = -1;
+    const DeviceArray<int32_t> dl(labels);
+    const int64_t count = gpu::softmax_ce_partial_count(rows);
+    DeviceArray<double> part(std::vector<double>(static_cast<size_t>(count)));
+    for (const IoType in : {IoType::BF16, IoType::F16, IoType::F32}) {
+      const std::string name = std::string("cross-entropy classes ") + std::to_string(classes) + " " + type_name(in);
+      const Bytes x = encode(random_vec(static_cast<size_t>(n), 43, -6.0f, 6.0f), in);
+      DeviceArray<uint8_t> x16(x);
+      Dev x32{Vec(static_cast<size_t>(n))};
+      widen_on_device(in, x16.get(), x32.get(), n, stream_);
+      for (double* partials : {static_cast<double*>(nullptr), part.get()}) {
+        const int64_t cap = partials ? count : 0;
+        Dev loss_a{Vec(1)}, loss_b{Vec(1)}, loss_c{Vec(1)}, loss_d{Vec(1)};
+        Dev logp_a{Vec(static_cast<size_t>(n))}, logp_b{Vec(static_cast<size_t>(n))};
+        gpu::softmax_ce_fwd(x32.get(), dl.get(), loss_a.get(), rows, classes, stream_, partials, cap);
+        gpu::softmax_ce_fwd_io(IoIn{x16.get(), in}, dl.get(), loss_b.get(), nullptr, rows, classes, stream_, partials,
+                               cap);
+        gpu::softmax_ce_fwd_keep_logp(x32.get(), dl.get(), loss_c.get(), logp_a.get(), rows, classes, stream_,
+                                      partials, cap);
+        gpu::softmax_ce_fwd_io(IoIn{x16.get(), in}, dl.get(), loss_d.get(), logp_b.get(), rows, classes, stream_,
+                               partials, cap);
+        EXPECT_TRUE(same_bits(loss_a.fetch(), loss_b.fetch())) << name << (partials ? " grid-wide" : "");
+        EXPECT_TRUE(same_bits(loss_c.fetch(), loss_d.fetch())) << name << (partials ? " grid-wide" : "");
+        EXPECT_TRUE(same_bits(logp_a.fetch(), logp_b.fetch())) << name << " log-probabilities";
+      }
+      for (const IoType out : {in, IoType::F32})
+        for (const bool add : {false, true})
+          expect_same_bits(
+              name + " bwd", {in}, out, add, true, n,
+              [&](auto& v, float* dx) { gpu::softmax_ce_bwd(v[0], dl.get(), dx, rows, classes, false, stream_); },
+              [&](auto& v, IoOut dx) { gpu::softmax_ce_bwd_io(v[0], dl.get(), dx, rows, classes, stream_); }, 47,
+              false);
+    }
+    // From f32 log-probabilities (what the loss keeps) into each gradient dtype.
+    for (const IoType out : {IoType::BF16, IoType::F16, IoType::F32})
+      for (const bool add : {false, true})
+        expect_same_bits(
+            "cross-entropy bwd from logp", {IoType::F32}, out, add, true, n,
+            [&](auto& v, float* dx) { gpu::softmax_ce_bwd_from_logp(v[0], dl.get(), dx, rows, classes, false, stream_); },
+            [&](auto& v, IoOut dx) {
+              gpu::softmax_ce_bwd_from_logp_io(static_cast<const float*>(v[0].p), dl.get(), dx, rows, classes, stream_);
+            },
+            53);
+  }
+}
+
+}  // namespace
+}  // namespace remat::gpu_testing
