@@ -67,10 +67,11 @@ CpuBackend::~CpuBackend() { drop_baseline(); }
 void CpuBackend::drop_baseline() {
   for (void* p : held_) alloc_.release(p);
   held_.clear();
-  const GemmMode mode = state_.gemm_mode;  // settings, not buffers
+  const GemmMode mode = state_.gemm_mode, conv = state_.conv_mode;  // settings, not buffers
   const uint64_t calls = state_.lowp_calls;
   state_ = CpuOpState{};
   state_.gemm_mode = mode;
+  state_.conv_mode = conv;
   state_.lowp_calls = calls;
   numel_.clear();
   baseline_bytes_ = 0;

@@ -26,6 +26,7 @@ struct CpuOpState {
   // F32 (the default): the CPU's own path. TensorCore: the CUDA backend's
   // 16-bit operand plumbing checked here (cpu_mixed.cpp; CpuBackend::set_gemm_mode).
   GemmMode gemm_mode = GemmMode::F32;
+  GemmMode conv_mode = GemmMode::F32;  // the same for the convolutions (lowp_conv)
   LowpOperands lowp;
   uint64_t lowp_calls = 0;
 

@@ -13,6 +13,7 @@
 //   void forward(OpCall&);  void backward(OpCall&);               // the f32 kernels (dense inputs made)
 // and, optionally (the CUDA backend's; core/exec/gemm_path.h):
 //   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
+//   GemmMode conv_mode();                                         // the same for its convolutions (lowp_conv)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
 #pragma once
 #include <algorithm>
@@ -83,6 +84,7 @@ class WidenedCall {
   // Without `fill` (a lowp_gemm op, whose product reads the casts in 16
   // bits), the scratch is taken as before but left unwidened.
   void read_cast_copies(bool fill = true) {
+    casts_unfilled_ = !fill;
     const auto* aux = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
     for (const CastCopy& c : copies_) {
       const int u = op_.inputs[static_cast<std::size_t>(c.input)];
@@ -214,8 +216,20 @@ class WidenedCall {
   // (aux) where the op casts it, else its own 16-bit storage; G(v) as stored.
   // A MatMul's operand copies sit at the start of aux(v), a's then b's, in
   // the cast's dtype (matmul_pieces).
+  // A Conv's (lowp_conv) 16-bit output goes to A(v)'s storage, its 16-bit
+  // input gradient to the input's scratch left unwidened (read_act or
+  // read_cast_copies without fill), never to memory the call reads.
   LowpOperands lowp_operands(bool backward) const {
     LowpOperands o;
+    if (op_.kind == OpKind::Conv) {
+      if (!backward) o.y = t_.act[static_cast<std::size_t>(v_)];
+      const int u = op_.inputs[0];
+      if (backward && t_.grad[static_cast<std::size_t>(u)]) {
+        o.dx = unwidened_scratch(u);
+        if (!o.dx)
+          throw InternalError(op_label(m_, v_) + ": no unwidened scratch for the 16-bit input gradient");
+      }
+    }
     o.dtype = cast_;
     o.w = weight16_;
     auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
@@ -319,6 +333,14 @@ class WidenedCall {
     widened_.emplace_back(st, w);
     return w;
   }
+  // Input u's f32 scratch where this call took it and left it unwidened.
+  float* unwidened_scratch(int u) const {
+    auto* at = static_cast<float*>(act_[static_cast<std::size_t>(u)]);
+    if (at == t_.act[static_cast<std::size_t>(u)]) return nullptr;
+    if (has_copy(u)) return casts_unfilled_ ? at : nullptr;
+    const int st = m_.op(u).storage;
+    return std::find(unfilled_.begin(), unfilled_.end(), st) != unfilled_.end() ? at : nullptr;
+  }
   void poison(float* w, int64_t n) {
     if constexpr (requires { dev_.poison(w, n); }) dev_.poison(w, n);
   }
@@ -345,6 +367,7 @@ class WidenedCall {
   std::vector<int> unfilled_;                     // storages of widened_ taken but not written
   std::vector<Piece> pieces_;
   bool aux_widened_ = false;
+  bool casts_unfilled_ = false;  // read_cast_copies took their scratch without widening
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
@@ -355,6 +378,11 @@ class WidenedCall {
 template <class Dev>
 GemmMode gemm_mode_of(Dev& dev) {
   if constexpr (requires { dev.gemm_mode(); }) return dev.gemm_mode();
+  else return GemmMode::F32;
+}
+template <class Dev>
+GemmMode conv_mode_of(Dev& dev) {
+  if constexpr (requires { dev.conv_mode(); }) return dev.conv_mode();
   else return GemmMode::F32;
 }
 // The operands handed to the backend for one kernel call, taken back after
@@ -378,7 +406,7 @@ class LowpScope {
 template <class Dev>
 void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
-  const bool lowp = lowp_gemm(model, v, false, gemm_mode_of(dev));
+  const bool lowp = lowp_call(model, v, false, gemm_mode_of(dev), conv_mode_of(dev));
   const std::vector<int>& in = model.op(v).inputs;
   // A lowp_gemm product reads its operands in 16 bits: their f32 scratch is
   // taken, not written, except where autocast's cast is made from it.
@@ -405,13 +433,15 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   WidenedCall<Dev> w(dev, model, v, t, scratch);
   // A lowp_gemm op's backward reads its operands, its own output and (a
   // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.
-  const bool lowp = lowp_gemm(model, v, true, gemm_mode_of(dev));
+  const bool lowp = lowp_call(model, v, true, gemm_mode_of(dev), conv_mode_of(dev));
   const std::vector<int>& in = model.op(v).inputs;
   for (std::size_t k = 0; k < in.size(); ++k)
     if (!w.has_copy(in[k])) w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, true)));
   w.read_cast_copies(!lowp);
   w.read_act(v, false, !lowp);
-  w.read_dy(!(lowp && model.op(v).kind == OpKind::MatMul));  // a Linear's bias gradient sums the f32 G
+  // A Linear's bias gradient sums the f32 G, and so does a Conv's, where it has a bias.
+  const Op& op = model.op(v);
+  w.read_dy(!(lowp && (op.kind == OpKind::MatMul || (op.kind == OpKind::Conv && !op.attrs->bias))));
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
   w.prepare_aux(true, !lowp);
   w.cast_params(true, lowp);
