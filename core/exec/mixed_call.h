@@ -14,6 +14,7 @@
 // and, optionally (the CUDA backend's; core/exec/gemm_path.h):
 //   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
 //   GemmMode conv_mode();                                         // the same for its convolutions (lowp_conv)
+//   bool lowp_refused(int v);                                     // op v's 16-bit path cannot run here (f32 instead)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
 #pragma once
 #include <algorithm>
@@ -385,6 +386,15 @@ GemmMode conv_mode_of(Dev& dev) {
   if constexpr (requires { dev.conv_mode(); }) return dev.conv_mode();
   else return GemmMode::F32;
 }
+// lowp_call, less the ops whose 16-bit path the backend cannot run (a
+// convolution cuDNN has no deterministic 16-bit algorithm for: a property
+// of the op and the device, the same under every strategy).
+template <class Dev>
+bool lowp_here(Dev& dev, const Model& model, int v, bool backward) {
+  if (!lowp_call(model, v, backward, gemm_mode_of(dev), conv_mode_of(dev))) return false;
+  if constexpr (requires { dev.lowp_refused(v); }) return !dev.lowp_refused(v);
+  else return true;
+}
 // The operands handed to the backend for one kernel call, taken back after
 // it (an exception included), so that no later call reads them.
 template <class Dev>
@@ -406,7 +416,7 @@ class LowpScope {
 template <class Dev>
 void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
-  const bool lowp = lowp_call(model, v, false, gemm_mode_of(dev), conv_mode_of(dev));
+  const bool lowp = lowp_here(dev, model, v, false);
   const std::vector<int>& in = model.op(v).inputs;
   // A lowp_gemm product reads its operands in 16 bits: their f32 scratch is
   // taken, not written, except where autocast's cast is made from it.
@@ -433,7 +443,7 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   WidenedCall<Dev> w(dev, model, v, t, scratch);
   // A lowp_gemm op's backward reads its operands, its own output and (a
   // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.
-  const bool lowp = lowp_call(model, v, true, gemm_mode_of(dev), conv_mode_of(dev));
+  const bool lowp = lowp_here(dev, model, v, true);
   const std::vector<int>& in = model.op(v).inputs;
   for (std::size_t k = 0; k < in.size(); ++k)
     if (!w.has_copy(in[k])) w.read_act(in[k], true, !(lowp && gemm_reads_16_bits_only(model, v, k, true)));

@@ -53,7 +53,12 @@ class CudaBackend final : public remat::AllRolesBackend {
   // at construction; the tests switch it to compare the two paths.
   GemmMode gemm_mode() const { return state_.gemm_mode; }
   void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
-  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create()
+  // The convolutions' (lowp_conv): REMAT_CUDA_CONV at construction; the f32
+  // path wherever cuDNN does not run. Set before load(), which sizes the
+  // convolution workspace for the algorithms of the path.
+  GemmMode conv_mode() const { return state_.cudnn ? state_.conv_mode : GemmMode::F32; }
+  void set_conv_mode(GemmMode m) { state_.conv_mode = m; }
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create(): GEMMs and convolutions
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;
