@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU-machine step in order, each in well under 10 minutes, each writing
 # its log to OUTDIR: build, test, bench, torch, apply (gpu/device/*.sh; docs/gpu.md),
-# and on request sanitize (the GPU tests under compute-sanitizer), profile
+# and on request lowp (mixed precision's 16-bit GEMM and convolution tests alone,
+# in bisecting order), sanitize (the GPU tests under compute-sanitizer), profile
 # (gpu/op_times.py on the large models) and goals (issue 33's goal table,
 # gpu/torch_goals.py: 2 to 4 minutes, so not among the default five).
 # Usage: gpu/run-on-device.sh [OUTDIR] [STEP ...]   (default: all five steps)
@@ -19,7 +20,7 @@ mkdir -p "$out"
 deadline=${REMAT_DEVICE_DEADLINE:-0}
 rc=0
 for step in "${steps[@]}"; do
-  [[ -x $here/device/$step.sh ]] || { echo "unknown step '$step' (build, test, bench, torch, apply, sanitize, profile, goals)"; exit 2; }
+  [[ -x $here/device/$step.sh ]] || { echo "unknown step '$step' (build, test, bench, torch, apply, lowp, sanitize, profile, goals)"; exit 2; }
   limit=540
   if ((deadline > 0)); then
     left=$((deadline - SECONDS))
