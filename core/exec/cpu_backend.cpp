@@ -68,11 +68,12 @@ void CpuBackend::drop_baseline() {
   for (void* p : held_) alloc_.release(p);
   held_.clear();
   const GemmMode mode = state_.gemm_mode, conv = state_.conv_mode;  // settings, not buffers
-  const uint64_t calls = state_.lowp_calls;
+  const uint64_t calls = state_.lowp_calls, conv_calls = state_.lowp_conv_calls;
   state_ = CpuOpState{};
   state_.gemm_mode = mode;
   state_.conv_mode = conv;
   state_.lowp_calls = calls;
+  state_.lowp_conv_calls = conv_calls;
   numel_.clear();
   baseline_bytes_ = 0;
 }

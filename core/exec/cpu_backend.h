@@ -45,7 +45,8 @@ class CpuBackend final : public AllRolesBackend {
   // narrowed to the 16-bit places the CUDA backend's cuDNN writes (A(v), the
   // input's unwidened scratch) and widened from there, as on the GPU.
   void set_conv_mode(GemmMode m) { state_.conv_mode = m; }
-  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since construction
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }       // since construction
+  uint64_t lowp_conv_calls() const { return state_.lowp_conv_calls; }  // the same for the convolutions
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

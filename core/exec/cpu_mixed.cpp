@@ -134,7 +134,7 @@ struct CpuDev {
         const int64_t hw = g.oh() * g.ow();
         for (int64_t i = 0; i < ny; ++i) out[i] += b[(i / hw) % g.k];
       }
-      ++s.lowp_calls;
+      ++s.lowp_conv_calls;
       return;
     }
     if (bias) expect_codes(c, s.lowp.dy, c.dy(), ny, "G");  // widened: the bias gradient sums it
@@ -155,7 +155,7 @@ struct CpuDev {
     std::vector<uint16_t> dw16(static_cast<std::size_t>(nw));
     remat::narrow(t, dw.data(), dw16.data(), nw);
     remat::widen(t, dw16.data(), s.param_grad(c.v, 0), nw);
-    ++s.lowp_calls;
+    ++s.lowp_conv_calls;
   }
   // The codes handed over must widen to the f32 values the kernel reads.
   void expect_codes(const OpCall& c, const void* codes, const float* f32, int64_t n, const char* what) const {

@@ -29,6 +29,7 @@ struct CpuOpState {
   GemmMode conv_mode = GemmMode::F32;  // the same for the convolutions (lowp_conv)
   LowpOperands lowp;
   uint64_t lowp_calls = 0;
+  uint64_t lowp_conv_calls = 0;  // the convolutions' (lowp_conv) apart
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

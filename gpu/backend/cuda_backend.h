@@ -58,7 +58,8 @@ class CudaBackend final : public remat::AllRolesBackend {
   // convolution workspace for the algorithms of the path.
   GemmMode conv_mode() const { return state_.cudnn ? state_.conv_mode : GemmMode::F32; }
   void set_conv_mode(GemmMode m) { state_.conv_mode = m; }
-  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create(): GEMMs and convolutions
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }       // since create()
+  uint64_t lowp_conv_calls() const { return state_.lowp_conv_calls; }  // the same for the convolutions
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;

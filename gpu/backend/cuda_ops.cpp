@@ -170,13 +170,13 @@ ConvContext conv_context(const CudaOpState& s) {
 // rounds and stores; the weight gradient staged in the workspace, widened
 // into the call's zeroed f32 scratch.
 void fwd_conv_lowp(CudaOpState& s, const OpCall& c, const float* bias) {
-  ++s.lowp_calls;
+  ++s.lowp_conv_calls;
   conv2d_fwd_lowp(half_type(s.lowp), conv_geom(c.model, c.v), u16(s.lowp.x), u16(s.lowp.w), bias,
                   static_cast<uint16_t*>(s.lowp.y), c.out(), conv_context(s));
 }
 void bwd_conv_lowp(CudaOpState& s, const OpCall& c, float* db) {
   if (c.dx(0) && c.acc(0)) throw InternalError(op_label(c.model, c.v) + ": a 16-bit convolution's dx is not added");
-  ++s.lowp_calls;
+  ++s.lowp_conv_calls;
   conv2d_bwd_lowp(half_type(s.lowp), conv_geom(c.model, c.v), u16(s.lowp.x), u16(s.lowp.w), u16(s.lowp.dy),
                   db ? c.dy() : nullptr, c.dx(0) ? static_cast<uint16_t*>(s.lowp.dx) : nullptr, c.dx(0),
                   s.param_grad(c.v, 0), db, conv_context(s));

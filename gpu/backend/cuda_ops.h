@@ -47,7 +47,8 @@ struct CudaOpState {
   // deterministic 16-bit algorithm for it (load() says so once): it runs in f32.
   std::vector<uint8_t> conv_f32;
   LowpOperands lowp;
-  uint64_t lowp_calls = 0;  // kernel calls that ran on 16-bit operands (the tests read it)
+  uint64_t lowp_calls = 0;  // GEMM kernel calls that ran on 16-bit operands (the tests read it)
+  uint64_t lowp_conv_calls = 0;  // the same for the convolutions
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

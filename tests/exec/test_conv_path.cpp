@@ -124,7 +124,7 @@ void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm) {
   for (const char* st : {"store-all", "sqrt", "recompute-all"}) {
     SCOPED_TRACE(st);
     const Schedule s = testing::schedule_of(m, st);
-    const uint64_t before = checked.lowp_gemm_calls();
+    const uint64_t before = checked.lowp_conv_calls();
     const ExecResult a = execute(m, s, plain, testing::quick());
     const ExecResult b = execute(m, s, checked, testing::quick());
     ASSERT_TRUE(a.ok()) << a.message;
@@ -132,13 +132,18 @@ void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm) {
     EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0) << a.loss << " vs " << b.loss;
     EXPECT_EQ(a.param_grads, b.param_grads);
     EXPECT_EQ(a.tracked_peak_bytes, b.tracked_peak_bytes);
-    EXPECT_GE(checked.lowp_gemm_calls() - before, per_step);
+    EXPECT_GE(checked.lowp_conv_calls() - before, per_step);
   }
+  EXPECT_EQ(plain.lowp_conv_calls(), 0u);
   EXPECT_EQ(plain.lowp_gemm_calls(), 0u);
+  if (!gemm) {
+    EXPECT_EQ(checked.lowp_gemm_calls(), 0u);
+  }
 }
 
 TEST(ConvPath, SixteenBitConvolutionsOfResNetsGiveTheF32PathsBitsOnTheCpu) {
-  for (const char* spec : {"resnet:10:4:32:2:5:bf16@cuda", "resnet:10:4:32:2:5:f16@cuda", "resnet:10:4:32:2:5:bf16"}) {
+  for (const char* spec : {"resnet:10:4:32:2:5:bf16@cuda", "resnet:10:4:32:2:5:f16@cuda", "resnet:10:4:32:2:5:bf16",
+                           "resnet:10:4:32:2:5:f16"}) {
     SCOPED_TRACE(spec);
     const Model m = make_preset(spec);
     expect_same_bits_with_16_bit_convolutions(m, false);
