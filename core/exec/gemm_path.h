@@ -98,6 +98,7 @@ struct LowpOperands {
   const void* w = nullptr;
   const void* dy = nullptr;
   void* y = nullptr;   // a Conv's forward: where its 16-bit output goes
+  bool y_final = false;  // ... and y is A(v) as stored: no f32 output wanted (a Conv without bias)
   void* dx = nullptr;  // a Conv's backward: where its 16-bit input gradient goes (null: none wanted)
   bool active() const { return dtype != DType::F32; }
 };

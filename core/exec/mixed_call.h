@@ -223,7 +223,10 @@ class WidenedCall {
   LowpOperands lowp_operands(bool backward) const {
     LowpOperands o;
     if (op_.kind == OpKind::Conv) {
-      if (!backward) o.y = t_.act[static_cast<std::size_t>(v_)];
+      if (!backward) {
+        o.y = t_.act[static_cast<std::size_t>(v_)];
+        o.y_final = !op_.attrs->bias;
+      }
       const int u = op_.inputs[0];
       if (backward && t_.grad[static_cast<std::size_t>(u)]) {
         o.dx = unwidened_scratch(u);
@@ -428,11 +431,15 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
   const TensorTable table = w.table();
   OpCall c(model, v, table);
   if (lowp) w.store_cast_copies();  // the GEMM reads x's cast from there
+  const LowpOperands lowp_ops = lowp ? w.lowp_operands(false) : LowpOperands{};
   {
-    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(false) : LowpOperands{});
+    const LowpScope<Dev> scope(dev, lowp_ops);
     dev.forward(c);
   }
-  w.store_output();
+  // A Conv without bias on cuDNN's 16-bit path wrote A(v) as stored (one
+  // rounding, the f32 path's): its f32 output was taken (the bytes measured
+  // stay the f32 path's) but neither written nor narrowed.
+  if (!lowp_ops.y_final) w.store_output();
   w.store_aux();
   if (!lowp) w.store_cast_copies();
 }

@@ -164,15 +164,16 @@ ConvContext conv_context(const CudaOpState& s) {
   return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes};
 }
 // A Conv where the mixed call set 16-bit operands (lowp_conv): cuDNN writes
-// the output in 16 bits to A(v) (s.lowp.y), widened into the f32 output the
-// call narrows back after the bias; the input gradient in 16 bits to the
+// the output in 16 bits to A(v) (s.lowp.y), the result itself without a bias
+// (s.lowp.y_final), else widened into the f32 output the call narrows back
+// after the bias; the input gradient in 16 bits to the
 // input's unwidened scratch (s.lowp.dx), widened into the f32 dx the call
 // rounds and stores; the weight gradient staged in the workspace, widened
 // into the call's zeroed f32 scratch.
 void fwd_conv_lowp(CudaOpState& s, const OpCall& c, const float* bias) {
   ++s.lowp_conv_calls;
   conv2d_fwd_lowp(half_type(s.lowp), conv_geom(c.model, c.v), u16(s.lowp.x), u16(s.lowp.w), bias,
-                  static_cast<uint16_t*>(s.lowp.y), c.out(), conv_context(s));
+                  static_cast<uint16_t*>(s.lowp.y), s.lowp.y_final ? nullptr : c.out(), conv_context(s));
 }
 void bwd_conv_lowp(CudaOpState& s, const OpCall& c, float* db) {
   if (c.dx(0) && c.acc(0)) throw InternalError(op_label(c.model, c.v) + ": a 16-bit convolution's dx is not added");

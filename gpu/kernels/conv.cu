@@ -520,6 +520,7 @@ size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvCont
 void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
                      uint16_t* y16, float* y, const ConvContext& ctx) {
   check("conv2d_fwd_lowp", g);
+  if (b && !y) throw std::invalid_argument("conv2d_fwd_lowp: a bias needs the f32 output");
 #ifdef REMAT_HAVE_CUDNN
   if (const Plan* p = cudnn_plan_lowp(ctx, g, t)) {
     need_workspace("conv2d_fwd_lowp", ctx, align_up(p->workspace));
@@ -527,7 +528,7 @@ void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uin
     auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
     CUDNN_CHECK(cudnnConvolutionForward(e->handle, &one, p->x, x, p->w, W, p->conv, p->fwd, ctx.workspace,
                                         p->workspace, &zero, p->y, y16));
-    widen16(t, y16, y, g.n * g.k * g.oh() * g.ow(), ctx.stream);
+    if (y) widen16(t, y16, y, g.n * g.k * g.oh() * g.ow(), ctx.stream);
     if (b) add_bias(g, y, b, ctx.stream);
     return;
   }

@@ -207,7 +207,8 @@ bool conv2d_lowp_available(HalfType t, const ConvGeom& g, const ConvContext& ctx
 // aligned) the 16-bit weight gradient's staging. Throws std::invalid_argument
 // where conv2d_lowp_available does not hold.
 size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvContext& ctx);
-// y16 = the convolution in t (cuDNN's rounding to t), y = y16 widened + b (b may be null).
+// y16 = the convolution in t (cuDNN's rounding to t), y = y16 widened + b (b may be null;
+// y may be null without b: y16 is then the result).
 void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
                      uint16_t* y16, float* y, const ConvContext& ctx);
 // dx16 = the input gradient in t, dx = dx16 widened (dx may be null; then
