@@ -533,7 +533,7 @@ void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uin
     return;
   }
 #endif
-  (void)x, (void)W, (void)b, (void)y16, (void)y;
+  (void)t, (void)x, (void)W, (void)b, (void)y16, (void)y;
   throw std::invalid_argument("conv2d_fwd_lowp: cuDNN has no deterministic 16-bit algorithm for this convolution");
 }
 
@@ -565,7 +565,7 @@ void conv2d_bwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uin
     return;
   }
 #endif
-  (void)x, (void)W, (void)dy, (void)dx, (void)dW;
+  (void)t, (void)x, (void)W, (void)dy, (void)dx, (void)dW;
   throw std::invalid_argument("conv2d_bwd_lowp: cuDNN has no deterministic 16-bit algorithm for this convolution");
 }
 
