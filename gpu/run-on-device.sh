@@ -4,7 +4,7 @@
 # and on request sanitize (the GPU tests under compute-sanitizer), profile
 # (gpu/op_times.py on the large models), goals (issue 33's goal table,
 # gpu/torch_goals.py: 2 to 4 minutes, so not among the default five) and
-# mixed (mixed precision's device checks alone, about a minute).
+# mixed (mixed precision's 16-bit paths alone, in bisecting order, about a minute).
 # Usage: gpu/run-on-device.sh [OUTDIR] [STEP ...]   (default: all five steps)
 # A build failure stops the rest; the exit code is the first failing step's.
 # REMAT_DEVICE_DEADLINE=S: all steps end within S seconds (a step is cut at what

@@ -195,6 +195,32 @@ nlohmann::json gemm_path_json(const Model& model, const std::string& backend) {
   return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
 }
 
+// The same for its bf16/f16 convolutions (lowp_conv; REMAT_CUDA_CONV). A
+// build or device where cuDNN does not run takes the f32 path whatever the
+// switch says (docs/gpu.md).
+bool reports_conv_path(const Model& model, const std::string& backend) {
+  return backend.rfind("cuda", 0) == 0 && count_conv_paths(model, GemmMode::F32).lowered > 0;
+}
+void print_conv_path(const Model& model, const std::string& backend) {
+  if (!reports_conv_path(model, backend)) return;
+  const GemmMode mode = conv_mode_from_env();
+  const GemmPathCount c = count_conv_paths(model, mode);
+  if (mode == GemmMode::F32)
+    std::printf("bf16/f16 convolutions: f32 cuDNN convolutions of the rounded values for all %d (REMAT_CUDA_CONV=f32)\n",
+                c.lowered);
+  else
+    std::printf("bf16/f16 convolutions: cuDNN on 16-bit tensors (f32 compute, tensor-op math, deterministic "
+                "algorithms) for %d of the %d (Conv; a ConvTranspose runs in f32); REMAT_CUDA_CONV=f32 runs all in "
+                "f32\n",
+                c.tensor_core, c.lowered);
+}
+nlohmann::json conv_path_json(const Model& model, const std::string& backend) {
+  if (!reports_conv_path(model, backend)) return nullptr;
+  const GemmMode mode = conv_mode_from_env();
+  const GemmPathCount c = count_conv_paths(model, mode);
+  return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
+}
+
 // On CUDA, a model whose ops widen: how many of them load and store their
 // tensors as stored (core/exec/pointwise_path.h; REMAT_CUDA_POINTWISE, read
 // the same way as the backend).
@@ -227,6 +253,7 @@ void print_table(const Model& model, const std::string& backend, const RunOption
               model.size(), backend.c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
   print_gemm_path(model, backend);
+  print_conv_path(model, backend);
   print_pointwise_path(model, backend);
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
@@ -348,14 +375,16 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
           {"sync_each", o.sync_each},
           {"cuda_gemm", gemm_path_json(model, backend)},
+          {"cuda_conv", conv_path_json(model, backend)},
           {"cuda_pointwise", pointwise_path_json(model, backend)},
           {"strategies", std::move(strategies)}};
 }
 
 void run_run(const RunOptions& o) {
   const BackendKind kind = parse_backend_kind(o.backend);
-  if (kind != BackendKind::Cpu) {  // a bad REMAT_CUDA_GEMM or REMAT_CUDA_POINTWISE fails before any work
+  if (kind != BackendKind::Cpu) {  // a bad REMAT_CUDA_GEMM, REMAT_CUDA_CONV or REMAT_CUDA_POINTWISE fails before any work
     (void)gemm_mode_from_env();
+    (void)conv_mode_from_env();
     (void)pointwise_mode_from_env();
   }
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");

@@ -67,15 +67,17 @@ CpuBackend::~CpuBackend() { drop_baseline(); }
 void CpuBackend::drop_baseline() {
   for (void* p : held_) alloc_.release(p);
   held_.clear();
-  const GemmMode mode = state_.gemm_mode;  // settings, not buffers
-  const uint64_t calls = state_.lowp_calls;
+  const GemmMode mode = state_.gemm_mode, conv = state_.conv_mode;  // settings, not buffers
+  const uint64_t calls = state_.lowp_calls, conv_calls = state_.lowp_conv_calls;
   const PointwiseMode pw = state_.pointwise_mode;
   const uint64_t io_calls = state_.io_calls;
   state_ = CpuOpState{};
   state_.gemm_mode = mode;
+  state_.conv_mode = conv;
   state_.lowp_calls = calls;
   state_.pointwise_mode = pw;
   state_.io_calls = io_calls;
+  state_.lowp_conv_calls = conv_calls;
   numel_.clear();
   baseline_bytes_ = 0;
 }

@@ -40,7 +40,13 @@ class CpuBackend final : public AllRolesBackend {
   // default F32 when those operands are the right ones (the CI's check of the
   // plumbing, which on the GPU feeds the tensor cores).
   void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
-  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since construction
+  // The same for the convolutions (lowp_conv): the f32 convolution reads x,
+  // W and G(v) widened from the codes handed over, and its results are
+  // narrowed to the 16-bit places the CUDA backend's cuDNN writes (A(v), the
+  // input's unwidened scratch) and widened from there, as on the GPU.
+  void set_conv_mode(GemmMode m) { state_.conv_mode = m; }
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }       // since construction
+  uint64_t lowp_conv_calls() const { return state_.lowp_conv_calls; }  // the same for the convolutions
   // Direct: each op the CUDA backend runs on its tensors as stored
   // (core/exec/pointwise_path.h's lowp_io) runs its f32 kernel on f32 values
   // widened from exactly the tensors the mixed call hands over, the skipped

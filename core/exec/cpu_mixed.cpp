@@ -9,6 +9,7 @@
 #include "core/base/errors.h"
 #include "core/exec/mixed_call.h"
 #include "core/kernels/convert.h"
+#include "core/kernels/cpu_kernels.h"
 
 namespace remat {
 namespace {
@@ -76,6 +77,7 @@ struct CpuDev {
     cpu_backward(s, c);
   }
   GemmMode gemm_mode() const { return s.gemm_mode; }
+  GemmMode conv_mode() const { return s.conv_mode; }
   void set_lowp(const LowpOperands& o) { s.lowp = o; }
   PointwiseMode pointwise_mode() const { return s.pointwise_mode; }
   void set_io(const IoOperands& o) { s.io = o; }
@@ -132,6 +134,7 @@ struct CpuDev {
   // tensor cores read them; G(v)'s codes must widen to the G the kernel reads.
   void lowp_call(OpCall& c, bool backward) {
     if (c.op.kind == OpKind::MatMul) return lowp_matmul(c, backward);
+    if (c.op.kind == OpKind::Conv) return lowp_conv(c, backward);
     if (backward) expect_codes(c, s.lowp.dy, c.dy(), c.op.numel(), "G");  // widened: a bias gradient sums it
     const Op& x = c.in_op(0);
     const int64_t nx = x.numel(), nw = x.cols() * c.op.cols();
@@ -150,6 +153,62 @@ struct CpuDev {
     }
     w = was;
     ++s.lowp_calls;
+  }
+  // A Conv as the CUDA backend runs it on cuDNN's 16-bit path: the f32
+  // convolution of x, W and G(v) widened from the codes handed over (its own
+  // f32 buffers are NaN: unwidened), its results narrowed to where cuDNN
+  // writes them (the forward's output to A(v); the input gradient to
+  // lowp.dx; the weight gradient to a staging buffer, the backend's on the
+  // GPU) and widened from there into the f32 buffers the call goes on with.
+  // The bias is added to, and its gradient summed from, f32 values, as the
+  // GPU's epilogue does. Only the sums differ on the GPU (cuDNN's order, and
+  // its rounding to the dtype before the bias): this checks the plumbing.
+  void lowp_conv(OpCall& c, bool backward) {
+    const cpu::ConvGeom g = conv_geom(c.model, c.v);
+    const bool bias = c.op.attrs->bias;
+    const DType t = s.lowp.dtype;
+    const int64_t nx = c.in_op(0).numel(), nw = g.k * (g.c / g.groups) * g.r * g.s, ny = c.op.numel();
+    std::vector<float> x32(static_cast<std::size_t>(nx)), w32(static_cast<std::size_t>(nw));
+    remat::widen(t, s.lowp.x, x32.data(), nx);
+    remat::widen(t, s.lowp.w, w32.data(), nw);
+    if (!backward) {
+      std::vector<float> y(static_cast<std::size_t>(ny));
+      cpu::conv2d_fwd(g, x32.data(), w32.data(), nullptr, y.data(), s.scratch[kConvColumns]);
+      remat::narrow(t, y.data(), s.lowp.y, ny);  // cuDNN's 16-bit output in A(v)
+      if (s.lowp.y_final) {  // the result as stored: the f32 output stays unwritten (NaN: never read)
+        poison(c.out(), ny);
+        ++s.lowp_conv_calls;
+        return;
+      }
+      remat::widen(t, s.lowp.y, c.out(), ny);  // widened for the epilogue
+      if (bias) {
+        const float* b = s.param(c.v, 1);
+        float* out = c.out();
+        const int64_t hw = g.oh() * g.ow();
+        for (int64_t i = 0; i < ny; ++i) out[i] += b[(i / hw) % g.k];
+      }
+      ++s.lowp_conv_calls;
+      return;
+    }
+    if (bias) expect_codes(c, s.lowp.dy, c.dy(), ny, "G");  // widened: the bias gradient sums it
+    std::vector<float> dy(static_cast<std::size_t>(ny)), dw(static_cast<std::size_t>(nw), 0.0f);
+    remat::widen(t, s.lowp.dy, dy.data(), ny);
+    float* dx = c.dx(0);
+    if (dx && (!s.lowp.dx || c.acc(0)))
+      throw InternalError(op_label(c.model, c.v) + ": a 16-bit input gradient needs its staging and no accumulation");
+    std::vector<float> dx32(dx ? static_cast<std::size_t>(nx) : 0);
+    float* db = bias ? s.param_grad(c.v, 1) : nullptr;
+    cpu::conv2d_bwd(g, x32.data(), w32.data(), dy.data(), dx ? dx32.data() : nullptr, dw.data(), db, false,
+                    s.scratch[kConvColumns]);
+    if (dx) {
+      remat::narrow(t, dx32.data(), s.lowp.dx, nx);
+      remat::widen(t, s.lowp.dx, dx, nx);
+    }
+    // The weight gradient is set, not added (the mixed call's zeroed scratch), from its 16-bit codes.
+    std::vector<uint16_t> dw16(static_cast<std::size_t>(nw));
+    remat::narrow(t, dw.data(), dw16.data(), nw);
+    remat::widen(t, dw16.data(), s.param_grad(c.v, 0), nw);
+    ++s.lowp_conv_calls;
   }
   // The codes handed over must widen to the f32 values the kernel reads.
   void expect_codes(const OpCall& c, const void* codes, const float* f32, int64_t n, const char* what) const {

@@ -27,8 +27,10 @@ struct CpuOpState {
   // F32 (the default): the CPU's own path. TensorCore: the CUDA backend's
   // 16-bit operand plumbing checked here (cpu_mixed.cpp; CpuBackend::set_gemm_mode).
   GemmMode gemm_mode = GemmMode::F32;
+  GemmMode conv_mode = GemmMode::F32;  // the same for the convolutions (lowp_conv)
   LowpOperands lowp;
   uint64_t lowp_calls = 0;
+  uint64_t lowp_conv_calls = 0;  // the convolutions' (lowp_conv) apart
   // F32 (the default): the CPU's own path. Direct: the CUDA backend's 16-bit
   // loads and stores (core/exec/pointwise_path.h) checked here
   // (cpu_mixed.cpp; CpuBackend::set_pointwise_mode).

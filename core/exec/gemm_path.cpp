@@ -27,6 +27,27 @@ GemmMode gemm_mode_from_env() {
   return m;
 }
 
+GemmMode conv_mode_from_env() {
+  const char* env = std::getenv("REMAT_CUDA_CONV");
+  GemmMode m = GemmMode::TensorCore;
+  if (env && *env && !parse_gemm_mode(env, m))
+    throw InputError(std::string("REMAT_CUDA_CONV: '") + env +
+                     "' is not a convolution path (tensor: cuDNN on 16-bit operands with tensor-op math, the default; "
+                     "f32: f32 convolutions)");
+  return m;
+}
+
+bool lowp_conv(const Model& m, int v, bool /*backward: both passes alike*/, GemmMode mode) {
+  if (mode != GemmMode::TensorCore) return false;
+  const Op& op = m.op(v);
+  if (op.kind != OpKind::Conv || (op.dtype != DType::BF16 && op.dtype != DType::F16)) return false;
+  return op.inputs.size() == 1 && !is_integer(m.op(op.inputs[0]).dtype);
+}
+
+bool lowp_call(const Model& m, int v, bool backward, GemmMode gemm, GemmMode conv) {
+  return m.op(v).kind == OpKind::Conv ? lowp_conv(m, v, backward, conv) : lowp_gemm(m, v, backward, gemm);
+}
+
 bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode) {
   if (mode != GemmMode::TensorCore) return false;
   const Op& op = m.op(v);
@@ -46,7 +67,7 @@ bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode) {
 
 bool gemm_reads_16_bits_only(const Model& m, int v, std::size_t k, bool backward) {
   const Op& op = m.op(v);
-  if (op.kind == OpKind::Linear || op.kind == OpKind::Dense) return k == 0;
+  if (op.kind == OpKind::Linear || op.kind == OpKind::Dense || op.kind == OpKind::Conv) return k == 0;
   if (op.kind != OpKind::MatMul || k > 1) return false;
   if (backward) return true;
   const MatmulDims d = matmul_dims(m, v);
@@ -59,6 +80,17 @@ GemmPathCount count_gemm_paths(const Model& m, GemmMode mode) {
     const Op& op = m.op(v);
     c.lowered += autocast_lowers(op.kind) && (op.dtype == DType::BF16 || op.dtype == DType::F16);
     c.tensor_core += lowp_gemm(m, v, false, mode);
+  }
+  return c;
+}
+
+GemmPathCount count_conv_paths(const Model& m, GemmMode mode) {
+  GemmPathCount c;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    c.lowered += (op.kind == OpKind::Conv || op.kind == OpKind::ConvTranspose) &&
+                 (op.dtype == DType::BF16 || op.dtype == DType::F16);
+    c.tensor_core += lowp_conv(m, v, false, mode);
   }
   return c;
 }

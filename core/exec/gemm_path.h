@@ -35,11 +35,34 @@ GemmMode gemm_mode_from_env();
 // (the f32 mode, f32 ops, convolutions, attention) runs f32 GEMMs.
 bool lowp_gemm(const Model& m, int v, bool backward, GemmMode mode);
 
+// REMAT_CUDA_CONV: the same choice for the convolutions of those ops
+// (GemmMode's values and names): TensorCore (unset, or "tensor"): cuDNN on
+// the 16-bit operands (bf16/f16 tensors and filters, f32 compute, tensor-op
+// math, deterministic algorithms), its 16-bit results widened for what
+// follows; F32 ("f32"): cuDNN's f32 convolutions of the widened, rounded
+// operands (the CPU's path). A separate switch from REMAT_CUDA_GEMM, so that
+// a device run can take either path alone. A bad value throws InputError
+// naming REMAT_CUDA_CONV and the value.
+GemmMode conv_mode_from_env();
+
+// True when op v's convolution in that pass runs on cuDNN's 16-bit path
+// under `mode`: a Conv whose dtype is bf16/f16 (autocast lowers it: input
+// and weight cast to that dtype) with a floating input. Its forward writes
+// the output in the dtype (cuDNN's legacy API takes one data type for x, w
+// and y), widened into the f32 output for the bias; its backward writes the
+// input and weight gradients in the dtype, widened for the f32 rounding and
+// accumulation that follow. A ConvTranspose stays f32 (its forward is a
+// backward-data pass, its input gradient added into another reader's).
+bool lowp_conv(const Model& m, int v, bool backward, GemmMode mode);
+
+// lowp_gemm or lowp_conv under their own switches: the mixed call's one test.
+bool lowp_call(const Model& m, int v, bool backward, GemmMode gemm, GemmMode conv);
+
 // Where lowp_gemm holds: whether the pass reads input k in 16 bits only, so
 // that the mixed call need not widen it (it still takes the f32 scratch:
 // the bytes measured stay the f32 path's). A Linear's or Dense's input, a
 // MatMul's operands in the backward, and in the forward those it reads in
-// place (an operand copied to aux is made from its f32 widening first, and
+// place; a Conv's input (lowp_conv) likewise (an operand copied to aux is made from its f32 widening first, and
 // so is autocast's cast of an f32 input: the mixed call widens those).
 bool gemm_reads_16_bits_only(const Model& m, int v, std::size_t k, bool backward);
 
@@ -51,6 +74,9 @@ struct GemmPathCount {
   int tensor_core = 0;
 };
 GemmPathCount count_gemm_paths(const Model& m, GemmMode mode);
+// The same for convolutions: `lowered` counts the Conv and ConvTranspose ops
+// in bf16/f16, `tensor_core` those where lowp_conv holds under `mode`.
+GemmPathCount count_conv_paths(const Model& m, GemmMode mode);
 
 // The 16-bit operands a mixed call hands the backend for an op where
 // lowp_gemm holds, in `dtype`: the input x (a Linear's (rows, in), a
@@ -58,12 +84,22 @@ GemmPathCount count_gemm_paths(const Model& m, GemmMode mode);
 // kernel reads it: in place, or in aux(v) (autocast's cast, or a MatMul's
 // operand copy, which the forward's kernel narrows there from its f32 copy
 // before the product); the weight W (out, in); in the backward G(v).
+// A Conv's (lowp_conv) x and W likewise (W (k, c/groups, r, s)), and where
+// cuDNN writes its 16-bit results before they are widened into the f32
+// buffers the call reads: y, the forward's output, is A(v)'s own storage
+// (its final place: the f32 output is narrowed back into it after the bias);
+// dx, the backward's input gradient, is the f32 scratch the call took for
+// the input and left unwidened (the input is read in 16 bits; twice the
+// bytes dx needs). The weight gradient's 16-bit staging is the backend's.
 struct LowpOperands {
   DType dtype = DType::F32;  // F32: none (the f32 kernels run)
   void* x = nullptr;
   void* x1 = nullptr;
   const void* w = nullptr;
   const void* dy = nullptr;
+  void* y = nullptr;   // a Conv's forward: where its 16-bit output goes
+  bool y_final = false;  // ... and y is A(v) as stored: no f32 output wanted (a Conv without bias)
+  void* dx = nullptr;  // a Conv's backward: where its 16-bit input gradient goes (null: none wanted)
   bool active() const { return dtype != DType::F32; }
 };
 

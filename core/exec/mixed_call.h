@@ -15,6 +15,8 @@
 //   GemmMode gemm_mode();  void set_lowp(const LowpOperands&);    // 16-bit operands for the next call's GEMMs
 //   PointwiseMode pointwise_mode();  void set_io(const IoOperands&); // tensors as stored, for the next call
 //                                                                  // (core/exec/pointwise_path.h)
+//   GemmMode conv_mode();                                         // the same for its convolutions (lowp_conv)
+//   bool lowp_refused(int v);                                     // op v's 16-bit path cannot run here (f32 instead)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
 #pragma once
 #include <algorithm>
@@ -86,6 +88,7 @@ class WidenedCall {
   // Without `fill` (a lowp_gemm op, whose product reads the casts in 16
   // bits), the scratch is taken as before but left unwidened.
   void read_cast_copies(bool fill = true) {
+    casts_unfilled_ = !fill;
     const auto* aux = static_cast<const char*>(t_.aux[static_cast<std::size_t>(v_)]);
     for (const CastCopy& c : copies_) {
       const int u = op_.inputs[static_cast<std::size_t>(c.input)];
@@ -217,8 +220,23 @@ class WidenedCall {
   // (aux) where the op casts it, else its own 16-bit storage; G(v) as stored.
   // A MatMul's operand copies sit at the start of aux(v), a's then b's, in
   // the cast's dtype (matmul_pieces).
+  // A Conv's (lowp_conv) 16-bit output goes to A(v)'s storage, its 16-bit
+  // input gradient to the input's scratch left unwidened (read_act or
+  // read_cast_copies without fill), never to memory the call reads.
   LowpOperands lowp_operands(bool backward) const {
     LowpOperands o;
+    if (op_.kind == OpKind::Conv) {
+      if (!backward) {
+        o.y = t_.act[static_cast<std::size_t>(v_)];
+        o.y_final = !op_.attrs->bias;
+      }
+      const int u = op_.inputs[0];
+      if (backward && t_.grad[static_cast<std::size_t>(u)]) {
+        o.dx = unwidened_scratch(u);
+        if (!o.dx)
+          throw InternalError(op_label(m_, v_) + ": no unwidened scratch for the 16-bit input gradient");
+      }
+    }
     o.dtype = cast_;
     o.w = weight16_;
     auto* aux = static_cast<char*>(t_.aux[static_cast<std::size_t>(v_)]);
@@ -343,6 +361,14 @@ class WidenedCall {
     widened_.emplace_back(st, w);
     return w;
   }
+  // Input u's f32 scratch where this call took it and left it unwidened.
+  float* unwidened_scratch(int u) const {
+    auto* at = static_cast<float*>(act_[static_cast<std::size_t>(u)]);
+    if (at == t_.act[static_cast<std::size_t>(u)]) return nullptr;
+    if (has_copy(u)) return casts_unfilled_ ? at : nullptr;
+    const int st = m_.op(u).storage;
+    return std::find(unfilled_.begin(), unfilled_.end(), st) != unfilled_.end() ? at : nullptr;
+  }
   void poison(float* w, int64_t n) {
     if constexpr (requires { dev_.poison(w, n); }) dev_.poison(w, n);
   }
@@ -369,6 +395,7 @@ class WidenedCall {
   std::vector<int> unfilled_;                     // storages of widened_ taken but not written
   std::vector<Piece> pieces_;
   bool aux_widened_ = false;
+  bool casts_unfilled_ = false;  // read_cast_copies took their scratch without widening
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
@@ -402,6 +429,20 @@ class IoScope {
   }
   Dev& dev_;
 };
+template <class Dev>
+GemmMode conv_mode_of(Dev& dev) {
+  if constexpr (requires { dev.conv_mode(); }) return dev.conv_mode();
+  else return GemmMode::F32;
+}
+// lowp_call, less the ops whose 16-bit path the backend cannot run (a
+// convolution cuDNN has no deterministic 16-bit algorithm for: a property
+// of the op and the device, the same under every strategy).
+template <class Dev>
+bool lowp_here(Dev& dev, const Model& model, int v, bool backward) {
+  if (!lowp_call(model, v, backward, gemm_mode_of(dev), conv_mode_of(dev))) return false;
+  if constexpr (requires { dev.lowp_refused(v); }) return !dev.lowp_refused(v);
+  else return true;
+}
 // The operands handed to the backend for one kernel call, taken back after
 // it (an exception included), so that no later call reads them.
 template <class Dev>
@@ -423,7 +464,7 @@ class LowpScope {
 template <class Dev>
 void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScratch& scratch) {
   WidenedCall<Dev> w(dev, model, v, t, scratch);
-  const bool lowp = lowp_gemm(model, v, false, gemm_mode_of(dev));
+  const bool lowp = lowp_here(dev, model, v, false);
   // A lowp_io op's kernel reads and writes the tensors as stored: nothing widened, nothing narrowed.
   const bool io = !lowp && lowp_io(model, v, false, pointwise_mode_of(dev));
   const std::vector<int>& in = model.op(v).inputs;
@@ -437,13 +478,18 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
   const TensorTable table = w.table();
   OpCall c(model, v, table);
   if (lowp) w.store_cast_copies();  // the GEMM reads x's cast from there
+  const LowpOperands lowp_ops = lowp ? w.lowp_operands(false) : LowpOperands{};
   {
-    const LowpScope<Dev> scope(dev, lowp ? w.lowp_operands(false) : LowpOperands{});
+    const LowpScope<Dev> scope(dev, lowp_ops);
     const IoScope<Dev> io_scope(dev, io ? w.io_operands(false) : IoOperands{});
     dev.forward(c);
   }
-  // A loss's A(v) is the backend's scalar: written (and narrowed) by the call as on the widening path.
-  if (!io || is_loss(model.op(v).kind)) w.store_output();
+  // A Conv without bias on cuDNN's 16-bit path wrote A(v) as stored (one
+  // rounding, the f32 path's): its f32 output was taken (the bytes measured
+  // stay the f32 path's) but neither written nor narrowed. A lowp_io op
+  // stored its own, but for a loss: its A(v) is the backend's scalar, written
+  // (and narrowed) by the call as on the widening path.
+  if (!lowp_ops.y_final && (!io || is_loss(model.op(v).kind))) w.store_output();
   w.store_aux();
   if (!lowp) w.store_cast_copies();
 }
@@ -454,7 +500,7 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   WidenedCall<Dev> w(dev, model, v, t, scratch);
   // A lowp_gemm op's backward reads its operands, its own output and (a
   // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.
-  const bool lowp = lowp_gemm(model, v, true, gemm_mode_of(dev));
+  const bool lowp = lowp_here(dev, model, v, true);
   // A lowp_io op's kernel reads A and G as stored and stores (or adds) each
   // input gradient rounded once, as store_dx would (the loss's seed aside).
   const bool io = !lowp && seed == 1.0f && lowp_io(model, v, true, pointwise_mode_of(dev));
@@ -463,7 +509,9 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
     if (!w.has_copy(in[k])) w.read_act(in[k], true, !io && !(lowp && gemm_reads_16_bits_only(model, v, k, true)));
   w.read_cast_copies(!lowp);
   w.read_act(v, false, !lowp && !io);
-  w.read_dy(!io && !(lowp && model.op(v).kind == OpKind::MatMul));  // a Linear's bias gradient sums the f32 G
+  // A Linear's bias gradient sums the f32 G, and so does a Conv's, where it has a bias.
+  const Op& op = model.op(v);
+  w.read_dy(!io && !(lowp && (op.kind == OpKind::MatMul || (op.kind == OpKind::Conv && !op.attrs->bias))));
   const std::vector<uint8_t> acc = w.prepare_dx(accumulate);
   w.prepare_aux(true, !lowp);
   w.cast_params(true, lowp);

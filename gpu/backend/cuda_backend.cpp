@@ -31,6 +31,7 @@ uint64_t workspace_size(const cudaDeviceProp& prop) {
 CudaBackend::CudaBackend(int device) : device_(device) {
   state_.gemm_mode = gemm_mode_from_env();
   state_.pointwise_mode = pointwise_mode_from_env();
+  state_.conv_mode = conv_mode_from_env();
   create();
 }
 
@@ -89,10 +90,11 @@ void CudaBackend::destroy() {
   if (state_.cudnn) cudnn_destroy(state_.cudnn);
   if (state_.cublas) (void)cublasDestroy(state_.cublas);
   if (state_.stream) (void)cudaStreamDestroy(state_.stream);
-  const GemmMode mode = state_.gemm_mode;  // settings, not device objects: recover() keeps them
+  const GemmMode mode = state_.gemm_mode, conv = state_.conv_mode;  // settings, not device objects: recover() keeps them
   const PointwiseMode pw = state_.pointwise_mode;
   state_ = CudaOpState{};
   state_.gemm_mode = mode;
+  state_.conv_mode = conv;
   state_.pointwise_mode = pw;
   numel_.clear();
   loaded_ = false;
@@ -218,8 +220,24 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       // the pool, so that it is counted as MemoryUse::Workspace.
       size_t conv_ws = 0;
       const ConvContext probe{state_.cublas, state_.cudnn, state_.stream, nullptr, 0};
+      // A 16-bit convolution (lowp_conv) needs its own algorithms' workspace
+      // and its weight gradient's staging (conv2d_lowp_workspace_bytes); one
+      // cuDNN has no deterministic 16-bit algorithm for runs in f32, said once.
+      const GemmMode path = conv_mode();
+      state_.conv_f32.assign(static_cast<std::size_t>(model.size()), 0);
       for (int v = 1; v < model.size(); ++v)
-        if (model.op(v).kind == OpKind::Conv) conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_geom(model, v), probe));
+        if (lowp_conv(model, v, false, path)) {
+          const HalfType t = model.op(v).dtype == DType::F16 ? HalfType::F16 : HalfType::BF16;
+          if (conv2d_lowp_available(t, conv_geom(model, v), probe)) {
+            conv_ws = std::max(conv_ws, conv2d_lowp_workspace_bytes(t, conv_geom(model, v), probe));
+            continue;
+          }
+          state_.conv_f32[static_cast<std::size_t>(v)] = 1;
+          std::cerr << "remat: note: " << op_label(model, v) << ": cuDNN offers no deterministic "
+                    << dtype_name(model.op(v).dtype) << " algorithm for this convolution; it runs in f32\n";
+          conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_geom(model, v), probe));
+        } else if (model.op(v).kind == OpKind::Conv)
+          conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_geom(model, v), probe));
         else if (model.op(v).kind == OpKind::ConvTranspose)
           conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_transpose_geom(model, v), probe));
       state_.conv_workspace = hold(conv_ws, MemoryUse::Workspace, "the convolution workspace");

@@ -53,7 +53,13 @@ class CudaBackend final : public remat::AllRolesBackend {
   // at construction; the tests switch it to compare the two paths.
   GemmMode gemm_mode() const { return state_.gemm_mode; }
   void set_gemm_mode(GemmMode m) { state_.gemm_mode = m; }
-  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }  // since create()
+  // The convolutions' (lowp_conv): REMAT_CUDA_CONV at construction; the f32
+  // path wherever cuDNN does not run. Set before load(), which sizes the
+  // convolution workspace for the algorithms of the path.
+  GemmMode conv_mode() const { return state_.cudnn ? state_.conv_mode : GemmMode::F32; }
+  void set_conv_mode(GemmMode m) { state_.conv_mode = m; }
+  uint64_t lowp_gemm_calls() const { return state_.lowp_calls; }       // since create()
+  uint64_t lowp_conv_calls() const { return state_.lowp_conv_calls; }  // the same for the convolutions
   // How mixed precision's memory-bound ops run (core/exec/pointwise_path.h):
   // REMAT_CUDA_POINTWISE at construction, settable for the tests.
   PointwiseMode pointwise_mode() const { return state_.pointwise_mode; }

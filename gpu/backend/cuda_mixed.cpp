@@ -56,6 +56,10 @@ struct CudaDev {
   }
   void write_loss(float* dst) { copy(dst, s.loss, 1); }
   GemmMode gemm_mode() const { return s.gemm_mode; }
+  GemmMode conv_mode() const { return s.cudnn ? s.conv_mode : GemmMode::F32; }
+  bool lowp_refused(int v) const {
+    return static_cast<std::size_t>(v) < s.conv_f32.size() && s.conv_f32[static_cast<std::size_t>(v)];
+  }
   void set_lowp(const LowpOperands& o) { s.lowp = o; }
   PointwiseMode pointwise_mode() const { return s.pointwise_mode; }
   void set_io(const IoOperands& o) { s.io = o; }

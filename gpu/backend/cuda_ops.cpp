@@ -223,12 +223,33 @@ void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
 ConvContext conv_context(const CudaOpState& s) {
   return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes};
 }
+// A Conv where the mixed call set 16-bit operands (lowp_conv): cuDNN writes
+// the output in 16 bits to A(v) (s.lowp.y), the result itself without a bias
+// (s.lowp.y_final), else widened into the f32 output the call narrows back
+// after the bias; the input gradient in 16 bits to the
+// input's unwidened scratch (s.lowp.dx), widened into the f32 dx the call
+// rounds and stores; the weight gradient staged in the workspace, widened
+// into the call's zeroed f32 scratch.
+void fwd_conv_lowp(CudaOpState& s, const OpCall& c, const float* bias) {
+  ++s.lowp_conv_calls;
+  conv2d_fwd_lowp(half_type(s.lowp), conv_geom(c.model, c.v), u16(s.lowp.x), u16(s.lowp.w), bias,
+                  static_cast<uint16_t*>(s.lowp.y), s.lowp.y_final ? nullptr : c.out(), conv_context(s));
+}
+void bwd_conv_lowp(CudaOpState& s, const OpCall& c, float* db) {
+  if (c.dx(0) && c.acc(0)) throw InternalError(op_label(c.model, c.v) + ": a 16-bit convolution's dx is not added");
+  ++s.lowp_conv_calls;
+  conv2d_bwd_lowp(half_type(s.lowp), conv_geom(c.model, c.v), u16(s.lowp.x), u16(s.lowp.w), u16(s.lowp.dy),
+                  db ? c.dy() : nullptr, c.dx(0) ? static_cast<uint16_t*>(s.lowp.dx) : nullptr, c.dx(0),
+                  s.param_grad(c.v, 0), db, conv_context(s));
+}
 void fwd_conv(CudaOpState& s, const OpCall& c) {
   const float* bias = c.op.attrs->bias ? s.param(c.v, 1) : nullptr;
+  if (s.lowp.active()) return fwd_conv_lowp(s, c, bias);
   conv2d_fwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), bias, c.out(), conv_context(s));
 }
 void bwd_conv(CudaOpState& s, const OpCall& c) {
   float* db = c.op.attrs->bias ? s.param_grad(c.v, 1) : nullptr;
+  if (s.lowp.active()) return bwd_conv_lowp(s, c, db);
   conv2d_bwd(conv_geom(c.model, c.v), c.in(0), s.param(c.v, 0), c.dy(), c.dx(0), s.param_grad(c.v, 0), db,
              c.dx(0) && c.acc(0), conv_context(s));
 }

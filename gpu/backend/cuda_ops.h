@@ -41,8 +41,15 @@ struct CudaOpState {
   // REMAT_CUDA_GEMM at create(), and the 16-bit operands the mixed call sets
   // for the one kernel call where lowp_gemm holds (inactive otherwise).
   GemmMode gemm_mode = GemmMode::TensorCore;
+  // The same for the convolutions (lowp_conv), from REMAT_CUDA_CONV; they
+  // take it only where cuDNN runs (cudnn set), else the f32 path runs them.
+  GemmMode conv_mode = GemmMode::TensorCore;
+  // Per op of the loaded model: 1 where lowp_conv holds but cuDNN has no
+  // deterministic 16-bit algorithm for it (load() says so once): it runs in f32.
+  std::vector<uint8_t> conv_f32;
   LowpOperands lowp;
-  uint64_t lowp_calls = 0;  // kernel calls that ran on 16-bit operands (the tests read it)
+  uint64_t lowp_calls = 0;  // GEMM kernel calls that ran on 16-bit operands (the tests read it)
+  uint64_t lowp_conv_calls = 0;  // the same for the convolutions
   // Mixed precision's memory-bound ops (core/exec/pointwise_path.h): the
   // path, from REMAT_CUDA_POINTWISE at create(), and the stored tensors the
   // mixed call sets for the one kernel call where lowp_io holds.

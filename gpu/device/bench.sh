@@ -2,7 +2,8 @@
 # Step 3 on the GPU machine: the CUDA executor benchmark (Google Benchmark, then
 # its summary table). Usage: gpu/device/bench.sh [OUTDIR]; output in
 # OUTDIR/bench_cuda_executor.txt; the two GEMM paths of mixed precision in
-# OUTDIR/gemm_paths.txt, its two pointwise paths in OUTDIR/pointwise_paths.txt.
+# OUTDIR/gemm_paths.txt, its two pointwise paths in OUTDIR/pointwise_paths.txt,
+# its two convolution paths in OUTDIR/conv_paths.txt.
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
@@ -37,3 +38,15 @@ for spec in $models; do
       grep -E '^bf16/f16|^store-all|error' || echo "(no result)"
   done
 done | tee "$out/pointwise_paths.txt"
+# Mixed precision's two convolution paths (docs/gpu.md#convolutions-on-cudnns-16-bit-path):
+# store-all of each of REMAT_BENCH_CONV_MODELS (default a bf16 ResNet-50 at
+# 224 px, batch 16, autocast's CUDA dtypes; empty: none) on cuDNN's 16-bit
+# path, then with REMAT_CUDA_CONV=f32 (the GEMMs on the environment's path).
+models=${REMAT_BENCH_CONV_MODELS-resnet:50:64:224:16:1000:bf16@cuda}
+for spec in $models; do
+  for path in tensor f32; do
+    echo "== $spec, REMAT_CUDA_CONV=$path"
+    REMAT_CUDA_CONV=$path "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
+      grep -E '^bf16/f16 convolutions|^store-all|error' || echo "(no result)"
+  done
+done | tee "$out/conv_paths.txt"

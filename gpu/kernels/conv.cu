@@ -6,6 +6,29 @@
 // - otherwise im2col + cuBLAS GEMMs one image at a time (col2im gathers, so
 //   nothing is summed by atomics), the CPU's method.
 // The bias is our own kernel either way (its gradient a fixed-order sum).
+//
+// Mixed precision's convolutions (conv2d_*_lowp; docs/gpu.md#mixed-precision-on-tensor-cores)
+// run on cuDNN only: bf16/f16 tensors and filters, f32 compute (the
+// convolution descriptor's CUDNN_DATA_FLOAT, cuDNN's PSEUDO_BFLOAT16/
+// PSEUDO_HALF configurations), CUDNN_TENSOR_OP_MATH, deterministic algorithms
+// only. cuDNN's legacy API takes one data type for x, w and y, so it writes
+// its results in the 16-bit type; the launchers widen them into the f32
+// buffers the caller goes on with (the bias is added to, and its gradient
+// summed over, f32 values, as on the f32 path).
+//
+// Determinism (cuDNN's API reference, cudnnConvolutionBwdDataAlgo_t and
+// cudnnConvolutionBwdFilterAlgo_t, and the developer guide's
+// "Reproducibility (Determinism)"): every forward algorithm is deterministic;
+// backward-data ALGO_0 and backward-filter ALGO_0 and ALGO_3 sum with
+// atomics and are not; the others (backward-data ALGO_1, FFT, FFT_TILING,
+// WINOGRAD, WINOGRAD_NONFUSED; backward-filter ALGO_1, FFT, FFT_TILING,
+// WINOGRAD_NONFUSED) give the same bits from run to run on one GPU. The
+// query results carry that as perf.determinism; the 16-bit plans take, of
+// the deterministic ones, only those that sum directly (pick_lowp), so that
+// their choice is deterministic by name too.
+// The algorithm is chosen once per geometry and type (the plan below), from
+// the descriptors alone, so the same op gets the same algorithm, hence the
+// same bits, under every strategy.
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -174,6 +197,7 @@ void cudnn_check(cudnnStatus_t s, const char* what) {
 
 // Descriptors and the chosen deterministic algorithms of one geometry.
 struct Plan {
+  bool lowp = false;  // 16-bit tensors, tensor-op math
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -194,6 +218,8 @@ using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int
 Key key_of(const ConvGeom& g) {
   return {g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups};
 }
+// The tensors' type: f32 (FMA math) or one of the 16-bit ones (tensor-op math).
+enum class PlanType : int { F32, BF16, F16 };
 
 }  // namespace
 
@@ -201,7 +227,7 @@ Key key_of(const ConvGeom& g) {
 struct CudnnEngine {
   cudnnHandle_t handle = nullptr;
   std::mutex mutex;
-  std::map<Key, std::unique_ptr<Plan>> plans;
+  std::map<std::pair<Key, PlanType>, std::unique_ptr<Plan>> plans;
 };
 
 namespace {
@@ -230,42 +256,78 @@ bool pick(const Perf* perf, int count, decltype(Perf{}.algo)& algo, size_t& byte
   return false;
 }
 
-// The plan of g, made on first use; nullptr when cuDNN has no deterministic
-// FMA algorithm for it (then im2col is used).
-const Plan* plan_for(CudnnEngine& e, const ConvGeom& g) {
+// The same for the 16-bit plans: the first deterministic result among the
+// algorithms that sum products directly, as a GEMM does (forward
+// IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward-data ALGO_1;
+// backward-filter ALGO_1: deterministic by cuDNN's reference, see the top of
+// this file), so that a result errs only by the summation's rounding and
+// stays within the bound tests/gpu/test_gpu_conv_lowp.cpp derives (FFT and
+// Winograd transform the operands first, with errors of another kind), and
+// whose math does not convert (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION; the
+// operands are 16-bit already). The determinism flag is required as well.
+bool direct_sum(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+}
+bool direct_sum(cudnnConvolutionBwdDataAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; }
+bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1; }
+template <typename Perf>
+bool pick_lowp(const Perf* perf, int count, decltype(Perf{}.algo)& algo, size_t& bytes) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+        direct_sum(perf[i].algo) && perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+      algo = perf[i].algo;
+      bytes = perf[i].memory;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The plan of g for tensors of `type`, made on first use; nullptr when cuDNN
+// has no deterministic algorithm we accept for one of the passes (then an
+// f32 plan leaves g to im2col; without a 16-bit one, conv2d_lowp_available
+// is false and the backend runs g in f32).
+const Plan* plan_for(CudnnEngine& e, const ConvGeom& g, PlanType type = PlanType::F32) {
   std::lock_guard<std::mutex> lock(e.mutex);
-  auto& slot = e.plans[key_of(g)];
+  auto& slot = e.plans[{key_of(g), type}];
   if (slot) return slot.get();
   auto p = std::make_unique<Plan>();
+  p->lowp = type != PlanType::F32;
+  const cudnnDataType_t dt = type == PlanType::BF16 ? CUDNN_DATA_BFLOAT16
+                             : type == PlanType::F16 ? CUDNN_DATA_HALF
+                                                     : CUDNN_DATA_FLOAT;
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->x));
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->y));
   CUDNN_CHECK(cudnnCreateFilterDescriptor(&p->w));
   CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&p->conv));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(g.n, "n"),
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, dt, as_int(g.n, "n"),
                                          as_int(g.c, "c"), as_int(g.h, "h"), as_int(g.w, "w")));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(g.n, "n"),
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, dt, as_int(g.n, "n"),
                                          as_int(g.k, "k"), as_int(g.oh(), "oh"), as_int(g.ow(), "ow")));
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, as_int(g.k, "k"),
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(p->w, dt, CUDNN_TENSOR_NCHW, as_int(g.k, "k"),
                                          as_int(g.c / g.groups, "c/groups"), as_int(g.r, "r"), as_int(g.s, "s")));
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(p->conv, as_int(g.pad_h, "pad_h"), as_int(g.pad_w, "pad_w"),
                                               as_int(g.stride_h, "stride_h"), as_int(g.stride_w, "stride_w"),
                                               as_int(g.dil_h, "dil_h"), as_int(g.dil_w, "dil_w"),
-                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));  // f32 compute, whatever dt
   CUDNN_CHECK(cudnnSetConvolutionGroupCount(p->conv, as_int(g.groups, "groups")));
-  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, CUDNN_FMA_MATH));
+  CUDNN_CHECK(cudnnSetConvolutionMathType(p->conv, p->lowp ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
   constexpr int kAsk = 16;
   int got = 0;
   size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[kAsk];
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(e.handle, p->x, p->w, p->conv, p->y, kAsk, &got, fwd));
-  const bool ok_fwd = pick(fwd, got, p->fwd, fwd_bytes);
+  const bool ok_fwd = p->lowp ? pick_lowp(fwd, got, p->fwd, fwd_bytes) : pick(fwd, got, p->fwd, fwd_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t data[kAsk];
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(e.handle, p->w, p->y, p->conv, p->x, kAsk, &got, data));
-  const bool ok_data = pick(data, got, p->bwd_data, data_bytes);
+  const bool ok_data =
+      p->lowp ? pick_lowp(data, got, p->bwd_data, data_bytes) : pick(data, got, p->bwd_data, data_bytes);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kAsk];
   CUDNN_CHECK(
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(e.handle, p->x, p->y, p->conv, p->w, kAsk, &got, filter));
-  const bool ok_filter = pick(filter, got, p->bwd_filter, filter_bytes);
+  const bool ok_filter =
+      p->lowp ? pick_lowp(filter, got, p->bwd_filter, filter_bytes) : pick(filter, got, p->bwd_filter, filter_bytes);
   if (!ok_fwd || !ok_data || !ok_filter) return nullptr;  // slot stays empty: asked again, cheaply refused
   p->workspace = std::max({fwd_bytes, data_bytes, filter_bytes});
   slot = std::move(p);
@@ -277,7 +339,15 @@ const Plan* cudnn_plan(const ConvContext& ctx, const ConvGeom& g) {
   return plan_for(*static_cast<CudnnEngine*>(ctx.cudnn), g);
 }
 
+const Plan* cudnn_plan_lowp(const ConvContext& ctx, const ConvGeom& g, HalfType t) {
+  if (!ctx.cudnn) return nullptr;
+  return plan_for(*static_cast<CudnnEngine*>(ctx.cudnn), g, t == HalfType::BF16 ? PlanType::BF16 : PlanType::F16);
+}
+
 #endif  // REMAT_HAVE_CUDNN
+
+constexpr size_t kLowpAlign = 256;
+size_t align_up(size_t b) { return (b + kLowpAlign - 1) / kLowpAlign * kLowpAlign; }
 
 }  // namespace
 
@@ -409,6 +479,94 @@ void conv_transpose2d_bwd(const ConvGeom& g, const float* x, const float* W, con
   float* out = accumulate ? dx_scratch : dx;
   conv2d_fwd(g, dy, W, nullptr, out, ctx);
   if (accumulate) add_into(out, dx, g.n * g.k * g.oh() * g.ow(), true, ctx.stream);
+}
+
+}  // namespace remat::cuda
+
+// ---- 16-bit convolutions (mixed precision) -----------------------------------------
+
+namespace remat::cuda {
+namespace {
+
+void widen16(HalfType t, const uint16_t* src, float* dst, int64_t n, cudaStream_t stream) {
+  if (t == HalfType::BF16) bf16_to_f32(src, dst, n, stream);
+  else f16_to_f32(src, dst, n, stream);
+}
+
+}  // namespace
+
+bool conv2d_lowp_available(HalfType t, const ConvGeom& g, const ConvContext& ctx) {
+  check("conv2d_lowp_available", g);
+#ifdef REMAT_HAVE_CUDNN
+  return cudnn_plan_lowp(ctx, g, t) != nullptr;
+#else
+  (void)t;
+  (void)ctx;
+  return false;
+#endif
+}
+
+size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvContext& ctx) {
+  check("conv2d_lowp_workspace_bytes", g);
+#ifdef REMAT_HAVE_CUDNN
+  if (const Plan* p = cudnn_plan_lowp(ctx, g, t))
+    return align_up(p->workspace) + align_up(sizeof(uint16_t) * static_cast<size_t>(g.weight_numel()));
+#endif
+  (void)t;
+  (void)ctx;
+  throw std::invalid_argument("conv2d_lowp_workspace_bytes: cuDNN has no deterministic 16-bit algorithm here");
+}
+
+void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
+                     uint16_t* y16, float* y, const ConvContext& ctx) {
+  check("conv2d_fwd_lowp", g);
+  if (b && !y) throw std::invalid_argument("conv2d_fwd_lowp: a bias needs the f32 output");
+#ifdef REMAT_HAVE_CUDNN
+  if (const Plan* p = cudnn_plan_lowp(ctx, g, t)) {
+    need_workspace("conv2d_fwd_lowp", ctx, align_up(p->workspace));
+    const float one = 1.0f, zero = 0.0f;  // f32 scaling factors: the compute type's
+    auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
+    CUDNN_CHECK(cudnnConvolutionForward(e->handle, &one, p->x, x, p->w, W, p->conv, p->fwd, ctx.workspace,
+                                        p->workspace, &zero, p->y, y16));
+    if (y) widen16(t, y16, y, g.n * g.k * g.oh() * g.ow(), ctx.stream);
+    if (b) add_bias(g, y, b, ctx.stream);
+    return;
+  }
+#endif
+  (void)t, (void)x, (void)W, (void)b, (void)y16, (void)y;
+  throw std::invalid_argument("conv2d_fwd_lowp: cuDNN has no deterministic 16-bit algorithm for this convolution");
+}
+
+void conv2d_bwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const uint16_t* dy,
+                     const float* dy32, uint16_t* dx16, float* dx, float* dW, float* db, const ConvContext& ctx) {
+  check("conv2d_bwd_lowp", g);
+  if ((dx && !dx16) || (db && !dy32))
+    throw std::invalid_argument("conv2d_bwd_lowp: dx needs its 16-bit staging and db the f32 dy");
+  if (db) bias_grad(g, dy32, db, ctx.stream);
+#ifdef REMAT_HAVE_CUDNN
+  if (const Plan* p = cudnn_plan_lowp(ctx, g, t)) {
+    const size_t ws = align_up(p->workspace);
+    const size_t dw_bytes = sizeof(uint16_t) * static_cast<size_t>(g.weight_numel());
+    need_workspace("conv2d_bwd_lowp", ctx, ws + (dW ? align_up(dw_bytes) : 0));
+    const float one = 1.0f, zero = 0.0f;
+    auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
+    if (dx) {
+      CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->bwd_data,
+                                               ctx.workspace, p->workspace, &zero, p->x, dx16));
+      widen16(t, dx16, dx, g.n * g.c * g.h * g.w, ctx.stream);
+    }
+    if (dW) {
+      // The 16-bit weight gradient is staged after cuDNN's own workspace.
+      auto* dw16 = reinterpret_cast<uint16_t*>(static_cast<char*>(ctx.workspace) + ws);
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter,
+                                                 ctx.workspace, p->workspace, &zero, p->w, dw16));
+      widen16(t, dw16, dW, g.weight_numel(), ctx.stream);
+    }
+    return;
+  }
+#endif
+  (void)t, (void)x, (void)W, (void)dy, (void)dx, (void)dW;
+  throw std::invalid_argument("conv2d_bwd_lowp: cuDNN has no deterministic 16-bit algorithm for this convolution");
 }
 
 }  // namespace remat::cuda

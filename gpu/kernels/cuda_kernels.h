@@ -240,6 +240,26 @@ void conv_transpose2d_fwd(const ConvGeom& g, const float* x, const float* W, con
 // its dy); db (may be null) += Σ dy per channel.
 void conv_transpose2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* dy, float* dx,
                           float* dx_scratch, float* dW, float* db, bool accumulate, const ConvContext& ctx);
+// Mixed precision's convolutions (docs/gpu.md#mixed-precision-on-tensor-cores):
+// cuDNN on 16-bit x, W and dy (bf16 or f16, f32 compute, tensor-op math, its
+// deterministic algorithms only; conv.cu says which), cuDNN only. Available
+// when cuDNN offers such an algorithm for all three passes of g in type t
+// (where not, the backend runs the convolution in f32).
+bool conv2d_lowp_available(HalfType t, const ConvGeom& g, const ConvContext& ctx);
+// The workspace they need: cuDNN's for the chosen algorithms, then (256-byte
+// aligned) the 16-bit weight gradient's staging. Throws std::invalid_argument
+// where conv2d_lowp_available does not hold.
+size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvContext& ctx);
+// y16 = the convolution in t (cuDNN's rounding to t), y = y16 widened + b (b may be null;
+// y may be null without b: y16 is then the result).
+void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
+                     uint16_t* y16, float* y, const ConvContext& ctx);
+// dx16 = the input gradient in t, dx = dx16 widened (dx may be null; then
+// dx16 is not written); dW = the weight gradient in t (staged in the
+// workspace), widened: set, not added; db (may be null) += Σ dy32 per
+// channel, dy32 being dy widened (read only for db).
+void conv2d_bwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const uint16_t* dy,
+                     const float* dy32, uint16_t* dx16, float* dx, float* dW, float* db, const ConvContext& ctx);
 
 // ---- groupnorm.cu ----------------------------------------------------------------
 // As the CPU's (cpu_kernels.h), sums in double with a fixed block tree.

@@ -217,6 +217,40 @@ TEST(CliRun, CudaPointwiseSwitch) {
       << table.out;
 }
 
+// REMAT_CUDA_CONV, the same for the convolutions: refused before any work
+// where the run may use CUDA, ignored on the CPU; the JSON's cuda_conv says
+// which path ran a bf16 ResNet-10's 12 convolutions (null on the CPU, and
+// for a model without convolutions).
+TEST(CliRun, CudaConvSwitch) {
+  const std::string model = "run --model resnet:10:4:32:2:5:bf16@cuda --strategy store-all --repeat 1 ";
+  const char* set = std::getenv("REMAT_CUDA_CONV");  // a device session bisecting may have set it
+  const std::string path = set && *set ? set : "tensor";
+  ::setenv("REMAT_CUDA_CONV", "fast", 1);
+  const CliResult bad = run_cli(model + "--backend auto");
+  const CliResult ignored = run_cli(model + "--backend cpu --json");
+  ::setenv("REMAT_CUDA_CONV", path.c_str(), 1);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "remat: error: REMAT_CUDA_CONV: 'fast' is not a convolution path (tensor: cuDNN on 16-bit operands with "
+            "tensor-op math, the default; f32: f32 convolutions)\n");
+  EXPECT_EQ(bad.out, "");
+  ASSERT_EQ(ignored.code, 0) << ignored.err;
+  EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_conv"].is_null());
+  const CliResult r = run_cli(model + "--backend auto --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  if (j["backend"] == "cpu") {
+    EXPECT_TRUE(j["cuda_conv"].is_null());
+    return;
+  }
+  EXPECT_EQ(j["cuda_conv"]["path"], path);
+  EXPECT_EQ(j["cuda_conv"]["lowered_ops"], 12);
+  EXPECT_EQ(j["cuda_conv"]["tensor_core_ops"], path == "f32" ? 0 : 12);
+  const CliResult gpt = run_cli("run --model gpt:1:32:4:16:2:bf16:64 --strategy store-all --repeat 1 --backend auto --json");
+  ASSERT_EQ(gpt.code, 0) << gpt.err;
+  EXPECT_TRUE(nlohmann::json::parse(gpt.out)["cuda_conv"].is_null());
+}
+
 TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
   const CliResult sim = run_cli("simulate --model chain:16:64 --strategy store-all,sqrt --json");
   ASSERT_EQ(sim.code, 0) << sim.err;

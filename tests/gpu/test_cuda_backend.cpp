@@ -501,6 +501,77 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
                            return s;
                          });
 
+// The two convolution paths of mixed precision (core/exec/gemm_path.h's
+// lowp_conv, REMAT_CUDA_CONV): cuDNN on 16-bit tensors (the default) runs
+// each Conv's forward and backward on the 16-bit operands, at least a call
+// per Conv per pass, and the f32 path none; both give every strategy
+// store-all's bits with the simulator's tracked peak, the pool's workspace is
+// cuBLAS's plus the convolutions' (sized at load for the path's algorithms),
+// and the two paths agree as each does with the CPU (the bounds of
+// PeakExactBitwiseToStoreAllAndNearTheCpu, doubled). The GEMM path is the
+// environment's throughout.
+class CudaMixedConv : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaMixedConv, BothConvPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
+  ASSERT_NE(cb, nullptr);
+  const GemmMode was = cb->conv_mode();
+  cb->set_conv_mode(GemmMode::TensorCore);
+  if (cb->conv_mode() != GemmMode::TensorCore) {
+    cb->set_conv_mode(was);
+    GTEST_SKIP() << "cuDNN does not run here: the convolutions run in f32 either way";
+  }
+  const Model m = load_model(GetParam());
+  const DType low = m.op(m.size() - 2).dtype;
+  const double u = low == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  int convs = 0;
+  for (int v = 0; v < m.size(); ++v) convs += lowp_conv(m, v, false, GemmMode::TensorCore);
+  ASSERT_GT(convs, 0);
+  std::vector<ExecResult> base;
+  for (const GemmMode mode : {GemmMode::TensorCore, GemmMode::F32}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(mode)));
+    cb->set_conv_mode(mode);
+    ASSERT_EQ(cb->conv_mode(), mode);
+    const uint64_t calls = cb->lowp_conv_calls();
+    base.push_back(execute(m, schedule_of(m, "store-all"), *cb, quick()));
+    ASSERT_TRUE(base.back().ok()) << base.back().message;
+    // A step runs each Conv's forward and backward at least once.
+    const uint64_t taken = cb->lowp_conv_calls() - calls;
+    if (mode == GemmMode::TensorCore) {
+      EXPECT_GE(taken, 2u * static_cast<uint64_t>(convs));
+    } else {
+      EXPECT_EQ(taken, 0u);
+    }
+    EXPECT_EQ(base.back().memory.workspace, cb->cublas_workspace_bytes() + cb->conv_workspace_bytes());
+    for (const char* spec : {"recompute-all", "sqrt", "every-k:3"}) {
+      SCOPED_TRACE(spec);
+      const Schedule s = schedule_of(m, spec);
+      const ExecResult r = execute(m, s, *cb, quick());
+      ASSERT_TRUE(r.ok()) << r.message;
+      EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+      EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
+      EXPECT_EQ(r.param_grads, base.back().param_grads);
+    }
+  }
+  cb->set_conv_mode(was);
+  EXPECT_LE(std::fabs(base[0].loss - base[1].loss), 32 * u * std::fabs(base[1].loss))
+      << base[0].loss << " vs " << base[1].loss;
+  EXPECT_LT(relative_error(base[0], base[1]).grad, 128 * u);
+  std::cout << GetParam() << ": " << convs << " convolutions on cuDNN's 16-bit path; loss " << base[0].loss
+            << " (tensor) vs " << base[1].loss << " (f32)\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, CudaMixedConv,
+                         ::testing::Values("resnet:10:8:32:2:5:bf16@cuda", "resnet:10:4:64:4:5:f16",
+                                           "resnet:18:8:32:2:10:bf16@cuda", "resnet:10:8:32:2:5:f16@cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (c == ':' || c == '@') c = '_';
+                           return s;
+                         });
+
 // Compressed checkpoints on CUDA (gpu/kernels/convert.cu): the tracked peaks
 // are the simulator's (C(v) at its stored size, on the device and in the
 // pinned pool), two runs give the same bits, and the gradients are within the
