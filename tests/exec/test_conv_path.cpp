@@ -14,6 +14,7 @@
 #include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -112,8 +113,10 @@ TEST(ConvPath, TheInputIsReadIn16BitsOnly) {
 // place changes the loss or a gradient (or spreads NaN); right ones give the
 // f32 path's bits, for a convolution without bias (its output rounded once,
 // as the f32 path rounds it), under every strategy, with the same tracked
-// peak. `gemm` also runs the GEMMs' check (both 16-bit paths at once).
-void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm) {
+// peak. `gemm` also runs the GEMMs' check (both 16-bit paths at once), and
+// `io` the 16-bit loads and stores' (set_pointwise_mode: all three, as a
+// device runs them by default).
+void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm, bool io = false) {
   uint64_t per_step = 0;
   for (int v = 0; v < m.size(); ++v)
     per_step += lowp_conv(m, v, false, GemmMode::TensorCore) + lowp_conv(m, v, true, GemmMode::TensorCore);
@@ -121,6 +124,7 @@ void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm) {
   CpuBackend plain, checked;
   checked.set_conv_mode(GemmMode::TensorCore);
   if (gemm) checked.set_gemm_mode(GemmMode::TensorCore);
+  if (io) checked.set_pointwise_mode(PointwiseMode::Direct);
   for (const char* st : {"store-all", "sqrt", "recompute-all"}) {
     SCOPED_TRACE(st);
     const Schedule s = testing::schedule_of(m, st);
@@ -139,6 +143,7 @@ void expect_same_bits_with_16_bit_convolutions(const Model& m, bool gemm) {
   if (!gemm) {
     EXPECT_EQ(checked.lowp_gemm_calls(), 0u);
   }
+  EXPECT_EQ(checked.lowp_io_calls() > 0, io);  // the batch norms, ReLUs and adds took theirs
 }
 
 TEST(ConvPath, SixteenBitConvolutionsOfResNetsGiveTheF32PathsBitsOnTheCpu) {
@@ -148,6 +153,7 @@ TEST(ConvPath, SixteenBitConvolutionsOfResNetsGiveTheF32PathsBitsOnTheCpu) {
     const Model m = make_preset(spec);
     expect_same_bits_with_16_bit_convolutions(m, false);
     expect_same_bits_with_16_bit_convolutions(m, true);
+    expect_same_bits_with_16_bit_convolutions(m, true, true);
   }
 }
 
