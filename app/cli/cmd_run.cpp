@@ -14,11 +14,12 @@
 
 #include "app/cli/backend_choice.h"
 #include "app/cli/commands.h"
+#include "app/cli/mixed_paths.h"
+#include "core/exec/gemm_path.h"
+#include "core/exec/pointwise_path.h"
 #include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
-#include "core/exec/gemm_path.h"
-#include "core/exec/pointwise_path.h"
 #include "core/exec/run_session.h"
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
@@ -171,90 +172,13 @@ void print_loss_scale(const std::vector<Row>& rows) {
                               : ("still non-finite, a step GradScaler skips: " + skipped).c_str());
 }
 
-// On CUDA, a model with bf16/f16 products: which GEMM path ran them
-// (core/exec/gemm_path.h; REMAT_CUDA_GEMM, which the backend read the same way).
-bool reports_gemm_path(const Model& model, const std::string& backend) {
-  return backend.rfind("cuda", 0) == 0 && count_gemm_paths(model, GemmMode::F32).lowered > 0;
-}
-void print_gemm_path(const Model& model, const std::string& backend) {
-  if (!reports_gemm_path(model, backend)) return;
-  const GemmMode mode = gemm_mode_from_env();
-  const GemmPathCount c = count_gemm_paths(model, mode);
-  if (mode == GemmMode::F32)
-    std::printf("bf16/f16 products: f32 GEMMs of the rounded values for all %d lowered ops (REMAT_CUDA_GEMM=f32)\n",
-                c.lowered);
-  else
-    std::printf("bf16/f16 products: tensor cores (16-bit operands, f32 sums) for %d of the %d lowered ops (Linear, "
-                "Dense, MatMul), f32 GEMMs for the rest; REMAT_CUDA_GEMM=f32 runs all as f32 GEMMs\n",
-                c.tensor_core, c.lowered);
-}
-nlohmann::json gemm_path_json(const Model& model, const std::string& backend) {
-  if (!reports_gemm_path(model, backend)) return nullptr;
-  const GemmMode mode = gemm_mode_from_env();
-  const GemmPathCount c = count_gemm_paths(model, mode);
-  return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
-}
-
-// The same for its bf16/f16 convolutions (lowp_conv; REMAT_CUDA_CONV). A
-// build or device where cuDNN does not run takes the f32 path whatever the
-// switch says (docs/gpu.md).
-bool reports_conv_path(const Model& model, const std::string& backend) {
-  return backend.rfind("cuda", 0) == 0 && count_conv_paths(model, GemmMode::F32).lowered > 0;
-}
-void print_conv_path(const Model& model, const std::string& backend) {
-  if (!reports_conv_path(model, backend)) return;
-  const GemmMode mode = conv_mode_from_env();
-  const GemmPathCount c = count_conv_paths(model, mode);
-  if (mode == GemmMode::F32)
-    std::printf("bf16/f16 convolutions: f32 cuDNN convolutions of the rounded values for all %d (REMAT_CUDA_CONV=f32)\n",
-                c.lowered);
-  else
-    std::printf("bf16/f16 convolutions: cuDNN on 16-bit tensors (f32 compute, tensor-op math, deterministic "
-                "algorithms) for %d of the %d (Conv; a ConvTranspose runs in f32); REMAT_CUDA_CONV=f32 runs all in "
-                "f32\n",
-                c.tensor_core, c.lowered);
-}
-nlohmann::json conv_path_json(const Model& model, const std::string& backend) {
-  if (!reports_conv_path(model, backend)) return nullptr;
-  const GemmMode mode = conv_mode_from_env();
-  const GemmPathCount c = count_conv_paths(model, mode);
-  return {{"path", std::string(gemm_mode_name(mode))}, {"lowered_ops", c.lowered}, {"tensor_core_ops", c.tensor_core}};
-}
-
-// On CUDA, a model whose ops widen: how many of them load and store their
-// tensors as stored (core/exec/pointwise_path.h; REMAT_CUDA_POINTWISE, read
-// the same way as the backend).
-bool reports_pointwise_path(const Model& model, const std::string& backend) {
-  return backend.rfind("cuda", 0) == 0 && count_pointwise_paths(model, PointwiseMode::F32).widening > 0;
-}
-void print_pointwise_path(const Model& model, const std::string& backend) {
-  if (!reports_pointwise_path(model, backend)) return;
-  const PointwiseMode mode = pointwise_mode_from_env();
-  const PointwisePathCount c = count_pointwise_paths(model, mode);
-  if (mode == PointwiseMode::F32)
-    std::printf("bf16/f16 tensors of the other ops: widened to f32 copies for all %d ops that read or write them "
-                "(REMAT_CUDA_POINTWISE=f32)\n",
-                c.widening);
-  else
-    std::printf("bf16/f16 tensors of the other ops: loaded and stored as stored for %d of the %d ops that read or "
-                "write them, widened to f32 copies for the rest; REMAT_CUDA_POINTWISE=f32 widens all\n",
-                c.direct, c.widening);
-}
-nlohmann::json pointwise_path_json(const Model& model, const std::string& backend) {
-  if (!reports_pointwise_path(model, backend)) return nullptr;
-  const PointwiseMode mode = pointwise_mode_from_env();
-  const PointwisePathCount c = count_pointwise_paths(model, mode);
-  return {{"path", std::string(pointwise_mode_name(mode))}, {"widening_ops", c.widening}, {"direct_ops", c.direct}};
-}
-
 void print_table(const Model& model, const std::string& backend, const RunOptions& o, const std::vector<Row>& rows,
                  const ExecResult& ref) {
   std::printf("model %s: %d ops; backend %s; seed %llu; median of %d run%s after a warm-up\n", model.name.c_str(),
               model.size(), backend.c_str(), static_cast<unsigned long long>(o.seed), o.repeat,
               o.repeat == 1 ? "" : "s");
-  print_gemm_path(model, backend);
-  print_conv_path(model, backend);
-  print_pointwise_path(model, backend);
+  for (const MixedPathReport& p : mixed_path_reports(model, backend))
+    if (!p.line.empty()) std::printf("%s\n", p.line.c_str());
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
   // The strategy column fits the longest name (offload+sqrt+compress:f16).
@@ -368,16 +292,15 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
                            {"transfer_s", s.time.transfer_s}, {"stall_s", s.time.stall_s}, {"step_s", s.time.step_s}};
     strategies.push_back(std::move(j));
   }
-  return {{"model", model_json(model)},
+  nlohmann::json out = {{"model", model_json(model)},
           {"backend", backend},
           {"seed", o.seed},
           {"repeat", o.repeat},
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
-          {"sync_each", o.sync_each},
-          {"cuda_gemm", gemm_path_json(model, backend)},
-          {"cuda_conv", conv_path_json(model, backend)},
-          {"cuda_pointwise", pointwise_path_json(model, backend)},
-          {"strategies", std::move(strategies)}};
+          {"sync_each", o.sync_each}};
+  for (MixedPathReport& p : mixed_path_reports(model, backend)) out[p.key] = std::move(p.json);
+  out["strategies"] = std::move(strategies);
+  return out;
 }
 
 void run_run(const RunOptions& o) {
