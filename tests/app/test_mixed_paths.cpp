@@ -3,41 +3,24 @@
 // (the CLI tests reach them only where a device answers).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "app/cli/mixed_paths.h"
 #include "core/exec/gemm_path.h"
 #include "core/model/presets.h"
+#include "tests/support/scoped_env.h"
 
 namespace remat {
 namespace {
 
-// Sets the three switches for one scope, and puts back what was there.
-class Switches {
- public:
-  Switches(const char* gemm, const char* conv, const char* pointwise) {
-    set("REMAT_CUDA_GEMM", gemm);
-    set("REMAT_CUDA_CONV", conv);
-    set("REMAT_CUDA_POINTWISE", pointwise);
+// The three switches for one scope (nullptr: unset), put back after it.
+struct Switches {
+  testing::ScopedEnv gemm{"REMAT_CUDA_GEMM"}, conv{"REMAT_CUDA_CONV"}, pointwise{"REMAT_CUDA_POINTWISE"};
+  Switches(const char* g, const char* c, const char* p) {
+    gemm.set(g);
+    conv.set(c);
+    pointwise.set(p);
   }
-  ~Switches() {
-    for (const auto& [name, value] : saved_)
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
-  }
-
- private:
-  void set(const char* name, const char* value) {
-    const char* old = std::getenv(name);
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 TEST(MixedPaths, ACudaRunOfAGptSaysItsProductsAndItsOtherOps) {

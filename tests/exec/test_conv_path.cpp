@@ -14,6 +14,8 @@
 #include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/gemm_path.h"
+#include "tests/support/model_builders.h"
+#include "tests/support/scoped_env.h"
 #include "core/exec/pointwise_path.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
@@ -21,37 +23,24 @@
 namespace remat {
 namespace {
 
-Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k));
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
-
 // The environment variable decides; unset or empty is the default, tensor cores.
 TEST(ConvPath, EnvironmentChoosesAndNamesABadValue) {
-  const char* old = std::getenv("REMAT_CUDA_CONV");
-  const std::string saved = old ? old : "";
-  ::unsetenv("REMAT_CUDA_CONV");
+  const testing::ScopedEnv env("REMAT_CUDA_CONV");
+  env.set(nullptr);
   EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_CONV", "", 1);
+  env.set("");
   EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_CONV", "f32", 1);
+  env.set("f32");
   EXPECT_EQ(conv_mode_from_env(), GemmMode::F32);
-  ::setenv("REMAT_CUDA_CONV", "tensor", 1);
+  env.set("tensor");
   EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_CONV", "tf32", 1);
+  env.set("tf32");
   try {
     (void)conv_mode_from_env();
     ADD_FAILURE() << "no InputError for 'tf32'";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_CONV: 'tf32' is not a convolution path", 0), 0u) << e.what();
   }
-  if (old) ::setenv("REMAT_CUDA_CONV", saved.c_str(), 1);
-  else ::unsetenv("REMAT_CUDA_CONV");
 }
 
 // A ResNet-10's convolutions (the stem, two per basic block, four blocks,
@@ -163,8 +152,8 @@ TEST(ConvPath, SixteenBitConvolutionsOfResNetsGiveTheF32PathsBitsOnTheCpu) {
 Model hand_built(DType low, bool bias) {
   Model m;
   m.name = "convs";
-  int v = m.add(op_of(OpKind::Input, {}, {2, 4, 9, 9}, DType::F32));
-  Op a = op_of(OpKind::Conv, {v}, {2, 6, 5, 5}, low);  // 3x3, stride 2, pads (1, 2), dilation (1, 2)
+  int v = m.add(testing::make_op(OpKind::Input, {}, {2, 4, 9, 9}, DType::F32));
+  Op a = testing::make_op(OpKind::Conv, {v}, {2, 6, 5, 5}, low);  // 3x3, stride 2, pads (1, 2), dilation (1, 2)
   a.attrs.edit().channels = 6;
   a.attrs.edit().kernel = {3, 3};
   a.attrs.edit().stride = {2, 2};
@@ -172,19 +161,19 @@ Model hand_built(DType low, bool bias) {
   a.attrs.edit().dilation = {1, 2};
   a.attrs.edit().bias = bias;
   v = m.add(a);
-  Op g = op_of(OpKind::Conv, {v}, {2, 6, 5, 5}, low);  // 3x3, 3 groups, same size
+  Op g = testing::make_op(OpKind::Conv, {v}, {2, 6, 5, 5}, low);  // 3x3, 3 groups, same size
   g.attrs.edit().channels = 6;
   g.attrs.edit().kernel = {3, 3};
   g.attrs.edit().pads = {1, 1, 1, 1};
   g.attrs.edit().groups = 3;
   g.attrs.edit().bias = bias;
   v = m.add(g);
-  Op one = op_of(OpKind::Conv, {v}, {2, 5, 5, 5}, low);  // 1x1
+  Op one = testing::make_op(OpKind::Conv, {v}, {2, 5, 5, 5}, low);  // 1x1
   one.attrs.edit().channels = 5;
   one.attrs.edit().kernel = {1, 1};
   one.attrs.edit().bias = bias;
   v = m.add(one);
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  m.add(testing::make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   return m;
 }

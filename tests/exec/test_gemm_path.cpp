@@ -10,21 +10,13 @@
 #include "core/base/errors.h"
 #include "core/exec/cpu_backend.h"
 #include "core/exec/gemm_path.h"
+#include "tests/support/model_builders.h"
+#include "tests/support/scoped_env.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
 namespace {
-
-Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k));
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
 
 TEST(GemmPath, ParsesTheTwoPaths) {
   GemmMode m = GemmMode::F32;
@@ -43,25 +35,22 @@ TEST(GemmPath, ParsesTheTwoPaths) {
 
 // The environment variable decides; unset or empty is the default, tensor cores.
 TEST(GemmPath, EnvironmentChoosesAndNamesABadValue) {
-  const char* old = std::getenv("REMAT_CUDA_GEMM");
-  const std::string saved = old ? old : "";
-  ::unsetenv("REMAT_CUDA_GEMM");
+  const testing::ScopedEnv env("REMAT_CUDA_GEMM");
+  env.set(nullptr);
   EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_GEMM", "", 1);
+  env.set("");
   EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_GEMM", "f32", 1);
+  env.set("f32");
   EXPECT_EQ(gemm_mode_from_env(), GemmMode::F32);
-  ::setenv("REMAT_CUDA_GEMM", "tensor", 1);
+  env.set("tensor");
   EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  ::setenv("REMAT_CUDA_GEMM", "fast", 1);
+  env.set("fast");
   try {
     (void)gemm_mode_from_env();
     ADD_FAILURE() << "no InputError for 'fast'";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_GEMM: 'fast' is not a GEMM path", 0), 0u) << e.what();
   }
-  if (old) ::setenv("REMAT_CUDA_GEMM", saved.c_str(), 1);
-  else ::unsetenv("REMAT_CUDA_GEMM");
 }
 
 // A GPT's Linears (qkv, attention projection, the MLP's two, the head: 4 per
@@ -151,15 +140,15 @@ TEST(GemmPath, AResNetsClassifier) {
 TEST(GemmPath, DenseBackwardOnlyWithoutActivation) {
   Model m;
   m.name = "dense";
-  int v = m.add(op_of(OpKind::Input, {}, {6, 16}, DType::BF16));
-  Op plain = op_of(OpKind::Dense, {v}, {6, 16}, DType::BF16);
+  int v = m.add(testing::make_op(OpKind::Input, {}, {6, 16}, DType::BF16));
+  Op plain = testing::make_op(OpKind::Dense, {v}, {6, 16}, DType::BF16);
   const int d0 = v = m.add(plain);
-  Op relu = op_of(OpKind::Dense, {v}, {6, 16}, DType::BF16);
+  Op relu = testing::make_op(OpKind::Dense, {v}, {6, 16}, DType::BF16);
   relu.act = Activation::ReLU;
   const int d1 = v = m.add(relu);
-  Op f32 = op_of(OpKind::Dense, {v}, {6, 16}, DType::F32);
+  Op f32 = testing::make_op(OpKind::Dense, {v}, {6, 16}, DType::F32);
   const int d2 = v = m.add(f32);
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  m.add(testing::make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   EXPECT_TRUE(lowp_gemm(m, d0, false, GemmMode::TensorCore));
   EXPECT_TRUE(lowp_gemm(m, d0, true, GemmMode::TensorCore));
@@ -174,12 +163,12 @@ TEST(GemmPath, DenseBackwardOnlyWithoutActivation) {
 TEST(GemmPath, StridedInputStaysF32) {
   Model m;
   m.name = "strided";
-  int v = m.add(op_of(OpKind::Input, {}, {16, 6}, DType::BF16));
-  Op t = op_of(OpKind::Transpose, {v}, {6, 16}, DType::BF16);
+  int v = m.add(testing::make_op(OpKind::Input, {}, {16, 6}, DType::BF16));
+  Op t = testing::make_op(OpKind::Transpose, {v}, {6, 16}, DType::BF16);
   t.attrs.edit().perm = {1, 0};
   v = m.add(t);
-  const int lin = v = m.add(op_of(OpKind::Linear, {v}, {6, 8}, DType::BF16));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  const int lin = v = m.add(testing::make_op(OpKind::Linear, {v}, {6, 8}, DType::BF16));
+  m.add(testing::make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   ASSERT_TRUE(m.op(1).view);
   EXPECT_FALSE(lowp_gemm(m, lin, false, GemmMode::TensorCore));
@@ -237,16 +226,16 @@ TEST(GemmPath, SixteenBitOperandsOfLinearsAndDensesGiveTheF32PathsBitsOnTheCpu) 
     SCOPED_TRACE(std::string(dtype_name(low)));
     Model m;
     m.name = "linears";
-    int v = m.add(op_of(OpKind::Input, {}, {6, 24}, DType::F32));
-    v = m.add(op_of(OpKind::Linear, {v}, {6, 20}, low));
-    Op nobias = op_of(OpKind::Linear, {v}, {6, 12}, low);
+    int v = m.add(testing::make_op(OpKind::Input, {}, {6, 24}, DType::F32));
+    v = m.add(testing::make_op(OpKind::Linear, {v}, {6, 20}, low));
+    Op nobias = testing::make_op(OpKind::Linear, {v}, {6, 12}, low);
     nobias.attrs.edit().bias = false;
     v = m.add(nobias);
-    v = m.add(op_of(OpKind::Dense, {v}, {6, 16}, low));
-    Op relu = op_of(OpKind::Dense, {v}, {6, 8}, low);
+    v = m.add(testing::make_op(OpKind::Dense, {v}, {6, 16}, low));
+    Op relu = testing::make_op(OpKind::Dense, {v}, {6, 8}, low);
     relu.act = Activation::ReLU;
     v = m.add(relu);
-    m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+    m.add(testing::make_op(OpKind::MSELoss, {v}, {}, DType::F32));
     m.finalize();
     ASSERT_EQ(count_gemm_paths(m, GemmMode::TensorCore).tensor_core, 4);
     expect_same_bits_with_the_16_bit_operands(m);

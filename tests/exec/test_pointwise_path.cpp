@@ -14,21 +14,13 @@
 #include "core/exec/cpu_mixed.h"
 #include "core/model/autocast.h"
 #include "core/exec/pointwise_path.h"
+#include "tests/support/model_builders.h"
+#include "tests/support/scoped_env.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
 
 namespace remat {
 namespace {
-
-Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k));
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
 
 TEST(PointwisePath, ParsesTheTwoPaths) {
   PointwiseMode m = PointwiseMode::F32;
@@ -46,25 +38,22 @@ TEST(PointwisePath, ParsesTheTwoPaths) {
 }
 
 TEST(PointwisePath, EnvironmentChoosesAndNamesABadValue) {
-  const char* old = std::getenv("REMAT_CUDA_POINTWISE");
-  const std::string saved = old ? old : "";
-  ::unsetenv("REMAT_CUDA_POINTWISE");
+  const testing::ScopedEnv env("REMAT_CUDA_POINTWISE");
+  env.set(nullptr);
   EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  ::setenv("REMAT_CUDA_POINTWISE", "", 1);
+  env.set("");
   EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  ::setenv("REMAT_CUDA_POINTWISE", "f32", 1);
+  env.set("f32");
   EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::F32);
-  ::setenv("REMAT_CUDA_POINTWISE", "16bit", 1);
+  env.set("16bit");
   EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  ::setenv("REMAT_CUDA_POINTWISE", "fast", 1);
+  env.set("fast");
   try {
     (void)pointwise_mode_from_env();
     ADD_FAILURE() << "no InputError for 'fast'";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path", 0), 0u) << e.what();
   }
-  if (old) ::setenv("REMAT_CUDA_POINTWISE", saved.c_str(), 1);
-  else ::unsetenv("REMAT_CUDA_POINTWISE");
 }
 
 std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
@@ -162,18 +151,18 @@ TEST(PointwisePath, CountsForTheRunReport) {
 TEST(PointwisePath, RepeatedStridedAndLearnedStayWidened) {
   Model m;
   m.name = "odd";
-  const int x = m.add(op_of(OpKind::Input, {}, {6, 6}, DType::BF16));
-  const int twice = m.add(op_of(OpKind::Add, {x, x}, {6, 6}, DType::BF16));
-  Op t = op_of(OpKind::Transpose, {twice}, {6, 6}, DType::BF16);
+  const int x = m.add(testing::make_op(OpKind::Input, {}, {6, 6}, DType::BF16));
+  const int twice = m.add(testing::make_op(OpKind::Add, {x, x}, {6, 6}, DType::BF16));
+  Op t = testing::make_op(OpKind::Transpose, {twice}, {6, 6}, DType::BF16);
   t.attrs.edit().perm = {1, 0};
   const int tr = m.add(t);
-  const int strided = m.add(op_of(OpKind::ReLU, {tr}, {6, 6}, DType::BF16));
-  Op pos = op_of(OpKind::AddConst, {strided}, {6, 6}, DType::BF16);
+  const int strided = m.add(testing::make_op(OpKind::ReLU, {tr}, {6, 6}, DType::BF16));
+  Op pos = testing::make_op(OpKind::AddConst, {strided}, {6, 6}, DType::BF16);
   pos.attrs.edit().const_shape = {6, 6};
   pos.attrs.edit().learned = true;
   const int learned = m.add(pos);
-  const int fine = m.add(op_of(OpKind::GELU, {learned}, {6, 6}, DType::BF16));
-  m.add(op_of(OpKind::MSELoss, {fine}, {}, DType::F32));
+  const int fine = m.add(testing::make_op(OpKind::GELU, {learned}, {6, 6}, DType::BF16));
+  m.add(testing::make_op(OpKind::MSELoss, {fine}, {}, DType::F32));
   m.finalize();
   ASSERT_TRUE(m.op(tr).view);
   EXPECT_FALSE(lowp_io(m, twice, false, PointwiseMode::Direct));
@@ -242,20 +231,20 @@ TEST(PointwisePath, GradientsThatAddGiveTheWideningCallsBitsOnTheCpu) {
     SCOPED_TRACE(std::string(dtype_name(low)));
     Model m;
     m.name = "adds";
-    const int x = m.add(op_of(OpKind::Input, {}, {6, 16}, DType::F32));
-    const int h = m.add(op_of(OpKind::Linear, {x}, {6, 16}, low));
-    const int a = m.add(op_of(OpKind::GELU, {h}, {6, 16}, low));
-    const int b = m.add(op_of(OpKind::ReLU, {h}, {6, 16}, low));
-    const int s = m.add(op_of(OpKind::Add, {a, b}, {6, 16}, low));
-    Op sm = op_of(OpKind::Softmax, {s}, {6, 16}, DType::F32);
+    const int x = m.add(testing::make_op(OpKind::Input, {}, {6, 16}, DType::F32));
+    const int h = m.add(testing::make_op(OpKind::Linear, {x}, {6, 16}, low));
+    const int a = m.add(testing::make_op(OpKind::GELU, {h}, {6, 16}, low));
+    const int b = m.add(testing::make_op(OpKind::ReLU, {h}, {6, 16}, low));
+    const int s = m.add(testing::make_op(OpKind::Add, {a, b}, {6, 16}, low));
+    Op sm = testing::make_op(OpKind::Softmax, {s}, {6, 16}, DType::F32);
     sm.attrs.edit().axis = -1;
     const int p = m.add(sm);
-    const int r = m.add(op_of(OpKind::Add, {p, a}, {6, 16}, DType::F32));
-    Op drop = op_of(OpKind::Dropout, {p}, {6, 16}, low);
+    const int r = m.add(testing::make_op(OpKind::Add, {p, a}, {6, 16}, DType::F32));
+    Op drop = testing::make_op(OpKind::Dropout, {p}, {6, 16}, low);
     drop.dropout_p = 0.25f;
     const int t = m.add(drop);
-    const int u = m.add(op_of(OpKind::Add, {r, t}, {6, 16}, DType::F32));
-    m.add(op_of(OpKind::MSELoss, {u}, {}, DType::F32));
+    const int u = m.add(testing::make_op(OpKind::Add, {r, t}, {6, 16}, DType::F32));
+    m.add(testing::make_op(OpKind::MSELoss, {u}, {}, DType::F32));
     m.finalize();
     for (const int v : {a, b, s, p, r, t, u}) EXPECT_TRUE(lowp_io(m, v, true, PointwiseMode::Direct)) << m.op(v).name;
     for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) expect_same_bits_with_the_stored_tensors(m, g);
