@@ -1,9 +1,8 @@
 #include "core/exec/gemm_path.h"
 
-#include <cstdlib>
 #include <string>
 
-#include "core/base/errors.h"
+#include "core/base/env_switch.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -19,22 +18,14 @@ bool parse_gemm_mode(std::string_view s, GemmMode& out) {
 }
 
 GemmMode gemm_mode_from_env() {
-  const char* env = std::getenv("REMAT_CUDA_GEMM");
-  GemmMode m = GemmMode::TensorCore;
-  if (env && *env && !parse_gemm_mode(env, m))
-    throw InputError(std::string("REMAT_CUDA_GEMM: '") + env +
-                     "' is not a GEMM path (tensor: tensor cores on 16-bit operands, the default; f32: f32 GEMMs)");
-  return m;
+  return switch_from_env("REMAT_CUDA_GEMM", GemmMode::TensorCore, parse_gemm_mode,
+                         "is not a GEMM path (tensor: tensor cores on 16-bit operands, the default; f32: f32 GEMMs)");
 }
 
 GemmMode conv_mode_from_env() {
-  const char* env = std::getenv("REMAT_CUDA_CONV");
-  GemmMode m = GemmMode::TensorCore;
-  if (env && *env && !parse_gemm_mode(env, m))
-    throw InputError(std::string("REMAT_CUDA_CONV: '") + env +
-                     "' is not a convolution path (tensor: cuDNN on 16-bit operands with tensor-op math, the default; "
-                     "f32: f32 convolutions)");
-  return m;
+  return switch_from_env("REMAT_CUDA_CONV", GemmMode::TensorCore, parse_gemm_mode,
+                         "is not a convolution path (tensor: cuDNN on 16-bit operands with tensor-op math, the "
+                         "default; f32: f32 convolutions)");
 }
 
 bool lowp_conv(const Model& m, int v, bool /*backward: both passes alike*/, GemmMode mode) {

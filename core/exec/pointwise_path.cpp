@@ -1,10 +1,9 @@
 #include "core/exec/pointwise_path.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
-#include "core/base/errors.h"
+#include "core/base/env_switch.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
 
@@ -20,13 +19,9 @@ bool parse_pointwise_mode(std::string_view s, PointwiseMode& out) {
 }
 
 PointwiseMode pointwise_mode_from_env() {
-  const char* env = std::getenv("REMAT_CUDA_POINTWISE");
-  PointwiseMode m = PointwiseMode::Direct;
-  if (env && *env && !parse_pointwise_mode(env, m))
-    throw InputError(std::string("REMAT_CUDA_POINTWISE: '") + env +
-                     "' is not a pointwise path (16bit: kernels load and store bf16/f16 tensors as stored, the "
-                     "default; f32: on widened f32 copies)");
-  return m;
+  return switch_from_env("REMAT_CUDA_POINTWISE", PointwiseMode::Direct, parse_pointwise_mode,
+                         "is not a pointwise path (16bit: kernels load and store bf16/f16 tensors as stored, the "
+                         "default; f32: on widened f32 copies)");
 }
 
 namespace {

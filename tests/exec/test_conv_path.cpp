@@ -15,7 +15,7 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/gemm_path.h"
 #include "tests/support/model_builders.h"
-#include "tests/support/scoped_env.h"
+#include "tests/exec/env_switch_check.h"
 #include "core/exec/pointwise_path.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
@@ -25,22 +25,8 @@ namespace {
 
 // The environment variable decides; unset or empty is the default, tensor cores.
 TEST(ConvPath, EnvironmentChoosesAndNamesABadValue) {
-  const testing::ScopedEnv env("REMAT_CUDA_CONV");
-  env.set(nullptr);
-  EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  env.set("");
-  EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  env.set("f32");
-  EXPECT_EQ(conv_mode_from_env(), GemmMode::F32);
-  env.set("tensor");
-  EXPECT_EQ(conv_mode_from_env(), GemmMode::TensorCore);
-  env.set("tf32");
-  try {
-    (void)conv_mode_from_env();
-    ADD_FAILURE() << "no InputError for 'tf32'";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_CONV: 'tf32' is not a convolution path", 0), 0u) << e.what();
-  }
+  testing::expect_env_switch("REMAT_CUDA_CONV", [] { return conv_mode_from_env(); }, GemmMode::TensorCore, {{"f32", GemmMode::F32}, {"tensor", GemmMode::TensorCore}}, "tf32",
+                             "REMAT_CUDA_CONV: 'tf32' is not a convolution path");
 }
 
 // A ResNet-10's convolutions (the stem, two per basic block, four blocks,

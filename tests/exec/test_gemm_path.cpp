@@ -11,7 +11,7 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/gemm_path.h"
 #include "tests/support/model_builders.h"
-#include "tests/support/scoped_env.h"
+#include "tests/exec/env_switch_check.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -35,22 +35,8 @@ TEST(GemmPath, ParsesTheTwoPaths) {
 
 // The environment variable decides; unset or empty is the default, tensor cores.
 TEST(GemmPath, EnvironmentChoosesAndNamesABadValue) {
-  const testing::ScopedEnv env("REMAT_CUDA_GEMM");
-  env.set(nullptr);
-  EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  env.set("");
-  EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  env.set("f32");
-  EXPECT_EQ(gemm_mode_from_env(), GemmMode::F32);
-  env.set("tensor");
-  EXPECT_EQ(gemm_mode_from_env(), GemmMode::TensorCore);
-  env.set("fast");
-  try {
-    (void)gemm_mode_from_env();
-    ADD_FAILURE() << "no InputError for 'fast'";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_GEMM: 'fast' is not a GEMM path", 0), 0u) << e.what();
-  }
+  testing::expect_env_switch("REMAT_CUDA_GEMM", [] { return gemm_mode_from_env(); }, GemmMode::TensorCore, {{"f32", GemmMode::F32}, {"tensor", GemmMode::TensorCore}}, "fast",
+                             "REMAT_CUDA_GEMM: 'fast' is not a GEMM path");
 }
 
 // A GPT's Linears (qkv, attention projection, the MLP's two, the head: 4 per

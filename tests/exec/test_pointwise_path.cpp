@@ -15,7 +15,7 @@
 #include "core/model/autocast.h"
 #include "core/exec/pointwise_path.h"
 #include "tests/support/model_builders.h"
-#include "tests/support/scoped_env.h"
+#include "tests/exec/env_switch_check.h"
 #include "core/model/presets.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -38,22 +38,8 @@ TEST(PointwisePath, ParsesTheTwoPaths) {
 }
 
 TEST(PointwisePath, EnvironmentChoosesAndNamesABadValue) {
-  const testing::ScopedEnv env("REMAT_CUDA_POINTWISE");
-  env.set(nullptr);
-  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  env.set("");
-  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  env.set("f32");
-  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::F32);
-  env.set("16bit");
-  EXPECT_EQ(pointwise_mode_from_env(), PointwiseMode::Direct);
-  env.set("fast");
-  try {
-    (void)pointwise_mode_from_env();
-    ADD_FAILURE() << "no InputError for 'fast'";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path", 0), 0u) << e.what();
-  }
+  testing::expect_env_switch("REMAT_CUDA_POINTWISE", [] { return pointwise_mode_from_env(); }, PointwiseMode::Direct, {{"f32", PointwiseMode::F32}, {"16bit", PointwiseMode::Direct}}, "fast",
+                             "REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path");
 }
 
 std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
