@@ -81,13 +81,30 @@ bool close(float a, float b) { return std::fabs(a - b) <= 1e-3f * (1.0f + std::f
 
 class CudaStrategies : public ::testing::TestWithParam<std::string> {};
 const std::string kModels = REMAT_EXEC_TEST_MODELS;
-// "chain_12_256" for a preset, the file's stem for a model file.
+// "chain_12_256" (and "gpt_2_32_4_16_2_bf16_cuda_64") for a preset, the
+// file's stem for a model file.
 std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;
   if (const auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1, s.rfind('.') - slash - 1);
   for (char& c : s)
-    if (c == ':') c = '_';
+    if (c == ':' || c == '@') c = '_';
   return s;
+}
+
+// Each of `specs` on `gpu` gives `base`'s loss and gradients bit for bit,
+// with the simulator's tracked peak.
+void expect_bitwise_to(const ExecResult& base, const Model& m, Backend& gpu,
+                       std::initializer_list<const char*> specs) {
+  for (const char* spec : specs) {
+    SCOPED_TRACE(spec);
+    const Schedule s = schedule_of(m, spec);
+    const ExecResult r = execute(m, s, gpu, quick());
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
+    EXPECT_EQ(r.param_grads, base.param_grads);
+    EXPECT_EQ(r.grad_hash, base.grad_hash);
+  }
 }
 
 TEST_P(CudaStrategies, PeakExactBitwiseToStoreAllAndCloseToCpu) {
@@ -380,16 +397,7 @@ TEST_P(CudaMixed, PeakExactBitwiseToStoreAllAndNearTheCpu) {
   EXPECT_EQ(base.loss_scale, ref.loss_scale);
   EXPECT_LE(std::fabs(base.loss - ref.loss), 16 * u * std::fabs(ref.loss)) << base.loss << " vs " << ref.loss;
   EXPECT_LT(relative_error(base, ref).grad, 64 * u);
-  for (const char* spec : {"recompute-all", "sqrt", "every-k:3"}) {
-    SCOPED_TRACE(spec);
-    const Schedule s = schedule_of(m, spec);
-    const ExecResult r = execute(m, s, gpu, quick());
-    ASSERT_TRUE(r.ok()) << r.message;
-    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
-    EXPECT_EQ(std::memcmp(&r.loss, &base.loss, sizeof(float)), 0) << r.loss << " vs " << base.loss;
-    EXPECT_EQ(r.param_grads, base.param_grads);
-    EXPECT_EQ(r.grad_hash, base.grad_hash);
-  }
+  expect_bitwise_to(base, m, gpu, {"recompute-all", "sqrt", "every-k:3"});
 }
 
 // The two GEMM paths of mixed precision (core/exec/gemm_path.h): tensor
@@ -418,15 +426,7 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
     const uint64_t taken = cb->lowp_gemm_calls() - calls;
     if (mode == GemmMode::TensorCore) EXPECT_GE(taken, 2u * static_cast<uint64_t>(lowp_ops));
     else EXPECT_EQ(taken, 0u);
-    for (const char* spec : {"recompute-all", "sqrt"}) {
-      SCOPED_TRACE(spec);
-      const Schedule s = schedule_of(m, spec);
-      const ExecResult r = execute(m, s, *cb, quick());
-      ASSERT_TRUE(r.ok()) << r.message;
-      EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
-      EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
-      EXPECT_EQ(r.param_grads, base.back().param_grads);
-    }
+    expect_bitwise_to(base.back(), m, *cb, {"recompute-all", "sqrt"});
   }
   cb->set_gemm_mode(was);
   EXPECT_LE(std::fabs(base[0].loss - base[1].loss), 32 * u * std::fabs(base[1].loss))
@@ -474,15 +474,7 @@ TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
       EXPECT_EQ(base.back().param_grads, base.front().param_grads);
       EXPECT_EQ(base.back().tracked_peak_bytes, base.front().tracked_peak_bytes);
       EXPECT_EQ(base.back().memory.allocator_peak, base.front().memory.allocator_peak);
-      for (const char* spec : {"recompute-all", "sqrt"}) {
-        SCOPED_TRACE(spec);
-        const Schedule s = schedule_of(m, spec);
-        const ExecResult r = execute(m, s, *cb, quick());
-        ASSERT_TRUE(r.ok()) << r.message;
-        EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
-        EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
-        EXPECT_EQ(r.param_grads, base.back().param_grads);
-      }
+      expect_bitwise_to(base.back(), m, *cb, {"recompute-all", "sqrt"});
     }
   }
   cb->set_gemm_mode(gemm_was);
@@ -494,12 +486,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
                          ::testing::Values("gpt:2:32:4:16:2:bf16:64", "gpt:2:32:4:16:2:bf16@cuda:64",
                                            "gpt:1:32:4:16:2:f16@cuda:64", "resnet:10:8:32:2:5:bf16@cuda",
                                            "resnet:10:4:64:4:5:f16"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;  // "gpt_2_32_4_16_2_bf16_cuda_64"
-                           for (char& c : s)
-                             if (c == ':' || c == '@') c = '_';
-                           return s;
-                         });
+                         case_name);
 
 // The two convolution paths of mixed precision (core/exec/gemm_path.h's
 // lowp_conv, REMAT_CUDA_CONV): cuDNN on 16-bit tensors (the default) runs
@@ -544,15 +531,7 @@ TEST_P(CudaMixedConv, BothConvPathsBitwiseAcrossStrategies) {
       EXPECT_EQ(taken, 0u);
     }
     EXPECT_EQ(base.back().memory.workspace, cb->cublas_workspace_bytes() + cb->conv_workspace_bytes());
-    for (const char* spec : {"recompute-all", "sqrt", "every-k:3"}) {
-      SCOPED_TRACE(spec);
-      const Schedule s = schedule_of(m, spec);
-      const ExecResult r = execute(m, s, *cb, quick());
-      ASSERT_TRUE(r.ok()) << r.message;
-      EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
-      EXPECT_EQ(std::memcmp(&r.loss, &base.back().loss, sizeof(float)), 0) << r.loss << " vs " << base.back().loss;
-      EXPECT_EQ(r.param_grads, base.back().param_grads);
-    }
+    expect_bitwise_to(base.back(), m, *cb, {"recompute-all", "sqrt", "every-k:3"});
   }
   cb->set_conv_mode(was);
   EXPECT_LE(std::fabs(base[0].loss - base[1].loss), 32 * u * std::fabs(base[1].loss))
@@ -565,12 +544,7 @@ TEST_P(CudaMixedConv, BothConvPathsBitwiseAcrossStrategies) {
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixedConv,
                          ::testing::Values("resnet:10:8:32:2:5:bf16@cuda", "resnet:10:4:64:4:5:f16",
                                            "resnet:18:8:32:2:10:bf16@cuda", "resnet:10:8:32:2:5:f16@cuda"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string s = info.param;
-                           for (char& c : s)
-                             if (c == ':' || c == '@') c = '_';
-                           return s;
-                         });
+                         case_name);
 
 // Compressed checkpoints on CUDA (gpu/kernels/convert.cu): the tracked peaks
 // are the simulator's (C(v) at its stored size, on the device and in the
