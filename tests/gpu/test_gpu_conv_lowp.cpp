@@ -32,36 +32,16 @@
 
 #include "core/kernels/convert.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/lowp_test_util.h"
 
 namespace remat::gpu_testing {
 namespace {
 
 using gpu::HalfType;
 using remat::cpu::ConvGeom;
-using Codes = std::vector<uint16_t>;
-
-double gamma_bound(int64_t terms) {
-  const double n = 3.0 * static_cast<double>(terms) + 18.0;
-  const double nu = n * 0x1p-23;
-  return nu / (1.0 - nu);
-}
 double unit(HalfType t) { return t == HalfType::BF16 ? 0x1p-8 : 0x1p-10; }
 double tiny(HalfType t) { return t == HalfType::BF16 ? 0.0 : 0x1p-24; }
-double value_of(HalfType t, uint16_t c) { return t == HalfType::BF16 ? cpu::bf16_value(c) : cpu::f16_value(c); }
 const char* name_of(HalfType t) { return t == HalfType::BF16 ? "bf16" : "f16"; }
-
-// n values of magnitude in [1/64, 1], either sign, as 16-bit codes.
-Codes random_codes(HalfType t, size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> mag(1.0f / 64, 1.0f);
-  std::bernoulli_distribution neg(0.5);
-  Codes c(n);
-  for (auto& x : c) {
-    const float v = neg(gen) ? -mag(gen) : mag(gen);
-    x = t == HalfType::BF16 ? cpu::bf16_bits(v) : cpu::f16_bits(v);
-  }
-  return c;
-}
 
 ConvGeom conv(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r, int64_t s, int64_t stride = 1,
               int64_t pad = 0, int64_t dil = 1, int64_t groups = 1) {

@@ -25,37 +25,12 @@
 
 #include "core/kernels/convert.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/lowp_test_util.h"
 
 namespace remat::gpu_testing {
 namespace {
 
 using gpu::HalfType;
-using Codes = std::vector<uint16_t>;
-
-double gamma_bound(int64_t terms) {
-  const double n = 3.0 * static_cast<double>(terms) + 18.0;
-  const double nu = n * 0x1p-23;
-  return nu / (1.0 - nu);
-}
-
-double value_of(HalfType t, uint16_t c) {
-  return t == HalfType::BF16 ? cpu::bf16_value(c) : cpu::f16_value(c);
-}
-
-// n values of magnitude in [1/64, 1], either sign (no subnormals in either
-// format), as 16-bit codes.
-Codes random_codes(HalfType t, size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> mag(1.0f / 64, 1.0f);
-  std::bernoulli_distribution neg(0.5);
-  Codes c(n);
-  for (auto& x : c) {
-    const float v = neg(gen) ? -mag(gen) : mag(gen);
-    x = t == HalfType::BF16 ? cpu::bf16_bits(v) : cpu::f16_bits(v);
-  }
-  return c;
-}
-
 struct Shape {
   int64_t batch, m, n, k;
 };
