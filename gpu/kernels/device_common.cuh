@@ -55,6 +55,11 @@ void dispatch_act(const char* fn, Act act, F&& f) {
 // no atomics, no TF32) and sets its stream only when it differs: cublasSetStream
 // drops a workspace the caller set with cublasSetWorkspace.
 void bind_cublas(cublasHandle_t cublas, cudaStream_t stream);
+// A row-major c (batch of m x n, stride_c apart; < 0: dense) = a product with
+// nothing to compute: true when batch, m or n is 0 (nothing written) or k is
+// 0 (c zeroed unless beta is 1); false otherwise, the caller's GEMM to run.
+bool empty_product(float* c, int64_t batch, int64_t m, int64_t n, int64_t k, float beta, cudaStream_t stream,
+                   int64_t stride_c);
 
 // Row-major c (batch, m, n) = op(a)·op(b) + beta·c with cuBLAS strided-batched
 // SGEMM (no TF32, no atomics): a stored (m, k), or (k, m) when trans_a; b stored

@@ -15,20 +15,25 @@ void bind_cublas(cublasHandle_t cublas, cudaStream_t stream) {
   CUBLAS_CHECK_THROW(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
 }
 
+bool empty_product(float* c, int64_t batch, int64_t m, int64_t n, int64_t k, float beta, cudaStream_t stream,
+                   int64_t stride_c) {
+  if (batch == 0 || m == 0 || n == 0) return true;
+  if (k != 0) return false;
+  // An empty product is zero (and cuBLAS rejects a leading dimension of 0).
+  if (beta == 0.0f) {
+    if (stride_c < 0 || stride_c == m * n)
+      CUDA_CHECK_THROW(cudaMemsetAsync(c, 0, sizeof(float) * batch * m * n, stream));
+    else
+      for (int64_t i = 0; i < batch; ++i)
+        CUDA_CHECK_THROW(cudaMemsetAsync(c + i * stride_c, 0, sizeof(float) * m * n, stream));
+  }
+  return true;
+}
+
 void gemm_rm(const float* a, const float* b, float* c, int64_t batch, int64_t m, int64_t n, int64_t k,
              bool trans_a, bool trans_b, float beta, cublasHandle_t cublas, cudaStream_t stream,
              int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) {  // an empty product is zero (and cuBLAS rejects a leading dimension of 0)
-    if (beta == 0.0f) {
-      if (stride_c < 0 || stride_c == m * n)
-        CUDA_CHECK_THROW(cudaMemsetAsync(c, 0, sizeof(float) * batch * m * n, stream));
-      else
-        for (int64_t i = 0; i < batch; ++i)
-          CUDA_CHECK_THROW(cudaMemsetAsync(c + i * stride_c, 0, sizeof(float) * m * n, stream));
-    }
-    return;
-  }
+  if (empty_product(c, batch, m, n, k, beta, stream, stride_c)) return;
   bind_cublas(cublas, stream);
   const float one = 1.0f;
   const int64_t ldb = trans_b ? k : n;  // b's row length

@@ -27,17 +27,7 @@ void gemm_lowp(HalfType t, const uint16_t* a, const uint16_t* b, float* c, int64
                int64_t k, bool trans_a, bool trans_b, float beta, cublasHandle_t cublas, cudaStream_t stream,
                int64_t stride_a, int64_t stride_b, int64_t stride_c) {
   detail::check_sizes("gemm_lowp", {batch, m, n, k});
-  if (batch == 0 || m == 0 || n == 0) return;
-  if (k == 0) {  // an empty product is zero (and cuBLAS rejects a leading dimension of 0)
-    if (beta == 0.0f) {
-      if (stride_c < 0 || stride_c == m * n)
-        CUDA_CHECK_THROW(cudaMemsetAsync(c, 0, sizeof(float) * batch * m * n, stream));
-      else
-        for (int64_t i = 0; i < batch; ++i)
-          CUDA_CHECK_THROW(cudaMemsetAsync(c + i * stride_c, 0, sizeof(float) * m * n, stream));
-    }
-    return;
-  }
+  if (detail::empty_product(c, batch, m, n, k, beta, stream, stride_c)) return;
   detail::bind_cublas(cublas, stream);
   CUBLAS_CHECK_THROW(
       cublasSetMathMode(cublas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
