@@ -12,41 +12,35 @@ b=$build/tests/bench/bench_cuda_executor
 "$b" --benchmark_repetitions=1 >"$out/bench_cuda_executor.txt" 2>&1 || { tail -20 "$out/bench_cuda_executor.txt"; exit 1; }
 sed -n '/^summary:/,$p' "$out/bench_cuda_executor.txt"
 
-# Mixed precision's two GEMM paths (docs/gpu.md#mixed-precision-on-tensor-cores):
-# store-all of each of REMAT_BENCH_GEMM_MODELS (default a bf16 GPT-2 small,
-# batch 8; empty: none) on tensor cores, then with REMAT_CUDA_GEMM=f32.
+# Mixed precision's 16-bit paths, each against its f32 twin: store-all of
+# each model in MODELS with the switch VAR at its default value, then at f32
+# (the other switches as the environment has them); the run's path line, its
+# row, or its error, into OUTDIR/FILE.
 remat=$build/app/remat
-models=${REMAT_BENCH_GEMM_MODELS-gpt:12:768:12:1024:8:bf16}
-for spec in $models; do
-  for path in tensor f32; do
-    echo "== $spec, REMAT_CUDA_GEMM=$path"
-    REMAT_CUDA_GEMM=$path "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
-      grep -E '^bf16/f16 products|^store-all|error' || echo "(no result)"
-  done
-done | tee "$out/gemm_paths.txt"
+time_paths() {  # VAR DEFAULT FILE PATTERN MODELS...
+  local var=$1 default=$2 file=$3 pattern=$4 spec path
+  shift 4
+  for spec in "$@"; do
+    for path in "$default" f32; do
+      echo "== $spec, $var=$path"
+      env "$var=$path" "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
+        grep -E "$pattern|^store-all|error" || echo "(no result)"
+    done
+  done | tee "$out/$file"
+}
 
-# Mixed precision's two pointwise paths (docs/gpu.md#16-bit-loads-and-stores):
-# store-all of each of REMAT_BENCH_POINTWISE_MODELS (default a bf16 GPT-2
-# small at batch 8 and a ResNet-50 at batch 32, CUDA autocast's dtypes;
-# empty: none) with 16-bit loads and stores, then with REMAT_CUDA_POINTWISE=f32.
-# The two must print the same loss and gradient hash.
-models=${REMAT_BENCH_POINTWISE_MODELS-gpt:12:768:12:1024:8:bf16@cuda resnet:50:64:224:32:1000:bf16@cuda}
-for spec in $models; do
-  for path in 16bit f32; do
-    echo "== $spec, REMAT_CUDA_POINTWISE=$path"
-    REMAT_CUDA_POINTWISE=$path "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
-      grep -E '^bf16/f16|^store-all|error' || echo "(no result)"
-  done
-done | tee "$out/pointwise_paths.txt"
-# Mixed precision's two convolution paths (docs/gpu.md#convolutions-on-cudnns-16-bit-path):
-# store-all of each of REMAT_BENCH_CONV_MODELS (default a bf16 ResNet-50 at
-# 224 px, batch 16, autocast's CUDA dtypes; empty: none) on cuDNN's 16-bit
-# path, then with REMAT_CUDA_CONV=f32 (the GEMMs on the environment's path).
-models=${REMAT_BENCH_CONV_MODELS-resnet:50:64:224:16:1000:bf16@cuda}
-for spec in $models; do
-  for path in tensor f32; do
-    echo "== $spec, REMAT_CUDA_CONV=$path"
-    REMAT_CUDA_CONV=$path "$remat" run -m "$spec" -s store-all --backend cuda --repeat 3 2>&1 |
-      grep -E '^bf16/f16 convolutions|^store-all|error' || echo "(no result)"
-  done
-done | tee "$out/conv_paths.txt"
+# The GEMMs (docs/gpu.md#mixed-precision-on-tensor-cores): REMAT_BENCH_GEMM_MODELS,
+# default a bf16 GPT-2 small at batch 8 (empty: none).
+time_paths REMAT_CUDA_GEMM tensor gemm_paths.txt '^bf16/f16 products' \
+  ${REMAT_BENCH_GEMM_MODELS-gpt:12:768:12:1024:8:bf16}
+# The 16-bit loads and stores (docs/gpu.md#16-bit-loads-and-stores):
+# REMAT_BENCH_POINTWISE_MODELS, default a bf16 GPT-2 small at batch 8 and a
+# ResNet-50 at batch 32, CUDA autocast's dtypes. The two paths must print the
+# same loss and gradient hash.
+time_paths REMAT_CUDA_POINTWISE 16bit pointwise_paths.txt '^bf16/f16' \
+  ${REMAT_BENCH_POINTWISE_MODELS-gpt:12:768:12:1024:8:bf16@cuda resnet:50:64:224:32:1000:bf16@cuda}
+# The convolutions (docs/gpu.md#convolutions-on-cudnns-16-bit-path):
+# REMAT_BENCH_CONV_MODELS, default a bf16 ResNet-50 at 224 px, batch 16,
+# autocast's CUDA dtypes.
+time_paths REMAT_CUDA_CONV tensor conv_paths.txt '^bf16/f16 convolutions' \
+  ${REMAT_BENCH_CONV_MODELS-resnet:50:64:224:16:1000:bf16@cuda}
