@@ -28,20 +28,8 @@ constexpr uint64_t u = 128;  // every activation and gradient: 32 f32
 // and G(t) G(z)'s storage; bwd c gives it to G(r), bwd r to G(a); bwd t adds
 // its part for a to G(a) while G(t) still shares that storage: out of place,
 // G(a) gets a storage of its own.
-Model reshaped() {
-  Model m;
-  m.add(make_op(OpKind::Input, {}, {4, 8}));
-  m.add(make_op(OpKind::Linear, {0}, {4, 8}));  // 1 a
-  m.add(make_op(OpKind::Tanh, {1}));            // 2 t
-  m.add(make_op(OpKind::Reshape, {1}, {2, 16}));  // 3 r (view)
-  Op copy = make_op(OpKind::Reshape, {3}, {4, 8});
-  copy.attrs.edit().copy = true;
-  m.add(std::move(copy));                       // 4 c (copy)
-  m.add(make_op(OpKind::Add, {4, 2}));          // 5 z
-  m.add(make_op(OpKind::MSELoss, {5}));         // 6 loss
-  m.finalize();
-  return m;
-}
+// Ids: 1 a, 2 t, 3 r, 4 c, 5 z, 6 loss.
+Model reshaped() { return remat::testing::reshaped_into_add(false); }
 
 // Every instruction, frees included, as with_frees would place them.
 std::vector<Instr> reshaped_program() {

@@ -24,21 +24,8 @@ using testing::schedule_of;
 // bwd z shares G(z)'s buffer with l and t; bwd l makes G(c), which bwd c
 // hands to r and bwd r to a; bwd t adds to G(a) while G(t) still shares G(z)'s
 // buffer (G(a) has G(c)'s: in place), then a Linear reads it.
-Model reshaped() {
-  Model m;
-  m.add(make_op(OpKind::Input, {}, {4, 8}));
-  m.add(make_op(OpKind::Linear, {0}, {4, 8}));    // 1 a
-  m.add(make_op(OpKind::Tanh, {1}));              // 2 t
-  m.add(make_op(OpKind::Reshape, {1}, {2, 16}));  // 3 r (view)
-  Op copy = make_op(OpKind::Reshape, {3}, {4, 8});
-  copy.attrs.edit().copy = true;
-  m.add(std::move(copy));                         // 4 c (copy)
-  m.add(make_op(OpKind::Linear, {4}, {4, 8}));    // 5 l
-  m.add(make_op(OpKind::Add, {5, 2}));            // 6 z
-  m.add(make_op(OpKind::MSELoss, {6}));           // 7 loss
-  m.finalize();
-  return m;
-}
+// Ids: 1 a, 2 t, 3 r, 4 c, 5 l, 6 z, 7 loss.
+Model reshaped() { return testing::reshaped_into_add(true); }
 
 }  // namespace
 
@@ -72,17 +59,7 @@ TEST(ViewGradientExec, AReshapesInputGetsItsBufferItself) {
 // The Add's input shares with the Reshapes down to a, and bwd t adds to G(a)
 // while G(t) still shares it: out of place, into a copy of its own.
 TEST(ViewGradientExec, APartAddedToASharedBufferGoesToACopy) {
-  Model m;
-  m.add(make_op(OpKind::Input, {}, {4, 8}));
-  m.add(make_op(OpKind::Linear, {0}, {4, 8}));    // 1 a
-  m.add(make_op(OpKind::Tanh, {1}));              // 2 t
-  m.add(make_op(OpKind::Reshape, {1}, {2, 16}));  // 3 r (view)
-  Op copy = make_op(OpKind::Reshape, {3}, {4, 8});
-  copy.attrs.edit().copy = true;
-  m.add(std::move(copy));                         // 4 c (copy)
-  m.add(make_op(OpKind::Add, {4, 2}));            // 5 z
-  m.add(make_op(OpKind::MSELoss, {5}));           // 6 loss
-  m.finalize();
+  const Model m = testing::reshaped_into_add(false);  // 1 a, 2 t, 3 r, 4 c, 5 z, 6 loss
   CpuBackend cpu;
   GradPointers rec(cpu);
   const Schedule s = schedule_of(m, "store-all");

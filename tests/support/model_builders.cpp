@@ -25,4 +25,20 @@ Model view_graph() {
   return m;
 }
 
+Model reshaped_into_add(bool linear_after_copy) {
+  Model m;
+  m.add(make_op(OpKind::Input, {}, {4, 8}));
+  const int a = m.add(make_op(OpKind::Linear, {0}, {4, 8}));
+  const int t = m.add(make_op(OpKind::Tanh, {a}));
+  const int r = m.add(make_op(OpKind::Reshape, {a}, {2, 16}));  // a view
+  Op copy = make_op(OpKind::Reshape, {r}, {4, 8});
+  copy.attrs.edit().copy = true;
+  int c = m.add(std::move(copy));
+  if (linear_after_copy) c = m.add(make_op(OpKind::Linear, {c}, {4, 8}));
+  const int z = m.add(make_op(OpKind::Add, {c, t}));
+  m.add(make_op(OpKind::MSELoss, {z}));
+  m.finalize();
+  return m;
+}
+
 }  // namespace remat::testing

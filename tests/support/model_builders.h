@@ -17,4 +17,11 @@ Op make_op(OpKind k, std::vector<int> in, std::vector<int64_t> shape = {}, DType
 // one storage) -> MSE loss (4 B scalar).
 Model view_graph();
 
+// x [4,8] -> a = Linear(x) -> t = Tanh(a); r = Reshape(a) [2,16], a view of
+// a's storage -> c = Reshape(r) [4,8], a copy (PyTorch's .contiguous()) ->
+// z = c + t (with `linear_after_copy`: l = Linear(c), z = l + t) -> MSE loss.
+// The gradient tests' model of a Reshape's gradient sharing storage
+// (Model::shares_grad) while an Add's other part is added into it.
+Model reshaped_into_add(bool linear_after_copy);
+
 }  // namespace remat::testing
