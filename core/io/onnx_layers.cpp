@@ -8,7 +8,9 @@
 #ifdef REMAT_HAVE_ONNX
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <numeric>
 
 #include "core/io/onnx_importer.h"
 #include "core/model/op_rules.h"
@@ -360,6 +362,18 @@ bool Importer::view(const NodeProto& n, int x) {
           shape[i] = std::max(a, b);
         }
         if (ok) out = shape;
+      }
+    }
+    // A Flatten after an op whose output shape inference could not follow (a
+    // Resize by scales held in a Constant node): its two dimensions from the input's.
+    if ((!out || out->empty()) && type == "Flatten" && !in.shape.empty()) {
+      const auto rank = static_cast<int64_t>(in.shape.size());
+      int64_t axis = attr_int(n, "axis", 1);
+      if (axis < 0) axis += rank;
+      if (axis >= 0 && axis <= rank) {
+        const auto cut = in.shape.begin() + static_cast<std::ptrdiff_t>(axis);
+        out = std::vector<int64_t>{std::accumulate(in.shape.begin(), cut, int64_t{1}, std::multiplies<>()),
+                                   std::accumulate(cut, in.shape.end(), int64_t{1}, std::multiplies<>())};
       }
     }
     if (!out || out->empty()) return false;

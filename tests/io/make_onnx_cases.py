@@ -192,6 +192,21 @@ def zero_pad():  # nn.AvgPool2d as torch exports it: Pad with all-zero pads, the
                  [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5), i64], name="zero_pad")
 
 
+def flatten_after_resize():  # interpolate as torch 1.13 exports it: Resize by scales concatenated from two Constants, which inference cannot read
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 2, 2])
+    ones = helper.make_tensor("ones", TensorProto.FLOAT, [2], [1.0, 1.0])
+    twos = helper.make_tensor("twos", TensorProto.FLOAT, [2], [2.0, 2.0])
+    return graph([helper.make_node("Constant", [], ["c0"], name="/Constant", value=ones),
+                  helper.make_node("Constant", [], ["c1"], name="/Constant_1", value=twos),
+                  helper.make_node("Concat", ["c0", "c1"], ["scales"], name="/Concat", axis=0),
+                  helper.make_node("Resize", ["x", "", "scales"], ["u"], name="/Resize", mode="linear",
+                                   coordinate_transformation_mode="half_pixel"),
+                  helper.make_node("Flatten", ["u"], ["f"], name="/Flatten", axis=1),
+                  helper.make_node("Gemm", ["f", "h.weight", "h.bias"], ["y"], name="/h/Gemm", transB=1)],
+                 [x], [Y], [t("h.weight", np.arange(48).reshape(3, 16) / 48 - 0.5), t("h.bias", [0.1, 0.2, 0.3])],
+                 name="flatten_after_resize")
+
+
 def lstm(torch_version=None, bias=True):  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
     w = np.arange(8 * 4).reshape(1, 8, 4) / 64 - 0.25  # gate blocks of 2 rows in ONNX's order i, o, f, c
@@ -263,7 +278,8 @@ if __name__ == "__main__":
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
                        ("layer_scale", layer_scale), ("lstm", lstm), ("gru", gru), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
                        ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0")),
-                       ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False))]:
+                       ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False)),
+                       ("flatten_after_resize", flatten_after_resize)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

@@ -481,6 +481,27 @@ TEST(OnnxCases, ZeroPadIsItsInput) {
   EXPECT_TRUE(m.executable());
 }
 
+// F.interpolate then flatten and a Linear, as torch 1.13 exports them: the
+// Resize's scales are a Concat of two Constants, which ONNX's shape inference
+// does not read, so it leaves the Flatten's and the Gemm's outputs unknown.
+// The Flatten's two dimensions come from its input's (the Resize's, which the
+// importer computes), and the Gemm imports as the Linear it is: the model runs.
+TEST(OnnxCases, FlattenAfterAResizeGetsItsShapeFromItsInput) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "flatten_after_resize.onnx");
+  const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Upsample, OpKind::Reshape, OpKind::Linear, OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 1, 4, 4}));
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 16}));
+  EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(m.executable());
+  CpuBackend cpu;
+  ExecOptions o;
+  o.repeat = 1;
+  EXPECT_TRUE(execute(m, make_strategy("store-all")->schedule(m), cpu, o).ok());
+}
+
 // An imported recurrent network's run (seed 3) against its float64
 // reference: the MSE of the reference's outputs `y` over `target` is the
 // loss store-all gives within 1e-6, and recompute-all gives store-all's bits.
