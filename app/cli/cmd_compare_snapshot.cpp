@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/cli/commands.h"
+#include "core/analysis/comparison.h"
 #include "core/io/atomic_file.h"
 #include "core/base/errors.h"
 #include "core/io/snapshot_compare.h"
@@ -24,10 +25,10 @@ struct CompareOptions {
 
 void run_compare(const CompareOptions& o) {
   if (split_strategy_list(o.strategy).size() != 1) throw InputError("--strategy: give one strategy");
-  (void)make_strategy(o.strategy);
+  (void)make_strategy(resolve_budget_shares(o.strategy, 0));
   if (!o.svg.empty()) check_output_path("--svg", o.svg, ".svg", "the picture is SVG");
   const Model model = load_model(o.model);
-  const auto runs = simulate_strategies(model, {o.strategy});
+  const auto runs = simulate_strategies(model, resolve_budget_shares(model, {o.strategy}));
   if (!runs[0].ok()) throw InputError("strategy '" + o.strategy + "': " + runs[0].error);
   const auto snap = load_torch_snapshot(o.snapshot);
   const auto curve = snapshot_curve(snap, "snapshot '" + o.snapshot + "'", o.device);

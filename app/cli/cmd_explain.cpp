@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/io/model_source.h"
 #include "core/analysis/explain.h"
@@ -24,8 +25,9 @@ struct ExplainOptions {
 void run_explain(const ExplainOptions& o) {
   const auto specs = split_strategy_list(o.strategy);
   if (specs.size() != 1) throw InputError("--strategy: explain takes one strategy (got '" + o.strategy + "')");
-  const auto strategy = make_strategy(specs.front());
+  (void)make_strategy(resolve_budget_shares(specs.front(), 0));  // a bad spec fails before the model loads
   const Model model = load_model(o.model);
+  const auto strategy = make_strategy(resolve_budget_shares(model, specs).front());
   const PeakExplanation e = explain_peak(model, bounded_schedule(*strategy, model, o.limit));
   if (o.json) std::cout << explanation_json(model, e).dump() << "\n";
   else std::cout << explanation_text(model, e);

@@ -11,6 +11,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/render_module.h"
 #include "app/cli/export_snapshot.h"
+#include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/exec/executor.h"
 #include "core/io/model_source.h"
@@ -45,12 +46,12 @@ void run_export(const ExportOptions& o) {
   if (render) render->check_export(f);
   if (o.stepSet && f.graph.empty()) throw InputError("--step needs --graph");
   const auto specs = expand_strategy_list(o.strategies);
-  for (const auto& spec : specs) (void)make_strategy(spec);
+  for (const auto& spec : specs) (void)make_strategy(resolve_budget_shares(spec, 0));
   if (!f.animation.empty() && specs.size() > 3)
     throw InputError("--animation shows 1 to 3 strategies side by side; --strategy lists " +
                      std::to_string(specs.size()));
   const Model model = load_model(o.model);
-  const auto runs = simulate_strategies(model, specs, {.limit = o.limit});
+  const auto runs = simulate_strategies(model, resolve_budget_shares(model, specs), {.limit = o.limit});
   for (const auto& r : runs)
     if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
   if (o.snapshot.measured) check_executable(model);  // before any file is written

@@ -6,6 +6,7 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/export_snapshot.h"
+#include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/io/model_source.h"
 #include "core/io/torch_plan.h"
@@ -37,9 +38,9 @@ void add_export_command(CLI::App& app) {
     check_snapshot_export(o->snapshot);
     if (!o->torchPlan.empty()) check_torch_plan_path(o->torchPlan);
     const auto specs = expand_strategy_list(o->strategies);
-    for (const auto& spec : specs) (void)make_strategy(spec);
+    for (const auto& spec : specs) (void)make_strategy(resolve_budget_shares(spec, 0));
     const Model model = load_model(o->model);
-    const auto runs = simulate_strategies(model, specs);
+    const auto runs = simulate_strategies(model, resolve_budget_shares(model, specs));
     for (const auto& r : runs)
       if (!r.ok()) throw InputError("strategy '" + r.spec + "': " + r.error);
     const std::optional<TorchPlan> plan =

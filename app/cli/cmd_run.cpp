@@ -313,15 +313,21 @@ void run_run(const RunOptions& o) {
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
   // Larger seeds could alias another (seed, op) pair in the dropout RNG (core/kernels/rng.h).
   if (o.seed >= (uint64_t{1} << 32)) throw InputError("--seed must be below 2^32 (4294967296)");
-  const uint64_t limit = o.memory_limit.empty() ? 0 : parse_bytes(o.memory_limit, "--memory-limit");
-  if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive");
+  // A share (--memory-limit 50%) is of store-all's peak, known once the model
+  // is loaded; checked here against a stand-in, so that it fails before any work.
+  if (!o.memory_limit.empty() && parse_budget(o.memory_limit, "--memory-limit", uint64_t{1} << 50) == 0)
+    throw InputError("--memory-limit must be positive");
   if (!o.trace.empty()) check_trace_path(o.trace);
   const TimeModel tm = time_model_of(o.time);
   const Model model = load_model(o.model);
   // The session checks the model and makes each strategy (a bad name fails
   // before any work), store-all first as the reference for time overhead and
   // bitwise equality when it was not asked for.
-  const std::vector<std::string> specs = expand_strategy_list(o.strategies);
+  const std::vector<std::string> specs = resolve_budget_shares(model, expand_strategy_list(o.strategies));
+  const uint64_t limit = o.memory_limit.empty() ? 0
+                         : parse_budget(o.memory_limit, "--memory-limit",
+                                        has_budget_share("budget:" + o.memory_limit) ? store_all_peak(model) : 0);
+  if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive (" + o.memory_limit + " of store-all's peak is 0 bytes)");
   RunSessionOptions so;
   so.backend = kind;
   so.limit = o.limit;
@@ -426,7 +432,7 @@ void add_run_command(CLI::App& app) {
                   "Write DIR/model.json and DIR/tensors.safetensors (input, target/labels, parameters, dropout masks, "
                   "loss, parameter gradients) to rebuild the step elsewhere (docs/run.md)");
   cmd->add_option("--memory-limit", o->memory_limit,
-                  "Activation bytes allowed (e.g. 1048576, 512K, 1.5M, 2G); a strategy that needs more reports "
+                  "Activation bytes allowed (e.g. 1048576, 512K, 1.5M, 2G, or 50% of store-all's peak); a strategy that needs more reports "
                   "out-of-memory");
   cmd->add_flag("--sync-each", o->sync_each,
                 "Wait for the device after every instruction, so that a kernel fault names the instruction that "

@@ -154,9 +154,13 @@ void run_simulate(const SimulateOptions& o) {
   const Optimizer optimizer = optimizer_flag(o.optimizer);
   const TimeModel tm = time_model_of(o.time);
   const std::vector<int> ks = parse_micro_batches(o.micro_batches);
-  const auto specs = expand_strategy_list(o.strategies);
-  for (const auto& spec : specs) (void)make_strategy(spec);  // reject bad names before any work
+  auto specs = expand_strategy_list(o.strategies);
+  for (const auto& spec : specs) (void)make_strategy(resolve_budget_shares(spec, 0));  // reject bad names before any work
   if (!o.parallel.empty()) {
+    for (const auto& spec : specs)
+      if (has_budget_share(spec))
+        throw InputError("strategy '" + spec + "': with --parallel, give budgets in bytes (a share such as 50% is of "
+                         "one model's store-all peak, and each stage has its own)");
     if (o.micro_batches != "1")
       throw InputError("--micro-batches and --parallel: give the micro-batches in --parallel (micro-batches=M)");
     print_parallel(o.model, o.parallel, specs, o.optimizer.empty() ? Optimizer::Adam : optimizer, tm, o.limit, o.json, o.csv);
@@ -164,11 +168,15 @@ void run_simulate(const SimulateOptions& o) {
   }
   if (ks.size() > 1) {
     if (!o.csv.empty()) throw InputError("--csv takes one --micro-batches value, not a list");
-    print_micro_batch_table(load_model(o.model), specs, ks, optimizer, o.json, o.limit);
+    const Model base = load_model(o.model);
+    print_micro_batch_table(base, resolve_budget_shares(base, specs), ks, optimizer, o.json, o.limit);
     return;
   }
   const int k = ks[0];
-  const Model model = micro_batch(load_model(o.model), k);
+  const Model base = load_model(o.model);
+  // A budget share is of the whole batch's store-all peak: one memory size for every K.
+  specs = resolve_budget_shares(base, std::move(specs));
+  const Model model = micro_batch(base, k);
   // The table needs the figures only; the timelines are 8 bytes per instruction.
   // The time model is a second pass over each schedule: the JSON carries it
   // for every strategy, the table only when some strategy offloads or compresses (below).

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
+#include "core/analysis/comparison.h"
 #include "core/base/errors.h"
 #include "core/io/model_source.h"
 #include "core/analysis/sweep.h"
@@ -82,7 +83,9 @@ void run_sweep(const SweepOptions_& o) {
   so.limit = o.limit;
   so.compress = compress;
   if (o.budgets == "auto") so.named = named_points(model, so.limit, &so.notes, compress);  // a list is checked before any simulation
-  const auto budgets = parse_budgets(so.named, o.budgets);
+  (void)parse_budgets({}, o.budgets == "auto" ? "0" : o.budgets);  // a bad list fails before store-all is simulated
+  const bool shares = o.budgets.find('%') != std::string::npos;
+  const auto budgets = parse_budgets(so.named, o.budgets, shares ? store_all_peak(model) : 0);
   so.optimal_seconds = o.seconds;
   const SweepResult r = sweep(model, budgets, so);
   if (o.json) std::cout << sweep_json(model, r).dump() << "\n";
@@ -96,7 +99,7 @@ void add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepOptions_>();
   auto* cmd = app.add_subcommand("sweep", "Best recompute overhead for each memory budget (the memory-time trade-off)");
   cmd->add_option("-m,--model", o->model, "Model: a preset spec or a .json/.onnx file")->required();
-  cmd->add_option("--budgets", o->budgets, "'auto' (12 budgets from recompute-all's peak to store-all's) or B1,B2,... (512, 64K, 1.5M)")
+  cmd->add_option("--budgets", o->budgets, "'auto' (12 budgets from recompute-all's peak to store-all's) or B1,B2,... (512, 64K, 1.5M, or shares of store-all's peak: 90%,50%)")
       ->capture_default_str();
   cmd->add_option("--compress", o->compress,
                   "Compressed checkpoints on every point: bf16, f16 or int8 (each strategy as SPEC+compress:DTYPE; "

@@ -68,6 +68,20 @@ StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, cons
   return run;
 }
 
+uint64_t store_all_peak(const Model& model) {
+  return simulate(model, make_strategy("store-all")->schedule(model), {.timeline = false}).peak_bytes;
+}
+
+std::vector<std::string> resolve_budget_shares(const Model& model, std::vector<std::string> specs) {
+  std::optional<uint64_t> reference;
+  for (std::string& spec : specs) {
+    if (!has_budget_share(spec)) continue;
+    if (!reference) reference = store_all_peak(model);
+    spec = resolve_budget_shares(spec, *reference);
+  }
+  return specs;
+}
+
 nlohmann::json model_json(const Model& model) {
   uint64_t act = 0, aux = 0;
   for (int v = 0; v < model.size(); ++v) {

@@ -58,6 +58,13 @@ std::vector<StrategyRun> simulate_strategies(const Model& model, const std::vect
 StrategyRun simulate_strategy(const Model& model, const Strategy& strategy, const std::string& spec,
                               const SimulateStrategiesOptions& options = {});
 
+// store-all's simulated activation peak: what a budget share ("optimal:50%") is a share of.
+uint64_t store_all_peak(const Model& model);
+// `specs` with each budget share written as bytes of `model`'s store-all peak
+// (registry.h's resolve_budget_shares; store-all is simulated once, and only
+// when some spec writes a share).
+std::vector<std::string> resolve_budget_shares(const Model& model, std::vector<std::string> specs);
+
 // {"name","ops","activation_bytes","param_bytes","unit_bytes","executable"}
 nlohmann::json model_json(const Model& model);
 // {"name","peak_bytes","peak_host_bytes","transfers","transfer_bytes",

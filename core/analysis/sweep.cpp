@@ -102,11 +102,12 @@ std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int cou
   return b;
 }
 
-std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list) {
+std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list,
+                                    uint64_t store_all_peak) {
   if (list == "auto") return auto_budgets(named);
   std::vector<uint64_t> b;
-  for (const auto& f : split(list, ',')) b.push_back(parse_bytes(f, "--budgets: budget"));
-  if (b.empty()) throw InputError("--budgets: expected 'auto' or a comma-separated list of byte counts");
+  for (const auto& f : split(list, ',')) b.push_back(parse_budget(f, "--budgets: budget", store_all_peak));
+  if (b.empty()) throw InputError("--budgets: expected 'auto' or a comma-separated list of byte counts or shares");
   return b;
 }
 

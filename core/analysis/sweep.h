@@ -71,8 +71,10 @@ std::vector<NamedPoint> named_points(const Model& m, const InstructionLimit& lim
 // when it was left out) to store-all's, plus the peak of each named strategy
 // (so none of them lies below the front).
 std::vector<uint64_t> auto_budgets(const std::vector<NamedPoint>& named, int count = 12);
-// Parses "auto" or "B1,B2,..." (byte suffixes allowed); throws InputError.
-std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list);
+// Parses "auto" or "B1,B2,..." (byte suffixes allowed, or shares: 90%,50%); throws InputError.
+// A share ("90%,50%") is of `store_all_peak` (0: the list has none, or they are 0 bytes).
+std::vector<uint64_t> parse_budgets(const std::vector<NamedPoint>& named, const std::string& list,
+                                    uint64_t store_all_peak = 0);
 
 SweepResult sweep(const Model& m, std::vector<uint64_t> budgets, const SweepOptions& options = {});
 nlohmann::json sweep_json(const Model& m, const SweepResult& r);

@@ -2,6 +2,9 @@
 #include "core/base/work_counters.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <ostream>
 
 #include "core/base/errors.h"
@@ -217,7 +220,7 @@ const StrategyInfo& innermost_info(const StrategySpec& spec) {
 std::string strategy_help() {
   std::string s;
   for (const auto& i : strategy_catalog()) s += "\n  " + i.name + (i.argument.empty() ? "" : ":" + i.argument) + "  " + i.help;
-  return s;
+  return s + "\n  BYTES: a byte count (4096, 64K, 1.5M, 2G) or a share of the model's store-all peak (50%)";
 }
 
 std::string parameter_text(const StrategySpec& spec) {
@@ -374,6 +377,64 @@ std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec) {
 }
 
 std::unique_ptr<Strategy> make_strategy(std::string_view spec) { return make_strategy(parse_strategy(spec)); }
+
+namespace {
+
+bool is_share(std::string_view field) { return !field.empty() && field.back() == '%'; }
+
+// The Bytes parameters of one "name:args" piece of a spec (a wrapper's,
+// its inner strategy's or a modifier's): `edit` sees each field in turn.
+template <class Edit>
+std::string each_budget_field(std::string_view piece, Edit edit) {
+  const auto colon = piece.find(':');
+  const StrategyInfo* info = find_strategy(piece.substr(0, colon));
+  if (colon == std::string_view::npos || !info || info->params.empty() || info->params[0].kind == ParamKind::OpIds)
+    return std::string(piece);
+  const std::string args(piece.substr(colon + 1));
+  std::vector<std::string> fields = info->params.size() == 1 ? std::vector<std::string>{args} : split(args, ':');
+  std::string out(piece.substr(0, colon));
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i < info->params.size() && info->params[i].kind == ParamKind::Bytes) edit(fields[i], info->params[i].what);
+    out += ":" + fields[i];
+  }
+  return out;
+}
+
+template <class Edit>
+std::string each_budget_field_of_spec(std::string_view spec, Edit edit) {
+  std::string out;
+  for (const std::string& piece : split(spec, '+')) out += (out.empty() ? "" : "+") + each_budget_field(piece, edit);
+  return out;
+}
+
+}  // namespace
+
+uint64_t parse_budget(std::string_view text, const std::string& what, uint64_t reference) {
+  if (!is_share(text)) return parse_bytes(text, what);
+  const std::string num(text.substr(0, text.size() - 1));
+  char* end = nullptr;
+  // Digits and a point only, as parse_bytes reads a count (no sign, exponent or "nan").
+  const bool plain = !num.empty() && std::all_of(num.begin(), num.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+  const double v = plain ? std::strtod(num.c_str(), &end) : -1;
+  if (num.empty() || end != num.c_str() + num.size() || !(v >= 0) || !std::isfinite(v) || v > 1e6)
+    throw InputError(what + " must be a byte count like 4096, 64K, 1.5M or 2G, or a share of store-all's peak like "
+                            "50%, got '" + std::string(text) + "'");
+  return static_cast<uint64_t>(std::llround(v / 100.0 * static_cast<double>(reference)));
+}
+
+bool has_budget_share(std::string_view spec) {
+  bool found = false;
+  (void)each_budget_field_of_spec(spec, [&](std::string& field, const std::string&) { found = found || is_share(field); });
+  return found;
+}
+
+std::string resolve_budget_shares(std::string_view spec, uint64_t reference) {
+  return each_budget_field_of_spec(spec, [&](std::string& field, const std::string& what) {
+    if (is_share(field)) field = std::to_string(parse_budget(field, what, reference));
+  });
+}
 
 std::vector<std::string> split_strategy_list(std::string_view list) {
   std::vector<std::string> out;

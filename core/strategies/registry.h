@@ -156,6 +156,19 @@ std::unique_ptr<Strategy> make_strategy(const StrategySpec& spec);
 // parse_strategy, then make_strategy.
 std::unique_ptr<Strategy> make_strategy(std::string_view spec);
 
+// Budgets given as shares of a model's store-all peak ("optimal:50%",
+// "dtr:30%:lru", "offload+budget:25%", "--budgets 90%,50%"): a budget is
+// relative to a model, so the text is resolved, with that model's peak as
+// `reference`, before it is parsed. has_budget_share says whether a spec
+// writes one (the caller then simulates store-all once); resolve_budget_shares
+// writes each as round(share × reference) bytes and leaves the rest of the
+// text as it was. Throws InputError for a share that is not a number >= 0
+// followed by '%', naming the parameter.
+bool has_budget_share(std::string_view spec);
+std::string resolve_budget_shares(std::string_view spec, uint64_t reference);
+// One budget: a byte count (parse_bytes) or a share ("50%") of `reference`.
+uint64_t parse_budget(std::string_view text, const std::string& what, uint64_t reference);
+
 // Splits "store-all,manual:1,2,3,sqrt" into specs; bare integers continue the
 // argument list of the previous spec (manual's checkpoints use commas too), and
 // so does an integer followed by a modifier ("manual:1,2+compress:bf16").

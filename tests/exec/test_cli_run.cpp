@@ -268,11 +268,33 @@ TEST(CliRun, OutOfMemoryIsARowNotAFailure) {
   EXPECT_EQ(j["strategies"][1]["tracked_peak_bytes"], sqrt_peak);
 }
 
+// --memory-limit as a share is of store-all's predicted peak: 100% lets
+// store-all run to exactly it, 50% stops it where half its bytes in bytes do.
+TEST(CliRun, AMemoryLimitShareIsOfStoreAllsPeak) {
+  const CliResult sim = run_cli("simulate --model chain:16:64 --strategy store-all --json");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  const uint64_t peak = nlohmann::json::parse(sim.out)["strategies"][0]["peak_bytes"];
+  ASSERT_EQ(peak % 2, 0u);
+  const auto run = [](const std::string& limit) {
+    const CliResult r = run_cli("run --model chain:16:64 --strategy store-all --backend cpu --repeat 1 --json "
+                                "--memory-limit " + limit);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out)["strategies"][0] : nlohmann::json();
+  };
+  const auto all = run("100%");
+  EXPECT_EQ(all["status"], "ok");
+  EXPECT_EQ(all["tracked_peak_bytes"], peak);
+  const auto half = run("50%");
+  EXPECT_EQ(half["status"], "out-of-memory");
+  EXPECT_EQ(half["oom"], run(std::to_string(peak / 2))["oom"]);
+}
+
 TEST(CliRun, BadInputIsOneMessageAndExit2) {
   for (const char* args : {"run --model chain:8 --backend cpu", "run --model mlp:2 --strategy nope",
                            "run --model mlp:2 --backend tpu", "run --model mlp:2 --repeat 0",
                            "run --model mlp:2 --memory-limit lots", "run --model nosuch.json",
-                           "run --model mlp:2 --seed 4294967296"}) {
+                           "run --model mlp:2 --seed 4294967296", "run --model mlp:2 --memory-limit x%",
+                           "run --model mlp:2 --memory-limit 0%", "run --model mlp:2 --strategy dtr:-1%"}) {
     SCOPED_TRACE(args);
     const CliResult r = run_cli(args);
     EXPECT_EQ(r.code, 2);

@@ -148,3 +148,54 @@ TEST(CliStrategies, HelpListsEveryRegisteredStrategy) {
     }
   }
 }
+
+// A budget written as a share ("optimal:50%") is that share of the model's
+// store-all peak, in every command that takes a strategy or budget: the same
+// strategies, peaks and fronts as the byte counts it stands for.
+TEST(CliStrategies, BudgetSharesAreOfStoreAllsPeak) {
+  const std::string model = "--model transformer:4:16:4:2";
+  const CliResult s = run_cli("simulate " + model + " --strategy store-all --json");
+  ASSERT_EQ(s.code, 0) << s.err;
+  const auto peak = nlohmann::json::parse(s.out)["strategies"][0]["peak_bytes"].get<uint64_t>();
+  ASSERT_EQ(peak % 4, 0u) << "a model whose shares below are whole bytes";
+  const std::string half = std::to_string(peak / 2), quarter = std::to_string(peak / 4);
+  const auto figures = [](const std::string& out) {
+    std::vector<std::pair<std::string, uint64_t>> f;
+    const auto j = nlohmann::json::parse(out);
+    for (const auto& r : j["strategies"]) f.emplace_back(r["name"], r["peak_bytes"]);
+    return f;
+  };
+  const CliResult shares = run_cli("simulate " + model + " --strategy optimal:50%,dtr:25%:lru,offload+every-k:2 --json");
+  const CliResult bytes =
+      run_cli("simulate " + model + " --strategy optimal:" + half + ",dtr:" + quarter + ":lru,offload+every-k:2 --json");
+  ASSERT_EQ(shares.code, 0) << shares.err;
+  ASSERT_EQ(bytes.code, 0) << bytes.err;
+  const auto got = figures(shares.out);
+  EXPECT_EQ(got, figures(bytes.out));
+  EXPECT_EQ(got.at(0).first, "optimal:" + half);
+
+  const CliResult e = run_cli("explain " + model + " --strategy dtr:25%:lru --json");
+  const CliResult eb = run_cli("explain " + model + " --strategy dtr:" + quarter + ":lru --json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(e.out, eb.out);
+
+  const CliResult w = run_cli("sweep " + model + " --budgets 50%,100% --json");
+  const CliResult wb = run_cli("sweep " + model + " --budgets " + half + "," + std::to_string(peak) + " --json");
+  ASSERT_EQ(w.code, 0) << w.err;
+  EXPECT_EQ(w.out, wb.out);
+
+  for (const std::string args : {"simulate " + model + " --strategy optimal:half%",
+                                 "simulate " + model + " --strategy sqrt,dtr:-3%",
+                                 "sweep " + model + " --budgets 50%,x%",
+                                 "explain " + model + " --strategy optimal:5%%",
+                                 "simulate " + model + " --strategy optimal:50% --parallel pp=2"}) {
+    SCOPED_TRACE(args);
+    const CliResult bad = run_cli(args);
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_EQ(bad.out, "");
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_TRUE(bad.err.find("share of store-all's peak like 50%") != std::string::npos ||
+                bad.err.find("with --parallel, give budgets in bytes") != std::string::npos)
+        << bad.err;
+  }
+}

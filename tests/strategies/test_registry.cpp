@@ -69,7 +69,9 @@ TEST(Registry, HelpAndUnknownNamesListTheTableInOrder) {
     help_expected += "\n  " + info.name + (info.argument.empty() ? "" : ":" + info.argument) + "  " + info.help;
     known += (known.empty() ? "" : ", ") + info.name;
   }
-  EXPECT_EQ(strategy_help(), help_expected);
+  // Then what BYTES may be, once for every entry that takes it.
+  EXPECT_EQ(strategy_help(),
+            help_expected + "\n  BYTES: a byte count (4096, 64K, 1.5M, 2G) or a share of the model's store-all peak (50%)");
   EXPECT_EQ(error_of("fastest"), "unknown strategy 'fastest' (known: " + known + ")");
 }
 

@@ -114,3 +114,34 @@ TEST(StrategySpec, DeclaredCheckpointsComeFromTheStrategy) {
   EXPECT_TRUE(make_strategy("store-all")->declared_checkpoints(m).empty());
   EXPECT_TRUE(make_strategy("offload:4")->declared_checkpoints(m).empty());
 }
+
+// A budget written as a share of store-all's peak ("optimal:50%") is text
+// resolved against a model before it is parsed: each Bytes parameter that
+// ends in '%' (a wrapper's inner one too) becomes round(share × peak) bytes,
+// nothing else changes, and a share that is not a number >= 0 is refused
+// naming the parameter.
+TEST(StrategySpec, BudgetSharesResolveAgainstAReference) {
+  EXPECT_TRUE(has_budget_share("optimal:50%"));
+  EXPECT_TRUE(has_budget_share("offload+budget:25%"));
+  EXPECT_TRUE(has_budget_share("dtr:30%:lru+compress:bf16"));
+  EXPECT_FALSE(has_budget_share("optimal:1M:5"));
+  EXPECT_FALSE(has_budget_share("manual:1,2"));
+  EXPECT_FALSE(has_budget_share("sqrt+compress:bf16"));
+  EXPECT_EQ(resolve_budget_shares("optimal:50%", 1000), "optimal:500");
+  EXPECT_EQ(resolve_budget_shares("optimal:12.5%:9", 1000), "optimal:125:9");  // the seconds stay
+  EXPECT_EQ(resolve_budget_shares("dtr:33%:lru+compress:bf16", 1000), "dtr:330:lru+compress:bf16");
+  EXPECT_EQ(resolve_budget_shares("offload+budget:25%", 1001), "offload+budget:250");  // 250.25 rounds down
+  EXPECT_EQ(resolve_budget_shares("offload+budget:25%", 1002), "offload+budget:251");  // 250.5 rounds away
+  EXPECT_EQ(resolve_budget_shares("every-k:4", 1000), "every-k:4");
+  EXPECT_EQ(resolve_budget_shares("optimal:150%", 1000), "optimal:1500");  // more than store-all is a budget too
+  EXPECT_EQ(parse_budget("64K", "b", 10), 65536u);
+  EXPECT_EQ(parse_budget("10%", "b", 4096), 410u);
+  const std::string want = "optimal: BYTES must be a byte count like 4096, 64K, 1.5M or 2G, or a share of store-all's "
+                           "peak like 50%, got '";
+  for (const std::string bad : {"x%", "-5%", "%", "1e3%", "5%%", "nan%"})
+    EXPECT_EQ(remat::testing::input_error_of([&] { resolve_budget_shares("optimal:" + bad, 1000); }),
+              want + bad + "'")
+        << bad;
+  // Unresolved, a share is no byte count: the parser says what it wants.
+  EXPECT_EQ(parse_error("optimal:50%"), "optimal: BYTES must be a byte count like 4096, 64K, 1.5M or 2G, got '50%'");
+}

@@ -85,6 +85,9 @@ TEST(Sweep, BudgetListsParse) {
   EXPECT_EQ(parse_budgets(named, "1K,2K"), (std::vector<uint64_t>{1024, 2048}));
   EXPECT_EQ(parse_budgets(named, "auto"), auto_budgets(named));
   EXPECT_THROW(parse_budgets(named, "1K,lots"), InputError);
+  // Shares of store-all's peak, given by the caller (the model's).
+  EXPECT_EQ(parse_budgets(named, "50%,1K,100%", 4000), (std::vector<uint64_t>{2000, 1024, 4000}));
+  EXPECT_THROW(parse_budgets(named, "50%,x%", 4000), InputError);
 }
 
 // The lesson: checkpointing only the last layer of mlp:8 saves nothing. The

@@ -12,6 +12,9 @@
 #include <QTest>
 #include <gtest/gtest.h>
 
+#include "core/analysis/comparison.h"
+#include "core/model/presets.h"
+#include "core/strategies/registry.h"
 #include "widgets/controllers/run_controller.h"
 #include "widgets/document/comparison_model.h"
 #include "widgets/document/studio_document.h"
@@ -118,6 +121,23 @@ TEST(WindowStart, AShownStrategyThatFailsIsSaid) {
   ASSERT_EQ(s.notices.size(), 1) << s.said();
   EXPECT_TRUE(s.notices[0].startsWith("--show dtr:4: dtr: a budget of 4 bytes is below what")) << s.notices[0].toStdString();
   EXPECT_TRUE(s.notices[0].endsWith("; showing store-all")) << s.notices[0].toStdString();
+}
+
+// Budgets written as shares of store-all's peak, as `remat` takes them: the
+// window compares and shows the strategies those bytes of the model name.
+TEST(WindowStart, BudgetSharesAreOfTheModelsStoreAllPeak) {
+  const uint64_t half = store_all_peak(make_preset("chain:16")) / 2;
+  Started s({"chain:16", "--strategies", "store-all,optimal:50%", "--show", "dtr:50%:lru"});
+  ASSERT_TRUE(s.settle());
+  ASSERT_NE(s.doc()->current(), nullptr);
+  EXPECT_EQ(s.doc()->current()->name, "dtr:" + std::to_string(half) + ":lru");
+  QStringList names;
+  for (const StrategyRequest& r : s.doc()->specs()) names << QString::fromStdString(r.text);
+  EXPECT_TRUE(names.contains(QString("optimal:%1").arg(half))) << names.join(",").toStdString();
+  EXPECT_EQ(s.said(), "");
+  EXPECT_EQ(readError({"--strategies", "sqrt,optimal:half%"}),
+            "--strategies optimal:half%: optimal: BYTES must be a byte count like 4096, 64K, 1.5M or 2G, or a share "
+            "of store-all's peak like 50%, got 'half%'");
 }
 
 // The screenshot is grabbed once the window shows what the options asked

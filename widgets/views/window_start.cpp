@@ -6,6 +6,9 @@
 #include <QTimer>
 #include <algorithm>
 
+#include "core/analysis/comparison.h"
+#include "core/base/errors.h"
+#include "core/strategies/registry.h"
 #include "widgets/controllers/run_controller.h"
 #include "widgets/controllers/sweep_controller.h"
 #include "widgets/document/strategy_defaults.h"
@@ -37,11 +40,38 @@ void add_start_options(QCommandLineParser& cli) {
   cli.addOption({"step", "Start at step K (1 is the first, as the caption counts).", "K"});
 }
 
+namespace {
+
+// `list` checked before the model opens: a budget share ("optimal:50%") stands
+// in as 0 bytes until the model's store-all peak is known (resolved below).
+std::vector<StrategyRequest> checked_requests(const QString& list) {
+  std::vector<StrategyRequest> out;
+  for (const std::string& t : split_strategy_list(list.toStdString())) {
+    try {
+      out.push_back(request_strategy(resolve_budget_shares(t, 0)));
+      out.back().text = t;
+    } catch (const InputError& e) {
+      out.push_back({.spec = std::nullopt, .text = t, .error = e.what()});
+    }
+  }
+  return out;
+}
+
+// The open model's: each budget share as bytes of its store-all peak.
+std::vector<StrategyRequest> resolved_requests(const Model& model, const QString& list) {
+  std::vector<StrategyRequest> out;
+  for (const std::string& t : resolve_budget_shares(model, split_strategy_list(list.toStdString())))
+    out.push_back(request_strategy(t));
+  return out;
+}
+
+}  // namespace
+
 bool read_start_options(const QCommandLineParser& cli, StartOptions& o, QString& error) {
   if (!cli.positionalArguments().isEmpty()) o.model = cli.positionalArguments().first();
   if (cli.isSet("strategies")) {
     // Refused as `remat` refuses it; the panel would only mark the row.
-    for (const StrategyRequest& r : strategy_requests(cli.value("strategies")))
+    for (const StrategyRequest& r : checked_requests(cli.value("strategies")))
       if (!r.ok()) {
         error = QString("--strategies %1: %2").arg(QString::fromStdString(r.text), QString::fromStdString(r.error));
         return false;
@@ -50,7 +80,7 @@ bool read_start_options(const QCommandLineParser& cli, StartOptions& o, QString&
   }
   if (cli.isSet("show")) {
     // Parsed here: a name that is no strategy is refused before the window opens.
-    const StrategyRequest shown = request_strategy(cli.value("show").toStdString());
+    const StrategyRequest shown = checked_requests(cli.value("show")).front();
     if (!shown.spec) {
       error = QString("--show %1: %2").arg(cli.value("show"), QString::fromStdString(shown.error));
       return false;
@@ -110,11 +140,11 @@ void WindowStart::start() {
       return;
     }
   }
-  if (o_.strategies) w.setSpecs(strategy_requests(*o_.strategies));
+  if (o_.strategies) w.setSpecs(resolved_requests(w.document()->model(), *o_.strategies));
   if (o_.size) w.resize(*o_.size);
   // Compared at once, so that its run starts computing with the others;
   // shown once it is made (applyRunDependent).
-  if (o_.show) w.showStrategy(*request_strategy(o_.show->toStdString()).spec);
+  if (o_.show) w.showStrategy(*resolved_requests(w.document()->model(), *o_.show).front().spec);
   if (o_.hideFrees) w.document()->setHideFrees(true);
   if (o_.tab) w.tabs()->setCurrentIndex(*o_.tab);
   w.show();
@@ -140,7 +170,7 @@ void WindowStart::applyRunDependent() {
   MainWindow& w = *w_;
   StudioDocument* doc = w.document();
   if (o_.show) {
-    const StrategySpec spec = *request_strategy(o_.show->toStdString()).spec;
+    const StrategySpec spec = *resolved_requests(doc->model(), *o_.show).front().spec;
     doc->showSpec(spec);
     // A strategy that cannot be made here (a budget below what one
     // instruction needs, not applicable to the model) says why.
