@@ -78,6 +78,23 @@ def _ints(v, n):
     return v * n if len(v) == 1 else v
 
 
+
+# What a Generic op carries: a kind's attributes (a Pointwise's fn, a Slice's
+# bounds) would not load on it.
+GENERIC_KEYS = {"id", "kind", "name", "inputs", "shape", "dtype", "bytes", "saved", "aux_bytes", "fwd_flops",
+                "bwd_flops", "simulate_only", "comment", "torch"}
+
+
+def _as_generic(op):
+    """`op` (a Builder op dict) made a simulate-only Generic op, keeping its
+    inputs, size, saves and internal fields ('_'-prefixed)."""
+    for k in [k for k in op if not k.startswith("_") and k not in GENERIC_KEYS]:
+        del op[k]
+    op.update({"kind": "Generic", "simulate_only": True})
+    op.setdefault("fwd_flops", 1)
+    op.setdefault("bwd_flops", 1)
+
+
 class Builder(PointwiseMixin, RnnMixin):
     def __init__(self, rec, module, example_input, targets):
         self.rec = rec
@@ -1050,12 +1067,20 @@ class Builder(PointwiseMixin, RnnMixin):
             renum[op["id"]] = len(out)
             out.append(op)
         loss = out[-1]
+        # A loss another op reads (a sum of two losses: CLIP's symmetric
+        # cross-entropy, a reconstruction loss plus a KL term) is not remat's
+        # loss, which ends the step: a scalar Generic op, simulate-only.
+        summed = [op for op in out[:-1] if op["kind"] in ("MSELoss", "SoftmaxCELoss")]
+        for op in summed:
+            _as_generic(op)
+            op["shape"] = [1]
+        if summed:
+            self.notes.append(f"the loss combines {len(summed)} loss op(s) ({', '.join(op['name'] for op in summed)}) "
+                              "with others; remat runs one loss, so the model can be simulated, not run")
         if loss["kind"] not in ("MSELoss", "SoftmaxCELoss"):
             # Any other scalar: a Generic last op (remat needs a shape: [1]).
             if loss["kind"] != "Generic":
-                loss.update({"kind": "Generic", "simulate_only": True, "fwd_flops": 1, "bwd_flops": 1})
-                for k in ("perm", "axis", "start", "end", "step"):
-                    loss.pop(k, None)
+                _as_generic(loss)
             loss["shape"] = [1]
         origins = self._torch_origins()
         ops = []

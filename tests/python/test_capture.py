@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 try:
     import torch
+    import torch.nn.functional as F
     import torchvision  # noqa: F401 - ResNet-18
 except Exception as e:  # noqa: BLE001
     print(f"SKIP: torch/torchvision not importable with {sys.executable}: {e}")
@@ -279,10 +280,72 @@ def check_kept_indices():
     check(not others, f"router: no other op has private bytes ({others})")
 
 
+def check_combined_losses(args):
+    """A loss made of several terms, as CLIP (the cross-entropy of the
+    similarities both ways, averaged) and a VAE (a reconstruction loss minus
+    a KL term) write it: the file loads (each loss kind another op reads, and
+    the last op, are scalar Generic ops without the attributes of the kind they
+    came from), simulates with PyTorch's saved bytes, and is called
+    simulate-only, with a note saying why."""
+    class Pair(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 6), torch.nn.Linear(8, 6)
+
+        def forward(self, x):
+            return self.a(x) @ self.b(x).t()
+
+    class Vae(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.dec = torch.nn.Linear(8, 8), torch.nn.Linear(4, 8)
+
+        def forward(self, x):
+            mu, logvar = self.enc(x).chunk(2, -1)
+            return self.dec(mu + torch.exp(0.5 * logvar)), mu, logvar
+
+    torch.manual_seed(5)
+    x, labels = torch.randn(4, 8), torch.arange(4)
+
+    def both_ways(logits):
+        return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2
+
+    def elbo(out):
+        y, mu, logvar = out
+        return F.mse_loss(y, x) - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+
+    # The VAE's reconstruction loss against the input (an activation) is a
+    # Generic op from the start; CLIP's two cross-entropies are made Generic.
+    for name, net, loss_fn, demoted, terms in (("clip_pair", Pair(), both_ways, 2, 2), ("vae", Vae(), elbo, 0, 1)):
+        want = torch_count(net, x, loss_fn, labels)
+        doc = remat_capture.capture(net, x, loss_fn, name=name)
+        path = os.path.join(args.out, name + ".json")
+        remat_capture.save(doc, path)
+        sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
+        check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
+        if sim.returncode != 0:
+            continue
+        model = json.loads(sim.stdout)["model"]
+        check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
+        check(not model["executable"], f"{name}: simulate-only (remat runs one loss)")
+        ops = doc["ops"]
+        scalars = [op for op in ops if op["kind"] == "Generic" and op["shape"] == [1]]
+        check(ops[-1]["kind"] == "Generic" and ops[-1]["shape"] == [1] and "fn" not in ops[-1],
+              f"{name}: the last op is a scalar Generic op without a Pointwise's fn ({ops[-1]})")
+        check(not any(op["kind"] in ("MSELoss", "SoftmaxCELoss") for op in ops),
+              f"{name}: no loss kind is read by another op ({[op['kind'] for op in ops]})")
+        check(len(scalars) == terms + 1, f"{name}: its {terms} loss term(s) and the last op are scalar Generic ops "
+                                 f"({[op['name'] for op in scalars]})")
+        said = f"the loss combines {demoted} loss op(s)" in doc["description"]
+        check(said == (demoted > 0), f"{name}: the capture's notes say why loss kinds were made Generic "
+                                     f"({doc['description'][-160:]})")
+
+
 def main():
     args = parse_args()
     check_constants()
     check_kept_indices()
+    check_combined_losses(args)
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
