@@ -38,6 +38,10 @@ const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/cla
 const std::string kStridedKernelsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_kernels.json";
 // A masked attention, norms without affine parameters, top-k routing by Gather.
 const std::string kTailModel = std::string(REMAT_EXEC_TEST_MODELS) + "/tail_small.json";
+// Add reading non-contiguous views through strides (MaxViT's departitioned
+// residual), a loss reading one through a dense copy.
+const std::string kStridedReadersModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_readers.json";
+const std::string kStridedCeModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_ce.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -108,13 +112,14 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
-                                      "pointwise", "class_token", "strided_kernels", "tail"};
+                                      "pointwise", "class_token", "strided_kernels", "tail", "strided_readers",
+                                      "strided_ce"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
-                                           kStridedKernelsModel, kTailModel),
+                                           kStridedKernelsModel, kTailModel, kStridedReadersModel, kStridedCeModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

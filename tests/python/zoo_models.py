@@ -182,7 +182,60 @@ def moe():
     return classify(MoENet(), torch.randn(2, 6, 8))
 
 
+class ESPCN(nn.Module):
+    """ESPCN-style super-resolution (Shi et al. 2016): convolutions at the low
+    resolution, then nn.PixelShuffle to the high one, trained by MSE."""
+
+    def __init__(self, r=2):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 5, padding=2)
+        self.c2 = nn.Conv2d(16, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 3 * r * r, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(r)
+
+    def forward(self, x):
+        return self.shuffle(self.c3(torch.tanh(self.c2(torch.tanh(self.c1(x))))))
+
+
+def espcn():
+    x = torch.randn(2, 3, 12, 12)
+    target = torch.randn(2, 3, 24, 24, generator=torch.Generator().manual_seed(1))
+    return ESPCN(), x, (lambda out: F.mse_loss(out, target)), target
+
+
+class UnshuffleNet(nn.Module):
+    """nn.PixelUnshuffle as a U-Net's lossless downsampling (space to channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.down = nn.PixelUnshuffle(2)
+        self.conv = nn.Conv2d(32, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.conv(self.down(F.silu(self.stem(x))))
+        return self.head(F.gelu(h).mean((2, 3)))
+
+
+def unshuffle():
+    return classify(UnshuffleNet(), torch.randn(2, 3, 16, 16))
+
+
+def maxvit():
+    """torchvision's MaxViT (MBConv, window and grid attention) at a small size:
+    its last stage's grid of 2x2 partitions leaves each partition one pixel, so
+    the departition is a view that is not laid out row-major (in PyTorch the add
+    before it kept its input's strides), which the next block's MBConv adds to
+    its residual branch, as maxvit_t's last stage does at 224x224."""
+    from torchvision.models.maxvit import MaxVit
+    net = MaxVit(input_size=(16, 16), stem_channels=8, partition_size=2, block_channels=[8, 16], block_layers=[1, 2],
+                 head_dim=4, stochastic_depth_prob=0.0, num_classes=10)
+    return classify(net, torch.randn(2, 3, 16, 16))
+
+
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
-          "groupnorm": groupnorm, "moe": moe}
+          "groupnorm": groupnorm, "moe": moe,
+          "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle}
