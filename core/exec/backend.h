@@ -42,7 +42,7 @@ struct HostData {
   uint64_t seed = 0;                       // also keys the dropout masks
   std::vector<float> input;                // A(0), op 0's shape (an f32 input)
   std::vector<int64_t> ids;                // A(0) of an integer input (token ids), in its dtype when uploaded
-  std::vector<float> target;               // MSELoss: same shape as the loss input
+  std::vector<float> target;               // MSELoss, BCEWithLogitsLoss (0 or 1): the loss input's shape
   std::vector<int32_t> labels;             // SoftmaxCELoss: one per row, in [0, classes)
   std::vector<std::vector<float>> params;  // parallel to parameter_tensors(model)
 };

@@ -95,12 +95,23 @@ void fwd_mse(CpuOpState& s, const OpCall& c) {
   const int64_t n = c.in_op(0).numel();
   if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no MSE target loaded");
   // Autocast's f32 copy of a low-precision input, which its backward reads (aux).
-  if (mse_keeps_f32_input(c.op)) std::memcpy(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n));
+  if (target_loss_keeps_f32_input(c.op)) std::memcpy(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n));
   store_loss(s, c, cpu::mse_fwd(c.in(0), s.target, n));
 }
 void bwd_mse(CpuOpState& s, const OpCall& c) {
-  const float* x = mse_keeps_f32_input(c.op) ? c.aux() : c.in(0);
+  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
   if (c.dx(0)) cpu::mse_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0));
+}
+
+void fwd_bce_logits(CpuOpState& s, const OpCall& c) {
+  const int64_t n = c.in_op(0).numel();
+  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no BCE target loaded");
+  if (target_loss_keeps_f32_input(c.op)) std::memcpy(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n));
+  store_loss(s, c, cpu::bce_logits_fwd(c.in(0), s.target, n));
+}
+void bwd_bce_logits(CpuOpState& s, const OpCall& c) {
+  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
+  if (c.dx(0)) cpu::bce_logits_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0));
 }
 
 void fwd_softmax_ce(CpuOpState& s, const OpCall& c) {

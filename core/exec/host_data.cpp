@@ -85,7 +85,7 @@ uint64_t baseline_bytes_of(const Model& model) {
   const Op& loss = model.op(model.loss());
   if (loss.inputs.empty()) return bytes;
   const Op& logits = model.op(loss.inputs.at(0));
-  if (loss.kind == OpKind::MSELoss) bytes += 4 * static_cast<uint64_t>(logits.numel());
+  if (has_target(loss.kind)) bytes += 4 * static_cast<uint64_t>(logits.numel());
   if (loss.kind == OpKind::SoftmaxCELoss) bytes += 4 * static_cast<uint64_t>(logits.rows());
   for (int v = 0; v < model.size(); ++v) bytes += constant_bytes(model.op(v)).size();
   return bytes;
@@ -117,6 +117,10 @@ HostData make_host_data_unchecked(const Model& model, uint64_t seed) {
   if (loss.kind == OpKind::MSELoss) {
     d.target.resize(static_cast<std::size_t>(logits.numel()));
     for (std::size_t i = 0; i < d.target.size(); ++i) d.target[i] = uniform(seed, kTarget, i);
+  } else if (loss.kind == OpKind::BCEWithLogitsLoss) {
+    // Binary labels, 0 or 1, as a multi-label head or a mask is trained on.
+    d.target.resize(static_cast<std::size_t>(logits.numel()));
+    for (std::size_t i = 0; i < d.target.size(); ++i) d.target[i] = uniform(seed, kTarget, i) < 0.0f ? 0.0f : 1.0f;
   } else if (loss.kind == OpKind::SoftmaxCELoss) {
     d.labels.resize(static_cast<std::size_t>(logits.rows()));
     for (std::size_t i = 0; i < d.labels.size(); ++i)

@@ -172,6 +172,7 @@ REMAT_NO_PARAMS_NO_SCRATCH(view)
 REMAT_NO_PARAMS_NO_SCRATCH(masked_fill)
 REMAT_NO_PARAMS_NO_SCRATCH(reduce)
 REMAT_NO_PARAMS_NO_SCRATCH(upsample)
+REMAT_NO_PARAMS_NO_SCRATCH(bce_logits)
 REMAT_NO_PARAMS_NO_SCRATCH(topk)
 REMAT_NO_PARAMS_NO_SCRATCH(gather)
 constexpr auto params_matmul = &params_none;
@@ -653,6 +654,7 @@ DenseCopy dense_copy(const Model& m, int v) {
     // kernels read rows, so a transient copy in scratch, which holds no
     // tracked byte, keeps the counts PyTorch's.
     case OpKind::MSELoss:
+    case OpKind::BCEWithLogitsLoss:
     case OpKind::SoftmaxCELoss: break;
     default: return DenseCopy::None;
   }

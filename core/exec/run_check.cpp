@@ -100,8 +100,8 @@ std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
                x.shape.at(axis(op.attrs->axis, x.shape.size())))
         add(v, op_label(model, v) + " (Gather) picks by indices that may lie past its input's axis");
     }
-    if (mse_keeps_f32_input(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
-      add(v, op_label(model, v) + " (MSELoss) keeps " + std::to_string(op.aux_bytes) +
+    if (target_loss_keeps_f32_input(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))
+      add(v, op_label(model, v) + " (" + std::string(kind_name(op.kind)) + ") keeps " + std::to_string(op.aux_bytes) +
                  " bytes of aux and not its input; its f32 copy needs " +
                  std::to_string(4 * model.op(op.inputs[0]).numel()));
     if (ce_keeps_log_probs(op) && op.aux_bytes < 4 * static_cast<uint64_t>(model.op(op.inputs[0]).numel()))

@@ -5,7 +5,7 @@
 //
 // `remat run --dump DIR` writes DIR/tensors.safetensors with (execution_tensors):
 //   input            F32  op 0's shape          the batch, A(0) (BF16/F16 or I32/I64 in op 0's dtype)
-//   target           F32  loss input's shape    MSELoss only
+//   target           F32  loss input's shape    MSELoss and BCEWithLogitsLoss only
 //   labels           I32  (rows)                SoftmaxCELoss only, class per row
 //   param.<op>.<p>   F32                         initial parameters: <p> is weight
 //                                                (out, in) and bias (out) for Linear

@@ -484,7 +484,7 @@ Op read_op(const Reader& r, const json& j, int id, int count, bool& explicit_sav
   if (id == 0 && op.kind != OpKind::Input) fail(r.origin, at + "/kind", "the first op must be the Input, not " + kind);
   if (id > 0 && op.kind == OpKind::Input) fail(r.origin, at + "/kind", "only op 0 may be an Input");
   if (id == count - 1 && !is_loss(op.kind) && op.kind != OpKind::Generic)
-    fail(r.origin, at + "/kind", "the last op must be a loss (MSELoss or SoftmaxCELoss), not " + kind);
+    fail(r.origin, at + "/kind", "the last op must be a loss (MSELoss, SoftmaxCELoss or BCEWithLogitsLoss), not " + kind);
   if (is_loss(op.kind) && id != count - 1) fail(r.origin, at + "/kind", "a loss must be the last op");
   return op;
 }

@@ -76,6 +76,13 @@ void dropout_bwd(const float* dy, float* dx, int64_t n, float p, uint64_t seed,
 float mse_fwd(const float* x, const float* target, int64_t n);
 void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate);
 
+// Binary cross-entropy on logits over n elements (BCEWithLogitsLoss, mean):
+// loss = Σ max(x, 0) - x·t + log(1 + exp(-|x|)) / n, the form that neither
+// overflows nor loses log's argument near 1; dx = (σ(x) - t) / n, as
+// PyTorch's backward computes it (σ(x) - t, then divided by n).
+float bce_logits_fwd(const float* x, const float* target, int64_t n);
+void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate);
+
 // Softmax cross-entropy, mean over rows: logits (rows, classes), labels (rows)
 // with values in [0, classes). dx = (softmax - onehot) / rows.
 float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows,

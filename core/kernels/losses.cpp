@@ -1,5 +1,6 @@
-// Scalar losses: MSE and softmax cross-entropy. The loss sums accumulate in
+// Scalar losses: MSE, binary cross-entropy on logits and softmax cross-entropy. The loss sums accumulate in
 // double so the reported value does not drift with batch size.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -50,6 +51,23 @@ void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool acc
   const float k = 2.0f / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) {
     const float v = k * (x[i] - target[i]);
+    dx[i] = accumulate ? dx[i] + v : v;
+  }
+}
+
+float bce_logits_fwd(const float* x, const float* target, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    sum += std::max(v, 0.0) - v * target[i] + std::log1p(std::exp(-std::fabs(v)));
+  }
+  return static_cast<float>(sum / static_cast<double>(n));
+}
+
+void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate) {
+  const float count = static_cast<float>(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = (1.0f / (1.0f + std::exp(-x[i])) - target[i]) / count;
     dx[i] = accumulate ? dx[i] + v : v;
   }
 }

@@ -26,7 +26,11 @@ constexpr int kOpKindCount = 0 REMAT_OP_KINDS(REMAT_OP_KIND_COUNT, REMAT_OP_KIND
 #undef REMAT_OP_KIND_COUNT
 constexpr OpKind kLastOpKind = static_cast<OpKind>(kOpKindCount - 1);
 // Loss kinds end a model.
-inline bool is_loss(OpKind k) { return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss; }
+inline bool is_loss(OpKind k) {
+  return k == OpKind::MSELoss || k == OpKind::SoftmaxCELoss || k == OpKind::BCEWithLogitsLoss;
+}
+// A loss that compares its input with a target of the input's shape (MSE, BCE), not with labels.
+inline bool has_target(OpKind k) { return k == OpKind::MSELoss || k == OpKind::BCEWithLogitsLoss; }
 
 enum class DType : uint8_t { F32, F16, BF16, I32, I64 };
 

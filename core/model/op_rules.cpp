@@ -216,7 +216,7 @@ void rule_loss(Derivation& d) {
   if (x.shape.empty()) d.fail("loss input must have rank >= 1");
   if (!d.op.shape.empty()) d.fail("a loss produces a scalar; leave its shape empty");
   const double n = static_cast<double>(x.numel());
-  d.fwd = d.op.kind == OpKind::MSELoss ? 3 * n : 5 * n;
+  d.fwd = d.op.kind == OpKind::MSELoss ? 3 * n : d.op.kind == OpKind::BCEWithLogitsLoss ? 6 * n : 5 * n;
   d.bwd = 3 * n;
   d.saved = {d.op.inputs[0]};
   // Autocast computes losses in f32: a bf16/f16 input is cast, and what the
@@ -805,8 +805,8 @@ std::string kernel_attr_problem(const Op& op) {
   return {};
 }
 
-bool mse_keeps_f32_input(const Op& op) {
-  return op.kind == OpKind::MSELoss && op.inputs.size() == 1 && op.aux_bytes > 0 &&
+bool target_loss_keeps_f32_input(const Op& op) {
+  return has_target(op.kind) && op.inputs.size() == 1 && op.aux_bytes > 0 &&
          std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end();
 }
 
@@ -860,7 +860,7 @@ std::string exec_problem(const Op& op) {
   // cross-entropy that keeps them (a PyTorch capture), its log-probabilities.
   // A loss that keeps something else describes memory these kernels do not
   // reproduce.
-  if (is_loss(op.kind) && !ce_keeps_log_probs(op) && !mse_keeps_f32_input(op) &&
+  if (is_loss(op.kind) && !ce_keeps_log_probs(op) && !target_loss_keeps_f32_input(op) &&
       (op.inputs.empty() || std::find(op.saved.begin(), op.saved.end(), op.inputs[0]) == op.saved.end()))
     return "the loss's backward reads its input, which its saved set leaves out";
   // The softmax kernel normalises rows: the last axis only.

@@ -44,10 +44,10 @@ std::string exec_problem(const Op& op);
 // its kernels then write and read aux(v). check_executable (core/exec) checks
 // that aux(v) holds them.
 bool ce_keeps_log_probs(const Op& op);
-// An MSELoss that keeps an f32 copy of its input in aux(v) rather than the
-// input (autocast's cast of a bf16/f16 input, docs/memory-model.md): its CPU
-// kernels write and read that copy.
-bool mse_keeps_f32_input(const Op& op);
+// An MSELoss or BCEWithLogitsLoss (a loss against a target) that keeps an f32
+// copy of its input in aux(v) rather than the input (autocast's cast of a
+// bf16/f16 input, docs/memory-model.md): its kernels write and read that copy.
+bool target_loss_keeps_f32_input(const Op& op);
 // Why the kernels cannot run op's attributes (asymmetric pads, pooling with
 // dilation or ceil_mode), or "" when they can. Here, not in core/exec, so that
 // executable() needs nothing from the executor (no cycle between them).

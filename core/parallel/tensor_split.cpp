@@ -535,6 +535,7 @@ class Splitter {
           fail(v, "a cross-entropy over a tensor " + divided_text(in0) + ", not along its classes");
         break;
       case OpKind::MSELoss:
+      case OpKind::BCEWithLogitsLoss:
         if (in0.kind == Dist::Heads) fail(v, "a loss over a tensor " + divided_text(in0));
         break;
       default:

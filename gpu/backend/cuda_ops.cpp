@@ -182,13 +182,26 @@ void fwd_mse(CudaOpState& s, const OpCall& c) {
   if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no MSE target loaded");
   mse_fwd(c.in(0), s.target, s.loss, n, s.stream);
   // Autocast's f32 copy of a low-precision input, which its backward reads (aux).
-  if (mse_keeps_f32_input(c.op))
+  if (target_loss_keeps_f32_input(c.op))
     CUDA_CHECK_THROW(cudaMemcpyAsync(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s.stream));
   copy_loss(s, c);
 }
 void bwd_mse(CudaOpState& s, const OpCall& c) {
-  const float* x = mse_keeps_f32_input(c.op) ? c.aux() : c.in(0);
+  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
   if (c.dx(0)) mse_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
+}
+
+void fwd_bce_logits(CudaOpState& s, const OpCall& c) {
+  const int64_t n = c.in_op(0).numel();
+  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no BCE target loaded");
+  bce_logits_fwd(c.in(0), s.target, s.loss, n, s.stream);
+  if (target_loss_keeps_f32_input(c.op))
+    CUDA_CHECK_THROW(cudaMemcpyAsync(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s.stream));
+  copy_loss(s, c);
+}
+void bwd_bce_logits(CudaOpState& s, const OpCall& c) {
+  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
+  if (c.dx(0)) bce_logits_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
 
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {

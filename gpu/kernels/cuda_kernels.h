@@ -163,6 +163,10 @@ void mse_fwd(const float* x, const float* target, float* loss, int64_t n, cudaSt
 // dx (n) = 2 (x - target) / n.
 void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate,
              cudaStream_t stream);
+// *loss = Σ max(x, 0) - x·t + log1p(exp(-|x|)) / n (BCEWithLogitsLoss, mean); dx (n) = (σ(x) - t) / n.
+void bce_logits_fwd(const float* x, const float* target, float* loss, int64_t n, cudaStream_t stream);
+void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate,
+                    cudaStream_t stream);
 
 // *loss = mean over rows of -log softmax(logits)[label]; logits (rows, classes),
 // labels (rows) in [0, classes). A label out of range makes the loss NaN (a device

@@ -45,6 +45,26 @@ __global__ void mse_bwd_kernel(const float* x, const float* t, float* dx, int64_
     detail::store_grad(&dx[i], k * (x[i] - t[i]), accumulate);
 }
 
+// BCEWithLogitsLoss, mean: Σ max(x, 0) - x·t + log1p(exp(-|x|)) in double by one
+// block (as the CPU's bce_logits_fwd), and dx = or += (σ(x) - t) / n.
+__global__ void bce_logits_fwd_kernel(const float* x, const float* t, float* loss, int64_t n) {
+  __shared__ double shared[32];
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const double v = x[i];
+    sum += fmax(v, 0.0) - v * t[i] + log1p(exp(-fabs(v)));
+  }
+  sum = detail::block_sum(sum, shared);
+  if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(n));
+}
+
+__global__ void bce_logits_bwd_kernel(const float* x, const float* t, float* dx, int64_t n, float count,
+                                      bool accumulate) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    detail::store_grad(&dx[i], (1.0f / (1.0f + expf(-x[i])) - t[i]) / count, accumulate);
+}
+
 // Max and Σ exp(x - max) of one row (classes), computed by a whole warp; every lane
 // gets the same values.
 struct RowStats {
@@ -182,6 +202,21 @@ void mse_bwd(const float* x, const float* target, float* dx, int64_t n, bool acc
   const float k = 2.0f / static_cast<float>(n);
   mse_bwd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, target, dx, n, k,
                                                                      accumulate);
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void bce_logits_fwd(const float* x, const float* target, float* loss, int64_t n, cudaStream_t stream) {
+  detail::check_sizes("bce_logits_fwd", {n});
+  bce_logits_fwd_kernel<<<1, kLossBlock, 0, stream>>>(x, target, loss, n);  // n == 0 writes NaN
+  CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate,
+                    cudaStream_t stream) {
+  detail::check_sizes("bce_logits_bwd", {n});
+  if (n == 0) return;
+  bce_logits_bwd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(x, target, dx, n,
+                                                                            static_cast<float>(n), accumulate);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

@@ -37,6 +37,7 @@ FACTORY_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like
 LOSS_OPS = {"mse_loss", "nll_loss_forward", "nll_loss2d_forward", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
             "soft_margin_loss", "cross_entropy_loss"}
+LOSS_KINDS = ("MSELoss", "SoftmaxCELoss", "BCEWithLogitsLoss")  # remat's losses: the step's last op
 ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh", "sigmoid": "Sigmoid",
                "sigmoid_": "Sigmoid", "silu": "SiLU", "silu_": "SiLU"}
 # The names `remat run --dump` gives an op's parameter tensors, slot by slot
@@ -152,12 +153,12 @@ class Builder(PointwiseMixin, RnnMixin):
         op.setdefault("_saved", [])
         op["_aux"] = 0
         op["_view"] = view
-        if out is not None and "shape" not in op and op["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+        if out is not None and "shape" not in op and op["kind"] not in LOSS_KINDS:
             op["shape"] = list(out.shape) or [1]
-        if out is not None and out.dtype not in DTYPES and not view and op["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+        if out is not None and out.dtype not in DTYPES and not view and op["kind"] not in LOSS_KINDS:
             op["bytes"] = max(1, out.numel() * out.element_size())
             op["comment"] = f"{out.dtype} written as {self._dtype(out)} with its exact bytes"
-        if out is not None and op["kind"] not in ("MSELoss", "SoftmaxCELoss") and "dtype" not in op and not view:
+        if out is not None and op["kind"] not in LOSS_KINDS and "dtype" not in op and not view:
             op["dtype"] = self._dtype(out)
         self.ops.append(op)
         if out is not None:
@@ -722,6 +723,19 @@ class Builder(PointwiseMixin, RnnMixin):
                   label=self._label(ev, "mse_loss"))
         return True
 
+    def _op_binary_cross_entropy_with_logits(self, ev):
+        """BCEWithLogitsLoss averaged, without weight or pos_weight, against a
+        target that is no activation (the module's labels or mask)."""
+        a = ev.args
+        weight, pos_weight = (a[2] if len(a) > 2 else None), (a[3] if len(a) > 3 else None)
+        reduction = a[4] if len(a) > 4 else ev.kwargs.get("reduction", 1)
+        if not self._one_act(ev) or not self._act(a[0]) or weight is not None or pos_weight is not None \
+                or ev.kwargs.get("weight") is not None or ev.kwargs.get("pos_weight") is not None or reduction != 1:
+            return False
+        self._new({"kind": "BCEWithLogitsLoss"}, [self.rid[id(a[0])]], ev.outputs[0], view=False, event=ev,
+                  label=self._label(ev, "bce_with_logits"))
+        return True
+
     def _op_nll_loss_forward(self, ev):
         fused = [i for i, j in self.fused_into.items() if j == ev.index]
         if not fused:
@@ -1104,14 +1118,14 @@ class Builder(PointwiseMixin, RnnMixin):
         # A loss another op reads (a sum of two losses: CLIP's symmetric
         # cross-entropy, a reconstruction loss plus a KL term) is not remat's
         # loss, which ends the step: a scalar Generic op, simulate-only.
-        summed = [op for op in out[:-1] if op["kind"] in ("MSELoss", "SoftmaxCELoss")]
+        summed = [op for op in out[:-1] if op["kind"] in LOSS_KINDS]
         for op in summed:
             _as_generic(op)
             op["shape"] = [1]
         if summed:
             self.notes.append(f"the loss combines {len(summed)} loss op(s) ({', '.join(op['name'] for op in summed)}) "
                               "with others; remat runs one loss, so the model can be simulated, not run")
-        if loss["kind"] not in ("MSELoss", "SoftmaxCELoss"):
+        if loss["kind"] not in LOSS_KINDS:
             # Any other scalar: a Generic last op (remat needs a shape: [1]).
             if loss["kind"] != "Generic":
                 _as_generic(loss)
@@ -1136,9 +1150,9 @@ class Builder(PointwiseMixin, RnnMixin):
                 names = PARAM_NAMES.get(op["kind"], [])
                 if slot < len(names):
                     self.parameters.append({"tensor": f"{renum[op['id']]}.{names[slot]}", "param": pname})
-            if op["_view"] or op["kind"] in ("MSELoss", "SoftmaxCELoss"):
+            if op["_view"] or op["kind"] in LOSS_KINDS:
                 j.pop("dtype", None)
-            if op["kind"] in ("MSELoss", "SoftmaxCELoss"):
+            if op["kind"] in LOSS_KINDS:
                 j.pop("shape", None)
             j["torch"] = origins.get(op.get("_event"), {"module": ""})  # the Input: the root's argument
             ops.append(j)

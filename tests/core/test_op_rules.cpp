@@ -250,10 +250,10 @@ TEST(OpLayout, ViewStridesFollowTorch) {
 
 // A loss kernel reads its input again in the backward, or what it keeps in
 // aux instead: cross-entropy's log-probabilities (a PyTorch capture, or
-// autocast's f32 ones), MSE's f32 copy of its input (autocast's cast). Aux too
+// autocast's f32 ones), MSE's and BCE's f32 copy of its input (autocast's cast). Aux too
 // small to hold them cannot run, and `remat run` refuses it up front.
 TEST(OpRules, ALossThatDoesNotKeepItsInputRunsOnlyFromAnF32CopyInAux) {
-  for (const OpKind kind : {OpKind::SoftmaxCELoss, OpKind::MSELoss}) {
+  for (const OpKind kind : {OpKind::SoftmaxCELoss, OpKind::MSELoss, OpKind::BCEWithLogitsLoss}) {
     for (const uint64_t aux : {uint64_t{0}, uint64_t{4 * 8 * 4}, uint64_t{2 * 8 * 4}}) {
       SCOPED_TRACE(std::string(kind_name(kind)) + " keeping " + std::to_string(aux) + " bytes of aux");
       Model m;
@@ -265,7 +265,7 @@ TEST(OpRules, ALossThatDoesNotKeepItsInputRunsOnlyFromAnF32CopyInAux) {
       m.add(std::move(loss), "loss", explicit_saved);
       m.finalize();
       EXPECT_EQ(ce_keeps_log_probs(m.op(2)), explicit_saved && kind == OpKind::SoftmaxCELoss);
-      EXPECT_EQ(mse_keeps_f32_input(m.op(2)), explicit_saved && kind == OpKind::MSELoss);
+      EXPECT_EQ(target_loss_keeps_f32_input(m.op(2)), explicit_saved && kind != OpKind::SoftmaxCELoss);
       EXPECT_TRUE(executable(m.op(2)));
       EXPECT_EQ(m.executable(), aux == 0 || aux == 4 * 8 * 4);
     }

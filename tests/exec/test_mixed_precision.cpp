@@ -336,9 +336,43 @@ TEST(MixedPrecision, LossesOfLowPrecisionInputsKeepF32) {
   EXPECT_EQ(f32.op(f32.loss()).saved, std::vector<int>{f32.op(f32.loss()).inputs[0]});
   EXPECT_EQ(f32.op(f32.loss()).aux_bytes, 0u);
   const Model mse = linear_model(DType::F16, DType::F16);
-  EXPECT_TRUE(mse_keeps_f32_input(mse.op(mse.loss())));
+  EXPECT_TRUE(target_loss_keeps_f32_input(mse.op(mse.loss())));
   EXPECT_EQ(mse.op(mse.loss()).aux_bytes, 4u * 6 * 20);
-  EXPECT_FALSE(mse_keeps_f32_input(linear_model(DType::F32, DType::F32).op(2)));
+  EXPECT_FALSE(target_loss_keeps_f32_input(linear_model(DType::F32, DType::F32).op(2)));
+}
+
+// BCEWithLogitsLoss on a bf16 head (a mask or multi-label head under
+// autocast) keeps the f32 cast of its logits in aux, as MSE does and as
+// PyTorch's node does (its saved self is f32), and every strategy gives
+// store-all's loss and gradients bit for bit with the predicted peak.
+TEST(MixedPrecision, BceWithLogitsOfABf16HeadKeepsItsF32CastAndRunsBitwise) {
+  Model m;
+  m.name = "bce_bf16";
+  int v = m.add(op_of(OpKind::Input, {}, {6, 48}, DType::F32));
+  v = m.add(op_of(OpKind::Linear, {v}, {6, 32}, DType::BF16));
+  v = m.add(op_of(OpKind::GELU, {v}, {6, 32}, DType::BF16));
+  v = m.add(op_of(OpKind::Linear, {v}, {6, 5}, DType::BF16));
+  m.add(op_of(OpKind::BCEWithLogitsLoss, {v}, {}, DType::F32));
+  m.finalize();
+  const Op& bce = m.op(m.loss());
+  EXPECT_TRUE(bce.saved.empty());
+  EXPECT_EQ(bce.aux_bytes, 4u * 6 * 5);
+  EXPECT_TRUE(target_loss_keeps_f32_input(bce));
+  CpuBackend cpu;
+  const ExecResult ref = execute(m, schedule_of(m, "store-all"), cpu, quick());
+  ASSERT_TRUE(ref.ok()) << ref.message;
+  EXPECT_TRUE(std::isfinite(ref.loss));
+  for (const char* spec : {"recompute-all", "sqrt", "every-k:2"}) {
+    const Schedule s = schedule_of(m, spec);
+    const ExecResult r = execute(m, s, cpu, quick());
+    ASSERT_TRUE(r.ok()) << spec << ": " << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes) << spec;
+    EXPECT_EQ(std::memcmp(&r.loss, &ref.loss, 4), 0) << spec;
+    ASSERT_EQ(r.param_grads.size(), ref.param_grads.size());
+    for (std::size_t k = 0; k < r.param_grads.size(); ++k)
+      EXPECT_EQ(std::memcmp(r.param_grads[k].data(), ref.param_grads[k].data(), 4 * r.param_grads[k].size()), 0)
+          << spec << ": parameter " << k;
+  }
 }
 
 }  // namespace

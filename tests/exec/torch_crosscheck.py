@@ -372,6 +372,8 @@ def rebuild(ops, t, dtype=torch.float64, records=None):
             continue
         if kind == "MSELoss":
             return F.mse_loss(x, torch.tensor(t["target"], dtype=dtype)), leaves
+        if kind == "BCEWithLogitsLoss":
+            return F.binary_cross_entropy_with_logits(x, torch.tensor(t["target"], dtype=dtype)), leaves
         if kind == "SoftmaxCELoss":
             labels = torch.tensor(t["labels"].astype(np.int64))
             return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels), leaves

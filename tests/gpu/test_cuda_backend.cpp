@@ -183,7 +183,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // a masked attention, norms without affine parameters, TopK and Gather
                                            kModels + "/tail_small.json",
                                            // Add through strides (MaxViT's departition), losses of strided views
-                                           kModels + "/strided_readers.json", kModels + "/strided_ce.json"),
+                                           kModels + "/strided_readers.json", kModels + "/strided_ce.json",
+                                           kModels + "/bce_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

@@ -273,6 +273,26 @@ TEST_F(GpuKernels, MseMatchesCpu) {
   }
 }
 
+TEST_F(GpuKernels, BceWithLogitsMatchesCpu) {
+  const int64_t n = 100003;
+  Vec x = random_vec(n, 54), t(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] *= 8;  // past the sigmoid's linear part, both signs
+    t[i] = static_cast<float>(i % 2);
+  }
+  const Dev x_dev(x), t_dev(t), loss(nan_vec(1));
+  gpu::bce_logits_fwd(x_dev.get(), t_dev.get(), loss.get(), n, stream_);
+  expect_close(loss.fetch(), {cpu::bce_logits_fwd(x.data(), t.data(), n)}, 1e-5f, "bce loss");
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(n, 55) : nan_vec(n);
+    Vec dx_cpu = accumulate ? dx0 : Vec(n, 0.0f);
+    const Dev dx_gpu(dx0);
+    cpu::bce_logits_bwd(x.data(), t.data(), dx_cpu.data(), n, accumulate);
+    gpu::bce_logits_bwd(x_dev.get(), t_dev.get(), dx_gpu.get(), n, accumulate, stream_);
+    expect_close(dx_gpu.fetch(), dx_cpu, kTol, accumulate ? "bce dx accumulate" : "bce dx");
+  }
+}
+
 TEST_F(GpuKernels, SoftmaxCrossEntropyMatchesCpu) {
   struct Shape {
     int64_t rows, classes;

@@ -229,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"missing shape", doc(R"({"id":0,"kind":"Input"},)" + kLoss1), "/ops/0 ('Input0'): Input needs a shape"},
         BadCase{"first not input", doc(R"({"id":0,"kind":"ReLU","shape":[4]},)" + kLoss1), "/ops/0/kind: the first op must be the Input, not ReLU"},
         BadCase{"second input", doc(kIn + "," + R"({"id":1,"kind":"Input","shape":[4]},)" + R"({"id":2,"kind":"MSELoss","inputs":[0]})"), "/ops/1/kind: only op 0 may be an Input"},
-        BadCase{"no loss", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0]})"), "/ops/1/kind: the last op must be a loss (MSELoss or SoftmaxCELoss), not ReLU"},
+        BadCase{"no loss", doc(kIn + R"(,{"id":1,"kind":"ReLU","inputs":[0]})"), "/ops/1/kind: the last op must be a loss (MSELoss, SoftmaxCELoss or BCEWithLogitsLoss), not ReLU"},
         BadCase{"loss in middle", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[0]})"), "/ops/1/kind: a loss must be the last op"},
         BadCase{"unused op", doc(kIn + R"(,{"id":1,"name":"dead","kind":"ReLU","inputs":[0]},{"id":2,"kind":"MSELoss","inputs":[0]})"),
                 "/ops/1: op 1 ('dead') is never used: every op must lead to the loss"},

@@ -1,4 +1,4 @@
-// MSE and softmax cross-entropy: known values, stability with large logits,
+// MSE, binary cross-entropy on logits and softmax cross-entropy: known values, stability with large logits,
 // finite-difference backwards and accumulate semantics.
 #include <cmath>
 #include <stdexcept>
@@ -69,6 +69,47 @@ TEST(Mse, AccumulateFalseOverwritesTrueAdds) {
   auto added = start;
   mse_bwd(x.data(), t.data(), added.data(), 40, true);
   for (size_t i = 0; i < 40; ++i) EXPECT_EQ(added[i], start[i] + fresh[i]) << i;
+}
+
+double bce_logits_ref(const std::vector<double>& x, const std::vector<float>& t) {
+  double s = 0.0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double p = 1.0 / (1.0 + std::exp(-x[i]));
+    s -= t[i] * std::log(p) + (1.0 - t[i]) * std::log1p(-p);
+  }
+  return s / static_cast<double>(x.size());
+}
+
+// BCEWithLogitsLoss: log 2 per element at a zero logit; large logits of
+// either sign neither overflow nor lose the loss (−log σ(−30) is 30 and the
+// naive form's log(1 - σ(30)) is log 0 in float); σ(x) − t over n for dx.
+TEST(BceLogits, ForwardKnownValuesAndLargeLogits) {
+  const float x[] = {0, 0, 30, -30}, t[] = {1, 0, 0, 0};
+  // log 2, log 2, 30 + log1p(e⁻³⁰), log1p(e⁻³⁰).
+  const double expected = (2 * std::log(2.0) + 30 + 2 * std::log1p(std::exp(-30.0))) / 4;
+  EXPECT_NEAR(bce_logits_fwd(x, t, 4), expected, 1e-6);
+  float dx[4];
+  bce_logits_bwd(x, t, dx, 4, false);
+  EXPECT_FLOAT_EQ(dx[0], -0.125f);
+  EXPECT_FLOAT_EQ(dx[1], 0.125f);
+  EXPECT_FLOAT_EQ(dx[2], 0.25f);
+  EXPECT_NEAR(dx[3], 0.0f, 1e-13);
+}
+
+TEST(BceLogits, MatchesTheFloat64ReferenceAndItsFiniteDifferences) {
+  auto x = random_floats(60, 80);
+  for (float& v : x) v *= 6;  // logits well past the sigmoid's linear part
+  std::vector<float> t(60);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = i % 3 == 0 ? 0.25f : static_cast<float>(i % 2);  // soft labels too
+  auto xd = to_double(x);
+  EXPECT_NEAR(bce_logits_fwd(x.data(), t.data(), 60), bce_logits_ref(xd, t), 1e-6);
+  std::vector<float> dx(60);
+  bce_logits_bwd(x.data(), t.data(), dx.data(), 60, false);
+  expect_grad_near(dx, numeric_grad(xd, [&] { return bce_logits_ref(xd, t); }), "dx");
+  const auto start = garbage(60);
+  auto added = start;
+  bce_logits_bwd(x.data(), t.data(), added.data(), 60, true);
+  for (size_t i = 0; i < 60; ++i) EXPECT_EQ(added[i], start[i] + dx[i]) << i;
 }
 
 TEST(SoftmaxCe, ForwardKnownLogits) {

@@ -234,8 +234,35 @@ def maxvit():
     return classify(net, torch.randn(2, 3, 16, 16))
 
 
+class MaskHead(nn.Module):
+    """A binary segmentation head (a U-Net's last layers): one logit per pixel."""
+
+    def __init__(self):
+        super().__init__()
+        # No bias before the batch norm, as such nets write it (its gradient would be 0 up to rounding).
+        self.conv, self.norm = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+        self.head = nn.Conv2d(8, 1, 1)
+
+    def forward(self, x):
+        return self.head(F.relu(self.norm(self.conv(x))))
+
+
+def mask_bce():
+    """Trained with BCEWithLogitsLoss against a 0/1 mask."""
+    mask = (torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    return MaskHead(), torch.randn(2, 3, 8, 8), (lambda out: F.binary_cross_entropy_with_logits(out, mask)), mask
+
+
+def multilabel_bce():
+    """A multi-label classifier: nn.BCEWithLogitsLoss over 5 independent labels."""
+    net = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 5))
+    labels = (torch.rand(4, 5, generator=torch.Generator().manual_seed(2)) > 0.7).float()
+    return net, torch.randn(4, 16), (lambda out: nn.BCEWithLogitsLoss()(out, labels)), labels
+
+
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
           "groupnorm": groupnorm, "moe": moe,
-          "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle}
+          "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle,
+          "mask_bce": mask_bce, "multilabel_bce": multilabel_bce}

@@ -71,7 +71,7 @@ QString op_type_label(const Model& m, int op) {
   const std::string kind(kind_name(m.op(op).kind));
   static const std::pair<const char*, const char*> kShort[] = {
       {"Input", "in"},       {"Linear", "MatMul"}, {"LayerNorm", "LN"},      {"BatchNorm", "BN"},
-      {"Dropout", "Drop"},   {"MSELoss", "MSE"},   {"SoftmaxCELoss", "CE"},  {"Generic", "op"},
+      {"Dropout", "Drop"},   {"MSELoss", "MSE"},   {"SoftmaxCELoss", "CE"}, {"BCEWithLogitsLoss", "BCE"},  {"Generic", "op"},
       {"Conv2d", "Conv"},    {"MaxPool", "Pool"},  {"Attention", "Attn"}};
   for (const auto& [k, s] : kShort)
     if (kind == k) return s;
