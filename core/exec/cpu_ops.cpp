@@ -91,28 +91,25 @@ void bwd_dropout(CpuOpState& s, const OpCall& c) {
     cpu::dropout_bwd(c.dy(), c.dx(0), c.op.numel(), c.op.dropout_p, s.seed, static_cast<uint32_t>(c.v), c.acc(0));
 }
 
-void fwd_mse(CpuOpState& s, const OpCall& c) {
+// The losses against a target of the input's shape (MSE, BCE on logits):
+// the loss of the input, after autocast's f32 copy of a low-precision input,
+// which the backward then reads (aux) instead of it.
+float target_loss_fwd(CpuOpState& s, const OpCall& c, float (*loss)(const float*, const float*, int64_t)) {
   const int64_t n = c.in_op(0).numel();
-  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no MSE target loaded");
-  // Autocast's f32 copy of a low-precision input, which its backward reads (aux).
+  if (s.target_n != static_cast<uint64_t>(n))
+    throw InternalError(op_label(c.model, c.v) + ": no " + std::string(kind_name(c.op.kind)) + " target loaded");
   if (target_loss_keeps_f32_input(c.op)) std::memcpy(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n));
-  store_loss(s, c, cpu::mse_fwd(c.in(0), s.target, n));
+  return loss(c.in(0), s.target, n);
 }
-void bwd_mse(CpuOpState& s, const OpCall& c) {
+void target_loss_bwd(CpuOpState& s, const OpCall& c, void (*grad)(const float*, const float*, float*, int64_t, bool)) {
   const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
-  if (c.dx(0)) cpu::mse_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0));
+  if (c.dx(0)) grad(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0));
 }
 
-void fwd_bce_logits(CpuOpState& s, const OpCall& c) {
-  const int64_t n = c.in_op(0).numel();
-  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no BCE target loaded");
-  if (target_loss_keeps_f32_input(c.op)) std::memcpy(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n));
-  store_loss(s, c, cpu::bce_logits_fwd(c.in(0), s.target, n));
-}
-void bwd_bce_logits(CpuOpState& s, const OpCall& c) {
-  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
-  if (c.dx(0)) cpu::bce_logits_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0));
-}
+void fwd_mse(CpuOpState& s, const OpCall& c) { store_loss(s, c, target_loss_fwd(s, c, cpu::mse_fwd)); }
+void bwd_mse(CpuOpState& s, const OpCall& c) { target_loss_bwd(s, c, cpu::mse_bwd); }
+void fwd_bce_logits(CpuOpState& s, const OpCall& c) { store_loss(s, c, target_loss_fwd(s, c, cpu::bce_logits_fwd)); }
+void bwd_bce_logits(CpuOpState& s, const OpCall& c) { target_loss_bwd(s, c, cpu::bce_logits_bwd); }
 
 void fwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);

@@ -177,32 +177,29 @@ void bwd_dropout(CudaOpState& s, const OpCall& c) {
     dropout_bwd(c.dy(), c.dx(0), c.op.numel(), c.op.dropout_p, s.seed, static_cast<uint32_t>(c.v), c.acc(0), s.stream);
 }
 
-void fwd_mse(CudaOpState& s, const OpCall& c) {
+// The losses against a target of the input's shape (MSE, BCE on logits),
+// with autocast's f32 copy of a low-precision input, which the backward then
+// reads (aux) instead of it.
+void target_loss_fwd(CudaOpState& s, const OpCall& c,
+                     void (*loss)(const float*, const float*, float*, int64_t, cudaStream_t)) {
   const int64_t n = c.in_op(0).numel();
-  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no MSE target loaded");
-  mse_fwd(c.in(0), s.target, s.loss, n, s.stream);
-  // Autocast's f32 copy of a low-precision input, which its backward reads (aux).
+  if (s.target_n != static_cast<uint64_t>(n))
+    throw InternalError(op_label(c.model, c.v) + ": no " + std::string(kind_name(c.op.kind)) + " target loaded");
+  loss(c.in(0), s.target, s.loss, n, s.stream);
   if (target_loss_keeps_f32_input(c.op))
     CUDA_CHECK_THROW(cudaMemcpyAsync(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s.stream));
   copy_loss(s, c);
 }
-void bwd_mse(CudaOpState& s, const OpCall& c) {
+void target_loss_bwd(CudaOpState& s, const OpCall& c,
+                     void (*grad)(const float*, const float*, float*, int64_t, bool, cudaStream_t)) {
   const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
-  if (c.dx(0)) mse_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
+  if (c.dx(0)) grad(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
 
-void fwd_bce_logits(CudaOpState& s, const OpCall& c) {
-  const int64_t n = c.in_op(0).numel();
-  if (s.target_n != static_cast<uint64_t>(n)) throw InternalError(op_label(c.model, c.v) + ": no BCE target loaded");
-  bce_logits_fwd(c.in(0), s.target, s.loss, n, s.stream);
-  if (target_loss_keeps_f32_input(c.op))
-    CUDA_CHECK_THROW(cudaMemcpyAsync(c.aux(), c.in(0), 4 * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice, s.stream));
-  copy_loss(s, c);
-}
-void bwd_bce_logits(CudaOpState& s, const OpCall& c) {
-  const float* x = target_loss_keeps_f32_input(c.op) ? c.aux() : c.in(0);
-  if (c.dx(0)) bce_logits_bwd(x, s.target, c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
-}
+void fwd_mse(CudaOpState& s, const OpCall& c) { target_loss_fwd(s, c, mse_fwd); }
+void bwd_mse(CudaOpState& s, const OpCall& c) { target_loss_bwd(s, c, mse_bwd); }
+void fwd_bce_logits(CudaOpState& s, const OpCall& c) { target_loss_fwd(s, c, bce_logits_fwd); }
+void bwd_bce_logits(CudaOpState& s, const OpCall& c) { target_loss_bwd(s, c, bce_logits_bwd); }
 
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
