@@ -174,6 +174,7 @@ REMAT_NO_PARAMS_NO_SCRATCH(reduce)
 REMAT_NO_PARAMS_NO_SCRATCH(upsample)
 REMAT_NO_PARAMS_NO_SCRATCH(topk)
 REMAT_NO_PARAMS_NO_SCRATCH(gather)
+REMAT_NO_PARAMS_NO_SCRATCH(pad)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
@@ -639,7 +640,7 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::DivConst:
     case OpKind::AddConst:
     case OpKind::MaskedFill:
-    // PyTorch's convolutions, norms of channels, pools and upsampling make
+    // PyTorch's convolutions, norms of channels, pools, upsampling and padding make
     // their input contiguous first (a transient copy) where it is not.
     case OpKind::Conv:
     case OpKind::ConvTranspose:
@@ -648,7 +649,8 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::MaxPool:
     case OpKind::AvgPool:
     case OpKind::GlobalAvgPool:
-    case OpKind::Upsample: break;
+    case OpKind::Upsample:
+    case OpKind::Pad: break;
     default: return DenseCopy::None;
   }
   const Op& x = m.op(op.inputs[0]);

@@ -79,7 +79,10 @@
   RUN(TopK, topk, topk, 1, 1)                                            \
   /* x's elements picked along axis by an integer index (torch.gather):  \
      inputs x, index */                                                  \
-  RUN(Gather, gather, gather, 2, 2)
+  RUN(Gather, gather, gather, 2, 2)                                      \
+  /* padding of the last dimensions, constant (negative pads crop),      \
+     reflect, replicate or circular, as F.pad */                         \
+  RUN(Pad, pad, pad, 1, 1)
 
 // Expands to nothing: pass it for the half of the list a table skips.
 #define REMAT_OP_KIND_SKIP(...)

@@ -38,6 +38,8 @@ const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/cla
 const std::string kStridedKernelsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_kernels.json";
 // A masked attention, norms without affine parameters, top-k routing by Gather.
 const std::string kTailModel = std::string(REMAT_EXEC_TEST_MODELS) + "/tail_small.json";
+// Every Pad mode (one fed a transposed view) and a roll as Slice views and a Concat.
+const std::string kPadModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pad_small.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -108,13 +110,13 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
-                                      "pointwise", "class_token", "strided_kernels", "tail"};
+                                      "pointwise", "class_token", "strided_kernels", "tail", "pad"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
-                                           kStridedKernelsModel, kTailModel),
+                                           kStridedKernelsModel, kTailModel, kPadModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own
