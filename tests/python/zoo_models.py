@@ -191,11 +191,11 @@ MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobi
 # ---- padding and rolling (the Pad kind; torch.roll as Slice views and a Concat) ----
 
 def swin_t():
-    """torchvision's Swin-T at 2x3x64x64: stage 1's 16x16 tokens in 7x7 windows
-    are padded to 21x21 (F.pad of (B, H, W, C)), the shifted blocks roll by
-    -3 then back (torch.roll over two dimensions), the last stage's 2x2 tokens
-    pad to a window."""
-    return classify(torchvision.models.swin_t(num_classes=10), torch.randn(2, 3, 64, 64))
+    """torchvision's Swin-T at 2x3x32x32: stage 1's 8x8 tokens in 7x7 windows
+    are padded to 14x14 (F.pad of (B, H, W, C)), its shifted blocks roll by
+    -3 then back (torch.roll over two dimensions); the later stages' 4x4, 2x2
+    and 1x1 tokens pad to one window, unshifted (the window covers them)."""
+    return classify(torchvision.models.swin_t(num_classes=10), torch.randn(2, 3, 32, 32))
 
 
 class _ResnetBlock(nn.Module):
