@@ -7,6 +7,7 @@
 
 #include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
+#include "core/exec/pad_exec.h"
 #include "core/kernels/cpu_kernels.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
@@ -197,6 +198,11 @@ void bwd_upsample(CpuOpState&, const OpCall& c) {
   const UpsampleDims d = upsample_dims(c.model, c.v);
   cpu::upsample_bwd(c.dy(), c.dx(0), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners,
                     c.acc(0));
+}
+
+void fwd_pad(CpuOpState&, const OpCall& c) { cpu::pad_fwd(pad_geom(c.model, c.v), c.in(0), c.out()); }
+void bwd_pad(CpuOpState&, const OpCall& c) {
+  if (c.dx(0)) cpu::pad_bwd(pad_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0));
 }
 
 // aux(v) holds the batch mean then the inverse std, one float per channel.

@@ -175,6 +175,7 @@ REMAT_NO_PARAMS_NO_SCRATCH(upsample)
 REMAT_NO_PARAMS_NO_SCRATCH(bce_logits)
 REMAT_NO_PARAMS_NO_SCRATCH(topk)
 REMAT_NO_PARAMS_NO_SCRATCH(gather)
+REMAT_NO_PARAMS_NO_SCRATCH(pad)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
@@ -640,7 +641,7 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::DivConst:
     case OpKind::AddConst:
     case OpKind::MaskedFill:
-    // PyTorch's convolutions, norms of channels, pools and upsampling make
+    // PyTorch's convolutions, norms of channels, pools, upsampling and padding make
     // their input contiguous first (a transient copy) where it is not.
     case OpKind::Conv:
     case OpKind::ConvTranspose:
@@ -650,6 +651,7 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::AvgPool:
     case OpKind::GlobalAvgPool:
     case OpKind::Upsample:
+    case OpKind::Pad:
     // The losses read their input through strides in PyTorch (no copy); the
     // kernels read rows, so a transient copy in scratch, which holds no
     // tracked byte, keeps the counts PyTorch's.

@@ -54,11 +54,11 @@ const AttrField kAttrFields[] = {
     {"vocab", {K::Embedding}},
     {"kernel", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
     {"stride", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
-    {"pads", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose}},
+    {"pads", {K::Conv, K::MaxPool, K::AvgPool, K::ConvTranspose, K::Pad}},
     {"dilation", {K::Conv, K::MaxPool, K::ConvTranspose}},
     {"groups", {K::Conv, K::ConvTranspose, K::GroupNorm}},
     {"output_padding", {K::ConvTranspose}},
-    {"mode", {K::Upsample}},
+    {"mode", {K::Upsample, K::Pad}},
     {"align_corners", {K::Upsample}},
     {"ceil_mode", {K::MaxPool, K::AvgPool}},
     {"bias", {K::Conv, K::Linear, K::ConvTranspose}},
@@ -70,7 +70,7 @@ const AttrField kAttrFields[] = {
     {"step", {K::Slice}},
     {"const_shape", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat, K::Attention}},
     {"values", {K::MulConst, K::DivConst, K::AddConst, K::MaskedFill, K::Pointwise, K::Concat, K::Attention}},
-    {"fill", {K::MaskedFill}},
+    {"fill", {K::MaskedFill, K::Pad}},
     {"learned", {K::AddConst, K::Pointwise, K::Concat}},
     {"fn", {K::Pointwise, K::Reduce}},
     {"const_at", {K::Pointwise, K::Concat}},
@@ -242,7 +242,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "k") a.k = r.integer(v, here, 1, kBig);
     else if (key == "kernel") a.kernel = r.ints(v, here, 1, kBig);
     else if (key == "stride") a.stride = r.ints(v, here, 1, kBig);
-    else if (key == "pads") a.pads = r.ints(v, here, 0, kBig);
+    else if (key == "pads") a.pads = r.ints(v, here, op.kind == K::Pad ? -kBig : 0, kBig);  // a Pad's negative ones crop
     else if (key == "dilation") a.dilation = r.ints(v, here, 1, kBig);
     else if (key == "groups") a.groups = r.integer(v, here, 1, kBig);
     else if (key == "ceil_mode") a.ceil_mode = r.boolean(v, here);
@@ -260,12 +260,19 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "scale") a.scale = static_cast<float>(r.number(v, here, 1e-30, 1e30));  // positive: 0 means "default"
     else if (key == "output_padding") a.output_padding = r.ints(v, here, 0, kBig);
     else if (key == "align_corners") a.align_corners = r.boolean(v, here);
-    else if (key == "mode") {
+    else if (key == "mode" && op.kind == K::Pad) {
+      const std::string& m = r.string(v, here);
+      static constexpr std::string_view kModes[] = {"constant", "reflect", "replicate", "circular"};
+      const auto* found = std::find(std::begin(kModes), std::end(kModes), m);
+      if (found == std::end(kModes))
+        fail(r.origin, here, "unknown mode '" + m + "' (expected constant, reflect, replicate or circular)");
+      a.pad_mode = static_cast<uint8_t>(found - std::begin(kModes));
+    } else if (key == "mode") {
       const std::string& m = r.string(v, here);
       if (m != "nearest" && m != "bilinear") fail(r.origin, here, "unknown mode '" + m + "' (expected nearest or bilinear)");
       a.bilinear = m == "bilinear";
     } else if (key == "eps") a.eps = r.number(v, here, 1e-30, 1);  // positive: 0 means "default"
-    else if (key == "fill") a.fill = r.extended_number(v, here);
+    else if (key == "fill") (op.kind == K::Pad ? a.scalar : a.fill) = r.extended_number(v, here);  // a Pad's fill value
     else if (key == "affine") a.affine = r.boolean(v, here);
     else if (key == "fn") a.fn = family_fn(r, op.kind, r.string(v, here), here);
     else if (key == "const_at") a.const_at = r.integer(v, here, 0, 2);
@@ -380,6 +387,13 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
         else j["fill"] = float_json(a.fill);
       }
       break;
+    case OpKind::Pad: {
+      static constexpr const char* kModes[] = {"constant", "reflect", "replicate", "circular"};
+      j["mode"] = kModes[a.pad_mode & 3];
+      j["pads"] = a.pads;
+      if (a.pad_mode == 0) j["fill"] = extended_json(a.scalar);
+      break;
+    }
     case OpKind::Embedding: j["vocab"] = a.vocab; break;
     case OpKind::TopK:
       j["k"] = a.k;

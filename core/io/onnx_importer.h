@@ -234,6 +234,7 @@ class Importer {
   void import_node(int i);
   void alias(const NodeProto& n, int x);
   bool zero_pad(const NodeProto& n) const;  // a Pad whose pads are all zero (torch's AvgPool2d export)
+  bool pad(const NodeProto& n, int x);      // constant, reflect, edge or wrap Pad (onnx_pad.cpp)
   // The elements of real networks (onnx_layers.cpp); false: not this pattern.
   bool conv(const NodeProto& n, int x);
   bool conv_transpose(const NodeProto& n, int x);

@@ -411,6 +411,7 @@ void Importer::import_node(int i) {
     if (type == "Sigmoid") return (void)simple(OpKind::Sigmoid);
     if (type == "Identity") return alias(n, x);
     if (type == "Pad" && zero_pad(n)) return (void)(values_[out0(n)] = {Value::Activation, x, nullptr});
+    if (type == "Pad" && pad(n, x)) return;
     if (type == "Dropout") return dropout(n, x);
     if (type == "Reshape" && groupnorm(n, x)) return;
     if ((type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") && foldable_view(n, in))

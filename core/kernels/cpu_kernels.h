@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 
+#include "core/kernels/pad_geom.h"
 #include "core/kernels/pointwise_fns.h"
 
 namespace remat::cpu {
@@ -363,5 +364,12 @@ void gather_fwd(const GatherGeom& g, const float* x, const int64_t* index, float
 // positions whose index picks it, along the axis in increasing order, in
 // double (the CUDA kernel's order: no atomics, recomputation stays bitwise).
 void gather_bwd(const GatherGeom& g, const int64_t* index, const float* dy, float* dx, bool accumulate);
+
+// ---- Padding (pad.cpp; the index rules in pad_index.h) -----------------------------
+// y (g.out, dense) from x (g.in, dense): each element read or the fill.
+void pad_fwd(const PadGeom& g, const float* x, float* y);
+// dx (g.in) = or += each element's sum of dy over the outputs that read it,
+// in PyTorch's order (pad_index.h's pad_grad: PyTorch's CPU bits).
+void pad_bwd(const PadGeom& g, const float* dy, float* dx, bool accumulate);
 
 }  // namespace remat::cpu

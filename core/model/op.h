@@ -72,7 +72,7 @@ struct OpAttrs {
   int64_t k = 0;                   // TopK: how many it picks along axis
   std::vector<int64_t> kernel;     // Conv, MaxPool, AvgPool: spatial kernel (1 or 2 dims)
   std::vector<int64_t> stride;     // default 1 per spatial dim
-  std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0
+  std::vector<int64_t> pads;       // begins then ends (ONNX order); default 0. Pad: PyTorch's order (below)
   std::vector<int64_t> dilation;   // Conv, MaxPool; default 1
   int64_t groups = 1;              // Conv, ConvTranspose, GroupNorm (the groups of channels)
   std::vector<int64_t> output_padding;  // ConvTranspose: added to one side of each output dimension; default 0
@@ -112,6 +112,10 @@ struct OpAttrs {
   bool keepdim = false;
   double eps = 0;        // LayerNorm, BatchNorm, GroupNorm: added to the variance; 0: PyTorch's default 1e-5
   bool affine = true;    // LayerNorm, BatchNorm, GroupNorm: a scale γ and shift β among the parameters
+  // Pad: the mode (PadMode, core/kernels/pad_geom.h); `pads` as F.pad takes
+  // them, the last dimension first, a (before, after) pair per dimension;
+  // `scalar` the constant mode's fill value.
+  uint8_t pad_mode = 0;
   bool operator==(const OpAttrs&) const = default;
 };
 

@@ -82,7 +82,10 @@
   RUN(Gather, gather, gather, 2, 2)                                      \
   /* binary cross-entropy on logits, averaged (BCEWithLogitsLoss: a      \
      multi-label head, a GAN's discriminator, a binary mask) */          \
-  RUN(BCEWithLogitsLoss, bce_logits, loss, 1, 1)
+  RUN(BCEWithLogitsLoss, bce_logits, loss, 1, 1)                         \
+  /* padding of the last dimensions, constant (negative pads crop),      \
+     reflect, replicate or circular, as F.pad */                         \
+  RUN(Pad, pad, pad, 1, 1)
 
 // Expands to nothing: pass it for the half of the list a table skips.
 #define REMAT_OP_KIND_SKIP(...)

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "core/base/errors.h"
+#include "core/kernels/pad_geom.h"
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/autocast.h"
 #include "core/model/op_layout.h"
@@ -364,6 +365,48 @@ void rule_gather(Derivation& d) {
   d.fwd = d.n();
   d.bwd = d.n() * static_cast<double>(x.shape[ax]);
   d.saved = {d.op.inputs[0], d.op.inputs[1]};
+}
+
+// F.pad: the last pads.size()/2 dimensions, the last first, a (before, after)
+// pair each (PyTorch's order). constant: any of the input's dimensions, negative
+// pads crop (constant_pad_nd); reflect, replicate, circular: 1 to 3 dimensions
+// of a (C, ...) or (N, C, ...) input, as reflection_padNd, replication_padNd
+// and _pad_circular take them, with reflect's pads below the extent and
+// circular's at most it (one mirror or wrap per side). A new tensor; the
+// backward of a constant pad is a slice of the gradient and keeps nothing,
+// reflection_padNd_backward and replication_padNd_backward take the input
+// (derivatives.yaml: `self`), so autograd keeps it, though the kernels read
+// only its sizes; circular padding's copies into slices keep nothing.
+void rule_pad(Derivation& d) {
+  const Op& x = d.in(0);
+  const OpAttrs& a = *d.op.attrs;
+  static constexpr const char* kModes[] = {"constant", "reflect", "replicate", "circular"};
+  if (a.pad_mode > static_cast<uint8_t>(PadMode::Circular)) d.fail("unknown pad mode " + std::to_string(a.pad_mode));
+  const auto mode = static_cast<PadMode>(a.pad_mode);
+  const std::size_t k = a.pads.size() / 2, rank = x.shape.size();
+  if (a.pads.empty() || a.pads.size() % 2 != 0 || k > rank)
+    d.fail("Pad needs a (before, after) pair of pads per padded dimension, at most " + std::to_string(rank) +
+           " pairs for its input " + shape_string(x.shape) + ", got " + shape_string(a.pads));
+  if (mode != PadMode::Constant && (k > 3 || rank < k + 1 || rank > k + 2))
+    d.fail(std::string(kModes[a.pad_mode]) + " padding of " + std::to_string(k) + " dimension(s) needs a (C, ...) or (N, C, ...) input of rank " +
+           std::to_string(k + 1) + " or " + std::to_string(k + 2) + " (1 to 3 padded dimensions), got " + shape_string(x.shape));
+  std::vector<int64_t> s(x.shape.begin(), x.shape.end());
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t dim = rank - 1 - j;
+    const int64_t b = a.pads[2 * j], e = a.pads[2 * j + 1], in = x.shape[dim];
+    const std::string what = std::string(kModes[a.pad_mode]) + " padding (" + std::to_string(b) + ", " +
+                             std::to_string(e) + ") of dimension " + std::to_string(dim) + " (size " + std::to_string(in) + ")";
+    if (mode != PadMode::Constant && (b < 0 || e < 0)) d.fail(what + ": only constant padding crops (negative pads)");
+    if (mode == PadMode::Reflect && (b >= in || e >= in)) d.fail(what + ": reflect pads must be below the size");
+    if (mode == PadMode::Circular && (b > in || e > in)) d.fail(what + ": circular pads must be at most the size");
+    s[dim] = in + b + e;
+    if (s[dim] <= 0) d.fail(what + " leaves nothing");
+  }
+  d.op.dtype = x.dtype;
+  d.set_shape(s);
+  d.fwd = d.n();
+  d.bwd = mode == PadMode::Constant ? static_cast<double>(x.numel()) : d.n();
+  if (mode == PadMode::Reflect || mode == PadMode::Replicate) d.saved = {d.op.inputs[0]};
 }
 
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool

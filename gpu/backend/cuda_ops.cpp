@@ -6,6 +6,7 @@
 
 #include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
+#include "core/exec/pad_exec.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
 #include "gpu/cuda_check.h"
@@ -305,6 +306,11 @@ void bwd_upsample(CudaOpState& s, const OpCall& c) {
   const UpsampleDims d = upsample_dims(c.model, c.v);
   upsample_bwd(c.dy(), c.dx(0), d.planes, d.ih, d.iw, d.oh, d.ow, c.op.attrs->bilinear, c.op.attrs->align_corners,
                c.acc(0), s.stream);
+}
+
+void fwd_pad(CudaOpState& s, const OpCall& c) { pad_fwd(pad_geom(c.model, c.v), c.in(0), c.out(), s.stream); }
+void bwd_pad(CudaOpState& s, const OpCall& c) {
+  if (c.dx(0)) pad_bwd(pad_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0), s.stream);
 }
 
 // aux(v): batch mean then inverse std per channel; eps as on the CPU (cpu_ops.cpp).

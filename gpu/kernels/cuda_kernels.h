@@ -280,6 +280,12 @@ void upsample_fwd(const float* x, float* y, int64_t planes, int64_t ih, int64_t 
 void upsample_bwd(const float* dy, float* dx, int64_t planes, int64_t ih, int64_t iw, int64_t oh, int64_t ow,
                   bool bilinear, bool align_corners, bool accumulate, cudaStream_t stream);
 
+// ---- pad.cu ----------------------------------------------------------------------
+// As the CPU's (the same index rules); the backward gathers each input's
+// gradient in row-major output order.
+void pad_fwd(const PadGeom& g, const float* x, float* y, cudaStream_t stream);
+void pad_bwd(const PadGeom& g, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
+
 // ---- batchnorm.cu ----------------------------------------------------------------
 // As the CPU: fixed-order sums in double. Without `partials`, one block per
 // channel; with device memory for batchnorm_partial_count(n, c, hw) doubles

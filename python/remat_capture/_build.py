@@ -19,6 +19,7 @@ PyTorch's count exactly.
 """
 import torch
 
+from ._pad import PadMixin
 from ._pointwise import PointwiseMixin
 from ._rnn import RnnMixin
 from ._trace import storage_key, storage_nbytes
@@ -96,7 +97,7 @@ def _as_generic(op):
     op.setdefault("bwd_flops", 1)
 
 
-class Builder(PointwiseMixin, RnnMixin):
+class Builder(PointwiseMixin, RnnMixin, PadMixin):
     def __init__(self, rec, module, example_input, targets):
         self.rec = rec
         self.ops = []             # remat ops (dicts); private keys start with "_"
@@ -109,6 +110,8 @@ class Builder(PointwiseMixin, RnnMixin):
         self.param_pieces = {}    # id(tensor) -> (parameter, start, end): a slice of one of those (_broadcast_pieces)
         self.event_op = {}        # OpEvent index -> remat op id
         self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
+        self.pad_skip = set()     # OpEvent indices of a composed circular pad but its last (_pad.py)
+        self.pad_at = {}          # OpEvent index of that last copy_ -> (x, buffer, pads)
         self.rnn_layers = {}      # OpEvent index of an mkldnn_rnn_layer -> how its saves map (_rnn.py)
         self.rnn_keep = []        # tensors standing for values of those layers' ops (_rnn.py)
         self.owner = {}           # storage key -> remat op id owning it (the latest writer)
@@ -183,8 +186,11 @@ class Builder(PointwiseMixin, RnnMixin):
 
     def build(self, loss):
         self._plan_fusions()
+        self._plan_circular_pads()
         for ev in self.rec.ops:
-            if ev.index in self.fused_into:
+            if ev.index in self.fused_into or ev.index in self.pad_skip:
+                continue
+            if ev.index in self.pad_at and self._pad_composed(ev):
                 continue
             acts = [(pos, t) for pos, t in ev.tensor_args() if self._act(t)]
             if ev.name in LOSS_OPS:
@@ -939,6 +945,7 @@ class Builder(PointwiseMixin, RnnMixin):
                 self._private(v, t, counted)
         self._charge_storage_rest()
         self._complete_products()
+        self._complete_activations()
 
     def _complete_products(self):
         """A Pointwise mul's backward reads each operand for the other's
@@ -953,6 +960,18 @@ class Builder(PointwiseMixin, RnnMixin):
             for u in op["inputs"]:
                 if u not in op["_saved"] and u in saved:
                     op["_saved"].append(u)
+
+    def _complete_activations(self):
+        """ReLU, Tanh and Sigmoid differentiate from their result. An in-place
+        one on a view (nn.ReLU(True) after nn.InstanceNorm2d, whose output is a
+        view of batch_norm's) leaves its node without _saved_result (autograd
+        rebases the view), so the save of that tensor went to the op that
+        reads it next (a convolution keeping its input): the activation keeps
+        it too, the same bytes, counted once."""
+        saved = {s for op in self.ops for s in op["_saved"]}
+        for op in self.ops:
+            if op["kind"] in ("ReLU", "Tanh", "Sigmoid") and op["id"] not in op["_saved"] and op["id"] in saved:
+                op["_saved"].append(op["id"])
 
     def _charge_storage_rest(self):
         """PyTorch keeps a saved tensor's whole storage; remat gives each op that

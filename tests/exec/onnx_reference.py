@@ -91,11 +91,18 @@ def slice_(x, starts, ends, axes, steps):
     idx = [slice(None)] * x.dim()
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)
+    reversed_axes = []
     for s, e, ax, st in zip(starts, ends, axes, steps):
-        if st <= 0:
-            raise NotImplementedError("Slice with a negative step")
+        if st == 0:
+            raise NotImplementedError("Slice with step 0")
+        if st < 0:  # numpy's clamping, as ONNX's (torch's F.pad export reverses its pads so)
+            reversed_axes.append((ax, list(range(*slice(s, e, st).indices(x.shape[ax])))))
+            continue
         idx[ax] = slice(s, e, st)
-    return x[tuple(idx)]
+    x = x[tuple(idx)]
+    for ax, picks in reversed_axes:
+        x = x.index_select(ax, torch.tensor(picks, dtype=torch.long))
+    return x
 
 
 def gather(data, idx, axis):
@@ -345,11 +352,17 @@ def run_node(node, a, ins, masks):
         return torch.stack(ys).unsqueeze(1), h.unsqueeze(0)
     if op == "Pad":  # ONNX pads: every axis's begin, then every axis's end; F.pad: last axis first
         pads = ints(ins[1]) if len(ins) > 1 and ins[1] is not None else list(a.get("pads", []))
-        if a.get("mode", b"constant") not in (b"constant", "constant"):
-            raise NotImplementedError(f"Pad mode {a['mode']}")
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else mode
         value = ins[2].item() if len(ins) > 2 and ins[2] is not None else 0.0
         r = len(pads) // 2
-        return F.pad(x, [p for i in reversed(range(r)) for p in (pads[i], pads[r + i])], value=value)
+        torch_pads = [p for i in reversed(range(r)) for p in (pads[i], pads[r + i])]
+        if mode == "constant":
+            return F.pad(x, torch_pads, value=value)
+        modes = {"reflect": "reflect", "edge": "replicate", "wrap": "circular"}
+        if mode not in modes or r < 3 or any(torch_pads[2 * (r - 2):]):
+            raise NotImplementedError(f"Pad mode {mode} over {pads}")
+        return F.pad(x, torch_pads[:2 * (r - 2)], mode=modes[mode])  # batch and channels unpadded
     if op == "Tile":
         return x.repeat(*ints(ins[1]))
     if op == "ConstantOfShape":

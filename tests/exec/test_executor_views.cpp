@@ -44,6 +44,8 @@ const std::string kStridedReadersModel = std::string(REMAT_EXEC_TEST_MODELS) + "
 const std::string kStridedCeModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_ce.json";
 // A binary mask head's BCEWithLogitsLoss over a transposed view.
 const std::string kBceModel = std::string(REMAT_EXEC_TEST_MODELS) + "/bce_small.json";
+// Every Pad mode (one fed a transposed view) and a roll as Slice views and a Concat.
+const std::string kPadModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pad_small.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -115,14 +117,14 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
                                       "pointwise", "class_token", "strided_kernels", "tail", "strided_readers",
-                                      "strided_ce", "bce"};
+                                      "strided_ce", "bce", "pad"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
                                            kStridedKernelsModel, kTailModel, kStridedReadersModel, kStridedCeModel,
-                                           kBceModel),
+                                           kBceModel, kPadModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

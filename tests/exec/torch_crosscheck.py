@@ -225,6 +225,11 @@ def apply_op(op, acts, param, t):
         else:
             y = F.interpolate(x, size=size, mode="bilinear" if x.dim() == 4 else "linear",
                               align_corners=op.get("align_corners", False))
+    elif kind == "Pad":
+        mode = op.get("mode", "constant")
+        fill = op.get("fill", 0)  # as MaskedFill's: an infinity is a string in model.json, null in the dump's metadata
+        y = F.pad(x, op["pads"], mode=mode, value=float(fill) if fill is not None else float("-inf")) \
+            if mode == "constant" else F.pad(x, op["pads"], mode=mode)
     elif kind == "GroupNorm":
         y = F.group_norm(x, op["groups"], *affine(op, v, param), eps=op.get("eps", 1e-5))
     elif kind == "BatchNorm":

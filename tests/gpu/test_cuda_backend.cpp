@@ -184,7 +184,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            kModels + "/tail_small.json",
                                            // Add through strides (MaxViT's departition), losses of strided views
                                            kModels + "/strided_readers.json", kModels + "/strided_ce.json",
-                                           kModels + "/bce_small.json"),
+                                           kModels + "/bce_small.json",
+                                           // every Pad mode, a roll as Slices and a Concat
+                                           kModels + "/pad_small.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

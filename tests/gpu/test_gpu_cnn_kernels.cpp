@@ -748,4 +748,50 @@ TEST_F(GpuCnnKernels, UpsampleMatchesCpuBitForBit) {
     }
 }
 
+// Padding: the GPU runs the CPU's index rules (core/kernels/pad_index.h), one
+// thread per output forward and per input backward, gathering in the CPU's
+// order: the same bits in every mode.
+TEST_F(GpuCnnKernels, PadMatchesCpuBitForBit) {
+  struct PadCase {
+    const char* name;
+    remat::PadMode mode;
+    std::vector<int64_t> in, before, after;
+    float value;
+  };
+  using M = remat::PadMode;
+  for (const PadCase& c : {PadCase{"constant crop", M::Constant, {2, 3, 6, 7}, {0, 1, 1, -2}, {0, 0, -3, 1}, 0.5f},
+                           PadCase{"reflect 2-D", M::Reflect, {2, 3, 5, 4}, {0, 0, 3, 3}, {0, 0, 3, 2}, 0.0f},
+                           PadCase{"reflect 1-D", M::Reflect, {6, 7}, {0, 3}, {0, 6}, 0.0f},
+                           PadCase{"replicate 3-D", M::Replicate, {2, 3, 2, 4}, {0, 1, 2, 0}, {0, 2, 0, 3}, 0.0f},
+                           PadCase{"circular 2-D", M::Circular, {2, 3, 5, 6}, {0, 0, 5, 1}, {0, 0, 5, 6}, 0.0f}}) {
+    SCOPED_TRACE(c.name);
+    remat::PadGeom g;
+    g.mode = c.mode;
+    g.value = c.value;
+    g.rank = static_cast<int>(c.in.size());
+    int64_t xn = 1, yn = 1;
+    for (int d = 0; d < g.rank; ++d) {
+      g.in[d] = c.in[d];
+      g.before[d] = c.before[d];
+      g.out[d] = c.in[d] + c.before[d] + c.after[d];
+      xn *= g.in[d];
+      yn *= g.out[d];
+    }
+    const Vec x = random_vec(xn, 61), dy = random_vec(yn, 62);
+    const Dev x_d(x), dy_d(dy), y_d(nan_vec(yn));
+    Vec y(yn);
+    cpu::pad_fwd(g, x.data(), y.data());
+    gpu::pad_fwd(g, x_d.get(), y_d.get(), stream_);
+    expect_bitwise(y_d.fetch(), y, std::string(c.name) + " y");
+    for (const bool accumulate : {false, true}) {
+      const Vec dx0 = accumulate ? random_vec(xn, 63) : nan_vec(xn);
+      Vec dx = dx0;
+      cpu::pad_bwd(g, dy.data(), dx.data(), accumulate);
+      const Dev dx_d(dx0);
+      gpu::pad_bwd(g, dy_d.get(), dx_d.get(), accumulate, stream_);
+      expect_bitwise(dx_d.fetch(), dx, std::string(c.name) + (accumulate ? " dx accumulate" : " dx"));
+    }
+  }
+}
+
 }  // namespace

@@ -2,7 +2,8 @@
 """Exports small PyTorch models to ONNX for tests/io/test_onnx_import.cpp, and
 computes PyTorch's loss and gradients for the executor cross-check.
 
-  export OUTDIR            write mlp.onnx, block13.onnx, block17.onnx (+ .pt state)
+  export OUTDIR            write mlp.onnx, block13.onnx, block17.onnx (+ .pt state),
+                           dropout_train.onnx and pad_roll.onnx (training mode)
   grads OUTDIR NAME        read NAME.input.f32 and NAME.target.f32 (raw float32),
                            write NAME.torch.f32: [loss, grads of every parameter
                            in the executor's order (per op: weight (out,in), bias;
@@ -58,6 +59,25 @@ class Block(nn.Module):
 MODELS = {"mlp": (Mlp, (BATCH, D_IN), 13), "block13": (Block, (B, T, D), 13), "block17": (Block, (B, T, D), 17)}
 
 
+class PadRoll(nn.Module):
+    """Padding and rolling as torch exports them (opset 13): nn.ReflectionPad2d,
+    F.pad replicate (Pad edge) and constant with a crop and a fill, its pads
+    computed by shape arithmetic; torch.roll and a circular convolution's
+    padding as Slice and Concat."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1, padding_mode="circular")
+
+    def forward(self, x):
+        x = self.conv(nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"))
+        x = nn.functional.pad(x, (1, 2, 0, 1), mode="replicate")
+        x = nn.functional.pad(x, (2, 0, -1, 1), value=0.25)
+        x = torch.roll(x, (-2, 1), (2, 3))
+        return self.conv2(x)
+
+
 def build(name):
     cls, shape, _ = MODELS[name]
     torch.manual_seed(1234 + len(name))
@@ -86,7 +106,11 @@ def export(outdir):
     torch.onnx.export(d, (torch.randn(4, 8),), os.path.join(outdir, "dropout_train.onnx"), opset_version=13,
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
                       input_names=["x"], output_names=["y"])
-    print("exported", ", ".join(MODELS), "and dropout_train to", outdir)
+    torch.manual_seed(8)
+    torch.onnx.export(PadRoll(), (torch.randn(2, 3, 8, 9),), os.path.join(outdir, "pad_roll.onnx"), opset_version=13,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["x"], output_names=["y"])
+    print("exported", ", ".join(MODELS), "dropout_train and pad_roll to", outdir)
 
 
 def grads(outdir, name):

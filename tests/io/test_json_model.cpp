@@ -349,5 +349,54 @@ TEST(JsonModelLimits, LargeModelRoundTrips) {
   EXPECT_EQ(m.param_bytes(), original.param_bytes());
 }
 
+// Pad: pads in F.pad's order (the last dimension first), the mode, a constant
+// pad's fill (default 0) and negative pads (a crop) read back into the same
+// ops; reflect and replicate keep their input, as autograd does. What PyTorch
+// refuses is one clear error naming the op.
+TEST(JsonModel, PadReadsBackAndRefusesWhatPyTorchRefuses) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[2,3,6,7]},
+    {"id":1,"kind":"Pad","inputs":[0],"pads":[1,2,-1,3],"fill":"-inf"},
+    {"id":2,"kind":"Pad","inputs":[1],"mode":"reflect","pads":[2,1,0,0]},
+    {"id":3,"kind":"Pad","inputs":[2],"mode":"circular","pads":[1,1,8,8]},
+    {"id":4,"kind":"Pad","inputs":[3],"mode":"replicate","pads":[0,0,0,0,1,1]},
+    {"id":5,"kind":"MSELoss","inputs":[4]})"), "p.json");
+  EXPECT_EQ(m.op(1).shape, (Shape{2, 3, 8, 10}));
+  EXPECT_EQ(m.op(1).attrs->scalar, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(m.op(2).shape, (Shape{2, 3, 8, 13}));
+  EXPECT_EQ(m.op(3).shape, (Shape{2, 3, 24, 15}));
+  EXPECT_EQ(m.op(4).shape, (Shape{2, 5, 24, 15}));
+  EXPECT_TRUE(m.op(1).saved.empty());
+  EXPECT_EQ(m.op(2).saved, (std::vector<int>{1}));
+  EXPECT_TRUE(m.op(3).saved.empty());
+  EXPECT_EQ(m.op(4).saved, (std::vector<int>{3}));
+  EXPECT_TRUE(m.executable());
+  const auto j = model_to_json(m);
+  EXPECT_EQ(j["ops"][1]["mode"], "constant");
+  EXPECT_EQ(j["ops"][1]["fill"], "-inf");
+  EXPECT_EQ(j["ops"][2]["mode"], "reflect");
+  EXPECT_FALSE(j["ops"][2].contains("fill"));
+  expect_identical(m, parse_json_model(j.dump(), "again"));
+  const std::string in = R"({"id":0,"kind":"Input","shape":[2,3,7]},)";
+  const std::string loss = R"(,{"id":2,"kind":"MSELoss","inputs":[1]})";
+  const auto error = [&](const std::string& pad) { return json_error(doc(in + pad + loss)); };
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"mode":"reflect","pads":[7,0]})")
+                .find("/ops/1 ('Pad1'): reflect padding (7, 0) of dimension 2 (size 7): reflect pads must be below the size"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"mode":"circular","pads":[0,8]})").find("circular pads must be at most the size"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"mode":"replicate","pads":[-1,0]})").find("only constant padding crops"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"mode":"reflect","pads":[1,1,1,1,1,1]})")
+                .find("reflect padding of 3 dimension(s) needs a (C, ...) or (N, C, ...) input of rank 4 or 5"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"pads":[-4,-3]})").find("leaves nothing"), std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"pads":[1]})").find("a (before, after) pair of pads per padded dimension"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"id":1,"kind":"Pad","inputs":[0],"mode":"wrap","pads":[1,1]})")
+                .find("/ops/1/mode: unknown mode 'wrap' (expected constant, reflect, replicate or circular)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace remat

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,6 +18,8 @@
 #include "core/exec/backend.h"
 #include "core/io/onnx_model.h"
 #include "core/io/model_source.h"
+#include "core/kernels/pad_geom.h"
+#include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 #include "tests/support/input_error.h"
 
@@ -136,6 +139,54 @@ TEST(OnnxTorch, TrainingModeDropoutKeepsItsRatio) {
                  {OpKind::ReLU, {4, 8}, 128},
                  {OpKind::MSELoss, {}, 4}});
   EXPECT_EQ(m.op(2).dropout_p, 0.25f);
+}
+
+// torch's training-mode export of padding and rolling (onnx_export.py's
+// PadRoll): its Pad nodes (reflect, edge, constant with a crop and a fill;
+// pads from shape arithmetic, folded) are Pad ops in F.pad's order; roll and
+// the circular convolution's padding arrive as Slice and Concat, which import
+// as views and Concats; the whole runs bit-identical under every strategy.
+TEST(OnnxTorch, PadAndRollImportAndRun) {
+  REQUIRE_EXPORT("pad_roll");
+  const Model m = load_model(kExports + "/pad_roll.onnx");
+  std::vector<const Op*> pads;
+  int slices = 0, concats = 0;
+  for (const Op& op : m.ops()) {
+    EXPECT_NE(op.kind, OpKind::Generic) << op.name;
+    if (op.kind == OpKind::Pad) pads.push_back(&op);
+    slices += op.kind == OpKind::Slice;
+    concats += op.kind == OpKind::Concat;
+  }
+  ASSERT_EQ(pads.size(), 3u);
+  EXPECT_EQ(pads[0]->attrs->pad_mode, static_cast<uint8_t>(PadMode::Reflect));
+  EXPECT_EQ(pads[0]->attrs->pads, (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(pads[0]->shape, (Shape{2, 3, 10, 11}));
+  EXPECT_EQ(pads[1]->attrs->pad_mode, static_cast<uint8_t>(PadMode::Replicate));
+  EXPECT_EQ(pads[1]->attrs->pads, (std::vector<int64_t>{1, 2, 0, 1}));
+  EXPECT_EQ(pads[2]->attrs->pad_mode, static_cast<uint8_t>(PadMode::Constant));
+  EXPECT_EQ(pads[2]->attrs->pads, (std::vector<int64_t>{2, 0, -1, 1}));
+  EXPECT_EQ(pads[2]->attrs->scalar, 0.25f);
+  EXPECT_EQ(pads[2]->shape, (Shape{2, 4, 9, 14}));
+  // roll: two Slices and a Concat per dimension; the circular pad: two and one per dimension.
+  EXPECT_EQ(slices, 8);
+  EXPECT_EQ(concats, 4);
+  ASSERT_TRUE(m.executable());
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "sqrt", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+    EXPECT_EQ(runs.back().tracked_peak_bytes, simulate(m, make_strategy(strategy)->schedule(m)).peak_bytes) << strategy;
+  }
+  for (const ExecResult& r : runs) {
+    EXPECT_EQ(std::memcmp(&r.loss, &runs[0].loss, sizeof(float)), 0);
+    ASSERT_EQ(r.param_grads.size(), runs[0].param_grads.size());
+    for (std::size_t k = 0; k < r.param_grads.size(); ++k)
+      EXPECT_EQ(std::memcmp(r.param_grads[k].data(), runs[0].param_grads[k].data(), 4 * r.param_grads[k].size()), 0);
+  }
 }
 
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {

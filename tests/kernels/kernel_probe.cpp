@@ -236,6 +236,29 @@ void run_concat(const json& c, const CaseIo& io) {
   for (int64_t i = 0; i < count; ++i) io.write("dx" + std::to_string(i), dxs[i]);
 }
 
+// Pad: "shape" (the input's), "before"/"after" per dimension, "mode" 0-3 (PadMode), "value".
+void run_pad(const json& c, const CaseIo& io) {
+  PadGeom g;
+  const std::vector<int64_t> shape = c["shape"], before = c["before"], after = c["after"];
+  g.rank = static_cast<int>(shape.size());
+  g.mode = static_cast<PadMode>(c["mode"].get<int>());
+  g.value = c["value"].get<float>();
+  int64_t xn = 1, yn = 1;
+  for (int d = 0; d < g.rank; ++d) {
+    g.in[d] = shape[d];
+    g.before[d] = before[d];
+    g.out[d] = shape[d] + before[d] + after[d];
+    xn *= g.in[d];
+    yn *= g.out[d];
+  }
+  const auto x = io.floats("x", xn), dy = io.floats("dy", yn);
+  std::vector<float> y(yn), dx = nans(xn);
+  pad_fwd(g, x.data(), y.data());
+  pad_bwd(g, dy.data(), dx.data(), false);
+  io.write("y", y);
+  io.write("dx", dx);
+}
+
 void run_embedding(const json& c, const CaseIo& io) {
   const int64_t n = c["positions"], dim = c["dim"], vocab = c["vocab"];
   const auto table = io.floats("table", vocab * dim), dy = io.floats("dy", n * dim);
@@ -324,6 +347,7 @@ void run_case(const json& c, const std::string& dir) {
   if (op == "act") return run_act(c, io);
   if (op == "concat") return run_concat(c, io);
   if (op == "embedding") return run_embedding(c, io);
+  if (op == "pad") return run_pad(c, io);
   if (op == "pointwise") return run_pointwise(c, io);
   if (op == "reduce") return run_reduce(c, io);
   throw std::runtime_error("unknown op " + op);

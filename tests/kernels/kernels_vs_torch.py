@@ -6,7 +6,9 @@ For each case below this script writes float32 inputs, runs `kernel_probe`
 and gradients with PyTorch in float64 from the very same float32 values. Every
 element must satisfy |got - ref| <= ATOL * max|ref| + RTOL * |ref|; max-pool
 indices must be equal. Non-finite references (masked -inf, fully masked NaN)
-must be matched exactly.
+must be matched exactly. The padding cases (bitwise) are held to PyTorch's
+own float32 results bit for bit instead: the pads copy, and their backward
+adds in the order PyTorch's CPU kernels add.
 
 Usage: tests/with_torch_python.sh tests/kernels/kernels_vs_torch.py --probe PATH
 Exit 0 when all agree, 1 otherwise (the table says which tensor and by how much).
@@ -71,6 +73,18 @@ CASES = [
     dict(name="concat", op="concat", outer=3, widths=[2, 5, 1], inner=7),
     dict(name="embedding", op="embedding", vocab=11, dim=6, positions=40),
 ]
+PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
+for _mode, _shape, _pads in [("reflect", [2, 3, 5, 4], [3, 3, 3, 3]), ("reflect", [2, 3, 7], [3, 6]),
+                             ("reflect", [1, 2, 3, 4, 5], [1, 2, 0, 3, 2, 1]), ("replicate", [2, 2, 5], [4, 7]),
+                             ("replicate", [1, 2, 1, 6], [2, 3, 3, 2]), ("replicate", [2, 1, 3, 2, 4], [1, 0, 2, 2, 0, 3]),
+                             ("circular", [2, 3, 4], [4, 4]), ("circular", [2, 3, 5, 6], [2, 3, 4, 5]),
+                             ("circular", [1, 2, 3, 4, 2], [2, 1, 0, 3, 3, 1]), ("constant", [2, 3, 6, 7], [-2, 1, 1, -3]),
+                             ("constant", [2, 5, 6, 3], [0, 0, 0, 2, 0, 1])]:
+    _before, _after = [0] * len(_shape), [0] * len(_shape)
+    for _j in range(len(_pads) // 2):
+        _before[-1 - _j], _after[-1 - _j] = _pads[2 * _j], _pads[2 * _j + 1]
+    CASES.append(dict(name=f"pad_{_mode}_{len(_pads) // 2}d_{len(CASES)}", op="pad", bitwise=True, pads=_pads,
+                      torch_mode=_mode, mode=PAD_MODES[_mode], shape=_shape, before=_before, after=_after, value=0.5))
 
 # The pointwise family (core/kernels/pointwise_fns.h), each function once with
 # operand 0 strided (stored transposed) and the others broadcast, and binary
@@ -213,6 +227,9 @@ def make_inputs(case, rng):
         idx = rng.integers(0, case["vocab"], size=case["positions"]).astype(np.int32)
         idx[:3] = [0, case["vocab"] - 1, 0]  # both ends of the table and a repeat
         return dict(table=f32(case["vocab"], case["dim"]), idx=idx, dy=f32(case["positions"], case["dim"]))
+    if op == "pad":
+        y = [n + b + a for n, b, a in zip(case["shape"], case["before"], case["after"])]
+        return dict(x=f32(*case["shape"]), dy=f32(*y))
     raise ValueError(op)
 
 
@@ -305,6 +322,11 @@ def reference(case, t):
         table, dy = d("table", True), d("dy")
         y = F.embedding(torch.from_numpy(t["idx"]).long(), table)
         return dict(y=y, dtable=grads(y, [table], dy)[0])
+    if op == "pad":  # PyTorch's float32, to be matched bit for bit
+        x, dy = torch.from_numpy(t["x"]).requires_grad_(True), torch.from_numpy(t["dy"])
+        mode = case["torch_mode"]
+        y = F.pad(x, case["pads"], mode=mode, value=case["value"]) if mode == "constant" else F.pad(x, case["pads"], mode=mode)
+        return dict(y=y, dx=grads(y, [x], dy)[0])
     raise ValueError(op)
 
 
@@ -356,6 +378,10 @@ def main():
                     got = np.fromfile(path, dtype=np.int64)
                     ok = got.shape == want.shape and np.array_equal(got, want)
                     verdict = "equal" if ok else f"{int((got != want).sum()) if got.shape == want.shape else 'size'} differ"
+                elif case.get("bitwise"):
+                    got = np.fromfile(path, dtype=np.float32)
+                    ok = got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+                    verdict = "bitwise" if ok else "not PyTorch's bits"
                 else:
                     got = np.fromfile(path, dtype=np.float32)
                     ok = got.shape == want.shape

@@ -41,6 +41,7 @@ RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet
         "shufflenet", "groupnorm", "moe",
         "maxvit", "espcn", "unshuffle",
         "mask_bce", "multilabel_bce"}
+RUNS |= {"swin_t", "cyclegan", "tcn", "circular_conv"}  # padding and rolling
 
 
 def main():

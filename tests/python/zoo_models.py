@@ -266,3 +266,83 @@ MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobi
           "groupnorm": groupnorm, "moe": moe,
           "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle,
           "mask_bce": mask_bce, "multilabel_bce": multilabel_bce}
+
+
+# ---- padding and rolling (the Pad kind; torch.roll as Slice views and a Concat) ----
+
+def swin_t():
+    """torchvision's Swin-T at 2x3x32x32: stage 1's 8x8 tokens in 7x7 windows
+    are padded to 14x14 (F.pad of (B, H, W, C)), its shifted blocks roll by
+    -3 then back (torch.roll over two dimensions); the later stages' 4x4, 2x2
+    and 1x1 tokens pad to one window, unshifted (the window covers them)."""
+    return classify(torchvision.models.swin_t(num_classes=10), torch.randn(2, 3, 32, 32))
+
+
+class _ResnetBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(c, c, 3), nn.InstanceNorm2d(c), nn.ReLU(True),
+                                  nn.ReflectionPad2d(1), nn.Conv2d(c, c, 3), nn.InstanceNorm2d(c))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+def cyclegan():
+    """CycleGAN's ResNet generator (junyanz/pytorch-CycleGAN-and-pix2pix's
+    ResnetGenerator, 2 blocks, 8 filters): ReflectionPad2d(3) and a 7x7 stem,
+    two strided downsamplings, residual blocks with ReflectionPad2d(1),
+    InstanceNorm2d, two ConvTranspose2d back up, ReflectionPad2d(3), Tanh;
+    trained towards an image (MSE)."""
+    f = 8
+    layers = [nn.ReflectionPad2d(3), nn.Conv2d(3, f, 7), nn.InstanceNorm2d(f), nn.ReLU(True)]
+    for m in (1, 2):
+        layers += [nn.Conv2d(f * m, f * m * 2, 3, stride=2, padding=1), nn.InstanceNorm2d(f * m * 2), nn.ReLU(True)]
+    layers += [_ResnetBlock(f * 4) for _ in range(2)]
+    for m in (4, 2):
+        layers += [nn.ConvTranspose2d(f * m, f * m // 2, 3, stride=2, padding=1, output_padding=1),
+                   nn.InstanceNorm2d(f * m // 2), nn.ReLU(True)]
+    layers += [nn.ReflectionPad2d(3), nn.Conv2d(f, 3, 7), nn.Tanh()]
+    x = torch.randn(2, 3, 32, 32)
+    target = torch.rand(2, 3, 32, 32) * 2 - 1
+    return nn.Sequential(*layers), x, (lambda out: F.mse_loss(out, target)), target
+
+
+class _CausalConv(nn.Module):
+    def __init__(self, c, d):
+        super().__init__()
+        self.d = d
+        self.conv = nn.Conv1d(c, c, 2, dilation=d)
+
+    def forward(self, x):
+        return x + torch.relu(self.conv(F.pad(x, (self.d, 0))))
+
+
+def tcn():
+    """A WaveNet/TCN stack of causal dilated convolutions (kernel 2, dilation
+    1, 2, 4, 8), each left-padded by its dilation with F.pad((d, 0)), residual."""
+    net = nn.Sequential(nn.Conv1d(4, 16, 1), *[_CausalConv(16, d) for d in (1, 2, 4, 8)], nn.Conv1d(16, 4, 1))
+    x = torch.randn(2, 4, 64)
+    target = torch.randn(2, 4, 64)
+    return net, x, (lambda out: F.mse_loss(out, target)), target
+
+
+def circular_conv():
+    """Convolutions with padding_mode="circular" (a periodic domain: 2-D and 1-D)."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, padding=1, padding_mode="circular")
+            self.c2 = nn.Conv2d(8, 8, (3, 5), padding=(1, 2), padding_mode="circular")
+            self.c3 = nn.Conv1d(8, 8, 3, padding=1, padding_mode="circular")
+            self.head = nn.Linear(8, 10)
+
+        def forward(self, x):
+            x = torch.relu(self.c1(x))
+            x = torch.relu(self.c2(x))
+            x = torch.relu(self.c3(x.mean(2)))
+            return self.head(x.mean(2))
+    return classify(Net(), torch.randn(2, 3, 12, 10))
+
+
+MODELS.update({"swin_t": swin_t, "cyclegan": cyclegan, "tcn": tcn, "circular_conv": circular_conv})

@@ -64,6 +64,12 @@ if TORCH2:
     # 2.x runs the encoder's attention fused and exports it decomposed, which
     # the importer does not map back yet (as tests/io/torch_saved_bytes.py).
     EXPECT["encoder"] = "skip"
+# Padding and rolling: torch 1.13 cannot export swin_t's stochastic depth in
+# training mode (bernoulli with out=); CycleGAN's InstanceNormalization nodes
+# are imported only inside the GroupNorm pattern, so they stay Generic (2.6 %
+# more saved than PyTorch's count). The causal TCN and the circular
+# convolutions agree (Pad; Slice and Concat).
+EXPECT.update({"swin_t": "skip", "cyclegan": "skip"})
 LEVELS = ["skip", "imports", "runs", "agrees"]
 
 # The two whose zoo size float32 cannot pin down are checked again at an
