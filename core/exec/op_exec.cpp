@@ -364,12 +364,23 @@ cpu::PoolGeom pool_geom(const Model& m, int v) {
   if (const std::string why = kernel_attr_problem(op); !why.empty())
     throw InputError(op_label(m, v) + ": the kernels cannot run a " + std::string(kind_name(op.kind)) + " with " + why);
   const OpAttrs& a = *op.attrs;
-  const bool two_d = a.kernel.size() == 2;
+  const bool two_d = x.shape.size() == 4;
   cpu::PoolGeom g;
   g.n = x.shape.at(0);
   g.c = x.shape.at(1);
   g.h = two_d ? x.shape.at(2) : 1;
   g.w = x.shape.back();
+  if (!a.output_size.empty()) {  // adaptive average pooling
+    g.out_h = two_d ? a.output_size[0] : 1;
+    g.out_w = a.output_size.back();
+    return g;
+  }
+  g.ceil_mode = a.ceil_mode;
+  g.count_include_pad = a.count_include_pad;
+  if (op.kind == OpKind::MaxPool) {
+    g.dil_h = two_d ? a.dilation[0] : 1;
+    g.dil_w = a.dilation.back();
+  }
   g.kh = two_d ? a.kernel[0] : 1;
   g.kw = a.kernel.back();
   g.stride_h = two_d ? a.stride[0] : 1;

@@ -73,8 +73,8 @@ class ParamSlots {
 };
 
 // The kernels' geometry of a Conv, MaxPool or AvgPool op (NCHW; a 1-D op is
-// H = 1). InputError when the op needs what the kernels lack (asymmetric pads,
-// pooling with dilation or ceil_mode): executable() refuses those ops first.
+// H = 1). InputError when the op needs what the kernels lack (asymmetric
+// pads): executable() refuses those ops first.
 cpu::ConvGeom conv_geom(const Model& model, int v);
 // A ConvTranspose as the convolution it is the gradient of: that convolution
 // reads the op's output shape (n, channels, out...) with the op's weight

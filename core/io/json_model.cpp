@@ -61,6 +61,8 @@ const AttrField kAttrFields[] = {
     {"mode", {K::Upsample, K::Pad}},
     {"align_corners", {K::Upsample}},
     {"ceil_mode", {K::MaxPool, K::AvgPool}},
+    {"count_include_pad", {K::AvgPool}},
+    {"output_size", {K::AvgPool}},
     {"bias", {K::Conv, K::Linear, K::ConvTranspose}},
     {"axis", {K::Softmax, K::Concat, K::Slice, K::TopK, K::Gather}},
     {"k", {K::TopK}},
@@ -246,6 +248,8 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     else if (key == "dilation") a.dilation = r.ints(v, here, 1, kBig);
     else if (key == "groups") a.groups = r.integer(v, here, 1, kBig);
     else if (key == "ceil_mode") a.ceil_mode = r.boolean(v, here);
+    else if (key == "count_include_pad") a.count_include_pad = r.boolean(v, here);
+    else if (key == "output_size") a.output_size = r.ints(v, here, 1, kBig);
     else if (key == "bias") a.bias = r.boolean(v, here);
     else if (key == "axis") a.axis = r.integer(v, here, -static_cast<int64_t>(kMaxRank), kMaxRank - 1);
     else if (key == "perm") a.perm = r.ints(v, here, 0, kMaxRank - 1);
@@ -314,6 +318,11 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       [[fallthrough]];
     case OpKind::MaxPool:
     case OpKind::AvgPool:
+      if (!a.output_size.empty()) {  // adaptive: no window attributes
+        j["output_size"] = a.output_size;
+        break;
+      }
+      if (!a.count_include_pad) j["count_include_pad"] = false;
       j["kernel"] = a.kernel;
       j["stride"] = a.stride;
       j["pads"] = a.pads;

@@ -190,6 +190,11 @@ bool Importer::pool(const NodeProto& n, int x) {
   op.attrs.edit().pads = attr_ints(n, "pads");
   if (op.kind == OpKind::MaxPool) op.attrs.edit().dilation = attr_ints(n, "dilations");
   op.attrs.edit().ceil_mode = attr_int(n, "ceil_mode", 0) != 0;
+  // ONNX's default leaves the padding out of the divisor, PyTorch's counts it;
+  // without padding the two divide alike (kept at PyTorch's, as a capture).
+  const auto& pads = op.attrs->pads;
+  if (op.kind == OpKind::AvgPool && std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+    op.attrs.edit().count_include_pad = attr_int(n, "count_include_pad", 0) != 0;
   return try_add(std::move(op), out0(n), n) >= 0;
 }
 

@@ -169,20 +169,40 @@ void batchnorm_bwd(const float* x, const float* dy, const float* gamma, const fl
                    bool accumulate);
 
 // ---- Pooling (pooling.cpp) -----------------------------------------------------------
-// NCHW windows kh×kw, stride, zero padding. Max pooling keeps the flat index
-// (ih·w + iw) of each maximum within its input plane, as PyTorch's int64 indices
-// (the first maximum wins; padding never does). Average pooling counts the
-// padding (count_include_pad, PyTorch's default).
+// NCHW windows kh×kw, stride, zero padding, as PyTorch's CPU kernels. Max pooling
+// keeps the flat index (ih·w + iw) of each maximum within its input plane, as
+// PyTorch's int64 indices (the first maximum wins; padding never does), and may
+// dilate its window. With ceil_mode the output rounds up (a last window may pass
+// the padded edge, but starts inside the input or the left padding). Average
+// pooling divides by the window clipped to the padded input (count_include_pad,
+// PyTorch's default) or by the elements inside the input; an adaptive one
+// (out_h > 0: PyTorch's adaptive_avg_pool2d) has out_h×out_w windows
+// [floor(i·h/out_h), ceil((i+1)·h/out_h)) and ignores kernel, stride and padding.
 struct PoolGeom {
   int64_t n = 1, c = 1, h = 1, w = 1;
   int64_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-  int64_t oh() const { return (h + 2 * pad_h - kh) / stride_h + 1; }
-  int64_t ow() const { return (w + 2 * pad_w - kw) / stride_w + 1; }
+  int64_t dil_h = 1, dil_w = 1;    // max pooling only
+  bool ceil_mode = false;
+  bool count_include_pad = true;   // average pooling only
+  int64_t out_h = 0, out_w = 0;    // adaptive average pooling's output; 0: not adaptive
+  bool adaptive() const { return out_h > 0; }
+  // PyTorch's pooling_output_shape along one axis.
+  static int64_t out_len(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil, bool ceil) {
+    const int64_t span = in + 2 * pad - dil * (k - 1) - 1;
+    int64_t out = (span + (ceil ? stride - 1 : 0)) / stride + 1;
+    if (ceil && (out - 1) * stride >= in + pad) --out;
+    return out;
+  }
+  int64_t oh() const { return adaptive() ? out_h : out_len(h, kh, stride_h, pad_h, dil_h, ceil_mode); }
+  int64_t ow() const { return adaptive() ? out_w : out_len(w, kw, stride_w, pad_w, dil_w, ceil_mode); }
 };
 void check_pool(const PoolGeom& g);  // std::invalid_argument, as check_conv
+void check_max(const PoolGeom& g);   // check_pool, and not adaptive
+void check_avg(const PoolGeom& g);   // check_pool, and no dilation
 void maxpool2d_fwd(const PoolGeom& g, const float* x, float* y, int64_t* indices);
 // dx = or += the gradient routed to each window's maximum (summed where windows overlap).
 void maxpool2d_bwd(const PoolGeom& g, const float* dy, const int64_t* indices, float* dx, bool accumulate);
+// Adaptive: y = (window sum) / kh_i / kw_j, two divisions, as PyTorch's kernel.
 void avgpool2d_fwd(const PoolGeom& g, const float* x, float* y);
 void avgpool2d_bwd(const PoolGeom& g, const float* dy, float* dx, bool accumulate);
 // Mean over each (n, c) plane of hw values: y (n, c).

@@ -79,6 +79,8 @@ struct OpAttrs {
   bool bilinear = false;           // Upsample: bilinear interpolation (else nearest)
   bool align_corners = false;      // Upsample (bilinear): corners of input and output align, as PyTorch's flag
   bool ceil_mode = false;          // MaxPool, AvgPool
+  bool count_include_pad = true;   // AvgPool: the padding counts in the divisor (PyTorch's default)
+  std::vector<int64_t> output_size;  // AvgPool: adaptive (PyTorch's adaptive_avg_pool2d) to this spatial size; no kernel then
   bool bias = true;                // Conv, Linear: a bias vector among the parameters
   int64_t axis = -1;               // Softmax, Concat, Slice, TopK, Gather (negative: from the end)
   std::vector<int64_t> perm;       // Transpose

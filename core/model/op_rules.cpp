@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "core/base/errors.h"
 #include "core/kernels/pad_geom.h"
@@ -409,12 +410,33 @@ void rule_pad(Derivation& d) {
   if (mode == PadMode::Reflect || mode == PadMode::Replicate) d.saved = {d.op.inputs[0]};
 }
 
+// An adaptive AvgPool (output_size): PyTorch's adaptive_avg_pool2d, whose
+// windows [floor(i·in/out), ceil((i+1)·in/out)) cover the input once or more.
+std::vector<int64_t> adaptive_shape(Derivation& d) {
+  const Op& x = d.in(0);
+  d.need_rank(x, 3, 4);
+  const OpAttrs& a = *d.op.attrs;
+  if (!a.kernel.empty() || !a.stride.empty() || !a.pads.empty() || a.ceil_mode || !a.count_include_pad)
+    d.fail("an adaptive AvgPool (output_size) takes no kernel, stride, pads, ceil_mode or count_include_pad");
+  if (a.output_size.size() != x.shape.size() - 2)
+    d.fail("AvgPool over a rank-" + std::to_string(x.shape.size()) + " input needs an output_size of " +
+           std::to_string(x.shape.size() - 2) + " dimension(s), got " + shape_string(a.output_size));
+  std::vector<int64_t> out = {x.shape[0], x.shape[1]};
+  out.insert(out.end(), a.output_size.begin(), a.output_size.end());
+  return out;
+}
+
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool
   if (d.op.kind == OpKind::AvgPool && !d.op.attrs->dilation.empty() &&
       std::any_of(d.op.attrs->dilation.begin(), d.op.attrs->dilation.end(), [](int64_t x) { return x != 1; }))
     d.fail("AvgPool takes no dilation");
-  d.set_shape(window_shape(d, d.in(0).shape.at(1), true));
-  const double k = product(d.op.attrs->kernel);
+  const bool adaptive = d.op.kind == OpKind::AvgPool && !d.op.attrs->output_size.empty();
+  d.set_shape(adaptive ? adaptive_shape(d) : window_shape(d, d.in(0).shape.at(1), true));
+  // An adaptive window spans about in/out per axis (at least 1).
+  double k = 1;
+  for (std::size_t i = 0; adaptive && i < d.op.attrs->output_size.size(); ++i)
+    k *= std::ceil(static_cast<double>(d.in(0).shape[2 + i]) / static_cast<double>(d.op.attrs->output_size[i]));
+  if (!adaptive) k = product(d.op.attrs->kernel);
   d.fwd = d.n() * k;
   d.bwd = static_cast<double>(d.in(0).numel()) + d.n();
   d.saved = {d.op.inputs[0]};
@@ -838,13 +860,9 @@ std::string kernel_attr_problem(const Op& op) {
   const bool conv = op.kind == OpKind::Conv || op.kind == OpKind::ConvTranspose;
   if (!conv && op.kind != OpKind::MaxPool && op.kind != OpKind::AvgPool) return {};
   const OpAttrs& a = *op.attrs;
-  const std::size_t sp = a.kernel.size();  // pads: all begins, then all ends (ONNX order)
+  const std::size_t sp = a.kernel.size();  // pads: all begins, then all ends (ONNX order); none when adaptive
   for (std::size_t i = 0; i < sp; ++i)
     if (a.pads.at(i) != a.pads.at(sp + i)) return "pads that differ at the two ends of a dimension";
-  if (conv) return {};
-  for (const int64_t d : a.dilation)
-    if (d != 1) return "a pooling window with dilation";
-  if (a.ceil_mode) return "ceil_mode";
   return {};
 }
 

@@ -48,8 +48,8 @@ bool ce_keeps_log_probs(const Op& op);
 // copy of its input in aux(v) rather than the input (autocast's cast of a
 // bf16/f16 input, docs/memory-model.md): its kernels write and read that copy.
 bool target_loss_keeps_f32_input(const Op& op);
-// Why the kernels cannot run op's attributes (asymmetric pads, pooling with
-// dilation or ceil_mode), or "" when they can. Here, not in core/exec, so that
+// Why the kernels cannot run op's attributes (pads that differ at the two
+// ends of a dimension), or "" when they can. Here, not in core/exec, so that
 // executable() needs nothing from the executor (no cycle between them).
 std::string kernel_attr_problem(const Op& op);
 

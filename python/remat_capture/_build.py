@@ -462,10 +462,12 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         kernel = _ints(a[1], 2)
         stride = _ints(a[2], 2) if a[2] else kernel
         pad = _ints(a[3] if a[3] is not None else 0, 2)
-        if not self._one_act(ev) or x.dim() != 4:
+        if not self._one_act(ev) or x.dim() != 4 or a[6] is not None:  # divisor_override: Generic
             return False
-        return self._simple(ev, "AvgPool", {"kernel": kernel, "stride": stride, "pads": pad + pad,
-                                            "ceil_mode": bool(a[4])})
+        attrs = {"kernel": kernel, "stride": stride, "pads": pad + pad, "ceil_mode": bool(a[4])}
+        if a[5] is not None and not a[5]:
+            attrs["count_include_pad"] = False
+        return self._simple(ev, "AvgPool", attrs)
 
     def _op_mean(self, ev):
         # Global average pooling: mean over every spatial dim, keepdim.
@@ -480,9 +482,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         return self._simple(ev, "GlobalAvgPool")
 
     def _op__adaptive_avg_pool2d(self, ev):
-        if not self._one_act(ev) or list(ev.outputs[0].shape[2:]) != [1, 1]:
+        # To 1x1 a global mean (PyTorch calls mean for it, but a capture may
+        # see this op); to any other size an adaptive AvgPool.
+        if not self._one_act(ev) or ev.args[0].dim() != 4:
             return False
-        return self._simple(ev, "GlobalAvgPool")
+        size = [int(s) for s in ev.outputs[0].shape[2:]]
+        if size == [1, 1]:
+            return self._simple(ev, "GlobalAvgPool")
+        return self._simple(ev, "AvgPool", {"output_size": size})
 
     def _op__softmax(self, ev):
         return self._one_act(ev) and self._simple(ev, "Softmax", {"axis": int(ev.args[1])})

@@ -90,6 +90,35 @@ TEST(OpRules, PoolsBatchNormGlobalPool) {
   EXPECT_EQ(m.op(gap).saved, (std::vector<int>{bn}));
 }
 
+// PyTorch's adaptive_avg_pool2d as an AvgPool with output_size: any output
+// size, its input saved (as _adaptive_avg_pool2d_backward reads it), no
+// window attributes; pools with ceil_mode or dilation are kernels' business.
+TEST(OpRules, AdaptiveAvgPoolAndPoolAttributesTheKernelsRun) {
+  Model m;
+  m.add(make(OpKind::Input, {}, {2, 3, 4, 5}));
+  Op ap = make(OpKind::AvgPool, {0});
+  ap.attrs.edit().output_size = {6, 3};
+  const int v = m.add(ap);
+  EXPECT_EQ(m.op(v).shape, (std::vector<int64_t>{2, 3, 6, 3}));
+  EXPECT_EQ(m.op(v).saved, (std::vector<int>{0}));
+  EXPECT_EQ(m.op(v).aux_bytes, 0u);
+  EXPECT_EQ(kernel_attr_problem(m.op(v)), "");
+  Op both = ap;
+  both.attrs.edit().kernel = {2, 2};
+  EXPECT_NE(error_of(m, both).find("takes no kernel, stride, pads, ceil_mode or count_include_pad"), std::string::npos);
+  Op rank = ap;
+  rank.attrs.edit().output_size = {6};
+  EXPECT_NE(error_of(m, rank).find("needs an output_size of 2 dimension(s), got [6]"), std::string::npos);
+  Op mp = make(OpKind::MaxPool, {0});
+  mp.attrs = {.kernel = {2, 2}, .stride = {1, 1}, .dilation = {2, 2}, .ceil_mode = true};
+  const int dilated = m.add(mp);
+  EXPECT_EQ(m.op(dilated).shape, (std::vector<int64_t>{2, 3, 2, 3}));  // 4 - 2 - 1 + 1, 5 - 2 - 1 + 1
+  EXPECT_EQ(kernel_attr_problem(m.op(dilated)), "");
+  Op np = make(OpKind::AvgPool, {0});
+  np.attrs = {.kernel = {3, 3}, .stride = {2, 2}, .pads = {1, 1, 1, 1}, .ceil_mode = true, .count_include_pad = false};
+  EXPECT_EQ(m.op(m.add(np)).shape, (std::vector<int64_t>{2, 3, 3, 3}));  // (4 + 2 - 3 + 1) / 2 + 1, last start 4 < 4 + 1
+}
+
 TEST(OpRules, ActivationsSaveWhatTheirDerivativeReads) {
   Model m;
   m.add(make(OpKind::Input, {}, {4, 4}));

@@ -87,6 +87,9 @@ def conv(op, x, w, b):
 
 
 def pool(op, x):
+    if op.get("output_size"):  # adaptive average pooling
+        f = F.adaptive_avg_pool2d if x.dim() == 4 else F.adaptive_avg_pool1d
+        return f(x, op["output_size"])
     stride, pad, dil = spatial(op, x)
     k, ceil = op["kernel"], op.get("ceil_mode", False)
     two = x.dim() == 4
@@ -94,7 +97,7 @@ def pool(op, x):
         f = F.max_pool2d if two else F.max_pool1d
         return f(x, k, stride, pad, dilation=dil, ceil_mode=ceil)
     f = F.avg_pool2d if two else F.avg_pool1d
-    return f(x, k, stride, pad, ceil_mode=ceil, count_include_pad=True)
+    return f(x, k, stride, pad, ceil_mode=ceil, count_include_pad=op.get("count_include_pad", True))
 
 
 def constant(op, t):

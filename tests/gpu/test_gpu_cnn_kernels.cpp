@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -274,41 +275,61 @@ PoolGeom pool(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t str
   return g;
 }
 
+// Max pooling on the device against the CPU: values, indices and both
+// backwards, bit for bit.
+void expect_max_pool_matches_cpu(const PoolGeom& g, cudaStream_t stream) {
+  const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.c * g.oh() * g.ow();
+  const Vec x = random_vec(xn, 31), dy = random_vec(yn, 32);
+  const Dev x_d(x), dy_d(dy), y_d(nan_vec(yn));
+  Vec y(yn);
+  std::vector<int64_t> idx(yn);
+  remat::gpu_testing::DeviceArray<int64_t> idx_d(std::vector<int64_t>(yn, -7));
+  cpu::maxpool2d_fwd(g, x.data(), y.data(), idx.data());
+  gpu::maxpool2d_fwd(g, x_d.get(), y_d.get(), idx_d.get(), stream);
+  expect_bitwise(y_d.fetch(), y, "max y");  // a maximum is one of the inputs: exact
+  EXPECT_EQ(idx_d.fetch(), idx);
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(xn, 33) : nan_vec(xn);
+    Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
+    const Dev dx_d(dx0);
+    cpu::maxpool2d_bwd(g, dy.data(), idx.data(), dx.data(), accumulate);
+    gpu::maxpool2d_bwd(g, dy_d.get(), idx_d.get(), dx_d.get(), accumulate, stream);
+    expect_bitwise(dx_d.fetch(), dx, "max dx");  // the same sums in the same order
+  }
+}
+
+// Average pooling likewise (adaptive or not).
+void expect_avg_pool_matches_cpu(const PoolGeom& g, cudaStream_t stream) {
+  const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.c * g.oh() * g.ow();
+  const Vec x = random_vec(xn, 31), dy = random_vec(yn, 32);
+  const Dev x_d(x), dy_d(dy);
+  Vec ya(yn);
+  const Dev ya_d(nan_vec(yn));
+  cpu::avgpool2d_fwd(g, x.data(), ya.data());
+  gpu::avgpool2d_fwd(g, x_d.get(), ya_d.get(), stream);
+  expect_bitwise(ya_d.fetch(), ya, "avg y");  // window order, then the division(s)
+  for (const bool accumulate : {false, true}) {
+    const Vec dx0 = accumulate ? random_vec(xn, 34) : nan_vec(xn);
+    Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
+    const Dev dx_d(dx0);
+    cpu::avgpool2d_bwd(g, dy.data(), dx.data(), accumulate);
+    gpu::avgpool2d_bwd(g, dy_d.get(), dx_d.get(), accumulate, stream);
+    expect_bitwise(dx_d.fetch(), dx, "avg dx");  // output order, each share divided
+  }
+}
+
+std::string describe(const PoolGeom& g) {
+  return "pool " + std::to_string(g.h) + "x" + std::to_string(g.w) + " k" + std::to_string(g.kh) + " s" +
+         std::to_string(g.stride_h) + " p" + std::to_string(g.pad_h) + " d" + std::to_string(g.dil_h) +
+         (g.ceil_mode ? " ceil" : "") + (g.count_include_pad ? "" : " pad-not-counted") +
+         (g.adaptive() ? " adaptive to " + std::to_string(g.out_h) + "x" + std::to_string(g.out_w) : "");
+}
+
 TEST_F(GpuCnnKernels, PoolingMatchesCpu) {
   for (const PoolGeom& g : {pool(2, 3, 9, 11, 3, 2, 1), pool(1, 2, 8, 8, 2, 2, 0), pool(2, 2, 7, 7, 3, 1, 1)}) {
-    SCOPED_TRACE("pool " + std::to_string(g.h) + "x" + std::to_string(g.w) + " k" + std::to_string(g.kh) + " s" +
-                 std::to_string(g.stride_h) + " p" + std::to_string(g.pad_h));
-    const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.c * g.oh() * g.ow();
-    const Vec x = random_vec(xn, 31), dy = random_vec(yn, 32);
-    const Dev x_d(x), dy_d(dy), y_d(nan_vec(yn));
-    Vec y(yn);
-    std::vector<int64_t> idx(yn);
-    remat::gpu_testing::DeviceArray<int64_t> idx_d(std::vector<int64_t>(yn, -7));
-    cpu::maxpool2d_fwd(g, x.data(), y.data(), idx.data());
-    gpu::maxpool2d_fwd(g, x_d.get(), y_d.get(), idx_d.get(), stream_);
-    expect_bitwise(y_d.fetch(), y, "max y");  // a maximum is one of the inputs: exact
-    EXPECT_EQ(idx_d.fetch(), idx);
-    for (const bool accumulate : {false, true}) {
-      const Vec dx0 = accumulate ? random_vec(xn, 33) : nan_vec(xn);
-      Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
-      const Dev dx_d(dx0);
-      cpu::maxpool2d_bwd(g, dy.data(), idx.data(), dx.data(), accumulate);
-      gpu::maxpool2d_bwd(g, dy_d.get(), idx_d.get(), dx_d.get(), accumulate, stream_);
-      expect_bitwise(dx_d.fetch(), dx, "max dx");  // the same sums in the same order
-    }
-    Vec ya(yn);
-    const Dev ya_d(nan_vec(yn));
-    cpu::avgpool2d_fwd(g, x.data(), ya.data());
-    gpu::avgpool2d_fwd(g, x_d.get(), ya_d.get(), stream_);
-    expect_bitwise(ya_d.fetch(), ya, "avg y");  // window order, then one division
-    for (const bool accumulate : {false, true}) {
-      const Vec dx0 = accumulate ? random_vec(xn, 34) : nan_vec(xn);
-      Vec dx = accumulate ? dx0 : Vec(xn, 0.0f);
-      const Dev dx_d(dx0);
-      cpu::avgpool2d_bwd(g, dy.data(), dx.data(), accumulate);
-      gpu::avgpool2d_bwd(g, dy_d.get(), dx_d.get(), accumulate, stream_);
-      expect_bitwise(dx_d.fetch(), dx, "avg dx");  // output order, each share divided
-    }
+    SCOPED_TRACE(describe(g));
+    expect_max_pool_matches_cpu(g, stream_);
+    expect_avg_pool_matches_cpu(g, stream_);
   }
   const int64_t nc = 6, hw = 49;
   const Vec x = random_vec(nc * hw, 35), dy = random_vec(nc, 36);
@@ -320,6 +341,31 @@ TEST_F(GpuCnnKernels, PoolingMatchesCpu) {
   cpu::global_avgpool_bwd(dy.data(), dx.data(), nc, hw, false);
   gpu::global_avgpool_bwd(dy_d.get(), dx_d.get(), nc, hw, false, stream_);
   expect_close(dx_d.fetch(), dx, kTol, "global avg dx");
+}
+
+// ceil_mode (SqueezeNet's and GoogLeNet's pools), dilation, the padding left
+// out of the divisor and adaptive windows (AlexNet's and VGG's).
+TEST_F(GpuCnnKernels, PoolingTailMatchesCpu) {
+  const auto with = [](PoolGeom g, bool ceil, int64_t dil, bool count_pad) {
+    g.ceil_mode = ceil, g.dil_h = g.dil_w = dil, g.count_include_pad = count_pad;
+    return g;
+  };
+  for (const PoolGeom& g : {with(pool(2, 3, 8, 9, 3, 2, 0), true, 1, true), with(pool(1, 2, 7, 5, 2, 2, 0), true, 1, true),
+                            with(pool(2, 2, 9, 8, 3, 1, 1), false, 2, true), with(pool(1, 2, 11, 10, 3, 2, 1), true, 2, true)}) {
+    SCOPED_TRACE(describe(g));
+    expect_max_pool_matches_cpu(g, stream_);
+  }
+  std::vector<PoolGeom> avg = {with(pool(2, 2, 8, 9, 3, 2, 1), true, 1, true), with(pool(2, 1, 7, 6, 3, 1, 1), false, 1, false),
+                               with(pool(1, 3, 8, 9, 3, 2, 1), true, 1, false)};
+  for (const auto& [h, w, oh, ow] : {std::array<int64_t, 4>{2, 2, 7, 7}, {4, 5, 6, 3}, {13, 13, 6, 6}, {3, 4, 3, 4}}) {
+    PoolGeom g = pool(2, 3, h, w, 1, 1, 0);
+    g.out_h = oh, g.out_w = ow;
+    avg.push_back(g);
+  }
+  for (const PoolGeom& g : avg) {
+    SCOPED_TRACE(describe(g));
+    expect_avg_pool_matches_cpu(g, stream_);
+  }
 }
 
 TEST_F(GpuCnnKernels, BatchedMatmulMatchesCpuInEveryLayout) {

@@ -207,6 +207,16 @@ def flatten_after_resize():  # interpolate as torch 1.13 exports it: Resize by s
                  name="flatten_after_resize")
 
 
+def ceil_pools():  # torch's export of avg_pool2d(3, 2, 1, ceil_mode=True, count_include_pad=False), a dilated max pool
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])
+    return graph([helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
+                  helper.make_node("AveragePool", ["c"], ["a"], name="/AveragePool", kernel_shape=[3, 3],
+                                   strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1),
+                  helper.make_node("MaxPool", ["a"], ["y"], name="/MaxPool", kernel_shape=[2, 2], strides=[1, 1],
+                                   dilations=[2, 2], ceil_mode=1)],
+                 [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5)], name="ceil_pools")
+
+
 def lstm(torch_version=None, bias=True):  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
     w = np.arange(8 * 4).reshape(1, 8, 4) / 64 - 0.25  # gate blocks of 2 rows in ONNX's order i, o, f, c
@@ -276,7 +286,7 @@ if __name__ == "__main__":
                        ("many_inputs", many_inputs), ("rank9", rank9), ("attention_bits", attention_bits),
                        ("eval_conv", eval_conv), ("eval_dropout", eval_dropout), ("embed_split", embed_split),
                        ("causal_mask_2x", causal_mask_2x), ("weights", weights), ("shape_fold", shape_fold),
-                       ("layer_scale", layer_scale), ("lstm", lstm), ("gru", gru), ("zero_pad", zero_pad), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
+                       ("layer_scale", layer_scale), ("lstm", lstm), ("gru", gru), ("zero_pad", zero_pad), ("ceil_pools", ceil_pools), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
                        ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0")),
                        ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False)),
                        ("flatten_after_resize", flatten_after_resize)]:

@@ -110,6 +110,29 @@ TEST(JsonModel, AttributesOfTheNewKinds) {
   expect_identical(m, parse_json_model(model_to_json(m).dump(), "again"));
 }
 
+// The pools' attributes PyTorch's classic CNNs use: ceil_mode, dilation,
+// count_include_pad and adaptive pooling's output_size; the writer keeps
+// count_include_pad only when false and an adaptive pool's output_size alone.
+TEST(JsonModel, PoolAttributesRoundTrip) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[2,3,9,9]},
+    {"id":1,"kind":"MaxPool","inputs":[0],"kernel":[3,3],"stride":[2,2],"dilation":[2,1],"ceil_mode":true},
+    {"id":2,"kind":"AvgPool","inputs":[1],"kernel":[3,3],"stride":[2,2],"pads":[1,1,1,1],"ceil_mode":true,"count_include_pad":false},
+    {"id":3,"kind":"AvgPool","inputs":[2],"output_size":[5,4]},
+    {"id":4,"kind":"MSELoss","inputs":[3]})"), "p.json");
+  EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 3, 3, 4}));  // (9-5+1)/2+1 = 3 (last start 4 < 9), (9-3+1)/2+1 = 4
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 3, 2, 3}));  // (3+2-3+1)/2+1 = 2, (4+2-3+1)/2+1 = 3
+  EXPECT_FALSE(m.op(2).attrs->count_include_pad);
+  EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 3, 5, 4}));
+  const auto j = model_to_json(m);
+  EXPECT_EQ(j["ops"][2]["count_include_pad"], false);
+  EXPECT_FALSE(j["ops"][1].contains("count_include_pad"));
+  EXPECT_EQ(j["ops"][3]["output_size"], (std::vector<int64_t>{5, 4}));
+  EXPECT_FALSE(j["ops"][3].contains("kernel"));
+  EXPECT_FALSE(j["ops"][3].contains("ceil_mode"));
+  expect_identical(m, parse_json_model(j.dump(), "again"));
+}
+
 TEST(JsonModel, ConstantsCarryTheirValues) {
   const Model m = parse_json_model(doc(R"(
     {"id":0,"kind":"Input","shape":[2,3],"dtype":"i64"},
@@ -272,6 +295,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "/ops/1 ('Transpose1'): a Transpose is a view of its input: it owns no bytes (leave 'bytes' out)"},
         BadCase{"matmul shapes", doc(kIn + R"(,{"id":1,"kind":"MatMul","inputs":[0,0]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
                 "/ops/1 ('MatMul1'): MatMul inner dimensions differ: [4,8] @ [4,8]"},
+        BadCase{"count_include_pad on a max pool", doc(R"({"id":0,"kind":"Input","shape":[1,1,4]},{"id":1,"kind":"MaxPool","inputs":[0],"kernel":[2],"count_include_pad":false},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1/count_include_pad: only AvgPool ops take 'count_include_pad'"},
+        BadCase{"adaptive pool with a kernel", doc(R"({"id":0,"kind":"Input","shape":[1,1,4,4]},{"id":1,"kind":"AvgPool","inputs":[0],"kernel":[2,2],"output_size":[3,3]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
+                "/ops/1 ('AvgPool1'): an adaptive AvgPool (output_size) takes no kernel, stride, pads, ceil_mode or count_include_pad"},
         BadCase{"bool attribute", doc(kIn + R"(,{"id":1,"kind":"Linear","inputs":[0],"shape":[4,8],"bias":0},{"id":2,"kind":"MSELoss","inputs":[1]})"),
                 "/ops/1/bias: expected a boolean, got an integer"}),
     [](const ::testing::TestParamInfo<BadCase>& i) {

@@ -553,6 +553,41 @@ TEST(OnnxCases, FlattenAfterAResizeGetsItsShapeFromItsInput) {
   EXPECT_TRUE(execute(m, make_strategy("store-all")->schedule(m), cpu, o).ok());
 }
 
+// torch's export of avg_pool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)
+// and a dilated max pool with ceil_mode: the AveragePool's count_include_pad
+// absent is ONNX's 0 (the padding left out of the divisor); both run, and
+// recompute-all gives store-all's bits (onnx_file_crosscheck.py agrees with
+// PyTorch on this file: the loss within 6e-9).
+TEST(OnnxCases, CeilModeDilatedAndPaddingLeftOutPoolsRun) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "ceil_pools.onnx");
+  ASSERT_EQ(m.size(), 5);
+  const Op& avg = m.op(2);
+  const Op& max = m.op(3);
+  ASSERT_EQ(avg.kind, OpKind::AvgPool);
+  EXPECT_FALSE(avg.attrs->count_include_pad);
+  EXPECT_TRUE(avg.attrs->ceil_mode);
+  EXPECT_EQ(avg.shape, (std::vector<int64_t>{2, 4, 5, 5}));  // (8 + 2 - 3 + 1) / 2 + 1: the last window starts at 8 - 1
+  ASSERT_EQ(max.kind, OpKind::MaxPool);
+  EXPECT_EQ(max.attrs->dilation, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(max.shape, (std::vector<int64_t>{2, 4, 3, 3}));
+  // x (1536), the Conv's output (2048), the AvgPool's output (800) and the
+  // MaxPool's int64 indices (576), the loss's input (288).
+  EXPECT_EQ(m.saved_bytes(), 1536u + 2048u + 800u + 576u + 288u);
+  ASSERT_TRUE(m.executable());
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+  }
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+}
+
 // An imported recurrent network's run (seed 3) against its float64
 // reference: the MSE of the reference's outputs `y` over `target` is the
 // loss store-all gives within 1e-6, and recompute-all gives store-all's bits.

@@ -111,6 +111,9 @@ PoolGeom pool_geom(const json& c) {
   PoolGeom g;
   g.n = c["n"], g.c = c["c"], g.h = c["h"], g.w = c["w"], g.kh = c["kh"], g.kw = c["kw"];
   g.stride_h = c["stride_h"], g.stride_w = c["stride_w"], g.pad_h = c["pad_h"], g.pad_w = c["pad_w"];
+  g.dil_h = c.value("dil_h", 1), g.dil_w = c.value("dil_w", 1);
+  g.ceil_mode = c.value("ceil_mode", false), g.count_include_pad = c.value("count_include_pad", true);
+  g.out_h = c.value("out_h", 0), g.out_w = c.value("out_w", 0);
   check_pool(g);
   return g;
 }

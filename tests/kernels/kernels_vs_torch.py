@@ -5,10 +5,12 @@ For each case below this script writes float32 inputs, runs `kernel_probe`
 (tests/kernels/kernel_probe.cpp) on them, and computes the same op's forward
 and gradients with PyTorch in float64 from the very same float32 values. Every
 element must satisfy |got - ref| <= ATOL * max|ref| + RTOL * |ref|; max-pool
-indices must be equal. Non-finite references (masked -inf, fully masked NaN)
-must be matched exactly. The padding cases (bitwise) are held to PyTorch's
-own float32 results bit for bit instead: the pads copy, and their backward
-adds in the order PyTorch's CPU kernels add.
+indices must be equal, and the pools' outputs and input gradients must equal
+PyTorch's own float32 ones bit for bit. Non-finite references (masked -inf, fully masked NaN)
+must be matched exactly.
+The padding cases (bitwise) are held to PyTorch's own float32 results bit
+for bit too: the pads copy, and their backward adds in the order PyTorch's CPU
+kernels add.
 
 Usage: tests/with_torch_python.sh tests/kernels/kernels_vs_torch.py --probe PATH
 Exit 0 when all agree, 1 otherwise (the table says which tensor and by how much).
@@ -34,9 +36,22 @@ def conv_case(name, n, c, h, w, k, r, s, stride=(1, 1), pad=(0, 0), dil=(1, 1), 
                 groups=groups, bias=bias)
 
 
-def pool_case(name, op, n, c, h, w, kernel, stride, pad, ties=False):
+def pool_case(name, op, n, c, h, w, kernel, stride, pad, ties=False, ceil=False, dil=1, count_pad=True):
     return dict(name=name, op=op, n=n, c=c, h=h, w=w, kh=kernel[0], kw=kernel[1], stride_h=stride[0],
-                stride_w=stride[1], pad_h=pad[0], pad_w=pad[1], ties=ties)
+                stride_w=stride[1], pad_h=pad[0], pad_w=pad[1], ties=ties, ceil_mode=ceil, dil_h=dil, dil_w=dil,
+                count_include_pad=count_pad, bitwise=True)
+
+
+def adaptive_case(name, n, c, h, w, out):
+    """PyTorch's adaptive_avg_pool2d to out (h, w): kernel_probe's avgpool2d with out_h, out_w."""
+    return dict(name=name, op="avgpool2d", n=n, c=c, h=h, w=w, kh=1, kw=1, stride_h=1, stride_w=1, pad_h=0,
+                pad_w=0, ties=False, out_h=out[0], out_w=out[1], bitwise=True)
+
+
+def pool_out(case):
+    """The pooled (oh, ow): torch's own shape rule, from a float32 run."""
+    y = torch_pool(case, torch.zeros(1, 1, case["h"], case["w"]))
+    return tuple((y[0] if case["op"] == "maxpool2d" else y).shape[2:])
 
 
 CASES = [
@@ -60,6 +75,16 @@ CASES = [
     pool_case("avgpool_3x3_p1", "avgpool2d", 2, 3, 7, 8, (3, 3), (1, 1), (1, 1)),
     pool_case("avgpool_2x2", "avgpool2d", 2, 3, 8, 6, (2, 2), (2, 2), (0, 0)),
     pool_case("avgpool_anisotropic", "avgpool2d", 1, 2, 9, 7, (3, 2), (2, 1), (1, 1)),
+    pool_case("maxpool_ceil", "maxpool2d", 2, 3, 8, 9, (3, 3), (2, 2), (0, 0), ceil=True),
+    pool_case("maxpool_ceil_p1", "maxpool2d", 1, 2, 10, 7, (3, 3), (2, 2), (1, 1), ceil=True),
+    pool_case("maxpool_dilated", "maxpool2d", 2, 2, 11, 10, (3, 3), (2, 3), (1, 0), ceil=True, dil=2),
+    pool_case("avgpool_ceil", "avgpool2d", 2, 3, 8, 9, (3, 3), (2, 2), (1, 1), ceil=True),
+    pool_case("avgpool_pad_left_out", "avgpool2d", 2, 2, 7, 6, (3, 3), (1, 2), (1, 1), count_pad=False),
+    pool_case("avgpool_ceil_pad_left_out", "avgpool2d", 1, 3, 8, 9, (3, 3), (2, 2), (1, 1), ceil=True,
+              count_pad=False),
+    adaptive_case("adaptive_2_to_7", 2, 3, 2, 2, (7, 7)),
+    adaptive_case("adaptive_4x5_to_6x3", 2, 2, 4, 5, (6, 3)),
+    adaptive_case("adaptive_13_to_6", 1, 4, 13, 13, (6, 6)),
     dict(name="global_avgpool", op="global_avgpool", n=2, c=5, h=7, w=7),
     *[dict(name=f"bmm_{'t' if ta else 'n'}{'t' if tb else 'n'}", op="bmm", batch=6, m=16, n=12, k=8,
            trans_a=ta, trans_b=tb) for ta in (False, True) for tb in (False, True)],
@@ -180,8 +205,7 @@ def make_inputs(case, rng):
         return dict(x=f32(n, c, hw) + np.float32(case["offset"]), gamma=f32(c, lo=0.5, hi=1.5), beta=f32(c),
                     running_mean=f32(c), running_var=f32(c, lo=0.5, hi=2.0), dy=f32(n, c, hw))
     if op in ("maxpool2d", "avgpool2d"):
-        oh = (case["h"] + 2 * case["pad_h"] - case["kh"]) // case["stride_h"] + 1
-        ow = (case["w"] + 2 * case["pad_w"] - case["kw"]) // case["stride_w"] + 1
+        oh, ow = pool_out(case)
         shape = (case["n"], case["c"], case["h"], case["w"])
         x = rng.integers(0, 3, size=shape).astype(np.float32) if case["ties"] else f32(*shape)
         return dict(x=x, dy=f32(case["n"], case["c"], oh, ow))
@@ -237,6 +261,26 @@ def grads(outputs, wrt, grad_outputs):
     return torch.autograd.grad(outputs, wrt, grad_outputs, allow_unused=True)
 
 
+def torch_pool(case, x):
+    """The case's pool in PyTorch: max_pool2d (with indices), avg_pool2d or adaptive_avg_pool2d."""
+    if case.get("out_h"):
+        return F.adaptive_avg_pool2d(x, (case["out_h"], case["out_w"]))
+    k, s, p = (case["kh"], case["kw"]), (case["stride_h"], case["stride_w"]), (case["pad_h"], case["pad_w"])
+    if case["op"] == "maxpool2d":
+        return F.max_pool2d(x, k, s, p, dilation=(case["dil_h"], case["dil_w"]), ceil_mode=case["ceil_mode"],
+                            return_indices=True)
+    return F.avg_pool2d(x, k, s, p, ceil_mode=case["ceil_mode"], count_include_pad=case["count_include_pad"])
+
+
+def torch_float32_bits(case, t):
+    """PyTorch's own float32 pool forward and input gradient on the same
+    values, which remat's kernels match bit for bit: {tensor: numpy array}."""
+    x = torch.from_numpy(t["x"]).requires_grad_(True)
+    out = torch_pool(case, x)
+    y = out[0] if case["op"] == "maxpool2d" else out
+    return dict(y=y, dx=grads(y, [x], torch.from_numpy(t["dy"]))[0])
+
+
 def reference(case, t):
     """PyTorch's float64 forward and gradients: {tensor: numpy array}."""
     def d(name, grad=False):
@@ -264,13 +308,11 @@ def reference(case, t):
                     dgamma=g[1], dbeta=g[2])
     if op == "maxpool2d":
         x, dy = d("x", True), d("dy")
-        y, idx = F.max_pool2d(x, (case["kh"], case["kw"]), (case["stride_h"], case["stride_w"]),
-                              (case["pad_h"], case["pad_w"]), return_indices=True)
+        y, idx = torch_pool(case, x)
         return dict(y=y, indices=idx, dx=grads(y, [x], dy)[0])
     if op == "avgpool2d":
         x, dy = d("x", True), d("dy")
-        y = F.avg_pool2d(x, (case["kh"], case["kw"]), (case["stride_h"], case["stride_w"]),
-                         (case["pad_h"], case["pad_w"]), count_include_pad=True)
+        y = torch_pool(case, x)
         return dict(y=y, dx=grads(y, [x], dy)[0])
     if op == "global_avgpool":
         x, dy = d("x", True), d("dy")
@@ -390,6 +432,14 @@ def main():
                     verdict = f"{ratio:.3g}"
                 failures += 0 if ok else 1
                 print(f"{case['name']:<24} {tensor:<13} {want.size:>8}  {verdict}{'' if ok else '   FAIL'}")
+            if case.get("bitwise"):  # the pools: PyTorch's float32 bits as well
+                for tensor, value in torch_float32_bits(case, inputs[case["name"]]).items():
+                    got = np.fromfile(tmp / f"{case['name']}.out.{tensor}.bin", dtype=np.float32)
+                    want = value.detach().numpy().reshape(-1)
+                    ok = got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+                    failures += 0 if ok else 1
+                    print(f"{case['name']:<24} {tensor + ' f32':<13} {want.size:>8}  "
+                          f"{'bitwise' if ok else 'bits differ   FAIL'}")
     print(f"{failures} tensor(s) outside |a-b| <= {ATOL}*max|ref| + {RTOL}*|ref|" if failures else
           f"all tensors within |a-b| <= {ATOL}*max|ref| + {RTOL}*|ref|")
     return 1 if failures else 0

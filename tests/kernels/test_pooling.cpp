@@ -1,5 +1,6 @@
-// Pooling: max (values, first-maximum indices, ties, NaN, padding), average
-// (count_include_pad) and global average, against direct implementations;
+// Pooling: max (values, first-maximum indices, ties, NaN, padding, dilation),
+// average (count_include_pad or not, adaptive), both with ceil_mode, and
+// global average, against direct implementations;
 // backwards against finite differences and, bit for bit, against PyTorch's CPU
 // order (scatter in increasing output order from zero); accumulate semantics
 // and geometry errors.
@@ -50,6 +51,37 @@ const Case kCases[] = {
     {"whole_plane", pool(2, 3, 4, 5, 4, 5, 1, 1, 0, 0)},
 };
 
+// Geometries only max pooling takes (dilation) and only average pooling takes
+// (the padding left out of the divisor, adaptive windows), with ceil_mode.
+PoolGeom with(PoolGeom g, bool ceil, int64_t dil = 1, bool count_pad = true) {
+  g.ceil_mode = ceil, g.dil_h = g.dil_w = dil, g.count_include_pad = count_pad;
+  return g;
+}
+PoolGeom adaptive(int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  PoolGeom g = pool(n, c, h, w, 1, 1, 1, 1, 0, 0);
+  g.out_h = oh, g.out_w = ow;
+  return g;
+}
+
+const Case kMaxCases[] = {
+    {"ceil_k3s2", with(pool(2, 2, 8, 9, 3, 3, 2, 2, 0, 0), true)},  // squeezenet: last window past the edge
+    {"ceil_k3s2p1", with(pool(1, 2, 10, 7, 3, 3, 2, 2, 1, 1), true)},
+    {"ceil_k2s2_odd", with(pool(2, 1, 7, 5, 2, 2, 2, 2, 0, 0), true)},  // googlenet's 2x2 pools
+    {"dilated", with(pool(2, 2, 9, 8, 3, 2, 1, 2, 1, 1), false, 2)},
+    {"dilated_ceil", with(pool(1, 2, 11, 10, 3, 3, 2, 3, 1, 0), true, 2)},
+};
+
+const Case kAvgCases[] = {
+    {"ceil_k3s2_pad_counted", with(pool(2, 2, 8, 9, 3, 3, 2, 2, 1, 1), true)},  // last windows clipped to h + pad
+    {"ceil_k2s2", with(pool(2, 1, 7, 5, 2, 2, 2, 2, 0, 0), true)},
+    {"pad_left_out", with(pool(2, 2, 7, 6, 3, 3, 1, 2, 1, 1), false, 1, false)},
+    {"ceil_pad_left_out", with(pool(1, 3, 8, 9, 3, 3, 2, 2, 1, 1), true, 1, false)},
+    {"adaptive_2_to_7", adaptive(2, 3, 2, 2, 7, 7)},  // vgg at 64x64: windows of 1 and 2
+    {"adaptive_4x5_to_6x3", adaptive(2, 2, 4, 5, 6, 3)},  // overlapping windows, uneven
+    {"adaptive_13_to_6", adaptive(1, 2, 13, 13, 6, 6)},   // alexnet at 224
+    {"adaptive_identity", adaptive(1, 2, 3, 4, 3, 4)},
+};
+
 int64_t y_size(const PoolGeom& g) { return g.n * g.c * g.oh() * g.ow(); }
 
 // Direct windows over the padded plane; padding positions are skipped (max)
@@ -68,7 +100,7 @@ MaxRef maxpool_ref(const PoolGeom& g, const std::vector<double>& x) {
         int64_t at = -1;
         for (int64_t a = 0; a < g.kh; ++a)
           for (int64_t b = 0; b < g.kw; ++b) {
-            const int64_t ih = oy * g.stride_h - g.pad_h + a, iw = ox * g.stride_w - g.pad_w + b;
+            const int64_t ih = oy * g.stride_h - g.pad_h + a * g.dil_h, iw = ox * g.stride_w - g.pad_w + b * g.dil_w;
             if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
             const double v = x[p * g.h * g.w + ih * g.w + iw];
             if (at < 0 || v > best) best = v, at = ih * g.w + iw;
@@ -79,19 +111,45 @@ MaxRef maxpool_ref(const PoolGeom& g, const std::vector<double>& x) {
   return out;
 }
 
+// An average window, directly: the input positions it covers along one axis
+// and the length its divisor counts (the positions inside the padded input,
+// or inside the input; adaptive: [floor(o·in/out), ceil((o+1)·in/out))).
+struct RefSpan {
+  int64_t lo, hi, count;
+};
+RefSpan ref_span(int64_t o, int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t out, bool adaptive,
+                 bool count_pad) {
+  if (adaptive) {
+    const auto lo = static_cast<int64_t>(std::floor(static_cast<double>(o) * in / out));
+    const auto hi = static_cast<int64_t>(std::ceil(static_cast<double>(o + 1) * in / out));
+    return {lo, hi, hi - lo};
+  }
+  RefSpan s{in, 0, 0};
+  for (int64_t a = 0; a < k; ++a) {
+    const int64_t i = o * stride - pad + a;
+    if (i >= 0 && i < in) s.lo = std::min(s.lo, i), s.hi = std::max(s.hi, i + 1);
+    if (count_pad ? i < in + pad : i >= 0 && i < in) ++s.count;
+  }
+  return s;
+}
+RefSpan ref_h(const PoolGeom& g, int64_t oy) {
+  return ref_span(oy, g.h, g.kh, g.stride_h, g.pad_h, g.oh(), g.adaptive(), g.count_include_pad);
+}
+RefSpan ref_w(const PoolGeom& g, int64_t ox) {
+  return ref_span(ox, g.w, g.kw, g.stride_w, g.pad_w, g.ow(), g.adaptive(), g.count_include_pad);
+}
+
 std::vector<double> avgpool_ref(const PoolGeom& g, const std::vector<double>& x) {
   std::vector<double> y(y_size(g));
   int64_t o = 0;
   for (int64_t p = 0; p < g.n * g.c; ++p)
     for (int64_t oy = 0; oy < g.oh(); ++oy)
       for (int64_t ox = 0; ox < g.ow(); ++ox, ++o) {
+        const RefSpan ys = ref_h(g, oy), xs = ref_w(g, ox);
         double sum = 0.0;
-        for (int64_t a = 0; a < g.kh; ++a)
-          for (int64_t b = 0; b < g.kw; ++b) {
-            const int64_t ih = oy * g.stride_h - g.pad_h + a, iw = ox * g.stride_w - g.pad_w + b;
-            if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) sum += x[p * g.h * g.w + ih * g.w + iw];
-          }
-        y[o] = sum / static_cast<double>(g.kh * g.kw);
+        for (int64_t ih = ys.lo; ih < ys.hi; ++ih)
+          for (int64_t iw = xs.lo; iw < xs.hi; ++iw) sum += x[p * g.h * g.w + ih * g.w + iw];
+        y[o] = sum / static_cast<double>(ys.count * xs.count);
       }
   return y;
 }
@@ -106,26 +164,25 @@ std::vector<float> maxpool_bwd_scatter(const PoolGeom& g, const std::vector<floa
   return dx;
 }
 
+// The share as PyTorch divides it: adaptive_avg_pool2d's dy / kh / kw,
+// avg_pool2d's dy / (its divisor).
 std::vector<float> avgpool_bwd_scatter(const PoolGeom& g, const std::vector<float>& dy) {
   std::vector<float> dx(g.n * g.c * g.h * g.w, 0.0f);
   int64_t o = 0;
   for (int64_t p = 0; p < g.n * g.c; ++p)
     for (int64_t oy = 0; oy < g.oh(); ++oy)
       for (int64_t ox = 0; ox < g.ow(); ++ox, ++o) {
-        const float share = dy[o] / static_cast<float>(g.kh * g.kw);
-        for (int64_t a = 0; a < g.kh; ++a)
-          for (int64_t b = 0; b < g.kw; ++b) {
-            const int64_t ih = oy * g.stride_h - g.pad_h + a, iw = ox * g.stride_w - g.pad_w + b;
-            if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) dx[p * g.h * g.w + ih * g.w + iw] += share;
-          }
+        const RefSpan ys = ref_h(g, oy), xs = ref_w(g, ox);
+        const float share = g.adaptive() ? dy[o] / static_cast<float>(ys.count) / static_cast<float>(xs.count)
+                                         : dy[o] / static_cast<float>(ys.count * xs.count);
+        for (int64_t ih = ys.lo; ih < ys.hi; ++ih)
+          for (int64_t iw = xs.lo; iw < xs.hi; ++iw) dx[p * g.h * g.w + ih * g.w + iw] += share;
       }
   return dx;
 }
 
-class PoolTest : public testing::TestWithParam<Case> {};
-
-TEST_P(PoolTest, MaxForwardMatchesDirectWindows) {
-  const PoolGeom& g = GetParam().g;
+// The checks, one geometry each (the suites below run them over theirs).
+void check_max_forward(const PoolGeom& g) {
   const auto x = random_floats(g.n * g.c * g.h * g.w, 80);
   std::vector<float> y(y_size(g));
   std::vector<int64_t> idx(y.size());
@@ -137,8 +194,7 @@ TEST_P(PoolTest, MaxForwardMatchesDirectWindows) {
   }
 }
 
-TEST_P(PoolTest, MaxTiesGoToTheFirstMaximum) {
-  const PoolGeom& g = GetParam().g;
+void check_max_ties(const PoolGeom& g) {
   std::vector<float> x(g.n * g.c * g.h * g.w);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7) % 3);  // values 0, 1, 2 only
   std::vector<float> y(y_size(g));
@@ -147,8 +203,7 @@ TEST_P(PoolTest, MaxTiesGoToTheFirstMaximum) {
   EXPECT_EQ(idx, maxpool_ref(g, to_double(x)).idx);
 }
 
-TEST_P(PoolTest, MaxBackwardIsPyTorchsScatterAndFiniteDifferences) {
-  const PoolGeom& g = GetParam().g;
+void check_max_backward(const PoolGeom& g) {
   const auto x = random_floats(g.n * g.c * g.h * g.w, 81);
   const auto dy = random_floats(y_size(g), 82);
   std::vector<float> y(dy.size());
@@ -162,8 +217,7 @@ TEST_P(PoolTest, MaxBackwardIsPyTorchsScatterAndFiniteDifferences) {
   expect_grad_near(dx, numeric_grad(xd, [&] { return weighted_sum(maxpool_ref(g, xd).y, dy); }), "dx");
 }
 
-TEST_P(PoolTest, AvgForwardMatchesDirectWindows) {
-  const PoolGeom& g = GetParam().g;
+void check_avg_forward(const PoolGeom& g) {
   const auto x = random_floats(g.n * g.c * g.h * g.w, 83);
   std::vector<float> y(y_size(g));
   avgpool2d_fwd(g, x.data(), y.data());
@@ -171,8 +225,7 @@ TEST_P(PoolTest, AvgForwardMatchesDirectWindows) {
   for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6 * (1.0 + std::abs(ref[i]))) << i;
 }
 
-TEST_P(PoolTest, AvgBackwardIsPyTorchsScatterAndFiniteDifferences) {
-  const PoolGeom& g = GetParam().g;
+void check_avg_backward(const PoolGeom& g) {
   const auto x = random_floats(g.n * g.c * g.h * g.w, 84);
   const auto dy = random_floats(y_size(g), 85);
   std::vector<float> dx(x.size());
@@ -182,6 +235,18 @@ TEST_P(PoolTest, AvgBackwardIsPyTorchsScatterAndFiniteDifferences) {
   auto xd = to_double(x);
   expect_grad_near(dx, numeric_grad(xd, [&] { return weighted_sum(avgpool_ref(g, xd), dy); }), "dx");
 }
+
+class PoolTest : public testing::TestWithParam<Case> {};
+
+TEST_P(PoolTest, MaxForwardMatchesDirectWindows) { check_max_forward(GetParam().g); }
+
+TEST_P(PoolTest, MaxTiesGoToTheFirstMaximum) { check_max_ties(GetParam().g); }
+
+TEST_P(PoolTest, MaxBackwardIsPyTorchsScatterAndFiniteDifferences) { check_max_backward(GetParam().g); }
+
+TEST_P(PoolTest, AvgForwardMatchesDirectWindows) { check_avg_forward(GetParam().g); }
+
+TEST_P(PoolTest, AvgBackwardIsPyTorchsScatterAndFiniteDifferences) { check_avg_backward(GetParam().g); }
 
 TEST_P(PoolTest, OverwriteNeverReadsDxAccumulateAddsExactly) {
   const PoolGeom& g = GetParam().g;
@@ -211,6 +276,25 @@ TEST_P(PoolTest, OverwriteNeverReadsDxAccumulateAddsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Geometries, PoolTest, testing::ValuesIn(kCases),
+                         [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// ceil_mode and dilation: max pooling only.
+class MaxPoolTest : public testing::TestWithParam<Case> {};
+TEST_P(MaxPoolTest, ForwardMatchesDirectWindows) { check_max_forward(GetParam().g); }
+TEST_P(MaxPoolTest, TiesGoToTheFirstMaximum) { check_max_ties(GetParam().g); }
+TEST_P(MaxPoolTest, BackwardIsPyTorchsScatterAndFiniteDifferences) {
+  check_max_backward(GetParam().g);
+}
+INSTANTIATE_TEST_SUITE_P(Geometries, MaxPoolTest, testing::ValuesIn(kMaxCases),
+                         [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// ceil_mode, the padding left out of the divisor and adaptive windows: average pooling only.
+class AvgPoolTest : public testing::TestWithParam<Case> {};
+TEST_P(AvgPoolTest, ForwardMatchesDirectWindows) { check_avg_forward(GetParam().g); }
+TEST_P(AvgPoolTest, BackwardIsPyTorchsScatterAndFiniteDifferences) {
+  check_avg_backward(GetParam().g);
+}
+INSTANTIATE_TEST_SUITE_P(Geometries, AvgPoolTest, testing::ValuesIn(kAvgCases),
                          [](const testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 TEST(MaxPool, PaddingNeverWinsAndNaNPropagates) {
@@ -253,6 +337,60 @@ TEST(AvgPool, PaddingCountsInTheDivisor) {
   EXPECT_FLOAT_EQ(y[1], 3.0f / 4);
   EXPECT_FLOAT_EQ(y[4], 10.0f / 4);
   EXPECT_FLOAT_EQ(y[8], 4.0f / 4);
+}
+
+TEST(AvgPool, CeilModesLastWindowDividesByItsPartOfThePaddedInput) {
+  // 4x4, kernel 3, stride 2, pad 1, ceil_mode: 3x3 outputs; along an axis the
+  // windows are [-1, 2), [1, 4) and [3, 6) clipped to [3, 5) by the padded
+  // edge: 3, 3 and 2 positions counted with the padding, 2, 3 and 1 without.
+  PoolGeom g = with(pool(1, 1, 4, 4, 3, 3, 2, 2, 1, 1), true);
+  ASSERT_EQ(g.oh(), 3);
+  ASSERT_EQ(g.ow(), 3);
+  float x[16];
+  for (int i = 0; i < 16; ++i) x[i] = static_cast<float>(i + 1);
+  float y[9];
+  avgpool2d_fwd(g, x, y);
+  EXPECT_EQ(y[0], (1.0f + 2 + 5 + 6) / 9);
+  EXPECT_EQ(y[8], 16.0f / 4);
+  EXPECT_EQ(y[2], (4.0f + 8) / 6);  // rows 0-1 of 3 counted, column 3 of 2
+  g.count_include_pad = false;
+  avgpool2d_fwd(g, x, y);
+  EXPECT_EQ(y[0], (1.0f + 2 + 5 + 6) / 4);
+  EXPECT_EQ(y[8], 16.0f);
+  EXPECT_EQ(y[2], (4.0f + 8) / 2);
+}
+
+TEST(AvgPool, AdaptiveWindowsAreFloorAndCeilOfTheScaledIndex) {
+  // 5 -> 3: [0, 2), [1, 4), [3, 5); 1 -> 2: [0, 1) twice.
+  const PoolGeom g = adaptive(1, 1, 1, 5, 2, 3);
+  const float x[] = {1, 2, 4, 8, 16};
+  float y[6];
+  avgpool2d_fwd(g, x, y);
+  EXPECT_EQ(y[0], 3.0f / 1 / 2);
+  EXPECT_EQ(y[1], 14.0f / 1 / 3);
+  EXPECT_EQ(y[2], 24.0f / 1 / 2);
+  EXPECT_EQ(y[3], y[0]);
+  // Backward: x[1] is in windows 0 and 1 of both rows, in output order.
+  const float dy[] = {1, 3, 5, 7, 9, 11};
+  float dx[5];
+  avgpool2d_bwd(g, dy, dx, false);
+  EXPECT_EQ(dx[1], ((0.0f + 1.0f / 2) + 3.0f / 3) + 7.0f / 2 + 9.0f / 3);
+  EXPECT_EQ(dx[2], 3.0f / 3 + 9.0f / 3);
+}
+
+TEST(MaxPool, DilatedWindowsSkipPositions) {
+  // 1x5, kernel 2, dilation 3: windows {0, 3} and {1, 4}.
+  PoolGeom g = pool(1, 1, 1, 5, 1, 2, 1, 1, 0, 0);
+  g.dil_w = 3;
+  ASSERT_EQ(g.ow(), 2);
+  const float x[] = {1, 9, 8, 2, 3};
+  float y[2];
+  int64_t idx[2];
+  maxpool2d_fwd(g, x, y, idx);
+  EXPECT_EQ(y[0], 2.0f);
+  EXPECT_EQ(idx[0], 3);
+  EXPECT_EQ(y[1], 9.0f);
+  EXPECT_EQ(idx[1], 1);
 }
 
 TEST(GlobalAvgPool, MeanPerPlaneAndEvenGradient) {
@@ -318,6 +456,21 @@ TEST(Pool, CheckRejectsBadGeometryNamingTheField) {
   g.kh = 0;
   EXPECT_THROW(maxpool2d_fwd(g, nullptr, nullptr, nullptr), std::invalid_argument);
   EXPECT_THROW(avgpool2d_bwd(g, nullptr, nullptr, false), std::invalid_argument);
+  g = good;
+  g.dil_w = 0;
+  expect_bad(g, "dil_w must be positive");
+  g = good;
+  g.dil_h = 4;  // a 3-window dilated by 4 spans 9 > 6 + 2
+  expect_bad(g, "smaller than the window, 9");
+  g = good;
+  g.out_w = 2;
+  expect_bad(g, "without out_h");
+  // Each kind refuses the other's geometry.
+  g = good;
+  g.dil_h = 2;
+  EXPECT_THROW(avgpool2d_fwd(g, nullptr, nullptr), std::invalid_argument);
+  g = adaptive(1, 1, 4, 4, 2, 2);
+  EXPECT_THROW(maxpool2d_fwd(g, nullptr, nullptr, nullptr), std::invalid_argument);
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet
         "maxvit", "espcn", "unshuffle",
         "mask_bce", "multilabel_bce"}
 RUNS |= {"swin_t", "cyclegan", "tcn", "circular_conv"}  # padding and rolling
+RUNS |= {"squeezenet", "googlenet", "alexnet", "vgg11_bn", "avg_down"}  # pooling: ceil_mode, adaptive windows
 
 
 def main():

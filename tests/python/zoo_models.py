@@ -260,6 +260,65 @@ def multilabel_bce():
     return net, torch.randn(4, 16), (lambda out: nn.BCEWithLogitsLoss()(out, labels)), labels
 
 
+def squeezenet():
+    # Its max pools round up (ceil_mode): 64x64 -> 31 -> 15 -> 7 -> 3 pixels.
+    return classify(torchvision.models.squeezenet1_1(num_classes=10), torch.randn(2, 3, 64, 64))
+
+
+def googlenet():
+    # ceil_mode max pools in the stem, between stages and in every inception's pool branch.
+    net = torchvision.models.googlenet(num_classes=10, aux_logits=False, init_weights=True)
+    return classify(net, torch.randn(2, 3, 64, 64))
+
+
+def small_classifier(features):
+    """torchvision's AlexNet/VGG head at width 64 instead of 4096 (a 4096-wide
+    head is 54M and 119M parameters): the pooling under test is before it."""
+    return nn.Sequential(nn.Dropout(0.5), nn.Linear(features, 64), nn.ReLU(inplace=True), nn.Dropout(0.5),
+                         nn.Linear(64, 64), nn.ReLU(inplace=True), nn.Linear(64, 10))
+
+
+def alexnet():
+    # At 160x160 its features are 4x4, pooled adaptively to 6x6: windows of 1
+    # and 2 pixels, overlapping ([0,1), [0,2), [1,2), [2,3), [2,4), [3,4)).
+    net = torchvision.models.alexnet(num_classes=10)
+    net.classifier = small_classifier(256 * 6 * 6)
+    return classify(net, torch.randn(2, 3, 160, 160))
+
+
+def vgg11_bn():
+    # At 64x64 its features are 2x2, pooled adaptively to 7x7 (the fourth
+    # window spans both pixels).
+    net = torchvision.models.vgg11_bn(num_classes=10)
+    net.classifier = small_classifier(512 * 7 * 7)
+    return classify(net, torch.randn(2, 3, 64, 64))
+
+
+class AvgDown(nn.Module):
+    """A hand-written net with timm's avg_down shortcut (AvgPool2d(2, 2,
+    ceil_mode=True, count_include_pad=False)), an average pool whose padding is
+    left out of the divisor and a dilated max pool, on odd sizes so that the
+    last windows pass the edge."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.down = nn.Sequential(nn.AvgPool2d(2, 2, ceil_mode=True, count_include_pad=False), nn.Conv2d(8, 16, 1))
+        self.body = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.head = nn.Linear(16 * 3 * 3, 10)
+
+    def forward(self, x):
+        x = self.stem(x)                                 # 15x15
+        x = self.down(x) + self.body(x)                  # 8x8
+        x = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)  # 5x5 (4x4 without ceil_mode)
+        x = F.max_pool2d(x, 2, 1, dilation=2, ceil_mode=True)                  # 3x3
+        return self.head(x.flatten(1))
+
+
+def avg_down():
+    return classify(AvgDown(), torch.randn(2, 3, 15, 15))
+
+
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
@@ -346,3 +405,5 @@ def circular_conv():
 
 
 MODELS.update({"swin_t": swin_t, "cyclegan": cyclegan, "tcn": tcn, "circular_conv": circular_conv})
+MODELS.update({"squeezenet": squeezenet, "googlenet": googlenet, "alexnet": alexnet, "vgg11_bn": vgg11_bn,
+               "avg_down": avg_down})

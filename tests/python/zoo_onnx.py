@@ -59,6 +59,10 @@ EXPECT = {
     # is DepthToSpace (Generic); both are captured and run (test_zoo.py).
     "maxvit": "skip",
     "espcn": "skip",
+    # torch's exporter refuses adaptive_avg_pool2d to a size that does not
+    # divide the input (AlexNet's 4x4 -> 6x6, VGG's 2x2 -> 7x7).
+    "alexnet": "skip",
+    "vgg11_bn": "skip",
 }
 if TORCH2:
     # 2.x runs the encoder's attention fused and exports it decomposed, which
@@ -81,7 +85,7 @@ CONDITIONED = {
 }
 
 # The zoo's float32 allowance (test_zoo.py: batch norms over a few pixels).
-FLOAT32 = {"mobilenet_v3": 4, "efficientnet_b0": 4, "densenet": 4, "shufflenet": 4, "convnext": 4}
+FLOAT32 = {"mobilenet_v3": 4, "efficientnet_b0": 4, "densenet": 4, "shufflenet": 4, "convnext": 4, "googlenet": 4}
 
 
 def eval_form(name, net):
