@@ -648,7 +648,12 @@ DenseCopy dense_copy(const Model& m, int v) {
     case OpKind::MaxPool:
     case OpKind::AvgPool:
     case OpKind::GlobalAvgPool:
-    case OpKind::Upsample: break;
+    case OpKind::Upsample:
+    // The losses read their input through strides in PyTorch (no copy); the
+    // kernels read rows, so a transient copy in scratch, which holds no
+    // tracked byte, keeps the counts PyTorch's.
+    case OpKind::MSELoss:
+    case OpKind::SoftmaxCELoss: break;
     default: return DenseCopy::None;
   }
   const Op& x = m.op(op.inputs[0]);
@@ -669,6 +674,24 @@ cpu::PwGeom dense_copy_geom(const Model& m, int u) {
   for (int i = 0; i < g.rank; ++i) {
     g.shape[i] = g.dims[0][i] = x.shape[static_cast<std::size_t>(i)];
     g.stride[0][i] = g.shape[i] == 1 ? 0 : xs[static_cast<std::size_t>(i)];
+  }
+  return g;
+}
+
+cpu::PwGeom strided_add_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  cpu::PwGeom g;
+  g.rank = static_cast<int>(op.shape.size());
+  if (g.rank > cpu::PwGeom::kMaxRank) throw InputError(op_label(m, v) + ": rank over 8");
+  g.fn = pw::Fn::Add;
+  g.arity = 2;
+  for (int k = 0; k < 2; ++k) {
+    const Op& x = m.op(op.inputs.at(static_cast<std::size_t>(k)));  // the output's shape (rule_add)
+    const std::vector<int64_t> xs = layout_of(x);
+    for (int i = 0; i < g.rank; ++i) {
+      g.shape[i] = g.dims[k][i] = x.shape[static_cast<std::size_t>(i)];
+      g.stride[k][i] = g.shape[i] == 1 ? 0 : xs[static_cast<std::size_t>(i)];
+    }
   }
   return g;
 }

@@ -196,6 +196,11 @@ enum class DenseCopy : uint8_t { None, Scratch, Aux };
 DenseCopy dense_copy(const Model& model, int v);
 // Op u's elements through its strides into a dense buffer of its shape (the family's identity).
 cpu::PwGeom dense_copy_geom(const Model& model, int u);
+// An Add handed a non-contiguous input (MaxViT's departitioned windows, laid
+// out as the partition left them): the family's add through each input's
+// strides into the dense output, as PyTorch's add reads strides and copies
+// nothing. Its backward is unchanged: G(v) is dense, dy to each input.
+cpu::PwGeom strided_add_geom(const Model& model, int v);
 // Whether the backward of op v reads the dense copy (it keeps the input, or the copy in aux).
 bool dense_copy_in_backward(const Model& model, int v);
 // A Reduce op: its input's shape and strides and the axes it reduces.

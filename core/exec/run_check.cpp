@@ -14,11 +14,11 @@ namespace {
 // Kinds whose kernels read their inputs through any strides: the views
 // themselves, a copying Reshape, a MatMul (it copies such an operand, as
 // PyTorch), an Attention, the pointwise family and the reductions, and a
-// Concat (which copies a strided input as the family's identity). Add and the
-// activation kinds read dense inputs: a capture writes them as the family
-// where an input is strided.
+// Concat (which copies a strided input as the family's identity), and an Add
+// (the family's add through strides where an input is strided).
 bool reads_strides(const Op& op) {
   switch (op.kind) {
+    case OpKind::Add:
     case OpKind::Reshape:
     case OpKind::MatMul:
     case OpKind::Attention:

@@ -449,9 +449,9 @@ void Importer::import_node(int i) {
     if (view(n, x)) return;
   } else if (acts.size() == 2 && type == "Add" && n.input_size() == 2) {
     const int y = activation(acts[1]);
-    // The Add kernel reads dense rows; with a strided operand (ConvNeXt's
-    // residual of a permuted LayerNorm's output) it is the family's add,
-    // which reads strides, as a capture records torch's add there.
+    // With a strided operand (ConvNeXt's residual of a permuted LayerNorm's
+    // output) it is the family's add, as a capture records torch's add there
+    // (the same sums; an Add would read those strides too).
     const auto strided = [](const Op& o) { return !o.strides->empty() && !is_contiguous(o.shape, *o.strides); };
     if (model_.op(y).shape == in.shape && !strided(in) && !strided(model_.op(y))) {
       Op op;

@@ -142,6 +142,10 @@ void fwd_add(CudaOpState& s, const OpCall& c) {
     ++s.io_calls;
     return add_fwd_io(io_in(c, s.io.in[0]), io_in(c, s.io.in[1]), io_out(c, s.io.out), c.op.numel(), s.stream);
   }
+  if (reads_strided(c.model, c.v)) {  // never on the 16-bit path (lowp_io)
+    const float* x[3] = {c.in(0), c.in(1), nullptr};
+    return pointwise_fwd(strided_add_geom(c.model, c.v), x, c.out(), s.stream);
+  }
   add_fwd(c.in(0), c.in(1), c.out(), c.op.numel(), s.stream);
 }
 void bwd_add(CudaOpState& s, const OpCall& c) {

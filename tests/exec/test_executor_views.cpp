@@ -38,6 +38,10 @@ const std::string kClassTokenModel = std::string(REMAT_EXEC_TEST_MODELS) + "/cla
 const std::string kStridedKernelsModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_kernels.json";
 // A masked attention, norms without affine parameters, top-k routing by Gather.
 const std::string kTailModel = std::string(REMAT_EXEC_TEST_MODELS) + "/tail_small.json";
+// Add reading non-contiguous views through strides (MaxViT's departitioned
+// residual), a loss reading one through a dense copy.
+const std::string kStridedReadersModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_readers.json";
+const std::string kStridedCeModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_ce.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -108,13 +112,14 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 // in place with batch stride 0, the broadcast operands' gradients summed.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
-                                      "pointwise", "class_token", "strided_kernels", "tail"};
+                                      "pointwise", "class_token", "strided_kernels", "tail", "strided_readers",
+                                      "strided_ce"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
-                                           kStridedKernelsModel, kTailModel),
+                                           kStridedKernelsModel, kTailModel, kStridedReadersModel, kStridedCeModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own
@@ -301,8 +306,9 @@ TEST(ViewMap, CoalescedReadsTheSameElementsInTheSameOrder) {
 
 // An elementwise kind over a transposed view runs on a dense copy of it and
 // computes what the family, which reads the strides itself, computes: the
-// same loss and input gradient to the bit. An Add over a strided view is still
-// refused, naming both ops.
+// same loss and input gradient to the bit. An Add over it reads its strides,
+// as the family's add does, to the same bits; a Dense (which reads rows and
+// gets no copy) over a strided view is still refused, naming both ops.
 std::string over_transpose(const std::string& op) {
   return R"({"format":"remat-model","version":1,"name":"t","ops":[
     {"id":0,"name":"x","kind":"Input","shape":[2,3,4]},
@@ -330,14 +336,30 @@ TEST(Executor, AKernelFedANonContiguousViewReadsADenseCopyOfIt) {
     EXPECT_EQ(std::memcmp(a.param_grads[k].data(), b.param_grads[k].data(), 4 * a.param_grads[k].size()), 0) << k;
 
   const Model add = parse_json_model(over_transpose(R"({"id":3,"name":"sum","kind":"Add","inputs":[2,2]})"), "add");
-  EXPECT_FALSE(add.executable());
+  const Model family_add =
+      parse_json_model(over_transpose(R"({"id":3,"name":"sum","kind":"Pointwise","fn":"add","inputs":[2,2]})"), "fadd");
+  EXPECT_TRUE(add.executable());
+  EXPECT_EQ(dense_copy(add, 3), DenseCopy::None);
+  const ExecResult c = execute(add, schedule_of(add, "recompute-all"), cpu, quick());
+  const ExecResult d = execute(family_add, schedule_of(family_add, "recompute-all"), cpu, quick());
+  ASSERT_TRUE(c.ok()) << c.message;
+  ASSERT_TRUE(d.ok()) << d.message;
+  EXPECT_EQ(std::memcmp(&c.loss, &d.loss, sizeof(float)), 0);
+  EXPECT_EQ(c.grad_hash, d.grad_hash);
+
+  const Model dense = parse_json_model(R"({"format":"remat-model","version":1,"name":"t","ops":[
+    {"id":0,"name":"x","kind":"Input","shape":[3,4]},
+    {"id":1,"name":"swap","kind":"Transpose","inputs":[0],"perm":[1,0]},
+    {"id":2,"name":"fc","kind":"Dense","inputs":[1],"shape":[4,5],"activation":"tanh"},
+    {"id":3,"kind":"MSELoss","inputs":[2]}]})", "dense");
+  EXPECT_FALSE(dense.executable());
   try {
-    (void)execute(add, schedule_of(add, "store-all"), cpu, quick());
+    (void)execute(dense, schedule_of(dense, "store-all"), cpu, quick());
     FAIL() << "no InputError";
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("op 3 ('sum')"), std::string::npos) << what;
-    EXPECT_NE(what.find("non-contiguous view op 2 ('swap')"), std::string::npos) << what;
+    EXPECT_NE(what.find("op 2 ('fc')"), std::string::npos) << what;
+    EXPECT_NE(what.find("non-contiguous view op 1 ('swap')"), std::string::npos) << what;
   }
 }
 

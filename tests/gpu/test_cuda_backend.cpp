@@ -181,7 +181,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            // kernels that read rows fed strided views: dense copies
                                            kModels + "/strided_kernels.json",
                                            // a masked attention, norms without affine parameters, TopK and Gather
-                                           kModels + "/tail_small.json"),
+                                           kModels + "/tail_small.json",
+                                           // Add through strides (MaxViT's departition), losses of strided views
+                                           kModels + "/strided_readers.json", kModels + "/strided_ce.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

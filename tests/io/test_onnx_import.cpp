@@ -427,7 +427,7 @@ TEST(OnnxCases, GlobalAveragePoolKeepsItsInputUnderTorch1Only) {
 // block's output, is a learned Pointwise Mul with the file's values, keeping
 // the Conv's output for its gradient; the residual Add reads the permuted
 // LayerNorm's output, a strided view, so it is the family's add (which reads
-// strides), not the Add kind (dense rows only): the model runs.
+// strides), as a capture records torch's add there: the model runs.
 TEST(OnnxCases, LayerScaleIsLearnedAndAStridedResidualRuns) {
   REQUIRE_ONNX();
   const Model m = load_model(kCases + "layer_scale.onnx");

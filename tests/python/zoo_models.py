@@ -182,7 +182,20 @@ def moe():
     return classify(MoENet(), torch.randn(2, 6, 8))
 
 
+def maxvit():
+    """torchvision's MaxViT (MBConv, window and grid attention) at a small size:
+    its last stage's grid of 2x2 partitions leaves each partition one pixel, so
+    the departition is a view that is not laid out row-major (in PyTorch the add
+    before it kept its input's strides), which the next block's MBConv adds to
+    its residual branch, as maxvit_t's last stage does at 224x224."""
+    from torchvision.models.maxvit import MaxVit
+    net = MaxVit(input_size=(16, 16), stem_channels=8, partition_size=2, block_channels=[8, 16], block_layers=[1, 2],
+                 head_dim=4, stochastic_depth_prob=0.0, num_classes=10)
+    return classify(net, torch.randn(2, 3, 16, 16))
+
+
 MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobilenet_v3,
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
-          "groupnorm": groupnorm, "moe": moe}
+          "groupnorm": groupnorm, "moe": moe,
+          "maxvit": maxvit}
