@@ -830,6 +830,40 @@ class Builder(PointwiseMixin, RnnMixin):
             views.append(u)
         return self._simple(ev, "Concat", {"axis": dim}, inputs=views)
 
+    def _shuffle(self, ev, unshuffle):
+        """pixel_shuffle(x, r) (pixel_unshuffle): PyTorch allocates the output
+        and saves nothing (its backward is the other shuffle of the gradient).
+        Here the same moves as views and one copy: a Reshape splitting the
+        channels (the spatial axes), a Transpose, and a Reshape asked to copy,
+        which is PyTorch's one allocation; the backward maps the gradient
+        back through them, moving the same elements."""
+        x, r = ev.args[0], int(ev.args[1])
+        if not self._one_act(ev) or x.dim() < 3 or r < 1 or not ev.outputs:
+            return False
+        k = x.dim() - 3
+        lead, (c, h, w) = list(x.shape[:k]), x.shape[k:]
+        if unshuffle:
+            split, perm = lead + [c, h // r, r, w // r, r], [k, k + 2, k + 4, k + 1, k + 3]
+        else:
+            split, perm = lead + [c // (r * r), r, r, h, w], [k, k + 3, k + 1, k + 4, k + 2]
+        name = "pixel_unshuffle" if unshuffle else "pixel_shuffle"
+        u = self._new({"kind": "Reshape", "shape": split}, [self.rid[id(x)]], None, view=True,
+                      label=self._label(ev, name + ".split"))
+        t = self._new({"kind": "Transpose", "perm": list(range(k)) + perm}, [u], None, view=True,
+                      label=self._label(ev, name + ".permute"))
+        for i in (u, t):
+            self.ops[i]["_event"] = ev.index  # made by the same aten op as the copy below
+        out = ev.outputs[0]
+        self._new({"kind": "Reshape", "shape": list(out.shape), "copy": True}, [t], out, view=False, event=ev,
+                  label=self._label(ev, name))
+        return True
+
+    def _op_pixel_shuffle(self, ev):
+        return self._shuffle(ev, False)
+
+    def _op_pixel_unshuffle(self, ev):
+        return self._shuffle(ev, True)
+
     def _op_unbind(self, ev):
         if not self._one_act(ev):
             return False

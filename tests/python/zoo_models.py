@@ -182,6 +182,46 @@ def moe():
     return classify(MoENet(), torch.randn(2, 6, 8))
 
 
+class ESPCN(nn.Module):
+    """ESPCN-style super-resolution (Shi et al. 2016): convolutions at the low
+    resolution, then nn.PixelShuffle to the high one, trained by MSE."""
+
+    def __init__(self, r=2):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 5, padding=2)
+        self.c2 = nn.Conv2d(16, 8, 3, padding=1)
+        self.c3 = nn.Conv2d(8, 3 * r * r, 3, padding=1)
+        self.shuffle = nn.PixelShuffle(r)
+
+    def forward(self, x):
+        return self.shuffle(self.c3(torch.tanh(self.c2(torch.tanh(self.c1(x))))))
+
+
+def espcn():
+    x = torch.randn(2, 3, 12, 12)
+    target = torch.randn(2, 3, 24, 24, generator=torch.Generator().manual_seed(1))
+    return ESPCN(), x, (lambda out: F.mse_loss(out, target)), target
+
+
+class UnshuffleNet(nn.Module):
+    """nn.PixelUnshuffle as a U-Net's lossless downsampling (space to channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.down = nn.PixelUnshuffle(2)
+        self.conv = nn.Conv2d(32, 16, 3, padding=1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        h = self.conv(self.down(F.silu(self.stem(x))))
+        return self.head(F.gelu(h).mean((2, 3)))
+
+
+def unshuffle():
+    return classify(UnshuffleNet(), torch.randn(2, 3, 16, 16))
+
+
 def maxvit():
     """torchvision's MaxViT (MBConv, window and grid attention) at a small size:
     its last stage's grid of 2x2 partitions leaves each partition one pixel, so
@@ -198,4 +238,4 @@ MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobi
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
           "groupnorm": groupnorm, "moe": moe,
-          "maxvit": maxvit}
+          "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle}
