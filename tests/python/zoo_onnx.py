@@ -54,6 +54,10 @@ EXPECT = {
     "efficientnet_b0": "imports" if TORCH2 else "runs",  # 2.x exports stochastic depth: random Muls, simulate-only
     # A batch-norm output 2.7e-5 above the ReLU after it (agrees at 160x160).
     "shufflenet": "runs",
+    # Its MBConv shortcut's AvgPool2d(3, 2, padding=1) exports as a Pad with
+    # non-zero pads before the AveragePool: Generic (simulate only), and the
+    # import comes to 6.7 % over PyTorch's count (torch 1.13, opset 17).
+    "maxvit": "skip",
 }
 if TORCH2:
     # 2.x runs the encoder's attention fused and exports it decomposed, which
