@@ -79,7 +79,11 @@
   RUN(TopK, topk, topk, 1, 1)                                            \
   /* x's elements picked along axis by an integer index (torch.gather):  \
      inputs x, index */                                                  \
-  RUN(Gather, gather, gather, 2, 2)
+  RUN(Gather, gather, gather, 2, 2)                                      \
+  /* the running sum along axis (torch.cumsum), summed in double in axis \
+     order as PyTorch's CPU kernel; its backward the reversed running sum \
+     of dy; keeps nothing */                                              \
+  RUN(Cumsum, cumsum, cumsum, 1, 1)
 
 // Expands to nothing: pass it for the half of the list a table skips.
 #define REMAT_OP_KIND_SKIP(...)

@@ -222,6 +222,28 @@ def unshuffle():
     return classify(UnshuffleNet(), torch.randn(2, 3, 16, 16))
 
 
+class RunningMean(nn.Module):
+    """A scan-style layer: a gated stream summed along the sequence
+    (torch.cumsum of a chunk, a strided view) and divided by the count so far,
+    as prefix-average and position-id code writes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 32)
+        self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        a, b = self.fc(x).chunk(2, -1)
+        count = torch.arange(1, x.shape[1] + 1, dtype=x.dtype).view(1, -1, 1)
+        h = torch.cumsum(a, dim=1) * torch.sigmoid(b) / count
+        return self.head(torch.cumsum(self.norm(h), dim=-1).mean(1))
+
+
+def cumsum():
+    return classify(RunningMean(), torch.randn(2, 6, 8))
+
+
 def maxvit():
     """torchvision's MaxViT (MBConv, window and grid attention) at a small size:
     its last stage's grid of 2x2 partitions leaves each partition one pixel, so
@@ -238,4 +260,5 @@ MODELS = {"llama": llama, "vit": vit, "convnext": convnext, "mobilenet_v3": mobi
           "efficientnet_b0": efficientnet_b0, "densenet": densenet, "unet": unet, "lstm": lstm, "gru": gru,
           "encoder": encoder, "shufflenet": shufflenet,
           "groupnorm": groupnorm, "moe": moe,
-          "maxvit": maxvit, "espcn": espcn, "unshuffle": unshuffle}
+          "espcn": espcn, "unshuffle": unshuffle, "cumsum": cumsum,
+          "maxvit": maxvit}
