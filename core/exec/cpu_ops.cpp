@@ -462,6 +462,11 @@ void fwd_topk(CpuOpState&, const OpCall& c) {
   cpu::topk_fwd(topk_geom(c.model, c.v), c.in(0), reinterpret_cast<int64_t*>(c.out()));
 }
 void bwd_topk(CpuOpState&, const OpCall&) {}
+// A running sum; its input's gradient the reversed one (it reads no tensor).
+void fwd_cumsum(CpuOpState&, const OpCall& c) { cpu::cumsum_fwd(cumsum_geom(c.model, c.v), c.in(0), c.out()); }
+void bwd_cumsum(CpuOpState&, const OpCall& c) {
+  if (c.dx(0)) cpu::cumsum_bwd(cumsum_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0));
+}
 void fwd_gather(CpuOpState&, const OpCall& c) {
   cpu::gather_fwd(gather_geom(c.model, c.v), c.in(0), reinterpret_cast<const int64_t*>(c.in(1)), c.out());
 }

@@ -176,6 +176,7 @@ REMAT_NO_PARAMS_NO_SCRATCH(bce_logits)
 REMAT_NO_PARAMS_NO_SCRATCH(topk)
 REMAT_NO_PARAMS_NO_SCRATCH(gather)
 REMAT_NO_PARAMS_NO_SCRATCH(pad)
+REMAT_NO_PARAMS_NO_SCRATCH(cumsum)
 constexpr auto params_matmul = &params_none;
 constexpr auto params_attention = &params_none;
 constexpr auto scratch_by_const = &scratch_none;
@@ -668,7 +669,10 @@ DenseCopy dense_copy(const Model& m, int v) {
     // tracked byte, keeps the counts PyTorch's.
     case OpKind::MSELoss:
     case OpKind::BCEWithLogitsLoss:
-    case OpKind::SoftmaxCELoss: break;
+    case OpKind::SoftmaxCELoss:
+    // PyTorch's cumsum reads strides and writes a contiguous result; its
+    // kernel here walks dense lines.
+    case OpKind::Cumsum: break;
     default: return DenseCopy::None;
   }
   const Op& x = m.op(op.inputs[0]);
@@ -770,6 +774,20 @@ cpu::TopKGeom topk_geom(const Model& m, int v) {
   }
   g.axis = static_cast<int>(op.attrs->axis < 0 ? op.attrs->axis + g.rank : op.attrs->axis);
   g.k = op.attrs->k;
+  return g;
+}
+
+cpu::ScanGeom cumsum_geom(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const auto rank = static_cast<int64_t>(op.shape.size());
+  const int64_t axis = op.attrs->axis < 0 ? op.attrs->axis + rank : op.attrs->axis;
+  cpu::ScanGeom g;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = op.shape[static_cast<std::size_t>(d)];
+    if (d < axis) g.outer *= n;
+    else if (d == axis) g.len = n;
+    else g.inner *= n;
+  }
   return g;
 }
 

@@ -209,6 +209,9 @@ cpu::ReduceGeom reduce_geom(const Model& model, int v);
 cpu::TopKGeom topk_geom(const Model& model, int v);
 // A Gather op: the index's shape and strides, the input's, and the axis.
 cpu::GatherGeom gather_geom(const Model& model, int v);
+// A Cumsum op as (outer, len, inner) around its axis (its input dense:
+// dense_copy makes a strided one so).
+cpu::ScanGeom cumsum_geom(const Model& model, int v);
 
 // Where a view's elements are in its input, both in logical row-major order:
 // element i of the view (row-major over view_shape) is element

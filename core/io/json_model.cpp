@@ -64,7 +64,7 @@ const AttrField kAttrFields[] = {
     {"count_include_pad", {K::AvgPool}},
     {"output_size", {K::AvgPool}},
     {"bias", {K::Conv, K::Linear, K::ConvTranspose}},
-    {"axis", {K::Softmax, K::Concat, K::Slice, K::TopK, K::Gather}},
+    {"axis", {K::Softmax, K::Concat, K::Slice, K::TopK, K::Gather, K::Cumsum}},
     {"k", {K::TopK}},
     {"perm", {K::Transpose}},
     {"start", {K::Slice}},
@@ -408,7 +408,8 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       j["k"] = a.k;
       j["axis"] = a.axis;
       break;
-    case OpKind::Gather: j["axis"] = a.axis; break;
+    case OpKind::Gather:
+    case OpKind::Cumsum: j["axis"] = a.axis; break;
     case OpKind::Pointwise: {
       j["fn"] = pw::kFns[a.fn].name;
       if (a.const_at >= 0) {

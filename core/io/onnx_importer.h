@@ -254,6 +254,11 @@ class Importer {
   // TopK(x, constant k), largest and sorted: a TopK op (the indices) and a
   // Gather of x by them (the values).
   bool topk(const NodeProto& n, int x);
+  // DepthToSpace (DCR, CRD) and SpaceToDepth: a Reshape and a Transpose as
+  // views, then a copying Reshape (onnx_shuffle.cpp); CumSum by a constant
+  // axis, neither exclusive nor reversed: a Cumsum.
+  bool depth_space(const NodeProto& n, int x);
+  bool cumsum(const NodeProto& n, int x);
   bool select(const NodeProto& n, int x);         // Gather(x, constant scalar index): x[:, i] as views
   // Concat of activations and at most one constant piece that an initializer
   // broadcasts (a class token, learned); false: not this form.

@@ -245,6 +245,15 @@ bool Importer::with_constant(const NodeProto& n, int x) {
   // constant over more than one axis (rotary embeddings' cos and sin tables)
   // is taken for a buffer, fixed.
   if (type == "Mul" && is_graph_initializer(c) && scale_vector(*cs, in.shape)) return false;
+  // The *Const kernels repeat the constant over x's last dimensions; one that
+  // broadcasts along an inner axis (x / positions of shape (1, T, 1)) is the
+  // family's, which broadcasts as PyTorch does.
+  std::size_t lead = 0;
+  while (lead < cs->size() && (*cs)[lead] == 1) ++lead;
+  const std::size_t rest = cs->size() - lead;
+  if (rest > in.shape.size() || !std::equal(cs->begin() + static_cast<std::ptrdiff_t>(lead), cs->end(),
+                                            in.shape.end() - static_cast<std::ptrdiff_t>(rest)))
+    return false;
   Op op;
   op.kind = type == "Mul" ? OpKind::MulConst : type == "Div" ? OpKind::DivConst : OpKind::AddConst;
   op.name = op_name(n);

@@ -445,6 +445,8 @@ void Importer::import_node(int i) {
     if (type == "Gather" && embedding(n, x)) return;
     if (type == "Split" && split(n, x)) return;
     if (type == "TopK" && topk(n, x)) return;
+    if ((type == "DepthToSpace" || type == "SpaceToDepth") && depth_space(n, x)) return;
+    if (type == "CumSum" && cumsum(n, x)) return;
     if (type == "LSTM" && lstm(n, x)) return;
     if (type == "GRU" && gru(n, x)) return;
     if (view(n, x)) return;

@@ -392,4 +392,15 @@ void pad_fwd(const PadGeom& g, const float* x, float* y);
 // in PyTorch's order (pad_index.h's pad_grad: PyTorch's CPU bits).
 void pad_bwd(const PadGeom& g, const float* dy, float* dx, bool accumulate);
 
+// torch.cumsum over a dense tensor seen as (outer, len, inner), the axis len
+// long (scan.cpp): y[o, i, j] = Σ_{k <= i} x[o, k, j], summed in double in k
+// order and rounded per output (PyTorch's CPU kernel). The backward is dx
+// (= or +=) Σ_{k >= i} dy[o, k, j], summed in double from the end (PyTorch's
+// flip, cumsum, flip), rounded, then added when accumulate.
+struct ScanGeom {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+void cumsum_fwd(const ScanGeom& g, const float* x, float* y);
+void cumsum_bwd(const ScanGeom& g, const float* dy, float* dx, bool accumulate);
+
 }  // namespace remat::cpu

@@ -85,7 +85,11 @@
   RUN(BCEWithLogitsLoss, bce_logits, loss, 1, 1)                         \
   /* padding of the last dimensions, constant (negative pads crop),      \
      reflect, replicate or circular, as F.pad */                         \
-  RUN(Pad, pad, pad, 1, 1)
+  RUN(Pad, pad, pad, 1, 1)                                               \
+  /* the running sum along axis (torch.cumsum), summed in double in axis \
+     order as PyTorch's CPU kernel; its backward the reversed running sum \
+     of dy; keeps nothing */                                              \
+  RUN(Cumsum, cumsum, cumsum, 1, 1)
 
 // Expands to nothing: pass it for the half of the list a table skips.
 #define REMAT_OP_KIND_SKIP(...)

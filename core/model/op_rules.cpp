@@ -426,6 +426,18 @@ std::vector<int64_t> adaptive_shape(Derivation& d) {
   return out;
 }
 
+// torch.cumsum(x, axis): x's shape; the backward (a reversed running sum of
+// dy) reads neither x nor y, so nothing is kept.
+void rule_cumsum(Derivation& d) {
+  const Op& x = d.in(0);
+  if (is_integer(x.dtype)) d.fail("Cumsum sums floating point values; its input is " + std::string(dtype_name(x.dtype)));
+  if (x.shape.empty()) d.fail("Cumsum needs an input of rank >= 1");
+  d.op.dtype = x.dtype;
+  d.same_shape();
+  (void)d.axis(d.op.attrs->axis, x.shape.size());
+  d.fwd = d.bwd = d.n();
+}
+
 void rule_pool(Derivation& d) {  // MaxPool, AvgPool
   if (d.op.kind == OpKind::AvgPool && !d.op.attrs->dilation.empty() &&
       std::any_of(d.op.attrs->dilation.begin(), d.op.attrs->dilation.end(), [](int64_t x) { return x != 1; }))

@@ -650,6 +650,13 @@ void fwd_topk(CudaOpState& s, const OpCall& c) {
   topk_fwd(topk_geom(c.model, c.v), c.in(0), reinterpret_cast<int64_t*>(c.out()), s.stream);
 }
 void bwd_topk(CudaOpState&, const OpCall&) {}
+// A running sum; its input's gradient the reversed one (it reads no tensor).
+void fwd_cumsum(CudaOpState& s, const OpCall& c) {
+  cumsum_fwd(cumsum_geom(c.model, c.v), c.in(0), c.out(), s.stream);
+}
+void bwd_cumsum(CudaOpState& s, const OpCall& c) {
+  if (c.dx(0)) cumsum_bwd(cumsum_geom(c.model, c.v), c.dy(), c.dx(0), c.acc(0), s.stream);
+}
 void fwd_gather(CudaOpState& s, const OpCall& c) {
   gather_fwd(gather_geom(c.model, c.v), c.in(0), reinterpret_cast<const int64_t*>(c.in(1)), c.out(), s.stream);
 }

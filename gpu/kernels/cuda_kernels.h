@@ -459,4 +459,11 @@ void gather_fwd(const GatherGeom& g, const float* x, const int64_t* index, float
 void gather_bwd(const GatherGeom& g, const int64_t* index, const float* dy, float* dx, bool accumulate,
                 cudaStream_t stream);
 
+// ---- scan.cu ---------------------------------------------------------------------------
+// torch.cumsum as cpu_kernels.h's cumsum_fwd and cumsum_bwd: one thread per
+// line, summed in double in the CPU's order (the same bits).
+using remat::cpu::ScanGeom;
+void cumsum_fwd(const ScanGeom& g, const float* x, float* y, cudaStream_t stream);
+void cumsum_bwd(const ScanGeom& g, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
+
 }  // namespace remat::cuda

@@ -657,6 +657,16 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
                   label=self._label(ev, "topk_values"))
         return True
 
+    def _op_cumsum(self, ev):
+        """torch.cumsum(x, dim) of a float32 x: a Cumsum (autograd keeps nothing)."""
+        x = ev.args[0]
+        dim = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("dim")
+        dtype = ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dtype")
+        if not self._one_act(ev) or dim is None or x.dtype != torch.float32 or \
+                dtype not in (None, torch.float32) or x.dim() == 0:
+            return False
+        return self._simple(ev, "Cumsum", {"axis": int(dim) % x.dim()})
+
     def _op_gather(self, ev):
         """torch.gather(x, dim, index) by indices the model computed (a TopK's)."""
         a = list(ev.args) + [None] * 3

@@ -203,6 +203,22 @@ def run_node(node, a, ins, masks):
         return r.values, r.indices
     if op == "GatherElements":
         return torch.gather(x, a.get("axis", 0), ins[1])
+    if op in ("DepthToSpace", "SpaceToDepth"):  # ONNX's definitions (DCR the default; CRD is pixel_shuffle)
+        r = a["blocksize"]
+        b, c, h, w = x.shape
+        mode = a.get("mode", b"DCR")
+        if op == "SpaceToDepth":
+            y = x.reshape(b, c, h // r, r, w // r, r).permute(0, 3, 5, 1, 2, 4)
+            return y.reshape(b, c * r * r, h // r, w // r)
+        if mode in (b"CRD", "CRD"):
+            y = x.reshape(b, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
+        else:
+            y = x.reshape(b, r, r, c // (r * r), h, w).permute(0, 3, 4, 1, 5, 2)
+        return y.reshape(b, c // (r * r), h * r, w * r)
+    if op == "CumSum":
+        if a.get("exclusive", 0) or a.get("reverse", 0):
+            raise NotImplementedError("CumSum exclusive or reverse")
+        return torch.cumsum(x, int(ins[1].reshape(-1)[0]))
     if op in ("MaxPool", "AveragePool"):
         return pool(op, x, a)
     if op == "GlobalAveragePool":

@@ -285,6 +285,8 @@ def apply_op(op, acts, param, t):
             y = y.reshape(1)
     elif kind == "TopK":  # the indices (int64); the values are a Gather by them
         y = torch.topk(x, op["k"], dim=op.get("axis", -1)).indices
+    elif kind == "Cumsum":
+        y = torch.cumsum(x, op.get("axis", -1))
     elif kind == "Gather":
         y = torch.gather(x, op.get("axis", -1), acts[ins[1]])
     elif kind == "MatMul":

@@ -2,8 +2,8 @@
 // function of pointwise_fns.h on a strided (transposed) operand and broadcast
 // ones, each operand's gradient (a broadcast one summed on both in the same
 // order, in double), and accumulate; sum, mean and amax over several axes of a
-// strided input; top-k's indices and gather (with an expanded index), bit for
-// bit. Without a usable device each test skips with the reason.
+// strided input; top-k's indices and gather (with an expanded index), and
+// cumsum, bit for bit. Without a usable device each test skips with the reason.
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -157,6 +157,29 @@ TEST_F(GpuKernels, TopKAndGatherMatchTheCpuBitForBit) {
     const Dev got(start);
     gpu::gather_bwd(g, idx_d.get(), dyd.get(), got.get(), accumulate, stream_);
     expect_bitwise(got.fetch(), want, accumulate ? "gather backward, accumulate" : "gather backward");
+  }
+}
+
+// torch.cumsum along the middle axis of (3, 7, 4) and the last of (5, 9): the
+// same running sums (double, per line) and reversed sums of dy as the CPU's,
+// overwriting and accumulating, bit for bit.
+TEST_F(GpuKernels, CumsumMatchesTheCpuBitForBit) {
+  for (const cpu::ScanGeom g : {cpu::ScanGeom{3, 7, 4}, cpu::ScanGeom{5, 9, 1}}) {
+    const auto n = static_cast<std::size_t>(g.outer * g.len * g.inner);
+    const Vec x = random_vec(n, 95), dy = random_vec(n, 96);
+    Vec y(n);
+    cpu::cumsum_fwd(g, x.data(), y.data());
+    const Dev xd(x), yd(nan_vec(n)), dyd(dy);
+    gpu::cumsum_fwd(g, xd.get(), yd.get(), stream_);
+    expect_bitwise(yd.fetch(), y, "cumsum forward");
+    for (const bool accumulate : {false, true}) {
+      const Vec start = accumulate ? random_vec(n, 97) : nan_vec(n);
+      Vec want = start;
+      cpu::cumsum_bwd(g, dy.data(), want.data(), accumulate);
+      const Dev got(start);
+      gpu::cumsum_bwd(g, dyd.get(), got.get(), accumulate, stream_);
+      expect_bitwise(got.fetch(), want, accumulate ? "cumsum backward, accumulate" : "cumsum backward");
+    }
   }
 }
 

@@ -217,6 +217,17 @@ def ceil_pools():  # torch's export of avg_pool2d(3, 2, 1, ceil_mode=True, count
                  [x], [Y], [t("conv.weight", np.arange(12).reshape(4, 3, 1, 1) / 12 - 0.5)], name="ceil_pools")
 
 
+def depth_space():  # ONNX's own DepthToSpace (DCR, not torch's CRD), SpaceToDepth back, a running sum over channels
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 3, 3])
+    axis = numpy_helper.from_array(np.array(1, dtype=np.int64), "axis")
+    return graph([helper.make_node("Conv", ["x", "conv.weight"], ["c"], name="/conv/Conv"),
+                  helper.make_node("DepthToSpace", ["c"], ["d"], name="/DepthToSpace", blocksize=2, mode="DCR"),
+                  helper.make_node("Tanh", ["d"], ["h"], name="/Tanh"),
+                  helper.make_node("SpaceToDepth", ["h"], ["s"], name="/SpaceToDepth", blocksize=2),
+                  helper.make_node("CumSum", ["s", "axis"], ["y"], name="/CumSum")],
+                 [x], [Y], [t("conv.weight", np.arange(32).reshape(8, 4, 1, 1) / 32 - 0.45), axis], name="depth_space")
+
+
 def lstm(torch_version=None, bias=True):  # one forward LSTM layer as torch exports nn.LSTM (zero initial states), its Y the output
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2, 4])  # (T, B, I)
     w = np.arange(8 * 4).reshape(1, 8, 4) / 64 - 0.25  # gate blocks of 2 rows in ONNX's order i, o, f, c
@@ -289,7 +300,8 @@ if __name__ == "__main__":
                        ("layer_scale", layer_scale), ("lstm", lstm), ("gru", gru), ("zero_pad", zero_pad), ("ceil_pools", ceil_pools), ("rmsnorm_torch1", lambda: rmsnorm("1.13.0")),
                        ("global_pool_torch1", lambda: global_pool("1.13.0")), ("global_pool_torch2", lambda: global_pool("2.6.0")), ("rmsnorm_torch2", lambda: rmsnorm("2.6.0")),
                        ("lstm_torch2", lambda: lstm("2.6.0")), ("lstm_nobias_torch2", lambda: lstm("2.6.0", bias=False)),
-                       ("flatten_after_resize", flatten_after_resize)]:
+                       ("flatten_after_resize", flatten_after_resize),
+                       ("depth_space", depth_space)]:
         save(make(), os.path.join(out, name + ".onnx"))
     save(tiny_mlp(), os.path.join(HERE, "..", "fuzz", "corpus", "onnx", "tiny_mlp.onnx"))
     print("wrote", out)

@@ -588,6 +588,45 @@ TEST(OnnxCases, CeilModeDilatedAndPaddingLeftOutPoolsRun) {
   EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
 }
 
+// DepthToSpace in ONNX's default mode (DCR; torch exports pixel_shuffle as
+// CRD), SpaceToDepth back and a CumSum over the channels: each shuffle is a
+// Reshape and a Transpose (views) and a Reshape that copies, as a capture of
+// pixel_shuffle; the running sum a Cumsum. None of them keeps anything, and
+// the model runs, recompute-all giving store-all's bits (PyTorch agrees on
+// the file's weights: CTest exec_torch_crosscheck_onnx_depth_space).
+TEST(OnnxCases, DepthToSpaceSpaceToDepthAndCumSumRun) {
+  REQUIRE_ONNX();
+  const Model m = load_model(kCases + "depth_space.onnx");
+  const std::vector<OpKind> kinds = {OpKind::Input,   OpKind::Conv,      OpKind::Reshape, OpKind::Transpose,
+                                     OpKind::Reshape, OpKind::Tanh,      OpKind::Reshape, OpKind::Transpose,
+                                     OpKind::Reshape, OpKind::Cumsum,    OpKind::MSELoss};
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  for (const int v : {2, 3, 6, 7}) EXPECT_TRUE(m.op(v).view) << v;
+  for (const int v : {4, 8}) EXPECT_FALSE(m.op(v).view) << v;
+  EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 2, 2, 2, 3, 3}));  // DCR: (N, r, r, C, H, W)
+  EXPECT_EQ(m.op(3).attrs->perm, (std::vector<int64_t>{0, 3, 4, 1, 5, 2}));
+  EXPECT_EQ(m.op(4).shape, (std::vector<int64_t>{2, 2, 6, 6}));
+  EXPECT_EQ(m.op(6).shape, (std::vector<int64_t>{2, 2, 3, 2, 3, 2}));
+  EXPECT_EQ(m.op(7).attrs->perm, (std::vector<int64_t>{0, 3, 5, 1, 2, 4}));
+  EXPECT_EQ(m.op(8).shape, (std::vector<int64_t>{2, 8, 3, 3}));
+  EXPECT_EQ(m.op(9).attrs->axis, 1);
+  // The Conv's input (288), the Tanh's output (576), the loss's input (576).
+  EXPECT_EQ(m.saved_bytes(), 288u + 576u + 576u);
+  EXPECT_TRUE(m.executable());
+  std::vector<ExecResult> runs;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
+  }
+  EXPECT_EQ(runs[0].loss, runs[1].loss);
+  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+}
+
 // An imported recurrent network's run (seed 3) against its float64
 // reference: the MSE of the reference's outputs `y` over `target` is the
 // loss store-all gives within 1e-6, and recompute-all gives store-all's bits.

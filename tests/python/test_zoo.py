@@ -43,6 +43,7 @@ RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet
         "mask_bce", "multilabel_bce"}
 RUNS |= {"swin_t", "cyclegan", "tcn", "circular_conv"}  # padding and rolling
 RUNS |= {"squeezenet", "googlenet", "alexnet", "vgg11_bn", "avg_down"}  # pooling: ceil_mode, adaptive windows
+RUNS |= {"cumsum"}  # a running sum
 
 
 def main():

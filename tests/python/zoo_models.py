@@ -222,6 +222,28 @@ def unshuffle():
     return classify(UnshuffleNet(), torch.randn(2, 3, 16, 16))
 
 
+class RunningMean(nn.Module):
+    """A scan-style layer: a gated stream summed along the sequence
+    (torch.cumsum of a chunk, a strided view) and divided by the count so far,
+    as prefix-average and position-id code writes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 32)
+        self.norm = nn.LayerNorm(16)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x):
+        a, b = self.fc(x).chunk(2, -1)
+        count = torch.arange(1, x.shape[1] + 1, dtype=x.dtype).view(1, -1, 1)
+        h = torch.cumsum(a, dim=1) * torch.sigmoid(b) / count
+        return self.head(torch.cumsum(self.norm(h), dim=-1).mean(1))
+
+
+def cumsum():
+    return classify(RunningMean(), torch.randn(2, 6, 8))
+
+
 def maxvit():
     """torchvision's MaxViT (MBConv, window and grid attention) at a small size:
     its last stage's grid of 2x2 partitions leaves each partition one pixel, so
@@ -407,3 +429,4 @@ def circular_conv():
 MODELS.update({"swin_t": swin_t, "cyclegan": cyclegan, "tcn": tcn, "circular_conv": circular_conv})
 MODELS.update({"squeezenet": squeezenet, "googlenet": googlenet, "alexnet": alexnet, "vgg11_bn": vgg11_bn,
                "avg_down": avg_down})
+MODELS.update({"cumsum": cumsum})  # a running sum (torch.cumsum)
