@@ -444,11 +444,10 @@ void rule_pool(Derivation& d) {  // MaxPool, AvgPool
     d.fail("AvgPool takes no dilation");
   const bool adaptive = d.op.kind == OpKind::AvgPool && !d.op.attrs->output_size.empty();
   d.set_shape(adaptive ? adaptive_shape(d) : window_shape(d, d.in(0).shape.at(1), true));
-  // An adaptive window spans about in/out per axis (at least 1).
-  double k = 1;
-  for (std::size_t i = 0; adaptive && i < d.op.attrs->output_size.size(); ++i)
-    k *= std::ceil(static_cast<double>(d.in(0).shape[2 + i]) / static_cast<double>(d.op.attrs->output_size[i]));
-  if (!adaptive) k = product(d.op.attrs->kernel);
+  double k = product(d.op.attrs->kernel);  // empty when adaptive: 1
+  if (adaptive)  // a window spans about in/out per axis (at least 1)
+    for (std::size_t i = 0; i < d.op.attrs->output_size.size(); ++i)
+      k *= std::ceil(static_cast<double>(d.in(0).shape[2 + i]) / static_cast<double>(d.op.attrs->output_size[i]));
   d.fwd = d.n() * k;
   d.bwd = static_cast<double>(d.in(0).numel()) + d.n();
   d.saved = {d.op.inputs[0]};
