@@ -82,6 +82,12 @@ void expect_weights(const Model& m, const std::string& name) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "parameter value " << i;
 }
 
+// m's ops are of these kinds, in this order (each difference names its op id).
+void expect_kinds(const Model& m, const std::vector<OpKind>& kinds) {
+  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
+  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)])) << v;
+}
+
 TEST(OnnxTorch, MlpGemmsBecomeLinearsWithTheirWeights) {
   REQUIRE_EXPORT("mlp");
   std::vector<std::string> notes;
@@ -304,8 +310,7 @@ TEST(OnnxCases, AttentionPieces) {
   const Model m = load_onnx_model(kCases + "attention_bits.onnx", &notes);
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::MatMul, OpKind::MulConst,
                                      OpKind::MaskedFill, OpKind::Softmax, OpKind::SiLU, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   EXPECT_EQ(m.op(4).attrs->const_shape, (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(m.op(6).name, "sigmoid.SiLU");  // named after the pattern's first node
   // x @ x^T over a batch of 2: x [2,3,4] and its transposed view [2,4,3]
@@ -330,8 +335,7 @@ TEST(OnnxCases, CausalMaskWithUnsqueezedSliceBounds) {
   const Model m = load_model(kCases + "causal_mask_2x.onnx");
   EXPECT_EQ(m.name, "causal_mask_2x");  // the graph's "main_graph" says nothing: the file's name
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::MatMul, OpKind::MaskedFill, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   const Op& fill = m.op(3);
   EXPECT_EQ(fill.attrs->const_shape, (std::vector<int64_t>{1, 1, 3, 3}));
   // The buffer is tril(ones(5, 5)); its 3 x 3 corner == 0 strictly above the diagonal.
@@ -376,8 +380,7 @@ TEST(OnnxCases, EveryParameterComesFromTheFile) {
   const Model m = load_model(kCases + "weights.onnx");
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Conv, OpKind::BatchNorm, OpKind::ReLU, OpKind::GlobalAvgPool,
                                      OpKind::Reshape, OpKind::Linear, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   EXPECT_EQ(m.op(1).attrs->groups, 2);
   std::vector<float> k;
   for (int i = 0; i < 48; ++i) k.push_back(static_cast<float>(i) / 50.0f - 0.4f);  // as numpy computed them, in f32
@@ -406,8 +409,7 @@ TEST(OnnxCases, ShapeArithmeticAndConstantMasksFold) {
   std::vector<std::string> notes;
   const Model m = load_onnx_model(kCases + "shape_fold.onnx", &notes);
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Reshape, OpKind::Reshape, OpKind::MaskedFill, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 12}));
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 3, 4}));
   EXPECT_EQ(m.op(3).attrs->const_shape, (std::vector<int64_t>{3, 4}));
@@ -484,8 +486,7 @@ TEST(OnnxCases, LayerScaleIsLearnedAndAStridedResidualRuns) {
   const Model m = load_model(kCases + "layer_scale.onnx");
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Transpose, OpKind::LayerNorm, OpKind::Transpose,
                                      OpKind::Conv, OpKind::Pointwise, OpKind::Pointwise, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   const Op& scale = m.op(5);
   EXPECT_TRUE(scale.attrs->learned);
   EXPECT_EQ(scale.attrs->const_at, 0);
@@ -522,8 +523,7 @@ TEST(OnnxCases, ZeroPadIsItsInput) {
   REQUIRE_ONNX();
   const Model m = load_model(kCases + "zero_pad.onnx");
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Conv, OpKind::AvgPool, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   EXPECT_EQ(m.op(2).inputs, (std::vector<int>{1}));
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 4, 2, 2}));
   // The Conv's input x (384), the AvgPool's input, the Conv's output (512,
@@ -541,8 +541,7 @@ TEST(OnnxCases, FlattenAfterAResizeGetsItsShapeFromItsInput) {
   REQUIRE_ONNX();
   const Model m = load_model(kCases + "flatten_after_resize.onnx");
   const std::vector<OpKind> kinds = {OpKind::Input, OpKind::Upsample, OpKind::Reshape, OpKind::Linear, OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   EXPECT_EQ(m.op(1).shape, (std::vector<int64_t>{2, 1, 4, 4}));
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 16}));
   EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 3}));
@@ -600,8 +599,7 @@ TEST(OnnxCases, DepthToSpaceSpaceToDepthAndCumSumRun) {
   const std::vector<OpKind> kinds = {OpKind::Input,   OpKind::Conv,      OpKind::Reshape, OpKind::Transpose,
                                      OpKind::Reshape, OpKind::Tanh,      OpKind::Reshape, OpKind::Transpose,
                                      OpKind::Reshape, OpKind::Cumsum,    OpKind::MSELoss};
-  ASSERT_EQ(m.size(), static_cast<int>(kinds.size()));
-  for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)]));
+  ASSERT_NO_FATAL_FAILURE(expect_kinds(m, kinds));
   for (const int v : {2, 3, 6, 7}) EXPECT_TRUE(m.op(v).view) << v;
   for (const int v : {4, 8}) EXPECT_FALSE(m.op(v).view) << v;
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 2, 2, 2, 3, 3}));  // DCR: (N, r, r, C, H, W)
