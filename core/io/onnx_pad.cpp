@@ -5,6 +5,7 @@
 // F.pad's (the last dimension first, a pair each) over the last dimensions
 // that are padded — at least all but batch and channels, as PyTorch's
 // reflect and replicate pads take them. An axes input is not imported.
+#ifdef REMAT_HAVE_ONNX
 #include <algorithm>
 
 #include "core/io/onnx_importer.h"
@@ -61,3 +62,5 @@ bool Importer::pad(const NodeProto& n, int x) {
 }
 
 }  // namespace remat::onnx_import
+
+#endif  // REMAT_HAVE_ONNX

@@ -39,13 +39,13 @@ def conv_case(name, n, c, h, w, k, r, s, stride=(1, 1), pad=(0, 0), dil=(1, 1), 
 def pool_case(name, op, n, c, h, w, kernel, stride, pad, ties=False, ceil=False, dil=1, count_pad=True):
     return dict(name=name, op=op, n=n, c=c, h=h, w=w, kh=kernel[0], kw=kernel[1], stride_h=stride[0],
                 stride_w=stride[1], pad_h=pad[0], pad_w=pad[1], ties=ties, ceil_mode=ceil, dil_h=dil, dil_w=dil,
-                count_include_pad=count_pad, bitwise=True)
+                count_include_pad=count_pad, f32_bits=True)
 
 
 def adaptive_case(name, n, c, h, w, out):
     """PyTorch's adaptive_avg_pool2d to out (h, w): kernel_probe's avgpool2d with out_h, out_w."""
     return dict(name=name, op="avgpool2d", n=n, c=c, h=h, w=w, kh=1, kw=1, stride_h=1, stride_w=1, pad_h=0,
-                pad_w=0, ties=False, out_h=out[0], out_w=out[1], bitwise=True)
+                pad_w=0, ties=False, out_h=out[0], out_w=out[1], f32_bits=True)
 
 
 def pool_out(case):
@@ -432,7 +432,7 @@ def main():
                     verdict = f"{ratio:.3g}"
                 failures += 0 if ok else 1
                 print(f"{case['name']:<24} {tensor:<13} {want.size:>8}  {verdict}{'' if ok else '   FAIL'}")
-            if case.get("bitwise"):  # the pools: PyTorch's float32 bits as well
+            if case.get("f32_bits"):  # the pools: PyTorch's float32 bits as well
                 for tensor, value in torch_float32_bits(case, inputs[case["name"]]).items():
                     got = np.fromfile(tmp / f"{case['name']}.out.{tensor}.bin", dtype=np.float32)
                     want = value.detach().numpy().reshape(-1)
