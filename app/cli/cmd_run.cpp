@@ -326,7 +326,7 @@ void run_run(const RunOptions& o) {
   const std::vector<std::string> specs = resolve_budget_shares(model, expand_strategy_list(o.strategies));
   const uint64_t limit = o.memory_limit.empty() ? 0
                          : parse_budget(o.memory_limit, "--memory-limit",
-                                        has_budget_share("budget:" + o.memory_limit) ? store_all_peak(model) : 0);
+                                        o.memory_limit.back() == '%' ? store_all_peak(model) : 0);
   if (!o.memory_limit.empty() && limit == 0) throw InputError("--memory-limit must be positive (" + o.memory_limit + " of store-all's peak is 0 bytes)");
   RunSessionOptions so;
   so.backend = kind;
