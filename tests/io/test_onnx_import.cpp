@@ -88,6 +88,24 @@ void expect_kinds(const Model& m, const std::vector<OpKind>& kinds) {
   for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)])) << v;
 }
 
+// m runs on the CPU (seed 3) under store-all and recompute-all, and
+// recompute-all gives store-all's loss and gradients to the bit; `runs`, when
+// given, receives the two results.
+void expect_recompute_all_gives_store_alls_bits(const Model& m, std::vector<ExecResult>* runs = nullptr) {
+  std::vector<ExecResult> r;
+  for (const char* strategy : {"store-all", "recompute-all"}) {
+    CpuBackend cpu;
+    ExecOptions o;
+    o.seed = 3;
+    o.repeat = 1;
+    r.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    ASSERT_TRUE(r.back().ok()) << strategy << ": " << r.back().message;
+  }
+  EXPECT_EQ(r[0].loss, r[1].loss);
+  EXPECT_EQ(r[0].grad_hash, r[1].grad_hash);
+  if (runs) *runs = std::move(r);
+}
+
 TEST(OnnxTorch, MlpGemmsBecomeLinearsWithTheirWeights) {
   REQUIRE_EXPORT("mlp");
   std::vector<std::string> notes;
@@ -503,16 +521,7 @@ TEST(OnnxCases, LayerScaleIsLearnedAndAStridedResidualRuns) {
   EXPECT_EQ(d.params[3], floats_of({0.25, 0.5, 0.75, 1.0}));
   // It runs, from the file's weights: recompute-all gives store-all's loss and gradients to the bit.
   std::vector<ExecResult> runs;
-  for (const char* strategy : {"store-all", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
-    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
-  }
-  EXPECT_EQ(runs[0].loss, runs[1].loss);
-  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+  ASSERT_NO_FATAL_FAILURE(expect_recompute_all_gives_store_alls_bits(m, &runs));
   ASSERT_EQ(runs[0].param_grads.size(), 4u);
 }
 
@@ -574,17 +583,7 @@ TEST(OnnxCases, CeilModeDilatedAndPaddingLeftOutPoolsRun) {
   // MaxPool's int64 indices (576), the loss's input (288).
   EXPECT_EQ(m.saved_bytes(), 1536u + 2048u + 800u + 576u + 288u);
   ASSERT_TRUE(m.executable());
-  std::vector<ExecResult> runs;
-  for (const char* strategy : {"store-all", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
-    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
-  }
-  EXPECT_EQ(runs[0].loss, runs[1].loss);
-  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+  expect_recompute_all_gives_store_alls_bits(m);
 }
 
 // DepthToSpace in ONNX's default mode (DCR; torch exports pixel_shuffle as
@@ -612,17 +611,7 @@ TEST(OnnxCases, DepthToSpaceSpaceToDepthAndCumSumRun) {
   // The Conv's input (288), the Tanh's output (576), the loss's input (576).
   EXPECT_EQ(m.saved_bytes(), 288u + 576u + 576u);
   EXPECT_TRUE(m.executable());
-  std::vector<ExecResult> runs;
-  for (const char* strategy : {"store-all", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
-    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
-  }
-  EXPECT_EQ(runs[0].loss, runs[1].loss);
-  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
+  expect_recompute_all_gives_store_alls_bits(m);
 }
 
 // An imported recurrent network's run (seed 3) against its float64
@@ -633,17 +622,8 @@ void expect_runs_give_the_loss_of(const Model& m, const std::vector<double>& y, 
   for (std::size_t k = 0; k < y.size(); ++k) loss += (y[k] - target[k]) * (y[k] - target[k]);
   loss /= static_cast<double>(y.size());
   std::vector<ExecResult> runs;
-  for (const char* strategy : {"store-all", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
-    ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_recompute_all_gives_store_alls_bits(m, &runs));
   EXPECT_LT(std::fabs(runs[0].loss - loss) / loss, 1e-6) << runs[0].loss << " vs " << loss;
-  EXPECT_EQ(runs[0].loss, runs[1].loss);
-  EXPECT_EQ(runs[0].grad_hash, runs[1].grad_hash);
 }
 
 // An ONNX LSTM (one forward layer, zero initial states, as torch exports
