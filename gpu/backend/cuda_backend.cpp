@@ -138,6 +138,15 @@ void CudaBackend::drop_baseline() {
   kept.cudnn = state_.cudnn;
   kept.cublas_workspace = state_.cublas_workspace;
   kept.cublas_workspace_bytes = state_.cublas_workspace_bytes;
+  // And the settings and counters (as CpuBackend::drop_baseline): a path set
+  // by REMAT_CUDA_GEMM/CONV/POINTWISE or set_*_mode must hold for the next
+  // model too, and the tests count kernel calls across loads.
+  kept.gemm_mode = state_.gemm_mode;
+  kept.conv_mode = state_.conv_mode;
+  kept.pointwise_mode = state_.pointwise_mode;
+  kept.lowp_calls = state_.lowp_calls;
+  kept.lowp_conv_calls = state_.lowp_conv_calls;
+  kept.io_calls = state_.io_calls;
   state_ = kept;
   numel_.clear();
   baseline_bytes_ = grads_bytes_ = 0;
