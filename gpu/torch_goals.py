@@ -14,9 +14,11 @@ Cases (--case issue33, the default):
   (`:bf16@cuda`: the same graph as autocast runs it), or the captured file.
 - float32: torch_compare.py's LARGE_CASES (ResNet-50 batch 32, GPT-2 small batch 4), no TF32.
 
-Each case: remat's store-all and sqrt (`remat run --json`) against PyTorch's plain
-step and its torch.utils.checkpoint step (graphs: around every segment between
-sqrt's cuts but the last; the Llama: around each decoder block), PyTorch twice:
+Each case: remat's store-all and a checkpointed strategy (`remat run --json`)
+against PyTorch's plain step and its torch.utils.checkpoint step holding the same
+plan (graphs: sqrt, and PyTorch's checkpoint around every segment between sqrt's
+cuts but the last; the Llama: remat's `blocks`, and PyTorch's checkpoint around
+each decoder block), PyTorch twice:
 deterministic (torch.use_deterministic_algorithms(True), CUBLAS_WORKSPACE_CONFIG
 :4096:8, cudnn.deterministic on, cudnn.benchmark off: what remat guarantees,
 the goal) and with PyTorch's defaults (reported). remat is always deterministic.
@@ -59,7 +61,9 @@ import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
+import traceback  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -67,6 +71,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "bench"))
 
 MIB = 1 << 20
+# op_times.remat_by_kind: the trace of `remat run --repeat 3 --trace` holds one step.
+TRACE_NOTE = "one traced step"
 GAP = 0.05  # relative difference of the activation peaks that gets a snapshot
 
 
@@ -74,14 +80,17 @@ GAP = 0.05  # relative difference of the activation peaks that gets a snapshot
 
 def graph_case(spec, what, bf16):
     """A preset; bf16: PyTorch runs its f32 graph under autocast, remat spec@device."""
-    return {"name": spec, "what": what, "kind": "graph", "bf16": bf16,
+    return {"name": spec, "what": what, "kind": "graph", "bf16": bf16, "remat_ckpt": "sqrt",
             "torch_spec": spec.replace(":bf16", ":f32") if bf16 else spec,
             "remat_spec": (lambda dev: spec.replace(":bf16", f":bf16@{dev}")) if bf16 else (lambda dev: spec)}
 
 
 def llama_case(size):
     return {"name": f"llama:{size}:bf16", "what": "Llama-style decoder (gpu/llama_goal.py), captured under autocast",
-            "kind": "llama", "bf16": True, "size": size}
+            "kind": "llama", "bf16": True, "size": size,
+            # PyTorch checkpoints each decoder block; remat's `blocks` is that schedule
+            # (torch.utils.checkpoint around every block), so the two rows hold the same plan.
+            "remat_ckpt": "blocks"}
 
 
 def f32_cases():
@@ -159,13 +168,13 @@ def capture_llama(capture):
     return capture["path"], time.perf_counter() - capture["t0"]
 
 
-def remat_side(remat, source, backend, repeat, in_bytes):
-    """{store-all, sqrt: {time, peak, act, same}} and the JSON fields naming a GEMM path, if any."""
-    d = json.loads(run([remat, "run", "-m", source, "-s", "store-all,sqrt", "--backend", backend, "--json",
+def remat_side(remat, source, backend, repeat, in_bytes, ckpt):
+    """{store-all, ckpt: {time, peak, act, same}} and the JSON fields naming a GEMM path, if any."""
+    d = json.loads(run([remat, "run", "-m", source, "-s", f"store-all,{ckpt}", "--backend", backend, "--json",
                         "--repeat", str(repeat)], "remat run"))
     by_name = {s["name"].rstrip("*"): s for s in d["strategies"]}
     out = {}
-    for name in ("store-all", "sqrt"):
+    for name in ("store-all", ckpt):
         s = by_name.get(name)
         if s is None or s.get("status") != "ok":
             raise RuntimeError(f"remat {name}: {s and s.get('status')} {s and s.get('message', '')}")
@@ -363,9 +372,8 @@ def fmt(b):
     return "n/a" if b is None else f"{b / MIB:.1f}"
 
 
-def gap_report(torch, dev, remat, case, variant, step, ops, source, in_bytes, t_act, r_act, out):
-    """The snapshot, compare-snapshot's text and the op table for one case and variant."""
-    strategy = "store-all" if variant == "plain" else "sqrt"
+def gap_report(torch, dev, remat, case, variant, strategy, step, ops, source, in_bytes, t_act, r_act, out):
+    """The snapshot, compare-snapshot's text and the op table for one case and variant (remat's strategy)."""
     tag = f"{case['name'].replace(':', '-')}-{strategy}"
     os.makedirs(os.path.join(out, "snapshots"), exist_ok=True)
     os.makedirs(os.path.join(out, "peak_gap"), exist_ok=True)
@@ -446,9 +454,11 @@ def run_case(torch, dev, case, args, result):
     # allocates. A side that fails leaves the other's figures in the table.
     try:
         result["remat"], result["gemm"] = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu",
-                                                     args.repeat, in_bytes)
+                                                     args.repeat, in_bytes, case["remat_ckpt"])
     except Exception as e:  # noqa: BLE001
         result["remat"], result["gemm"], result["failed"] = {"error": failure(e)}, {}, True
+    if backend == "cuda" and "error" not in result["remat"]:
+        result["remat_kinds"] = time_by_kind(args.remat, source)
     torch.manual_seed(1)
     seen = set()
     steps = llama_steps(torch, case, dev, seen) if ops is None else graph_steps(torch, case, ops, dev, seen)
@@ -468,25 +478,38 @@ def run_case(torch, dev, case, args, result):
     # The gap, deterministic (the goal's mode): a recorded step where it exceeds GAP.
     set_algorithms(torch, True)
     result["gaps"] = {}
-    for variant, strategy in (("plain", "store-all"), ("checkpointed", "sqrt")):
+    for variant, strategy in (("plain", "store-all"), ("checkpointed", case["remat_ckpt"])):
         t, m = result["torch"]["deterministic"][variant], result["remat"].get(strategy)
         if "error" in t or m is None:
             continue
         t_act, r_act = t["act"], m["act"]
         if t_act is not None and abs(t_act - r_act) <= GAP * r_act:
             continue
-        if variant == "checkpointed" and ops is None:
-            continue  # the Llama's checkpoints are per block, not sqrt's: no common schedule to hold it against
         try:
-            result["gaps"][variant] = gap_report(torch, dev, args.remat, case, variant, steps[variant],
+            result["gaps"][variant] = gap_report(torch, dev, args.remat, case, variant, strategy, steps[variant],
                                                  ops, source, in_bytes, t_act, r_act, args.out)
         except Exception as e:  # noqa: BLE001 - the measured rows stand without it
+            traceback.print_exc(file=sys.stdout)  # into goals.txt: where a recording broke, for the next run
             result["gaps"][variant], result["failed"] = {"error": failure(e)}, True
             free_cached(torch, dev)
     set_algorithms(torch, False)
     del steps
     free_cached(torch, dev)
     result["wall_s"] = time.perf_counter() - t_start
+
+
+def time_by_kind(remat, source, top=8):
+    """Where remat's store-all step spends its GPU time (op_times.py's trace, by
+    phase and op kind), the largest first: so that a case that misses its time
+    goal says where from the same call. [(phase, kind, count, ms)], or an error."""
+    import op_times  # beside this file
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = op_times.remat_by_kind(remat, source, tmp)
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the table stands without it
+        return {"error": failure(e)}
+    ranked = sorted(rows.items(), key=lambda kv: -kv[1][1])[:top]
+    return [(cat, kind, n, round(t, 3)) for (cat, kind), (n, t) in ranked]
 
 
 def failure(e):
@@ -514,7 +537,7 @@ def table(results, header):
             lines.append(f"| {r['name']} | | | failed: {r['error']} | | | | | | | |")
             continue
         for mode in r["torch"]:
-            for variant, strategy in (("plain", "store-all"), ("checkpointed", "sqrt")):
+            for variant, strategy in (("plain", "store-all"), ("checkpointed", r["remat_ckpt"])):
                 t, m = r["torch"][mode][variant], r["remat"].get(strategy, {})
                 tx, ax = ratio(m.get("time"), t.get("time")), ratio(m.get("act"), t.get("act"))
                 met = "—" if mode != "deterministic" else (
@@ -531,12 +554,16 @@ def table(results, header):
             or "none over 5 %"
         errors = [f"PyTorch {mode} {v}: {t['error']}" for mode, vs in r["torch"].items() for v, t in vs.items()
                   if "error" in t] + ([f"remat: {r['remat']['error']}"] if "error" in r["remat"] else [])
-        same = r["remat"]["sqrt"]["same"] if "sqrt" in r["remat"] else "n/a"
+        ck = r["remat_ckpt"]
+        same = r["remat"][ck]["same"] if ck in r["remat"] else "n/a"
         lines.append(f"- {r['name']}: remat ran `{r['remat_source']}`; {r['what']}; "
-                     f"PyTorch's op dtypes {', '.join(r['dtypes'])}; sqrt bitwise equal to store-all: "
+                     f"PyTorch's op dtypes {', '.join(r['dtypes'])}; {ck} bitwise equal to store-all: "
                      f"{same}; peak gaps: {gaps}; wall {r['wall_s']:.0f} s"
                      + (f" (capture {r['capture_s']:.0f} s)" if r.get("capture_s") else "")
                      + (f"; remat's GEMM fields: {r['gemm']}" if r["gemm"] else "")
+                     + (f"; remat's store-all time by phase and op kind (ms, {TRACE_NOTE}): "
+                        + ", ".join(f"{c} {k} {n}x {t}" for c, k, n, t in r["remat_kinds"])
+                        if isinstance(r.get("remat_kinds"), list) else "")
                      + "".join(f"; failed: {e}" for e in errors))
     return "\n".join(lines) + "\n"
 
@@ -596,7 +623,8 @@ def main():
     results, rc = [], 0
     for case in cases:
         r = {"name": case["name"], "what": case["what"], "bf16": case["bf16"],
-             "ckpt": "checkpoint(block)" if case["kind"] == "llama" else "checkpoint at sqrt's cuts"}
+             "ckpt": "checkpoint(block)" if case["kind"] == "llama" else "checkpoint at sqrt's cuts",
+             "remat_ckpt": case["remat_ckpt"]}
         print(f"== {case['name']}", flush=True)
         try:
             run_case(torch, dev, case, args, r)
