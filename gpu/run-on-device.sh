@@ -9,7 +9,8 @@
 # A build failure stops the rest; the exit code is the first failing step's.
 # REMAT_DEVICE_DEADLINE=S: all steps end within S seconds (a step is cut at what
 # is left, and one with under 20 s left is skipped), so that a call with a
-# fixed limit still returns every log the steps wrote.
+# fixed limit still returns every log the steps wrote. At the end OUTDIR is
+# packed into all.tgz (below) for the device call's 8-file limit.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${OUT:-/tmp/remat-out}}
@@ -35,4 +36,17 @@ for step in "${steps[@]}"; do
   ((s == 0)) || { ((rc)) || rc=$s; }
   [[ $step == build && $s != 0 ]] && break
 done
+# A device call brings back 8 files at most, 2 folders down: everything goes
+# into all.tgz too, the folders (peak_gap/, snapshots/, torch_apply/) only
+# there, and beside it the 7 smallest files (the logs and tables).
+# REMAT_DEVICE_PACK=0 leaves OUTDIR as the steps wrote it.
+if [[ ${REMAT_DEVICE_PACK:-1} != 0 ]]; then
+  tar czf /tmp/remat-all.tgz -C "$out" --exclude=./all.tgz . && mv /tmp/remat-all.tgz "$out/all.tgz"
+  find "$out" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+  mapfile -t files < <(find "$out" -maxdepth 1 -type f ! -name all.tgz -printf '%s %p\n' | sort -n | cut -d' ' -f2-)
+  while ((${#files[@]} > 7)); do
+    rm -f "${files[-1]}"
+    unset 'files[-1]'
+  done
+fi
 exit "$rc"
