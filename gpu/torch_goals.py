@@ -181,7 +181,7 @@ def remat_side(remat, source, backend, repeat, in_bytes, ckpt):
         parts = s["allocator_parts"]
         act = s["allocator_peak_bytes"] - parts["baseline_bytes"] - parts["workspace_bytes"] - in_bytes
         out[name] = {"time": s["time_ms"], "peak": s["allocator_peak_bytes"], "act": act,
-                     "same": s.get("matches_store_all")}
+                     "same": s.get("matches_store_all"), "issue": s.get("issue_ms")}
     gemm = {k: v for k, v in d.items() if "gemm" in k.lower()}
     gemm.update({k: v for k, v in d["strategies"][0].items() if "gemm" in k.lower()})
     return out, gemm
@@ -561,6 +561,9 @@ def table(results, header):
                      f"{same}; peak gaps: {gaps}; wall {r['wall_s']:.0f} s"
                      + (f" (capture {r['capture_s']:.0f} s)" if r.get("capture_s") else "")
                      + (f"; remat's GEMM fields: {r['gemm']}" if r["gemm"] else "")
+                     # Near the step's time: the step waits on the host's launches (docs/run.md, issue_ms).
+                     + "".join(f"; remat {k} issued its instructions in {m['issue']:.2f} of its {m['time']:.2f} ms"
+                               for k, m in r["remat"].items() if isinstance(m, dict) and m.get("issue") is not None)
                      + (f"; remat's store-all time by phase and op kind (ms, {TRACE_NOTE}): "
                         + ", ".join(f"{c} {k} {n}x {t}" for c, k, n, t in r["remat_kinds"])
                         if isinstance(r.get("remat_kinds"), list) else "")

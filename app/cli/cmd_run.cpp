@@ -258,6 +258,7 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
                             {"rounding_bytes", m.rounding()}};
     j["time_ms"] = e.time_ms;
     j["run_ms"] = e.run_ms;
+    j["issue_ms"] = e.issue_time_ms;
     j["overhead_vs_store_all"] = ref.ok() && ref.time_ms > 0 ? nlohmann::json(e.time_ms / ref.time_ms) : nlohmann::json();
     j["recompute_ms"] = e.recompute_ms;
     j["recompute_share"] = e.recompute_share;

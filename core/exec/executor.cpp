@@ -1,6 +1,7 @@
 #include "core/exec/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -130,7 +131,7 @@ struct LiveDecisionDiffers {
 std::vector<double> run_once(const Model& model, const Schedule& schedule, Backend& backend,
                              const std::vector<uint8_t>& input, const std::vector<int64_t>& view_offset,
                              const ExecOptions& options, RunProgress& progress, std::size_t run, int64_t& at,
-                             ExecResult& res, const Strategy* live) {
+                             ExecResult& res, const Strategy* live, double& issue_ms) {
   const auto& code = schedule.code;
   DeviceMemory& memory = backend.memory();
   Timing& timing = backend.timing();
@@ -141,6 +142,7 @@ std::vector<double> run_once(const Model& model, const Schedule& schedule, Backe
   timing.begin_marks(code.size() + 1);
   progress.check_cancel();
   r.load_input(input);
+  const auto issue_start = std::chrono::steady_clock::now();
   timing.mark(0);
   auto step = [&](std::size_t i, Instr ins) {
     at = static_cast<int64_t>(i);
@@ -172,6 +174,7 @@ std::vector<double> run_once(const Model& model, const Schedule& schedule, Backe
     for (std::size_t i = 0; i < code.size(); ++i) step(i, code[i]);
   }
   at = static_cast<int64_t>(code.size());  // past the last: the final synchronisation
+  issue_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - issue_start).count();
   auto marks = timing.mark_times_ms();  // synchronises
   r.release_all();
   res.tracked_peak_bytes = memory.peak_bytes();
@@ -243,16 +246,21 @@ void read_back(ExecResult& res, const Model& model, Compute& compute) {
     });
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size();
+  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
 // The median run and the per-instruction means, split into recomputation,
 // transfers and conversions.
 void summarise_times(ExecResult& res, const Model& model, const Schedule& schedule,
                      const std::vector<double>& instr_sum, int repeat) {
   const auto& code = schedule.code;
   const std::vector<uint8_t> recompute = recompute_flags(model, schedule);
-  std::vector<double> sorted = res.run_ms;
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t m = sorted.size();
-  res.time_ms = m % 2 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
+  res.time_ms = median(res.run_ms);
+  res.issue_time_ms = median(res.issue_ms);
   res.instr_ms.resize(code.size());
   double sum = 0;
   for (std::size_t i = 0; i < code.size(); ++i) {
@@ -296,7 +304,8 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   try {
     backend.memory().begin_strategy();
     for (std::size_t run = 0; run < runs; ++run) {
-      auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
+      double issue = 0;
+      auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue);
       // Under a loss scale, the warm-up is GradScaler's first steps: halved and
       // run again while its gradients overflow, so the timed runs use a scale
       // that fits (the same for every strategy: their gradients are the same).
@@ -304,10 +313,11 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
              !gradients_finite(model, backend.compute())) {
         backend.compute().back_off_loss_scale();
         ++res.loss_scale_backoffs;
-        marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live);
+        marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue);
       }
       if (run > 0) {  // timed
         res.run_ms.push_back(marks.back());
+        res.issue_ms.push_back(issue);
         for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];
       }
       progress.after_run(run);

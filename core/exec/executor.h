@@ -85,6 +85,12 @@ struct ExecResult {
 
   std::vector<double> run_ms;       // total time of each timed run
   double time_ms = 0;               // median of run_ms
+  // The host's wall time to issue each timed run's instructions (from the first
+  // mark to the last instruction's return, before the final synchronisation),
+  // and its median. On the CPU it is the run; on a device, near run_ms where
+  // the step waits on the host's launches rather than on its kernels.
+  std::vector<double> issue_ms;
+  double issue_time_ms = 0;
   std::vector<double> instr_ms;     // per instruction index, mean over the timed runs
   double recompute_ms = 0;          // of fwd instructions that recompute (from instr_ms)
   double recompute_share = 0;       // recompute_ms / sum(instr_ms)

@@ -108,6 +108,12 @@ TEST(Executor, RepeatsAreDeterministic) {
   const auto b = execute(m, schedule_of(m, "recompute-all"), cpu, quick());
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a.run_ms.size(), 3u);
+  // The host's issue time of each run: on the CPU the instructions run as they
+  // are issued, so it spans the run's marks (and the last instruction's return after them).
+  ASSERT_EQ(a.issue_ms.size(), 3u);
+  for (std::size_t r = 0; r < 3; ++r) EXPECT_GE(a.issue_ms[r], a.run_ms[r]) << r;
+  EXPECT_GE(a.issue_time_ms, a.time_ms);
+  EXPECT_GT(a.issue_time_ms, 0.0);
   EXPECT_EQ(a.grad_hash, b.grad_hash);
   EXPECT_GT(a.time_ms, 0.0);
   EXPECT_GT(a.recompute_ms, 0.0);
