@@ -483,10 +483,14 @@ namespace {
 
 // A mixed-precision call's f32 copies, from the device pool in stream order
 // (measured as scratch), given back after the call: later work on the same
-// stream reuses them only after this call's kernels.
+// stream reuses them only after this call's kernels. The device's free bytes
+// are asked only when an allocation fails, for the message: cudaMemGetInfo
+// costs tens of microseconds, and a bf16 step makes a mixed call per
+// instruction (asked up front: the likely reason a bf16 ResNet-50 step took
+// about 50 ms at batch 16, 32 and 64 alike on the H100, docs/gpu.md).
 class DeviceCallScratch final : public MixedScratch {
  public:
-  DeviceCallScratch(DevicePool& pool, uint64_t free_bytes) : pool_(pool), free_bytes_(free_bytes) {}
+  DeviceCallScratch(DevicePool& pool, const CudaBackend& backend) : pool_(pool), backend_(backend) {}
   ~DeviceCallScratch() override { give_back_all(); }
   float* take(int64_t floats) override {
     const uint64_t bytes = 4 * static_cast<uint64_t>(std::max<int64_t>(floats, 1));
@@ -494,7 +498,7 @@ class DeviceCallScratch final : public MixedScratch {
     if (!p)
       throw DeviceOutOfMemory("the cuda backend could not allocate " + std::to_string(bytes) +
                                   " bytes of mixed-precision scratch",
-                              bytes, free_bytes_);
+                              bytes, backend_.device_free_bytes());
     held_.push_back(p);
     return static_cast<float*>(p);
   }
@@ -505,7 +509,7 @@ class DeviceCallScratch final : public MixedScratch {
 
  private:
   DevicePool& pool_;
-  uint64_t free_bytes_;
+  const CudaBackend& backend_;
   std::vector<void*> held_;
 };
 
@@ -515,7 +519,7 @@ void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
   guarded([&] {
     if (runs_mixed(m, v)) {
-      DeviceCallScratch scratch(*pool_, device_free_bytes());
+      DeviceCallScratch scratch(*pool_, *this);
       return mixed_forward(state_, m, v, t, scratch);
     }
     OpCall c(m, v, t);
@@ -529,7 +533,7 @@ void CudaBackend::backward(const Model& m, int v, const TensorTable& t, std::spa
   guarded([&] {
     const float seed = v == m.loss() ? loss_scale_ : 1.0f;
     if (seed != 1.0f || runs_mixed(m, v)) {
-      DeviceCallScratch scratch(*pool_, device_free_bytes());
+      DeviceCallScratch scratch(*pool_, *this);
       return mixed_backward(state_, m, v, t, acc, scratch, seed);
     }
     OpCall c(m, v, t, acc);
