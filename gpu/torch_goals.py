@@ -316,7 +316,26 @@ def record_step(torch, dev, step, path, levels):
 
 def record(torch, dev, remat, step, snap, levels, source, strategy):
     if dev.type == "cuda":
-        return record_step(torch, dev, step, snap, levels)
+        try:
+            return record_step(torch, dev, step, snap, levels)
+        except SystemError:
+            # PyTorch 2.11 on the H100 (2026-11-28): every checkpointed step
+            # recorded with Python stacks failed so ("run_backward returned NULL
+            # without setting an exception"). Non-reentrant checkpoint stops a
+            # recomputation early by raising inside a saved-tensor hook, which
+            # the recorder's stack capture seems to lose; record once more with
+            # early stop off (the whole region recomputed: its tail's outputs
+            # come and go in the curve) and say so.
+            import torch.utils.checkpoint as ckpt
+            es = getattr(ckpt, "set_checkpoint_early_stop", None)
+            if es is None:
+                raise
+            traceback.print_exc(file=sys.stdout)
+            levels["reset"]()
+            free_cached(torch, dev)
+            with es(False):
+                how = record_step(torch, dev, step, snap, levels)
+            return how + "; recorded again with torch.utils.checkpoint's early stop off, the first recording failed"
     # No allocator history on the CPU: remat's own predicted snapshot stands in,
     # and the op levels read 0; the paths run, the figures are not PyTorch's.
     levels["read"] = lambda: 0
@@ -378,11 +397,15 @@ def gap_report(torch, dev, remat, case, variant, strategy, step, ops, source, in
     os.makedirs(os.path.join(out, "snapshots"), exist_ok=True)
     os.makedirs(os.path.join(out, "peak_gap"), exist_ok=True)
     snap = os.path.join(out, "snapshots", tag + ".pickle")
-    torch_fwd, torch_grad, levels = [], [], {"read": None}
+    torch_fwd, torch_grad, levels = [], [], {"read": None, "reset": lambda: None}
     if ops is not None:
         # Each op's level: after its forward (the first time), and when its
         # gradient is computed (a hook on its output).
         seen_fwd, seen_grad = set(), set()
+
+        def reset():  # a recording that failed is recorded again from scratch
+            seen_fwd.clear(), seen_grad.clear(), torch_fwd.clear(), torch_grad.clear()
+        levels["reset"] = reset
 
         def on_op(v, y):
             if levels["read"] is None or v in seen_fwd:

@@ -55,10 +55,47 @@ def check_engine_marking(args):
     check(c["measured_peak_bytes"] == peak_above, f"the peak above the start is the events' ({c['measured_peak_bytes']})")
 
 
+def check_record_retry():
+    """A recording that fails with PyTorch 2.11's SystemError (a checkpointed
+    step's recomputation) is recorded again with checkpoint's early stop off,
+    from scratch (the op levels reset); where this PyTorch has no early-stop
+    switch, the error stands."""
+    import torch
+    import torch.utils.checkpoint as ckpt
+    import torch_goals
+    calls, resets = [], []
+    real = torch_goals.record_step
+
+    def failing_once(torch_, dev, step, path, levels):
+        calls.append(getattr(ckpt, "_enable_checkpoint_early_stop", None))  # the switch's global in 2.x
+        if len(calls) == 1:
+            raise SystemError("<built-in method run_backward> returned NULL without setting an exception")
+        return "recorded"
+
+    class Dev:
+        type = "cuda"
+    torch_goals.record_step = failing_once
+    try:
+        levels = {"read": None, "reset": lambda: resets.append(1)}
+        if hasattr(ckpt, "set_checkpoint_early_stop"):
+            how = torch_goals.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
+            check(calls == [True, False], f"recorded twice, the second with early stop off ({calls})")
+            check(resets == [1] and how.startswith("recorded; recorded again"), f"levels reset once, said so ({how!r})")
+        else:
+            try:
+                torch_goals.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
+                check(False, "without set_checkpoint_early_stop the SystemError stands")
+            except SystemError:
+                check(calls == [None] and resets == [], "without set_checkpoint_early_stop the SystemError stands")
+    finally:
+        torch_goals.record_step = real
+
+
 def main():
     import torch_goals
     args = parse_args()
     check_engine_marking(args)
+    check_record_retry()
     out = os.path.join(args.out, "goals")
     env = {k: v for k, v in os.environ.items() if k not in ("REMAT_LLAMA_MODEL", "REMAT_LLAMA_GOAL")}
     p = subprocess.run([sys.executable, SCRIPT, args.remat, "--out", out, "--device", "cpu", "--case", "tiny",
