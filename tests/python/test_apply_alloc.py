@@ -7,7 +7,8 @@ measures the same from the CUDA caching allocator's trace):
   with .grad None at the start (AccumulateGrad steals each gradient) and the
   storages that end as .grad and the loss left out, the step's peak and the
   bytes at the forward's end equal remat's to the byte, but for SLACK bytes
-  (below);
+  and, under PyTorch 2.x, the wrapped numbers its saved_tensors_hooks do not
+  see and so remat_capture does not count (UNSEEN, below);
 - the same step with .grad zeroed in place (zero_grad(set_to_none=False)):
   AccumulateGrad adds a gradient made as a new tensor into .grad, a transient
   remat does not model; without those transients (marked by hooks on the
@@ -38,10 +39,28 @@ from harness import check, parse_args, summary  # noqa: E402
 from remat_capture import _measure, _replay  # noqa: E402
 from remat_capture._alloc import allocator_step  # noqa: E402
 
-# Bytes a peak may differ from remat's by, per (model, strategy), with why:
-# found under PyTorch 1.13, not traced to one tensor (0-dim tensors of 4 and 8
-# bytes: the allocator sees every Python number an op wraps as a tensor).
-SLACK = {("gpt_block", "auto"): 4, ("gpt_block", "blocks"): 8}
+
+
+def hooks_see_wrapped_numbers():
+    """Whether saved_tensors_hooks see a Python number an op took as a tensor
+    (x * 0.125's 0.125, a 0-dim double autograd saves): PyTorch 1.13 packs it,
+    2.x saves it past the hooks (still 8 bytes, alive to the backward)."""
+    seen = []
+    x = torch.randn(2, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: seen.append(t.dim()) or t, lambda t: t):
+        x * 0.125
+    return 0 in seen
+
+
+# remat_capture counts what autograd saves through saved_tensors_hooks, so
+# where the hooks do not see wrapped numbers its capture leaves out the one
+# 8-byte double each attention saves (gpt_block's `* (1.0 / sqrt(hd))`,
+# llama_block's `/ sqrt(hd)`; two blocks each), which the allocator sees.
+UNSEEN = {} if hooks_see_wrapped_numbers() else {"gpt_block": 2 * 8, "llama_block": 2 * 8}
+# Bytes a peak may differ from remat's by beyond that, per (model, strategy):
+# found on the CPU, not traced to one tensor (the allocator also sees every
+# 0-dim tensor of 4 or 8 bytes a Python number becomes).
+SLACK = ({("gpt_block", "auto"): 4, ("gpt_block", "blocks"): 8} if not UNSEEN else {("gpt_block", "auto"): 12})
 # The MLP's largest in-place accumulation: Linear(256, 128)'s weight and bias.
 MLP_TRANSIENT = (256 * 128 + 128) * 4
 
@@ -81,11 +100,12 @@ def exact_models(args):
                 continue  # which plans apply is test_apply.py's
             pred = plan["predicted"]
             none, zeroed = steps(name, spec, applied, net, make, loss_fn)
-            slack = SLACK.get((name, spec), 0)
-            check(abs(none["peak"] - pred["peak_bytes"]) <= slack and none["forward_end"] == pred["forward_end_bytes"],
+            slack, unseen = SLACK.get((name, spec), 0), UNSEEN.get(name, 0)
+            check(abs(none["peak"] - unseen - pred["peak_bytes"]) <= slack
+                  and none["forward_end"] - unseen == pred["forward_end_bytes"],
                   f"{name} {spec}: .grad None, gradients left out: peak {none['peak']:,} B (remat "
-                  f"{pred['peak_bytes']:,}, within {slack} B), forward end {none['forward_end']:,} B (remat "
-                  f"{pred['forward_end_bytes']:,})")
+                  f"{pred['peak_bytes']:,} + {unseen} B of wrapped numbers, within {slack} B), forward end "
+                  f"{none['forward_end']:,} B (remat {pred['forward_end_bytes']:,} + {unseen})")
             check(zeroed["peak_less_transients"] == none["peak"] and zeroed["forward_end"] == none["forward_end"],
                   f"{name} {spec}: .grad zeroed: peak {zeroed['peak']:,} B, {zeroed['transient']:,} B of it "
                   f"AccumulateGrad's in-place-added gradients; without them {zeroed['peak_less_transients']:,} B, "
