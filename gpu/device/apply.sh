@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Step 5 on the GPU machine: remat's plans put on PyTorch modules with
-# remat_capture.apply, torch.cuda.max_memory_allocated above the step's
-# baseline against remat's predicted peak, within 5 % (gpu/torch_apply.py).
+# remat_capture.apply, the step's peak from the CUDA allocator's trace
+# (.grad None, the gradients left out) against remat's predicted peak,
+# within 5 % (gpu/torch_apply.py).
 # Usage: gpu/device/apply.sh [OUTDIR]; output in OUTDIR/torch_apply.txt.
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")

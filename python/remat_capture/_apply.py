@@ -109,6 +109,10 @@ def _names(plan, ids, limit=3):
     return text + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+# aten ops that draw random numbers (a replay or a recomputation draws others
+# unless the generator's state is put back).
+RANDOM = ("dropout", "bernoulli", "rand", "normal", "multinomial")
+
 # Kinds whose autograd node saves a parameter (a weight, a norm's scale):
 # their recomputation runs even when they save no activation.
 _WEIGHTED = {"Linear", "Dense", "Conv", "BatchNorm", "LayerNorm", "Embedding"}
@@ -219,13 +223,53 @@ state = _State()
 
 _names_of = {}
 
+# One module call reaches other aten ops on other devices. The capture runs on
+# the CPU, where F.batch_norm's _batch_norm_impl_index
+# (aten/src/ATen/native/Normalization.cpp) calls native_batch_norm; on CUDA it
+# calls cudnn_batch_norm for a float input of 3 or more dimensions (on ROCm
+# miopen_batch_norm), which returns a fourth tensor (cudnn's reserve space).
+# So that a plan captured on the CPU names the same calls on the GPU, the
+# calls of such a family are named and counted as one ("batch_norm", the
+# call's place among the step's batch norms), the plan's ops likewise
+# (plan_keys). Without it a plan's recomputed batch norms ran on the GPU
+# unrecognized and were kept (gpu/torch_apply.py, 2026-11-28: the ResNet's
+# replayed plans kept 132,096 to 394,364 B more at the forward's end).
+_FAMILY = {f"aten.{n}": "batch_norm" for n in (
+    "native_batch_norm.default", "_native_batch_norm_legit.default", "_native_batch_norm_legit.no_stats",
+    "_native_batch_norm_legit_no_training.default", "_batch_norm_with_update.default",
+    "cudnn_batch_norm.default", "miopen_batch_norm.default")}
+
 
 def _name(func):
-    """"aten.addmm.default", as the capture wrote it (str() of an overload), cached."""
+    """"aten.addmm.default", as the capture wrote it (str() of an overload),
+    or its family's name (_FAMILY), cached."""
     n = _names_of.get(func)
     if n is None:
-        n = _names_of[func] = str(func)
+        n = str(func)
+        n = _names_of[func] = _FAMILY.get(n, n)
     return n
+
+
+def plan_keys(plan):
+    """op id -> the (name, call) _name and the counters give its aten call at
+    run time: the capture's (aten, call), or for a family's op (_FAMILY) the
+    family's name and the call's place among the family's calls (the capture's
+    ops are in the order they ran). Ops no aten call made are left out."""
+    keys, seen, ranks = {}, {}, {}
+    for op in plan["ops"]:
+        aten = op.get("aten")
+        if not aten:
+            continue
+        fam = _FAMILY.get(aten)
+        if fam is None:
+            keys[op["id"]] = (aten, op["call"])
+            continue
+        k = seen.get((aten, op["call"]))
+        if k is None:
+            k = seen[(aten, op["call"])] = (fam, ranks.get(fam, 0))
+            ranks[fam] = k[1] + 1
+        keys[op["id"]] = k
+    return keys
 
 
 class _NoCounter:
@@ -277,18 +321,25 @@ class Applied(torch.nn.Module):
         # (aten, call) of the kept ops a region's recomputation reaches: the
         # selective policy's MUST_SAVE (every other op: PREFER_RECOMPUTE).
         self._keep = {}
-        ops = plan["ops"]
+        keys = plan_keys(plan)
         for r in regions:
             for i in r.must_save:
-                if ops[i].get("aten"):
-                    self._keep[(ops[i]["aten"], ops[i]["call"])] = True
+                if i in keys:
+                    self._keep[keys[i]] = True
         self._counter = None
         # One patch per module: its whole forward, or its runs of children.
+        ops = plan["ops"]
         self._patches = []
         by_seq = {}
         for r in regions:
+            # torch.utils.checkpoint stashes the CPU generator's state (a
+            # 5,056 B tensor, torch.get_rng_state()) and each used CUDA
+            # device's (in host memory) per region call, kept to its backward,
+            # so that a random op draws the same numbers again. remat keeps no
+            # such thing: a region that runs no random op stashes none.
+            r.random = any(any(w in (ops[i].get("aten") or "") for w in RANDOM) for i in r.ops)
             if r.first is None:
-                self._patches.append((r.module, None))
+                self._patches.append((r.module, r))
             elif id(r.module) in by_seq:
                 by_seq[id(r.module)].append(r)
             else:
@@ -346,13 +397,14 @@ class Applied(torch.nn.Module):
                 state.current = None
         return fn
 
-    def _checkpoint(self, run, *args):
+    def _checkpoint(self, region, run, *args):
         fn = self._region_fn(run)
         self._counter.paused += 1
         try:
             if not self.selective:
-                return _ckpt.checkpoint(fn, *args, use_reentrant=False)
-            return _ckpt.checkpoint(fn, *args, use_reentrant=False, context_fn=self._contexts())
+                return _ckpt.checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=region.random)
+            return _ckpt.checkpoint(fn, *args, use_reentrant=False, preserve_rng_state=region.random,
+                                    context_fn=self._contexts())
         finally:
             self._counter.paused -= 1
 
@@ -377,18 +429,19 @@ class Applied(torch.nn.Module):
         return functools.partial(_ckpt.create_selective_checkpoint_contexts, policy_fn)
 
     def _install(self, m, runs, patched):
-        """Patches m.forward: the whole forward in one region (runs None), or
-        the nn.Sequential's children with each run [first, last) in one."""
+        """Patches m.forward: the whole forward in one region (runs: that
+        Region), or the nn.Sequential's children with each run [first, last)
+        in one (runs: a list of Regions)."""
         had = "forward" in m.__dict__
         old = m.__dict__.get("forward")
         orig = old if had else type(m).forward.__get__(m)
-        if runs is None:
+        if not isinstance(runs, list):  # the region of m's whole forward
             def forward(*args, **kwargs):
                 run = functools.partial(orig, **kwargs) if kwargs else orig
-                return self._checkpoint(run, *args)
+                return self._checkpoint(runs, run, *args)
         else:
             children = list(m.children())
-            starts = {r.first: r.last for r in runs}
+            starts = {r.first: r for r in runs}
 
             def run_children(first, last):
                 def run(x):
@@ -401,8 +454,9 @@ class Applied(torch.nn.Module):
                 i = 0
                 while i < len(children):
                     if i in starts:
-                        x = self._checkpoint(run_children(i, starts[i]), x)
-                        i = starts[i]
+                        r = starts[i]
+                        x = self._checkpoint(r, run_children(i, r.last), x)
+                        i = r.last
                     else:
                         x = children[i](x)
                         i += 1

@@ -203,9 +203,8 @@ def recomputed_ops(plan, recomputed):
     """The remat ops the recomputed aten calls stand for (a select is a
     Slice and a Reshape, a split one Slice per part)."""
     ops = {}
-    for op in plan["ops"]:
-        if op.get("aten"):
-            ops.setdefault((op["aten"], op["call"]), []).append(op["id"])
+    for i, key in sorted(_apply.plan_keys(plan).items()):
+        ops.setdefault(key, []).append(i)
     return [v for key in recomputed for v in ops.get(tuple(key), [])]
 
 

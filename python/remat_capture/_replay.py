@@ -44,7 +44,7 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 # statistics are updated once per step, as without the plan.
 _WRITES_BUFFERS = ("batch_norm",)
 # A replay draws new random numbers: such an op cannot be recomputed so.
-_RANDOM = ("dropout", "bernoulli", "rand", "normal", "multinomial")
+_RANDOM = _apply.RANDOM
 
 
 # remat's compressed checkpoints as casts (docs/memory-model.md: bf16 and f16
@@ -440,10 +440,10 @@ class Replayed(torch.nn.Module):
         self.plan = plan
         self.reason = reason  # why no checkpoint region could hold it
         self.selective = False
-        self.phases = {(op["aten"], op["call"]): op["phase"] for op in plan["ops"]
-                       if op["phase"] >= 0 and op.get("aten")}
+        keys = _apply.plan_keys(plan)  # a batch norm is named alike on every device
+        self.phases = {keys[op["id"]]: op["phase"] for op in plan["ops"] if op["phase"] >= 0 and op.get("aten")}
         self.regions = sorted(set(self.phases.values()))
-        self.convert = {(op["aten"], op["call"]): _cast(op["compress"]) for op in plan["ops"]
+        self.convert = {keys[op["id"]]: _cast(op["compress"]) for op in plan["ops"]
                         if op.get("compress") and op.get("aten")}
         self.convert_input = _cast(plan["ops"][0]["compress"]) if plan["ops"][0].get("compress") else None
 
