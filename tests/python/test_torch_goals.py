@@ -31,7 +31,7 @@ def remat_json(remat, *args):
 def check_engine_marking(args):
     """A recording with Python stacks only has no frames on the autograd engine's
     thread: marked, compare-snapshot finds the backward where it starts."""
-    import torch_goals
+    import goals_gap
     import test_compare_snapshot as tcs
     snap, start, peak_above, first_bwd = tcs.build_snapshot()
     for e in snap["device_traces"][0]:
@@ -43,7 +43,7 @@ def check_engine_marking(args):
     bare = remat_json(args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--json")
     check(not any("autograd's backward" in line for line in bare["explanation"]),
           "without frames compare-snapshot cannot name the backward's start")
-    marked = torch_goals.mark_engine_entries(snap)
+    marked = goals_gap.mark_engine_entries(snap)
     check(marked == len(snap["device_traces"][0]) - 4, f"every entry after the forward's four allocs is marked ({marked})")
     with open(path, "wb") as f:
         pickle.dump(snap, f, protocol=4)
@@ -62,9 +62,9 @@ def check_record_retry():
     switch, the error stands."""
     import torch
     import torch.utils.checkpoint as ckpt
-    import torch_goals
+    import goals_gap
     calls, resets = [], []
-    real = torch_goals.record_step
+    real = goals_gap.record_step
 
     def failing_once(torch_, dev, step, path, levels):
         calls.append(getattr(ckpt, "_enable_checkpoint_early_stop", None))  # the switch's global in 2.x
@@ -74,21 +74,21 @@ def check_record_retry():
 
     class Dev:
         type = "cuda"
-    torch_goals.record_step = failing_once
+    goals_gap.record_step = failing_once
     try:
         levels = {"read": None, "reset": lambda: resets.append(1)}
         if hasattr(ckpt, "set_checkpoint_early_stop"):
-            how = torch_goals.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
+            how = goals_gap.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
             check(calls == [True, False], f"recorded twice, the second with early stop off ({calls})")
             check(resets == [1] and how.startswith("recorded; recorded again"), f"levels reset once, said so ({how!r})")
         else:
             try:
-                torch_goals.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
+                goals_gap.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
                 check(False, "without set_checkpoint_early_stop the SystemError stands")
             except SystemError:
                 check(calls == [None] and resets == [], "without set_checkpoint_early_stop the SystemError stands")
     finally:
-        torch_goals.record_step = real
+        goals_gap.record_step = real
 
 
 def main():
