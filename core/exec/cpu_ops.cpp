@@ -114,18 +114,20 @@ void bwd_bce_logits(CpuOpState& s, const OpCall& c) { target_loss_bwd(s, c, cpu:
 
 void fwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  const double eps = c.op.attrs->label_smoothing;
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
   store_loss(s, c,
-             ce_keeps_log_probs(c.op) ? cpu::softmax_ce_fwd_keep_logp(c.in(0), s.labels, c.aux(), x.rows(), x.cols())
-                                      : cpu::softmax_ce_fwd(c.in(0), s.labels, x.rows(), x.cols()));
+             ce_keeps_log_probs(c.op) ? cpu::softmax_ce_fwd_keep_logp(c.in(0), s.labels, c.aux(), x.rows(), x.cols(), eps)
+                                      : cpu::softmax_ce_fwd(c.in(0), s.labels, x.rows(), x.cols(), eps));
 }
 void bwd_softmax_ce(CpuOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  const double eps = c.op.attrs->label_smoothing;
   if (!c.dx(0)) return;
   if (ce_keeps_log_probs(c.op))
-    cpu::softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
+    cpu::softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), eps);
   else
-    cpu::softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0));
+    cpu::softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), eps);
 }
 
 void fwd_conv(CpuOpState& s, const OpCall& c) {

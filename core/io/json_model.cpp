@@ -86,6 +86,7 @@ const AttrField kAttrFields[] = {
     {"scale", {K::Attention}},
     {"eps", {K::LayerNorm, K::BatchNorm, K::GroupNorm}},
     {"affine", {K::LayerNorm, K::BatchNorm, K::GroupNorm}},
+    {"label_smoothing", {K::SoftmaxCELoss}},
 };
 
 }  // namespace
@@ -278,6 +279,7 @@ void read_attrs(const Reader& r, const json& j, const std::string& at, Op& op) {
     } else if (key == "eps") a.eps = r.number(v, here, 1e-30, 1);  // positive: 0 means "default"
     else if (key == "fill") (op.kind == K::Pad ? a.scalar : a.fill) = r.extended_number(v, here);  // a Pad's fill value
     else if (key == "affine") a.affine = r.boolean(v, here);
+    else if (key == "label_smoothing") a.label_smoothing = r.number(v, here, 0, 1);  // PyTorch's range
     else if (key == "fn") a.fn = family_fn(r, op.kind, r.string(v, here), here);
     else if (key == "const_at") a.const_at = r.integer(v, here, 0, 2);
     else if (key == "scalar") a.scalar = r.extended_number(v, here);
@@ -372,6 +374,9 @@ void write_attrs(const Op& op, nlohmann::ordered_json& j) {
       j["groups"] = a.groups;
       if (a.eps != 0) j["eps"] = a.eps;
       if (!a.affine) j["affine"] = false;
+      break;
+    case OpKind::SoftmaxCELoss:
+      if (a.label_smoothing != 0) j["label_smoothing"] = a.label_smoothing;
       break;
     case OpKind::Upsample:
       j["mode"] = a.bilinear ? "bilinear" : "nearest";

@@ -85,18 +85,23 @@ float bce_logits_fwd(const float* x, const float* target, int64_t n);
 void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, bool accumulate);
 
 // Softmax cross-entropy, mean over rows: logits (rows, classes), labels (rows)
-// with values in [0, classes). dx = (softmax - onehot) / rows.
+// with values in [0, classes). With label smoothing ε (PyTorch's
+// label_smoothing) the target is (1 − ε)·onehot + ε/classes:
+//   loss = Σ_rows (1 − ε)·(−log p_y) + ε·(−(1/classes)·Σ_c log p_c) / rows,
+//   dx = (softmax − (1 − ε)·onehot − ε/classes) / rows,
+// each row's terms summed in double and rounded once (ε = 0: the plain loss,
+// the same bits as before smoothing existed).
 float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows,
-                     int64_t classes);
+                     int64_t classes, double label_smoothing = 0);
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
-                    int64_t classes, bool accumulate);
+                    int64_t classes, bool accumulate, double label_smoothing = 0);
 // The same loss keeping what PyTorch's log_softmax + nll_loss keep for the
 // backward: the log-probabilities logp (rows, classes), not the logits. The
-// backward then reads logp alone: dx = (exp(logp) - onehot) / rows.
+// backward then reads logp alone: dx = (exp(logp) − (1 − ε)·onehot − ε/classes) / rows.
 float softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* logp, int64_t rows,
-                               int64_t classes);
+                               int64_t classes, double label_smoothing = 0);
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
-                              bool accumulate);
+                              bool accumulate, double label_smoothing = 0);
 
 // ---- Convolution (conv.cpp) ------------------------------------------------------
 // NCHW, as PyTorch; a 1-D convolution is the 2-D one with h = r = 1. Weights

@@ -72,21 +72,37 @@ void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, b
   }
 }
 
-float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows, int64_t classes) {
+namespace {
+
+// One row's loss from its max and log Σ exp(x − max): −log p_y = max + log_sum − x_y;
+// smoothed, plus ε·(max + log_sum − mean_c x_c) with the mean taken of x − max in double.
+double row_ce(const float* xr, int64_t y, int64_t classes, const RowLse& s, double eps) {
+  const double nll = static_cast<double>(s.max - xr[y]) + s.log_sum;
+  if (eps == 0) return nll;
+  double shifted = 0.0;
+  for (int64_t c = 0; c < classes; ++c) shifted += static_cast<double>(xr[c] - s.max);
+  const double smooth = s.log_sum - shifted / static_cast<double>(classes);
+  return (1.0 - eps) * nll + eps * smooth;
+}
+
+}  // namespace
+
+float softmax_ce_fwd(const float* logits, const int32_t* labels, int64_t rows, int64_t classes, double label_smoothing) {
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * classes;
     const int64_t y = checked_label(labels, r, classes);
-    const RowLse s = row_lse(xr, classes);
-    // -log softmax(x)_y = max + log Σ exp(x - max) - x_y
-    total += static_cast<double>(s.max - xr[y]) + s.log_sum;
+    total += row_ce(xr, y, classes, row_lse(xr, classes), label_smoothing);
   }
   return static_cast<float>(total / static_cast<double>(rows));
 }
 
+// (p_c − target_c) / rows with target_c = (1 − ε)·[c = y] + ε/classes; ε = 0
+// subtracts exact zeros, so the plain loss keeps its bits.
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
-                    int64_t classes, bool accumulate) {
+                    int64_t classes, bool accumulate, double label_smoothing) {
   const double inv_rows = 1.0 / static_cast<double>(rows);
+  const double hit = 1.0 - label_smoothing, spread = label_smoothing / static_cast<double>(classes);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * classes;
     float* dxr = dx + r * classes;
@@ -94,14 +110,14 @@ void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64
     const RowLse s = row_lse(xr, classes);
     for (int64_t c = 0; c < classes; ++c) {
       const double prob = std::exp(static_cast<double>(xr[c] - s.max) - s.log_sum);
-      const float v = static_cast<float>(((c == y ? prob - 1.0 : prob)) * inv_rows);
+      const float v = static_cast<float>(((c == y ? prob - hit : prob) - spread) * inv_rows);
       dxr[c] = accumulate ? dxr[c] + v : v;
     }
   }
 }
 
 float softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* logp, int64_t rows,
-                               int64_t classes) {
+                               int64_t classes, double label_smoothing) {
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = logits + r * classes;
@@ -109,21 +125,22 @@ float softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float
     const int64_t y = checked_label(labels, r, classes);
     const RowLse s = row_lse(xr, classes);
     for (int64_t c = 0; c < classes; ++c) lr[c] = static_cast<float>(static_cast<double>(xr[c] - s.max) - s.log_sum);
-    total += static_cast<double>(s.max - xr[y]) + s.log_sum;
+    total += row_ce(xr, y, classes, s, label_smoothing);
   }
   return static_cast<float>(total / static_cast<double>(rows));
 }
 
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
-                              bool accumulate) {
+                              bool accumulate, double label_smoothing) {
   const double inv_rows = 1.0 / static_cast<double>(rows);
+  const double hit = 1.0 - label_smoothing, spread = label_smoothing / static_cast<double>(classes);
   for (int64_t r = 0; r < rows; ++r) {
     const float* lr = logp + r * classes;
     float* dxr = dx + r * classes;
     const int64_t y = checked_label(labels, r, classes);
     for (int64_t c = 0; c < classes; ++c) {
       const double prob = std::exp(static_cast<double>(lr[c]));
-      const float v = static_cast<float>((c == y ? prob - 1.0 : prob) * inv_rows);
+      const float v = static_cast<float>(((c == y ? prob - hit : prob) - spread) * inv_rows);
       dxr[c] = accumulate ? dxr[c] + v : v;
     }
   }

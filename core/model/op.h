@@ -114,6 +114,9 @@ struct OpAttrs {
   bool keepdim = false;
   double eps = 0;        // LayerNorm, BatchNorm, GroupNorm: added to the variance; 0: PyTorch's default 1e-5
   bool affine = true;    // LayerNorm, BatchNorm, GroupNorm: a scale γ and shift β among the parameters
+  // SoftmaxCELoss: ε of PyTorch's label_smoothing, in [0, 1]: the target is
+  // (1 − ε)·one-hot + ε/classes (0: plain cross-entropy).
+  double label_smoothing = 0;
   // Pad: the mode (PadMode, core/kernels/pad_geom.h); `pads` as F.pad takes
   // them, the last dimension first, a (before, after) pair per dimension;
   // `scalar` the constant mode's fill value.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <sstream>
 
 #include "core/base/errors.h"
 #include "core/kernels/pad_geom.h"
@@ -219,6 +220,13 @@ void rule_loss(Derivation& d) {
   if (!d.op.shape.empty()) d.fail("a loss produces a scalar; leave its shape empty");
   const double n = static_cast<double>(x.numel());
   d.fwd = d.op.kind == OpKind::MSELoss ? 3 * n : d.op.kind == OpKind::BCEWithLogitsLoss ? 6 * n : 5 * n;
+  const double eps = d.op.attrs->label_smoothing;
+  if (!(eps >= 0 && eps <= 1)) {
+    std::ostringstream got;
+    got << eps;
+    d.fail("label_smoothing must lie in [0, 1], got " + got.str());
+  }
+  if (eps != 0) d.fwd += n;  // the rows' sums of log-probabilities
   d.bwd = 3 * n;
   d.saved = {d.op.inputs[0]};
   // Autocast computes losses in f32: a bf16/f16 input is cast, and what the

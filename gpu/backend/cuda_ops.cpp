@@ -204,35 +204,37 @@ void bwd_bce_logits(CudaOpState& s, const OpCall& c) { target_loss_bwd(s, c, bce
 
 void fwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  const double eps = c.op.attrs->label_smoothing;
   if (s.labels_n != static_cast<uint64_t>(x.rows())) throw InternalError(op_label(c.model, c.v) + ": no labels loaded");
   const auto [partials, capacity] = lent_doubles(s, c, softmax_ce_partial_count(x.rows()));
   if (s.io.active) {
     ++s.io_calls;
     softmax_ce_fwd_io(io_in(c, s.io.in[0]), s.labels, s.loss, ce_keeps_log_probs(c.op) ? c.aux() : nullptr, x.rows(),
-                      x.cols(), s.stream, partials, capacity);
+                      x.cols(), s.stream, partials, capacity, eps);
     return copy_loss(s, c);
   }
   if (ce_keeps_log_probs(c.op))
-    softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity);
+    softmax_ce_fwd_keep_logp(c.in(0), s.labels, s.loss, c.aux(), x.rows(), x.cols(), s.stream, partials, capacity, eps);
   else
-    softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream, partials, capacity);
+    softmax_ce_fwd(c.in(0), s.labels, s.loss, x.rows(), x.cols(), s.stream, partials, capacity, eps);
   copy_loss(s, c);
 }
 void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
   const Op& x = c.in_op(0);
+  const double eps = c.op.attrs->label_smoothing;
   if (!c.dx(0)) return;
   if (s.io.active) {
     ++s.io_calls;
     if (ce_keeps_log_probs(c.op))
-      softmax_ce_bwd_from_logp_io(c.aux(), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+      softmax_ce_bwd_from_logp_io(c.aux(), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream, eps);
     else
-      softmax_ce_bwd_io(io_in(c, s.io.in[0]), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream);
+      softmax_ce_bwd_io(io_in(c, s.io.in[0]), s.labels, io_out(c, s.io.dx[0]), x.rows(), x.cols(), s.stream, eps);
     return;
   }
   if (ce_keeps_log_probs(c.op))
-    softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
+    softmax_ce_bwd_from_logp(c.aux(), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream, eps);
   else
-    softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream);
+    softmax_ce_bwd(c.in(0), s.labels, c.dx(0), x.rows(), x.cols(), c.acc(0), s.stream, eps);
 }
 
 ConvContext conv_context(const CudaOpState& s) {

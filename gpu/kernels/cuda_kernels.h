@@ -176,32 +176,35 @@ void bce_logits_bwd(const float* x, const float* target, float* dx, int64_t n, b
 // lends its cuBLAS workspace), the rows are spread over the whole grid;
 // without, one block does them all, which took 25 ms for GPT-2's 4096 × 50257
 // logits on an H100. Either way every sum has an order fixed by rows alone.
+// label_smoothing ε: the target (1 − ε)·onehot + ε/classes, as cpu_kernels.h's
+// (0: the plain loss, its bits unchanged); the same for every launcher below.
 void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
                     int64_t classes, cudaStream_t stream, double* partials = nullptr,
-                    int64_t partial_capacity = 0);
+                    int64_t partial_capacity = 0, double label_smoothing = 0);
 int64_t softmax_ce_partial_count(int64_t rows);
 // dx (rows, classes) = (softmax(logits) - onehot(labels)) / rows; a row with a label
 // out of range gets NaN.
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
-                    int64_t classes, bool accumulate, cudaStream_t stream);
+                    int64_t classes, bool accumulate, cudaStream_t stream, double label_smoothing = 0);
 // The same loss keeping the log-probabilities logp (rows, classes) for the
 // backward, as PyTorch's log_softmax + nll_loss (cpu_kernels.h's
 // softmax_ce_fwd_keep_logp); the backward reads logp alone.
 void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
                               int64_t classes, cudaStream_t stream, double* partials = nullptr,
-                              int64_t partial_capacity = 0);
+                              int64_t partial_capacity = 0, double label_smoothing = 0);
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
-                              bool accumulate, cudaStream_t stream);
+                              bool accumulate, cudaStream_t stream, double label_smoothing = 0);
 // Mixed precision's cross-entropy on its logits as stored (pointwise_io.cu's
 // rule: the f32 launchers' values; dx stored as the widening call stores
 // it): the loss (and with logp, the kept log-probabilities, f32) from bf16/
 // f16 or f32 logits; dx from the logits or from logp.
 void softmax_ce_fwd_io(IoIn logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
-                       cudaStream_t stream, double* partials = nullptr, int64_t partial_capacity = 0);
+                       cudaStream_t stream, double* partials = nullptr, int64_t partial_capacity = 0,
+                       double label_smoothing = 0);
 void softmax_ce_bwd_io(IoIn logits, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
-                       cudaStream_t stream);
+                       cudaStream_t stream, double label_smoothing = 0);
 void softmax_ce_bwd_from_logp_io(const float* logp, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, double label_smoothing = 0);
 
 // ---- conv.cu ---------------------------------------------------------------------
 // NCHW convolution (cpu_kernels.h: ConvGeom). With cuDNN (REMAT_HAVE_CUDNN) the

@@ -84,24 +84,33 @@ __device__ RowStats warp_row_stats(X x, int64_t row, int64_t classes, int lane) 
 
 // Row r's term of the loss, max + log Σ exp(x - max) - x[label], in double,
 // computed by a whole warp (every lane gets it); NaN for a label out of range.
+// With label smoothing eps: (1 - eps) times that plus eps times the row's mean
+// of -log p, log Σ exp(x - max) - mean(x - max) (as the CPU's row_ce; the
+// mean's sum in double, each lane's then the warp's butterfly).
 template <class X>
-__device__ double row_loss(X x, int64_t row, int32_t y, int64_t classes, int lane) {
+__device__ double row_loss(X x, int64_t row, int32_t y, int64_t classes, int lane, double eps) {
   const RowStats s = warp_row_stats(x, row, classes, lane);
-  return (y >= 0 && y < classes) ? static_cast<double>(s.max - ld(x, row + y)) + log(static_cast<double>(s.sum))
-                                 : NAN;
+  if (!(y >= 0 && y < classes)) return NAN;
+  const double log_sum = log(static_cast<double>(s.sum));
+  const double nll = static_cast<double>(s.max - ld(x, row + y)) + log_sum;
+  if (eps == 0.0) return nll;
+  double shifted = 0.0;
+  for (int64_t c = lane; c < classes; c += 32) shifted += static_cast<double>(ld(x, row + c) - s.max);
+  shifted = detail::warp_sum(shifted);
+  return (1.0 - eps) * nll + eps * (log_sum - shifted / static_cast<double>(classes));
 }
 
 // *loss = mean over rows of max + log Σ exp(x - max) - x[label]; logits (rows,
 // classes), labels (rows). One block; warp w takes rows w, w + warps, ...
 template <class X>
 __global__ void softmax_ce_fwd_kernel(X logits, const int32_t* labels, float* loss,
-                                      int64_t rows, int64_t classes) {
+                                      int64_t rows, int64_t classes, double eps) {
   __shared__ double shared[32];
   const int lane = threadIdx.x % 32;
   const int warps = blockDim.x / 32;
   double sum = 0.0;  // identical in every lane of a warp; lane 0's is counted
   for (int64_t r = threadIdx.x / 32; r < rows; r += warps)
-    sum += row_loss(logits, r * classes, labels[r], classes, lane);
+    sum += row_loss(logits, r * classes, labels[r], classes, lane, eps);
   sum = detail::block_sum(lane == 0 ? sum : 0.0, shared);
   if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
@@ -112,12 +121,12 @@ __global__ void softmax_ce_fwd_kernel(X logits, const int32_t* labels, float* lo
 // order of every sum does too. Then sum_partials_kernel, one block, adds them.
 template <class X>
 __global__ void softmax_ce_partials_kernel(X logits, const int32_t* labels, double* partials,
-                                           int64_t rows, int64_t classes) {
+                                           int64_t rows, int64_t classes, double eps) {
   __shared__ double warp_sums[kRowsPerBlock];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   double sum = 0.0;  // identical in every lane of a warp
   for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + warp; r < rows; r += int64_t{gridDim.x} * kRowsPerBlock)
-    sum += row_loss(logits, r * classes, labels[r], classes, lane);
+    sum += row_loss(logits, r * classes, labels[r], classes, lane, eps);
   if (lane == 0) warp_sums[warp] = sum;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -136,11 +145,13 @@ __global__ void sum_partials_kernel(const double* partials, int64_t count, float
   if (threadIdx.x == 0) *loss = static_cast<float>(sum / static_cast<double>(rows));
 }
 
-// dx (rows, classes) = or += (softmax - onehot) / rows, one warp per row.
+// dx (rows, classes) = or += (softmax - target) / rows, one warp per row; the
+// target is hit·onehot + spread (label smoothing: hit = 1 - eps, spread =
+// eps/classes; without, 1 and 0, which leave the plain loss's bits).
 template <class X, class DX>
 __global__ void softmax_ce_bwd_kernel(X logits, const int32_t* labels, DX dx,
                                       int64_t rows, int64_t classes, float inv_rows,
-                                      bool accumulate) {
+                                      bool accumulate, float hit, float spread) {
   const int lane = threadIdx.x % 32;
   for (int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x / 32; r < rows;
        r += int64_t{gridDim.x} * kRowsPerBlock) {
@@ -151,7 +162,7 @@ __global__ void softmax_ce_bwd_kernel(X logits, const int32_t* labels, DX dx,
     const float inv_sum = 1.0f / s.sum;
     for (int64_t c = lane; c < classes; c += 32) {
       const float prob = expf(ld(logits, row + c) - s.max) * inv_sum;
-      const float v = valid ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
+      const float v = valid ? ((c == y ? prob - hit : prob) - spread) * inv_rows : NAN;
       st(dx, row + c, v, accumulate);
     }
   }
@@ -171,16 +182,18 @@ __global__ void log_softmax_rows_kernel(X logits, float* logp, int64_t rows, int
   }
 }
 
-// dx (rows, classes) = or += (exp(logp) - onehot) / rows, elementwise.
+// dx (rows, classes) = or += (exp(logp) - target) / rows, elementwise (the
+// target as softmax_ce_bwd_kernel's).
 template <class DX>
 __global__ void softmax_ce_bwd_logp_kernel(const float* logp, const int32_t* labels, DX dx, int64_t rows,
-                                           int64_t classes, float inv_rows, bool accumulate) {
+                                           int64_t classes, float inv_rows, bool accumulate, float hit,
+                                           float spread) {
   const int64_t n = rows * classes;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / classes, c = i % classes;
     const int32_t y = labels[r];
     const float prob = expf(logp[i]);
-    const float v = (y >= 0 && y < classes) ? (c == y ? prob - 1.0f : prob) * inv_rows : NAN;
+    const float v = (y >= 0 && y < classes) ? ((c == y ? prob - hit : prob) - spread) * inv_rows : NAN;
     st(dx, i, v, accumulate);
   }
 }
@@ -227,20 +240,24 @@ int64_t softmax_ce_partial_count(int64_t rows) {
 
 namespace {
 
+// The smoothed target's two values, rounded once from double as the CPU's.
+float target_hit(double eps) { return static_cast<float>(1.0 - eps); }
+float target_spread(double eps, int64_t classes) { return static_cast<float>(eps / static_cast<double>(classes)); }
+
 // The cross-entropy launchers' bodies, for f32 pointers and for tensors as stored alike.
 template <class X>
 void ce_fwd(X logits, const int32_t* labels, float* loss, int64_t rows, int64_t classes, cudaStream_t stream,
-            double* partials, int64_t partial_capacity) {
+            double* partials, int64_t partial_capacity, double eps) {
   detail::check_sizes("softmax_ce_fwd", {rows, classes});
   // rows == 0 writes NaN (0/0); classes == 0 makes every label invalid, hence NaN.
   const int64_t count = softmax_ce_partial_count(rows);
   if (partials == nullptr || partial_capacity < count) {
-    softmax_ce_fwd_kernel<<<1, kLossBlock, 0, stream>>>(logits, labels, loss, rows, classes);
+    softmax_ce_fwd_kernel<<<1, kLossBlock, 0, stream>>>(logits, labels, loss, rows, classes, eps);
     CUDA_CHECK_THROW(cudaGetLastError());
     return;
   }
   softmax_ce_partials_kernel<<<static_cast<unsigned>(count), kRowsPerBlock * 32, 0, stream>>>(logits, labels,
-                                                                                                partials, rows, classes);
+                                                                                                partials, rows, classes, eps);
   CUDA_CHECK_THROW(cudaGetLastError());
   sum_partials_kernel<<<1, kLossBlock, 0, stream>>>(partials, count, loss, rows);
   CUDA_CHECK_THROW(cudaGetLastError());
@@ -248,19 +265,20 @@ void ce_fwd(X logits, const int32_t* labels, float* loss, int64_t rows, int64_t 
 
 template <class X, class DX>
 void ce_bwd(X logits, const int32_t* labels, DX dx, int64_t rows, int64_t classes, bool accumulate,
-            cudaStream_t stream) {
+            cudaStream_t stream, double eps) {
   detail::check_sizes("softmax_ce_bwd", {rows, classes});
   if (rows == 0 || classes == 0) return;
   const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
   softmax_ce_bwd_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0,
-                          stream>>>(logits, labels, dx, rows, classes, inv_rows, accumulate);
+                          stream>>>(logits, labels, dx, rows, classes, inv_rows, accumulate, target_hit(eps),
+                                    target_spread(eps, classes));
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 template <class X>
 void ce_fwd_keep_logp(X logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
-                      cudaStream_t stream, double* partials, int64_t partial_capacity) {
-  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
+                      cudaStream_t stream, double* partials, int64_t partial_capacity, double eps) {
+  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity, eps);
   if (rows == 0 || classes == 0) return;
   log_softmax_rows_kernel<<<detail::grid_for(rows, kRowsPerBlock), kRowsPerBlock * 32, 0, stream>>>(logits, logp,
                                                                                                      rows, classes);
@@ -269,53 +287,56 @@ void ce_fwd_keep_logp(X logits, const int32_t* labels, float* loss, float* logp,
 
 template <class DX>
 void ce_bwd_from_logp(const float* logp, const int32_t* labels, DX dx, int64_t rows, int64_t classes,
-                      bool accumulate, cudaStream_t stream) {
+                      bool accumulate, cudaStream_t stream, double eps) {
   detail::check_sizes("softmax_ce_bwd_from_logp", {rows, classes});
   if (rows == 0 || classes == 0) return;
   const float inv_rows = static_cast<float>(1.0 / static_cast<double>(rows));
   softmax_ce_bwd_logp_kernel<<<detail::grid_for(rows * classes), detail::kBlock, 0, stream>>>(
-      logp, labels, dx, rows, classes, inv_rows, accumulate);
+      logp, labels, dx, rows, classes, inv_rows, accumulate, target_hit(eps), target_spread(eps, classes));
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 }  // namespace
 
 void softmax_ce_fwd(const float* logits, const int32_t* labels, float* loss, int64_t rows,
-                    int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
-  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity);
+                    int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity,
+                    double label_smoothing) {
+  ce_fwd(logits, labels, loss, rows, classes, stream, partials, partial_capacity, label_smoothing);
 }
 
 void softmax_ce_bwd(const float* logits, const int32_t* labels, float* dx, int64_t rows,
-                    int64_t classes, bool accumulate, cudaStream_t stream) {
-  ce_bwd(logits, labels, dx, rows, classes, accumulate, stream);
+                    int64_t classes, bool accumulate, cudaStream_t stream, double label_smoothing) {
+  ce_bwd(logits, labels, dx, rows, classes, accumulate, stream, label_smoothing);
 }
 
 void softmax_ce_fwd_keep_logp(const float* logits, const int32_t* labels, float* loss, float* logp, int64_t rows,
-                              int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity) {
-  ce_fwd_keep_logp(logits, labels, loss, logp, rows, classes, stream, partials, partial_capacity);
+                              int64_t classes, cudaStream_t stream, double* partials, int64_t partial_capacity,
+                              double label_smoothing) {
+  ce_fwd_keep_logp(logits, labels, loss, logp, rows, classes, stream, partials, partial_capacity, label_smoothing);
 }
 
 void softmax_ce_bwd_from_logp(const float* logp, const int32_t* labels, float* dx, int64_t rows, int64_t classes,
-                              bool accumulate, cudaStream_t stream) {
-  ce_bwd_from_logp(logp, labels, dx, rows, classes, accumulate, stream);
+                              bool accumulate, cudaStream_t stream, double label_smoothing) {
+  ce_bwd_from_logp(logp, labels, dx, rows, classes, accumulate, stream, label_smoothing);
 }
 
 void softmax_ce_fwd_io(IoIn logits, const int32_t* labels, float* loss, float* logp, int64_t rows, int64_t classes,
-                       cudaStream_t stream, double* partials, int64_t partial_capacity) {
+                       cudaStream_t stream, double* partials, int64_t partial_capacity, double label_smoothing) {
   if (logp)
-    ce_fwd_keep_logp(detail::din(logits), labels, loss, logp, rows, classes, stream, partials, partial_capacity);
+    ce_fwd_keep_logp(detail::din(logits), labels, loss, logp, rows, classes, stream, partials, partial_capacity,
+                     label_smoothing);
   else
-    ce_fwd(detail::din(logits), labels, loss, rows, classes, stream, partials, partial_capacity);
+    ce_fwd(detail::din(logits), labels, loss, rows, classes, stream, partials, partial_capacity, label_smoothing);
 }
 
 void softmax_ce_bwd_io(IoIn logits, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
-                       cudaStream_t stream) {
-  ce_bwd(detail::din(logits), labels, detail::dout(dx), rows, classes, false, stream);
+                       cudaStream_t stream, double label_smoothing) {
+  ce_bwd(detail::din(logits), labels, detail::dout(dx), rows, classes, false, stream, label_smoothing);
 }
 
 void softmax_ce_bwd_from_logp_io(const float* logp, const int32_t* labels, IoOut dx, int64_t rows, int64_t classes,
-                                 cudaStream_t stream) {
-  ce_bwd_from_logp(logp, labels, detail::dout(dx), rows, classes, false, stream);
+                                 cudaStream_t stream, double label_smoothing) {
+  ce_bwd_from_logp(logp, labels, detail::dout(dx), rows, classes, false, stream, label_smoothing);
 }
 
 }  // namespace remat::cuda

@@ -39,6 +39,16 @@ LOSS_OPS = {"mse_loss", "nll_loss_forward", "nll_loss2d_forward", "binary_cross_
             "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
             "soft_margin_loss", "cross_entropy_loss"}
 LOSS_KINDS = ("MSELoss", "SoftmaxCELoss", "BCEWithLogitsLoss")  # remat's losses: the step's last op
+# F.cross_entropy with label_smoothing > 0 and no class weights: ATen's
+# cross_entropy_loss_label_smoothing, the aten ops recorded after its
+# _log_softmax. nll = nll_loss(logp, y); smooth = -logp.sum(1), zero where y
+# is ignore_index; loss = (1 - eps)·nll + mean(smooth)·eps/classes.
+SMOOTHED_CE = (
+    # PyTorch 1.13: smooth.index_put_({y == ignore}, 0); smooth.masked_select(y != ignore).mean()
+    ("nll_loss_forward", "sum", "neg", "eq", "index_put_", "bitwise_not", "masked_select", "mean", "mul", "mul", "add"),
+    # 2.x: smooth.masked_fill_(y == ignore, 0); smooth.sum() / (y != ignore).sum()
+    ("nll_loss_forward", "sum", "neg", "eq", "masked_fill_", "bitwise_not", "sum", "sum", "div", "mul", "mul", "add"),
+)
 ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh", "sigmoid": "Sigmoid",
                "sigmoid_": "Sigmoid", "silu": "SiLU", "silu_": "SiLU"}
 # The names `remat run --dump` gives an op's parameter tensors, slot by slot
@@ -110,6 +120,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         self.param_pieces = {}    # id(tensor) -> (parameter, start, end): a slice of one of those (_broadcast_pieces)
         self.event_op = {}        # OpEvent index -> remat op id
         self.fused_into = {}      # OpEvent index -> the OpEvent index whose op it is part of
+        self.smoothed = {}        # OpEvent index of a smoothed cross-entropy's last add -> (its events, eps)
         self.pad_skip = set()     # OpEvent indices of a composed circular pad but its last (_pad.py)
         self.pad_at = {}          # OpEvent index of that last copy_ -> (x, buffer, pads)
         self.rnn_layers = {}      # OpEvent index of an mkldnn_rnn_layer -> how its saves map (_rnn.py)
@@ -195,7 +206,9 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             acts = [(pos, t) for pos, t in ev.tensor_args() if self._act(t)]
             if ev.name in LOSS_OPS:
                 self.loss_targets.update(storage_key(t) for pos, t in ev.tensor_args() if pos >= 1 and not self._act(t))
-            if ev.index in self.fused_into.values() and self._op_nll_loss_forward(ev):
+            if ev.index in self.smoothed and self._op_smoothed_ce(ev):
+                continue  # the whole of cross_entropy_loss_label_smoothing, one SoftmaxCELoss
+            if ev.index in self.fused_into.values() and ev.index not in self.smoothed and self._op_nll_loss_forward(ev):
                 continue  # its input, the log-softmax, was folded into it
             if not acts or ev.name in FACTORY_LIKE:
                 self._constant(ev)
@@ -211,7 +224,9 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         return self._finish(self.rid[id(loss)])
 
     def _plan_fusions(self):
-        """log_softmax whose only reader is nll_loss: one SoftmaxCELoss."""
+        """log_softmax whose only reader is nll_loss: one SoftmaxCELoss. With
+        label smoothing, the log_softmax and the ops after it that make up
+        the smoothed loss (SMOOTHED_CE): one SoftmaxCELoss with its eps."""
         readers = {}
         for ev in self.rec.ops:
             for _, t in ev.tensor_args():
@@ -220,8 +235,45 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             if ev.name != "_log_softmax" or not ev.outputs:
                 continue
             r = readers.get(id(ev.outputs[0]), [])
-            if len(r) == 1 and r[0].name == "nll_loss_forward" and ev.outputs[0].dim() == 2 and ev.args[1] in (1, -1):
+            if not (ev.outputs[0].dim() == 2 and ev.args[1] in (1, -1)):
+                continue
+            if len(r) == 1 and r[0].name == "nll_loss_forward":
                 self.fused_into[ev.index] = r[0].index
+                continue
+            smoothed = self._smoothed_ce_after(ev, r)
+            if smoothed is not None:
+                events, eps = smoothed
+                last = events[-1].index
+                self.smoothed[last] = (events, eps)
+                for e in events[:-1]:
+                    self.fused_into[e.index] = last
+
+    def _smoothed_ce_after(self, ls, logp_readers):
+        """([events from ls to the final add], eps) when the ops after the
+        _log_softmax `ls` are one of SMOOTHED_CE's sequences, mean reduction
+        and no class weights, with eps read back from the two scalar
+        multiplies; else None."""
+        logp = ls.outputs[0]
+        for names in SMOOTHED_CE:
+            events = self.rec.ops[ls.index + 1:ls.index + 1 + len(names)]
+            if [e.name for e in events] != list(names):
+                continue
+            nll, rowsum, add = events[0], events[1], events[-1]
+            if nll.args[0] is not logp or rowsum.args[0] is not logp or {id(e) for e in logp_readers} != {id(nll), id(rowsum)}:
+                continue
+            if len(nll.args) < 4 or nll.args[2] is not None or nll.args[3] != 1 or list(rowsum.args[1]) not in ([1], [-1]):
+                continue
+            muls = events[-3:-1]
+            hit = [m for m in muls if m.args[0] is nll.outputs[0]]
+            spread = [m for m in muls if m.args[0] is not nll.outputs[0]]
+            if len(hit) != 1 or len(spread) != 1 or not all(isinstance(m.args[1], float) for m in muls):
+                continue
+            if {id(a) for a in add.args[:2]} != {id(hit[0].outputs[0]), id(spread[0].outputs[0])}:
+                continue
+            eps = _smoothing(float(hit[0].args[1]), float(spread[0].args[1]), int(logp.shape[1]))
+            if eps is not None:
+                return [ls] + events, eps
+        return None
 
     def _constant(self, ev):
         if ev.name == "_to_copy" and ev.outputs and ev.args and isinstance(ev.args[0], torch.Tensor) and \
@@ -772,6 +824,24 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         self.event_op[ls.index] = self.event_op[ev.index]
         return True
 
+    def _op_smoothed_ce(self, ev):
+        """The final add of a smoothed cross-entropy (_plan_fusions): one
+        SoftmaxCELoss on the log_softmax's logits with label_smoothing. Every
+        event of it is the op's, so what they save (the log-probabilities,
+        nll_loss's total weight, the ignore masks, 1.13's masked smooth loss,
+        2.x's row count) is the op's aux, as PyTorch keeps it."""
+        events, eps = self.smoothed[ev.index]
+        ls, nll = events[0], events[1]
+        logits = ls.args[0]
+        if not self._act(logits):
+            return False
+        self.loss_targets.update(storage_key(t) for pos, t in nll.tensor_args() if pos >= 1 and not self._act(t))
+        v = self._new({"kind": "SoftmaxCELoss", "label_smoothing": eps}, [self.rid[id(logits)]], ev.outputs[0],
+                      view=False, event=nll, label=self._label(nll, "cross_entropy"))
+        for e in events:
+            self.event_op[e.index] = v
+        return True
+
     # ---- views -------------------------------------------------------------------
 
     def _view(self, ev, kind, extra, src=None, out=None, label=None):
@@ -1193,6 +1263,18 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             j["torch"] = origins.get(op.get("_event"), {"module": ""})  # the Input: the root's argument
             ops.append(j)
         return ops, self.notes
+
+
+def _smoothing(hit, spread, classes):
+    """label_smoothing eps from ATen's two factors, hit = 1 - eps and spread =
+    eps / classes (double): the shortest decimal near spread·classes that
+    gives both back exactly, else None (not a smoothed cross-entropy)."""
+    import math
+    guess = spread * classes
+    for cand in (float(f"{guess:.12g}"), guess, math.nextafter(guess, 0), math.nextafter(guess, 2), 1.0 - hit):
+        if 0 < cand <= 1 and 1.0 - cand == hit and cand / classes == spread:
+            return cand
+    return None
 
 
 def _torch_origins_of(events):

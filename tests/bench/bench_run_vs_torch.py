@@ -170,7 +170,8 @@ def torch_step_fn(ops, mode, recomputed, device="cpu", keep_grads=False, forward
                     ys = run_segment(lo, hi, in_ids, out_ids, *xs)
                 acts.update(zip(out_ids, ys))
             logits = acts[last["inputs"][0]]
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels,
+                                   label_smoothing=float(last.get("label_smoothing", 0.0)))
         loss.backward()
 
     step.zero_grads = zero_grads

@@ -277,6 +277,48 @@ TEST(OpLayout, ViewStridesFollowTorch) {
   EXPECT_FALSE(is_contiguous({3, 4}, {1, 3}));
 }
 
+// Label smoothing changes what the loss computes (a row sum more per element
+// in the forward), not what it keeps: the logits (f32) or autocast's f32
+// log-probabilities (bf16 logits), as without; outside [0, 1] it is refused.
+TEST(OpRules, LabelSmoothingKeepsWhatThePlainCrossEntropyKeeps) {
+  for (const DType dt : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    Op plain, smoothed;
+    for (const double eps : {0.0, 0.1}) {
+      Model m;
+      Op in = make(OpKind::Input, {}, {4, 8});
+      in.dtype = dt;
+      m.add(std::move(in));
+      Op relu = make(OpKind::ReLU, {0});
+      relu.dtype = dt;
+      m.add(std::move(relu));
+      Op loss = make(OpKind::SoftmaxCELoss, {1});
+      loss.attrs.edit().label_smoothing = eps;
+      m.add(std::move(loss), "loss");
+      m.finalize();
+      (eps == 0 ? plain : smoothed) = m.op(2);
+    }
+    EXPECT_EQ(smoothed.saved, plain.saved);
+    EXPECT_EQ(smoothed.aux_bytes, plain.aux_bytes);
+    EXPECT_EQ(smoothed.aux_bytes, dt == DType::F32 ? 0u : 4u * 32);
+    EXPECT_EQ(smoothed.fwd_flops, plain.fwd_flops + 32);
+    EXPECT_EQ(smoothed.bwd_flops, plain.bwd_flops);
+  }
+  Model bad;
+  bad.add(make(OpKind::Input, {}, {4, 8}));
+  Op loss = make(OpKind::SoftmaxCELoss, {0});
+  loss.attrs.edit().label_smoothing = 1.5;
+  try {
+    bad.add(std::move(loss), "loss");
+    bad.finalize();
+    ADD_FAILURE() << "label_smoothing 1.5 accepted";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("label_smoothing must lie in [0, 1], got 1.5"), std::string::npos) << what;
+    EXPECT_EQ(what.find("1.50"), std::string::npos) << what;
+  }
+}
+
 // A loss kernel reads its input again in the backward, or what it keeps in
 // aux instead: cross-entropy's log-probabilities (a PyTorch capture, or
 // autocast's f32 ones), MSE's and BCE's f32 copy of its input (autocast's cast). Aux too

@@ -42,6 +42,8 @@ const std::string kTailModel = std::string(REMAT_EXEC_TEST_MODELS) + "/tail_smal
 // residual), a loss reading one through a dense copy.
 const std::string kStridedReadersModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_readers.json";
 const std::string kStridedCeModel = std::string(REMAT_EXEC_TEST_MODELS) + "/strided_ce.json";
+const std::string kCeSmoothedModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_smoothed.json";
+const std::string kCeSmoothedLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "/ce_smoothed_logp.json";
 // A binary mask head's BCEWithLogitsLoss over a transposed view.
 const std::string kBceModel = std::string(REMAT_EXEC_TEST_MODELS) + "/bce_small.json";
 // Every Pad mode (one fed a transposed view) and a roll as Slice views and a Concat.
@@ -117,14 +119,14 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
                                       "pointwise", "class_token", "strided_kernels", "tail", "strided_readers",
-                                      "strided_ce", "bce", "pad"};
+                                      "strided_ce", "bce", "pad", "ce_smoothed", "ce_smoothed_logp"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
                                            kStridedKernelsModel, kTailModel, kStridedReadersModel, kStridedCeModel,
-                                           kBceModel, kPadModel),
+                                           kBceModel, kPadModel, kCeSmoothedModel, kCeSmoothedLogpModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

@@ -386,7 +386,8 @@ def rebuild(ops, t, dtype=torch.float64, records=None):
             return F.binary_cross_entropy_with_logits(x, torch.tensor(t["target"], dtype=dtype)), leaves
         if kind == "SoftmaxCELoss":
             labels = torch.tensor(t["labels"].astype(np.int64))
-            return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels), leaves
+            return F.cross_entropy(x.reshape(-1, x.shape[-1]), labels,
+                                   label_smoothing=float(op.get("label_smoothing", 0.0))), leaves
         acts[v] = apply_op(op, acts, param, t)
         if records is not None and added_param(op) is not None and acts[v].requires_grad:
             acts[v].retain_grad()

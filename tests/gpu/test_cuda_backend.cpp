@@ -186,7 +186,9 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            kModels + "/strided_readers.json", kModels + "/strided_ce.json",
                                            kModels + "/bce_small.json",
                                            // every Pad mode, a roll as Slices and a Concat
-                                           kModels + "/pad_small.json"),
+                                           kModels + "/pad_small.json",
+                                           // label smoothing, keeping the logits or the log-probabilities
+                                           kModels + "/ce_smoothed.json", kModels + "/ce_smoothed_logp.json"),
                          case_name);
 
 TEST(CudaBackend, MemoryLimitGivesOutOfMemoryResult) {

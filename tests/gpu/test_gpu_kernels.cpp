@@ -355,6 +355,52 @@ TEST_F(GpuKernels, SoftmaxCrossEntropyKeepingLogProbsMatchesCpu) {
   }
 }
 
+// Label smoothing (PyTorch's label_smoothing): every launcher, logits kept or
+// logp kept, one block and over the grid, against the CPU's kernels at the
+// same ε (themselves checked against float64, tests/kernels/test_losses.cpp).
+TEST_F(GpuKernels, SoftmaxCrossEntropyLabelSmoothingMatchesCpu) {
+  for (const int64_t classes : {10, 1000}) {
+    for (const double eps : {0.1, 1.0}) {
+      const int64_t rows = 37;
+      const std::string name = "softmax_ce eps " + std::to_string(eps) + " (" + std::to_string(classes) + ")";
+      const Vec logits = random_vec(rows * classes, 66, -3.0f, 3.0f);
+      std::vector<int32_t> labels(rows);
+      for (int64_t r = 0; r < rows; ++r) labels[r] = static_cast<int32_t>((r * 7) % classes);
+      Vec logp_cpu(logits.size());
+      const float loss_cpu =
+          cpu::softmax_ce_fwd_keep_logp(logits.data(), labels.data(), logp_cpu.data(), rows, classes, eps);
+      const Dev logits_dev(logits), one_block(nan_vec(1)), grid(nan_vec(1)), kept(nan_vec(1)),
+          logp(nan_vec(logits.size()));
+      const DeviceArray<int32_t> labels_dev(labels);
+      const int64_t count = gpu::softmax_ce_partial_count(rows);
+      const DeviceArray<double> partials(std::vector<double>(static_cast<std::size_t>(count), 0.0));
+      gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), one_block.get(), rows, classes, stream_, nullptr, 0, eps);
+      gpu::softmax_ce_fwd(logits_dev.get(), labels_dev.get(), grid.get(), rows, classes, stream_, partials.get(), count,
+                          eps);
+      gpu::softmax_ce_fwd_keep_logp(logits_dev.get(), labels_dev.get(), kept.get(), logp.get(), rows, classes, stream_,
+                                    nullptr, 0, eps);
+      expect_close(one_block.fetch(), {loss_cpu}, 1e-5f, name + " loss, one block");
+      expect_close(grid.fetch(), {loss_cpu}, 1e-5f, name + " loss, over the grid");
+      expect_close(kept.fetch(), {loss_cpu}, 1e-5f, name + " loss keeping logp");
+      expect_close(logp.fetch(), logp_cpu, 1e-5f, name + " logp");
+      for (const bool accumulate : {false, true}) {
+        const Vec dx0 = accumulate ? random_vec(logits.size(), 67) : nan_vec(logits.size());
+        Vec dx_cpu = accumulate ? dx0 : Vec(logits.size(), 0.0f), dx_cpu_logp = dx_cpu;
+        const Dev dx_gpu(dx0), dx_gpu_logp(dx0);
+        cpu::softmax_ce_bwd(logits.data(), labels.data(), dx_cpu.data(), rows, classes, accumulate, eps);
+        cpu::softmax_ce_bwd_from_logp(logp_cpu.data(), labels.data(), dx_cpu_logp.data(), rows, classes, accumulate,
+                                      eps);
+        gpu::softmax_ce_bwd(logits_dev.get(), labels_dev.get(), dx_gpu.get(), rows, classes, accumulate, stream_, eps);
+        gpu::softmax_ce_bwd_from_logp(logp.get(), labels_dev.get(), dx_gpu_logp.get(), rows, classes, accumulate,
+                                      stream_, eps);
+        const std::string how = accumulate ? " accumulate" : " overwrite";
+        expect_close(dx_gpu.fetch(), dx_cpu, 1e-5f, name + " dx" + how);
+        expect_close(dx_gpu_logp.fetch(), dx_cpu_logp, 1e-5f, name + " dx from logp" + how);
+      }
+    }
+  }
+}
+
 // With a buffer for per-block partial sums (the backend lends cuBLAS's
 // workspace) the loss's rows spread over the whole grid: the same loss as the
 // CPU and as one block, the same bits run to run, and a buffer too small for

@@ -110,6 +110,24 @@ TEST(JsonModel, AttributesOfTheNewKinds) {
   expect_identical(m, parse_json_model(model_to_json(m).dump(), "again"));
 }
 
+// A cross-entropy's label smoothing: read, written back only when not 0, and
+// the same op again after a round trip.
+TEST(JsonModel, LabelSmoothingRoundTrips) {
+  const Model m = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[4,8]},
+    {"id":1,"kind":"Linear","inputs":[0],"shape":[4,5]},
+    {"id":2,"kind":"SoftmaxCELoss","inputs":[1],"label_smoothing":0.1})"), "ls.json");
+  EXPECT_EQ(m.op(2).attrs->label_smoothing, 0.1);
+  const auto j = model_to_json(m);
+  EXPECT_EQ(j["ops"][2]["label_smoothing"], 0.1);
+  expect_identical(m, parse_json_model(j.dump(), "again"));
+  const Model plain = parse_json_model(doc(R"(
+    {"id":0,"kind":"Input","shape":[4,8]},
+    {"id":1,"kind":"SoftmaxCELoss","inputs":[0]})"), "ce.json");
+  EXPECT_EQ(plain.op(1).attrs->label_smoothing, 0.0);
+  EXPECT_FALSE(model_to_json(plain)["ops"][1].contains("label_smoothing"));
+}
+
 // The pools' attributes PyTorch's classic CNNs use: ceil_mode, dilation,
 // count_include_pad and adaptive pooling's output_size; the writer keeps
 // count_include_pad only when false and an adaptive pool's output_size alone.
@@ -300,7 +318,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"adaptive pool with a kernel", doc(R"({"id":0,"kind":"Input","shape":[1,1,4,4]},{"id":1,"kind":"AvgPool","inputs":[0],"kernel":[2,2],"output_size":[3,3]},{"id":2,"kind":"MSELoss","inputs":[1]})"),
                 "/ops/1 ('AvgPool1'): an adaptive AvgPool (output_size) takes no kernel, stride, pads, ceil_mode or count_include_pad"},
         BadCase{"bool attribute", doc(kIn + R"(,{"id":1,"kind":"Linear","inputs":[0],"shape":[4,8],"bias":0},{"id":2,"kind":"MSELoss","inputs":[1]})"),
-                "/ops/1/bias: expected a boolean, got an integer"}),
+                "/ops/1/bias: expected a boolean, got an integer"},
+        BadCase{"label smoothing over 1", doc(kIn + R"(,{"id":1,"kind":"SoftmaxCELoss","inputs":[0],"label_smoothing":1.5})"),
+                "/ops/1/label_smoothing: value 1.5 is out of range [0.0, 1.0]"},
+        BadCase{"label smoothing on MSE", doc(kIn + R"(,{"id":1,"kind":"MSELoss","inputs":[0],"label_smoothing":0.1})"),
+                "/ops/1/label_smoothing: only SoftmaxCELoss ops take 'label_smoothing'"}),
     [](const ::testing::TestParamInfo<BadCase>& i) {
       std::string n = i.param.what;
       for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

@@ -1,6 +1,7 @@
 // MSE, binary cross-entropy on logits and softmax cross-entropy: known values, stability with large logits,
 // finite-difference backwards and accumulate semantics.
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -207,6 +208,112 @@ TEST(SoftmaxCe, KeepingLogProbsGivesTheSameLossAndGradient) {
   for (size_t i = 0; i < added.size(); ++i) EXPECT_EQ(added[i], start[i] + dx[i]) << i;
   const int32_t bad[] = {7, 0, 0, 0, 0, 0};
   EXPECT_THROW(softmax_ce_bwd_from_logp(logp.data(), bad, dx.data(), rows, classes, false), std::out_of_range);
+}
+
+// Label smoothing ε (PyTorch's label_smoothing): the loss against the target
+// (1 − ε)·onehot + ε/classes, −Σ_c target_c·log p_c per row, mean over rows,
+// in float64 from the float logits.
+double smoothed_ce_ref(const std::vector<double>& x, const std::vector<int32_t>& labels, int64_t classes, double eps) {
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x.data() + r * classes;
+    double mx = xr[0];
+    for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(xr[c] - mx);
+    const double lse = mx + std::log(sum);
+    for (int64_t c = 0; c < classes; ++c)
+      total -= ((c == labels[r] ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes)) * (xr[c] - lse);
+  }
+  return total / static_cast<double>(rows);
+}
+
+// (softmax − target) / rows in float64: the gradient the kernels round once.
+// `bound` gets each element's error bound: the final rounding (2⁻²⁴·|g|, twice
+// for slack) plus p's own error, as the kernels form x − max in float (one
+// rounding of |x − max|) before exp: p·|x − max|·2⁻²⁴/rows, which p − target
+// does not cancel.
+std::vector<double> smoothed_ce_grad_ref(const std::vector<double>& x, const std::vector<int32_t>& labels,
+                                         int64_t classes, double eps, std::vector<double>& bound) {
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  std::vector<double> g(x.size());
+  bound.assign(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = x.data() + r * classes;
+    double mx = xr[0];
+    for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
+    double sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(xr[c] - mx);
+    for (int64_t c = 0; c < classes; ++c) {
+      const double target = (c == labels[r] ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);
+      const double p = std::exp(xr[c] - mx) / sum;
+      g[r * classes + c] = (p - target) / static_cast<double>(rows);
+      bound[r * classes + c] = std::ldexp(2 * std::abs(g[r * classes + c]) + p * (mx - xr[c] + 1) / rows, -24);
+    }
+  }
+  return g;
+}
+
+// Both paths (keeping the logits, keeping logp) at ε = 0.1, 0.37 and 1 (the
+// uniform target): the loss within 2 float32 roundings of float64's, every
+// gradient element within its derived bound of (p − target)/rows (below),
+// central differences agree, the two paths give the same loss
+// bits, and accumulate adds.
+TEST(SoftmaxCe, LabelSmoothingMatchesFloat64AndFiniteDifferences) {
+  const int64_t rows = 9, classes = 13;
+  const auto x = random_floats(rows * classes, 77, -4.0f, 4.0f);
+  const std::vector<int32_t> labels = {0, 12, 3, 3, 7, 5, 11, 1, 9};
+  const auto xd = to_double(x);
+  for (const double eps : {0.1, 0.37, 1.0}) {
+    const std::string name = "eps " + std::to_string(eps);
+    const double want = smoothed_ce_ref(xd, labels, classes, eps);
+    const float loss = softmax_ce_fwd(x.data(), labels.data(), rows, classes, eps);
+    EXPECT_LE(std::abs(loss - want), 2 * std::ldexp(std::abs(want), -24)) << name;
+    std::vector<float> logp(x.size());
+    EXPECT_EQ(softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes, eps), loss) << name;
+    std::vector<double> bound;
+    const auto g = smoothed_ce_grad_ref(xd, labels, classes, eps, bound);
+    std::vector<float> dx(x.size()), from_logp(x.size());
+    softmax_ce_bwd(x.data(), labels.data(), dx.data(), rows, classes, false, eps);
+    softmax_ce_bwd_from_logp(logp.data(), labels.data(), from_logp.data(), rows, classes, false, eps);
+    for (size_t i = 0; i < dx.size(); ++i) {
+      EXPECT_LE(std::abs(dx[i] - g[i]), bound[i]) << name << " " << i;
+      // logp is rounded to float: exp(logp) is off by up to |logp|·2⁻²⁴ relative.
+      EXPECT_LE(std::abs(from_logp[i] - g[i]), 1e-7) << name << " from logp " << i;
+    }
+    auto xn = xd;
+    expect_grad_near(dx, numeric_grad(xn, [&] { return smoothed_ce_ref(xn, labels, classes, eps); }), name);
+    const auto start = garbage(x.size());
+    auto added = start, added_logp = start;
+    softmax_ce_bwd(x.data(), labels.data(), added.data(), rows, classes, true, eps);
+    softmax_ce_bwd_from_logp(logp.data(), labels.data(), added_logp.data(), rows, classes, true, eps);
+    for (size_t i = 0; i < added.size(); ++i) {
+      EXPECT_EQ(added[i], start[i] + dx[i]) << name << " " << i;
+      EXPECT_EQ(added_logp[i], start[i] + from_logp[i]) << name << " " << i;
+    }
+  }
+}
+
+// Known values: a uniform row costs log 3 whatever ε; row {1, 2, 3} with label
+// 0 at ε = 0.3 costs 0.7·(lse − 1) + 0.3·(lse − 2), lse = log(e + e² + e³). ε = 0
+// is the plain loss to the bit, and the smoothed gradient of each row sums to 0.
+TEST(SoftmaxCe, LabelSmoothingKnownValues) {
+  const float logits[] = {0, 0, 0, 1, 2, 3};
+  const int32_t labels[] = {1, 0};
+  const double lse = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  const double want = (std::log(3.0) + 0.7 * (lse - 1) + 0.3 * (lse - 2)) / 2;
+  EXPECT_NEAR(softmax_ce_fwd(logits, labels, 2, 3, 0.3), want, 1e-6);
+  EXPECT_EQ(softmax_ce_fwd(logits, labels, 2, 3, 0.0), softmax_ce_fwd(logits, labels, 2, 3));
+  float dx[6], plain[6], zero[6];
+  softmax_ce_bwd(logits, labels, dx, 2, 3, false, 0.3);
+  EXPECT_NEAR(dx[0], (1.0 / 3 - 0.1) / 2, 1e-8);
+  EXPECT_NEAR(dx[1], (1.0 / 3 - 0.8) / 2, 1e-8);
+  EXPECT_NEAR(dx[0] + dx[1] + dx[2], 0.0, 1e-7);
+  EXPECT_NEAR(dx[3] + dx[4] + dx[5], 0.0, 1e-7);
+  softmax_ce_bwd(logits, labels, plain, 2, 3, false);
+  softmax_ce_bwd(logits, labels, zero, 2, 3, false, 0.0);
+  EXPECT_EQ(std::memcmp(plain, zero, sizeof plain), 0);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ RUNS = {"llama", "vit", "convnext", "mobilenet_v3", "efficientnet_b0", "densenet
 RUNS |= {"swin_t", "cyclegan", "tcn", "circular_conv"}  # padding and rolling
 RUNS |= {"squeezenet", "googlenet", "alexnet", "vgg11_bn", "avg_down"}  # pooling: ceil_mode, adaptive windows
 RUNS |= {"cumsum"}  # a running sum
+RUNS |= {"vit_smoothed", "convnext_smoothed"}  # cross-entropy with label smoothing
 
 
 def main():

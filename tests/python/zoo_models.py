@@ -432,6 +432,33 @@ MODELS.update({"squeezenet": squeezenet, "googlenet": googlenet, "alexnet": alex
 MODELS.update({"cumsum": cumsum})  # a running sum (torch.cumsum)
 
 
+def _smoothed(net, x, eps=0.1, classes=10, seed=0):
+    """A classifier trained as ViTs, ConvNeXt and EfficientNet are: cross-entropy
+    with label smoothing (nn.CrossEntropyLoss(label_smoothing=eps))."""
+    labels = torch.randint(0, classes, (x.shape[0],), generator=torch.Generator().manual_seed(seed))
+    loss = nn.CrossEntropyLoss(label_smoothing=eps)
+    return net, x, (lambda out: loss(out, labels)), labels
+
+
+def vit_smoothed():
+    """The zoo's ViT trained with label_smoothing=0.1 (batch 4)."""
+    import torch_saved_bytes
+    net, x, _ = torch_saved_bytes.vit(4)
+    return _smoothed(net, x)
+
+
+def convnext_smoothed():
+    """The zoo's ConvNeXt trained with F.cross_entropy(..., label_smoothing=0.2)."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    net = ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10)
+    x = torch.randn(3, 3, 32, 32)
+    labels = torch.randint(0, 10, (3,), generator=torch.Generator().manual_seed(1))
+    return net, x, (lambda out: F.cross_entropy(out, labels, label_smoothing=0.2)), labels
+
+
+MODELS.update({"vit_smoothed": vit_smoothed, "convnext_smoothed": convnext_smoothed})  # label smoothing
+
+
 def in_part(name):
     """REMAT_ZOO_PART=k/n: the zoo's k-th of n parts (every n-th model from the
     k-th, in MODELS' order), so that CTest runs the zoo as n tests that fit
