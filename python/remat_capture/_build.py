@@ -819,10 +819,20 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         logits = ls.args[0]
         if not self._act(logits) or ev.args[2] is not None:  # class weights: not remat's loss
             return False
-        self._new({"kind": "SoftmaxCELoss"}, [self.rid[id(logits)]], ev.outputs[0], view=False, event=ev,
-                  label=self._label(ev, "cross_entropy"))
+        v = self._new({"kind": "SoftmaxCELoss"}, [self.rid[id(logits)]], ev.outputs[0], view=False, event=ev,
+                      label=self._label(ev, "cross_entropy"))
+        self._mark_lowp_logp(v, ls)
         self.event_op[ls.index] = self.event_op[ev.index]
         return True
+
+    def _mark_lowp_logp(self, v, log_softmax):
+        """A cross-entropy on bf16/f16 logits outside torch.autocast: PyTorch's
+        log_softmax then writes (and keeps) 16-bit log-probabilities and
+        nll_loss sums them in 16 bits, which remat's SoftmaxCELoss does not
+        run (it takes f32 logits, or autocast's f32 log-probabilities). The
+        op is made a simulate-only Generic in _finish, with PyTorch's saves."""
+        if log_softmax.outputs[0].dtype in (torch.bfloat16, torch.float16):
+            self.ops[v]["_lowp_logp"] = str(log_softmax.outputs[0].dtype).replace("torch.", "")
 
     def _op_smoothed_ce(self, ev):
         """The final add of a smoothed cross-entropy (_plan_fusions): one
@@ -840,6 +850,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
                       view=False, event=nll, label=self._label(nll, "cross_entropy"))
         for e in events:
             self.event_op[e.index] = v
+        self._mark_lowp_logp(v, ls)
         return True
 
     # ---- views -------------------------------------------------------------------
@@ -1231,6 +1242,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         if summed:
             self.notes.append(f"the loss combines {len(summed)} loss op(s) ({', '.join(op['name'] for op in summed)}) "
                               "with others; remat runs one loss, so the model can be simulated, not run")
+        if "_lowp_logp" in loss:
+            self.notes.append(f"the cross-entropy ran on {loss['_lowp_logp']} logits outside torch.autocast, so "
+                              f"PyTorch kept {loss['_lowp_logp']} log-probabilities and summed the loss in "
+                              f"{loss['_lowp_logp']}; remat runs a cross-entropy on f32 logits or under autocast "
+                              "(f32 log-probabilities), so this model can be simulated (with PyTorch's saved bytes), "
+                              "not run: compute the loss inside torch.autocast, or on logits.float(), to run it")
+            _as_generic(loss)
+            loss["shape"] = [1]
         if loss["kind"] not in LOSS_KINDS:
             # Any other scalar: a Generic last op (remat needs a shape: [1]).
             if loss["kind"] != "Generic":

@@ -27,6 +27,7 @@ writes the same model, and bad arguments exit 2 with one line.
 Exit 77 (CTest: skipped) without torch/torchvision, unless CI=true."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -341,11 +342,61 @@ def check_combined_losses(args):
                                      f"({doc['description'][-160:]})")
 
 
+def check_16_bit_cross_entropy(args):
+    """A cross-entropy on bf16 logits outside torch.autocast (the forward under
+    autocast, the loss after it): PyTorch keeps bf16 log-probabilities and sums
+    the loss in bf16, which remat's SoftmaxCELoss does not run. The file loads
+    (it was refused: "keeps 58 bytes of aux and not its logits"), simulates
+    with PyTorch's saved bytes, and is simulate-only, with a note saying how to
+    make it run; the same loss inside autocast stays a SoftmaxCELoss and runs."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(10, 16), torch.nn.Linear(16, 5)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.b(F.gelu(self.a(x)))
+
+    torch.manual_seed(6)
+    x, labels = torch.randn(4, 10), torch.randint(0, 5, (4,))
+
+    def outside(logits, eps=0.0):
+        return F.cross_entropy(logits, labels, label_smoothing=eps)
+
+    def inside(logits):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return F.cross_entropy(logits, labels)
+
+    for name, loss_fn, runs in (("ce_bf16_outside", outside, False),
+                                ("ce_bf16_outside_smoothed", lambda t: outside(t, 0.1), False),
+                                ("ce_bf16_inside", inside, True)):
+        net = Net()
+        doc = remat_capture.capture(net, x, loss_fn, name=name)
+        # PyTorch's saved bytes as the capture counted them with saved_tensors_hooks,
+        # autocast's casts of the weights left out with the weights (torch_count keeps them).
+        want = int(re.search(r"autograd saved (\d+) bytes", doc["description"]).group(1))
+        path = os.path.join(args.out, name + ".json")
+        remat_capture.save(doc, path)
+        sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
+        check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
+        if sim.returncode != 0:
+            continue
+        model = json.loads(sim.stdout)["model"]
+        check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
+        check(model["executable"] == runs and (doc["ops"][-1]["kind"] == "SoftmaxCELoss") == runs,
+              f"{name}: {'a SoftmaxCELoss that runs' if runs else 'a simulate-only Generic loss'} "
+              f"({doc['ops'][-1]['kind']}, executable {model['executable']})")
+        said = "outside torch.autocast" in doc["description"]
+        check(said != runs, f"{name}: the note says why, and how to run it, only where it cannot ({doc['description'][-120:]})")
+
+
 def main():
     args = parse_args()
     check_constants()
     check_kept_indices()
     check_combined_losses(args)
+    check_16_bit_cross_entropy(args)
 
     for name, builder in MODELS.items():
         net, x, loss_fn, target = builder()
