@@ -966,12 +966,25 @@ std::string exec_problem(const Op& op) {
     if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows()))
       return "it does not keep its output and a logsumexp per row";
   }
-  // GroupNorm's kernels write the statistics (mean, rstd per sample and group, f32) into aux.
-  if (op.kind == OpKind::GroupNorm && op.aux_bytes < 8 * static_cast<uint64_t>(op.shape.at(0) * op.attrs->groups))
-    return "it keeps no mean and rstd per sample and group (aux)";
-  // LayerNorm's kernel writes its statistics (mean, rstd per row, f32) into aux.
-  if (op.kind == OpKind::LayerNorm && op.aux_bytes < 8 * static_cast<uint64_t>(op.rows()))
-    return "it keeps no mean and rstd per row (aux)";
+  // GroupNorm's and LayerNorm's kernels write their statistics (mean, rstd per
+  // sample and group, per row; f32) into aux. PyTorch's CPU norms on a bf16/f16
+  // input keep them in the input's dtype (1.13 and 2.6 alike; its CUDA ones
+  // in f32), so a model captured on the CPU in pure bf16 says half the bytes.
+  const auto stats_problem = [&](uint64_t count, const char* per) -> std::string {
+    if (op.aux_bytes >= 8 * count) return {};
+    if (op.aux_bytes == 4 * count && (op.dtype == DType::BF16 || op.dtype == DType::F16)) {
+      const std::string d(dtype_name(op.dtype));
+      return std::string("it keeps its mean and rstd per ") + per + " in " + d + " (PyTorch's CPU kernel on a " + d +
+             " input does; its CUDA kernel and remat's keep them in f32)";
+    }
+    return std::string("it keeps no mean and rstd per ") + per + " (aux)";
+  };
+  if (op.kind == OpKind::GroupNorm)
+    if (std::string why = stats_problem(static_cast<uint64_t>(op.shape.at(0) * op.attrs->groups), "sample and group");
+        !why.empty())
+      return why;
+  if (op.kind == OpKind::LayerNorm)
+    if (std::string why = stats_problem(static_cast<uint64_t>(op.rows()), "row"); !why.empty()) return why;
   if (op.kind == OpKind::Pointwise || op.kind == OpKind::Reduce) return family_problem(op);
   return {};
 }

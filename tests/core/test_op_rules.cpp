@@ -196,6 +196,26 @@ TEST(OpRules, AttentionSavesItsInputsItselfAndTheRowsLogSumExp) {
   EXPECT_NE(error_of(m, make(OpKind::Attention, {flat, flat, flat})).find("rank 3 to 4"), std::string::npos);
 }
 
+// A norm's statistics kept in 16 bits (PyTorch's CPU LayerNorm and GroupNorm on
+// a bf16 input, 1.13 and 2.6: mean and rstd in the input's dtype) are named so
+// in the reason it cannot run, not "keeps none"; f32 statistics run.
+TEST(OpRules, NormStatisticsIn16BitsAreNamedSo) {
+  Model m;
+  Op x = make(OpKind::Input, {}, {4, 16});
+  x.dtype = DType::BF16;
+  const int in = m.add(x);
+  Op ln = make(OpKind::LayerNorm, {in});
+  ln.dtype = DType::BF16;
+  Op op = m.op(m.add(ln));
+  EXPECT_EQ(op.aux_bytes, 4u * 8);  // mean and rstd, f32, per row: 4 rows
+  EXPECT_EQ(exec_problem(op), "");
+  op.aux_bytes = 4 * 4;  // 2 bytes each: the CPU's bf16 statistics
+  EXPECT_EQ(exec_problem(op), "it keeps its mean and rstd per row in bf16 (PyTorch's CPU kernel on a bf16 input "
+                              "does; its CUDA kernel and remat's keep them in f32)");
+  op.aux_bytes = 0;
+  EXPECT_EQ(exec_problem(op), "it keeps no mean and rstd per row (aux)");
+}
+
 TEST(OpRules, ViewsReshapeSliceExpand) {
   Model m;
   m.add(make(OpKind::Input, {}, {6, 10}));
