@@ -281,6 +281,20 @@ def check_kept_indices():
     check(not others, f"router: no other op has private bytes ({others})")
 
 
+def simulated(args, name, doc, want):
+    """The captured `doc` saved and simulated: its model fields, None where it
+    does not load; its saved bytes checked against PyTorch's count `want`."""
+    path = os.path.join(args.out, name + ".json")
+    remat_capture.save(doc, path)
+    sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
+    check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
+    if sim.returncode != 0:
+        return None
+    model = json.loads(sim.stdout)["model"]
+    check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
+    return model
+
+
 def check_combined_losses(args):
     """A loss made of several terms, as CLIP (the cross-entropy of the
     similarities both ways, averaged) and a VAE (a reconstruction loss minus
@@ -320,14 +334,9 @@ def check_combined_losses(args):
     for name, net, loss_fn, demoted, terms in (("clip_pair", Pair(), both_ways, 2, 2), ("vae", Vae(), elbo, 0, 1)):
         want = torch_count(net, x, loss_fn, labels)
         doc = remat_capture.capture(net, x, loss_fn, name=name)
-        path = os.path.join(args.out, name + ".json")
-        remat_capture.save(doc, path)
-        sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
-        check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
-        if sim.returncode != 0:
+        model = simulated(args, name, doc, want)
+        if model is None:
             continue
-        model = json.loads(sim.stdout)["model"]
-        check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
         check(not model["executable"], f"{name}: simulate-only (remat runs one loss)")
         ops = doc["ops"]
         scalars = [op for op in ops if op["kind"] == "Generic" and op["shape"] == [1]]
@@ -376,14 +385,9 @@ def check_16_bit_cross_entropy(args):
         # PyTorch's saved bytes as the capture counted them with saved_tensors_hooks,
         # autocast's casts of the weights left out with the weights (torch_count keeps them).
         want = int(re.search(r"autograd saved (\d+) bytes", doc["description"]).group(1))
-        path = os.path.join(args.out, name + ".json")
-        remat_capture.save(doc, path)
-        sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
-        check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
-        if sim.returncode != 0:
+        model = simulated(args, name, doc, want)
+        if model is None:
             continue
-        model = json.loads(sim.stdout)["model"]
-        check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
         check(model["executable"] == runs and (doc["ops"][-1]["kind"] == "SoftmaxCELoss") == runs,
               f"{name}: {'a SoftmaxCELoss that runs' if runs else 'a simulate-only Generic loss'} "
               f"({doc['ops'][-1]['kind']}, executable {model['executable']})")
