@@ -25,15 +25,24 @@ double mse_ref(const std::vector<double>& x, const std::vector<float>& t) {
   return s / static_cast<double>(x.size());
 }
 
+// A row's max and Σ exp(x − max), in float64 (the references below).
+struct RowMaxSum {
+  double max, sum;
+};
+RowMaxSum row_max_sum(const double* xr, int64_t classes) {
+  double mx = xr[0];
+  for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
+  double sum = 0.0;
+  for (int64_t c = 0; c < classes; ++c) sum += std::exp(xr[c] - mx);
+  return {mx, sum};
+}
+
 double softmax_ce_ref(const std::vector<double>& x, const std::vector<int32_t>& labels,
                       int64_t classes) {
   const int64_t rows = static_cast<int64_t>(labels.size());
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
-    double mx = x[r * classes];
-    for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, x[r * classes + c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(x[r * classes + c] - mx);
+    const auto [mx, sum] = row_max_sum(x.data() + r * classes, classes);
     total += mx + std::log(sum) - x[r * classes + labels[r]];
   }
   return total / static_cast<double>(rows);
@@ -218,10 +227,7 @@ double smoothed_ce_ref(const std::vector<double>& x, const std::vector<int32_t>&
   double total = 0.0;
   for (int64_t r = 0; r < rows; ++r) {
     const double* xr = x.data() + r * classes;
-    double mx = xr[0];
-    for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(xr[c] - mx);
+    const auto [mx, sum] = row_max_sum(xr, classes);
     const double lse = mx + std::log(sum);
     for (int64_t c = 0; c < classes; ++c)
       total -= ((c == labels[r] ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes)) * (xr[c] - lse);
@@ -241,10 +247,7 @@ std::vector<double> smoothed_ce_grad_ref(const std::vector<double>& x, const std
   bound.assign(x.size(), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double* xr = x.data() + r * classes;
-    double mx = xr[0];
-    for (int64_t c = 1; c < classes; ++c) mx = std::max(mx, xr[c]);
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(xr[c] - mx);
+    const auto [mx, sum] = row_max_sum(xr, classes);
     for (int64_t c = 0; c < classes; ++c) {
       const double target = (c == labels[r] ? 1.0 - eps : 0.0) + eps / static_cast<double>(classes);
       const double p = std::exp(xr[c] - mx) / sum;
