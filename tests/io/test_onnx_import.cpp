@@ -88,17 +88,22 @@ void expect_kinds(const Model& m, const std::vector<OpKind>& kinds) {
   for (int v = 0; v < m.size(); ++v) EXPECT_EQ(kind_name(m.op(v).kind), kind_name(kinds[static_cast<std::size_t>(v)])) << v;
 }
 
+// One timed run of m under `strategy` on the CPU, from `seed`'s host data.
+ExecResult run_on_cpu(const Model& m, const char* strategy, uint64_t seed = ExecOptions{}.seed) {
+  CpuBackend cpu;
+  ExecOptions o;
+  o.seed = seed;
+  o.repeat = 1;
+  return execute(m, make_strategy(strategy)->schedule(m), cpu, o);
+}
+
 // m runs on the CPU (seed 3) under store-all and recompute-all, and
 // recompute-all gives store-all's loss and gradients to the bit; `runs`, when
 // given, receives the two results.
 void expect_recompute_all_gives_store_alls_bits(const Model& m, std::vector<ExecResult>* runs = nullptr) {
   std::vector<ExecResult> r;
   for (const char* strategy : {"store-all", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    r.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    r.push_back(run_on_cpu(m, strategy, 3));
     ASSERT_TRUE(r.back().ok()) << strategy << ": " << r.back().message;
   }
   EXPECT_EQ(r[0].loss, r[1].loss);
@@ -197,11 +202,7 @@ TEST(OnnxTorch, PadAndRollImportAndRun) {
   ASSERT_TRUE(m.executable());
   std::vector<ExecResult> runs;
   for (const char* strategy : {"store-all", "sqrt", "recompute-all"}) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs.push_back(execute(m, make_strategy(strategy)->schedule(m), cpu, o));
+    runs.push_back(run_on_cpu(m, strategy, 3));
     ASSERT_TRUE(runs.back().ok()) << strategy << ": " << runs.back().message;
     EXPECT_EQ(runs.back().tracked_peak_bytes, simulate(m, make_strategy(strategy)->schedule(m)).peak_bytes) << strategy;
   }
@@ -236,11 +237,7 @@ void crosscheck(const std::string& name) {
   const auto ref = read_f32(base + ".torch.f32");
   for (const char* strategy : {"store-all", "sqrt"}) {
     SCOPED_TRACE(strategy);
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 7;
-    o.repeat = 1;
-    const ExecResult r = execute(m, make_strategy(strategy)->schedule(m), cpu, o);
+    const ExecResult r = run_on_cpu(m, strategy, 7);
     ASSERT_TRUE(r.ok()) << r.message;
     EXPECT_LT(std::fabs(r.loss - ref[0]) / std::fabs(ref[0]), 1e-4) << r.loss << " vs " << ref[0];
     std::printf("%s %s: loss %.8g (torch %.8g)\n", name.c_str(), strategy, r.loss, ref[0]);
@@ -487,10 +484,7 @@ TEST(OnnxCases, GlobalAveragePoolKeepsItsInputUnderTorch1Only) {
     // The Conv's input x (384), the pool's input (512, torch 1.x), the loss's input (32).
     EXPECT_EQ(m.saved_bytes(), major == 1 ? 384u + 512u + 32u : 384u + 32u);
     EXPECT_TRUE(m.executable());
-    CpuBackend cpu;
-    ExecOptions o;
-    o.repeat = 1;
-    EXPECT_TRUE(execute(m, make_strategy("recompute-all")->schedule(m), cpu, o).ok());
+    EXPECT_TRUE(run_on_cpu(m, "recompute-all").ok());
   }
 }
 
@@ -555,10 +549,7 @@ TEST(OnnxCases, FlattenAfterAResizeGetsItsShapeFromItsInput) {
   EXPECT_EQ(m.op(2).shape, (std::vector<int64_t>{2, 16}));
   EXPECT_EQ(m.op(3).shape, (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(m.executable());
-  CpuBackend cpu;
-  ExecOptions o;
-  o.repeat = 1;
-  EXPECT_TRUE(execute(m, make_strategy("store-all")->schedule(m), cpu, o).ok());
+  EXPECT_TRUE(run_on_cpu(m, "store-all").ok());
 }
 
 // torch's export of avg_pool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)
@@ -749,11 +740,7 @@ TEST(OnnxCases, LstmOfATorch2FileKeepsWhatTorch2Keeps) {
   ExecResult runs[2];
   const Model* models[2] = {&old, &m};
   for (int k = 0; k < 2; ++k) {
-    CpuBackend cpu;
-    ExecOptions o;
-    o.seed = 3;
-    o.repeat = 1;
-    runs[k] = execute(*models[k], make_strategy("store-all")->schedule(*models[k]), cpu, o);
+    runs[k] = run_on_cpu(*models[k], "store-all", 3);
     ASSERT_TRUE(runs[k].ok()) << runs[k].message;
   }
   EXPECT_EQ(runs[0].loss, runs[1].loss);
