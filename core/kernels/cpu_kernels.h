@@ -337,6 +337,12 @@ void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y);
 // not read them (pw::kFns' reads); they then read as 0.
 void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
                    bool accumulate);
+// The same geometry with its dimensions of size 1 dropped and neighbours
+// merged where every operand reads them as one run (and the forward's output
+// writes them so) and each operand keeps both or broadcasts both: the same
+// element offsets, each operand's own row-major order and the backward's
+// summation order, over fewer dimensions (pointwise_geom.cpp).
+PwGeom coalesced(const PwGeom& g);
 
 // Sum, mean or amax of x (rank dimensions, read through element strides) over
 // the dimensions marked reduced; y contiguous over the kept ones (keepdim

@@ -450,12 +450,43 @@ void fwd_reshape(CudaOpState& s, const OpCall& c) {
 void bwd_reshape(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) add_into(c.dy(), c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
+// An Expand of a contiguous input (its strides row-major over the dimensions
+// it keeps, as a norm's weight or statistics are): its gradient is Cast's,
+// dy, summed over the repeated dimensions, which the pointwise backward
+// spreads over warps and columns of threads; expand_bwd's one thread an
+// element adds a weight's thousands of terms one after another.
+bool expand_as_pointwise(const ViewMap& m, PwGeom& g) {
+  if (m.base != 0 || m.shape.size() > static_cast<std::size_t>(PwGeom::kMaxRank)) return false;
+  int64_t at = 1;
+  for (std::size_t d = m.shape.size(); d-- > 0;) {
+    if (m.stride[d] == 0) continue;
+    if (m.stride[d] != at) return false;
+    at *= m.shape[d];
+  }
+  g = PwGeom{};
+  g.rank = static_cast<int>(m.shape.size());
+  g.arity = 1;
+  g.fn = pw::Fn::Cast;
+  for (int d = 0; d < g.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    g.shape[d] = m.shape[i];
+    g.dims[0][d] = m.stride[i] == 0 ? 1 : m.shape[i];
+    g.stride[0][d] = m.stride[i];
+  }
+  return true;
+}
+
 void fwd_view(CudaOpState&, const OpCall&) {}
 void bwd_view(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
   const ViewMap m = coalesced(view_map(c.model, c.v));
   const int64_t n = c.in_op(0).numel();
   if (c.op.kind == OpKind::Expand) {  // several view elements per input element: summed in view order
+    if (PwGeom g; expand_as_pointwise(m, g)) {
+      const float* none[3] = {nullptr, nullptr, nullptr};
+      pointwise_bwd(g, 0, none, nullptr, c.dy(), c.dx(0), c.acc(0), s.stream);
+      return;
+    }
     expand_bwd(c.dy(), c.dx(0), m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), n, c.acc(0),
                s.stream);
     return;

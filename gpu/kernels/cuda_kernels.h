@@ -438,9 +438,11 @@ void add_f32(float* y, const float* x, int64_t n, cudaStream_t stream);
 
 // ---- pointwise.cu ---------------------------------------------------------------------
 // The pointwise family and the reductions, as cpu_kernels.h's pointwise_fwd,
-// pointwise_bwd, reduce_fwd and reduce_bwd (same geometry, same summation
-// order: a broadcast operand's gradient and a sum add their terms in
-// row-major order in double, one thread per result element).
+// pointwise_bwd, reduce_fwd and reduce_bwd (same geometry; a broadcast
+// operand's gradient and a sum add their terms in double, a sum in row-major
+// order, one thread per result element; a gradient with many terms an
+// element by a warp or a column of threads in a fixed order: the same bits
+// every run, the CPU's but for a rounding tie of the double sum).
 using remat::cpu::PwGeom;
 using remat::cpu::ReduceGeom;
 void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y, cudaStream_t stream);

@@ -1,9 +1,10 @@
 // The pointwise family and the reductions on the device: the CPU's loops
-// (core/kernels/pointwise.cpp) with one thread per output element (forward)
-// or per element of the operand whose gradient is formed (backward: the
-// output positions it broadcasts over summed in row-major order, in double,
-// as on the CPU: no atomics, the same bits every run). The functions are
-// pointwise_fns.h's, compiled for the device.
+// (core/kernels/pointwise.cpp) on the coalesced geometry (pointwise_geom.cpp)
+// with one thread per output element (forward) or per element of the operand
+// whose gradient is formed (backward; a warp or a column of threads where an
+// element sums many terms: in double, in a fixed order, no atomics, the same
+// bits every run). The functions are pointwise_fns.h's, compiled for the
+// device.
 #include "gpu/kernels/device_common.cuh"
 
 namespace remat::cuda {
@@ -11,20 +12,25 @@ namespace {
 
 constexpr int kR = remat::cpu::PwGeom::kMaxRank;
 
-// The geometry as the kernels read it (by value: a kernel argument).
+// The geometry as the kernels read it (by value: a kernel argument), in the
+// index type I: 32-bit where every offset fits (a 64-bit division is a
+// software routine several times a 32-bit one's cost, and the index math is
+// most of a pointwise kernel's work), else 64-bit.
+template <class I>
 struct Geom {
   int rank;
-  int64_t shape[kR];
+  I shape[kR];
   int arity;
-  int64_t stride[3][kR];
-  int64_t dims[3][kR];
-  int64_t out_stride[kR];  // the forward's (row-major unless out_strided)
+  I stride[3][kR];
+  I dims[3][kR];
+  I out_stride[kR];  // the forward's (row-major unless out_strided)
   pw::Fn fn;
   float p, q;
 };
 
-Geom device_geom(const PwGeom& g) {
-  Geom d{};
+template <class I>
+Geom<I> device_geom(const PwGeom& g) {
+  Geom<I> d{};
   d.rank = g.rank;
   d.arity = g.arity;
   d.fn = g.fn;
@@ -32,22 +38,35 @@ Geom device_geom(const PwGeom& g) {
   d.q = g.q;
   int64_t at = 1;
   for (int i = g.rank; i-- > 0;) {
-    d.shape[i] = g.shape[i];
-    d.out_stride[i] = g.out_strided ? g.out_stride[i] : at;
+    d.shape[i] = static_cast<I>(g.shape[i]);
+    d.out_stride[i] = static_cast<I>(g.out_strided ? g.out_stride[i] : at);
     at *= g.shape[i];
-    for (int k = 0; k < 3; ++k) d.stride[k][i] = g.stride[k][i], d.dims[k][i] = g.dims[k][i];
+    for (int k = 0; k < 3; ++k)
+      d.stride[k][i] = static_cast<I>(g.stride[k][i]), d.dims[k][i] = static_cast<I>(g.dims[k][i]);
   }
   return d;
 }
 
+// Whether every index and offset of g (and a grid stride past the end) fits in 32 bits.
+bool fits_32(const PwGeom& g) {
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  int64_t span[4] = {1, 1, 1, 1};
+  for (int d = 0; d < g.rank; ++d) {
+    for (int k = 0; k < 3; ++k) span[k] += (g.shape[d] - 1) * (g.stride[k][d] < 0 ? -g.stride[k][d] : g.stride[k][d]);
+    span[3] += (g.shape[d] - 1) * (g.out_strided ? g.out_stride[d] : 1);
+  }
+  return g.numel() < kLimit && span[0] < kLimit && span[1] < kLimit && span[2] < kLimit && span[3] < kLimit;
+}
+
 __device__ __forceinline__ float read_or_zero(const float* p, int64_t off) { return p ? p[off] : 0.0f; }
 
-__global__ void pointwise_fwd_kernel(Geom g, const float* a, const float* b, const float* c, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t rest = i, oa = 0, ob = 0, oc = 0, oy = 0;
+template <class I>
+__global__ void pointwise_fwd_kernel(Geom<I> g, const float* a, const float* b, const float* c, float* y, I n) {
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += static_cast<I>(gridDim.x) * blockDim.x) {
+    I rest = i, oa = 0, ob = 0, oc = 0, oy = 0;
     for (int d = g.rank; d-- > 0;) {
-      const int64_t idx = rest % g.shape[d];
-      rest /= g.shape[d];
+      const I idx = d == 0 ? rest : rest % g.shape[d];  // the outermost index needs no division
+      rest /= d == 0 ? I{1} : g.shape[d];
       oa += idx * g.stride[0][d];
       ob += idx * g.stride[1][d];
       oc += idx * g.stride[2][d];
@@ -57,43 +76,103 @@ __global__ void pointwise_fwd_kernel(Geom g, const float* a, const float* b, con
   }
 }
 
-// One thread per element j of operand k (row-major over its own dims): the
-// output positions it reaches, reduced dimensions walked last-fastest.
-__global__ void pointwise_bwd_kernel(Geom g, int k, const float* a, const float* b, const float* c, const float* y,
-                                     const float* dy, float* dx, int64_t n, int64_t inner, bool accumulate) {
-  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n; j += int64_t{gridDim.x} * blockDim.x) {
-    // The kept dimensions' indices from j.
-    int64_t idx[kR];
-    int64_t rest = j;
-    for (int d = g.rank; d-- > 0;) {
-      idx[d] = rest % g.dims[k][d];
-      rest /= g.dims[k][d];
+// The backward's pieces: operand k's element j (row-major over its own dims)
+// as indices, and the derivative's term at the output position where the
+// dimensions k broadcasts over take their row-major index r.
+template <class I>
+__device__ __forceinline__ void own_index(const Geom<I>& g, int k, I j, I (&idx)[kR]) {
+  for (int d = g.rank; d-- > 0;) {
+    idx[d] = d == 0 ? j : j % g.dims[k][d];
+    j = d == 0 ? j : j / g.dims[k][d];
+  }
+}
+template <class I>
+__device__ __forceinline__ float term(const Geom<I>& g, int k, const I (&idx)[kR], I r, const float* a, const float* b,
+                                      const float* c, const float* y, const float* dy) {
+  I oa = 0, ob = 0, oc = 0, oy = 0, at = 1;
+  for (int d = g.rank; d-- > 0;) {
+    I i = idx[d];
+    if (g.dims[k][d] == 1 && g.shape[d] != 1) {
+      i = r % g.shape[d];
+      r /= g.shape[d];
+    }
+    oa += i * g.stride[0][d];
+    ob += i * g.stride[1][d];
+    oc += i * g.stride[2][d];
+    oy += i * at;
+    at *= g.shape[d];
+  }
+  return pw::backward<float>(g.fn, k, read_or_zero(a, oa), read_or_zero(b, ob), read_or_zero(c, oc),
+                             read_or_zero(y, oy), dy[oy], g.p, g.q);
+}
+
+// Operand k's gradient, three ways by its shape; each sums an element's terms
+// in double in one fixed order, so every run and every strategy gives the
+// same bits (the CPU adds them in row-major order: the float results agree
+// but for a rounding tie of the double sum).
+// Few terms an element (an operand the size of the output, or a small
+// broadcast): one thread an element, its terms in row-major order.
+template <class I>
+__global__ void pointwise_bwd_kernel(Geom<I> g, int k, const float* a, const float* b, const float* c, const float* y,
+                                     const float* dy, float* dx, I n, I inner, bool accumulate) {
+  for (I j = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; j < n; j += static_cast<I>(gridDim.x) * blockDim.x) {
+    I idx[kR];
+    own_index(g, k, j, idx);
+    if (inner == 1) {
+      detail::store_grad(&dx[j], term(g, k, idx, I{0}, a, b, c, y, dy), accumulate);
+      continue;
     }
     double sum = 0.0;
-    for (int64_t r = 0; r < inner; ++r) {
-      // The reduced dimensions' indices from r (row-major over them).
-      int64_t rr = r, oa = 0, ob = 0, oc = 0, oy = 0, at = 1;
-      for (int d = g.rank; d-- > 0;) {
-        int64_t i = idx[d];
-        if (g.dims[k][d] == 1 && g.shape[d] != 1) {
-          i = rr % g.shape[d];
-          rr /= g.shape[d];
-        }
-        oa += i * g.stride[0][d];
-        ob += i * g.stride[1][d];
-        oc += i * g.stride[2][d];
-        oy += i * at;
-        at *= g.shape[d];
-      }
-      const float v = pw::backward<float>(g.fn, k, read_or_zero(a, oa), read_or_zero(b, ob), read_or_zero(c, oc),
-                                          read_or_zero(y, oy), dy[oy], g.p, g.q);
-      if (inner == 1) {
-        detail::store_grad(&dx[j], v, accumulate);
-        break;
-      }
-      sum += v;
+    for (I r = 0; r < inner; ++r) sum += term(g, k, idx, r, a, b, c, y, dy);
+    detail::store_grad(&dx[j], static_cast<float>(sum), accumulate);
+  }
+}
+
+// Many terms, the broadcast dimensions innermost (a norm's statistics, (B, T,
+// 1) over (B, T, D)): a warp an element, lane l adding terms l, l + 32, ...
+// (neighbouring lanes read neighbouring addresses), then the butterfly.
+template <class I>
+__global__ void pointwise_bwd_warp_kernel(Geom<I> g, int k, const float* a, const float* b, const float* c,
+                                          const float* y, const float* dy, float* dx, I n, I inner, bool accumulate) {
+  const I lane = threadIdx.x % 32, warps = static_cast<I>(gridDim.x) * (blockDim.x / 32);
+  for (I j = blockIdx.x * static_cast<I>(blockDim.x / 32) + threadIdx.x / 32; j < n; j += warps) {  // j is the warp's: uniform
+    I idx[kR];
+    own_index(g, k, j, idx);
+    double sum = 0.0;
+    for (I r = lane; r < inner; r += 32) sum += term(g, k, idx, r, a, b, c, y, dy);
+    sum = detail::warp_sum(sum);
+    if (lane == 0) detail::store_grad(&dx[j], static_cast<float>(sum), accumulate);
+  }
+}
+
+// Many terms, the operand's own dimensions innermost (a weight, (D) over (B,
+// T, D)): 32 elements a block side by side, the block's kRows rows of threads
+// splitting each element's terms (row q adds terms q, q + kRows, ...), the
+// rows' sums added in row order.
+constexpr int kRows = 16;
+template <class I>
+__global__ void __launch_bounds__(32 * kRows) pointwise_bwd_cols_kernel(Geom<I> g, int k, const float* a,
+                                                                       const float* b, const float* c, const float* y,
+                                                                       const float* dy, float* dx, I n, I inner,
+                                                                       bool accumulate) {
+  __shared__ double part[kRows][33];
+  const I col = threadIdx.x % 32, row = threadIdx.x / 32;
+  for (I base = blockIdx.x * I{32}; base < n; base += static_cast<I>(gridDim.x) * 32) {  // uniform over the block
+    const I j = base + col;
+    double sum = 0.0;
+    if (j < n) {
+      I idx[kR];
+      own_index(g, k, j, idx);
+      for (I r = row; r < inner; r += kRows) sum += term(g, k, idx, r, a, b, c, y, dy);
     }
-    if (inner != 1) detail::store_grad(&dx[j], static_cast<float>(sum), accumulate);
+    part[row][col] = sum;
+    __syncthreads();
+    if (row == 0 && j < n) {
+      double total = 0.0;
+      for (int q = 0; q < kRows; ++q) total += part[q][col];
+      detail::store_grad(&dx[j], static_cast<float>(total), accumulate);
+    }
+    __syncthreads();
   }
 }
 
@@ -164,26 +243,59 @@ void check(const PwGeom& g, const char* fn) {
 
 }  // namespace
 
-void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y, cudaStream_t stream) {
-  check(g, "pointwise_fwd");
+void pointwise_fwd(const PwGeom& geom, const float* const x[3], float* y, cudaStream_t stream) {
+  check(geom, "pointwise_fwd");
+  const PwGeom g = coalesced(geom);
   const int64_t n = g.numel();
   if (n == 0) return;
-  pointwise_fwd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(device_geom(g), x[0], x[1], x[2], y, n);
+  if (fits_32(g))
+    pointwise_fwd_kernel<int32_t><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(
+        device_geom<int32_t>(g), x[0], x[1], x[2], y, static_cast<int32_t>(n));
+  else
+    pointwise_fwd_kernel<int64_t><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(device_geom<int64_t>(g), x[0],
+                                                                                      x[1], x[2], y, n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+namespace {
+
+template <class I>
+void launch_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+                int64_t n, int64_t inner, bool accumulate, cudaStream_t stream) {
+  const Geom<I> d = device_geom<I>(g);
+  const I nn = static_cast<I>(n), ni = static_cast<I>(inner);
+  constexpr int64_t kManyTerms = 32;
+  if (inner < kManyTerms) {
+    pointwise_bwd_kernel<I><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(d, k, x[0], x[1], x[2], y, dy, dx, nn,
+                                                                                ni, accumulate);
+  } else if (g.dims[k][g.rank - 1] == 1) {  // coalesced: the innermost dimension is broadcast, of size > 1
+    constexpr int kWarps = detail::kBlock / 32;
+    pointwise_bwd_warp_kernel<I><<<detail::grid_for(n, kWarps), detail::kBlock, 0, stream>>>(
+        d, k, x[0], x[1], x[2], y, dy, dx, nn, ni, accumulate);
+  } else {
+    pointwise_bwd_cols_kernel<I><<<detail::grid_for(n, 32), 32 * kRows, 0, stream>>>(d, k, x[0], x[1], x[2], y, dy,
+                                                                                    dx, nn, ni, accumulate);
+  }
+}
+
+}  // namespace
+
+void pointwise_bwd(const PwGeom& geom, int k, const float* const x[3], const float* y, const float* dy, float* dx,
                    bool accumulate, cudaStream_t stream) {
-  check(g, "pointwise_bwd");
-  if (k < 0 || k >= g.arity) throw std::invalid_argument("pointwise_bwd: operand " + std::to_string(k));
+  check(geom, "pointwise_bwd");
+  if (k < 0 || k >= geom.arity) throw std::invalid_argument("pointwise_bwd: operand " + std::to_string(k));
+  const PwGeom g = coalesced(geom);
   int64_t n = 1, inner = 1;
   for (int d = 0; d < g.rank; ++d) {
     n *= g.dims[k][d];
     if (g.dims[k][d] == 1 && g.shape[d] != 1) inner *= g.shape[d];
   }
-  if (n == 0) return;
-  pointwise_bwd_kernel<<<detail::grid_for(n), detail::kBlock, 0, stream>>>(device_geom(g), k, x[0], x[1], x[2], y, dy,
-                                                                           dx, n, inner, accumulate);
+  if (n == 0 || inner == 0) {
+    if (n > 0 && !accumulate) CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, 4 * static_cast<std::size_t>(n), stream));
+    return;
+  }
+  if (fits_32(g)) launch_bwd<int32_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
+  else launch_bwd<int64_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 

@@ -85,6 +85,69 @@ TEST_F(GpuKernels, EveryPointwiseFunctionMatchesTheCpuStridedAndBroadcast) {
   }
 }
 
+// Gradients that sum many terms an element go to a column of threads (a
+// norm's weight, (96) over (6, 40, 96)) or a warp (its statistics, (6, 40, 1);
+// and (1, 40, 1), whose terms span two dimensions); and an Expand of a
+// contiguous input takes the same path as Cast's gradient. Each within the
+// tolerance of the CPU's row-major double sums, and a second run gives the
+// same bits.
+TEST_F(GpuKernels, ManyTermGradientsMatchTheCpuAndRepeatBitwise) {
+  const int64_t shape[3] = {6, 40, 96};
+  const int64_t n_out = shape[0] * shape[1] * shape[2];
+  for (const auto& wdims : {std::vector<int64_t>{1, 1, 96}, std::vector<int64_t>{6, 40, 1},
+                            std::vector<int64_t>{1, 40, 1}}) {
+    for (const auto fn : {pw::Fn::Mul, pw::Fn::Cast}) {
+      cpu::PwGeom g;
+      g.rank = 3;
+      g.fn = fn;
+      g.arity = fn == pw::Fn::Cast ? 1 : 2;
+      const std::vector<std::vector<int64_t>> dims =
+          fn == pw::Fn::Cast ? std::vector<std::vector<int64_t>>{wdims}
+                             : std::vector<std::vector<int64_t>>{{6, 40, 96}, wdims};
+      std::vector<Vec> xs;
+      for (int k = 0; k < g.arity; ++k) {
+        const auto& n = dims[static_cast<std::size_t>(k)];
+        int64_t at = 1;
+        for (int d = 3; d-- > 0;) {
+          g.shape[d] = shape[d];
+          g.dims[k][d] = n[static_cast<std::size_t>(d)];
+          g.stride[k][d] = n[static_cast<std::size_t>(d)] == 1 ? 0 : at;
+          at *= n[static_cast<std::size_t>(d)];
+        }
+        xs.push_back(random_vec(static_cast<size_t>(at), 60u + static_cast<uint32_t>(k)));
+      }
+      std::deque<Dev> xd;
+      for (const Vec& x : xs) xd.emplace_back(x);
+      const float* hx[3] = {};
+      const float* dx_[3] = {};
+      for (int k = 0; k < g.arity; ++k) hx[k] = xs[static_cast<std::size_t>(k)].data(), dx_[k] = xd[static_cast<std::size_t>(k)].get();
+      Vec y(static_cast<size_t>(n_out));
+      cpu::pointwise_fwd(g, hx, y.data());
+      Dev yd(nan_vec(y.size()));
+      gpu::pointwise_fwd(g, dx_, yd.get(), stream_);
+      const std::string what = std::string(pw::kFns[static_cast<int>(fn)].name) + " operand dims (" +
+                               std::to_string(wdims[0]) + ", " + std::to_string(wdims[1]) + ", " +
+                               std::to_string(wdims[2]) + ")";
+      expect_close(yd.fetch(), y, kTol, what + " forward");
+      const Vec dy = random_vec(y.size(), 8);
+      const Dev dyd(dy);
+      for (int k = 0; k < g.arity; ++k) {
+        const size_t n = xs[static_cast<std::size_t>(k)].size();
+        for (const bool acc : {false, true}) {
+          Vec want = random_vec(n, 10);
+          Dev got(want), again(want);
+          cpu::pointwise_bwd(g, k, hx, y.data(), dy.data(), want.data(), acc);
+          gpu::pointwise_bwd(g, k, dx_, yd.get(), dyd.get(), got.get(), acc, stream_);
+          gpu::pointwise_bwd(g, k, dx_, yd.get(), dyd.get(), again.get(), acc, stream_);
+          const std::string grad = what + " d/d operand " + std::to_string(k) + (acc ? " accumulate" : "");
+          expect_close(got.fetch(), want, kTol, grad);
+          expect_bitwise(again.fetch(), got.fetch(), grad + ", run twice");
+        }
+      }
+    }
+  }
+}
+
 TEST_F(GpuKernels, ReductionsMatchTheCpuOverAxesOfAStridedInput) {
   const Vec x = random_vec(24, 5);
   const Dev xd(x);
