@@ -7,6 +7,7 @@
 #include "core/base/errors.h"
 #include "core/exec/exec_kinds.h"
 #include "core/exec/pad_exec.h"
+#include "core/exec/view_geom.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
 #include "gpu/cuda_check.h"
@@ -436,13 +437,23 @@ void bwd_concat(CudaOpState& s, const OpCall& c) {
 
 // Views: nothing to compute forward (the executor aliases the storage); the
 // backward adds G(view) back through the view's map. An Expand's map sends
-// several elements to one (stride 0): each input element sums its own, in the
-// view's order (expand_bwd), rather than atomics in no fixed order.
-// x's elements in logical order into `dst`, whatever x's strides.
+// several elements to one (stride 0): each input element sums its own, in a
+// fixed order, rather than atomics in no fixed order. The copies, adds and
+// sums run on the pointwise kernels (view_geom.h), which coalesce the map and
+// index in 32 bits; the strided kernels take the maps those refuse.
 // Maps go to the kernels coalesced: rank 8 at most there, any rank here.
-void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
-  const ViewMap m = coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0});
+// `dst` (row-major over m) = src read through m.
+void copy_through(CudaOpState& s, const ViewMap& m, const float* src, float* dst) {
+  if (PwGeom g; copy_geom(m, g)) {
+    const float* x[3] = {src, nullptr, nullptr};
+    return pointwise_fwd(g, x, dst, s.stream);
+  }
   strided_copy(src, dst, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
+}
+// x's elements in logical order into `dst`, whatever x's strides.
+void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
+  copy_through(s, coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0}), src,
+               dst);
 }
 void fwd_reshape(CudaOpState& s, const OpCall& c) {
   if (!c.op.view) gather(s, c.in_op(0), c.in(0), c.out());
@@ -450,49 +461,29 @@ void fwd_reshape(CudaOpState& s, const OpCall& c) {
 void bwd_reshape(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) add_into(c.dy(), c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
-// An Expand of a contiguous input (its strides row-major over the dimensions
-// it keeps, as a norm's weight or statistics are): its gradient is Cast's,
-// dy, summed over the repeated dimensions, which the pointwise backward
-// spreads over warps and columns of threads; expand_bwd's one thread an
-// element adds a weight's thousands of terms one after another.
-bool expand_as_pointwise(const ViewMap& m, PwGeom& g) {
-  if (m.base != 0 || m.shape.size() > static_cast<std::size_t>(PwGeom::kMaxRank)) return false;
-  int64_t at = 1;
-  for (std::size_t d = m.shape.size(); d-- > 0;) {
-    if (m.stride[d] == 0) continue;
-    if (m.stride[d] != at) return false;
-    at *= m.shape[d];
-  }
-  g = PwGeom{};
-  g.rank = static_cast<int>(m.shape.size());
-  g.arity = 1;
-  g.fn = pw::Fn::Cast;
-  for (int d = 0; d < g.rank; ++d) {
-    const auto i = static_cast<std::size_t>(d);
-    g.shape[d] = m.shape[i];
-    g.dims[0][d] = m.stride[i] == 0 ? 1 : m.shape[i];
-    g.stride[0][d] = m.stride[i];
-  }
-  return true;
-}
-
 void fwd_view(CudaOpState&, const OpCall&) {}
 void bwd_view(CudaOpState& s, const OpCall& c) {
   if (!c.dx(0)) return;
   const ViewMap m = coalesced(view_map(c.model, c.v));
   const int64_t n = c.in_op(0).numel();
-  if (c.op.kind == OpKind::Expand) {  // several view elements per input element: summed in view order
-    if (PwGeom g; expand_as_pointwise(m, g)) {
-      const float* none[3] = {nullptr, nullptr, nullptr};
-      pointwise_bwd(g, 0, none, nullptr, c.dy(), c.dx(0), c.acc(0), s.stream);
-      return;
-    }
+  PwGeom g;
+  if (c.op.kind == OpKind::Expand && expand_sum_geom(m, g)) {
+    const float* none[3] = {nullptr, nullptr, nullptr};
+    return pointwise_bwd(g, 0, none, nullptr, c.dy(), c.dx(0), c.acc(0), s.stream);
+  }
+  const bool one_to_one = add_back_geom(m, g);
+  if (c.op.kind == OpKind::Expand && !one_to_one) {
     expand_bwd(c.dy(), c.dx(0), m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), n, c.acc(0),
                s.stream);
     return;
   }
   // A Slice leaves the rest of the input without gradient.
   if (!c.acc(0)) CUDA_CHECK_THROW(cudaMemsetAsync(c.dx(0), 0, 4 * static_cast<size_t>(n), s.stream));
+  if (one_to_one) {
+    float* dst = c.dx(0) + m.base;
+    const float* x[3] = {dst, c.dy(), nullptr};
+    return pointwise_fwd(g, x, dst, s.stream);
+  }
   strided_add(c.dy(), c.dx(0) + m.base, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
 }
 
@@ -513,8 +504,7 @@ const float* operand(CudaOpState& s, const OpCall& c, std::size_t k, float* copy
     gather(s, c.in_op(k), c.in(k), copy);
     return copy;
   }
-  const ViewMap m = coalesced(matmul_expanded(c.model, c.v, k));
-  strided_copy(c.in(k), copy, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
+  copy_through(s, coalesced(matmul_expanded(c.model, c.v, k)), c.in(k), copy);
   return copy;
 }
 void run_gemms(CudaOpState& s, const std::vector<GemmRun>& runs, const float* x, const float* y, float* z, int64_t m,
