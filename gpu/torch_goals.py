@@ -334,7 +334,7 @@ def time_by_kind(remat, source, top=8):
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the table stands without it
         return {"error": failure(e)}
     ranked = sorted(rows.items(), key=lambda kv: -kv[1][1])[:top]
-    return [(cat, kind, n, round(t, 3)) for (cat, kind), (n, t) in ranked]
+    return [(cat, kind, n, round(t, 3), round(h, 3)) for (cat, kind), (n, t, h) in ranked]
 
 
 # ---- the table ----------------------------------------------------------------------
@@ -380,7 +380,7 @@ def table(results, header):
                      + "".join(f"; remat {k} issued its instructions in {m['issue']:.2f} of its {m['time']:.2f} ms"
                                for k, m in r["remat"].items() if isinstance(m, dict) and m.get("issue") is not None)
                      + (f"; remat's store-all time by phase and op kind (ms, {TRACE_NOTE}): "
-                        + ", ".join(f"{c} {k} {n}x {t}" for c, k, n, t in r["remat_kinds"])
+                        + ", ".join(f"{c} {k} {n}x {t} (host {h})" for c, k, n, t, h in r["remat_kinds"])
                         if isinstance(r.get("remat_kinds"), list) else "")
                      + "".join(f"; failed: {e}" for e in errors))
     return "\n".join(lines) + "\n"

@@ -131,7 +131,8 @@ struct LiveDecisionDiffers {
 std::vector<double> run_once(const Model& model, const Schedule& schedule, Backend& backend,
                              const std::vector<uint8_t>& input, const std::vector<int64_t>& view_offset,
                              const ExecOptions& options, RunProgress& progress, std::size_t run, int64_t& at,
-                             ExecResult& res, const Strategy* live, double& issue_ms) {
+                             ExecResult& res, const Strategy* live, double& issue_ms,
+                             std::vector<double>& instr_issue_ms) {
   const auto& code = schedule.code;
   DeviceMemory& memory = backend.memory();
   Timing& timing = backend.timing();
@@ -144,9 +145,12 @@ std::vector<double> run_once(const Model& model, const Schedule& schedule, Backe
   r.load_input(input);
   const auto issue_start = std::chrono::steady_clock::now();
   timing.mark(0);
+  instr_issue_ms.assign(code.size(), 0.0);
   auto step = [&](std::size_t i, Instr ins) {
     at = static_cast<int64_t>(i);
+    const auto issued = std::chrono::steady_clock::now();
     r.run(ins, at);
+    instr_issue_ms[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - issued).count();
     if (options.sync_each) timing.synchronize();
     timing.mark(i + 1);
     progress.check_cancel();
@@ -256,15 +260,17 @@ double median(std::vector<double> v) {
 // The median run and the per-instruction means, split into recomputation,
 // transfers and conversions.
 void summarise_times(ExecResult& res, const Model& model, const Schedule& schedule,
-                     const std::vector<double>& instr_sum, int repeat) {
+                     const std::vector<double>& instr_sum, const std::vector<double>& issue_sum, int repeat) {
   const auto& code = schedule.code;
   const std::vector<uint8_t> recompute = recompute_flags(model, schedule);
   res.time_ms = median(res.run_ms);
   res.issue_time_ms = median(res.issue_ms);
   res.instr_ms.resize(code.size());
+  res.instr_issue_ms.resize(code.size());
   double sum = 0;
   for (std::size_t i = 0; i < code.size(); ++i) {
     res.instr_ms[i] = instr_sum[i] / static_cast<double>(repeat);
+    res.instr_issue_ms[i] = issue_sum[i] / static_cast<double>(repeat);
     sum += res.instr_ms[i];
     if (recompute[i]) res.recompute_ms += res.instr_ms[i];
     if (code[i].kind == InstrKind::Offload || code[i].kind == InstrKind::Fetch) res.transfer_ms += res.instr_ms[i];
@@ -299,13 +305,14 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
 
   const std::size_t runs = static_cast<std::size_t>(options.repeat) + 1;
   RunProgress progress(options, runs, code.size());
-  std::vector<double> instr_sum(code.size(), 0.0);
+  std::vector<double> instr_sum(code.size(), 0.0), issue_sum(code.size(), 0.0), instr_issue;
   int64_t at = -1;  // the instruction running now
   try {
     backend.memory().begin_strategy();
     for (std::size_t run = 0; run < runs; ++run) {
       double issue = 0;
-      auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue);
+      auto marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue,
+                          instr_issue);
       // Under a loss scale, the warm-up is GradScaler's first steps: halved and
       // run again while its gradients overflow, so the timed runs use a scale
       // that fits (the same for every strategy: their gradients are the same).
@@ -313,12 +320,16 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
              !gradients_finite(model, backend.compute())) {
         backend.compute().back_off_loss_scale();
         ++res.loss_scale_backoffs;
-        marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue);
+        marks = run_once(model, schedule, backend, input, view_offset, options, progress, run, at, res, live, issue,
+                          instr_issue);
       }
       if (run > 0) {  // timed
         res.run_ms.push_back(marks.back());
         res.issue_ms.push_back(issue);
-        for (std::size_t i = 0; i < code.size(); ++i) instr_sum[i] += marks[i + 1] - marks[i];
+        for (std::size_t i = 0; i < code.size(); ++i) {
+          instr_sum[i] += marks[i + 1] - marks[i];
+          issue_sum[i] += instr_issue[i];
+        }
       }
       progress.after_run(run);
     }
@@ -341,7 +352,7 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   }
   res.decided_live = live != nullptr;
   read_back(res, model, backend.compute());
-  summarise_times(res, model, schedule, instr_sum, options.repeat);
+  summarise_times(res, model, schedule, instr_sum, issue_sum, options.repeat);
   return res;
 }
 

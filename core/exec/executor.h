@@ -92,6 +92,10 @@ struct ExecResult {
   std::vector<double> issue_ms;
   double issue_time_ms = 0;
   std::vector<double> instr_ms;     // per instruction index, mean over the timed runs
+  // The host's time in each instruction's call (mean over the timed runs): on
+  // a device, what issuing its kernels cost; where it is near instr_ms the
+  // device waited for the host there.
+  std::vector<double> instr_issue_ms;
   double recompute_ms = 0;          // of fwd instructions that recompute (from instr_ms)
   double recompute_share = 0;       // recompute_ms / sum(instr_ms)
   double transfer_ms = 0;           // of offload and fetch instructions (from instr_ms)

@@ -38,6 +38,7 @@ nlohmann::json chrome_trace(const Model& model, const std::string& backend, cons
                    {"kind", std::string(instr_kind_name(ins.kind))},
                    {"recompute", recompute},
                    {"predicted_bytes", sim.sim.timeline[i]}};
+      if (exec.instr_issue_ms.size() == code.size()) args["issue_us"] = 1000.0 * exec.instr_issue_ms[i];
       uint64_t m = 0;
       if (measured) {
         const MemoryStats& st = rec->intervals[i + 1];

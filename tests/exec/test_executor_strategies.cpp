@@ -65,6 +65,13 @@ TEST_P(AllStrategies, PeakMatchesSimulationAndResultsMatchStoreAll) {
     }
     EXPECT_EQ(r.grad_hash, base.grad_hash);
     EXPECT_EQ(r.instr_ms.size(), s.code.size());
+    // Each instruction's host time lies within its run's issue time.
+    ASSERT_EQ(r.instr_issue_ms.size(), s.code.size());
+    double issued = 0, runs = 0;
+    for (const double ms : r.instr_issue_ms) issued += ms;
+    for (const double ms : r.issue_ms) runs += ms;
+    EXPECT_LE(issued, runs / static_cast<double>(r.issue_ms.size()) + 1e-9);
+    EXPECT_GT(issued, 0.0);
   }
 }
 

@@ -67,6 +67,11 @@ def main():
         check(all(abs(e["ts"] - end) <= 1e-6 * max(1.0, end) for e, end in zip(xs[1:], ends)),
               f"{name}: slices laid end to end")
         check(all({"op", "op_kind", "kind", "recompute"} <= set(e["args"]) for e in xs), f"{name}: slices carry op, kinds, recompute")
+        # The host's time in each instruction's call, within its slice (the marks
+        # are taken around the call; --trace's own bookkeeping falls outside it).
+        issue = [e["args"].get("issue_us") for e in xs]
+        check(all(isinstance(u, numbers.Number) and 0 <= u <= e["dur"] * (1 + 1e-9) + 1.0 for u, e in zip(issue, xs)),
+              f"{name}: each slice carries its host issue time, within the slice")
         rec = sum(1 for e in xs if e["args"]["recompute"])
         check(rec == sim["recompute_steps"], f"{name}: {rec} recompute slices == recompute steps {sim['recompute_steps']}")
         pred = [e["args"]["bytes"] for e in events if e["ph"] == "C" and e["pid"] == pid and e["name"] == "resident bytes (predicted)"]
