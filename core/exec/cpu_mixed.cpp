@@ -10,6 +10,7 @@
 #include "core/exec/mixed_call.h"
 #include "core/kernels/convert.h"
 #include "core/kernels/cpu_kernels.h"
+#include "core/model/op_layout.h"
 
 namespace remat {
 namespace {
@@ -93,7 +94,7 @@ struct CpuDev {
     const IoOperands& o = s.io;
     const std::size_t inputs = c.op.inputs.size();
     for (std::size_t k = 0; k < inputs; ++k)
-      if (o.in[k].p) io_read(c, o.in[k], c.in(k), c.in_op(k).numel(), "input");
+      if (o.in[k].p) io_read(c, o.in[k], c.in(k), reach(c.in_op(k)), "input");
     if (!backward) {
       cpu_forward(s, c);
       // A loss's A(v), the scalar, the mixed call writes as on the widening path.
@@ -111,6 +112,16 @@ struct CpuDev {
       io_write(c, o.dx[k], c.dx(k), c.in_op(k).numel(), "input gradient");
     }
     ++s.io_calls;
+  }
+  // The elements from a tensor's first to its last, through its strides (a
+  // strided view, which the pointwise family reads as stored, spans more than
+  // its numel(); they lie in its storage, which the widened copy covers).
+  static int64_t reach(const Op& x) {
+    if (x.numel() == 0) return 0;
+    const std::vector<int64_t> st = layout_of(x);
+    int64_t last = 0;
+    for (std::size_t d = 0; d < x.shape.size(); ++d) last += (x.shape[d] - 1) * st[d];
+    return last + 1;
   }
   void io_read(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
     if (is_low_precision(t.dtype)) remat::widen(t.dtype, t.p, const_cast<float*>(f32), n);

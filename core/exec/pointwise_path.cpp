@@ -39,6 +39,7 @@ bool has_io_kernels(const Op& op) {
     case OpKind::MaskedFill:
     case OpKind::BatchNorm:
     case OpKind::SoftmaxCELoss: return true;
+    case OpKind::Pointwise:
     case OpKind::MulConst:
     case OpKind::DivConst:
     case OpKind::AddConst: return !op.attrs->learned;  // a learned one's parameter gradient sums f32 G
@@ -74,8 +75,13 @@ bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
     const int u = op.inputs[k];
     if (!io_dtype(m.op(u).dtype) || !io_dtype(m.op(m.op(u).storage).dtype)) return false;
     if (std::count(op.inputs.begin(), op.inputs.end(), u) > 1) return false;  // both terms summed in f32 first
+    if (op.kind == OpKind::Pointwise) continue;  // read through its geometry: a broadcast operand is its own size
     if (!is_loss(op.kind) && m.op(u).numel() != op.numel()) return false;  // the kernels read n elements each
   }
+  // The pointwise family reads its operands through their strides, as
+  // stored (the other kinds' kernels read n elements in a row). An empty
+  // op's broadcast gradient is zeros, which the widening call stores.
+  if (op.kind == OpKind::Pointwise) return op.numel() > 0 && dense_copy(m, v) == DenseCopy::None;
   return !reads_strided(m, v);
 }
 

@@ -650,12 +650,40 @@ void bwd_attention(CudaOpState& s, const OpCall& c) {
 }
 
 // The pointwise family and the reductions (op_exec.h's pointwise_call, as the CPU's entries).
+// On the 16-bit path (s.io) the inputs, A(v), G(v) and the input gradients
+// are the stored tensors; a constant operand is the backend's f32 one (lowp_io
+// takes no learned constant, whose parameter gradient sums f32 terms).
+void io_operands(const OpCall& c, const PwCall& a, const IoOperands& io, IoIn (&x)[3]) {
+  for (int k = 0; k < a.ops.arity; ++k) {
+    const PwOperand& o = a.ops.at[k];
+    if (o.src == PwOperand::Input) x[k] = a.x[k] ? io_in(c, io.in[o.input]) : IoIn{nullptr, IoType::F32};
+    else x[k] = IoIn{a.x[k], IoType::F32};
+  }
+}
 void fwd_pointwise(CudaOpState& s, const OpCall& c) {
   const PwCall a = pointwise_call(s, c, false);
+  if (s.io.active) {
+    ++s.io_calls;
+    IoIn x[3] = {};
+    io_operands(c, a, s.io, x);
+    return pointwise_fwd_io(a.g, x, io_out(c, s.io.out), s.stream);
+  }
   pointwise_fwd(a.g, a.x, c.out(), s.stream);
 }
 void bwd_pointwise(CudaOpState& s, const OpCall& c) {
   const PwCall a = pointwise_call(s, c, true);
+  if (s.io.active) {
+    ++s.io_calls;
+    IoIn x[3] = {};
+    io_operands(c, a, s.io, x);
+    const IoIn y = a.y ? io_in(c, s.io.out) : IoIn{nullptr, IoType::F32};
+    for (int k = 0; k < a.ops.arity; ++k) {
+      const PwOperand& o = a.ops.at[k];
+      if (o.src == PwOperand::Input && s.io.dx[o.input].p)
+        pointwise_bwd_io(a.g, k, x, y, io_in(c, s.io.dy), io_out(c, s.io.dx[o.input]), s.stream);
+    }
+    return;
+  }
   for_each_pointwise_grad(s, c, a.ops, [&](int k, float* dx, bool acc) {
     pointwise_bwd(a.g, k, a.x, a.y, c.dy(), dx, acc, s.stream);
   });

@@ -448,6 +448,13 @@ using remat::cpu::ReduceGeom;
 void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y, cudaStream_t stream);
 void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
                    bool accumulate, cudaStream_t stream);
+// The same on tensors as stored (pointwise_io.cu's contract, docs/gpu.md#16-bit-loads-and-stores):
+// each operand, y and dy in f32, bf16 or f16 (a null pointer reads as 0),
+// computed in f32 with the expressions and summation order above, the result
+// stored as the widening call stores it (y narrowed; dx rounded, then stored
+// or, with dx.add, added to the stored value and rounded once).
+void pointwise_fwd_io(const PwGeom& g, const IoIn x[3], IoOut y, cudaStream_t stream);
+void pointwise_bwd_io(const PwGeom& g, int k, const IoIn x[3], IoIn y, IoIn dy, IoOut dx, cudaStream_t stream);
 void reduce_fwd(const ReduceGeom& g, const float* x, float* y, cudaStream_t stream);
 void reduce_bwd(const ReduceGeom& g, const float* x, const float* y, const float* dy, float* dx, bool accumulate,
                 cudaStream_t stream);

@@ -5,7 +5,7 @@
 // element sums many terms: in double, in a fixed order, no atomics, the same
 // bits every run). The functions are pointwise_fns.h's, compiled for the
 // device.
-#include "gpu/kernels/device_common.cuh"
+#include "gpu/kernels/lowp_io.cuh"
 
 namespace remat::cuda {
 namespace {
@@ -58,10 +58,21 @@ bool fits_32(const PwGeom& g) {
   return g.numel() < kLimit && span[0] < kLimit && span[1] < kLimit && span[2] < kLimit && span[3] < kLimit;
 }
 
-__device__ __forceinline__ float read_or_zero(const float* p, int64_t off) { return p ? p[off] : 0.0f; }
+// Operands are read with detail::ld and results stored with detail::st: on
+// f32 pointers the f32 kernel's loads and stores, on DIn/DOut (the 16-bit
+// variants, pointwise_fwd_io/bwd_io) the stored dtype's, rounded as the
+// widening call rounds (lowp_io.cuh): one source, the same expressions.
+using detail::DIn;
+using detail::DOut;
+__device__ __forceinline__ bool absent(const float* p) { return p == nullptr; }
+__device__ __forceinline__ bool absent(DIn a) { return a.p == nullptr; }
+template <class In>
+__device__ __forceinline__ float read_or_zero(In p, int64_t off) {
+  return absent(p) ? 0.0f : detail::ld(p, off);
+}
 
-template <class I>
-__global__ void pointwise_fwd_kernel(Geom<I> g, const float* a, const float* b, const float* c, float* y, I n) {
+template <class I, class In, class Out>
+__global__ void pointwise_fwd_kernel(Geom<I> g, In a, In b, In c, Out y, I n) {
   for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < n; i += static_cast<I>(gridDim.x) * blockDim.x) {
     I rest = i, oa = 0, ob = 0, oc = 0, oy = 0;
     for (int d = g.rank; d-- > 0;) {
@@ -72,7 +83,10 @@ __global__ void pointwise_fwd_kernel(Geom<I> g, const float* a, const float* b, 
       oc += idx * g.stride[2][d];
       oy += idx * g.out_stride[d];
     }
-    y[oy] = pw::forward<float>(g.fn, a[oa], g.arity > 1 ? b[ob] : 0.0f, g.arity > 2 ? c[oc] : 0.0f, g.p, g.q);
+    detail::st(y, oy,
+               pw::forward<float>(g.fn, detail::ld(a, oa), g.arity > 1 ? detail::ld(b, ob) : 0.0f,
+                                  g.arity > 2 ? detail::ld(c, oc) : 0.0f, g.p, g.q),
+               false);
   }
 }
 
@@ -86,9 +100,9 @@ __device__ __forceinline__ void own_index(const Geom<I>& g, int k, I j, I (&idx)
     j = d == 0 ? j : j / g.dims[k][d];
   }
 }
-template <class I>
-__device__ __forceinline__ float term(const Geom<I>& g, int k, const I (&idx)[kR], I r, const float* a, const float* b,
-                                      const float* c, const float* y, const float* dy) {
+template <class I, class In>
+__device__ __forceinline__ float term(const Geom<I>& g, int k, const I (&idx)[kR], I r, In a, In b, In c, In y,
+                                      In dy) {
   I oa = 0, ob = 0, oc = 0, oy = 0, at = 1;
   for (int d = g.rank; d-- > 0;) {
     I i = idx[d];
@@ -103,7 +117,7 @@ __device__ __forceinline__ float term(const Geom<I>& g, int k, const I (&idx)[kR
     at *= g.shape[d];
   }
   return pw::backward<float>(g.fn, k, read_or_zero(a, oa), read_or_zero(b, ob), read_or_zero(c, oc),
-                             read_or_zero(y, oy), dy[oy], g.p, g.q);
+                             read_or_zero(y, oy), detail::ld(dy, oy), g.p, g.q);
 }
 
 // Operand k's gradient, three ways by its shape; each sums an element's terms
@@ -112,28 +126,28 @@ __device__ __forceinline__ float term(const Geom<I>& g, int k, const I (&idx)[kR
 // but for a rounding tie of the double sum).
 // Few terms an element (an operand the size of the output, or a small
 // broadcast): one thread an element, its terms in row-major order.
-template <class I>
-__global__ void pointwise_bwd_kernel(Geom<I> g, int k, const float* a, const float* b, const float* c, const float* y,
-                                     const float* dy, float* dx, I n, I inner, bool accumulate) {
+template <class I, class In, class Out>
+__global__ void pointwise_bwd_kernel(Geom<I> g, int k, In a, In b, In c, In y, In dy, Out dx, I n, I inner,
+                                     bool accumulate) {
   for (I j = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; j < n; j += static_cast<I>(gridDim.x) * blockDim.x) {
     I idx[kR];
     own_index(g, k, j, idx);
     if (inner == 1) {
-      detail::store_grad(&dx[j], term(g, k, idx, I{0}, a, b, c, y, dy), accumulate);
+      detail::st(dx, j, term(g, k, idx, I{0}, a, b, c, y, dy), accumulate);
       continue;
     }
     double sum = 0.0;
     for (I r = 0; r < inner; ++r) sum += term(g, k, idx, r, a, b, c, y, dy);
-    detail::store_grad(&dx[j], static_cast<float>(sum), accumulate);
+    detail::st(dx, j, static_cast<float>(sum), accumulate);
   }
 }
 
 // Many terms, the broadcast dimensions innermost (a norm's statistics, (B, T,
 // 1) over (B, T, D)): a warp an element, lane l adding terms l, l + 32, ...
 // (neighbouring lanes read neighbouring addresses), then the butterfly.
-template <class I>
-__global__ void pointwise_bwd_warp_kernel(Geom<I> g, int k, const float* a, const float* b, const float* c,
-                                          const float* y, const float* dy, float* dx, I n, I inner, bool accumulate) {
+template <class I, class In, class Out>
+__global__ void pointwise_bwd_warp_kernel(Geom<I> g, int k, In a, In b, In c, In y, In dy, Out dx, I n, I inner,
+                                          bool accumulate) {
   const I lane = threadIdx.x % 32, warps = static_cast<I>(gridDim.x) * (blockDim.x / 32);
   for (I j = blockIdx.x * static_cast<I>(blockDim.x / 32) + threadIdx.x / 32; j < n; j += warps) {  // j is the warp's: uniform
     I idx[kR];
@@ -141,7 +155,7 @@ __global__ void pointwise_bwd_warp_kernel(Geom<I> g, int k, const float* a, cons
     double sum = 0.0;
     for (I r = lane; r < inner; r += 32) sum += term(g, k, idx, r, a, b, c, y, dy);
     sum = detail::warp_sum(sum);
-    if (lane == 0) detail::store_grad(&dx[j], static_cast<float>(sum), accumulate);
+    if (lane == 0) detail::st(dx, j, static_cast<float>(sum), accumulate);
   }
 }
 
@@ -150,11 +164,9 @@ __global__ void pointwise_bwd_warp_kernel(Geom<I> g, int k, const float* a, cons
 // splitting each element's terms (row q adds terms q, q + kRows, ...), the
 // rows' sums added in row order.
 constexpr int kRows = 16;
-template <class I>
-__global__ void __launch_bounds__(32 * kRows) pointwise_bwd_cols_kernel(Geom<I> g, int k, const float* a,
-                                                                       const float* b, const float* c, const float* y,
-                                                                       const float* dy, float* dx, I n, I inner,
-                                                                       bool accumulate) {
+template <class I, class In, class Out>
+__global__ void __launch_bounds__(32 * kRows) pointwise_bwd_cols_kernel(Geom<I> g, int k, In a, In b, In c, In y,
+                                                                       In dy, Out dx, I n, I inner, bool accumulate) {
   __shared__ double part[kRows][33];
   const I col = threadIdx.x % 32, row = threadIdx.x / 32;
   for (I base = blockIdx.x * I{32}; base < n; base += static_cast<I>(gridDim.x) * 32) {  // uniform over the block
@@ -170,7 +182,7 @@ __global__ void __launch_bounds__(32 * kRows) pointwise_bwd_cols_kernel(Geom<I> 
     if (row == 0 && j < n) {
       double total = 0.0;
       for (int q = 0; q < kRows; ++q) total += part[q][col];
-      detail::store_grad(&dx[j], static_cast<float>(total), accumulate);
+      detail::st(dx, j, static_cast<float>(total), accumulate);
     }
     __syncthreads();
   }
@@ -243,45 +255,48 @@ void check(const PwGeom& g, const char* fn) {
 
 }  // namespace
 
-void pointwise_fwd(const PwGeom& geom, const float* const x[3], float* y, cudaStream_t stream) {
+namespace {
+
+template <class In, class Out>
+void launch_fwd(const PwGeom& geom, const In x[3], Out y, cudaStream_t stream) {
   check(geom, "pointwise_fwd");
   const PwGeom g = coalesced(geom);
   const int64_t n = g.numel();
   if (n == 0) return;
   if (fits_32(g))
-    pointwise_fwd_kernel<int32_t><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(
+    pointwise_fwd_kernel<int32_t, In, Out><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(
         device_geom<int32_t>(g), x[0], x[1], x[2], y, static_cast<int32_t>(n));
   else
-    pointwise_fwd_kernel<int64_t><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(device_geom<int64_t>(g), x[0],
-                                                                                      x[1], x[2], y, n);
+    pointwise_fwd_kernel<int64_t, In, Out><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(
+        device_geom<int64_t>(g), x[0], x[1], x[2], y, n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
-namespace {
-
-template <class I>
-void launch_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
-                int64_t n, int64_t inner, bool accumulate, cudaStream_t stream) {
+template <class I, class In, class Out>
+void launch_bwd_as(const PwGeom& g, int k, const In x[3], In y, In dy, Out dx, int64_t n, int64_t inner,
+                   bool accumulate, cudaStream_t stream) {
   const Geom<I> d = device_geom<I>(g);
   const I nn = static_cast<I>(n), ni = static_cast<I>(inner);
   constexpr int64_t kManyTerms = 32;
   if (inner < kManyTerms) {
-    pointwise_bwd_kernel<I><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(d, k, x[0], x[1], x[2], y, dy, dx, nn,
-                                                                                ni, accumulate);
+    pointwise_bwd_kernel<I, In, Out><<<detail::grid_for(n), detail::kBlock, 0, stream>>>(d, k, x[0], x[1], x[2], y,
+                                                                                        dy, dx, nn, ni, accumulate);
   } else if (g.dims[k][g.rank - 1] == 1) {  // coalesced: the innermost dimension is broadcast, of size > 1
     constexpr int kWarps = detail::kBlock / 32;
-    pointwise_bwd_warp_kernel<I><<<detail::grid_for(n, kWarps), detail::kBlock, 0, stream>>>(
+    pointwise_bwd_warp_kernel<I, In, Out><<<detail::grid_for(n, kWarps), detail::kBlock, 0, stream>>>(
         d, k, x[0], x[1], x[2], y, dy, dx, nn, ni, accumulate);
   } else {
-    pointwise_bwd_cols_kernel<I><<<detail::grid_for(n, 32), 32 * kRows, 0, stream>>>(d, k, x[0], x[1], x[2], y, dy,
-                                                                                    dx, nn, ni, accumulate);
+    pointwise_bwd_cols_kernel<I, In, Out><<<detail::grid_for(n, 32), 32 * kRows, 0, stream>>>(
+        d, k, x[0], x[1], x[2], y, dy, dx, nn, ni, accumulate);
   }
 }
 
-}  // namespace
-
-void pointwise_bwd(const PwGeom& geom, int k, const float* const x[3], const float* y, const float* dy, float* dx,
-                   bool accumulate, cudaStream_t stream) {
+// `zero` writes dx = 0 where no output element reaches it (a broadcast over a
+// dimension of size 0): the f32 call's memset; the 16-bit one stores 0 as the
+// widening call would store a zeroed scratch.
+template <class In, class Out, class Zero>
+void launch_bwd(const PwGeom& geom, int k, const In x[3], In y, In dy, Out dx, bool accumulate, Zero zero,
+                cudaStream_t stream) {
   check(geom, "pointwise_bwd");
   if (k < 0 || k >= geom.arity) throw std::invalid_argument("pointwise_bwd: operand " + std::to_string(k));
   const PwGeom g = coalesced(geom);
@@ -290,13 +305,37 @@ void pointwise_bwd(const PwGeom& geom, int k, const float* const x[3], const flo
     n *= g.dims[k][d];
     if (g.dims[k][d] == 1 && g.shape[d] != 1) inner *= g.shape[d];
   }
-  if (n == 0 || inner == 0) {
-    if (n > 0 && !accumulate) CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, 4 * static_cast<std::size_t>(n), stream));
-    return;
-  }
-  if (fits_32(g)) launch_bwd<int32_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
-  else launch_bwd<int64_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
+  if (n == 0) return;
+  if (inner == 0) return zero(n);
+  if (fits_32(g)) launch_bwd_as<int32_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
+  else launch_bwd_as<int64_t>(g, k, x, y, dy, dx, n, inner, accumulate, stream);
   CUDA_CHECK_THROW(cudaGetLastError());
+}
+
+}  // namespace
+
+void pointwise_fwd(const PwGeom& g, const float* const x[3], float* y, cudaStream_t stream) {
+  launch_fwd<const float*, float*>(g, x, y, stream);
+}
+
+void pointwise_bwd(const PwGeom& g, int k, const float* const x[3], const float* y, const float* dy, float* dx,
+                   bool accumulate, cudaStream_t stream) {
+  launch_bwd<const float*, float*>(g, k, x, y, dy, dx, accumulate, [&](int64_t n) {
+    if (!accumulate) CUDA_CHECK_THROW(cudaMemsetAsync(dx, 0, 4 * static_cast<std::size_t>(n), stream));
+  }, stream);
+}
+
+void pointwise_fwd_io(const PwGeom& g, const IoIn x[3], IoOut y, cudaStream_t stream) {
+  const DIn in[3] = {detail::din(x[0]), detail::din(x[1]), detail::din(x[2])};
+  launch_fwd<DIn, DOut>(g, in, detail::dout(y), stream);
+}
+
+void pointwise_bwd_io(const PwGeom& g, int k, const IoIn x[3], IoIn y, IoIn dy, IoOut dx, cudaStream_t stream) {
+  const DIn in[3] = {detail::din(x[0]), detail::din(x[1]), detail::din(x[2])};
+  launch_bwd<DIn, DOut>(g, k, in, detail::din(y), detail::din(dy), detail::dout(dx), false, [](int64_t) {
+    // lowp_io (core/exec/pointwise_path.cpp) gives no empty op this path.
+    throw std::invalid_argument("pointwise_bwd_io: an operand broadcast over an empty dimension");
+  }, stream);
 }
 
 void reduce_fwd(const ReduceGeom& g, const float* x, float* y, cudaStream_t stream) {

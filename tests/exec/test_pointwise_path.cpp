@@ -13,7 +13,9 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/cpu_mixed.h"
 #include "core/model/autocast.h"
+#include "core/exec/op_exec.h"
 #include "core/exec/pointwise_path.h"
+#include "core/io/model_source.h"
 #include "tests/support/model_builders.h"
 #include "tests/exec/env_switch_check.h"
 #include "core/model/presets.h"
@@ -202,6 +204,31 @@ TEST(PointwisePath, StoredTensorsOfPresetsGiveTheWideningCallsBitsOnTheCpu) {
       SCOPED_TRACE(std::string(gemm_mode_name(g)));
       expect_same_bits_with_the_stored_tensors(m, g);
     }
+  }
+}
+
+// A captured Llama-style decoder under bf16 autocast: its pointwise family's
+// ops that read or write bf16 (autocast's casts, SwiGLU's product, the
+// rotary embedding's products and negations of strided halves; RMSNorm runs
+// in f32, unwidened) on stored tensors too, strided ones read through their
+// strides: the widening call's bits under every strategy.
+TEST(PointwisePath, ACapturedLlamasPointwiseFamilyGivesTheWideningCallsBitsOnTheCpu) {
+  const Model m = load_model(REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json");
+  int direct = 0, strided = 0, widening = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    if (op.kind != OpKind::Pointwise) continue;
+    const bool io = lowp_io(m, v, false, PointwiseMode::Direct);
+    direct += io;
+    strided += io && reads_strided(m, v);
+    widening += !io && runs_mixed(m, v);
+  }
+  EXPECT_EQ(direct, 28);   // 14 a layer
+  EXPECT_EQ(strided, 10);  // 5 a layer
+  EXPECT_EQ(widening, 0);
+  for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(g)));
+    expect_same_bits_with_the_stored_tensors(m, g);
   }
 }
 

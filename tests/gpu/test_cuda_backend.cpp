@@ -452,13 +452,12 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
 // call rounds, so the two paths give the same loss and gradients bit for
 // bit, under every strategy and either GEMM path, with the same tracked peak
 // (the simulator's) and the same scratch taken (the allocator's peak).
-TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
-  REQUIRE_CUDA();
+void expect_both_pointwise_paths_bitwise(const std::string& spec) {
   auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
   ASSERT_NE(cb, nullptr);
   const GemmMode gemm_was = cb->gemm_mode();
   const PointwiseMode was = cb->pointwise_mode();
-  const Model m = load_model(GetParam());
+  const Model m = load_model(spec);
   int io_ops = 0;
   for (int v = 0; v < m.size(); ++v) io_ops += lowp_io(m, v, false, PointwiseMode::Direct);
   ASSERT_GT(io_ops, 0);
@@ -486,7 +485,19 @@ TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
   }
   cb->set_gemm_mode(gemm_was);
   cb->set_pointwise_mode(was);
-  std::cout << GetParam() << ": " << io_ops << " ops on 16-bit loads and stores, the widening path's bits\n";
+  std::cout << spec << ": " << io_ops << " ops on 16-bit loads and stores, the widening path's bits\n";
+}
+
+TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  expect_both_pointwise_paths_bitwise(GetParam());
+}
+
+// A captured Llama-style decoder: its pointwise family on stored tensors
+// (autocast's casts, SwiGLU's product, the rotary embedding's strided halves).
+TEST(CudaMixedCaptured, LlamasPointwiseFamilyBothPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  expect_both_pointwise_paths_bitwise(REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json");
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,

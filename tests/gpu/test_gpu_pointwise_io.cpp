@@ -418,5 +418,85 @@ TEST_F(PointwiseIo, CrossEntropy) {
   }
 }
 
+// The pointwise family on stored tensors (pointwise_fwd_io / pointwise_bwd_io)
+// against the widening path, over (6, 40, 96): operand 0 full and read
+// transposed, operand 1 broadcast as a norm's weight (96), its statistics
+// (6, 40, 1) or the same shape; the forward output and each operand's
+// gradient (stored or added) byte for byte, for functions that read a, b and
+// y, over every dtype pair.
+TEST_F(PointwiseIo, PointwiseFamilyBroadcastAndStrided) {
+  const int64_t shape[3] = {6, 40, 96};
+  const int64_t n_out = shape[0] * shape[1] * shape[2];
+  for (const auto fn : {pw::Fn::Mul, pw::Fn::Div, pw::Fn::Rsqrt, pw::Fn::SiLU, pw::Fn::Where})
+    for (const auto& dims1 : {std::vector<int64_t>{1, 1, 96}, std::vector<int64_t>{6, 40, 1},
+                              std::vector<int64_t>{6, 40, 96}})
+      for (const auto& [in, out] : pairs()) {
+        cpu::PwGeom g;
+        g.rank = 3;
+        g.fn = fn;
+        g.arity = pw::kFns[static_cast<int>(fn)].arity;
+        pw::attr_defaults(fn, g.p, g.q);
+        std::vector<int64_t> n_of;
+        for (int k = 0; k < g.arity; ++k) {
+          const std::vector<int64_t> dims = k == 1 ? dims1 : std::vector<int64_t>{6, 40, 96};
+          // Operand 0 stored transposed (as its reversed shape, row-major), the others row-major.
+          const int64_t st[3] = {k == 0 ? 1 : dims[1] * dims[2], k == 0 ? dims[0] : dims[2],
+                                 k == 0 ? dims[0] * dims[1] : 1};
+          for (int d = 0; d < 3; ++d) {
+            g.shape[d] = shape[d];
+            g.dims[k][d] = dims[static_cast<std::size_t>(d)];
+            g.stride[k][d] = dims[static_cast<std::size_t>(d)] == 1 ? 0 : st[d];
+          }
+          n_of.push_back(dims[0] * dims[1] * dims[2]);
+        }
+        const std::string name = std::string(pw::kFns[static_cast<int>(fn)].name) + " operand 1 (" +
+                                 std::to_string(dims1[0]) + ", " + std::to_string(dims1[1]) + ", " +
+                                 std::to_string(dims1[2]) + ") " + type_name(in) + " -> " + type_name(out);
+        SCOPED_TRACE(name);
+        // Operands stored in `in` (Where's condition 0/1), widened for the f32 path.
+        std::vector<std::unique_ptr<DeviceArray<uint8_t>>> stored;
+        std::vector<std::unique_ptr<Dev>> wide;
+        const float* xf[3] = {};
+        IoIn xi[3] = {};
+        for (int k = 0; k < g.arity; ++k) {
+          const auto n = static_cast<size_t>(n_of[static_cast<std::size_t>(k)]);
+          Vec v = special_values(n, 70u + static_cast<uint32_t>(k));
+          if (fn == pw::Fn::Where && k == 0)
+            for (float& e : v) e = e > 0.5f ? 1.0f : 0.0f;
+          stored.push_back(std::make_unique<DeviceArray<uint8_t>>(encode(v, in)));
+          wide.push_back(std::make_unique<Dev>(Vec(n)));
+          widen_on_device(in, stored.back()->get(), wide.back()->get(), static_cast<int64_t>(n), stream_);
+          xf[k] = wide.back()->get();
+          xi[k] = IoIn{stored.back()->get(), in};
+        }
+        // Forward: y stored in `out`.
+        const auto un = static_cast<size_t>(n_out);
+        DeviceArray<uint8_t> y_ref(Bytes(un * elem_size(out))), y_got(Bytes(un * elem_size(out)));
+        Dev scratch{Vec(un, std::nanf(""))};
+        gpu::pointwise_fwd(g, xf, scratch.get(), stream_);
+        store_like_the_mixed_call(scratch.get(), IoOut{y_ref.get(), out, false}, n_out, false, stream_);
+        gpu::pointwise_fwd_io(g, xi, IoOut{y_got.get(), out, false}, stream_);
+        ASSERT_EQ(y_ref.fetch(), y_got.fetch()) << "forward";
+        // Backward: y and dy as stored in `out`, widened for the f32 path.
+        Dev y_wide{Vec(un)}, dy_wide{Vec(un)};
+        widen_on_device(out, y_ref.get(), y_wide.get(), n_out, stream_);
+        const DeviceArray<uint8_t> dy(encode(special_values(un, 91), out));
+        widen_on_device(out, dy.get(), dy_wide.get(), n_out, stream_);
+        for (int k = fn == pw::Fn::Where ? 1 : 0; k < g.arity; ++k) {
+          const int64_t n = n_of[static_cast<std::size_t>(k)];
+          for (const bool add : {false, true}) {
+            const Bytes before = encode(random_vec(static_cast<size_t>(n), 93, -2.0f, 2.0f), in);
+            DeviceArray<uint8_t> ref(before), got(before);
+            Dev grad{Vec(static_cast<size_t>(n), std::nanf(""))};
+            gpu::pointwise_bwd(g, k, xf, y_wide.get(), dy_wide.get(), grad.get(), false, stream_);
+            store_like_the_mixed_call(grad.get(), IoOut{ref.get(), in, add}, n, true, stream_);
+            gpu::pointwise_bwd_io(g, k, xi, IoIn{y_got.get(), out}, IoIn{dy.get(), out}, IoOut{got.get(), in, add},
+                                  stream_);
+            ASSERT_EQ(ref.fetch(), got.fetch()) << "d/d operand " << k << (add ? " (add)" : "");
+          }
+        }
+      }
+}
+
 }  // namespace
 }  // namespace remat::gpu_testing
