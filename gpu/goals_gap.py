@@ -14,6 +14,22 @@ from goals_common import fmt, free_cached, run
 
 ENGINE_FRAME = {"filename": "torch/csrc/autograd/engine.cpp", "line": 0,
                 "name": "torch::autograd::Engine::evaluate_function (the engine's thread: no Python frames)"}
+# A recording without stacks has no frames at all: record_step writes a
+# 'snapshot' entry into the allocator's trace when torch.autograd.backward is
+# called, and the entries after it get this frame (compare-snapshot's test for
+# the backward: a torch/autograd file, a name with "backward").
+BACKWARD_FRAME = {"filename": "torch/autograd/__init__.py", "line": 0,
+                  "name": "backward (marked: recorded without stacks, after the 'snapshot' entry "
+                          "written when torch.autograd.backward was called)"}
+# How record_step records, in the order record tries them. "python": the
+# allocator keeps the Python stack of every alloc and free (the engine
+# thread's entries have none: marked). "none": no stacks (context=None), the
+# one setting under which the allocator calls no Python at all. PyTorch 2.11
+# (H100 and H200, 2026-11-28) failed with SystemError ("returned NULL without
+# setting an exception") capturing the stacks of a checkpointed step's
+# recomputation, which runs Python (a saved-tensor hook) on autograd's engine
+# thread; with checkpoint's early stop off it failed the same way.
+STACKS = ("python", "none")
 
 
 def mark_engine_entries(snap):
@@ -29,54 +45,111 @@ def mark_engine_entries(snap):
     return n
 
 
-def record_step(torch, dev, step, path, levels):
+def mark_backward_after_marker(snap):
+    """A recording without stacks: the alloc and free entries after the first
+    'snapshot' entry (record_step's, when torch.autograd.backward was called)
+    get BACKWARD_FRAME, so compare-snapshot splits the phases there and not at
+    the peak. Returns how many were marked (0 without a marker)."""
+    n = 0
+    for trace in snap.get("device_traces", []):
+        after = False
+        for e in trace:
+            if e.get("action") == "snapshot":
+                after = True
+            elif after and e.get("action") in ("alloc", "free_requested", "free_completed"):
+                e["frames"] = [BACKWARD_FRAME]
+                n += 1
+    return n
+
+
+class backward_marker:
+    """Within it, the first call of torch.autograd.backward (Tensor.backward
+    calls it by that name) first calls mark(); the function is put back on exit."""
+
+    def __init__(self, torch, mark):
+        self.torch, self.mark, self.real = torch, mark, None
+
+    def __enter__(self):
+        self.real = real = self.torch.autograd.backward
+        done = []
+
+        def backward(*args, **kwargs):
+            if not done:
+                done.append(1)
+                self.mark()
+            return real(*args, **kwargs)
+        self.torch.autograd.backward = backward
+        return self
+
+    def __exit__(self, *exc):
+        self.torch.autograd.backward = self.real
+        return False
+
+
+def record_step(torch, dev, step, path, levels, stacks="python"):
     """One step recorded (CUDA): the allocator's history into the snapshot `path`,
-    and each op's level via levels["read"]."""
+    and each op's level via levels["read"]. stacks: one of STACKS."""
+    mem = torch.cuda.memory
+    python = stacks == "python"
     step.zero_grads()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     levels["read"] = lambda: torch.cuda.memory_allocated() - before
     try:
-        torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=1000000)
-    except TypeError:  # an older 2.x signature
-        torch.cuda.memory._record_memory_history(True)
+        mem._record_memory_history(enabled="all", context="all" if python else None, stacks="python", max_entries=1000000)
+    except TypeError:  # PyTorch 2.0's signature
+        mem._record_memory_history(True, record_context=python, trace_alloc_max_entries=1000000,
+                                   trace_alloc_record_context=python)
     try:
-        step()
+        if python:
+            step()
+        else:
+            # _snapshot() writes a 'snapshot' entry into the trace: where the backward starts.
+            with backward_marker(torch, mem._snapshot):
+                step()
         torch.cuda.synchronize()
-        torch.cuda.memory._dump_snapshot(path)
+        mem._dump_snapshot(path)
     finally:
-        torch.cuda.memory._record_memory_history(enabled=None)
+        mem._record_memory_history(enabled=None)
         levels["read"] = None
     with open(path, "rb") as f:
         snap = pickle.load(f)
-    marked = mark_engine_entries(snap)
+    if python:
+        marked = mark_engine_entries(snap)
+    else:
+        marked = mark_backward_after_marker(snap)
     with open(path, "wb") as f:
         pickle.dump(snap, f, protocol=4)
-    return f"recorded on the GPU; {marked} entries of autograd's engine thread marked as its"
+    if python:
+        return f"recorded on the GPU with Python stacks; {marked} entries of autograd's engine thread marked as its"
+    how = "recorded on the GPU without stacks (context=None: no entry names its source line)"
+    if marked:
+        return how + (f"; the {marked} entries after the 'snapshot' entry written when torch.autograd.backward "
+                      "was called marked as the backward's")
+    return how + ("; no 'snapshot' entry from torch.autograd.backward, so compare-snapshot splits forward and "
+                  "backward at the peak")
 
 
 def record(torch, dev, remat, step, snap, levels, source, strategy):
+    """The step recorded into `snap`; returns how, for the report. On the GPU,
+    record_step with each of STACKS in turn while it fails with SystemError
+    (each failure's traceback printed; the last one raised)."""
     if dev.type == "cuda":
-        try:
-            return record_step(torch, dev, step, snap, levels)
-        except SystemError:
-            # PyTorch 2.11 on the H100 (2026-11-28): every checkpointed step
-            # recorded with Python stacks failed so ("run_backward returned NULL
-            # without setting an exception"). Non-reentrant checkpoint stops a
-            # recomputation early by raising inside a saved-tensor hook, which
-            # the recorder's stack capture seems to lose; record once more with
-            # early stop off (the whole region recomputed: its tail's outputs
-            # come and go in the curve) and say so.
-            import torch.utils.checkpoint as ckpt
-            es = getattr(ckpt, "set_checkpoint_early_stop", None)
-            if es is None:
-                raise
-            traceback.print_exc(file=sys.stdout)
-            levels["reset"]()
-            free_cached(torch, dev)
-            with es(False):
-                how = record_step(torch, dev, step, snap, levels)
-            return how + "; recorded again with torch.utils.checkpoint's early stop off, the first recording failed"
+        failed = []
+        for i, stacks in enumerate(STACKS):
+            if i:
+                # The failed try's op levels and cached blocks go: recorded again from scratch.
+                levels["reset"]()
+                free_cached(torch, dev)
+            try:
+                how = record_step(torch, dev, step, snap, levels, stacks)
+            except SystemError as e:
+                if i + 1 == len(STACKS):
+                    raise
+                traceback.print_exc(file=sys.stdout)
+                failed.append(f"; the recording with {stacks} stacks failed (SystemError: {e})")
+                continue
+            return how + "".join(failed)
     # No allocator history on the CPU: remat's own predicted snapshot stands in,
     # and the op levels read 0; the paths run, the figures are not PyTorch's.
     levels["read"] = lambda: 0

@@ -7,7 +7,10 @@ deterministic mode and its defaults, the capture, remat's runs, the table, the
 peak-gap report (compare-snapshot on remat's predicted snapshot, which stands
 in for a recording and so must differ by 0 bytes) and the per-op levels.
 The engine-thread marking a GPU recording needs is checked on
-test_compare_snapshot.py's snapshot with its backward frames taken away.
+test_compare_snapshot.py's snapshot with its backward frames taken away, the
+backward's marker of a recording without stacks on it with every frame taken
+away; record_step on a stand-in for torch.cuda, and record's retry without
+stacks after a SystemError on a stand-in for record_step.
 
   test_torch_goals.py --remat PATH --out DIR"""
 import json
@@ -55,46 +58,228 @@ def check_engine_marking(args):
     check(c["measured_peak_bytes"] == peak_above, f"the peak above the start is the events' ({c['measured_peak_bytes']})")
 
 
-def check_record_retry():
-    """A recording that fails with PyTorch 2.11's SystemError (a checkpointed
-    step's recomputation) is recorded again with checkpoint's early stop off,
-    from scratch (the op levels reset); where this PyTorch has no early-stop
-    switch, the error stands."""
+def check_backward_marking(args):
+    """A recording without stacks has no frames: compare-snapshot splits the
+    phases at the peak; marked after the 'snapshot' entry record_step writes
+    when torch.autograd.backward is called, it splits them where the backward starts."""
+    import goals_gap
+    import test_compare_snapshot as tcs
+    snap, start, peak_above, first_bwd = tcs.build_snapshot()
+    trace = snap["device_traces"][0]
+    for e in trace:
+        del e["frames"]  # PyTorch 2.x writes no "frames" where it recorded no context
+    path = os.path.join(args.out, "nostacks.pickle")
+    check(goals_gap.mark_backward_after_marker(snap) == 0 and not any("frames" in e for e in trace),
+          "without a 'snapshot' entry nothing is marked")
+    trace.insert(first_bwd, {"action": "snapshot", "addr": 0, "size": 0, "stream": 0})
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    bare = remat_json(args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--json")
+    check(bare["measured_x"][first_bwd] < bare["predicted_backward_instruction"]
+          and any("starts at the peak" in line for line in bare["explanation"]),
+          "without frames compare-snapshot splits the phases after the peak, one entry late here")
+    marked = goals_gap.mark_backward_after_marker(snap)
+    check(marked == len(trace) - first_bwd - 1 and not any("frames" in e for e in trace[:first_bwd + 1])
+          and all(e["frames"] == [goals_gap.BACKWARD_FRAME] for e in trace[first_bwd + 1:]),
+          f"the {len(trace) - first_bwd - 1} entries after the marker are marked, none before it ({marked})")
+    with open(path, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    c = remat_json(args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--json")
+    xs = c["measured_x"]
+    check(xs[first_bwd] == c["predicted_backward_instruction"] and xs[first_bwd - 1] < xs[first_bwd]
+          and any("autograd's backward" in line for line in c["explanation"]),
+          "marked, the backward starts on the prediction's first bwd")
+    check(c["measured_peak_bytes"] == peak_above == bare["measured_peak_bytes"],
+          f"the peak is the events' either way ({c['measured_peak_bytes']}, {bare['measured_peak_bytes']})")
+
+
+def check_backward_marker():
+    """backward_marker on PyTorch itself (the CPU): Tensor.backward goes through
+    it, mark() runs once, before the first backward, and the function is put
+    back, also when the step fails."""
     import torch
+    import goals_gap
+    real, seen = torch.autograd.backward, []
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with goals_gap.backward_marker(torch, lambda: seen.append(None if x.grad is None else x.grad.tolist())):
+        (x * x).sum().backward()
+        (3 * x).sum().backward()
+    check(seen == [None] and x.grad.tolist() == [5.0, 7.0, 9.0] and torch.autograd.backward is real,
+          f"marked once, before the first gradient; both backwards ran; put back ({seen}, {x.grad.tolist()})")
+    try:
+        with goals_gap.backward_marker(torch, lambda: seen.append("again")):
+            raise SystemError("a failed step")
+    except SystemError:
+        pass
+    check(torch.autograd.backward is real and seen == [None], "put back after a failed step, nothing marked")
+
+
+class FakeCuda:
+    """torch.cuda as record_step uses it, on the CPU: the allocator's trace is
+    a list the step writes; _snapshot() adds its 'snapshot' entry to it."""
+
+    def __init__(self, legacy=False):
+        self.history, self.trace, self.allocated = [], [], 0
+        self.memory = self
+        if legacy:  # PyTorch 2.0's signature: no context or stacks
+            def record(enabled, record_context=True, trace_alloc_max_entries=1, trace_alloc_record_context=False,
+                       device=None, record_context_cpp=False):
+                self.history.append(dict(enabled=enabled, record_context=record_context,
+                                         trace_alloc_max_entries=trace_alloc_max_entries,
+                                         trace_alloc_record_context=trace_alloc_record_context))
+            self._record_memory_history = record
+
+    def _record_memory_history(self, **kw):
+        self.history.append(kw)
+
+    def synchronize(self):
+        pass
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def event(self, action, size):
+        # No "frames": PyTorch 2.x writes none where it recorded no context.
+        self.trace.append({"action": action, "addr": 4096 * len(self.trace), "size": size, "stream": 0})
+        self.allocated += size if action == "alloc" else -size if action == "free_completed" else 0
+
+    def _snapshot(self):
+        self.event("snapshot", 0)
+        return {}
+
+    def _dump_snapshot(self, path):
+        with open(path, "wb") as f:
+            pickle.dump({"segments": [], "device_traces": [self.trace]}, f)
+
+
+def check_record_step(args):
+    """record_step on a stand-in for torch.cuda: the allocator's settings of
+    each way to record, the marker at the backward's start without stacks, the
+    levels read during the step, and the text."""
+    import types
+    import goals_gap
+
+    def fake(legacy=False):
+        cuda = FakeCuda(legacy)
+        torch = types.SimpleNamespace(cuda=cuda, autograd=types.SimpleNamespace())
+        torch.autograd.backward = lambda: (cuda.event("alloc", 512), cuda.event("free_completed", 2048))
+        return torch, cuda
+
+    class Step:
+        def __init__(self, torch, levels):
+            self.torch, self.levels, self.read, self.zeroed = torch, levels, [], 0
+
+        def zero_grads(self):
+            self.zeroed += 1
+
+        def __call__(self):
+            self.torch.cuda.event("alloc", 2048)
+            self.read.append(self.levels["read"]())
+            self.torch.autograd.backward()
+
+    path = os.path.join(args.out, "record_step.pickle")
+    for stacks in goals_gap.STACKS:
+        torch, cuda = fake()
+        cuda.allocated = 1000  # resident before the step: the levels leave it out
+        levels = {"read": None}
+        step = Step(torch, levels)
+        real_backward = torch.autograd.backward
+        how = goals_gap.record_step(torch, None, step, path, levels, stacks)
+        with open(path, "rb") as f:
+            trace = pickle.load(f)["device_traces"][0]
+        context = "all" if stacks == "python" else None
+        check(cuda.history == [dict(enabled="all", context=context, stacks="python", max_entries=1000000), dict(enabled=None)],
+              f"{stacks} stacks: recorded with context={context}, then recording off ({cuda.history})")
+        check(step.zeroed == 1 and step.read == [2048] and levels["read"] is None and torch.autograd.backward is real_backward,
+              f"{stacks} stacks: gradients zeroed, the level read above the start ({step.read}), put back")
+        if stacks == "python":
+            check([e["action"] for e in trace] == ["alloc", "alloc", "free_completed"]
+                  and all(e["frames"] == [goals_gap.ENGINE_FRAME] for e in trace)
+                  and how == "recorded on the GPU with Python stacks; 3 entries of autograd's engine thread marked as its",
+                  f"python stacks: no marker, frameless entries marked as the engine's ({how!r})")
+        else:
+            check([e["action"] for e in trace] == ["alloc", "snapshot", "alloc", "free_completed"]
+                  and "frames" not in trace[0] and "frames" not in trace[1] and trace[2]["frames"] == trace[3]["frames"] == [goals_gap.BACKWARD_FRAME]
+                  and how == "recorded on the GPU without stacks (context=None: no entry names its source line); the 2 "
+                             "entries after the 'snapshot' entry written when torch.autograd.backward was called marked "
+                             "as the backward's",
+                  f"no stacks: the marker before the backward's entries, those marked ({how!r})")
+    # No backward called: nothing marked, and the text says where compare-snapshot splits.
+    torch, cuda = fake()
+    levels = {"read": None}
+    step = Step(torch, levels)
+    step.torch = types.SimpleNamespace(cuda=cuda, autograd=types.SimpleNamespace(backward=lambda: None))  # not torch's
+    how = goals_gap.record_step(torch, None, step, path, levels, "none")
+    check(how.endswith("no 'snapshot' entry from torch.autograd.backward, so compare-snapshot splits forward and "
+                       "backward at the peak"), f"no backward: no marker, said so ({how!r})")
+    torch, cuda = fake(legacy=True)
+    levels = {"read": None}
+    goals_gap.record_step(torch, None, Step(torch, levels), path, levels, "none")
+    check(cuda.history == [dict(enabled=True, record_context=False, trace_alloc_max_entries=1000000,
+                                trace_alloc_record_context=False),
+                           dict(enabled=None, record_context=True, trace_alloc_max_entries=1, trace_alloc_record_context=False)],
+          f"PyTorch 2.0's signature: the history recorded without context, then off ({cuda.history})")
+
+
+def check_record_retry():
+    """A recording that fails with SystemError (PyTorch 2.11's, capturing the
+    stacks of a checkpointed step's recomputation) is recorded again without
+    stacks, from scratch (the op levels reset, the cache emptied), the failure
+    named in the text; when every way fails, the last SystemError stands; any
+    other error stands at once. Checkpoint's early stop is left as it is."""
+    import types
     import torch.utils.checkpoint as ckpt
     import goals_gap
-    calls, resets = [], []
+    early = getattr(ckpt, "_enable_checkpoint_early_stop", None)  # the switch's global in 2.x; None in 1.13 and 2.11
     real = goals_gap.record_step
+    err = "<built-in method run_backward> returned NULL without setting an exception"
 
-    def failing_once(torch_, dev, step, path, levels):
-        calls.append(getattr(ckpt, "_enable_checkpoint_early_stop", None))  # the switch's global in 2.x
-        if len(calls) == 1:
-            raise SystemError("<built-in method run_backward> returned NULL without setting an exception")
-        return "recorded"
+    def attempt(fail):
+        calls, resets, emptied = [], [], []
+        torch = types.SimpleNamespace(cuda=types.SimpleNamespace(empty_cache=lambda: emptied.append(len(calls))))
 
-    class Dev:
-        type = "cuda"
-    goals_gap.record_step = failing_once
-    try:
-        levels = {"read": None, "reset": lambda: resets.append(1)}
-        if hasattr(ckpt, "set_checkpoint_early_stop"):
+        def substitute(torch_, dev, step, path, levels, stacks="python"):
+            calls.append((stacks, getattr(ckpt, "_enable_checkpoint_early_stop", None)))
+            if stacks in fail:
+                raise fail[stacks]
+            return f"recorded with {stacks} stacks"
+
+        class Dev:
+            type = "cuda"
+        goals_gap.record_step = substitute
+        try:
+            levels = {"read": None, "reset": lambda: resets.append(len(calls))}
             how = goals_gap.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
-            check(calls == [True, False], f"recorded twice, the second with early stop off ({calls})")
-            check(resets == [1] and how.startswith("recorded; recorded again"), f"levels reset once, said so ({how!r})")
-        else:
-            try:
-                goals_gap.record(torch, Dev(), None, None, "snap", levels, "m", "sqrt")
-                check(False, "without set_checkpoint_early_stop the SystemError stands")
-            except SystemError:
-                check(calls == [None] and resets == [], "without set_checkpoint_early_stop the SystemError stands")
-    finally:
-        goals_gap.record_step = real
+        except (SystemError, RuntimeError) as e:
+            how = e
+        finally:
+            goals_gap.record_step = real
+        return [s for s, _ in calls], resets, emptied, how, all(e == early for _, e in calls)
+
+    calls, resets, emptied, how, same = attempt({})
+    check(calls == ["python"] and resets == emptied == [] and how == "recorded with python stacks" and same,
+          f"recorded with Python stacks at the first try ({calls}, {how!r})")
+    calls, resets, emptied, how, same = attempt({"python": SystemError(err)})
+    check(calls == ["python", "none"] and resets == emptied == [1] and same,
+          f"the SystemError: recorded again without stacks, levels reset and cache emptied before it, "
+          f"early stop as it was ({calls}, {resets}, {emptied})")
+    check(how == f"recorded with none stacks; the recording with python stacks failed (SystemError: {err})",
+          f"the text names both ({how!r})")
+    calls, resets, emptied, how, same = attempt({"python": SystemError(err), "none": SystemError("again")})
+    check(calls == ["python", "none"] and resets == emptied == [1] and isinstance(how, SystemError) and str(how) == "again",
+          f"every way failing: the last SystemError stands ({calls}, {how!r})")
+    calls, resets, emptied, how, same = attempt({"python": RuntimeError("CUDA out of memory")})
+    check(calls == ["python"] and resets == [] and isinstance(how, RuntimeError),
+          f"another error stands at once, no retry ({calls}, {how!r})")
 
 
 def main():
     import torch_goals
     args = parse_args()
     check_engine_marking(args)
+    check_backward_marking(args)
+    check_backward_marker()
+    check_record_step(args)
     check_record_retry()
     out = os.path.join(args.out, "goals")
     env = {k: v for k, v in os.environ.items() if k not in ("REMAT_LLAMA_MODEL", "REMAT_LLAMA_GOAL")}
