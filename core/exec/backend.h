@@ -112,6 +112,11 @@ class DeviceMemory {
   virtual void reset_peaks() = 0;
   // Read after the run has finished (Timing::mark_times_ms() synchronises).
   virtual MemoryStats memory_stats() const = 0;
+  // memory_stats() as a per-instruction recorder reads it (--trace, at every
+  // mark): device_used may be left 0 where asking costs time between the
+  // instructions (the CUDA driver's free-memory query, the CPU's VmRSS read),
+  // so that the trace's times stay near an untraced run's.
+  virtual MemoryStats interval_stats() const { return memory_stats(); }
   // Free device memory for out-of-memory messages; max() when unknown.
   virtual uint64_t device_free_bytes() const { return std::numeric_limits<uint64_t>::max(); }
   // Host to device copy into a tracked buffer (the input batch).

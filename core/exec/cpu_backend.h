@@ -68,6 +68,7 @@ class CpuBackend final : public AllRolesBackend {
   void begin_strategy() override;
   void reset_peaks() override;
   MemoryStats memory_stats() const override;
+  MemoryStats interval_stats() const override { return alloc_.stats(); }  // no VmRSS read
   uint64_t device_free_bytes() const override;
   void upload(void* dst, const void* src, uint64_t bytes) override;
   void copy(void* dst, const void* src, uint64_t bytes) override;

@@ -47,6 +47,7 @@ class ForwardingMemory : public DeviceMemory {
   void begin_strategy() override { inner_.begin_strategy(); }
   void reset_peaks() override { inner_.reset_peaks(); }
   MemoryStats memory_stats() const override { return inner_.memory_stats(); }
+  MemoryStats interval_stats() const override { return inner_.interval_stats(); }
   uint64_t device_free_bytes() const override { return inner_.device_free_bytes(); }
   void upload(void* dst, const void* src, uint64_t bytes) override { inner_.upload(dst, src, bytes); }
   void copy(void* dst, const void* src, uint64_t bytes) override { inner_.copy(dst, src, bytes); }

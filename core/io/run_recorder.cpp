@@ -26,7 +26,7 @@ void RunRecorder::mark(std::size_t index) {
   inner().timing().mark(index);
   // The allocator's high-water mark since the previous mark, then a fresh
   // start for the next instruction.
-  run().intervals.push_back(inner().memory().memory_stats());
+  run().intervals.push_back(inner().memory().interval_stats());
   tracked_peak_ = std::max(tracked_peak_, inner().memory().peak_bytes());
   inner().memory().reset_peaks();
   instruction_ = index;

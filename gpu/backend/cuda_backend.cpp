@@ -382,6 +382,14 @@ void CudaBackend::reset_peaks() {
 }
 
 MemoryStats CudaBackend::memory_stats() const {
+  MemoryStats s = interval_stats();
+  size_t free_now = 0, total = 0;
+  if (cudaMemGetInfo(&free_now, &total) == cudaSuccess) s.device_used = total - free_now;
+  else (void)cudaGetLastError();
+  return s;
+}
+
+MemoryStats CudaBackend::interval_stats() const {
   MemoryStats s;
   s.allocator_peak = pool_->used_high_bytes();
   s.reserved_peak = pool_->reserved_high_bytes();
@@ -389,9 +397,6 @@ MemoryStats CudaBackend::memory_stats() const {
   s.tensors = pool_->tensor_peak_bytes();
   s.scratch = pool_->asked_bytes(MemoryUse::Scratch);
   s.workspace = pool_->asked_bytes(MemoryUse::Workspace);
-  size_t free_now = 0, total = 0;
-  if (cudaMemGetInfo(&free_now, &total) == cudaSuccess) s.device_used = total - free_now;
-  else (void)cudaGetLastError();
   return s;
 }
 

@@ -78,6 +78,7 @@ class CudaBackend final : public remat::AllRolesBackend {
   void begin_strategy() override;
   void reset_peaks() override;
   MemoryStats memory_stats() const override;
+  MemoryStats interval_stats() const override;  // no cudaMemGetInfo
   uint64_t device_free_bytes() const override;
   bool healthy() const override { return healthy_; }
   std::string recover(const Model& model, const HostData& data) override;

@@ -97,6 +97,13 @@ TEST(RunSession, AChosenStoreAllIsTheReference) {
   EXPECT_EQ(r.reference, 1u);
   EXPECT_EQ(r.reference_result().strategy, "store-all");
   EXPECT_EQ(r.recorded.size(), 2u);  // one recording per strategy, for --trace
+  // The recorder's per-instruction figures skip the resident-set read (time
+  // between instructions); the run's own figures keep it.
+  for (const auto& run : r.recorded) {
+    ASSERT_FALSE(run.intervals.empty());
+    for (const MemoryStats& s : run.intervals) EXPECT_EQ(s.device_used, 0u);
+  }
+  EXPECT_GT(r.reference_result().memory.device_used, 0u);
 }
 
 // The instruction limit holds for every schedule the session makes, the
