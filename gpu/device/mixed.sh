@@ -6,7 +6,7 @@
 #   1. the kernels: GemmLowp.* and ConvLowp.* within their float64 bounds,
 #      PointwiseIo.* byte for byte against the widening path;
 #   2. the backend, each path against its f32 twin, bitwise across strategies
-#      (CudaMixedConv.*, CudaMixed.Both*Paths*);
+#      (CudaMixedConv.*, CudaMixed.Both*Paths*, CudaMixedCaptured.*: a captured Llama);
 #   3. the presets near the CPU (CudaMixed.PeakExact*) as the environment has
 #      it, then with REMAT_CUDA_POINTWISE=f32, REMAT_CUDA_CONV=f32 and
 #      REMAT_CUDA_GEMM=f32 added one by one (the last is the path before any
@@ -30,7 +30,7 @@ step() {
 }
 : >"$log"
 step "$k" --gtest_filter='GemmLowp.*:ConvLowp.*:PointwiseIo.*'
-step "$b" --gtest_filter='*CudaMixedConv.*:*CudaMixed.Both*'
+step "$b" --gtest_filter='*CudaMixedConv.*:*CudaMixed.Both*:CudaMixedCaptured.*'
 step "$b" --gtest_filter='*CudaMixed.PeakExact*'
 step env REMAT_CUDA_POINTWISE=f32 "$b" --gtest_filter='*CudaMixed.PeakExact*'
 step env REMAT_CUDA_POINTWISE=f32 REMAT_CUDA_CONV=f32 "$b" --gtest_filter='*CudaMixed.PeakExact*'
