@@ -2,7 +2,9 @@
 // values are reduced with fixed trees in double (two passes: the mean, then the
 // centred squares), by one block per channel or, with a buffer for partial
 // sums, by several blocks a channel (below), so results are bit-identical from
-// run to run and recomputation changes nothing. gamma/beta may be null
+// run to run and recomputation changes nothing (on the grid-wide path a thread
+// adds its elements in kUnroll sums, loaded together, then those in order).
+// gamma/beta may be null
 // (affine=False). Threads walk a channel with a ChannelWalk (channel_walk.h):
 // no 64-bit division per element. The kernels are templates on how x, y, dy
 // and dx are stored (lowp_io.cuh): f32 pointers for batchnorm_fwd/bwd,
@@ -146,6 +148,28 @@ int64_t bn_splits(int64_t c, int64_t m) {
   return s < 1 ? 1 : s;
 }
 
+// A thread's elements of a range go kUnroll at a time, blockDim apart, all
+// loaded before any is added: one 2-byte load in flight a thread keeps too
+// few bytes in flight to keep the memory busy (the bf16 ResNet-50's batch
+// norms took 19 of its 45 ms on an H200). Each of the kUnroll lanes of a
+// thread has its own sum, added in lane order at the end: a fixed order, so
+// every run gives the same bits.
+using detail::kUnroll;
+
+// The walks of a thread's kUnroll lanes over a range's elements first, first
+// + step, ...: lane j at first + j·step, each moving kUnroll·step at a time.
+struct Lanes {
+  ChannelWalk w[kUnroll];
+  __device__ Lanes(int64_t first, int64_t step, int64_t hw)
+      : w{ChannelWalk(first, kUnroll * step, hw), ChannelWalk(first + step, kUnroll * step, hw),
+          ChannelWalk(first + 2 * step, kUnroll * step, hw), ChannelWalk(first + 3 * step, kUnroll * step, hw)} {}
+  __device__ void next() {
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) w[j].next();
+  }
+};
+static_assert(kUnroll == 4, "Lanes constructs four walks");
+
 // part[ch·splits + s] = Σ over range s of channel ch of x (Centred: of (x − mean[ch])²).
 template <bool Centred, class X>
 __global__ void bn_range_sums_kernel(X x, const double* mean, double* part, int64_t n, int64_t c,
@@ -154,20 +178,28 @@ __global__ void bn_range_sums_kernel(X x, const double* mean, double* part, int6
   const int64_t ch = blockIdx.y, s = blockIdx.x, m = n * hw;
   const int64_t chunk = (m + splits - 1) / splits, lo = s * chunk, hi = lo + chunk < m ? lo + chunk : m;
   const double mu = Centred ? mean[ch] : 0.0;
-  double acc = 0.0;
+  const int64_t step = blockDim.x;
+  double acc[kUnroll] = {};
   if (lo + threadIdx.x < hi) {
-    ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
-    for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
-      if constexpr (Centred) {
-        const double d = ld(x, w.at(c, ch)) - mu;
-        acc += d * d;
-      } else {
-        acc += ld(x, w.at(c, ch));
+    Lanes l(lo + threadIdx.x, step, hw);
+    for (int64_t e = lo + threadIdx.x; e < hi; e += kUnroll * step, l.next()) {
+      float v[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) v[j] = e + j * step < hi ? ld(x, l.w[j].at(c, ch)) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        if (e + j * step >= hi) break;
+        if constexpr (Centred) {
+          const double d = v[j] - mu;
+          acc[j] += d * d;
+        } else {
+          acc[j] += v[j];
+        }
       }
     }
   }
-  acc = detail::block_sum(acc, shared);
-  if (threadIdx.x == 0) part[ch * splits + s] = acc;
+  const double sum = detail::block_sum((acc[0] + acc[1]) + (acc[2] + acc[3]), shared);
+  if (threadIdx.x == 0) part[ch * splits + s] = sum;
 }
 
 // mean[ch] = Σ_s part[ch·splits + s] / m, in range order.
@@ -202,12 +234,20 @@ __global__ void bn_apply_kernel(X x, const float* gamma, const float* beta, cons
     const int64_t ch = p % c;
     const float mean_f = save_mean[ch], invstd = save_invstd[ch];
     const float g = gamma ? gamma[ch] : 1.0f, b = beta ? beta[ch] : 0.0f;
-    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x)
-      st(y, p * hw + i, normalised(ld(x, p * hw + i), mean_f, invstd, g, b), false);
+    const int64_t step = int64_t{gridDim.x} * blockDim.x;  // kUnroll elements a thread at a time, loaded first
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += kUnroll * step) {
+      float v[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) v[j] = i + j * step < hw ? ld(x, p * hw + i + j * step) : 0.0f;
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j)
+        if (i + j * step < hw) st(y, p * hw + i + j * step, normalised(v[j], mean_f, invstd, g, b), false);
+    }
   }
 }
 
-// part[ch·splits + s] = Σ dy and part[(c + ch)·splits + s] = Σ dy·x̂ over range s of channel ch.
+// part[ch·splits + s] = Σ dy and part[(c + ch)·splits + s] = Σ dy·x̂ over range s of channel ch
+// (kUnroll lanes a thread, as bn_range_sums_kernel).
 template <class X, class D>
 __global__ void bn_bwd_range_sums_kernel(X x, D dy, const float* save_mean,
                                          const float* save_invstd, double* part, int64_t n, int64_t c, int64_t hw,
@@ -216,21 +256,33 @@ __global__ void bn_bwd_range_sums_kernel(X x, D dy, const float* save_mean,
   const int64_t ch = blockIdx.y, s = blockIdx.x, m = n * hw;
   const int64_t chunk = (m + splits - 1) / splits, lo = s * chunk, hi = lo + chunk < m ? lo + chunk : m;
   const float mean = save_mean[ch], invstd = save_invstd[ch];
-  double sum_dy = 0.0, sum_dy_xhat = 0.0;
+  const int64_t step = blockDim.x;
+  double sum_dy[kUnroll] = {}, sum_dy_xhat[kUnroll] = {};
   if (lo + threadIdx.x < hi) {
-    ChannelWalk w(lo + threadIdx.x, blockDim.x, hw);
-    for (int64_t e = lo + threadIdx.x; e < hi; e += blockDim.x, w.next()) {
-      const int64_t at = w.at(c, ch);
-      const float xhat = (ld(x, at) - mean) * invstd;
-      sum_dy += ld(dy, at);
-      sum_dy_xhat += static_cast<double>(ld(dy, at)) * xhat;
+    Lanes l(lo + threadIdx.x, step, hw);
+    for (int64_t e = lo + threadIdx.x; e < hi; e += kUnroll * step, l.next()) {
+      float xv[kUnroll], gv[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const bool in = e + j * step < hi;
+        const int64_t at = l.w[j].at(c, ch);
+        xv[j] = in ? ld(x, at) : 0.0f;
+        gv[j] = in ? ld(dy, at) : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        if (e + j * step >= hi) break;
+        const float xhat = (xv[j] - mean) * invstd;
+        sum_dy[j] += gv[j];
+        sum_dy_xhat[j] += static_cast<double>(gv[j]) * xhat;
+      }
     }
   }
-  sum_dy = detail::block_sum(sum_dy, shared);
-  sum_dy_xhat = detail::block_sum(sum_dy_xhat, shared);
+  const double a = detail::block_sum((sum_dy[0] + sum_dy[1]) + (sum_dy[2] + sum_dy[3]), shared);
+  const double b = detail::block_sum((sum_dy_xhat[0] + sum_dy_xhat[1]) + (sum_dy_xhat[2] + sum_dy_xhat[3]), shared);
   if (threadIdx.x == 0) {
-    part[ch * splits + s] = sum_dy;
-    part[(c + ch) * splits + s] = sum_dy_xhat;
+    part[ch * splits + s] = a;
+    part[(c + ch) * splits + s] = b;
   }
 }
 
@@ -263,16 +315,27 @@ __global__ void bn_bwd_apply_kernel(X x, D dy, const float* gamma, const float* 
     const float g = gamma ? gamma[ch] : 1.0f;
     const float k = g * invstd / static_cast<float>(m);
     const float mean_dy = static_cast<float>(sums[ch]), mean_dy_xhat = static_cast<float>(sums[c + ch]);
-    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += int64_t{gridDim.x} * blockDim.x) {
-      const int64_t at = p * hw + i;
-      st(dx, at, input_grad(ld(x, at), ld(dy, at), mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
+    const int64_t step = int64_t{gridDim.x} * blockDim.x;  // kUnroll elements a thread at a time, loaded first
+    for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < hw; i += kUnroll * step) {
+      float xv[kUnroll], gv[kUnroll];
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const bool in = i + j * step < hw;
+        xv[j] = in ? ld(x, p * hw + i + j * step) : 0.0f;
+        gv[j] = in ? ld(dy, p * hw + i + j * step) : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j)
+        if (i + j * step < hw)
+          st(dx, p * hw + i + j * step, input_grad(xv[j], gv[j], mean, invstd, k, m, mean_dy, mean_dy_xhat),
+             accumulate);
     }
   }
 }
 
-// Planes along y (at most 65535 at once), a plane's values along x.
+// Planes along y (at most 65535 at once), a plane's values along x, kUnroll a thread.
 dim3 plane_grid(int64_t n, int64_t c, int64_t hw) {
-  const int64_t planes = n * c, across = (hw + kChannelBlock - 1) / kChannelBlock;
+  const int64_t planes = n * c, across = (hw + kChannelBlock * kUnroll - 1) / (kChannelBlock * kUnroll);
   return dim3(static_cast<unsigned>(across < 64 ? across : 64), static_cast<unsigned>(planes < 65535 ? planes : 65535));
 }
 

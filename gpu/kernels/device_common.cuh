@@ -28,6 +28,11 @@ inline unsigned grid_for(int64_t n, int block = kBlock) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
+// Elementwise kernels that take kUnroll elements a thread at a time
+// (for_each_unrolled) launch a quarter of the threads.
+constexpr int kUnroll = 4;
+inline unsigned grid_unrolled(int64_t n) { return grid_for((n + kUnroll - 1) / kUnroll); }
+
 inline void check_sizes(const char* fn, std::initializer_list<int64_t> sizes) {
   for (const int64_t s : sizes)
     if (s < 0) throw std::invalid_argument(std::string(fn) + ": negative size " + std::to_string(s));
@@ -101,6 +106,28 @@ __device__ __forceinline__ float act_backward(float x_or_y, float dy) {
     const float s = 1.0f / (1.0f + expf(-x_or_y));
     return dy * (s * (1.0f + x_or_y * (1.0f - s)));
   } else return dy;
+}
+
+// ---- elementwise loops (device) ------------------------------------------------
+
+// A grid-stride loop over n elements, kUnroll a thread at a time (the grid's
+// threads apart), every one of them loaded (load(i) -> T) before any is
+// stored (store(i, T)): with one 2-byte load in flight a thread the memory
+// is mostly idle, and a store between two loads keeps the compiler from
+// hoisting the second (the output may alias an input). Each element's
+// result is what the plain loop gives: nothing is summed across elements.
+template <class T, class Load, class Store>
+__device__ __forceinline__ void for_each_unrolled(int64_t n, Load load, Store store) {
+  const int64_t step = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += kUnroll * step) {
+    T v[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j)
+      if (i + j * step < n) v[j] = load(i + j * step);
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j)
+      if (i + j * step < n) store(i + j * step, v[j]);
+  }
 }
 
 // ---- reductions (device) --------------------------------------------------------

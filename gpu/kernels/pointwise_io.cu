@@ -3,7 +3,9 @@
 // stored dtype (f32, or bf16/f16 codes widened exactly), computes in f32 with
 // the very expressions of its f32 kernel (the shared device functions, or
 // the same lines: activations.cu, attention.cu, constants.cu,
-// elementwise.cu) under the same launch shape, so the value before rounding
+// elementwise.cu), the softmax under the same launch shape (its sums' trees),
+// the element-wise ones kUnroll elements a thread (each element's value does
+// not depend on the thread), so the value before rounding
 // is the f32 kernel's bit for bit, and stores it as the widening call does
 // (core/exec/mixed_call.h): rounded once to the destination's dtype (nearest
 // even, as convert.cu's narrowing), or for a gradient that adds, the f32 sum
@@ -29,58 +31,73 @@ using detail::DOut;
 __device__ __forceinline__ float load(DIn a, int64_t i) { return detail::ld(a, i); }
 __device__ __forceinline__ void store(DOut o, int64_t i, float v) { detail::st(o, i, v, false); }
 
-#define REMAT_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * blockDim.x)
-
-// ---- kernels ----------------------------------------------------------------------
+// The elementwise kernels load kUnroll elements a thread before storing any
+// (detail::for_each_unrolled): each element's value is its f32 kernel's.
+using detail::for_each_unrolled;
+struct Two {
+  float a, b;
+};
 
 // activations.cu's act_fwd_kernel / act_bwd_kernel.
 template <Act A>
 __global__ void act_fwd_io_kernel(DIn x, DOut y, int64_t n) {
-  REMAT_GRID_STRIDE(i, n) store(y, i, detail::act_forward<A>(load(x, i)));
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(x, i); },
+      [&](int64_t i, float v) { store(y, i, detail::act_forward<A>(v)); });
 }
 template <Act A>
 __global__ void act_bwd_io_kernel(DIn x_or_y, DIn dy, DOut dx, int64_t n) {
-  REMAT_GRID_STRIDE(i, n) store(dx, i, detail::act_backward<A>(A == Act::None ? 0.0f : load(x_or_y, i), load(dy, i)));
+  for_each_unrolled<Two>(
+      n, [&](int64_t i) { return Two{A == Act::None ? 0.0f : load(x_or_y, i), load(dy, i)}; },
+      [&](int64_t i, Two v) { store(dx, i, detail::act_backward<A>(v.a, v.b)); });
 }
 
 // constants.cu's const_fwd_kernel / const_bwd_kernel.
 __global__ void const_fwd_io_kernel(int op, DIn xin, const float* c, DOut y, int64_t n, int64_t cn) {
-  REMAT_GRID_STRIDE(i, n) {
-    const float k = c[i % cn];
-    const float x = load(xin, i);
-    store(y, i, op == 0 ? x * k : op == 1 ? x / k : x + k);
-  }
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(xin, i); },
+      [&](int64_t i, float x) {
+        const float k = c[i % cn];
+        store(y, i, op == 0 ? x * k : op == 1 ? x / k : x + k);
+      });
 }
 __global__ void const_bwd_io_kernel(int op, DIn dyin, const float* c, DOut dx, int64_t n, int64_t cn) {
-  REMAT_GRID_STRIDE(i, n) {
-    const float k = c[i % cn];
-    const float dy = load(dyin, i);
-    store(dx, i, op == 0 ? dy * k : op == 1 ? dy / k : dy);
-  }
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(dyin, i); },
+      [&](int64_t i, float dy) {
+        const float k = c[i % cn];
+        store(dx, i, op == 0 ? dy * k : op == 1 ? dy / k : dy);
+      });
 }
 
 // attention.cu's masked_fill kernels.
 __global__ void masked_fill_fwd_io_kernel(DIn x, const uint8_t* mask, DOut y, int64_t n, int64_t mask_n, float value) {
-  REMAT_GRID_STRIDE(i, n) store(y, i, mask[i % mask_n] ? value : load(x, i));
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(x, i); },
+      [&](int64_t i, float v) { store(y, i, mask[i % mask_n] ? value : v); });
 }
 __global__ void masked_fill_bwd_io_kernel(DIn dy, const uint8_t* mask, DOut dx, int64_t n, int64_t mask_n) {
-  REMAT_GRID_STRIDE(i, n) store(dx, i, mask[i % mask_n] ? 0.0f : load(dy, i));
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(dy, i); },
+      [&](int64_t i, float g) { store(dx, i, mask[i % mask_n] ? 0.0f : g); });
 }
 
 // elementwise.cu's dropout_kernel (forward and backward alike), add_kernel,
 // and the copy that add_into (Add's backward, dropout with p = 0) makes.
 __global__ void dropout_io_kernel(DIn in, DOut out, int64_t n, float p, float scale, uint64_t seed, uint32_t op_id) {
-  REMAT_GRID_STRIDE(i, n) {
-    const float v = rng_keep(seed, op_id, static_cast<uint64_t>(i), p) ? load(in, i) * scale : 0.0f;
-    store(out, i, v);
-  }
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(in, i); },
+      [&](int64_t i, float x) {
+        store(out, i, rng_keep(seed, op_id, static_cast<uint64_t>(i), p) ? x * scale : 0.0f);
+      });
 }
 __global__ void add_io_kernel(DIn a, DIn b, DOut y, int64_t n) {
-  REMAT_GRID_STRIDE(i, n) store(y, i, load(a, i) + load(b, i));
+  for_each_unrolled<Two>(
+      n, [&](int64_t i) { return Two{load(a, i), load(b, i)}; }, [&](int64_t i, Two v) { store(y, i, v.a + v.b); });
 }
 __global__ void copy_io_kernel(DIn src, DOut dst, int64_t n) {
-  REMAT_GRID_STRIDE(i, n) store(dst, i, load(src, i));
+  for_each_unrolled<float>(
+      n, [&](int64_t i) { return load(src, i); }, [&](int64_t i, float v) { store(dst, i, v); });
 }
 
 // attention.cu's softmax kernels, line for line, with the same block (256
@@ -119,7 +136,6 @@ __global__ void softmax_bwd_io_kernel(DIn y, DIn dy, DOut dx, int64_t rows, int6
   }
 }
 
-#undef REMAT_GRID_STRIDE
 
 void check_repeat(const char* fn, int64_t n, int64_t cn) {
   detail::check_sizes(fn, {n, cn});
@@ -136,7 +152,7 @@ void act_fwd_io(Act act, IoIn x, IoOut y, int64_t n, cudaStream_t stream) {
   detail::check_sizes("act_fwd_io", {n});
   detail::dispatch_act("act_fwd_io", act, [&](auto tag) {
     if (n == 0) return;
-    act_fwd_io_kernel<decltype(tag)::value><<<detail::grid_for(n), kBlock, 0, stream>>>(din(x), dout(y), n);
+    act_fwd_io_kernel<decltype(tag)::value><<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(x), dout(y), n);
     CUDA_CHECK_THROW(cudaGetLastError());
   });
 }
@@ -146,7 +162,7 @@ void act_bwd_io(Act act, IoIn x_or_y, IoIn dy, IoOut dx, int64_t n, cudaStream_t
   detail::dispatch_act("act_bwd_io", act, [&](auto tag) {
     if (n == 0) return;
     act_bwd_io_kernel<decltype(tag)::value>
-        <<<detail::grid_for(n), kBlock, 0, stream>>>(din(x_or_y), din(dy), dout(dx), n);
+        <<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(x_or_y), din(dy), dout(dx), n);
     CUDA_CHECK_THROW(cudaGetLastError());
   });
 }
@@ -154,14 +170,14 @@ void act_bwd_io(Act act, IoIn x_or_y, IoIn dy, IoOut dx, int64_t n, cudaStream_t
 void const_fwd_io(ConstOp op, IoIn x, const float* c, IoOut y, int64_t n, int64_t cn, cudaStream_t stream) {
   check_repeat("const_fwd_io", n, cn);
   if (n == 0) return;
-  const_fwd_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(static_cast<int>(op), din(x), c, dout(y), n, cn);
+  const_fwd_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(static_cast<int>(op), din(x), c, dout(y), n, cn);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 void const_bwd_io(ConstOp op, IoIn dy, const float* c, IoOut dx, int64_t n, int64_t cn, cudaStream_t stream) {
   check_repeat("const_bwd_io", n, cn);
   if (n == 0) return;
-  const_bwd_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(static_cast<int>(op), din(dy), c, dout(dx), n, cn);
+  const_bwd_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(static_cast<int>(op), din(dy), c, dout(dx), n, cn);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
@@ -172,7 +188,7 @@ void masked_fill_fwd_io(IoIn x, const uint8_t* mask, IoOut y, int64_t n, int64_t
   if (mask_n == 0 || n % mask_n != 0)
     throw std::invalid_argument("masked_fill_fwd_io: the mask (" + std::to_string(mask_n) +
                                 " elements) does not repeat over " + std::to_string(n));
-  masked_fill_fwd_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(din(x), mask, dout(y), n, mask_n, value);
+  masked_fill_fwd_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(x), mask, dout(y), n, mask_n, value);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
@@ -182,7 +198,7 @@ void masked_fill_bwd_io(IoIn dy, const uint8_t* mask, IoOut dx, int64_t n, int64
   if (mask_n == 0 || n % mask_n != 0)
     throw std::invalid_argument("masked_fill_bwd_io: the mask (" + std::to_string(mask_n) +
                                 " elements) does not repeat over " + std::to_string(n));
-  masked_fill_bwd_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(din(dy), mask, dout(dx), n, mask_n);
+  masked_fill_bwd_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(dy), mask, dout(dx), n, mask_n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
@@ -193,21 +209,21 @@ void dropout_io(IoIn in, IoOut out, int64_t n, float p, uint64_t seed, uint32_t 
   if (p == 0.0f) return copy_io(in, out, n, stream);  // identity, as dropout's shortcut (a copy)
   if (n == 0) return;
   const float scale = 1.0f / (1.0f - p);  // elementwise.cu's expression
-  dropout_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(din(in), dout(out), n, p, scale, seed, op_id);
+  dropout_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(in), dout(out), n, p, scale, seed, op_id);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 void add_fwd_io(IoIn a, IoIn b, IoOut y, int64_t n, cudaStream_t stream) {
   detail::check_sizes("add_fwd_io", {n});
   if (n == 0) return;
-  add_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(din(a), din(b), dout(y), n);
+  add_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(a), din(b), dout(y), n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
 void copy_io(IoIn src, IoOut dst, int64_t n, cudaStream_t stream) {
   detail::check_sizes("copy_io", {n});
   if (n == 0) return;
-  copy_io_kernel<<<detail::grid_for(n), kBlock, 0, stream>>>(din(src), dout(dst), n);
+  copy_io_kernel<<<detail::grid_unrolled(n), kBlock, 0, stream>>>(din(src), dout(dst), n);
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
