@@ -1,17 +1,29 @@
 // Shared helpers of the executor tests.
 #pragma once
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/exec/cpu_backend.h"
 #include "core/exec/executor.h"
 #include "core/exec/op_exec.h"
+#include "core/io/json_model.h"
 #include "core/model/presets.h"
 #include "core/sim/simulator.h"
 #include "core/strategies/registry.h"
 
 namespace remat::testing {
+
+// A model file with every op but the input and the loss in bf16 (as if a
+// capture had recorded them so): its ops on mixed precision's paths.
+inline Model model_in_bf16(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  for (auto& op : doc["ops"])
+    if (op["kind"] != "Input" && op["kind"] != "SoftmaxCELoss") op["dtype"] = "bf16";
+  return model_from_json(doc, path + " (in bf16)");
+}
 
 inline Schedule schedule_of(const Model& m, const std::string& spec) { return make_strategy(spec)->schedule(m); }
 

@@ -2,6 +2,7 @@
 // on CUDA (core/exec/pointwise_path.h): the switch REMAT_CUDA_POINTWISE, the
 // per-op decision (a pure function of the model), and the plumbing of the
 // tensors handed to the kernels, checked here without a GPU.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -226,6 +227,29 @@ TEST(PointwisePath, ACapturedLlamasPointwiseFamilyGivesTheWideningCallsBitsOnThe
   EXPECT_EQ(direct, 28);   // 14 a layer
   EXPECT_EQ(strided, 10);  // 5 a layer
   EXPECT_EQ(widening, 0);
+  for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(g)));
+    expect_same_bits_with_the_stored_tensors(m, g);
+  }
+}
+
+// pointwise_small.json in bf16: the pointwise family broadcast both ways (a
+// statistic over the rows, an amax over the columns), strided (exp of a
+// transposed view, the negated half of a slice, an add of a transposed
+// operand), where, maximum, a scalar constant.
+TEST(PointwisePath, BroadcastAndStridedPointwiseOpsGiveTheWideningCallsBitsOnTheCpu) {
+  const Model m = testing::model_in_bf16(REMAT_EXEC_TEST_MODELS "/pointwise_small.json");
+  int direct = 0, broadcast = 0, strided = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    if (op.kind != OpKind::Pointwise || !lowp_io(m, v, false, PointwiseMode::Direct)) continue;
+    ++direct;
+    broadcast += std::any_of(op.inputs.begin(), op.inputs.end(), [&](int u) { return m.op(u).numel() != op.numel(); });
+    strided += reads_strided(m, v);
+  }
+  EXPECT_EQ(direct, 12);  // all 13 but the product by a learned constant
+  EXPECT_EQ(broadcast, 2);
+  EXPECT_EQ(strided, 3);
   for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
     SCOPED_TRACE(std::string(gemm_mode_name(g)));
     expect_same_bits_with_the_stored_tensors(m, g);

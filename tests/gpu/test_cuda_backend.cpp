@@ -452,12 +452,11 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
 // call rounds, so the two paths give the same loss and gradients bit for
 // bit, under every strategy and either GEMM path, with the same tracked peak
 // (the simulator's) and the same scratch taken (the allocator's peak).
-void expect_both_pointwise_paths_bitwise(const std::string& spec) {
+void expect_both_pointwise_paths_bitwise(const std::string& spec, const Model& m) {
   auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
   ASSERT_NE(cb, nullptr);
   const GemmMode gemm_was = cb->gemm_mode();
   const PointwiseMode was = cb->pointwise_mode();
-  const Model m = load_model(spec);
   int io_ops = 0;
   for (int v = 0; v < m.size(); ++v) io_ops += lowp_io(m, v, false, PointwiseMode::Direct);
   ASSERT_GT(io_ops, 0);
@@ -490,14 +489,21 @@ void expect_both_pointwise_paths_bitwise(const std::string& spec) {
 
 TEST_P(CudaMixed, BothPointwisePathsBitwiseAcrossStrategies) {
   REQUIRE_CUDA();
-  expect_both_pointwise_paths_bitwise(GetParam());
+  expect_both_pointwise_paths_bitwise(GetParam(), load_model(GetParam()));
 }
 
 // A captured Llama-style decoder: its pointwise family on stored tensors
-// (autocast's casts, SwiGLU's product, the rotary embedding's strided halves).
+// (autocast's casts, SwiGLU's product, the rotary embedding's strided halves);
+// and pointwise_small.json in bf16 (operands broadcast both ways, strided).
 TEST(CudaMixedCaptured, LlamasPointwiseFamilyBothPathsBitwiseAcrossStrategies) {
   REQUIRE_CUDA();
-  expect_both_pointwise_paths_bitwise(REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json");
+  const std::string llama = REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json";
+  expect_both_pointwise_paths_bitwise(llama, load_model(llama));
+}
+TEST(CudaMixedCaptured, BroadcastAndStridedPointwiseBothPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  const std::string path = REMAT_EXEC_TEST_MODELS "/pointwise_small.json";
+  expect_both_pointwise_paths_bitwise(path + " in bf16", testing::model_in_bf16(path));
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
