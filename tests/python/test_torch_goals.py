@@ -48,6 +48,13 @@ def check_engine_marking(args):
           "without frames compare-snapshot cannot name the backward's start")
     marked = goals_gap.mark_engine_entries(snap)
     check(marked == len(snap["device_traces"][0]) - 4, f"every entry after the forward's four allocs is marked ({marked})")
+    c = compare_marked(args, snap, path, first_bwd)
+    check(c["measured_peak_bytes"] == peak_above, f"the peak above the start is the events' ({c['measured_peak_bytes']})")
+
+
+def compare_marked(args, snap, path, first_bwd):
+    """compare-snapshot on `snap` (written to `path`) with its backward's entries
+    marked: the backward must start on the prediction's first bwd. Its JSON."""
     with open(path, "wb") as f:
         pickle.dump(snap, f, protocol=4)
     c = remat_json(args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--json")
@@ -55,7 +62,7 @@ def check_engine_marking(args):
     check(xs[first_bwd] == c["predicted_backward_instruction"] and xs[first_bwd - 1] < xs[first_bwd]
           and any("autograd's backward" in line for line in c["explanation"]),
           "marked, the backward starts on the prediction's first bwd")
-    check(c["measured_peak_bytes"] == peak_above, f"the peak above the start is the events' ({c['measured_peak_bytes']})")
+    return c
 
 
 def check_backward_marking(args):
@@ -82,13 +89,7 @@ def check_backward_marking(args):
     check(marked == len(trace) - first_bwd - 1 and not any("frames" in e for e in trace[:first_bwd + 1])
           and all(e["frames"] == [goals_gap.BACKWARD_FRAME] for e in trace[first_bwd + 1:]),
           f"the {len(trace) - first_bwd - 1} entries after the marker are marked, none before it ({marked})")
-    with open(path, "wb") as f:
-        pickle.dump(snap, f, protocol=4)
-    c = remat_json(args.remat, "compare-snapshot", "-m", "mlp:4:64:8", path, "--json")
-    xs = c["measured_x"]
-    check(xs[first_bwd] == c["predicted_backward_instruction"] and xs[first_bwd - 1] < xs[first_bwd]
-          and any("autograd's backward" in line for line in c["explanation"]),
-          "marked, the backward starts on the prediction's first bwd")
+    c = compare_marked(args, snap, path, first_bwd)
     check(c["measured_peak_bytes"] == peak_above == bare["measured_peak_bytes"],
           f"the peak is the events' either way ({c['measured_peak_bytes']}, {bare['measured_peak_bytes']})")
 
