@@ -39,6 +39,7 @@ bool has_io_kernels(const Op& op) {
     case OpKind::MaskedFill:
     case OpKind::BatchNorm:
     case OpKind::SoftmaxCELoss: return true;
+    case OpKind::Reshape: return !op.view;  // a copy of a strided input
     case OpKind::Pointwise:
     case OpKind::MulConst:
     case OpKind::DivConst:
@@ -78,10 +79,11 @@ bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
     if (op.kind == OpKind::Pointwise) continue;  // read through its geometry: a broadcast operand is its own size
     if (!is_loss(op.kind) && m.op(u).numel() != op.numel()) return false;  // the kernels read n elements each
   }
-  // The pointwise family reads its operands through their strides, as
-  // stored (the other kinds' kernels read n elements in a row). An empty
-  // op's broadcast gradient is zeros, which the widening call stores.
-  if (op.kind == OpKind::Pointwise) return op.numel() > 0 && dense_copy(m, v) == DenseCopy::None;
+  // The pointwise family and a Reshape's copy read their operands through
+  // their strides, as stored (the other kinds' kernels read n elements in a
+  // row). An empty op's broadcast gradient is zeros, which the widening call stores.
+  if (op.kind == OpKind::Pointwise || op.kind == OpKind::Reshape)
+    return op.numel() > 0 && dense_copy(m, v) == DenseCopy::None;
   return !reads_strided(m, v);
 }
 

@@ -450,15 +450,28 @@ void copy_through(CudaOpState& s, const ViewMap& m, const float* src, float* dst
   }
   strided_copy(src, dst, m.shape.data(), m.stride.data(), static_cast<int>(m.shape.size()), s.stream);
 }
-// x's elements in logical order into `dst`, whatever x's strides.
-void gather(CudaOpState& s, const Op& x, const float* src, float* dst) {
-  copy_through(s, coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0}), src,
-               dst);
+// x's elements in logical order, whatever x's strides.
+ViewMap dense_map(const Op& x) {
+  return coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0});
 }
+void gather(CudaOpState& s, const Op& x, const float* src, float* dst) { copy_through(s, dense_map(x), src, dst); }
+// A Reshape that copies (its input strided); on the 16-bit path (s.io) from
+// and to the tensors as stored, and its gradient copied or added as stored.
 void fwd_reshape(CudaOpState& s, const OpCall& c) {
-  if (!c.op.view) gather(s, c.in_op(0), c.in(0), c.out());
+  if (c.op.view) return;
+  if (PwGeom g; s.io.active && copy_geom(dense_map(c.in_op(0)), g)) {
+    ++s.io_calls;
+    const IoIn x[3] = {io_in(c, s.io.in[0]), {}, {}};
+    return pointwise_fwd_io(g, x, io_out(c, s.io.out), s.stream);
+  }
+  gather(s, c.in_op(0), c.in(0), c.out());
 }
 void bwd_reshape(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    if (s.io.dx[0].p) copy_io(io_in(c, s.io.dy), io_out(c, s.io.dx[0]), c.in_op(0).numel(), s.stream);
+    return;
+  }
   if (c.dx(0)) add_into(c.dy(), c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
 void fwd_view(CudaOpState&, const OpCall&) {}
