@@ -51,13 +51,17 @@ MixedPathReport pointwise_report(const Model& model) {
   if (count_pointwise_paths(model, PointwiseMode::F32).widening == 0) return r;
   const PointwiseMode mode = pointwise_mode_from_env();
   const PointwisePathCount c = count_pointwise_paths(model, mode);
-  r.line = mode == PointwiseMode::F32
-               ? "bf16/f16 tensors of the other ops: widened to f32 copies for all " + std::to_string(c.widening) +
-                     " ops that read or write them (REMAT_CUDA_POINTWISE=f32)"
-               : "bf16/f16 tensors of the other ops: loaded and stored as stored for " + std::to_string(c.direct) +
-                     " of the " + std::to_string(c.widening) +
-                     " ops that read or write them, widened to f32 copies for the rest; REMAT_CUDA_POINTWISE=f32 "
-                     "widens all";
+  const std::string n = std::to_string(c.widening);
+  if (mode == PointwiseMode::F32)
+    r.line = "bf16/f16 tensors of the other ops: widened to f32 copies for all " + n +
+             " ops that read or write them (REMAT_CUDA_POINTWISE=f32)";
+  else if (c.direct == c.widening)
+    r.line = "bf16/f16 tensors of the other ops: loaded and stored as stored for all " + n +
+             " ops that read or write them; REMAT_CUDA_POINTWISE=f32 widens all";
+  else
+    r.line = "bf16/f16 tensors of the other ops: loaded and stored as stored for " + std::to_string(c.direct) +
+             " of the " + n + " ops that read or write them, widened to f32 copies for the rest; " +
+             "REMAT_CUDA_POINTWISE=f32 widens all";
   r.json = {{"path", std::string(pointwise_mode_name(mode))}, {"widening_ops", c.widening}, {"direct_ops", c.direct}};
   return r;
 }

@@ -39,9 +39,17 @@ TEST(MixedPaths, ACudaRunOfAGptSaysItsProductsAndItsOtherOps) {
     EXPECT_EQ(r[1].line, "");  // no convolution
     EXPECT_TRUE(r[1].json.is_null());
     EXPECT_EQ(r[2].line,
-              "bf16/f16 tensors of the other ops: loaded and stored as stored for 9 of the 10 ops that read or write "
-              "them, widened to f32 copies for the rest; REMAT_CUDA_POINTWISE=f32 widens all");
-    EXPECT_EQ(r[2].json["direct_ops"], 9);
+              "bf16/f16 tensors of the other ops: loaded and stored as stored for all 10 ops that read or write "
+              "them; REMAT_CUDA_POINTWISE=f32 widens all");
+    EXPECT_EQ(r[2].json["direct_ops"], 10);
+  }
+  {
+    // Every op bf16 (CPU autocast's lists): the LayerNorms have no 16-bit kernel.
+    const Switches defaults(nullptr, nullptr, nullptr);
+    const auto all = mixed_path_reports(make_preset("gpt:1:32:4:16:2:bf16:64"), "cuda");
+    EXPECT_EQ(all[2].line,
+              "bf16/f16 tensors of the other ops: loaded and stored as stored for 12 of the 17 ops that read or "
+              "write them, widened to f32 copies for the rest; REMAT_CUDA_POINTWISE=f32 widens all");
   }
   const Switches f32("f32", "f32", "f32");
   const auto r = mixed_path_reports(m, "cuda");
