@@ -5,6 +5,8 @@
 
 #include "core/base/env_switch.h"
 #include "core/exec/op_exec.h"
+#include "core/exec/view_geom.h"
+#include "core/model/op_layout.h"
 #include "core/model/autocast.h"
 
 namespace remat {
@@ -82,8 +84,13 @@ bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
   // The pointwise family and a Reshape's copy read their operands through
   // their strides, as stored (the other kinds' kernels read n elements in a
   // row). An empty op's broadcast gradient is zeros, which the widening call stores.
-  if (op.kind == OpKind::Pointwise || op.kind == OpKind::Reshape)
-    return op.numel() > 0 && dense_copy(m, v) == DenseCopy::None;
+  if (op.kind == OpKind::Reshape) {  // its copy on the pointwise kernels: rank 8 at most once coalesced
+    const Op& x = m.op(op.inputs[0]);
+    cpu::PwGeom g;
+    return op.numel() > 0 &&
+           copy_geom(coalesced(ViewMap{std::vector<int64_t>(x.shape.begin(), x.shape.end()), layout_of(x), 0}), g);
+  }
+  if (op.kind == OpKind::Pointwise) return op.numel() > 0 && dense_copy(m, v) == DenseCopy::None;
   return !reads_strided(m, v);
 }
 

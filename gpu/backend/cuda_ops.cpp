@@ -459,7 +459,10 @@ void gather(CudaOpState& s, const Op& x, const float* src, float* dst) { copy_th
 // and to the tensors as stored, and its gradient copied or added as stored.
 void fwd_reshape(CudaOpState& s, const OpCall& c) {
   if (c.op.view) return;
-  if (PwGeom g; s.io.active && copy_geom(dense_map(c.in_op(0)), g)) {
+  if (s.io.active) {  // lowp_io took it only where copy_geom does
+    PwGeom g;
+    if (!copy_geom(dense_map(c.in_op(0)), g))
+      throw InternalError(op_label(c.model, c.v) + ": a 16-bit Reshape copy whose map has no pointwise geometry");
     ++s.io_calls;
     const IoIn x[3] = {io_in(c, s.io.in[0]), {}, {}};
     return pointwise_fwd_io(g, x, io_out(c, s.io.out), s.stream);

@@ -164,6 +164,32 @@ TEST(PointwisePath, RepeatedStridedAndLearnedStayWidened) {
   EXPECT_FALSE(lowp_io(m, fine, false, PointwiseMode::F32));
 }
 
+// A Reshape that copies takes the 16-bit path where its input's map has a
+// pointwise geometry (rank 8 at most once coalesced): a transposed matrix
+// does; a tensor of nine dimensions read in reverse order does not.
+TEST(PointwisePath, AReshapeCopyWhoseMapHasNoGeometryStaysWidened) {
+  for (const int rank : {2, 9}) {
+    SCOPED_TRACE(rank);
+    Model m;
+    m.name = "reversed";
+    const std::vector<int64_t> shape(static_cast<std::size_t>(rank), 2);
+    const int x = m.add(testing::make_op(OpKind::Input, {}, shape, DType::BF16));
+    const int h = m.add(testing::make_op(OpKind::GELU, {x}, shape, DType::BF16));
+    Op t = testing::make_op(OpKind::Transpose, {h}, shape, DType::BF16);
+    for (int d = rank; d-- > 0;) t.attrs.edit().perm.push_back(d);
+    const int tr = m.add(t);
+    const int64_t n = int64_t{1} << rank;
+    const int flat = m.add(testing::make_op(OpKind::Reshape, {tr}, {n}, DType::BF16));
+    const int g = m.add(testing::make_op(OpKind::GELU, {flat}, {n}, DType::BF16));
+    m.add(testing::make_op(OpKind::MSELoss, {g}, {}, DType::F32));
+    m.finalize();
+    ASSERT_TRUE(m.op(tr).view);
+    ASSERT_FALSE(m.op(flat).view);  // a copy: its input is strided
+    EXPECT_EQ(lowp_io(m, flat, false, PointwiseMode::Direct), rank == 2);
+    EXPECT_EQ(lowp_io(m, flat, true, PointwiseMode::Direct), rank == 2);
+  }
+}
+
 // The plumbing of the tensors handed over (core/exec/mixed_call.h's
 // io_operands), checked on the CPU: with set_pointwise_mode(Direct) the f32
 // kernels read values widened from exactly the stored tensors the CUDA
