@@ -223,16 +223,20 @@ void expect_same_bits_with_the_stored_tensors(const Model& m, GemmMode gemm) {
   }
   EXPECT_EQ(plain.lowp_io_calls(), 0u);
 }
+// The same under both GEMM paths, as every test below asks.
+void expect_same_bits_with_the_stored_tensors(const Model& m) {
+  for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
+    SCOPED_TRACE(std::string(gemm_mode_name(g)));
+    expect_same_bits_with_the_stored_tensors(m, g);
+  }
+}
 
 TEST(PointwisePath, StoredTensorsOfPresetsGiveTheWideningCallsBitsOnTheCpu) {
   for (const char* spec : {"gpt:2:32:4:16:2:bf16@cuda:64", "gpt:1:32:4:16:2:f16@cuda:64", "gpt:1:32:4:16:2:bf16:64",
                            "resnet:10:4:32:2:5:bf16@cuda", "resnet:10:4:32:2:5:f16@cuda"}) {
     SCOPED_TRACE(spec);
     const Model m = make_preset(spec);
-    for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
-      SCOPED_TRACE(std::string(gemm_mode_name(g)));
-      expect_same_bits_with_the_stored_tensors(m, g);
-    }
+    expect_same_bits_with_the_stored_tensors(m);
   }
 }
 
@@ -255,10 +259,7 @@ TEST(PointwisePath, ACapturedLlamasPointwiseFamilyGivesTheWideningCallsBitsOnThe
   EXPECT_EQ(direct, 28);   // 14 a layer
   EXPECT_EQ(strided, 10);  // 5 a layer
   EXPECT_EQ(widening, 0);
-  for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
-    SCOPED_TRACE(std::string(gemm_mode_name(g)));
-    expect_same_bits_with_the_stored_tensors(m, g);
-  }
+  expect_same_bits_with_the_stored_tensors(m);
 }
 
 // pointwise_small.json in bf16: the pointwise family broadcast both ways (a
@@ -278,10 +279,7 @@ TEST(PointwisePath, BroadcastAndStridedPointwiseOpsGiveTheWideningCallsBitsOnThe
   EXPECT_EQ(direct, 12);  // all 13 but the product by a learned constant
   EXPECT_EQ(broadcast, 2);
   EXPECT_EQ(strided, 3);
-  for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) {
-    SCOPED_TRACE(std::string(gemm_mode_name(g)));
-    expect_same_bits_with_the_stored_tensors(m, g);
-  }
+  expect_same_bits_with_the_stored_tensors(m);
 }
 
 // By hand: gradients that add (add_stored: the f32 sum of the stored
@@ -312,7 +310,7 @@ TEST(PointwisePath, GradientsThatAddGiveTheWideningCallsBitsOnTheCpu) {
     m.add(testing::make_op(OpKind::MSELoss, {u}, {}, DType::F32));
     m.finalize();
     for (const int v : {a, b, s, p, r, t, u}) EXPECT_TRUE(lowp_io(m, v, true, PointwiseMode::Direct)) << m.op(v).name;
-    for (const GemmMode g : {GemmMode::F32, GemmMode::TensorCore}) expect_same_bits_with_the_stored_tensors(m, g);
+    expect_same_bits_with_the_stored_tensors(m);
   }
 }
 
