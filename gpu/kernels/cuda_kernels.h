@@ -478,4 +478,10 @@ using remat::cpu::ScanGeom;
 void cumsum_fwd(const ScanGeom& g, const float* x, float* y, cudaStream_t stream);
 void cumsum_bwd(const ScanGeom& g, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
 
+// ---- gate.cu ---------------------------------------------------------------------------
+// One thread that returns once *open (mapped host memory, as the device sees
+// it) is non-zero, or after limit_ns nanoseconds (then *timed_out, device
+// memory or mapped, is incremented): gated_timer.h's hold on the stream.
+void gate_hold(const int* open, int* timed_out, uint64_t limit_ns, cudaStream_t stream);
+
 }  // namespace remat::cuda

@@ -322,6 +322,11 @@ def main():
             check(m["act"] >= sim[strategy]["peak_bytes"] - in_bytes and m["time"] > 0,
                   f"{n} {strategy}: remat's activation peak {m['act']} covers its prediction {sim[strategy]['peak_bytes']} less the input")
         check(r["remat"][ck]["same"] is True, f"{n}: {ck} bitwise equal to store-all")
+        kinds = r.get("remat_kinds", {})
+        check("rows" in kinds and 0 < len(kinds["rows"]) <= 8 and kinds["total"][0] > 0 and kinds["total"][1] > 0
+              and all(isinstance(row[0], str) and row[2] > 0 and row[3] >= 0
+                      and row[5] >= 0 for row in kinds["rows"]),
+              f"{n}: store-all's time by op kind, the gated trace's beside it ({kinds})")
         # No PyTorch peak on the CPU: every case gets both reports, on remat's own prediction.
         want = ["plain", "checkpointed"]
         check(sorted(r["gaps"]) == sorted(want), f"{n}: peak-gap reports for {want} ({sorted(r['gaps'])})")
@@ -343,6 +348,7 @@ def main():
     rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "| model |" not in line]
     check(len(rows) == 16, f"goals.md: 4 cases x 2 PyTorch modes x 2 strategies = 16 rows ({len(rows)})")
     check(all(line.count("| n/a |") >= 2 for line in rows), "goals.md: PyTorch's memory n/a on the CPU, in every row")
+    check(md.count("the kernels with REMAT_CUDA_GATE=1") == 4, "goals.md: each case's time by op kind, gated beside")
     # remat failing (a wrapper whose `run` exits 1): PyTorch's figures stay in the
     # table, remat's cells say failed, the note names the error, the exit is 1.
     wrapper = os.path.join(args.out, "remat-run-fails")
