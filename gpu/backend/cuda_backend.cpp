@@ -531,6 +531,10 @@ class DeviceCallScratch final : public MixedScratch {
 
 void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
+  // A view computes nothing forward (the executor points it into its input's
+  // storage); in a mixed model its call would widen that storage for nothing:
+  // a kernel and a scratch buffer for each of a Llama's head reshapes.
+  if (m.op(v).view) return;
   guarded([&] {
     if (runs_mixed(m, v)) {
       DeviceCallScratch scratch(*pool_, *this);
