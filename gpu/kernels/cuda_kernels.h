@@ -371,6 +371,17 @@ void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
 void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
               const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
               bool acc_v, float* scratch, cudaStream_t stream);
+// Mixed precision's fused attention on tensors as stored (pointwise_io.cu's
+// rule; core/exec/pointwise_path.h's lowp_io): q, k, v, out and dout read
+// as stored through the same strides, every value after the load the f32
+// kernels' own (one source: the kernels are templates on how they load and
+// store), out rounded once to its dtype, each gradient (dq, dk, dv: null p
+// for none; three distinct tensors) rounded once and stored or, with `add`,
+// added as the widening call adds it; lse f32 as above. The bits are widen ->
+// sdpa_fwd/sdpa_bwd (accumulate off) -> the widening call's store.
+void sdpa_fwd_io(const SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoOut out, float* lse, cudaStream_t stream);
+void sdpa_bwd_io(const SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoIn out, const float* lse, IoIn dout, IoOut dq,
+                 IoOut dk, IoOut dv, cudaStream_t stream);
 
 // ---- plumbing.cu -----------------------------------------------------------------
 // xs, dxs, widths and accumulate are host arrays (of device pointers, sizes, flags).

@@ -548,6 +548,26 @@ TEST(CudaMixedCaptured, BroadcastAndStridedPointwiseBothPathsBitwiseAcrossStrate
   expect_both_pointwise_paths_bitwise(path + " in bf16", testing::model_in_bf16(path));
 }
 
+// The fused attention (scaled_dot_product_attention) on stored tensors, in
+// bf16 and f16: attention_small's causal one (q, k, v strided views of one
+// projection, the output written as (batch, t, heads, d)), tail_small's (an
+// additive mask), attention_adds' (strided k and v; G(q) and G(v) stored
+// first by other readers, the attention's gradients added).
+TEST(CudaMixedCaptured, FusedAttentionBothPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  for (const char* dtype : {"bf16", "f16"})
+    for (const char* file : {"attention_small", "tail_small", "attention_adds"}) {
+      const std::string path = std::string(REMAT_EXEC_TEST_MODELS "/") + file + ".json";
+      SCOPED_TRACE(path + " in " + dtype);
+      const Model m = testing::model_in(path, dtype);
+      int attentions = 0;
+      for (int v = 0; v < m.size(); ++v)
+        attentions += m.op(v).kind == OpKind::Attention && lowp_io(m, v, false, PointwiseMode::Direct);
+      ASSERT_EQ(attentions, 1);
+      expect_both_pointwise_paths_bitwise(path + " in " + dtype, m);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
                          ::testing::Values("gpt:2:32:4:16:2:bf16:64", "gpt:2:32:4:16:2:bf16@cuda:64",
                                            "gpt:1:32:4:16:2:f16@cuda:64", "resnet:10:8:32:2:5:bf16@cuda",
