@@ -270,14 +270,15 @@ class WidenedCall {
     IoOperands o;
     o.active = true;
     const auto vi = static_cast<std::size_t>(v_);
+    const bool reads_acts = !op_.view;  // a view's gradient reads G(v) alone (an Expand's A(v) outgrows its storage)
     for (std::size_t k = 0; k < op_.inputs.size() && k < 3; ++k) {
       const int u = op_.inputs[k];
-      o.in[k] = {t_.act[static_cast<std::size_t>(u)], m_.op(m_.op(u).storage).dtype, false};
+      if (reads_acts) o.in[k] = {t_.act[static_cast<std::size_t>(u)], m_.op(m_.op(u).storage).dtype, false};
       if (backward)
         for (const Dx& d : dx_)
           if (d.u == u) o.dx[k] = {t_.grad[static_cast<std::size_t>(u)], m_.op(u).dtype, d.add};
     }
-    o.out = {t_.act[vi], op_.dtype, false};
+    if (reads_acts) o.out = {t_.act[vi], op_.dtype, false};
     if (backward) o.dy = {t_.grad[vi], op_.dtype, false};
     return o;
   }

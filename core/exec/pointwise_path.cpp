@@ -84,12 +84,31 @@ bool attention_io(const Model& m, int v) {
   return true;
 }
 
+// A view's backward adds G(view) back onto G(input) through the view's map
+// (gpu/backend/cuda_ops.cpp's bwd_reshape, bwd_view): G(v) read and G(u)
+// written or added as stored, where the pointwise kernels take the map (a
+// Reshape's is the identity; an Expand sums on them where expand_sum_geom
+// takes its map; a Transpose's or a Slice's is one to one where
+// add_back_geom takes it). It reads no activation. Its forward computes
+// nothing (the executor aliases the storage): no kernel to choose.
+bool view_grad_io(const Model& m, int v) {
+  const Op& op = m.op(v);
+  const Op& x = m.op(op.inputs[0]);
+  if (!low(op.dtype) || x.dtype != op.dtype || m.op(op.storage).dtype != op.dtype || op.numel() == 0) return false;
+  if (op.kind == OpKind::Reshape) return true;
+  const ViewMap map = coalesced(view_map(m, v));
+  cpu::PwGeom g;
+  if (op.kind == OpKind::Expand) return expand_sum_geom(map, g);
+  return (op.kind == OpKind::Transpose || op.kind == OpKind::Slice) && add_back_geom(map, g);
+}
+
 }  // namespace
 
 bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
   if (mode != PointwiseMode::Direct) return false;
   const Op& op = m.op(v);
-  if (op.view || !has_io_kernels(op) || !reported_here(op.kind) || !widens(m, v)) return false;
+  if (op.view) return backward && widens(m, v) && view_grad_io(m, v);
+  if (!has_io_kernels(op) || !reported_here(op.kind) || !widens(m, v)) return false;
   if (op.kind == OpKind::Attention) return attention_io(m, v);
   // An f16 model's loss scale multiplies the loss's input gradient before
   // it is rounded (the widening call's seed): that backward stays widened.

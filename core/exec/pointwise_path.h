@@ -37,7 +37,10 @@ PointwiseMode pointwise_mode_from_env();
 // family and a Reshape's copy, which read through strides; and the fused
 // Attention (autocast lowers it, but it runs no product of lowp_gemm) where
 // q, k, v are distinct tensors of its own bf16/f16 dtype, read through
-// their strides (autocast casts none of them), its logsumexp f32 as before.
+// their strides (autocast casts none of them), its logsumexp f32 as before;
+// and the backward of a bf16/f16 view (Reshape, an Expand whose gradient
+// sums on the pointwise kernels, a Transpose or Slice whose map they take),
+// which reads G(v) and writes G(input) alone.
 bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode);
 
 // What `remat run` reports for a model on the CUDA backend: the ops whose

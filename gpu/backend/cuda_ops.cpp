@@ -478,7 +478,46 @@ void bwd_reshape(CudaOpState& s, const OpCall& c) {
   if (c.dx(0)) add_into(c.dy(), c.dx(0), c.in_op(0).numel(), c.acc(0), s.stream);
 }
 void fwd_view(CudaOpState&, const OpCall&) {}
+// On the 16-bit path (core/exec/pointwise_path.cpp's view_grad_io): G(v) read
+// and G(input) written or added as stored, with the widening call's bits. That
+// call computes the input's gradient in zeroed f32 scratch (0 + G: -0 becomes
+// +0), rounds it and stores it, or adds it to the stored value and rounds the
+// sum; so here operand 0 is absent (reads 0) and the store says which. A
+// Slice reaches part of the input: the rest is zeroed, or (added to) gets its
+// own + 0 first, as the widening call's add of the whole scratch does.
+void bwd_view_io(CudaOpState& s, const OpCall& c) {
+  ++s.io_calls;
+  if (!s.io.dx[0].p) return;
+  const ViewMap m = coalesced(view_map(c.model, c.v));
+  const int64_t n = c.in_op(0).numel();
+  const IoIn dy = io_in(c, s.io.dy);
+  IoOut dx = io_out(c, s.io.dx[0]);
+  PwGeom g;
+  if (c.op.kind == OpKind::Expand) {
+    if (!expand_sum_geom(m, g))
+      throw InternalError(op_label(c.model, c.v) + ": a 16-bit Expand gradient whose map has no pointwise geometry");
+    const IoIn none[3] = {};
+    return pointwise_bwd_io(g, 0, none, IoIn{}, dy, dx, s.stream);
+  }
+  if (!add_back_geom(m, g))
+    throw InternalError(op_label(c.model, c.v) + ": a 16-bit view gradient whose map has no pointwise geometry");
+  const uint64_t size = dtype_size(c.in_op(0).dtype);
+  if (c.op.kind == OpKind::Slice) {
+    if (!dx.add) {
+      CUDA_CHECK_THROW(cudaMemsetAsync(dx.p, 0, size * static_cast<std::size_t>(n), s.stream));
+    } else {
+      PwGeom whole;  // dx = 0 + dx over the whole input, stored: -0 to +0, every other value as it is
+      (void)add_back_geom(ViewMap{{n}, {1}, 0}, whole);
+      const IoIn x[3] = {IoIn{}, IoIn{dx.p, dx.t}, {}};
+      pointwise_fwd_io(whole, x, IoOut{dx.p, dx.t, false}, s.stream);
+    }
+  }
+  dx.p = static_cast<char*>(dx.p) + size * static_cast<uint64_t>(m.base);
+  const IoIn x[3] = {IoIn{}, dy, {}};
+  pointwise_fwd_io(g, x, dx, s.stream);
+}
 void bwd_view(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) return bwd_view_io(s, c);
   if (!c.dx(0)) return;
   const ViewMap m = coalesced(view_map(c.model, c.v));
   const int64_t n = c.in_op(0).numel();

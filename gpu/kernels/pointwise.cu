@@ -83,8 +83,10 @@ __global__ void pointwise_fwd_kernel(Geom<I> g, In a, In b, In c, Out y, I n) {
       oc += idx * g.stride[2][d];
       oy += idx * g.out_stride[d];
     }
+    // Operand 0 may be absent (reads 0): a 16-bit view gradient's 0 + G, as
+    // the widening call's zeroed f32 scratch adds it (cuda_ops.cpp's bwd_view_io).
     detail::st(y, oy,
-               pw::forward<float>(g.fn, detail::ld(a, oa), g.arity > 1 ? detail::ld(b, ob) : 0.0f,
+               pw::forward<float>(g.fn, read_or_zero(a, oa), g.arity > 1 ? detail::ld(b, ob) : 0.0f,
                                   g.arity > 2 ? detail::ld(c, oc) : 0.0f, g.p, g.q),
                false);
   }

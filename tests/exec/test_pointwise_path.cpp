@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,7 +57,9 @@ std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
     widening += op.kind != OpKind::Input && !op.view &&
                 (!autocast_lowers(op.kind) || op.kind == OpKind::Attention) && runs_mixed(m, v);
     const bool f = lowp_io(m, v, false, mode), b = lowp_io(m, v, true, mode);
-    if (!is_loss(op.kind)) {
+    if (op.view) {
+      EXPECT_FALSE(f) << op.name;  // a view's forward computes nothing; its backward: ViewGradients*
+    } else if (!is_loss(op.kind)) {
       EXPECT_EQ(f, b) << op.name;  // a loss's backward: below
     }
     if (f) out.insert(m.op(v).name);
@@ -263,6 +266,42 @@ TEST(PointwisePath, ACapturedLlamasPointwiseFamilyGivesTheWideningCallsBitsOnThe
   EXPECT_EQ(direct, 28);   // 14 a layer
   EXPECT_EQ(strided, 10);  // 5 a layer
   EXPECT_EQ(widening, 0);
+  expect_same_bits_with_the_stored_tensors(m);
+}
+
+// The views of a captured bf16 Llama: each one's backward adds G(view) back
+// onto G(input) as stored (the head reshapes, the transposes, the rotary
+// halves' slices, the attention's expands of k and v), but none whose
+// storage is f32 (which runs no mixed call); no view's forward is on the path
+// (it computes nothing), and none under REMAT_CUDA_POINTWISE=f32. The CPU's
+// emulation gives the widening call's bits with them on (the -0 + 0 of the
+// f32 scratch the widening call zeroes included: a Slice's untouched
+// elements, added to, turn -0 into +0).
+TEST(PointwisePath, ViewGradientsOfBf16StoragesAreStoredDirectly) {
+  const Model m = load_model(REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json");
+  std::map<OpKind, int> direct, widened;
+  for (int v = 0; v < m.size(); ++v) {
+    const Op& op = m.op(v);
+    if (!op.view) continue;
+    EXPECT_FALSE(lowp_io(m, v, false, PointwiseMode::Direct)) << op.name;
+    EXPECT_FALSE(lowp_io(m, v, true, PointwiseMode::F32)) << op.name;
+    const bool low = op.dtype == DType::BF16;
+    EXPECT_EQ(lowp_io(m, v, true, PointwiseMode::Direct), low) << op.name;
+    ++(low ? direct : widened)[op.kind];
+  }
+  // The reshapes of the heads' splits and merges and of the GQA repeats, 4
+  // transposes a layer, 4 slices (rotary halves of q and k), 4 expands (k, v
+  // repeated over the query groups); the transpose of the rotated k is f32
+  // (autocast computes the rotary product in f32), so its gradient needs no
+  // widening call at all.
+  EXPECT_EQ(direct, (std::map<OpKind, int>{{OpKind::Reshape, 51}, {OpKind::Transpose, 8}, {OpKind::Slice, 8},
+                                           {OpKind::Expand, 8}}));
+  EXPECT_EQ(widened, (std::map<OpKind, int>{{OpKind::Transpose, 2}}));
+  for (int v = 0; v < m.size(); ++v) {
+    if (m.op(v).view && m.op(v).dtype != DType::BF16) {
+      EXPECT_FALSE(runs_mixed(m, v)) << m.op(v).name;
+    }
+  }
   expect_same_bits_with_the_stored_tensors(m);
 }
 
