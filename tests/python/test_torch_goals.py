@@ -27,6 +27,9 @@ SCRIPT = os.path.join(REPO, "gpu", "torch_goals.py")
 sys.path.insert(0, os.path.join(REPO, "gpu"))
 
 
+CPU_NOTE = "the CPU backend has no non-deterministic backward; gradients stay bitwise reproducible"
+
+
 def remat_json(remat, *args):
     return json.loads(subprocess.run([remat, *args], capture_output=True, text=True, check=True).stdout)
 
@@ -322,6 +325,16 @@ def main():
             check(m["act"] >= sim[strategy]["peak_bytes"] - in_bytes and m["time"] > 0,
                   f"{n} {strategy}: remat's activation peak {m['act']} covers its prediction {sim[strategy]['peak_bytes']} less the input")
         check(r["remat"][ck]["same"] is True, f"{n}: {ck} bitwise equal to store-all")
+        # Beside PyTorch's defaults, remat with --nondeterministic-backward: on
+        # the CPU nothing changes, and the run says so.
+        nd = r["remat_nondeterministic"]
+        check(nd["report"] == {"requested": True, "algorithms": [], "dropped_guarantees": [], "kept_guarantees": [],
+                               "note": CPU_NOTE},
+              f"{n}: --nondeterministic-backward on the CPU drops nothing and says so ({nd['report']})")
+        check(all(nd["strategies"][s]["time"] > 0 and nd["strategies"][s]["loss_same"] is True
+                  and nd["strategies"][s]["same"] is True and nd["strategies"][s]["grad_error"] is None
+                  for s in ("store-all", ck)),
+              f"{n}: --nondeterministic-backward's store-all and {ck} ran, bitwise equal ({nd['strategies']})")
         # No PyTorch peak on the CPU: every case gets both reports, on remat's own prediction.
         want = ["plain", "checkpointed"]
         check(sorted(r["gaps"]) == sorted(want), f"{n}: peak-gap reports for {want} ({sorted(r['gaps'])})")
@@ -343,6 +356,11 @@ def main():
     rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "| model |" not in line]
     check(len(rows) == 16, f"goals.md: 4 cases x 2 PyTorch modes x 2 strategies = 16 rows ({len(rows)})")
     check(all(line.count("| n/a |") >= 2 for line in rows), "goals.md: PyTorch's memory n/a on the CPU, in every row")
+    notes = [line for line in md.splitlines() if line.startswith("- ")]
+    check(len(notes) == 4 and all("; remat --nondeterministic-backward beside PyTorch's defaults: store-all " in line
+                                  and "loss bitwise store-all's: True" in line and line.count(CPU_NOTE) == 1
+                                  for line in notes),
+          f"goals.md: each case's note gives remat's --nondeterministic-backward run and the CPU's note ({notes})")
     # remat failing (a wrapper whose `run` exits 1): PyTorch's figures stay in the
     # table, remat's cells say failed, the note names the error, the exit is 1.
     wrapper = os.path.join(args.out, "remat-run-fails")
