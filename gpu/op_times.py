@@ -23,10 +23,11 @@ import tempfile
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
-def remat_by_kind(remat, spec, tmp):
-    path = os.path.join(tmp, "trace.json")
-    cmd = [remat, "run", "-m", spec, "-s", "store-all", "--backend", "cuda", "--repeat", "3", "--trace", path]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def remat_by_kind(remat, spec, tmp, gated=False, backend="cuda"):
+    path = os.path.join(tmp, "trace-gated.json" if gated else "trace.json")
+    cmd = [remat, "run", "-m", spec, "-s", "store-all", "--backend", backend, "--repeat", "3", "--trace", path]
+    env = dict(os.environ, REMAT_CUDA_GATE="1" if gated else "0")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"op_times: {' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
     with open(path) as f:
@@ -41,6 +42,18 @@ def remat_by_kind(remat, spec, tmp):
         n, t, h = rows.get(key, (0, 0.0, 0.0))
         rows[key] = (n + 1, t + e["dur"] / 1e3, h + e["args"].get("issue_us", 0.0) / 1e3)
     return rows
+
+
+def remat_gated_by_kind(remat, spec, tmp, backend="cuda"):
+    """remat_by_kind, and each kind's device time alone (REMAT_CUDA_GATE=1: each
+    instruction's kernels held until all are issued, docs/gpu.md "Is a step
+    waiting for the host?"): {(phase, kind): (count, ms, host ms, device ms)}.
+    Where a kind's ms is well above its device ms, the device waited for the
+    host there; the step's device ms summed is its time were the host never late.
+    (The CPU backend has no gate: its two traces time the same calls.)"""
+    rows = remat_by_kind(remat, spec, tmp, backend=backend)
+    alone = remat_by_kind(remat, spec, tmp, gated=True, backend=backend)
+    return {k: (n, t, h, alone.get(k, (0, 0.0, 0.0))[1]) for k, (n, t, h) in rows.items()}
 
 
 def torch_profile(spec, remat, steps=3):
@@ -93,12 +106,14 @@ def main():
     remat = sys.argv[1]
     for spec in sys.argv[2:]:
         with tempfile.TemporaryDirectory() as tmp:
-            rk = remat_by_kind(remat, spec, tmp)
-        total = sum(t for _, t, _ in rk.values())
+            rk = remat_gated_by_kind(remat, spec, tmp)
+        total = sum(t for _, t, _, _ in rk.values())
+        alone = sum(d for _, _, _, d in rk.values())
         print(f"\n{spec}: remat store-all on CUDA, {total:.2f} ms per step by phase and op kind "
-              f"(and the host's time in those calls)")
-        for (cat, kind), (n, t, h) in sorted(rk.items(), key=lambda kv: -kv[1][1]):
-            print(f"  {cat:10s} {kind:16s} {n:5d} x {t:9.3f} ms  {100 * t / total:5.1f}%  host {h:9.3f} ms")
+              f"(the host's time in those calls, and the kernels' time alone: {alone:.2f} ms in all)")
+        for (cat, kind), (n, t, h, d) in sorted(rk.items(), key=lambda kv: -kv[1][1]):
+            print(f"  {cat:10s} {kind:16s} {n:5d} x {t:9.3f} ms  {100 * t / total:5.1f}%  host {h:9.3f} ms  "
+                  f"device alone {d:9.3f} ms")
         default_ms, det_ms, rows = torch_profile(spec, remat)
         print(f"{spec}: PyTorch step {default_ms:.2f} ms (defaults), {det_ms:.2f} ms (deterministic algorithms); "
               f"kernels' device time per step by op:")

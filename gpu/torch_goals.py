@@ -298,8 +298,8 @@ def run_case(torch, dev, case, args, result):
             result["remat_nondeterministic"] = {"strategies": nd, "report": report}
         except Exception as e:  # noqa: BLE001
             result["remat_nondeterministic"], result["failed"] = {"error": failure(e)}, True
-    if backend == "cuda" and "error" not in result["remat"]:
-        result["remat_kinds"] = time_by_kind(args.remat, source)
+    if "error" not in result["remat"]:  # on the CPU (the test) every path but the gate's effect
+        result["remat_kinds"] = time_by_kind(args.remat, source, "cuda" if backend == "cuda" else "cpu")
     torch.manual_seed(1)
     seen = set()
     steps = llama_steps(torch, case, dev, seen) if ops is None else graph_steps(torch, case, ops, dev, seen)
@@ -339,18 +339,21 @@ def run_case(torch, dev, case, args, result):
     result["wall_s"] = time.perf_counter() - t_start
 
 
-def time_by_kind(remat, source, top=8):
-    """Where remat's store-all step spends its GPU time (op_times.py's trace, by
+def time_by_kind(remat, source, backend, top=8):
+    """Where remat's store-all step spends its GPU time (op_times.py's traces, by
     phase and op kind), the largest first: so that a case that misses its time
-    goal says where from the same call. [(phase, kind, count, ms)], or an error."""
+    goal says where from the same call, and whether the device waited for the
+    host there. {"total": (ms, device ms alone), "rows": [(phase, kind, count,
+    ms, host ms, device ms alone)]}, or an error."""
     import op_times  # beside this file
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            rows = op_times.remat_by_kind(remat, source, tmp)
+            rows = op_times.remat_gated_by_kind(remat, source, tmp, backend)
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the table stands without it
         return {"error": failure(e)}
     ranked = sorted(rows.items(), key=lambda kv: -kv[1][1])[:top]
-    return [(cat, kind, n, round(t, 3), round(h, 3)) for (cat, kind), (n, t, h) in ranked]
+    return {"total": (round(sum(r[1] for r in rows.values()), 3), round(sum(r[3] for r in rows.values()), 3)),
+            "rows": [(cat, kind, n, round(t, 3), round(h, 3), round(d, 3)) for (cat, kind), (n, t, h, d) in ranked]}
 
 
 # ---- the table ----------------------------------------------------------------------
@@ -395,9 +398,12 @@ def table(results, header):
                      # Near the step's time: the step waits on the host's launches (docs/run.md, issue_ms).
                      + "".join(f"; remat {k} issued its instructions in {m['issue']:.2f} of its {m['time']:.2f} ms"
                                for k, m in r["remat"].items() if isinstance(m, dict) and m.get("issue") is not None)
-                     + (f"; remat's store-all time by phase and op kind (ms, {TRACE_NOTE}): "
-                        + ", ".join(f"{c} {k} {n}x {t} (host {h})" for c, k, n, t, h in r["remat_kinds"])
-                        if isinstance(r.get("remat_kinds"), list) else "")
+                     + (f"; remat's store-all time by phase and op kind (ms, {TRACE_NOTE}; host: the calls, "
+                        f"alone: the kernels with REMAT_CUDA_GATE=1), {r['remat_kinds']['total'][0]} in all, "
+                        f"{r['remat_kinds']['total'][1]} alone: "
+                        + ", ".join(f"{c} {k} {n}x {t} (host {h}, alone {d})"
+                                    for c, k, n, t, h, d in r["remat_kinds"]["rows"])
+                        if "rows" in r.get("remat_kinds", {}) else "")
                      + nondeterministic_note(r)
                      + "".join(f"; failed: {e}" for e in errors))
     return "\n".join(lines) + "\n"

@@ -9,9 +9,10 @@ output is written as f32 (4, not 2) and narrowed (reads 4, writes 2); the
 backward widens G(v) likewise, and each 16-bit input gradient is written as
 f32, rounded in place (8) and narrowed (6): 16 bytes an element more than the
 2 a 16-bit store takes; a derivative that reads its input (GELU, SiLU, batch
-norm) or its
-output (ReLU, Tanh, Sigmoid, Softmax) widens it again. Products (Linear,
-MatMul, Conv, Attention) and views are left out: they are not this path's.
+norm, the fused attention's q, k, v) or its
+output (ReLU, Tanh, Sigmoid, Softmax, the fused attention's) widens it again.
+Products (Linear, MatMul, Conv) and views are left out: they are not this
+path's (the fused Attention is, since it reads and writes its tensors as stored).
 
   tools/widening-traffic.py build/app/remat gpt:12:768:12:1024:8:bf16@cuda resnet:50:64:224:64:1000:bf16@cuda
 """
@@ -23,8 +24,8 @@ import tempfile
 
 # core/exec/pointwise_path.cpp's kinds with 16-bit kernels.
 DIRECT = {'ReLU', 'GELU', 'Tanh', 'Sigmoid', 'SiLU', 'Add', 'Dropout', 'Softmax', 'MulConst', 'DivConst',
-          'AddConst', 'MaskedFill', 'BatchNorm', 'SoftmaxCELoss'}
-NOT_THIS_PATH = {'Input', 'Linear', 'Dense', 'MatMul', 'Conv', 'ConvTranspose', 'Attention', 'Reshape', 'Slice',
+          'AddConst', 'MaskedFill', 'BatchNorm', 'SoftmaxCELoss', 'Attention'}
+NOT_THIS_PATH = {'Input', 'Linear', 'Dense', 'MatMul', 'Conv', 'ConvTranspose', 'Reshape', 'Slice',
                  'Transpose', 'Expand'}
 
 
@@ -50,9 +51,9 @@ def table(remat, spec):
         n = numel(o)
         b = sum(8 * numel(i) for i in ins if low(i)) + (16 * n if low(o) else 0)
         b += sum(16 * numel(i) for i in ins if low(i))
-        if o['kind'] in ('GELU', 'SiLU', 'BatchNorm'):
+        if o['kind'] in ('GELU', 'SiLU', 'BatchNorm', 'Attention'):
             b += sum(8 * numel(i) for i in ins if low(i))
-        if o['kind'] in ('ReLU', 'Tanh', 'Sigmoid', 'Softmax') and low(o):
+        if o['kind'] in ('ReLU', 'Tanh', 'Sigmoid', 'Softmax', 'Attention') and low(o):
             b += 8 * n
         by[o['kind'] if o['kind'] in DIRECT else o['kind'] + ' (widened)'] += b
     total = sum(by.values())

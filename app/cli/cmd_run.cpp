@@ -24,6 +24,7 @@
 #include "core/exec/safetensors.h"
 #include "core/io/run_trace.h"
 #include "core/exec/same_result.h"
+#include "core/exec/instruction_gate.h"
 #include "core/io/model_source.h"
 #include "core/base/spec_parse.h"
 #include "core/strategies/registry.h"
@@ -385,10 +386,11 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
 
 void run_run(const RunOptions& o) {
   const BackendKind kind = parse_backend_kind(o.backend);
-  if (kind != BackendKind::Cpu) {  // a bad REMAT_CUDA_GEMM, REMAT_CUDA_CONV or REMAT_CUDA_POINTWISE fails before any work
+  if (kind != BackendKind::Cpu) {  // a bad REMAT_CUDA_GEMM, _CONV, _POINTWISE or _GATE fails before any work
     (void)gemm_mode_from_env();
     (void)conv_mode_from_env();
     (void)pointwise_mode_from_env();
+    (void)gate_from_env();
   }
   if (o.repeat < 1 || o.repeat > 10000) throw InputError("--repeat must be between 1 and 10000");
   // Larger seeds could alias another (seed, op) pair in the dropout RNG (core/kernels/rng.h).

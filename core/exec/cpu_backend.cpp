@@ -248,7 +248,11 @@ void cpu_dense_input(CpuOpState& s, OpCall& c, bool backward) {
 }
 
 void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
+  // A view computes nothing forward (the executor points it into its input's
+  // storage); in a mixed model its call would widen that storage for nothing.
+  if (m.op(v).view) return;
   if (runs_mixed(m, v)) {
+    ++mixed_calls_;
     CallScratch scratch(alloc_);
     return mixed_forward(state_, m, v, t, scratch);
   }
@@ -260,6 +264,7 @@ void CpuBackend::forward(const Model& m, int v, const TensorTable& t) {
 void CpuBackend::backward(const Model& m, int v, const TensorTable& t, std::span<const uint8_t> acc) {
   const float seed = v == m.loss() ? loss_scale_ : 1.0f;
   if (seed != 1.0f || runs_mixed(m, v)) {
+    ++mixed_calls_;
     CallScratch scratch(alloc_);
     return mixed_backward(state_, m, v, t, acc, scratch, seed);
   }

@@ -55,6 +55,10 @@ class CpuBackend final : public AllRolesBackend {
   // those are the right tensors (the CI's check of what the CUDA kernels get).
   void set_pointwise_mode(PointwiseMode m) { state_.pointwise_mode = m; }
   uint64_t lowp_io_calls() const { return state_.io_calls; }  // since construction
+  // forward/backward calls that went through the mixed call (cpu_mixed.h),
+  // since construction: the CUDA backend takes the same calls, each with its
+  // scratch and (off the 16-bit paths) its widening and narrowing kernels.
+  uint64_t mixed_calls() const { return mixed_calls_; }
 
   void load(const Model& model, const HostData& data) override;
   void zero_param_grads() override;
@@ -113,6 +117,7 @@ class CpuBackend final : public AllRolesBackend {
   float initial_loss_scale_ = 1.0f;  // GradScaler's for a model with f16 tensors (load())
   float loss_scale_ = 1.0f;          // now: initial_loss_scale_ at begin_strategy(), halved by backoffs
   CpuOpState state_;
+  uint64_t mixed_calls_ = 0;
 
   std::vector<std::chrono::steady_clock::time_point> marks_;
 };

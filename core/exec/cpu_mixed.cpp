@@ -104,6 +104,13 @@ struct CpuDev {
     }
     if (o.out.p) io_read(c, o.out, c.self(), c.op.numel(), "output");
     if (o.dy.p) io_read(c, o.dy, c.dy(), c.op.numel(), "G");
+    // The CUDA kernels store each gradient once, as its tensor handed over
+    // says (stored or added); none sums two terms of one input in the call
+    // (the f32 kernels' accumulate, set for an input given twice).
+    for (std::size_t k = 0; k < inputs; ++k)
+      if (c.dx(k) && c.acc(k))
+        throw InternalError(op_label(c.model, c.v) + ": input gradient " + std::to_string(k) +
+                            " summed in the call, which a 16-bit kernel does not do");
     cpu_backward(s, c);
     for (std::size_t k = 0; k < inputs; ++k) {
       if (!c.dx(k)) continue;

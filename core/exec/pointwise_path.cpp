@@ -40,7 +40,8 @@ bool has_io_kernels(const Op& op) {
     case OpKind::Softmax:
     case OpKind::MaskedFill:
     case OpKind::BatchNorm:
-    case OpKind::SoftmaxCELoss: return true;
+    case OpKind::SoftmaxCELoss:
+    case OpKind::Attention: return true;
     case OpKind::Reshape: return !op.view;  // a copy of a strided input
     case OpKind::Pointwise:
     case OpKind::MulConst:
@@ -62,12 +63,34 @@ bool widens(const Model& m, int v) {
   return std::any_of(op.inputs.begin(), op.inputs.end(), [&](int u) { return low(m.op(m.op(u).storage).dtype); });
 }
 
+// The ops the GEMM and convolution reports leave to this one: those autocast
+// does not lower, and the fused attention, which it lowers (q, k, v cast,
+// the output in the low dtype) but which runs no product of lowp_gemm.
+bool reported_here(OpKind k) { return !autocast_lowers(k) || k == OpKind::Attention; }
+
+// The fused attention's kernels (gpu/kernels/sdpa.cu) read q, k, v and A(v)
+// through their strides, G(v) contiguous, and store the input gradients
+// contiguous; the logsumexp stays f32 in aux. They take the tensors as
+// stored where autocast casts none of q, k, v (each of the op's own 16-bit
+// dtype: no copies in aux to make or read) and the three are distinct (q = k
+// = v sums its three gradients in f32 before one rounding).
+bool attention_io(const Model& m, int v) {
+  const Op& op = m.op(v);
+  if (!low(op.dtype) || m.op(op.storage).dtype != op.dtype || op.inputs.size() != 3 || op.numel() == 0) return false;
+  for (const int u : op.inputs) {
+    if (m.op(u).dtype != op.dtype || m.op(m.op(u).storage).dtype != op.dtype) return false;
+    if (std::count(op.inputs.begin(), op.inputs.end(), u) > 1) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode) {
   if (mode != PointwiseMode::Direct) return false;
   const Op& op = m.op(v);
-  if (op.view || !has_io_kernels(op) || autocast_lowers(op.kind) || !widens(m, v)) return false;
+  if (op.view || !has_io_kernels(op) || !reported_here(op.kind) || !widens(m, v)) return false;
+  if (op.kind == OpKind::Attention) return attention_io(m, v);
   // An f16 model's loss scale multiplies the loss's input gradient before
   // it is rounded (the widening call's seed): that backward stays widened.
   if (backward && is_loss(op.kind) &&
@@ -98,7 +121,7 @@ PointwisePathCount count_pointwise_paths(const Model& m, PointwiseMode mode) {
   PointwisePathCount c;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
-    if (op.kind == OpKind::Input || op.view || autocast_lowers(op.kind) || !widens(m, v)) continue;
+    if (op.kind == OpKind::Input || op.view || !reported_here(op.kind) || !widens(m, v)) continue;
     ++c.widening;
     c.direct += lowp_io(m, v, false, mode);
   }

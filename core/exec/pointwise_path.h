@@ -33,12 +33,17 @@ PointwiseMode pointwise_mode_from_env();
 // fixed constant, MaskedFill, BatchNorm, SoftmaxCELoss (its backward not in
 // a model with f16 tensors: the loss scale multiplies that gradient before
 // its rounding) — whose inputs are distinct, floating and laid out row-major
-// (no strided view: the kernels read elements in order).
+// (no strided view: the kernels read elements in order); the pointwise
+// family and a Reshape's copy, which read through strides; and the fused
+// Attention (autocast lowers it, but it runs no product of lowp_gemm) where
+// q, k, v are distinct tensors of its own bf16/f16 dtype, read through
+// their strides (autocast casts none of them), its logsumexp f32 as before.
 bool lowp_io(const Model& m, int v, bool backward, PointwiseMode mode);
 
 // What `remat run` reports for a model on the CUDA backend: the ops whose
-// call widens (runs_mixed, not lowered by autocast) and, of those, the ones
-// whose forward loads and stores 16 bits under `mode`.
+// call widens (runs_mixed) and that the product and convolution lines do
+// not report (not lowered by autocast, or the fused Attention) and, of
+// those, the ones whose forward loads and stores 16 bits under `mode`.
 struct PointwisePathCount {
   int widening = 0;
   int direct = 0;

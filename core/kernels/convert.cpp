@@ -29,15 +29,6 @@ uint32_t round_shift(uint32_t v, unsigned shift) {
 
 }  // namespace
 
-uint16_t bf16_bits(float x) {
-  const uint32_t u = bits_of(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN: quiet
-  // Carrying into the exponent is right: the largest finite values round to infinity.
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float bf16_value(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
-
 uint16_t f16_bits(float x) {
   const uint32_t u = bits_of(x);
   const auto sign = static_cast<uint16_t>((u >> 16) & 0x8000u);

@@ -8,6 +8,7 @@
 
 #include "core/base/errors.h"
 #include "core/exec/cpu_mixed.h"
+#include "core/exec/instruction_gate.h"
 #include "gpu/backend/cuda_mixed.h"
 #include "gpu/cuda_check.h"
 #include "gpu/kernels/cuda_kernels.h"
@@ -90,6 +91,10 @@ void CudaBackend::create() {
     CUBLAS_CHECK_THROW(cublasCreate(&state_.cublas));
     pool_ = std::make_unique<DevicePool>(device_, state_.stream);
     timer_ = std::make_unique<EventTimer>(state_.stream);
+    if (gate_from_env()) {
+      gated_ = std::make_unique<GatedTimer>(state_.stream);
+      name_ += " (REMAT_CUDA_GATE=1: each instruction's kernels timed alone)";
+    }
     // Stream first, then the workspace: cublasSetStream resets the workspace.
     CUBLAS_CHECK_THROW(cublasSetStream(state_.cublas, state_.stream));
     workspace_bytes_ = workspace_size(prop);
@@ -126,6 +131,7 @@ void CudaBackend::destroy() {
   if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
   copy_stream_ = nullptr;
   timer_.reset();
+  gated_.reset();
   held_.clear();
   pool_.reset();  // frees everything still held (workspace, baseline, tensors), in stream order
   if (state_.cudnn) cudnn_destroy(state_.cudnn);
@@ -153,6 +159,7 @@ auto CudaBackend::guarded(F&& f) -> decltype(f()) {
     if (e.out_of_memory())
       throw DeviceOutOfMemory(std::string("device memory a library asked for: ") + e.what(), 0, device_free_bytes());
     // A kernel fault poisons the context: every later call fails the same way.
+    let_go();
     if (cudaDeviceSynchronize() != cudaSuccess) {
       healthy_ = false;
       throw DeviceFault(e.what());
@@ -209,6 +216,7 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       throw InputError("cuda backend: parameter " + tensors[k].name + " has the wrong size");
   guarded([&] {
     CUDA_CHECK_THROW(cudaSetDevice(device_));
+    let_go();
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
     // The previous model's baseline goes first, so that both never need to fit.
     drop_baseline();
@@ -413,6 +421,7 @@ void CudaBackend::begin_strategy() {
   guarded([&] {
     // Offloaded tensors were freed in the copy stream's order: those frees
     // must have run before the trim can hand their memory back.
+    let_go();
     CUDA_CHECK_THROW(cudaStreamSynchronize(copy_stream_));
     pool_->trim();
     host_pool_->trim();
@@ -569,6 +578,10 @@ class DeviceCallScratch final : public MixedScratch {
 
 void CudaBackend::forward(const Model& m, int v, const TensorTable& t) {
   if (!loaded_ || m.size() != model_size_) throw InternalError("cuda backend: forward before load() of this model");
+  // A view computes nothing forward (the executor points it into its input's
+  // storage); in a mixed model its call would widen that storage for nothing:
+  // a kernel and a scratch buffer for each of a Llama's head reshapes.
+  if (m.op(v).view) return;
   guarded([&] {
     if (runs_mixed(m, v)) {
       DeviceCallScratch scratch(*pool_, *this);
@@ -598,6 +611,7 @@ void CudaBackend::backward(const Model& m, int v, const TensorTable& t, std::spa
 
 float CudaBackend::read_loss() {
   return guarded([&] {
+    let_go();
     float loss = 0;
     CUDA_CHECK_THROW(cudaMemcpyAsync(&loss, state_.loss, sizeof loss, cudaMemcpyDeviceToHost, state_.stream));
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
@@ -607,6 +621,7 @@ float CudaBackend::read_loss() {
 
 std::vector<float> CudaBackend::read_param_grad(std::size_t index) {
   return guarded([&] {
+    let_go();
     std::vector<float> out(static_cast<std::size_t>(numel_.at(index)));
     if (!out.empty())
       CUDA_CHECK_THROW(cudaMemcpyAsync(out.data(), state_.grads[index], 4 * out.size(), cudaMemcpyDeviceToHost,
@@ -621,23 +636,36 @@ std::vector<float> CudaBackend::read_param_grad(std::size_t index) {
 
 // ---- Synchronisation and timing -------------------------------------------------
 
+void CudaBackend::let_go() {
+  if (gated_) gated_->open();
+}
+
 void CudaBackend::synchronize() {
   guarded([&] {
+    let_go();
     CUDA_CHECK_THROW(cudaStreamSynchronize(state_.stream));
     CUDA_CHECK_THROW(cudaStreamSynchronize(copy_stream_));
   });
 }
 
 void CudaBackend::begin_marks(std::size_t count) {
-  guarded([&] { timer_->begin(count); });
+  guarded([&] { gated_ ? gated_->begin(count) : timer_->begin(count); });
 }
 
 void CudaBackend::mark(std::size_t index) {
-  guarded([&] { timer_->record(index); });
+  guarded([&] { gated_ ? gated_->record(index) : timer_->record(index); });
 }
 
 std::vector<double> CudaBackend::mark_times_ms() {
-  return guarded([&] { return timer_->elapsed_ms(); });
+  return guarded([&] {
+    if (!gated_) return timer_->elapsed_ms();
+    std::vector<double> ms = gated_->elapsed_ms();
+    if (const int n = gated_->timeouts())
+      std::cerr << "remat: warning: REMAT_CUDA_GATE: " << n << " instruction(s) waited for the device inside "
+                << "themselves; the gate let go after " << GatedTimer::kLimitNs / 1'000'000'000
+                << " s and their times include that wait\n";
+    return ms;
+  });
 }
 
 }  // namespace remat::cuda

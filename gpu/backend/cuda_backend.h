@@ -39,6 +39,7 @@
 #include "gpu/backend/cuda_ops.h"
 #include "gpu/backend/device_allocator.h"
 #include "gpu/backend/event_timer.h"
+#include "gpu/backend/gated_timer.h"
 #include "gpu/backend/pinned_host_pool.h"
 
 namespace remat::cuda {
@@ -122,6 +123,8 @@ class CudaBackend final : public remat::AllRolesBackend {
 
   // Beyond the interface, for benchmarks, tests and reports.
   cudaStream_t stream() const { return state_.stream; }
+  // REMAT_CUDA_GATE=1: gates that let go on their time limit in the last run (0 ungated).
+  int gate_timeouts() const { return gated_ ? gated_->timeouts() : 0; }
   cublasHandle_t cublas() const { return state_.cublas; }
   uint64_t cublas_workspace_bytes() const { return workspace_bytes_; }
   // The loaded model's convolution workspace (0 without a Conv).
@@ -134,6 +137,7 @@ class CudaBackend final : public remat::AllRolesBackend {
   // An event recorded now on `stream` (no timing).
   cudaEvent_t record_on(cudaStream_t stream);
   void drop_copy_events();  // after both streams are idle
+  void let_go();            // before a wait for the stream: the gate must not hold it
   // A pool buffer that must exist: DeviceOutOfMemory naming `what` when it cannot.
   // `counted`: the payload when `bytes` includes our own layout's padding.
   void* hold(uint64_t bytes, MemoryUse use, const char* what, std::optional<uint64_t> counted = std::nullopt);
@@ -149,6 +153,7 @@ class CudaBackend final : public remat::AllRolesBackend {
   uint64_t workspace_bytes_ = 0;
   std::unique_ptr<DevicePool> pool_;
   std::unique_ptr<EventTimer> timer_;
+  std::unique_ptr<GatedTimer> gated_;  // REMAT_CUDA_GATE=1: marks time each instruction alone
   cudaStream_t copy_stream_ = nullptr;
   std::unique_ptr<PinnedHostPool> host_pool_;
   // Copies in flight, by the buffer they use: device buffers an offload still

@@ -658,10 +658,30 @@ cpu::SdpaGeom attention_geom(const CudaOpState& s, const OpCall& c) {
   if (!c.op.attrs->const_shape.empty()) g.mask = static_cast<const float*>(s.constant(c.v));
   return g;
 }
+// On the 16-bit path (s.io: lowp_io) q, k, v, A(v), G(v) and the input
+// gradients are the tensors as stored, read through the same strides; lse
+// is aux(v) in f32 either way (the mixed call widens no aux of an Attention).
 void fwd_attention(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    return sdpa_fwd_io(attention_geom(s, c), io_in(c, s.io.in[0]), io_in(c, s.io.in[1]), io_in(c, s.io.in[2]),
+                       io_out(c, s.io.out), c.aux(), s.stream);
+  }
   sdpa_fwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.out(), c.aux(), s.scratch[kAttention], s.stream);
 }
 void bwd_attention(CudaOpState& s, const OpCall& c) {
+  if (s.io.active) {
+    ++s.io_calls;
+    IoOut dx[3];
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!c.dx(k)) continue;
+      if (c.acc(k))  // the call tells the kernel to add only for an input given twice, which lowp_io refuses
+        throw InternalError(op_label(c.model, c.v) + ": a 16-bit attention gradient the kernel is told to add to");
+      dx[k] = io_out(c, s.io.dx[k]);
+    }
+    return sdpa_bwd_io(attention_geom(s, c), io_in(c, s.io.in[0]), io_in(c, s.io.in[1]), io_in(c, s.io.in[2]),
+                       io_in(c, s.io.out), c.aux(), io_in(c, s.io.dy), dx[0], dx[1], dx[2], s.stream);
+  }
   sdpa_bwd(attention_geom(s, c), c.in(0), c.in(1), c.in(2), c.self(), c.aux(), c.dy(), c.dx(0), c.dx(1), c.dx(2),
            c.acc(0), c.acc(1), c.acc(2), s.scratch[kAttention], s.stream);
 }

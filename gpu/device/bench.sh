@@ -35,10 +35,11 @@ time_paths REMAT_CUDA_GEMM tensor gemm_paths.txt '^bf16/f16 products' \
   ${REMAT_BENCH_GEMM_MODELS-gpt:12:768:12:1024:8:bf16}
 # The 16-bit loads and stores (docs/gpu.md#16-bit-loads-and-stores):
 # REMAT_BENCH_POINTWISE_MODELS, default a bf16 GPT-2 small at batch 8 and a
-# ResNet-50 at batch 32, CUDA autocast's dtypes. The two paths must print the
-# same loss and gradient hash.
+# ResNet-50 at batch 32, CUDA autocast's dtypes, and GPT-2 small's attention
+# as one fused bf16 Attention (gpu/device/models/gpt2_sdpa_block_bf16.json).
+# The two paths must print the same loss and gradient hash.
 time_paths REMAT_CUDA_POINTWISE 16bit pointwise_paths.txt '^bf16/f16' \
-  ${REMAT_BENCH_POINTWISE_MODELS-gpt:12:768:12:1024:8:bf16@cuda resnet:50:64:224:32:1000:bf16@cuda}
+  ${REMAT_BENCH_POINTWISE_MODELS-gpt:12:768:12:1024:8:bf16@cuda resnet:50:64:224:32:1000:bf16@cuda gpu/device/models/gpt2_sdpa_block_bf16.json}
 # The convolutions (docs/gpu.md#convolutions-on-cudnns-16-bit-path):
 # REMAT_BENCH_CONV_MODELS, default a bf16 ResNet-50 at 224 px, batch 16,
 # autocast's CUDA dtypes.

@@ -4,9 +4,11 @@
 # without a GPU; docs/gpu.md), in the order that bisects them, each program
 # going on after a failure:
 #   1. the kernels: GemmLowp.* and ConvLowp.* within their float64 bounds,
-#      PointwiseIo.* byte for byte against the widening path;
+#      PointwiseIo.* byte for byte against the widening path (the fused
+#      attention's among them: PointwiseIo.FusedAttention);
 #   2. the backend, each path against its f32 twin, bitwise across strategies
-#      (CudaMixedConv.*, CudaMixed.Both*Paths*, CudaMixedCaptured.*: a captured Llama);
+#      (CudaMixedConv.*, CudaMixed.Both*Paths*, CudaMixedCaptured.*: a captured
+#      Llama, the fused attention's models in bf16 and f16);
 #   3. the presets near the CPU (CudaMixed.PeakExact*) as the environment has
 #      it, then with REMAT_CUDA_POINTWISE=f32, REMAT_CUDA_CONV=f32 and
 #      REMAT_CUDA_GEMM=f32 added one by one (the last is the path before any

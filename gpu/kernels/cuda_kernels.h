@@ -387,6 +387,17 @@ void sdpa_fwd(const SdpaGeom& g, const float* q, const float* k, const float* v,
 void sdpa_bwd(const SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
               const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
               bool acc_v, float* scratch, cudaStream_t stream);
+// Mixed precision's fused attention on tensors as stored (pointwise_io.cu's
+// rule; core/exec/pointwise_path.h's lowp_io): q, k, v, out and dout read
+// as stored through the same strides, every value after the load the f32
+// kernels' own (one source: the kernels are templates on how they load and
+// store), out rounded once to its dtype, each gradient (dq, dk, dv: null p
+// for none; three distinct tensors) rounded once and stored or, with `add`,
+// added as the widening call adds it; lse f32 as above. The bits are widen ->
+// sdpa_fwd/sdpa_bwd (accumulate off) -> the widening call's store.
+void sdpa_fwd_io(const SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoOut out, float* lse, cudaStream_t stream);
+void sdpa_bwd_io(const SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoIn out, const float* lse, IoIn dout, IoOut dq,
+                 IoOut dk, IoOut dv, cudaStream_t stream);
 
 // ---- plumbing.cu -----------------------------------------------------------------
 // xs, dxs, widths and accumulate are host arrays (of device pointers, sizes, flags).
@@ -495,5 +506,11 @@ void gather_bwd(const GatherGeom& g, const int64_t* index, const float* dy, floa
 using remat::cpu::ScanGeom;
 void cumsum_fwd(const ScanGeom& g, const float* x, float* y, cudaStream_t stream);
 void cumsum_bwd(const ScanGeom& g, const float* dy, float* dx, bool accumulate, cudaStream_t stream);
+
+// ---- gate.cu ---------------------------------------------------------------------------
+// One thread that returns once *open (mapped host memory, as the device sees
+// it) is non-zero, or after limit_ns nanoseconds (then *timed_out, device
+// memory or mapped, is incremented): gated_timer.h's hold on the stream.
+void gate_hold(const int* open, int* timed_out, uint64_t limit_ns, cudaStream_t stream);
 
 }  // namespace remat::cuda

@@ -9,10 +9,16 @@
 // broadcast by a shuffle), tiles in increasing order; the warp reductions are
 // the butterflies of device_common.cuh. No atomics, no scratch: reruns give the
 // same bits.
+// Mixed precision's variant (sdpa_*_io, docs/gpu.md#16-bit-loads-and-stores)
+// is the same kernels instantiated on tensors as stored (lowp_io.cuh's ld/st
+// on DIn/DOut instead of f32 pointers): q, k, v, out and dout widened
+// exactly on load, everything after that the f32 kernels' own code (the
+// rows staged in shared memory as f32), out and the gradients rounded once
+// on store as the widening call rounds them; lse f32 either way.
 #include <cmath>
 #include <string>
 
-#include "gpu/kernels/device_common.cuh"
+#include "gpu/kernels/lowp_io.cuh"
 
 namespace remat::cuda {
 namespace {
@@ -23,6 +29,14 @@ constexpr int kTile = 32;             // rows of the other side per shared tile:
 constexpr int kPerLane = 8;           // head-dimension columns per lane
 constexpr int64_t kMaxHeadDim = 32 * kPerLane;  // 256
 constexpr unsigned kFull = 0xffffffffu;
+
+using detail::DIn;
+using detail::DOut;
+using detail::ld;
+using detail::st;
+// Whether a gradient is wanted: a non-null f32 pointer, or a DOut with one.
+__host__ __device__ __forceinline__ bool wanted(const float* p) { return p != nullptr; }
+__host__ __device__ __forceinline__ bool wanted(DOut o) { return o.p != nullptr; }
 
 struct Geom {  // SdpaGeom for the device
   int64_t heads, tq, tk, d, dv;
@@ -65,31 +79,35 @@ __device__ __forceinline__ float mask_at(const Geom& g, int64_t hd, int64_t i, i
   return g.mask[(hd / g.heads) * g.ms[0] + (hd % g.heads) * g.ms[1] + i * g.ms[2] + j * g.ms[3]];
 }
 
-// One head's input: the (batch, head) offset of head hd = b·heads + h.
-__device__ __forceinline__ const float* head_of(const float* x, const int64_t* st, const Geom& g, int64_t hd) {
-  return x + (hd / g.heads) * st[0] + (hd % g.heads) * st[1];
+// One head of an input: the (batch, head) offset of head hd = b·heads + h,
+// in elements from the tensor's first (In: a const float*, or a DIn read
+// through ld()).
+__device__ __forceinline__ int64_t head_of(const int64_t* st, const Geom& g, int64_t hd) {
+  return (hd / g.heads) * st[0] + (hd % g.heads) * st[1];
 }
 
-// Row i of head hd of out (its columns adjacent).
-template <typename T>
-__device__ __forceinline__ T* out_row(T* out, const Geom& g, int64_t hd, int64_t i) {
-  return out + (hd / g.heads) * g.os[0] + (hd % g.heads) * g.os[1] + i * g.os[2];
+// Row i of head hd of out (its columns adjacent), the same way.
+__device__ __forceinline__ int64_t out_row(const Geom& g, int64_t hd, int64_t i) {
+  return (hd / g.heads) * g.os[0] + (hd % g.heads) * g.os[1] + i * g.os[2];
 }
 
-// dst (n, cols), row stride `ld`, = the block's rows [r0, r0 + n) of a head
-// read through (row, column) strides; all threads of the block take part.
-__device__ __forceinline__ void stage(float* dst, int ld, const float* head, const int64_t* st, int64_t r0, int n,
+// dst (n, cols), row stride `ldd`, = the block's rows [r0, r0 + n) of a head
+// (at `head` in x) read through (row, column) strides; all threads of the
+// block take part.
+template <typename In>
+__device__ __forceinline__ void stage(float* dst, int ldd, In x, int64_t head, const int64_t* st, int64_t r0, int n,
                                       int cols) {
   for (int e = threadIdx.x; e < n * cols; e += blockDim.x) {
     const int r = e / cols, c = e % cols;
-    dst[r * ld + c] = head[(r0 + r) * st[2] + c * st[3]];
+    dst[r * ldd + c] = ld(x, head + (r0 + r) * st[2] + c * st[3]);
   }
 }
 
 // A warp's copy of one row of a head into shared memory.
-__device__ __forceinline__ void stage_row(float* dst, const float* head, const int64_t* st, int64_t r, int cols,
+template <typename In>
+__device__ __forceinline__ void stage_row(float* dst, In x, int64_t head, const int64_t* st, int64_t r, int cols,
                                           int lane) {
-  for (int c = lane; c < cols; c += 32) dst[c] = head[r * st[2] + c * st[3]];
+  for (int c = lane; c < cols; c += 32) dst[c] = ld(x, head + r * st[2] + c * st[3]);
 }
 
 // a · b over n columns, in increasing order (one lane's dot product).
@@ -103,9 +121,11 @@ __device__ __forceinline__ float dot(const float* a, const float* b, int n) {
 // CPU's dot_f64, returned to every lane: lane partials in column order, then
 // the butterfly. The dq and the dk/dv kernels call it alike, so both see the
 // same bits.
-__device__ __forceinline__ float row_delta(const float* dout, const float* out, int n, int lane) {
+// dout's row at `dr`, out's at `orow` (elements from each one's first).
+template <typename In>
+__device__ __forceinline__ float row_delta(In dout, int64_t dr, In out, int64_t orow, int n, int lane) {
   double s = 0.0;
-  for (int c = lane; c < n; c += 32) s += static_cast<double>(dout[c]) * out[c];
+  for (int c = lane; c < n; c += 32) s += static_cast<double>(ld(dout, dr + c)) * ld(out, orow + c);
   return static_cast<float>(detail::warp_sum(s));
 }
 
@@ -124,13 +144,16 @@ __device__ __forceinline__ QueryRows query_rows(const Geom& g, int64_t w, int64_
   return {w / row_blocks, i, visible(g, r_last), active ? visible(g, i) : 0, active};
 }
 
-// dst (cols) = or += a warp's row accumulator: column c is lane c % 32's acc[c / 32].
-__device__ __forceinline__ void store_row(float* dst, const float (&acc)[kPerLane], int cols, int lane,
+// The row at `row` of dst (cols) = or += a warp's row accumulator: column c
+// is lane c % 32's acc[c / 32] (a DOut: rounded once, stored or added as its
+// `add` says).
+template <typename Out>
+__device__ __forceinline__ void store_row(Out dst, int64_t row, const float (&acc)[kPerLane], int cols, int lane,
                                           bool accumulate) {
 #pragma unroll
   for (int t = 0; t < kPerLane; ++t) {
     const int c = lane + 32 * t;
-    if (c < cols) detail::store_grad(&dst[c], acc[t], accumulate);
+    if (c < cols) st(dst, row + c, acc[t], accumulate);
   }
 }
 
@@ -140,9 +163,9 @@ __device__ __forceinline__ void store_row(float* dst, const float (&acc)[kPerLan
 // softmax, rescaled when m grows) over the key tiles.
 // Shared: the warps' q rows (kWarps, d), a key tile (kTile, d + 1) and a value
 // tile (kTile, dv + 1) (padded: lane j reads row j).
+template <typename In, typename Out>
 __global__ void __launch_bounds__(kThreads)
-    sdpa_fwd_kernel(Geom g, const float* q, const float* k, const float* v, float* out, float* lse,
-                    int64_t row_blocks, int64_t work) {
+    sdpa_fwd_kernel(Geom g, In q, In k, In v, Out out, float* lse, int64_t row_blocks, int64_t work) {
   extern __shared__ float smem[];
   const int d = static_cast<int>(g.d), dv = static_cast<int>(g.dv);
   const int ldk = d + 1, ldv = dv + 1;
@@ -154,17 +177,17 @@ __global__ void __launch_bounds__(kThreads)
     const QueryRows it = query_rows(g, w, row_blocks, warp);
     const int64_t hd = it.head, i = it.row, keys = it.keys, seen = it.seen;
     const bool active = it.active;
-    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t qh = head_of(g.qs, g, hd), kh = head_of(g.ks, g, hd), vh = head_of(g.vs, g, hd);
     __syncthreads();  // the previous item's readers are done with the shared rows
-    if (active) stage_row(qrows + warp * d, qh, g.qs, i, d, lane);
+    if (active) stage_row(qrows + warp * d, q, qh, g.qs, i, d, lane);
     float m = -INFINITY, l = 0.0f;
     float acc[kPerLane];
     for (float& a : acc) a = 0.0f;
     for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
       const int n = static_cast<int>(keys - j0 < kTile ? keys - j0 : kTile);
       __syncthreads();  // the previous tile is consumed
-      stage(ks, ldk, kh, g.ks, j0, n, d);
-      stage(vs, ldv, vh, g.vs, j0, n, dv);
+      stage(ks, ldk, k, kh, g.ks, j0, n, d);
+      stage(vs, ldv, v, vh, g.vs, j0, n, dv);
       __syncthreads();
       if (j0 >= seen) continue;  // warp-uniform: none of this tile is visible to the row
       const int nj = static_cast<int>(seen - j0 < n ? seen - j0 : n);  // >= 1: key j0 is visible
@@ -193,12 +216,12 @@ __global__ void __launch_bounds__(kThreads)
       m = m_new;
     }
     if (!active) continue;
-    float* orow = out_row(out, g, hd, i);
+    const int64_t orow = out_row(g, hd, i);
     const float inv = 1.0f / l;
 #pragma unroll
     for (int t = 0; t < kPerLane; ++t) {
       const int c = lane + 32 * t;
-      if (c < dv) orow[c] = acc[t] * inv;
+      if (c < dv) st(out, orow + c, acc[t] * inv, false);
     }
     if (lane == 0) lse[hd * g.tq + i] = m + logf(l);
   }
@@ -209,9 +232,10 @@ __global__ void __launch_bounds__(kThreads)
 // over the key tiles: lane j recomputes P_ij = exp(s_ij − lse_i) and
 // dS_ij = P_ij·(dO_i·v_j − D_i)·scale; dq_i = Σ_j dS_ij k_j in key order.
 // Shared: the warps' q and dO rows, a key and a value tile (padded).
+template <typename In, typename Out>
 __global__ void __launch_bounds__(kThreads)
-    sdpa_bwd_dq_kernel(Geom g, const float* q, const float* k, const float* v, const float* out, const float* lse,
-                       const float* dout, float* dq, bool acc_q, int64_t row_blocks, int64_t work) {
+    sdpa_bwd_dq_kernel(Geom g, In q, In k, In v, In out, const float* lse, In dout, Out dq, bool acc_q,
+                       int64_t row_blocks, int64_t work) {
   extern __shared__ float smem[];
   const int d = static_cast<int>(g.d), dv = static_cast<int>(g.dv);
   const int ldk = d + 1, ldv = dv + 1;
@@ -224,14 +248,14 @@ __global__ void __launch_bounds__(kThreads)
     const QueryRows it = query_rows(g, w, row_blocks, warp);
     const int64_t hd = it.head, i = it.row, keys = it.keys, seen = it.seen;
     const bool active = it.active;
-    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t qh = head_of(g.qs, g, hd), kh = head_of(g.ks, g, hd), vh = head_of(g.vs, g, hd);
     const int64_t row = hd * g.tq + i;
     __syncthreads();
     float delta = 0.0f, l = 0.0f;
     if (active) {
-      stage_row(qrows + warp * d, qh, g.qs, i, d, lane);
-      for (int c = lane; c < dv; c += 32) dorows[warp * dv + c] = dout[row * g.dv + c];
-      delta = row_delta(dout + row * g.dv, out_row(out, g, hd, i), dv, lane);
+      stage_row(qrows + warp * d, q, qh, g.qs, i, d, lane);
+      for (int c = lane; c < dv; c += 32) dorows[warp * dv + c] = ld(dout, row * g.dv + c);
+      delta = row_delta(dout, row * g.dv, out, out_row(g, hd, i), dv, lane);
       l = lse[row];
     }
     float acc[kPerLane];
@@ -239,8 +263,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t j0 = 0; j0 < keys; j0 += kTile) {
       const int n = static_cast<int>(keys - j0 < kTile ? keys - j0 : kTile);
       __syncthreads();
-      stage(ks, ldk, kh, g.ks, j0, n, d);
-      stage(vs, ldv, vh, g.vs, j0, n, dv);
+      stage(ks, ldk, k, kh, g.ks, j0, n, d);
+      stage(vs, ldv, v, vh, g.vs, j0, n, dv);
       __syncthreads();
       if (j0 >= seen) continue;  // warp-uniform
       const int nj = static_cast<int>(seen - j0 < n ? seen - j0 : n);
@@ -264,7 +288,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (!active) continue;
-    store_row(dq + row * g.d, acc, d, lane, acc_q);
+    store_row(dq, row * g.d, acc, d, lane, acc_q);
   }
 }
 
@@ -278,10 +302,10 @@ __global__ void __launch_bounds__(kThreads)
 // owns it, dk's share first, as the CPU stores them.
 // Shared: the warps' k and v rows, a query tile (kTile, d + 1), a dO tile
 // (kTile, dv + 1), the tile's lse and D.
+template <typename In, typename Out>
 __global__ void __launch_bounds__(kThreads)
-    sdpa_bwd_dkv_kernel(Geom g, const float* q, const float* k, const float* v, const float* out, const float* lse,
-                        const float* dout, float* dk, float* dv, bool acc_k, bool acc_v, int64_t key_blocks,
-                        int64_t work) {
+    sdpa_bwd_dkv_kernel(Geom g, In q, In k, In v, In out, const float* lse, In dout, Out dk, Out dv, bool acc_k,
+                        bool acc_v, int64_t key_blocks, int64_t work) {
   extern __shared__ float smem[];
   const int d = static_cast<int>(g.d), dvn = static_cast<int>(g.dv);
   const int ldq = d + 1, ldo = dvn + 1;
@@ -294,7 +318,7 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int64_t w = blockIdx.x; w < work; w += gridDim.x) {
     const int64_t hd = w / key_blocks, kb = (w % key_blocks) * kWarps;
-    const float *qh = head_of(q, g.qs, g, hd), *kh = head_of(k, g.ks, g, hd), *vh = head_of(v, g.vs, g, hd);
+    const int64_t qh = head_of(g.qs, g, hd), kh = head_of(g.ks, g, hd), vh = head_of(g.vs, g, hd);
     const int64_t j = kb + warp;
     const bool active = j < g.tk;
     // Query rows that see key j: [j, tq) when causal (empty for j >= tq), else all.
@@ -302,8 +326,8 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t block_first = g.causal ? kb : 0;
     __syncthreads();
     if (active) {
-      stage_row(krows + warp * d, kh, g.ks, j, d, lane);
-      stage_row(vrows + warp * dvn, vh, g.vs, j, dvn, lane);
+      stage_row(krows + warp * d, k, kh, g.ks, j, d, lane);
+      stage_row(vrows + warp * dvn, v, vh, g.vs, j, dvn, lane);
     }
     float acck[kPerLane], accv[kPerLane];
     for (float& a : acck) a = 0.0f;
@@ -311,14 +335,14 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t i0 = block_first; i0 < g.tq; i0 += kTile) {
       const int n = static_cast<int>(g.tq - i0 < kTile ? g.tq - i0 : kTile);
       __syncthreads();
-      stage(qs, ldq, qh, g.qs, i0, n, d);
+      stage(qs, ldq, q, qh, g.qs, i0, n, d);
       for (int e = threadIdx.x; e < n * dvn; e += blockDim.x) {
         const int r = e / dvn, c = e % dvn;
-        dos[r * ldo + c] = dout[(hd * g.tq + i0 + r) * g.dv + c];
+        dos[r * ldo + c] = ld(dout, (hd * g.tq + i0 + r) * g.dv + c);
       }
       for (int r = warp; r < n; r += kWarps) {
         const int64_t row = hd * g.tq + i0 + r;
-        const float delta = row_delta(dout + row * g.dv, out_row(out, g, hd, i0 + r), dvn, lane);
+        const float delta = row_delta(dout, row * g.dv, out, out_row(g, hd, i0 + r), dvn, lane);
         if (lane == 0) {
           deltas[r] = delta;
           lses[r] = lse[row];
@@ -350,8 +374,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (!active) continue;
     const int64_t row = hd * g.tk + j;
-    if (dk) store_row(dk + row * g.d, acck, d, lane, acc_k);
-    if (dv) store_row(dv + row * g.dv, accv, dvn, lane, acc_v);
+    if (wanted(dk)) store_row(dk, row * g.d, acck, d, lane, acc_k);
+    if (wanted(dv)) store_row(dv, row * g.dv, accv, dvn, lane, acc_v);
   }
 }
 
@@ -374,39 +398,69 @@ void launch(Kernel kernel, int64_t work, size_t bytes, cudaStream_t stream, Args
 
 int64_t blocks_of(int64_t rows) { return (rows + kWarps - 1) / kWarps; }
 
+// Both variants' launches: In const float* and Out float* (the f32 kernels),
+// or DIn and DOut (tensors as stored).
+template <typename In, typename Out>
+void run_fwd(const cpu::SdpaGeom& g, In q, In k, In v, Out out, float* lse, cudaStream_t stream) {
+  const Geom dg = device_geom(g);
+  const int64_t heads = g.batch * g.heads, row_blocks = blocks_of(g.tq);
+  const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * g.d + kTile * (g.d + 1) + kTile * (g.dv + 1));
+  launch(sdpa_fwd_kernel<In, Out>, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, row_blocks);
+}
+
+template <typename In, typename Out>
+void run_bwd(const cpu::SdpaGeom& g, In q, In k, In v, In out, const float* lse, In dout, Out dq, Out dk, Out dv,
+             bool acc_q, bool acc_k, bool acc_v, cudaStream_t stream) {
+  const Geom dg = device_geom(g);
+  const int64_t heads = g.batch * g.heads;
+  // dq first: where q is also k or v, the gradients share one buffer and dq
+  // (stored, or added) goes in before dk and dv add theirs, as on the CPU.
+  if (wanted(dq)) {
+    const int64_t row_blocks = blocks_of(g.tq);
+    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
+                                                              kTile * (g.dv + 1));
+    launch(sdpa_bwd_dq_kernel<In, Out>, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dq, acc_q,
+           row_blocks);
+  }
+  if (wanted(dk) || wanted(dv)) {
+    const int64_t key_blocks = blocks_of(g.tk);
+    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
+                                                              kTile * (g.dv + 1) + 2 * kTile);
+    launch(sdpa_bwd_dkv_kernel<In, Out>, heads * key_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dk, dv,
+           acc_k, acc_v, key_blocks);
+  }
+}
+
+// A gradient the 16-bit backward writes: none where its pointer is null.
+DOut grad_out(IoOut o) { return o.p ? detail::dout(o) : DOut{nullptr, IoType::F32, false}; }
+
 }  // namespace
 
 void sdpa_fwd(const cpu::SdpaGeom& g, const float* q, const float* k, const float* v, float* out, float* lse,
               float* /*scratch: unused*/, cudaStream_t stream) {
   check("sdpa_fwd", g);
-  const Geom dg = device_geom(g);
-  const int64_t heads = g.batch * g.heads, row_blocks = blocks_of(g.tq);
-  const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * g.d + kTile * (g.d + 1) + kTile * (g.dv + 1));
-  launch(sdpa_fwd_kernel, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, row_blocks);
+  run_fwd(g, q, k, v, out, lse, stream);
 }
 
 void sdpa_bwd(const cpu::SdpaGeom& g, const float* q, const float* k, const float* v, const float* out,
               const float* lse, const float* dout, float* dq, float* dk, float* dv, bool acc_q, bool acc_k,
               bool acc_v, float* /*scratch: unused*/, cudaStream_t stream) {
   check("sdpa_bwd", g);
-  const Geom dg = device_geom(g);
-  const int64_t heads = g.batch * g.heads;
-  // dq first: where q is also k or v, the gradients share one buffer and dq
-  // (stored, or added) goes in before dk and dv add theirs, as on the CPU.
-  if (dq) {
-    const int64_t row_blocks = blocks_of(g.tq);
-    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
-                                                              kTile * (g.dv + 1));
-    launch(sdpa_bwd_dq_kernel, heads * row_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dq, acc_q,
-           row_blocks);
-  }
-  if (dk || dv) {
-    const int64_t key_blocks = blocks_of(g.tk);
-    const size_t bytes = sizeof(float) * static_cast<size_t>(kWarps * (g.d + g.dv) + kTile * (g.d + 1) +
-                                                              kTile * (g.dv + 1) + 2 * kTile);
-    launch(sdpa_bwd_dkv_kernel, heads * key_blocks, bytes, stream, dg, q, k, v, out, lse, dout, dk, dv, acc_k,
-           acc_v, key_blocks);
-  }
+  run_bwd(g, q, k, v, out, lse, dout, dq, dk, dv, acc_q, acc_k, acc_v, stream);
+}
+
+void sdpa_fwd_io(const cpu::SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoOut out, float* lse, cudaStream_t stream) {
+  check("sdpa_fwd_io", g);
+  run_fwd(g, detail::din(q), detail::din(k), detail::din(v), detail::dout(out), lse, stream);
+}
+
+void sdpa_bwd_io(const cpu::SdpaGeom& g, IoIn q, IoIn k, IoIn v, IoIn out, const float* lse, IoIn dout, IoOut dq,
+                 IoOut dk, IoOut dv, cudaStream_t stream) {
+  check("sdpa_bwd_io", g);
+  // The gradients are three tensors (lowp_io: q, k, v distinct), each told
+  // only whether it adds (the f32 kernel's accumulate is false there too).
+  run_bwd(g, detail::din(q), detail::din(k), detail::din(v), detail::din(out), lse, detail::din(dout), grad_out(dq),
+          grad_out(dk), grad_out(dv), false, false, false, stream);
 }
 
 }  // namespace remat::cuda

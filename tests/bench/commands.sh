@@ -42,6 +42,7 @@ cases=(
   "model chain:10^6|$(((runs + 1) / 2))|model --model chain:1000000"
   "simulate chain:10^6 store-all,sqrt|$(((runs + 1) / 2))|simulate --model chain:1000000 --strategy store-all,sqrt"
   "simulate chain:3000 recompute-all|$(((runs + 2) / 3))|simulate --model chain:3000 --strategy recompute-all"
+  "run resnet:18:16:32:8:10:bf16 on the CPU|$(((runs + 2) / 3))|run --model resnet:18:16:32:8:10:bf16 --strategy store-all,sqrt --repeat 3 --backend cpu"
 )
 
 # Wall-clock medians depend on how busy the machine is; the CPU time (user +

@@ -15,15 +15,16 @@
 
 namespace remat::testing {
 
-// A model file with every op but the input and the loss in bf16 (as if a
-// capture had recorded them so): its ops on mixed precision's paths.
-inline Model model_in_bf16(const std::string& path) {
+// A model file with every op but the input and the loss in `dtype` ("bf16",
+// "f16"; as if a capture had recorded them so): its ops on mixed precision's paths.
+inline Model model_in(const std::string& path, const std::string& dtype) {
   std::ifstream in(path);
   nlohmann::json doc = nlohmann::json::parse(in);
   for (auto& op : doc["ops"])
-    if (op["kind"] != "Input" && op["kind"] != "SoftmaxCELoss") op["dtype"] = "bf16";
-  return model_from_json(doc, path + " (in bf16)");
+    if (op["kind"] != "Input" && op["kind"] != "SoftmaxCELoss") op["dtype"] = dtype;
+  return model_from_json(doc, path + " (in " + dtype + ")");
 }
+inline Model model_in_bf16(const std::string& path) { return model_in(path, "bf16"); }
 
 inline Schedule schedule_of(const Model& m, const std::string& spec) { return make_strategy(spec)->schedule(m); }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/scoped_env.h"
 #include "tests/app/cli_runner.h"
 
 namespace {
@@ -216,6 +217,23 @@ TEST(CliRun, CudaPointwiseSwitch) {
                                          : "loaded and stored as stored for all 10 ops"),
             std::string::npos)
       << table.out;
+}
+
+// REMAT_CUDA_GATE (docs/gpu.md, "Is a step waiting for the host?"): a value
+// other than 0 or 1 is refused before any work where the run may use CUDA,
+// and ignored with --backend cpu, whose times it does not concern.
+TEST(CliRun, CudaGateSwitch) {
+  const std::string model = "run --model mlp:2:16:4 --strategy store-all --repeat 1 ";
+  remat::testing::ScopedEnv gate("REMAT_CUDA_GATE");
+  gate.set("on");
+  const CliResult bad = run_cli(model + "--backend auto");
+  const CliResult ignored = run_cli(model + "--backend cpu");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "remat: error: REMAT_CUDA_GATE: 'on' is not 0 or 1 (1: each instruction's kernels timed alone, to see "
+            "whether a step waits for the host)\n");
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(ignored.code, 0) << ignored.err;
 }
 
 // REMAT_CUDA_CONV, the same for the convolutions: refused before any work

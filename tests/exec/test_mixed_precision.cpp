@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "core/exec/cpu_mixed.h"
+#include "core/io/model_source.h"
 #include "core/kernels/convert.h"
 #include "tests/exec/exec_test_util.h"
 
@@ -263,6 +264,31 @@ TEST(MixedPrecision, PureF32OpsDoNotRunMixed) {
   for (int v = 0; v < f32.size(); ++v) EXPECT_FALSE(runs_mixed(f32, v)) << v;
   const Model bf16 = make_preset("gpt:1:32:4:8:2:bf16:64");
   for (int v = 1; v < bf16.size(); ++v) EXPECT_TRUE(runs_mixed(bf16, v)) << v;
+}
+
+// A view computes nothing forward, so its forward takes no mixed call (no
+// scratch, no widening of its storage: on CUDA a kernel and an allocation
+// each), while every other forward and every backward of an op runs_mixed
+// holds does, two runs (the warm-up and one timed) of sqrt's schedule, with
+// store-all's bits. A captured bf16 Llama: its head reshapes, transposes,
+// slices and expands are views of bf16 storages.
+TEST(MixedPrecision, AViewsForwardTakesNoMixedCall) {
+  const Model m = load_model(REMAT_EXEC_TEST_MODELS "/llama_bf16_small.json");
+  const Schedule s = schedule_of(m, "sqrt");
+  uint64_t calls = 0;
+  int view_fwds = 0;
+  for (const Instr& ins : s.code) {
+    if (ins.kind == InstrKind::Fwd && m.op(ins.op).view) view_fwds += runs_mixed(m, ins.op);
+    else if (ins.kind == InstrKind::Fwd || ins.kind == InstrKind::Bwd) calls += runs_mixed(m, ins.op);
+  }
+  EXPECT_GE(view_fwds, 50);  // of sqrt's 2 blocks' forwards and recomputations
+  CpuBackend cpu;
+  const ExecResult r = execute(m, s, cpu, quick());
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(cpu.mixed_calls(), 2 * calls);
+  const ExecResult all = execute(m, schedule_of(m, "store-all"), cpu, quick());
+  ASSERT_TRUE(all.ok()) << all.message;
+  EXPECT_EQ(r.grad_hash, all.grad_hash);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,8 @@
 #include "core/exec/cpu_backend.h"
 #include "core/exec/cpu_mixed.h"
 #include "core/model/autocast.h"
+#include "core/model/op_layout.h"
+#include "core/model/op_rules.h"
 #include "core/exec/op_exec.h"
 #include "core/exec/pointwise_path.h"
 #include "core/io/model_source.h"
@@ -50,7 +53,8 @@ std::set<std::string> direct_ops(const Model& m, PointwiseMode mode) {
   int widening = 0;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);  // count_pointwise_paths' own test of runs_mixed, which it restates
-    widening += op.kind != OpKind::Input && !op.view && !autocast_lowers(op.kind) && runs_mixed(m, v);
+    widening += op.kind != OpKind::Input && !op.view &&
+                (!autocast_lowers(op.kind) || op.kind == OpKind::Attention) && runs_mixed(m, v);
     const bool f = lowp_io(m, v, false, mode), b = lowp_io(m, v, true, mode);
     if (!is_loss(op.kind)) {
       EXPECT_EQ(f, b) << op.name;  // a loss's backward: below
@@ -311,6 +315,109 @@ TEST(PointwisePath, GradientsThatAddGiveTheWideningCallsBitsOnTheCpu) {
     m.finalize();
     for (const int v : {a, b, s, p, r, t, u}) EXPECT_TRUE(lowp_io(m, v, true, PointwiseMode::Direct)) << m.op(v).name;
     expect_same_bits_with_the_stored_tensors(m);
+  }
+}
+
+// A bf16 attention whose q (a GELU of the f32 input) is in `qt`: in f32,
+// autocast casts it (its bf16 copy in aux); then an f32 attention of the
+// input (q = k = v), the two added in f32.
+Model attention_with_q(DType qt) {
+  Model m;
+  m.name = "attention with q in " + std::string(dtype_name(qt));
+  const int x = m.add(testing::make_op(OpKind::Input, {}, {2, 6, 8}, DType::F32));
+  const int q = m.add(testing::make_op(OpKind::GELU, {x}, {2, 6, 8}, qt));
+  const int k = m.add(testing::make_op(OpKind::Linear, {x}, {2, 6, 8}, DType::BF16));
+  const int v = m.add(testing::make_op(OpKind::Linear, {x}, {2, 6, 8}, DType::BF16));
+  Op attn = testing::make_op(OpKind::Attention, {q, k, v}, {2, 6, 8}, DType::BF16);
+  attn.name = "attn";
+  const int a = m.add(attn);
+  Op f32 = testing::make_op(OpKind::Attention, {x, x, x}, {2, 6, 8}, DType::F32);
+  f32.name = "attn.f32";
+  const int f = m.add(f32);
+  const int s = m.add(testing::make_op(OpKind::Add, {a, f}, {2, 6, 8}, DType::F32));
+  const int r = m.add(testing::make_op(OpKind::GELU, {s}, {2, 6, 8}, DType::BF16));
+  m.add(testing::make_op(OpKind::MSELoss, {r}, {}, DType::F32));
+  m.finalize();
+  return m;
+}
+
+// The fused attention (scaled_dot_product_attention) takes the 16-bit path
+// where q, k, v are three tensors of its own bf16/f16 dtype: attention_small's
+// causal one (q, k, v strided views of one projection), tail_small's (an
+// additive mask), attention_adds' (strided k and v); not attention_small's
+// second (one tensor read as q, k and v: three gradients summed in f32 first),
+// nor one whose q autocast casts (an f32 tensor: its copy in aux), nor an f32
+// model's. remat run's count takes it among the ops that widen.
+TEST(PointwisePath, AFusedAttentionOfItsOwn16BitDtype) {
+  for (const char* dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    for (const char* file : {"attention_small", "tail_small", "attention_adds"}) {
+      SCOPED_TRACE(file);
+      const Model m = testing::model_in(std::string(REMAT_EXEC_TEST_MODELS "/") + file + ".json", dtype);
+      int attentions = 0, direct = 0;
+      for (int v = 0; v < m.size(); ++v) {
+        if (m.op(v).kind != OpKind::Attention) continue;
+        ++attentions;
+        const bool io = lowp_io(m, v, false, PointwiseMode::Direct);
+        EXPECT_EQ(lowp_io(m, v, true, PointwiseMode::Direct), io) << m.op(v).name;
+        EXPECT_FALSE(lowp_io(m, v, false, PointwiseMode::F32)) << m.op(v).name;
+        EXPECT_EQ(io, m.op(v).name == "attn") << m.op(v).name;
+        direct += io;
+      }
+      EXPECT_EQ(attentions, std::string(file) == "attention_small" ? 2 : 1);
+      EXPECT_EQ(direct, 1);
+      direct_ops(m, PointwiseMode::Direct);  // its count of the ops that widen, Attention among them
+    }
+  }
+  // attention_small in bf16, what remat run reports: its two Attentions and
+  // the loss widen, the first Attention loads and stores 16 bits. The heads'
+  // merge after it is a view: the attention writes its output in the
+  // (batch, t, heads, d) order the merge reads (strided, its columns
+  // adjacent), which the 16-bit kernel writes through as the f32 one does.
+  const Model small = testing::model_in(REMAT_EXEC_TEST_MODELS "/attention_small.json", "bf16");
+  const PointwisePathCount c = count_pointwise_paths(small, PointwiseMode::Direct);
+  EXPECT_EQ(c.widening, 3);
+  EXPECT_EQ(c.direct, 1);
+  EXPECT_EQ(count_pointwise_paths(small, PointwiseMode::F32).widening, 3);
+  EXPECT_EQ(count_pointwise_paths(small, PointwiseMode::F32).direct, 0);
+  for (int v = 0; v < small.size(); ++v) {
+    const Op& op = small.op(v);
+    if (op.name == "attn.merge") {
+      EXPECT_TRUE(op.view);
+    }
+    if (op.name == "attn") {
+      EXPECT_EQ(layout_of(op), (std::vector<int64_t>{96, 8, 16, 1}));  // (2, 2, 6, 8) stored as (2, 6, 2, 8)
+    }
+  }
+  // By hand: q in f32 (autocast casts it: its copy in aux), or an f32 attention.
+  for (const DType qt : {DType::F32, DType::BF16}) {
+    const Model m = attention_with_q(qt);
+    const int a = m.size() - 5, f = m.size() - 4;
+    ASSERT_EQ(m.op(a).name, "attn");
+    ASSERT_EQ(m.op(f).name, "attn.f32");
+    EXPECT_EQ(lowp_io(m, a, false, PointwiseMode::Direct), qt == DType::BF16) << dtype_name(qt);
+    EXPECT_EQ(lowp_io(m, a, true, PointwiseMode::Direct), qt == DType::BF16) << dtype_name(qt);
+    EXPECT_FALSE(lowp_io(m, f, false, PointwiseMode::Direct));
+    // Nor does one with a cast input run at all yet: its saved set holds the
+    // cast (in aux), not q, which the kernels read.
+    EXPECT_EQ(executable(m.op(a)), qt == DType::BF16) << dtype_name(qt);
+  }
+}
+
+// The fused attention's plumbing on the CPU (the kernels read q, k, v, A(v)
+// and G(v) as stored, through the same strides; A(v) and each gradient
+// rounded once into its tensor, stored or added): the widening call's bits
+// under every strategy and both GEMM paths, in bf16 and f16, causal (strided
+// q, k, v from one projection), with an additive mask, and with gradients
+// that add (attention_adds: G(q) and G(v) stored first by a GELU and an Add).
+TEST(PointwisePath, AFusedAttentionGivesTheWideningCallsBitsOnTheCpu) {
+  for (const char* dtype : {"bf16", "f16"}) {
+    SCOPED_TRACE(dtype);
+    for (const char* file : {"attention_small", "tail_small", "attention_adds"}) {
+      SCOPED_TRACE(file);
+      const Model m = testing::model_in(std::string(REMAT_EXEC_TEST_MODELS "/") + file + ".json", dtype);
+      expect_same_bits_with_the_stored_tensors(m);
+    }
   }
 }
 

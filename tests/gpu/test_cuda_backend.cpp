@@ -18,6 +18,7 @@
 #include "tests/exec/exec_test_util.h"
 #include "tests/gpu/fault_kernel.h"
 #include "tests/gpu/require_cuda.h"
+#include "tests/support/scoped_env.h"
 #include "core/exec/forwarding_backend.h"
 #include "core/exec/gemm_path.h"
 #include "core/exec/pointwise_path.h"
@@ -252,6 +253,47 @@ TEST(CudaBackend, RepeatedRunsAreBitIdentical) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a.grad_hash, b.grad_hash);
   EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0);
+}
+
+// REMAT_CUDA_GATE=1 (gated_timer.h): each instruction's kernels are held
+// until the host has issued them all, so its time is device time alone and
+// the step's time their sum; the bits, the tracked peak and the instruction
+// count are the ungated run's, no gate waits out its limit, and a value
+// other than 0 or 1 is refused naming the variable.
+TEST(CudaBackend, GatedMarksTimeEachInstructionAloneAndChangeNoBit) {
+  REQUIRE_CUDA();
+  const Model m = make_preset("gpt:2:64:4:16:2:bf16");
+  const Schedule s = schedule_of(m, "sqrt");
+  const ExecResult plain = execute(m, s, *device().backend, quick(5));
+  ASSERT_TRUE(plain.ok()) << plain.message;
+  testing::ScopedEnv gate("REMAT_CUDA_GATE");
+  gate.set("yes");
+  std::string why;
+  EXPECT_EQ(cuda::make_cuda_backend(&why), nullptr);
+  EXPECT_NE(why.find("REMAT_CUDA_GATE: 'yes' is not 0 or 1"), std::string::npos) << why;
+  gate.set("1");
+  const std::unique_ptr<Backend> gated = cuda::make_cuda_backend(&why);
+  ASSERT_TRUE(gated) << why;
+  EXPECT_NE(gated->name().find("REMAT_CUDA_GATE"), std::string::npos) << gated->name();
+  const ExecResult g = execute(m, s, *gated, quick(5));
+  ASSERT_TRUE(g.ok()) << g.message;
+  EXPECT_EQ(g.grad_hash, plain.grad_hash);
+  EXPECT_EQ(std::memcmp(&g.loss, &plain.loss, sizeof(float)), 0);
+  EXPECT_EQ(g.tracked_peak_bytes, plain.tracked_peak_bytes);
+  ASSERT_EQ(g.instr_ms.size(), s.code.size());
+  double sum = 0;
+  int timed = 0;
+  for (double ms : g.instr_ms) {
+    EXPECT_GE(ms, 0.0);
+    EXPECT_LT(ms, 1000.0);  // far below the gate's 2 s limit: none let go on it
+    sum += ms;
+    timed += ms > 0;
+  }
+  EXPECT_GT(timed, 0);
+  EXPECT_NEAR(sum, g.time_ms, 0.05 * g.time_ms + 1e-3);
+  auto* cb = dynamic_cast<cuda::CudaBackend*>(gated.get());
+  ASSERT_NE(cb, nullptr);
+  EXPECT_EQ(cb->gate_timeouts(), 0);
 }
 
 // Each strategy starts from a trimmed pool: what recompute-all reserves is the
@@ -504,6 +546,26 @@ TEST(CudaMixedCaptured, BroadcastAndStridedPointwiseBothPathsBitwiseAcrossStrate
   REQUIRE_CUDA();
   const std::string path = REMAT_EXEC_TEST_MODELS "/pointwise_small.json";
   expect_both_pointwise_paths_bitwise(path + " in bf16", testing::model_in_bf16(path));
+}
+
+// The fused attention (scaled_dot_product_attention) on stored tensors, in
+// bf16 and f16: attention_small's causal one (q, k, v strided views of one
+// projection, the output written as (batch, t, heads, d)), tail_small's (an
+// additive mask), attention_adds' (strided k and v; G(q) and G(v) stored
+// first by other readers, the attention's gradients added).
+TEST(CudaMixedCaptured, FusedAttentionBothPathsBitwiseAcrossStrategies) {
+  REQUIRE_CUDA();
+  for (const char* dtype : {"bf16", "f16"})
+    for (const char* file : {"attention_small", "tail_small", "attention_adds"}) {
+      const std::string path = std::string(REMAT_EXEC_TEST_MODELS "/") + file + ".json";
+      SCOPED_TRACE(path + " in " + dtype);
+      const Model m = testing::model_in(path, dtype);
+      int attentions = 0;
+      for (int v = 0; v < m.size(); ++v)
+        attentions += m.op(v).kind == OpKind::Attention && lowp_io(m, v, false, PointwiseMode::Direct);
+      ASSERT_EQ(attentions, 1);
+      expect_both_pointwise_paths_bitwise(path + " in " + dtype, m);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,

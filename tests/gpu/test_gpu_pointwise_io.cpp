@@ -498,5 +498,104 @@ TEST_F(PointwiseIo, PointwiseFamilyBroadcastAndStrided) {
       }
 }
 
+// The fused attention on stored tensors (sdpa_fwd_io / sdpa_bwd_io, the
+// templates of sdpa.cu on DIn/DOut) against the widening path: q, k, v and
+// out laid out as a GPT's heads are (q (batch, t, heads, d) read as (batch,
+// heads, t, d); k stored transposed per head; v the second half of a
+// projection's rows; out written as (batch, t, heads, dv)), widened whole for
+// the f32 kernels; causal and not, with an additive mask (-inf where hidden,
+// the first key always visible), tq != tk, d != dv, more than one tile of
+// rows. out and lse byte for byte; then from out and dout as stored each
+// gradient stored and added (over earlier values), and with dq not wanted.
+TEST_F(PointwiseIo, FusedAttention) {
+  struct Shape {
+    int64_t batch, heads, tq, tk, d, dv;
+    bool causal, mask;
+  };
+  const Shape shapes[] = {{2, 3, 70, 70, 32, 32, true, false},
+                          {2, 2, 37, 45, 20, 24, false, true},
+                          {1, 2, 40, 33, 64, 64, false, false},
+                          {2, 1, 33, 33, 16, 16, true, true}};
+  for (const Shape& sh : shapes)
+    for (const IoType t : {IoType::BF16, IoType::F16}) {
+      cpu::SdpaGeom g;
+      g.batch = sh.batch, g.heads = sh.heads, g.tq = sh.tq, g.tk = sh.tk, g.d = sh.d, g.dv = sh.dv;
+      g.causal = sh.causal;
+      g.scale = 1.0f / std::sqrt(static_cast<float>(sh.d));
+      const int64_t b = sh.batch, h = sh.heads, tq = sh.tq, tk = sh.tk, d = sh.d, dv = sh.dv;
+      g.q_strides = {tq * h * d, d, h * d, 1};
+      g.k_strides = {h * d * tk, d * tk, 1, tk};
+      g.v_strides = {tk * h * 2 * dv, 2 * dv, h * 2 * dv, 1};  // from dv on: the second half
+      g.out_strides = {tq * h * dv, dv, h * dv, 1};
+      const int64_t nq = b * tq * h * d, nk = b * h * d * tk, nvb = b * tk * h * 2 * dv, nv = b * h * tk * dv;
+      const int64_t no = b * h * tq * dv, nl = b * h * tq;
+      const std::string name = std::string(type_name(t)) + " b" + std::to_string(b) + " h" + std::to_string(h) +
+                               " tq" + std::to_string(tq) + " tk" + std::to_string(tk) + " d" + std::to_string(d) +
+                               " dv" + std::to_string(dv) + (sh.causal ? " causal" : "") + (sh.mask ? " mask" : "");
+      SCOPED_TRACE(name);
+      Vec mask;
+      if (sh.mask) {  // (batch, 1, tq, tk)
+        std::mt19937 gen(5);
+        mask.resize(static_cast<size_t>(b * tq * tk));
+        for (size_t i = 0; i < mask.size(); ++i)
+          mask[i] = i % static_cast<size_t>(tk) != 0 && gen() % 10 < 3 ? -INFINITY : 0.0f;
+        g.mask_strides = {tq * tk, 0, tk, 1};
+      }
+      const Dev mask_d(mask);
+      g.mask = sh.mask ? mask_d.get() : nullptr;
+      // The stored tensors (values the dtype holds), and their f32 copies.
+      const DeviceArray<uint8_t> q16(encode(random_vec(static_cast<size_t>(nq), 1, -2.0f, 2.0f), t));
+      const DeviceArray<uint8_t> k16(encode(random_vec(static_cast<size_t>(nk), 2, -2.0f, 2.0f), t));
+      const DeviceArray<uint8_t> v16(encode(random_vec(static_cast<size_t>(nvb), 3, -2.0f, 2.0f), t));
+      Dev qf{Vec(static_cast<size_t>(nq))}, kf{Vec(static_cast<size_t>(nk))}, vf{Vec(static_cast<size_t>(nvb))};
+      widen_on_device(t, q16.get(), qf.get(), nq, stream_);
+      widen_on_device(t, k16.get(), kf.get(), nk, stream_);
+      widen_on_device(t, v16.get(), vf.get(), nvb, stream_);
+      const auto* v16_at = reinterpret_cast<const uint16_t*>(v16.get()) + dv;
+      const IoIn qi{q16.get(), t}, ki{k16.get(), t}, vi{v16_at, t};
+      // Forward.
+      const auto es = elem_size(t);
+      DeviceArray<uint8_t> out_ref(Bytes(static_cast<size_t>(no) * es)), out_got(Bytes(static_cast<size_t>(no) * es));
+      Dev out32{nan_vec(static_cast<size_t>(no))}, lse_ref{nan_vec(static_cast<size_t>(nl))},
+          lse_got{nan_vec(static_cast<size_t>(nl))};
+      gpu::sdpa_fwd(g, qf.get(), kf.get(), vf.get() + dv, out32.get(), lse_ref.get(), nullptr, stream_);
+      store_like_the_mixed_call(out32.get(), IoOut{out_ref.get(), t, false}, no, false, stream_);
+      gpu::sdpa_fwd_io(g, qi, ki, vi, IoOut{out_got.get(), t, false}, lse_got.get(), stream_);
+      ASSERT_EQ(out_ref.fetch(), out_got.fetch()) << "out";
+      ASSERT_TRUE(same_bits(lse_ref.fetch(), lse_got.fetch())) << "lse";
+      // Backward from out and dout (contiguous) as stored.
+      const DeviceArray<uint8_t> dout16(encode(random_vec(static_cast<size_t>(no), 4, -2.0f, 2.0f), t));
+      Dev out_wide{Vec(static_cast<size_t>(no))}, dout_wide{Vec(static_cast<size_t>(no))};
+      widen_on_device(t, out_ref.get(), out_wide.get(), no, stream_);
+      widen_on_device(t, dout16.get(), dout_wide.get(), no, stream_);
+      const int64_t ng[3] = {b * h * tq * d, b * h * tk * d, nv};
+      for (const bool add : {false, true})
+        for (const bool want_dq : {true, false}) {
+          SCOPED_TRACE(std::string(add ? "add" : "store") + (want_dq ? "" : ", no dq"));
+          std::vector<std::unique_ptr<Dev>> f32;
+          std::vector<std::unique_ptr<DeviceArray<uint8_t>>> ref, got;
+          for (int k = 0; k < 3; ++k) {
+            const auto n = static_cast<size_t>(ng[k]);
+            f32.push_back(std::make_unique<Dev>(nan_vec(n)));
+            const Bytes before = encode(random_vec(n, 10u + static_cast<uint32_t>(k), -2.0f, 2.0f), t);
+            ref.push_back(std::make_unique<DeviceArray<uint8_t>>(before));
+            got.push_back(std::make_unique<DeviceArray<uint8_t>>(before));
+          }
+          gpu::sdpa_bwd(g, qf.get(), kf.get(), vf.get() + dv, out_wide.get(), lse_ref.get(), dout_wide.get(),
+                        want_dq ? f32[0]->get() : nullptr, f32[1]->get(), f32[2]->get(), false, false, false, nullptr,
+                        stream_);
+          for (int k = want_dq ? 0 : 1; k < 3; ++k)
+            store_like_the_mixed_call(f32[static_cast<size_t>(k)]->get(),
+                                      IoOut{ref[static_cast<size_t>(k)]->get(), t, add}, ng[k], true, stream_);
+          const IoOut dq = want_dq ? IoOut{got[0]->get(), t, add} : IoOut{};
+          gpu::sdpa_bwd_io(g, qi, ki, vi, IoIn{out_got.get(), t}, lse_got.get(), IoIn{dout16.get(), t}, dq,
+                           IoOut{got[1]->get(), t, add}, IoOut{got[2]->get(), t, add}, stream_);
+          const char* names[3] = {"dq", "dk", "dv"};
+          for (int k = 0; k < 3; ++k)  // dq untouched where not wanted
+            EXPECT_EQ(ref[static_cast<size_t>(k)]->fetch(), got[static_cast<size_t>(k)]->fetch()) << names[k];
+        }
+    }
+}
+
 }  // namespace
 }  // namespace remat::gpu_testing

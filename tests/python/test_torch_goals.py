@@ -325,6 +325,11 @@ def main():
             check(m["act"] >= sim[strategy]["peak_bytes"] - in_bytes and m["time"] > 0,
                   f"{n} {strategy}: remat's activation peak {m['act']} covers its prediction {sim[strategy]['peak_bytes']} less the input")
         check(r["remat"][ck]["same"] is True, f"{n}: {ck} bitwise equal to store-all")
+        kinds = r.get("remat_kinds", {})
+        check("rows" in kinds and 0 < len(kinds["rows"]) <= 8 and kinds["total"][0] > 0 and kinds["total"][1] > 0
+              and all(isinstance(row[0], str) and row[2] > 0 and row[3] >= 0
+                      and row[5] >= 0 for row in kinds["rows"]),
+              f"{n}: store-all's time by op kind, the gated trace's beside it ({kinds})")
         # Beside PyTorch's defaults, remat with --nondeterministic-backward: on
         # the CPU nothing changes, and the run says so.
         nd = r["remat_nondeterministic"]
@@ -356,6 +361,7 @@ def main():
     rows = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line and "| model |" not in line]
     check(len(rows) == 16, f"goals.md: 4 cases x 2 PyTorch modes x 2 strategies = 16 rows ({len(rows)})")
     check(all(line.count("| n/a |") >= 2 for line in rows), "goals.md: PyTorch's memory n/a on the CPU, in every row")
+    check(md.count("the kernels with REMAT_CUDA_GATE=1") == 4, "goals.md: each case's time by op kind, gated beside")
     notes = [line for line in md.splitlines() if line.startswith("- ")]
     check(len(notes) == 4 and all("; remat --nondeterministic-backward beside PyTorch's defaults: store-all " in line
                                   and "loss bitwise store-all's: True" in line and line.count(CPU_NOTE) == 1
