@@ -337,7 +337,7 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
     j["loss_matches_store_all"] = ref.ok() ? nlohmann::json(same_loss(e, ref)) : nlohmann::json();
     j["compressed"] = e.compressed;
     j["decided_at_run_time"] = e.decided_live;
-    if ((e.compressed || !e.nondeterministic.empty()) && ref.ok()) {
+    if ((e.compressed || !e.nondeterministic.empty() || !ref.nondeterministic.empty()) && ref.ok()) {
       const ResultError err = relative_error(e, ref);
       const auto params = parameter_tensors(model);
       j["relative_error"] = {{"loss", err.loss},
