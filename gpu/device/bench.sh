@@ -3,7 +3,8 @@
 # its summary table). Usage: gpu/device/bench.sh [OUTDIR]; output in
 # OUTDIR/bench_cuda_executor.txt; the two GEMM paths of mixed precision in
 # OUTDIR/gemm_paths.txt, its two pointwise paths in OUTDIR/pointwise_paths.txt,
-# its two convolution paths in OUTDIR/conv_paths.txt.
+# its two convolution paths in OUTDIR/conv_paths.txt, runs without and with
+# --nondeterministic-backward in OUTDIR/nondeterministic_backward.txt.
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
