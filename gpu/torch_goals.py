@@ -21,7 +21,10 @@ cuts but the last; the Llama: remat's `blocks`, and PyTorch's checkpoint around
 each decoder block), PyTorch twice:
 deterministic (torch.use_deterministic_algorithms(True), CUBLAS_WORKSPACE_CONFIG
 :4096:8, cudnn.deterministic on, cudnn.benchmark off: what remat guarantees,
-the goal) and with PyTorch's defaults (reported). remat is always deterministic.
+the goal) and with PyTorch's defaults (reported). remat is deterministic in the
+table; beside the defaults' rows it runs once more with --nondeterministic-backward
+(cuDNN's fastest convolution backward, atomic embedding gradients: what PyTorch's
+defaults allow), reported in the case's note.
 Time: medians of CUDA events around forward + backward; activation peak: the
 allocator's peak in the step less what was resident before it (torch_compare.py's
 definition, the same on both sides). Goals: time <= 1.1x, activation peak <= 1x.
@@ -159,10 +162,12 @@ def capture_llama(capture):
     return capture["path"], time.perf_counter() - capture["t0"]
 
 
-def remat_side(remat, source, backend, repeat, in_bytes, ckpt):
-    """{store-all, ckpt: {time, peak, act, same}} and the JSON fields naming a GEMM path, if any."""
+def remat_side(remat, source, backend, repeat, in_bytes, ckpt, nondeterministic=False):
+    """{store-all, ckpt: {time, peak, act, same, loss_same, grad_error}}, the JSON fields naming a GEMM
+    path, if any, and the run's nondeterministic_backward report (docs/run.md)."""
     d = json.loads(run([remat, "run", "-m", source, "-s", f"store-all,{ckpt}", "--backend", backend, "--json",
-                        "--repeat", str(repeat)], "remat run"))
+                        "--repeat", str(repeat)] + (["--nondeterministic-backward"] if nondeterministic else []),
+                       "remat run"))
     by_name = {s["name"].rstrip("*"): s for s in d["strategies"]}
     out = {}
     for name in ("store-all", ckpt):
@@ -172,10 +177,12 @@ def remat_side(remat, source, backend, repeat, in_bytes, ckpt):
         parts = s["allocator_parts"]
         act = s["allocator_peak_bytes"] - parts["baseline_bytes"] - parts["workspace_bytes"] - in_bytes
         out[name] = {"time": s["time_ms"], "peak": s["allocator_peak_bytes"], "act": act,
-                     "same": s.get("matches_store_all"), "issue": s.get("issue_ms")}
+                     "same": s.get("matches_store_all"), "issue": s.get("issue_ms"),
+                     "loss_same": s.get("loss_matches_store_all"),
+                     "grad_error": (s.get("relative_error") or {}).get("grad")}
     gemm = {k: v for k, v in d.items() if "gemm" in k.lower()}
     gemm.update({k: v for k, v in d["strategies"][0].items() if "gemm" in k.lower()})
-    return out, gemm
+    return out, gemm, d.get("nondeterministic_backward")
 
 
 # ---- PyTorch ----------------------------------------------------------------------
@@ -278,10 +285,19 @@ def run_case(torch, dev, case, args, result):
     # remat first: its process has ended (and freed the device) before PyTorch
     # allocates. A side that fails leaves the other's figures in the table.
     try:
-        result["remat"], result["gemm"] = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu",
-                                                     args.repeat, in_bytes, case["remat_ckpt"])
+        result["remat"], result["gemm"], _ = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu",
+                                                        args.repeat, in_bytes, case["remat_ckpt"])
     except Exception as e:  # noqa: BLE001
         result["remat"], result["gemm"], result["failed"] = {"error": failure(e)}, {}, True
+    # Beside PyTorch's defaults (which drop determinism): remat with
+    # --nondeterministic-backward, the same strategies, in the case's note.
+    if not args.no_default_mode:
+        try:
+            nd, _, report = remat_side(args.remat, source, "cuda" if backend == "cuda" else "cpu", args.repeat,
+                                       in_bytes, case["remat_ckpt"], nondeterministic=True)
+            result["remat_nondeterministic"] = {"strategies": nd, "report": report}
+        except Exception as e:  # noqa: BLE001
+            result["remat_nondeterministic"], result["failed"] = {"error": failure(e)}, True
     if "error" not in result["remat"]:  # on the CPU (the test) every path but the gate's effect
         result["remat_kinds"] = time_by_kind(args.remat, source, "cuda" if backend == "cuda" else "cpu")
     torch.manual_seed(1)
@@ -388,8 +404,29 @@ def table(results, header):
                         + ", ".join(f"{c} {k} {n}x {t} (host {h}, alone {d})"
                                     for c, k, n, t, h, d in r["remat_kinds"]["rows"])
                         if "rows" in r.get("remat_kinds", {}) else "")
+                     + nondeterministic_note(r)
                      + "".join(f"; failed: {e}" for e in errors))
     return "\n".join(lines) + "\n"
+
+
+def nondeterministic_note(r):
+    """remat with --nondeterministic-backward beside PyTorch's defaults: its times,
+    what it ran non-deterministically (or why nothing), the loss's bits and the
+    gradients' error against its store-all."""
+    nd = r.get("remat_nondeterministic")
+    if nd is None:
+        return ""
+    if "error" in nd:
+        return f"; failed: remat --nondeterministic-backward: {nd['error']}"
+    rep, ck = nd["report"] or {}, r["remat_ckpt"]
+    what = "; ".join(rep.get("algorithms") or []) or rep.get("note") or "no report"
+    parts = []
+    for variant, strategy in (("plain", "store-all"), ("checkpointed", ck)):
+        m, t = nd["strategies"][strategy], r["torch"].get("default", {}).get(variant, {})
+        err = "" if m["grad_error"] is None else f", gradients' error {m['grad_error']:.2e}"
+        parts.append(f"{strategy} {m['time']:.2f} ms ({num(ratio(m['time'], t.get('time')))}x PyTorch's default "
+                     f"{'plain' if variant == 'plain' else r['ckpt']}), loss bitwise store-all's: {m['loss_same']}{err}")
+    return f"; remat --nondeterministic-backward beside PyTorch's defaults: {', '.join(parts)}; {what}"
 
 
 def num(x):

@@ -43,6 +43,7 @@ struct RunOptions {
   std::string memory_limit;
   bool sync_each = false;
   bool replay = false;  // --replay-decisions
+  bool nondeterministic_backward = false;
   InstructionLimit limit;
   std::string trace;
   TimeModelFlags time;
@@ -122,12 +123,66 @@ void print_host_tier_table(const std::vector<Row>& rows) {
   std::printf("measured: the offload and fetch instructions' own time (the CPU copies synchronously)\n");
 }
 
-// "same": bitwise equal to store-all ("yes"/"NO"), or for a compressed
-// strategy, which is not expected to be, "~" (its error is the table below).
+// --nondeterministic-backward: what the backend ran non-deterministically for
+// this model (one backend, one load: the same list in every result that ran),
+// empty when nothing; then every result is held to store-all's loss bits
+// alone (the forward does not change) and its gradients' error is reported.
+std::vector<std::string> nondeterministic_of(const std::vector<Row>& rows) {
+  for (const Row& r : rows)
+    if (!r.exec->nondeterministic.empty()) return r.exec->nondeterministic;
+  return {};
+}
+
+// The guarantees a non-deterministic backward drops, and those it keeps.
+const char* const kDropped[] = {"parameter gradients bitwise equal across strategies",
+                                "parameter gradients bitwise equal from run to run"};
+const char* const kKept = "the forward, the loss and every recomputation stay bit-identical";
+
+// What the run says of --nondeterministic-backward where nothing changed.
+std::string nothing_nondeterministic(const std::string& backend) {
+  return backend == "cpu" ? "the CPU backend has no non-deterministic backward; gradients stay bitwise reproducible"
+                          : "nothing in this model has a non-deterministic backward on this backend; gradients stay "
+                            "bitwise reproducible";
+}
+
+// "same" (same_result.h's sameness): bitwise equal to store-all ("yes"/"NO"),
+// or for a compressed strategy, which is not expected to be, "~" (its error
+// is the table below); under a non-deterministic backward, "loss" where the
+// loss has store-all's bits and the gradients do not (their error is a table
+// below too).
 const char* same_column(const ExecResult& e, const ExecResult& ref) {
-  if (!ref.ok()) return "-";
-  if (e.compressed) return "~";
-  return same_loss_and_grads(e, ref) ? "yes" : "NO";
+  switch (sameness(e, ref)) {
+    case Sameness::NoReference: return "-";
+    case Sameness::Bitwise: return "yes";
+    case Sameness::Compressed: return "~";
+    case Sameness::LossOnly: return "loss";
+    case Sameness::Differs: break;
+  }
+  return "NO";
+}
+
+// Under a non-deterministic backward: the gradients' relative error against
+// store-all's, strategy by strategy (compressed ones are in their own table).
+void print_nondeterministic_table(const Model& model, const std::vector<Row>& rows, const ExecResult& ref) {
+  auto listed = [&ref](const Row& r) {
+    return r.exec != &ref && r.exec->ok() && !r.exec->compressed &&
+           (!r.exec->nondeterministic.empty() || !ref.nondeterministic.empty());
+  };
+  if (!ref.ok() || std::none_of(rows.begin(), rows.end(), listed)) return;
+  const auto params = parameter_tensors(model);
+  std::printf("\nnon-deterministic backward: gradients against store-all (the largest over parameter tensors of "
+              "||g - g_ref||2 / ||g_ref||2); the loss must keep store-all's bits\n");
+  int w = 16;
+  for (const auto& r : rows) w = std::max(w, static_cast<int>(r.sim->name.size()) + 1);
+  std::printf("%-*s %10s %14s  %s\n", w, "strategy", "loss", "grad error", "worst parameter");
+  for (const auto& r : rows) {
+    if (!listed(r)) continue;
+    const ResultError e = relative_error(*r.exec, ref);
+    std::printf("%-*s %10s %14.3e  %s\n", w, r.sim->name.c_str(), same_loss(*r.exec, ref) ? "same bits" : "DIFFERS",
+                e.grad, params.empty() || e.grad == 0 ? "-" : params[e.worst].name.c_str());
+  }
+  std::printf("loss (in 'same'): the loss has store-all's bits, the gradients differ by the order of the backward's "
+              "sums\n");
 }
 
 // Compressed strategies: how far their loss and gradients are from store-all's,
@@ -180,6 +235,15 @@ void print_table(const Model& model, const std::string& backend, const RunOption
               o.repeat == 1 ? "" : "s");
   for (const MixedPathReport& p : mixed_path_reports(model, backend))
     if (!p.line.empty()) std::printf("%s\n", p.line.c_str());
+  if (o.nondeterministic_backward) {
+    const std::vector<std::string> what = nondeterministic_of(rows);
+    if (what.empty()) {
+      std::printf("--nondeterministic-backward: %s\n", nothing_nondeterministic(backend).c_str());
+    } else {
+      std::printf("--nondeterministic-backward: dropped: %s, %s; kept: %s\n", kDropped[0], kDropped[1], kKept);
+      for (const std::string& line : what) std::printf("  %s\n", line.c_str());
+    }
+  }
   std::printf("baseline outside the strategies (parameters, their gradients, target, loss, constants): %s\n",
               format_bytes(baseline_bytes_of(model)).c_str());
   // The strategy column fits the longest name (offload+sqrt+compress:f16).
@@ -212,6 +276,7 @@ void print_table(const Model& model, const std::string& backend, const RunOption
                 live.c_str());
   print_loss_scale(rows);
   print_error_table(model, rows, ref);
+  print_nondeterministic_table(model, rows, ref);
 
   print_host_tier_table(rows);
 
@@ -269,9 +334,10 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
     j["step_skipped"] = e.step_skipped;
     j["loss_scale_backoffs"] = e.loss_scale_backoffs;
     j["matches_store_all"] = ref.ok() ? nlohmann::json(same_loss_and_grads(e, ref)) : nlohmann::json();
+    j["loss_matches_store_all"] = ref.ok() ? nlohmann::json(same_loss(e, ref)) : nlohmann::json();
     j["compressed"] = e.compressed;
     j["decided_at_run_time"] = e.decided_live;
-    if (e.compressed && ref.ok()) {
+    if ((e.compressed || !e.nondeterministic.empty() || !ref.nondeterministic.empty()) && ref.ok()) {
       const ResultError err = relative_error(e, ref);
       const auto params = parameter_tensors(model);
       j["relative_error"] = {{"loss", err.loss},
@@ -301,6 +367,19 @@ nlohmann::json run_json(const Model& model, const std::string& backend, const Ru
           {"memory_limit_bytes", limit ? nlohmann::json(limit) : nlohmann::json()},
           {"sync_each", o.sync_each}};
   for (MixedPathReport& p : mixed_path_reports(model, backend)) out[p.key] = std::move(p.json);
+  // --nondeterministic-backward: what ran that way and which guarantees it
+  // dropped (both empty when nothing did), with the run's note then.
+  const std::vector<std::string> what = nondeterministic_of(rows);
+  nlohmann::json dropped = nlohmann::json::array();
+  if (!what.empty())
+    for (const char* d : kDropped) dropped.push_back(d);
+  out["nondeterministic_backward"] = {
+      {"requested", o.nondeterministic_backward},
+      {"algorithms", what},
+      {"dropped_guarantees", std::move(dropped)},
+      {"kept_guarantees", what.empty() ? nlohmann::json::array() : nlohmann::json::array({kKept})},
+      {"note", o.nondeterministic_backward && what.empty() ? nlohmann::json(nothing_nondeterministic(backend))
+                                                           : nlohmann::json()}};
   out["strategies"] = std::move(strategies);
   return out;
 }
@@ -360,6 +439,7 @@ void run_run(const RunOptions& o) {
   eo.cancel = &cancel;
   eo.progress = [&bar](double f) { return bar(f); };
   eo.sync_each = o.sync_each;
+  eo.nondeterministic_backward = o.nondeterministic_backward;
   RunSessionResult run;
   try {
     run = session.run(eo);
@@ -380,7 +460,8 @@ void run_run(const RunOptions& o) {
 
   if (!o.dump.empty()) {
     // The first strategy the user asked for that ran and does not compress;
-    // all of those agree bit for bit anyway. A compressed one only when no
+    // all of those agree bit for bit anyway (but for the gradients' last bits
+    // under a non-deterministic backward). A compressed one only when no
     // other ran (its gradients carry its rounding: the cross-check would fail).
     const ExecResult* chosen = nullptr;
     for (bool compressed : {false, true}) {
@@ -408,10 +489,15 @@ void run_run(const RunOptions& o) {
       throw Failure("strategy '" + r.strategy + "' " + (r.status == ExecStatus::Failed ? "failed: " : "") + r.message);
   }
   for (const auto& r : results) {
-    if (r.ok() && ref.ok() && !r.compressed && !same_loss_and_grads(r, ref))
+    if (!r.ok() || sameness(r, ref) != Sameness::Differs) continue;
+    // A non-deterministic backward keeps the forward: the loss's bits still must match.
+    if (!r.nondeterministic.empty())
       throw std::runtime_error("strategy '" + r.strategy +
-                               "' gave a different loss or gradients than store-all: recomputation is not "
-                               "deterministic on this backend");
+                               "' gave a different loss than store-all: the forward is not deterministic on this "
+                               "backend (--nondeterministic-backward changes only the backward)");
+    throw std::runtime_error("strategy '" + r.strategy +
+                             "' gave a different loss or gradients than store-all: recomputation is not "
+                             "deterministic on this backend");
   }
 }
 
@@ -443,6 +529,11 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--replay-decisions", o->replay,
                 "A strategy that decides while the step runs (dtr) replays its simulated schedule instead of "
                 "deciding inside the run from the allocator's count (to time what deciding costs)");
+  cmd->add_flag("--nondeterministic-backward", o->nondeterministic_backward,
+                "Let the backward run faster non-deterministic algorithms (CUDA: cuDNN's fastest convolution "
+                "backward, atomic embedding gradients): gradients may then differ in their last bits between "
+                "strategies and runs; the forward, the loss and every recomputation stay bit-identical, and the run "
+                "says what it dropped (the CPU has none: nothing changes)");
   add_max_instructions_option(cmd, o->limit);
   add_time_model_options(cmd, o->time);
   cmd->add_option("--trace", o->trace,

@@ -164,6 +164,19 @@ class Compute {
   // (DeviceMemory::begin_strategy) from its initial scale again.
   virtual float loss_scale() const { return 1.0f; }
   virtual void back_off_loss_scale() {}
+
+  // remat run --nondeterministic-backward (docs/run.md): allowed, a backend
+  // may run backward passes on faster algorithms whose sums land in any
+  // order (atomics), so that parameter gradients may differ in their last
+  // bits between strategies and from run to run. No forward changes: the
+  // loss and every recomputation stay bit-identical. Set before load(),
+  // which chooses the algorithms; it holds for later loads until set again.
+  // nondeterministic_backward(): what the loaded model runs that way, one
+  // plain sentence each ("cuDNN convolution backward: ... for 17 of 20
+  // convolutions"); empty where nothing does, which is the default and the
+  // CPU's (it has no such algorithm).
+  virtual void allow_nondeterministic_backward(bool allow) { (void)allow; }
+  virtual std::vector<std::string> nondeterministic_backward() const { return {}; }
 };
 
 // ---- The host tier (offload/fetch) and compressed checkpoints

@@ -39,6 +39,7 @@ std::string_view exec_status_name(ExecStatus s) {
 
 ExecResult execute(const Model& model, const Schedule& schedule, Backend& backend, const ExecOptions& options) {
   const HostData data = make_host_data(model, options.seed);
+  backend.compute().allow_nondeterministic_backward(options.nondeterministic_backward);
   backend.compute().load(model, data);
   return execute_loaded(model, schedule, backend, data, options);
 }
@@ -297,6 +298,7 @@ ExecResult execute_simulated_loaded(const Model& model, const Schedule& schedule
   res.backend = backend.name();
   res.baseline_bytes = backend.compute().baseline_bytes();
   res.compressed = sim.conversions > 0;
+  res.nondeterministic = backend.compute().nondeterministic_backward();
   std::vector<int64_t> view_offset(static_cast<std::size_t>(model.size()), 0);  // elements into the storage
   for (int v = 0; v < model.size(); ++v) view_offset[static_cast<std::size_t>(v)] = storage_offset(model, v);
 
@@ -413,6 +415,7 @@ std::vector<ExecResult> execute_batch(const Model& model, const std::vector<cons
   HostData generated = make_host_data_unchecked(model, options.seed);
   const HostData& data = data_out ? (*data_out = std::move(generated)) : generated;
   try {
+    backend.compute().allow_nondeterministic_backward(options.nondeterministic_backward);
     backend.compute().load(model, data);
   } catch (const DeviceOutOfMemory& e) {
     return all_out_of_memory(e.needed(), e.free_bytes(), e.what());

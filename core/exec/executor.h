@@ -30,6 +30,10 @@ struct ExecOptions {
   // Wait for the device after every instruction, so that an asynchronous
   // kernel fault is reported at the instruction that launched it (slower).
   bool sync_each = false;
+  // remat run --nondeterministic-backward: handed to the backend before it
+  // loads the model (Compute::allow_nondeterministic_backward); what it then
+  // runs non-deterministically is each result's `nondeterministic`.
+  bool nondeterministic_backward = false;
 };
 
 // NotRun: an earlier strategy left the device unusable (the message says which).
@@ -68,6 +72,12 @@ struct ExecResult {
   // The strategy decided at run time (SimulatedSchedule::live): the
   // instructions run are the ones it handed over, each equal to the schedule's.
   bool decided_live = false;
+  // What the backward ran non-deterministically (Compute::nondeterministic_backward,
+  // under ExecOptions::nondeterministic_backward): empty where the gradients
+  // are bitwise reproducible. Where not, only the loss is held to store-all's
+  // bits (the forward does not change); the gradients are compared by
+  // relative error (same_result.h).
+  std::vector<std::string> nondeterministic;
 
   // The executor's own count of the tensors it allocated (activations and
   // their gradients, exactly bytes(v) each): equal to the simulated peak by

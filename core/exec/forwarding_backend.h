@@ -70,6 +70,8 @@ class ForwardingCompute : public Compute {
   std::vector<float> read_param_grad(std::size_t index) override { return inner_.read_param_grad(index); }
   float loss_scale() const override { return inner_.loss_scale(); }
   void back_off_loss_scale() override { inner_.back_off_loss_scale(); }
+  void allow_nondeterministic_backward(bool allow) override { inner_.allow_nondeterministic_backward(allow); }
+  std::vector<std::string> nondeterministic_backward() const override { return inner_.nondeterministic_backward(); }
 
  private:
   Compute& inner_;

@@ -6,8 +6,12 @@
 
 namespace remat {
 
+bool same_loss(const ExecResult& a, const ExecResult& ref) {
+  return a.ok() && ref.ok() && std::memcmp(&a.loss, &ref.loss, sizeof a.loss) == 0;
+}
+
 bool same_loss_and_grads(const ExecResult& a, const ExecResult& ref) {
-  if (!a.ok() || !ref.ok() || std::memcmp(&a.loss, &ref.loss, sizeof a.loss) != 0) return false;
+  if (!same_loss(a, ref)) return false;
   if (a.param_grads.size() != ref.param_grads.size()) return false;
   for (std::size_t k = 0; k < a.param_grads.size(); ++k) {
     if (a.param_grads[k].size() != ref.param_grads[k].size() ||
@@ -15,6 +19,15 @@ bool same_loss_and_grads(const ExecResult& a, const ExecResult& ref) {
       return false;
   }
   return true;
+}
+
+Sameness sameness(const ExecResult& a, const ExecResult& ref) {
+  if (!ref.ok()) return Sameness::NoReference;
+  if (!a.ok()) return Sameness::Differs;
+  if (a.compressed) return Sameness::Compressed;
+  if (same_loss_and_grads(a, ref)) return Sameness::Bitwise;
+  const bool nondeterministic = !a.nondeterministic.empty() || !ref.nondeterministic.empty();
+  return nondeterministic && same_loss(a, ref) ? Sameness::LossOnly : Sameness::Differs;
 }
 
 ResultError relative_error(const ExecResult& a, const ExecResult& ref) {

@@ -27,6 +27,47 @@ uint64_t workspace_size(const cudaDeviceProp& prop) {
   return prop.major >= 9 ? (uint64_t{32} << 20) : (uint64_t{4} << 20);
 }
 
+// What the loaded model's backward runs non-deterministically under
+// --nondeterministic-backward: cuDNN's algorithms as the convolutions' plans
+// chose them for this model (a backward-data call only where the input has a
+// gradient; a transposed convolution's backward runs its geometry's
+// backward-filter, its forward's backward-data stays deterministic), and the
+// embedding gradients (atomicAdd).
+std::vector<std::string> nondeterministic_report(const Model& model, const CudaOpState& s, const ConvContext& probe) {
+  std::vector<std::string> out;
+  if (!s.nondeterministic_backward) return out;
+  int convs = 0, data = 0, filter = 0, any = 0, embeddings = 0;
+  for (int v = 1; v < model.size(); ++v) {
+    const Op& op = model.op(v);
+    if (op.kind == OpKind::Embedding) ++embeddings;
+    if (op.kind != OpKind::Conv && op.kind != OpKind::ConvTranspose) continue;
+    ++convs;
+    ConvBackwardAlgos a;
+    if (op.kind == OpKind::ConvTranspose) {
+      a.filter_nondeterministic = conv2d_backward_algos(conv_transpose_geom(model, v), probe).filter_nondeterministic;
+    } else if (lowp_conv(model, v, true, s.cudnn ? s.conv_mode : GemmMode::F32) &&
+               !s.conv_f32[static_cast<std::size_t>(v)]) {
+      a = conv2d_lowp_backward_algos(op.dtype == DType::F16 ? HalfType::F16 : HalfType::BF16, conv_geom(model, v),
+                                     probe);
+    } else {
+      a = conv2d_backward_algos(conv_geom(model, v), probe);
+    }
+    a.data_nondeterministic = a.data_nondeterministic && model.has_grad_tensor(op.inputs[0]);
+    data += a.data_nondeterministic;
+    filter += a.filter_nondeterministic;
+    any += a.data_nondeterministic || a.filter_nondeterministic;
+  }
+  if (any)
+    out.push_back("cuDNN convolution backward: its first-ranked algorithm whatever its determinism, "
+                  "non-deterministic (atomic sums) for " + std::to_string(any) + " of " + std::to_string(convs) +
+                  " convolutions (backward-data " + std::to_string(data) + ", backward-filter " +
+                  std::to_string(filter) + ")");
+  if (embeddings)
+    out.push_back("embedding gradient: atomicAdd, a repeated token's positions summed in any order, for " +
+                  std::to_string(embeddings) + " of " + std::to_string(embeddings) + " embeddings");
+  return out;
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(int device) : device_(device) {
@@ -98,10 +139,12 @@ void CudaBackend::destroy() {
   if (state_.stream) (void)cudaStreamDestroy(state_.stream);
   const GemmMode mode = state_.gemm_mode, conv = state_.conv_mode;  // settings, not device objects: recover() keeps them
   const PointwiseMode pw = state_.pointwise_mode;
+  const bool any_order = state_.nondeterministic_backward;
   state_ = CudaOpState{};
   state_.gemm_mode = mode;
   state_.conv_mode = conv;
   state_.pointwise_mode = pw;
+  state_.nondeterministic_backward = any_order;
   numel_.clear();
   loaded_ = false;
   (void)cudaGetLastError();
@@ -151,11 +194,13 @@ void CudaBackend::drop_baseline() {
   kept.gemm_mode = state_.gemm_mode;
   kept.conv_mode = state_.conv_mode;
   kept.pointwise_mode = state_.pointwise_mode;
+  kept.nondeterministic_backward = state_.nondeterministic_backward;
   kept.lowp_calls = state_.lowp_calls;
   kept.lowp_conv_calls = state_.lowp_conv_calls;
   kept.io_calls = state_.io_calls;
   state_ = kept;
   numel_.clear();
+  nondeterministic_.clear();
   baseline_bytes_ = grads_bytes_ = 0;
   loaded_ = false;
 }
@@ -236,7 +281,8 @@ void CudaBackend::load(const Model& model, const HostData& data) {
       // One workspace for every Conv (they run one at a time on the stream), from
       // the pool, so that it is counted as MemoryUse::Workspace.
       size_t conv_ws = 0;
-      const ConvContext probe{state_.cublas, state_.cudnn, state_.stream, nullptr, 0};
+      const ConvContext probe{state_.cublas, state_.cudnn, state_.stream, nullptr, 0,
+                              state_.nondeterministic_backward};
       // A 16-bit convolution (lowp_conv) needs its own algorithms' workspace
       // and its weight gradient's staging (conv2d_lowp_workspace_bytes); one
       // cuDNN has no deterministic 16-bit algorithm for runs in f32, said once.
@@ -258,6 +304,7 @@ void CudaBackend::load(const Model& model, const HostData& data) {
         else if (model.op(v).kind == OpKind::ConvTranspose)
           conv_ws = std::max(conv_ws, conv2d_workspace_bytes(conv_transpose_geom(model, v), probe));
       state_.conv_workspace = hold(conv_ws, MemoryUse::Workspace, "the convolution workspace");
+      nondeterministic_ = nondeterministic_report(model, state_, probe);
       state_.conv_workspace_bytes = conv_ws;
       grads_bytes_ = grads ? 4 * floats : 0;
       if (grads) CUDA_CHECK_THROW(cudaMemsetAsync(grads, 0, grads_bytes_, state_.stream));

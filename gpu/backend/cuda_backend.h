@@ -109,6 +109,13 @@ class CudaBackend final : public remat::AllRolesBackend {
   float read_loss() override;
   std::vector<float> read_param_grad(std::size_t index) override;
 
+  // --nondeterministic-backward (CudaOpState::nondeterministic_backward): kept
+  // across loads and device resets; what the loaded model runs that way is
+  // counted at load() (cuDNN's backward algorithms per convolution, the
+  // embedding gradients).
+  void allow_nondeterministic_backward(bool allow) override { state_.nondeterministic_backward = allow; }
+  std::vector<std::string> nondeterministic_backward() const override { return nondeterministic_; }
+
   void synchronize() override;
   void begin_marks(std::size_t count) override;
   void mark(std::size_t index) override;
@@ -160,6 +167,7 @@ class CudaBackend final : public remat::AllRolesBackend {
   uint64_t grads_bytes_ = 0;       // the one buffer of all parameter gradients (state_.grads.front())
   bool loaded_ = false;
   int model_size_ = 0;
+  std::vector<std::string> nondeterministic_;  // of the loaded model, made at load()
 };
 
 }  // namespace remat::cuda

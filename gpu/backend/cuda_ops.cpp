@@ -239,7 +239,8 @@ void bwd_softmax_ce(CudaOpState& s, const OpCall& c) {
 }
 
 ConvContext conv_context(const CudaOpState& s) {
-  return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes};
+  return ConvContext{s.cublas, s.cudnn, s.stream, s.conv_workspace, s.conv_workspace_bytes,
+                     s.nondeterministic_backward};
 }
 // A Conv where the mixed call set 16-bit operands (lowp_conv): cuDNN writes
 // the output in 16 bits to A(v) (s.lowp.y), the result itself without a bias
@@ -683,10 +684,10 @@ void bwd_embedding(CudaOpState& s, const OpCall& c) {
   const Op& ids = c.in_op(0);
   if (ids.dtype == DType::I64)
     embedding_bwd(c.dy(), static_cast<const int64_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
-                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
+                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream, s.nondeterministic_backward);
   else
     embedding_bwd(c.dy(), static_cast<const int32_t*>(static_cast<const void*>(c.in(0))), s.param_grad(c.v, 0),
-                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream);
+                  ids.numel(), c.op.cols(), c.op.attrs->vocab, s.stream, s.nondeterministic_backward);
 }
 
 // Attention: lse in aux, as the CPU's entries (cpu_ops.cpp); the additive

@@ -56,6 +56,11 @@ struct CudaOpState {
   PointwiseMode pointwise_mode = PointwiseMode::Direct;
   IoOperands io;
   uint64_t io_calls = 0;  // kernel calls that read and wrote the stored tensors (the tests read it)
+  // remat run --nondeterministic-backward (Compute::allow_nondeterministic_backward):
+  // cuDNN's backward-data and backward-filter take its first-ranked algorithm
+  // whatever its determinism (ConvContext), the embedding gradient adds by
+  // atomicAdd; no forward changes.
+  bool nondeterministic_backward = false;
 
   const float* param(int v, int slot) const { return params[param_slots.index(v, slot)]; }
   float* param_grad(int v, int slot) const { return grads[param_slots.index(v, slot)]; }

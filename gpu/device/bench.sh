@@ -3,7 +3,8 @@
 # its summary table). Usage: gpu/device/bench.sh [OUTDIR]; output in
 # OUTDIR/bench_cuda_executor.txt; the two GEMM paths of mixed precision in
 # OUTDIR/gemm_paths.txt, its two pointwise paths in OUTDIR/pointwise_paths.txt,
-# its two convolution paths in OUTDIR/conv_paths.txt.
+# its two convolution paths in OUTDIR/conv_paths.txt, runs without and with
+# --nondeterministic-backward in OUTDIR/nondeterministic_backward.txt.
 source "$(dirname "$0")/common.sh"
 out=$(out_dir "${1:-}")
 unpack_deps
@@ -45,3 +46,16 @@ time_paths REMAT_CUDA_POINTWISE 16bit pointwise_paths.txt '^bf16/f16' \
 # autocast's CUDA dtypes.
 time_paths REMAT_CUDA_CONV tensor conv_paths.txt '^bf16/f16 convolutions' \
   ${REMAT_BENCH_CONV_MODELS-resnet:50:64:224:16:1000:bf16@cuda}
+# The non-deterministic backward (docs/gpu.md#non-deterministic-backward):
+# REMAT_BENCH_NONDET_MODELS, default a ResNet-50 at batch 32 in f32 and in
+# bf16 (autocast's CUDA dtypes, batch 16) for the convolutions, GPT-2 small
+# in f32 at batch 4 for its embedding gradients; store-all and sqrt without
+# and with --nondeterministic-backward: the times, what ran that way and the
+# loss (the same bits both ways: the forward does not change).
+for spec in ${REMAT_BENCH_NONDET_MODELS-resnet:50:64:224:32:1000 resnet:50:64:224:16:1000:bf16@cuda gpt:12:768:12:1024:4:f32:50257}; do
+  for flag in "" --nondeterministic-backward; do
+    echo "== $spec ${flag:-(deterministic)}"
+    "$remat" run -m "$spec" -s store-all,sqrt --backend cuda --repeat 3 $flag 2>&1 |
+      grep -E "^--nondeterministic|^  [a-zA-Z]|^store-all|^sqrt|error" || echo "(no result)"
+  done
+done | tee "$out/nondeterministic_backward.txt"

@@ -2,7 +2,8 @@
 // - cuDNN (REMAT_HAVE_CUDNN, ConvContext::cudnn set): its deterministic
 //   algorithms only (the backward's ALGO_0/ALGO_3 use atomics), FMA math (no
 //   TF32, as cuBLAS here), the fastest such algorithm per geometry, chosen once
-//   and kept in the engine (cudnn_create) with its descriptors;
+//   and kept in the engine (cudnn_create) with its descriptors; the backward's
+//   fastest whatever their determinism where the context allows it (below);
 // - otherwise im2col + cuBLAS GEMMs one image at a time (col2im gathers, so
 //   nothing is summed by atomics), the CPU's method.
 // The bias is our own kernel either way (its gradient a fixed-order sum).
@@ -29,12 +30,24 @@
 // The algorithm is chosen once per geometry and type (the plan below), from
 // the descriptors alone, so the same op gets the same algorithm, hence the
 // same bits, under every strategy.
+//
+// Non-deterministic backward (ConvContext::nondeterministic_backward, remat
+// run --nondeterministic-backward; docs/gpu.md): each plan also holds, from
+// the same query results, the first-ranked backward-data and backward-filter
+// algorithms whatever their determinism (conv_algo_choice.h); a backward call
+// with the option runs those, one without it the deterministic ones. Both
+// choices live in the one plan of a geometry, so a plan made for a run with
+// the option serves a run without it unchanged, and the reverse. The forward
+// keeps its deterministic algorithm either way, and so does a transposed
+// convolution's forward (a backward-data call), so that the forward and every
+// recomputation give the same bits with and without the option.
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 
+#include "gpu/kernels/conv_algo_choice.h"
 #include "gpu/kernels/device_common.cuh"
 
 #ifdef REMAT_HAVE_CUDNN
@@ -204,7 +217,20 @@ struct Plan {
   cudnnConvolutionFwdAlgo_t fwd{};
   cudnnConvolutionBwdDataAlgo_t bwd_data{};
   cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
-  size_t workspace = 0;
+  size_t workspace = 0;  // the largest of the three deterministic algorithms'
+  // The backward's first-ranked algorithms whatever their determinism (the
+  // deterministic ones where cuDNN ranks those first), for a context that
+  // allows it; whether each is non-deterministic, and the workspace of all
+  // five (under the option the deterministic ones still run: the forward, a
+  // transposed convolution's forward on backward-data).
+  cudnnConvolutionBwdDataAlgo_t bwd_data_any{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter_any{};
+  bool data_any_nondeterministic = false, filter_any_nondeterministic = false;
+  size_t workspace_any = 0;
+  // What a call under ctx runs.
+  size_t workspace_for(bool any) const { return any ? workspace_any : workspace; }
+  cudnnConvolutionBwdDataAlgo_t data_algo(bool any) const { return any ? bwd_data_any : bwd_data; }
+  cudnnConvolutionBwdFilterAlgo_t filter_algo(bool any) const { return any ? bwd_filter_any : bwd_filter; }
   ~Plan() {
     if (x) cudnnDestroyTensorDescriptor(x);
     if (y) cudnnDestroyTensorDescriptor(y);
@@ -237,51 +263,66 @@ int as_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-// The first (fastest) deterministic result of a cuDNN algorithm query that
-// uses no tensor cores. The calls run with the descriptor's math type,
+// A query result as conv_algo_choice.h reads it. The f32 plans accept FMA
+// math and the default: the calls run with the descriptor's math type,
 // CUDNN_FMA_MATH, whatever a result reports; a result may report
 // CUDNN_DEFAULT_MATH for an FP32 algorithm, and accepting FMA alone could then
 // leave every convolution on im2col (conv2d_uses_cudnn and the GPU tests say
 // which path ran).
-template <typename Perf>
-bool pick(const Perf* perf, int count, decltype(Perf{}.algo)& algo, size_t& bytes) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        (perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH)) {
-      algo = perf[i].algo;
-      bytes = perf[i].memory;
-      return true;
-    }
-  }
-  return false;
-}
-
-// The same for the 16-bit plans: the first deterministic result among the
-// algorithms that sum products directly, as a GEMM does (forward
-// IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward-data ALGO_1;
-// backward-filter ALGO_1: deterministic by cuDNN's reference, see the top of
-// this file), so that a result errs only by the summation's rounding and
-// stays within the bound tests/gpu/test_gpu_conv_lowp.cpp derives (FFT and
+//
+// The 16-bit plans take only algorithms that sum products directly, as a GEMM
+// does (forward IMPLICIT_GEMM, IMPLICIT_PRECOMP_GEMM, GEMM; backward-data
+// ALGO_1; backward-filter ALGO_1; and, where the backward may be
+// non-deterministic, the atomic backward-data ALGO_0 and backward-filter
+// ALGO_0 and ALGO_3), so that a result errs only by the summation's rounding
+// and stays within the bound tests/gpu/test_gpu_conv_lowp.cpp derives (FFT and
 // Winograd transform the operands first, with errors of another kind), and
 // whose math does not convert (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION; the
-// operands are 16-bit already). The determinism flag is required as well.
+// operands are 16-bit already). They count as deterministic only where both
+// the result's flag and cuDNN's reference say so (the top of this file), so
+// that their deterministic choice is deterministic by name too.
 bool direct_sum(cudnnConvolutionFwdAlgo_t a) {
   return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
          a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
 }
-bool direct_sum(cudnnConvolutionBwdDataAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1; }
-bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1; }
+bool direct_sum(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+}
+bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+bool atomic_by_name(cudnnConvolutionFwdAlgo_t) { return false; }
+bool atomic_by_name(cudnnConvolutionBwdDataAlgo_t a) { return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; }
+bool atomic_by_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
 template <typename Perf>
-bool pick_lowp(const Perf* perf, int count, decltype(Perf{}.algo)& algo, size_t& bytes) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        direct_sum(perf[i].algo) && perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-      algo = perf[i].algo;
-      bytes = perf[i].memory;
-      return true;
-    }
-  }
-  return false;
+AlgoCandidate candidate(const Perf& p, bool lowp) {
+  AlgoCandidate c;
+  c.succeeded = p.status == CUDNN_STATUS_SUCCESS;
+  c.deterministic = p.determinism == CUDNN_DETERMINISTIC && !(lowp && atomic_by_name(p.algo));
+  c.math_ok = lowp ? p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                   : p.mathType == CUDNN_FMA_MATH || p.mathType == CUDNN_DEFAULT_MATH;
+  c.direct_sum = direct_sum(p.algo);
+  return c;
+}
+
+// The algorithm conv_algo_choice.h takes from `count` query results, with its
+// workspace and whether it is non-deterministic; false when none qualifies.
+template <typename Perf>
+bool pick(const Perf* perf, int count, bool lowp, bool allow_nondeterministic, decltype(Perf{}.algo)& algo,
+          size_t& bytes, bool* nondeterministic = nullptr) {
+  AlgoCandidate c[16];
+  const int n = count < 16 ? count : 16;
+  for (int i = 0; i < n; ++i) c[i] = candidate(perf[i], lowp);
+  const int i = choose_conv_algo(c, n, lowp, allow_nondeterministic);
+  if (i < 0) return false;
+  algo = perf[i].algo;
+  bytes = perf[i].memory;
+  if (nondeterministic) *nondeterministic = !c[i].deterministic;
+  return true;
 }
 
 // The plan of g for tensors of `type`, made on first use; nullptr when cuDNN
@@ -316,20 +357,25 @@ const Plan* plan_for(CudnnEngine& e, const ConvGeom& g, PlanType type = PlanType
   constexpr int kAsk = 16;
   int got = 0;
   size_t fwd_bytes = 0, data_bytes = 0, filter_bytes = 0;
+  size_t data_any_bytes = 0, filter_any_bytes = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[kAsk];
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(e.handle, p->x, p->w, p->conv, p->y, kAsk, &got, fwd));
-  const bool ok_fwd = p->lowp ? pick_lowp(fwd, got, p->fwd, fwd_bytes) : pick(fwd, got, p->fwd, fwd_bytes);
+  const bool ok_fwd = pick(fwd, got, p->lowp, false, p->fwd, fwd_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t data[kAsk];
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(e.handle, p->w, p->y, p->conv, p->x, kAsk, &got, data));
-  const bool ok_data =
-      p->lowp ? pick_lowp(data, got, p->bwd_data, data_bytes) : pick(data, got, p->bwd_data, data_bytes);
+  const bool ok_data = pick(data, got, p->lowp, false, p->bwd_data, data_bytes) &&
+                       pick(data, got, p->lowp, true, p->bwd_data_any, data_any_bytes, &p->data_any_nondeterministic);
   cudnnConvolutionBwdFilterAlgoPerf_t filter[kAsk];
   CUDNN_CHECK(
       cudnnGetConvolutionBackwardFilterAlgorithm_v7(e.handle, p->x, p->y, p->conv, p->w, kAsk, &got, filter));
   const bool ok_filter =
-      p->lowp ? pick_lowp(filter, got, p->bwd_filter, filter_bytes) : pick(filter, got, p->bwd_filter, filter_bytes);
+      pick(filter, got, p->lowp, false, p->bwd_filter, filter_bytes) &&
+      pick(filter, got, p->lowp, true, p->bwd_filter_any, filter_any_bytes, &p->filter_any_nondeterministic);
+  // A geometry runs on cuDNN only where every pass has a deterministic
+  // algorithm, so that the option changes no path, only backward algorithms.
   if (!ok_fwd || !ok_data || !ok_filter) return nullptr;  // slot stays empty: asked again, cheaply refused
   p->workspace = std::max({fwd_bytes, data_bytes, filter_bytes});
+  p->workspace_any = std::max({p->workspace, data_any_bytes, filter_any_bytes});
   slot = std::move(p);
   return slot.get();
 }
@@ -393,10 +439,20 @@ void cudnn_destroy(void* handle) noexcept {
 size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx) {
   check("conv2d_workspace_bytes", g);
 #ifdef REMAT_HAVE_CUDNN
-  if (const Plan* p = cudnn_plan(ctx, g)) return p->workspace;
+  if (const Plan* p = cudnn_plan(ctx, g)) return p->workspace_for(ctx.nondeterministic_backward);
 #endif
   (void)ctx;
   return im2col_workspace(g);
+}
+
+ConvBackwardAlgos conv2d_backward_algos(const ConvGeom& g, const ConvContext& ctx) {
+  check("conv2d_backward_algos", g);
+#ifdef REMAT_HAVE_CUDNN
+  if (!ctx.nondeterministic_backward) return {};
+  if (const Plan* p = cudnn_plan(ctx, g)) return {p->data_any_nondeterministic, p->filter_any_nondeterministic};
+#endif
+  (void)ctx;
+  return {};
 }
 
 bool conv2d_uses_cudnn(const ConvGeom& g, const ConvContext& ctx) {
@@ -434,14 +490,15 @@ void conv2d_bwd(const ConvGeom& g, const float* x, const float* W, const float* 
   if (db) bias_grad(g, dy, db, ctx.stream);
 #ifdef REMAT_HAVE_CUDNN
   if (const Plan* p = cudnn_plan(ctx, g)) {
-    need_workspace("conv2d_bwd", ctx, p->workspace);
+    const bool any = ctx.nondeterministic_backward;
+    need_workspace("conv2d_bwd", ctx, p->workspace_for(any));
     const float one = 1.0f, dx_beta = accumulate ? 1.0f : 0.0f;
     auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
     if (dW)
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter,
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->filter_algo(any),
                                                  ctx.workspace, ctx.workspace_bytes, &one, p->w, dW));
     if (dx)
-      CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->bwd_data,
+      CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->data_algo(any),
                                                ctx.workspace, ctx.workspace_bytes, &dx_beta, p->x, dx));
     return;
   }
@@ -467,7 +524,10 @@ ConvGeom channel_geom(const ConvGeom& g) {
 
 void conv_transpose2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
                           const ConvContext& ctx) {
-  conv2d_bwd(g, nullptr, W, x, y, nullptr, nullptr, false, ctx);
+  // A forward: the deterministic backward-data algorithm, with or without the option.
+  ConvContext forward = ctx;
+  forward.nondeterministic_backward = false;
+  conv2d_bwd(g, nullptr, W, x, y, nullptr, nullptr, false, forward);
   if (b) add_bias(channel_geom(g), y, b, ctx.stream);
 }
 
@@ -510,11 +570,23 @@ size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvCont
   check("conv2d_lowp_workspace_bytes", g);
 #ifdef REMAT_HAVE_CUDNN
   if (const Plan* p = cudnn_plan_lowp(ctx, g, t))
-    return align_up(p->workspace) + align_up(sizeof(uint16_t) * static_cast<size_t>(g.weight_numel()));
+    return align_up(p->workspace_for(ctx.nondeterministic_backward)) +
+           align_up(sizeof(uint16_t) * static_cast<size_t>(g.weight_numel()));
 #endif
   (void)t;
   (void)ctx;
   throw std::invalid_argument("conv2d_lowp_workspace_bytes: cuDNN has no deterministic 16-bit algorithm here");
+}
+
+ConvBackwardAlgos conv2d_lowp_backward_algos(HalfType t, const ConvGeom& g, const ConvContext& ctx) {
+  check("conv2d_lowp_backward_algos", g);
+#ifdef REMAT_HAVE_CUDNN
+  if (!ctx.nondeterministic_backward) return {};
+  if (const Plan* p = cudnn_plan_lowp(ctx, g, t)) return {p->data_any_nondeterministic, p->filter_any_nondeterministic};
+#endif
+  (void)t;
+  (void)ctx;
+  return {};
 }
 
 void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
@@ -545,21 +617,22 @@ void conv2d_bwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uin
   if (db) bias_grad(g, dy32, db, ctx.stream);
 #ifdef REMAT_HAVE_CUDNN
   if (const Plan* p = cudnn_plan_lowp(ctx, g, t)) {
-    const size_t ws = align_up(p->workspace);
+    const bool any = ctx.nondeterministic_backward;
+    const size_t cudnn_bytes = p->workspace_for(any), ws = align_up(cudnn_bytes);
     const size_t dw_bytes = sizeof(uint16_t) * static_cast<size_t>(g.weight_numel());
     need_workspace("conv2d_bwd_lowp", ctx, ws + (dW ? align_up(dw_bytes) : 0));
     const float one = 1.0f, zero = 0.0f;
     auto* e = static_cast<CudnnEngine*>(ctx.cudnn);
     if (dx) {
-      CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->bwd_data,
-                                               ctx.workspace, p->workspace, &zero, p->x, dx16));
+      CUDNN_CHECK(cudnnConvolutionBackwardData(e->handle, &one, p->w, W, p->y, dy, p->conv, p->data_algo(any),
+                                               ctx.workspace, cudnn_bytes, &zero, p->x, dx16));
       widen16(t, dx16, dx, g.n * g.c * g.h * g.w, ctx.stream);
     }
     if (dW) {
       // The 16-bit weight gradient is staged after cuDNN's own workspace.
       auto* dw16 = reinterpret_cast<uint16_t*>(static_cast<char*>(ctx.workspace) + ws);
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->bwd_filter,
-                                                 ctx.workspace, p->workspace, &zero, p->w, dw16));
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(e->handle, &one, p->x, x, p->y, dy, p->conv, p->filter_algo(any),
+                                                 ctx.workspace, cudnn_bytes, &zero, p->w, dw16));
       widen16(t, dw16, dW, g.weight_numel(), ctx.stream);
     }
     return;

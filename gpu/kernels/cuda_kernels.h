@@ -219,6 +219,17 @@ struct ConvContext {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // remat run --nondeterministic-backward: cuDNN's backward-data and
+  // backward-filter calls take its first-ranked algorithm whatever its
+  // determinism (conv.cu); the forward passes (a transposed convolution's
+  // included) do not change. The workspace sizes below follow it.
+  bool nondeterministic_backward = false;
+};
+// Which backward pass of a convolution runs a non-deterministic algorithm
+// under a context (false, false without the option and on im2col).
+struct ConvBackwardAlgos {
+  bool data_nondeterministic = false;
+  bool filter_nondeterministic = false;
 };
 // True when this build has cuDNN (REMAT_HAVE_CUDNN).
 bool cudnn_available();
@@ -231,6 +242,9 @@ size_t conv2d_workspace_bytes(const ConvGeom& g, const ConvContext& ctx);
 // True when g runs on cuDNN: ctx has a handle and cuDNN offered deterministic
 // FMA-math algorithms for all three passes; false means im2col + cuBLAS.
 bool conv2d_uses_cudnn(const ConvGeom& g, const ConvContext& ctx);
+// What conv2d_bwd runs for g under ctx (a transposed convolution's backward
+// runs g's backward-filter).
+ConvBackwardAlgos conv2d_backward_algos(const ConvGeom& g, const ConvContext& ctx);
 void conv2d_fwd(const ConvGeom& g, const float* x, const float* W, const float* b, float* y,
                 const ConvContext& ctx);
 // dx (may be null) = or += ; dW (may be null: x is then not read) += ; db (may be null) += .
@@ -257,6 +271,8 @@ bool conv2d_lowp_available(HalfType t, const ConvGeom& g, const ConvContext& ctx
 // aligned) the 16-bit weight gradient's staging. Throws std::invalid_argument
 // where conv2d_lowp_available does not hold.
 size_t conv2d_lowp_workspace_bytes(HalfType t, const ConvGeom& g, const ConvContext& ctx);
+// What conv2d_bwd_lowp runs for g in t under ctx.
+ConvBackwardAlgos conv2d_lowp_backward_algos(HalfType t, const ConvGeom& g, const ConvContext& ctx);
 // y16 = the convolution in t (cuDNN's rounding to t), y = y16 widened + b (b may be null;
 // y may be null without b: y16 is then the result).
 void conv2d_fwd_lowp(HalfType t, const ConvGeom& g, const uint16_t* x, const uint16_t* W, const float* b,
@@ -410,11 +426,13 @@ void embedding_fwd(const float* table, const int32_t* idx, float* y, int64_t n, 
 void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, int64_t dim,
                    int64_t vocab, cudaStream_t stream);
 // dtable += per row, its positions summed in increasing order (one block per
-// table row; no atomics): the CPU's order, so the same bits.
+// table row; no atomics): the CPU's order, so the same bits. any_order
+// (remat run --nondeterministic-backward): by atomicAdd, one thread an
+// element, the positions of a repeated token summed in any order.
 void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim,
-                   int64_t vocab, cudaStream_t stream);
+                   int64_t vocab, cudaStream_t stream, bool any_order = false);
 void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim,
-                   int64_t vocab, cudaStream_t stream);
+                   int64_t vocab, cudaStream_t stream, bool any_order = false);
 
 // ---- constants.cu ----------------------------------------------------------------
 // As the CPU's (cpu_kernels.h): c (cn elements, device) repeats over x (n = reps·cn).

@@ -1,6 +1,7 @@
 // Tensor plumbing: concatenation along an axis (strided copies) and the
 // embedding lookup with its gradient, gathered per table row in position order
-// so that no atomics decide the summation order.
+// so that no atomics decide the summation order (by atomicAdd, in any order,
+// only under remat run --nondeterministic-backward).
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -147,6 +148,24 @@ __global__ void embedding_bwd_kernel(const float* dy, const Index* idx, float* d
   }
 }
 
+// remat run --nondeterministic-backward: each element of dy added to its
+// table row by atomicAdd, one thread an element, so that a row's positions
+// are summed in whatever order the threads land: n·dim additions and nothing
+// else, where the ordered kernel above first tests every earlier position of
+// each one (n²/2 index reads) and then walks the positions after each
+// distinct token's first in chunks. Positions whose token is out of range are
+// left out, as above.
+template <typename Index>
+__global__ void embedding_bwd_atomic_kernel(const float* dy, const Index* idx, float* dtable, int64_t n,
+                                            int64_t dim, int64_t vocab) {
+  const int64_t total = n * dim;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const Index v = idx[i / dim];
+    if (v >= 0 && v < vocab) atomicAdd(&dtable[v * dim + i % dim], dy[i]);
+  }
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------
@@ -256,9 +275,14 @@ void gather_rows(const float* table, const Index* idx, float* y, int64_t n, int6
 
 template <typename Index>
 void scatter_rows(const float* dy, const Index* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
-                  cudaStream_t stream) {
+                  bool any_order, cudaStream_t stream) {
   detail::check_sizes("embedding_bwd", {n, dim, vocab});
   if (n == 0 || dim == 0 || vocab == 0) return;
+  if (any_order) {
+    embedding_bwd_atomic_kernel<<<detail::grid_for(n * dim), kBlock, 0, stream>>>(dy, idx, dtable, n, dim, vocab);
+    CUDA_CHECK_THROW(cudaGetLastError());
+    return;
+  }
   // Whole warps (the ballots need all 32 lanes), at most kBlock threads.
   const int block = dim < kBlock ? static_cast<int>((dim + 31) / 32 * 32) : kBlock;
   const unsigned grid = static_cast<unsigned>(n < detail::kMaxBlocks ? n : detail::kMaxBlocks);
@@ -277,12 +301,12 @@ void embedding_fwd(const float* table, const int64_t* idx, float* y, int64_t n, 
   gather_rows(table, idx, y, n, dim, vocab, stream);
 }
 void embedding_bwd(const float* dy, const int32_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
-                   cudaStream_t stream) {
-  scatter_rows(dy, idx, dtable, n, dim, vocab, stream);
+                   cudaStream_t stream, bool any_order) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab, any_order, stream);
 }
 void embedding_bwd(const float* dy, const int64_t* idx, float* dtable, int64_t n, int64_t dim, int64_t vocab,
-                   cudaStream_t stream) {
-  scatter_rows(dy, idx, dtable, n, dim, vocab, stream);
+                   cudaStream_t stream, bool any_order) {
+  scatter_rows(dy, idx, dtable, n, dim, vocab, any_order, stream);
 }
 
 }  // namespace remat::cuda

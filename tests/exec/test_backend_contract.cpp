@@ -215,5 +215,69 @@ TEST(BackendContract, ReadOfAReleasedTensorIsCaughtUnderAddressSanitizer) {
       "heap-use-after-free");
 }
 
+// --nondeterministic-backward (ExecOptions::nondeterministic_backward): the
+// executor hands the option to the backend before each load (set or
+// cleared: a backend reused without it is deterministic again), and every
+// result carries what the loaded backend says it ran non-deterministically.
+// The stand-in device reports a line only while the option is set at load;
+// its kernels are the CPU's, so the results are bitwise equal all the same.
+class BackwardChoosingDevice final : public WrappedBackend, public ForwardingCompute {
+ public:
+  explicit BackwardChoosingDevice(Backend& inner) : WrappedBackend(inner), ForwardingCompute(inner.compute()) {}
+  Compute& compute() override { return *this; }
+  void allow_nondeterministic_backward(bool allow) override {
+    allowed_ = allow;
+    ForwardingCompute::allow_nondeterministic_backward(allow);
+  }
+  void load(const Model& m, const HostData& d) override {
+    loaded_with.push_back(allowed_);
+    ForwardingCompute::load(m, d);
+  }
+  std::vector<std::string> nondeterministic_backward() const override {
+    return loaded_with.empty() || !loaded_with.back() ? std::vector<std::string>{}
+                                                       : std::vector<std::string>{"a test kernel: any order"};
+  }
+  std::vector<bool> loaded_with;
+
+ private:
+  bool allowed_ = false;
+};
+
+TEST(BackendContract, NondeterministicBackwardIsHandedOverBeforeLoadAndReported) {
+  const Model m = make_preset("mlp:3:16:4");
+  const std::vector<Schedule> batch = {schedule_of(m, "store-all"), schedule_of(m, "sqrt")};
+  CpuBackend cpu;
+  BackwardChoosingDevice dev(cpu);
+  ExecOptions o = quick();
+  o.nondeterministic_backward = true;
+  const auto with = execute_strategies(m, batch, dev, o);
+  o.nondeterministic_backward = false;
+  const auto without = execute_strategies(m, batch, dev, o);
+  o.nondeterministic_backward = true;
+  const ExecResult single = execute(m, batch[1], dev, o);
+  EXPECT_EQ(dev.loaded_with, (std::vector<bool>{true, false, true}));
+  ASSERT_EQ(with.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(with[i].ok()) << with[i].message;
+    ASSERT_TRUE(without[i].ok()) << without[i].message;
+    EXPECT_EQ(with[i].nondeterministic, std::vector<std::string>{"a test kernel: any order"});
+    EXPECT_TRUE(without[i].nondeterministic.empty());
+    EXPECT_EQ(with[i].param_grads, without[i].param_grads);
+  }
+  EXPECT_EQ(single.nondeterministic, std::vector<std::string>{"a test kernel: any order"});
+  // The CPU backend has no non-deterministic algorithm: it reports none and
+  // gives the same bits with the option.
+  CpuBackend plain;
+  const auto cpu_runs = execute_strategies(m, batch, plain, quick());
+  ExecOptions asked = quick();
+  asked.nondeterministic_backward = true;
+  const auto cpu_asked = execute_strategies(m, batch, plain, asked);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(cpu_asked[i].nondeterministic.empty());
+    EXPECT_EQ(cpu_asked[i].grad_hash, cpu_runs[i].grad_hash);
+    EXPECT_EQ(cpu_asked[i].param_grads, cpu_runs[i].param_grads);
+  }
+}
+
 }  // namespace
 }  // namespace remat

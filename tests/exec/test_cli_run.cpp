@@ -410,6 +410,93 @@ TEST(CliRun, CompressedStrategiesReportTheirErrorInsteadOfBitwiseEquality) {
   EXPECT_EQ(count_of(t.out, "     ~\n"), 1) << t.out;
 }
 
+// --nondeterministic-backward on the CPU: accepted, nothing changes (the CPU
+// has no non-deterministic backward), and the run says so once, in the table
+// and in the JSON; the gradients are bitwise those of a run without it.
+// Without the option the table says nothing of it and the JSON's field says
+// it was not asked for.
+TEST(CliRun, NondeterministicBackwardOnTheCpuChangesNothingAndSaysSo) {
+  const std::string base = "run --model resnet:10:2:32:2:5 --strategy store-all,sqrt --backend cpu --repeat 1";
+  const CliResult plain = run_cli(base + " --json");
+  const CliResult asked = run_cli(base + " --json --nondeterministic-backward");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  ASSERT_EQ(asked.code, 0) << asked.err;
+  const auto p = nlohmann::json::parse(plain.out), a = nlohmann::json::parse(asked.out);
+  const std::string note = "the CPU backend has no non-deterministic backward; gradients stay bitwise reproducible";
+  EXPECT_EQ(a["nondeterministic_backward"],
+            nlohmann::json({{"requested", true},
+                            {"algorithms", nlohmann::json::array()},
+                            {"dropped_guarantees", nlohmann::json::array()},
+                            {"kept_guarantees", nlohmann::json::array()},
+                            {"note", note}}));
+  EXPECT_EQ(p["nondeterministic_backward"]["requested"], false);
+  EXPECT_TRUE(p["nondeterministic_backward"]["note"].is_null());
+  EXPECT_TRUE(p["nondeterministic_backward"]["algorithms"].empty());
+  ASSERT_EQ(a["strategies"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& s = a["strategies"][i];
+    EXPECT_EQ(s["matches_store_all"], true) << s["name"];
+    EXPECT_EQ(s["loss_matches_store_all"], true) << s["name"];
+    EXPECT_TRUE(s["relative_error"].is_null()) << s["name"];
+    EXPECT_EQ(s["grad_hash"], p["strategies"][i]["grad_hash"]) << s["name"];
+    EXPECT_EQ(s["loss"], p["strategies"][i]["loss"]) << s["name"];
+  }
+
+  const CliResult table = run_cli(base + " --nondeterministic-backward");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_EQ(count_of(table.out, "--nondeterministic-backward: " + note + "\n"), 1) << table.out;
+  EXPECT_EQ(count_of(table.out, "--nondeterministic-backward"), 1) << table.out;
+  EXPECT_EQ(count_of(table.out, "   yes\n"), 2) << table.out;  // store-all and sqrt, bit for bit
+  EXPECT_EQ(table.out.find("non-deterministic backward: gradients against store-all"), std::string::npos);
+  const CliResult off = run_cli(base);
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_EQ(off.out.find("nondeterministic"), std::string::npos) << off.out;
+  EXPECT_EQ(off.out.find("non-deterministic"), std::string::npos) << off.out;
+
+  // A flag: it takes no value.
+  const CliResult bad = run_cli(base + " --nondeterministic-backward=maybe");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.err.find("--nondeterministic-backward"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "");
+  EXPECT_NE(run_cli("run --help").out.find("--nondeterministic-backward"), std::string::npos);
+}
+
+// With a device (--backend cuda), a ResNet's convolutions take cuDNN's
+// first-ranked backward algorithms: the JSON names what ran that way and the
+// guarantees dropped, every strategy keeps store-all's loss bits and reports
+// its gradients' relative error where they differ, within the bound
+// tests/gpu/test_cuda_backend.cpp's CudaNondeterministicBackward derives:
+// convolutions · 2γ_K, here 20 convolutions and K at most n·h·w = 8·32·32
+// (every output position of the largest image). Without a device: the one
+// error of ExplicitCudaRunsThereOrIsOneError.
+TEST(CliRun, NondeterministicBackwardOnCudaNamesWhatItDropped) {
+  const CliResult r = run_cli("run --model resnet:18:8:32:2:10 --strategy store-all,sqrt,recompute-all --backend cuda "
+                              "--repeat 1 --json --nondeterministic-backward");
+  if (r.code != 0) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    GTEST_SKIP() << "no CUDA device: " << r.err;
+  }
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& nd = j["nondeterministic_backward"];
+  EXPECT_EQ(nd["requested"], true);
+  ASSERT_EQ(nd["algorithms"].size(), 1u) << nd.dump();
+  EXPECT_EQ(nd["algorithms"][0].get<std::string>().rfind("cuDNN convolution backward: ", 0), 0u) << nd.dump();
+  EXPECT_EQ(nd["dropped_guarantees"],
+            nlohmann::json::array({"parameter gradients bitwise equal across strategies",
+                                   "parameter gradients bitwise equal from run to run"}));
+  EXPECT_TRUE(nd["note"].is_null());
+  for (const auto& s : j["strategies"]) {
+    EXPECT_EQ(s["status"], "ok") << s["name"];
+    EXPECT_EQ(s["loss_matches_store_all"], true) << s["name"];
+    EXPECT_EQ(s["tracked_peak_bytes"], s["predicted_peak_bytes"]) << s["name"];
+    EXPECT_FALSE(s["relative_error"].is_null()) << s["name"];
+    EXPECT_EQ(s["relative_error"]["loss"].get<double>(), 0.0) << s["name"];
+    const double k = 8 * 32 * 32, gamma = k * 0x1p-24 / (1 - k * 0x1p-24);
+    EXPECT_LE(s["relative_error"]["grad"].get<double>(), 20 * 2 * gamma) << s["name"];
+  }
+}
+
 // The conversions' time, measured beside the time model's: chain:7:64 under
 // sqrt+compress:bf16 compresses and decompresses x and a3 (4 conversions),
 // each reading or writing A(v) of 64 bytes and C(v) of 32: predicted

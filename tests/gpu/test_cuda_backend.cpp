@@ -632,6 +632,136 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaMixedConv,
                                            "resnet:18:8:32:2:10:bf16@cuda", "resnet:10:8:32:2:5:f16@cuda"),
                          case_name);
 
+// --nondeterministic-backward (ExecOptions::nondeterministic_backward): the
+// convolutions' backward takes cuDNN's first-ranked algorithm whatever its
+// determinism. The forward does not change, so every strategy's loss has the
+// deterministic run's bits, and the tracked peaks stay the simulator's. The
+// gradients are the same sums in another order:
+// - a weight-gradient element sums K = n·oh·ow products, an input-gradient
+//   element at most k·r·s; two f32 orders of one sum differ by at most
+//   2·γ_K·Σ|terms| (γ_K = K·u/(1 − K·u), u = 2⁻²⁴), taken relative to the
+//   result (no cancellation amplification: batch norm after each convolution
+//   keeps the terms and the sums of a size);
+// - in the 16-bit plans cuDNN rounds dx and dW to the dtype after the sum: a
+//   reordering can move that rounding by one unit, u16 = 2⁻⁸ (bf16);
+// - the backward is linear in G for the saved activations, so the
+//   perturbations of the L convolutions a gradient passes through add up.
+// Bound on each parameter tensor's relative l2 error: L·(2γ_K + u16), K the
+// largest sum of any convolution. (An f32 plan's deterministic algorithm may
+// be FFT or Winograd, whose error is of another kind and not in this bound;
+// GpuCnnKernels.ConvolutionMatchesCpuOnBothPaths holds those to 1e-3 of the
+// CPU's per element, well inside it.) Measured figures are printed.
+// The report names the convolutions' dropped guarantee, and a deterministic
+// run after the option gives the first deterministic run's bits again (the
+// plans hold both choices; none leaks into a run without the option).
+class CudaNondeterministicBackward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaNondeterministicBackward, LossBitwiseGradientsWithinTheBoundAndReported) {
+  REQUIRE_CUDA();
+  Backend& gpu = *device().backend;
+  {  // conv_mode() reads f32 whatever was set where cuDNN does not run
+    auto& probe = dynamic_cast<cuda::CudaBackend&>(gpu);
+    const GemmMode was = probe.conv_mode();
+    probe.set_conv_mode(GemmMode::TensorCore);
+    const bool cudnn = probe.conv_mode() == GemmMode::TensorCore;
+    probe.set_conv_mode(was);
+    if (!cudnn) GTEST_SKIP() << "cuDNN does not run here: the convolutions run on im2col, deterministic";
+  }
+  const Model m = load_model(GetParam());
+  int convs = 0;
+  double k_max = 0;
+  for (int v = 0; v < m.size(); ++v) {
+    if (m.op(v).kind != OpKind::Conv) continue;
+    ++convs;
+    const cpu::ConvGeom g = conv_geom(m, v);
+    k_max = std::max({k_max, static_cast<double>(g.n * g.oh() * g.ow()), static_cast<double>(g.k * g.r * g.s)});
+  }
+  ASSERT_GT(convs, 0);
+  const double u = 0x1p-24, gamma = k_max * u / (1 - k_max * u);
+  const double u16 = m.op(m.size() - 2).dtype == DType::BF16 ? 0x1p-8 : m.op(m.size() - 2).dtype == DType::F16 ? 0x1p-11 : 0.0;
+  const double bound = convs * (2 * gamma + u16);
+
+  const ExecResult det = execute(m, schedule_of(m, "store-all"), gpu, quick());
+  ASSERT_TRUE(det.ok()) << det.message;
+  EXPECT_TRUE(det.nondeterministic.empty());
+  ExecOptions o = quick();
+  o.nondeterministic_backward = true;
+  const ExecResult store = execute(m, schedule_of(m, "store-all"), gpu, o);
+  ASSERT_TRUE(store.ok()) << store.message;
+  ASSERT_EQ(store.nondeterministic.size(), 1u) << "cuDNN ranked a deterministic algorithm first for every convolution "
+                                                  "here: nothing was dropped";
+  const std::string& line = store.nondeterministic[0];
+  EXPECT_EQ(line.rfind("cuDNN convolution backward: its first-ranked algorithm whatever its determinism, "
+                       "non-deterministic (atomic sums) for ",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(line.find(" of " + std::to_string(convs) + " convolutions (backward-data "), std::string::npos) << line;
+  EXPECT_EQ(std::memcmp(&store.loss, &det.loss, sizeof(float)), 0) << store.loss << " vs " << det.loss;
+  EXPECT_LE(relative_error(store, det).grad, bound);
+  const auto& cb = dynamic_cast<cuda::CudaBackend&>(gpu);
+  EXPECT_EQ(store.memory.workspace, cb.cublas_workspace_bytes() + cb.conv_workspace_bytes());
+  std::cout << GetParam() << ": " << line << "; bound " << bound << ", store-all vs deterministic "
+            << relative_error(store, det).grad;
+  for (const char* spec : {"sqrt", "recompute-all", "every-k:3"}) {
+    SCOPED_TRACE(spec);
+    const Schedule s = schedule_of(m, spec);
+    const ExecResult r = execute(m, s, gpu, o);
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.tracked_peak_bytes, simulate(m, s).peak_bytes);
+    EXPECT_EQ(r.nondeterministic, store.nondeterministic);
+    EXPECT_EQ(std::memcmp(&r.loss, &store.loss, sizeof(float)), 0) << r.loss << " vs " << store.loss;
+    EXPECT_NE(sameness(r, store), Sameness::Differs);
+    EXPECT_LE(relative_error(r, store).grad, bound);
+    std::cout << ", " << spec << " vs store-all " << relative_error(r, store).grad;
+  }
+  std::cout << "\n";
+  const ExecResult again = execute(m, schedule_of(m, "store-all"), gpu, quick());
+  ASSERT_TRUE(again.ok()) << again.message;
+  EXPECT_TRUE(again.nondeterministic.empty());
+  EXPECT_EQ(again.param_grads, det.param_grads);
+  EXPECT_EQ(again.grad_hash, det.grad_hash);
+}
+
+// A GPT under the option: only the embedding gradients add by atomicAdd
+// (their bound is GpuCnnKernels.EmbeddingGradientInAnyOrder's); nothing reads
+// a parameter gradient, so every other parameter's gradient keeps the
+// deterministic run's bits, and so does every strategy's loss.
+TEST(CudaNondeterministicBackwardGpt, OnlyTheEmbeddingGradientsChange) {
+  REQUIRE_CUDA();
+  Backend& gpu = *device().backend;
+  const Model m = make_preset("gpt:2:32:4:16:2:f32:64");
+  int embeddings = 0;
+  for (int v = 0; v < m.size(); ++v) embeddings += m.op(v).kind == OpKind::Embedding;
+  ASSERT_GT(embeddings, 0);
+  const ExecResult det = execute(m, schedule_of(m, "store-all"), gpu, quick());
+  ASSERT_TRUE(det.ok()) << det.message;
+  ExecOptions o = quick();
+  o.nondeterministic_backward = true;
+  const auto params = parameter_tensors(m);
+  for (const char* spec : {"store-all", "sqrt", "recompute-all"}) {
+    SCOPED_TRACE(spec);
+    const ExecResult r = execute(m, schedule_of(m, spec), gpu, o);
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.nondeterministic,
+              std::vector<std::string>{"embedding gradient: atomicAdd, a repeated token's positions summed in any "
+                                       "order, for " + std::to_string(embeddings) + " of " +
+                                       std::to_string(embeddings) + " embeddings"});
+    EXPECT_EQ(std::memcmp(&r.loss, &det.loss, sizeof(float)), 0) << r.loss << " vs " << det.loss;
+    ASSERT_EQ(r.param_grads.size(), params.size());
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      if (m.op(params[k].op).kind == OpKind::Embedding) {
+        for (const float g : r.param_grads[k]) ASSERT_TRUE(std::isfinite(g)) << params[k].name;
+        continue;
+      }
+      EXPECT_EQ(r.param_grads[k], det.param_grads[k]) << params[k].name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, CudaNondeterministicBackward,
+                         ::testing::Values("resnet:18:8:32:2:10", "resnet:18:8:32:2:10:bf16"), case_name);
+
 // Compressed checkpoints on CUDA (gpu/kernels/convert.cu): the tracked peaks
 // are the simulator's (C(v) at its stored size, on the device and in the
 // pinned pool), two runs give the same bits, and the gradients are within the

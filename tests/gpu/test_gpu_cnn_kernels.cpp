@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -146,6 +147,94 @@ TEST_F(GpuCnnKernels, CudnnRunsTheUsualConvolutions) {
                             conv(2, 8, 6, 6, 16, 1, 1), conv(4, 32, 16, 16, 64, 3, 3, 2, 1)}) {
     EXPECT_TRUE(gpu::conv2d_uses_cudnn(g, with)) << str(g) << ": cuDNN offered no deterministic FMA algorithm";
     EXPECT_FALSE(gpu::conv2d_uses_cudnn(g, without)) << str(g);
+  }
+}
+
+// ConvContext::nondeterministic_backward (remat run --nondeterministic-backward):
+// the forward and a transposed convolution's forward (a backward-data call)
+// give the deterministic context's bits. A backward pass that
+// conv2d_backward_algos calls deterministic under the option runs the
+// deterministic plan's algorithm, so its result has that one's bits; one it
+// calls non-deterministic runs an atomic algorithm (backward-data ALGO_0,
+// backward-filter ALGO_0 or ALGO_3), a direct sum, as the CPU's im2col GEMMs
+// are: each element is then within 2·γ_K·Σ|terms| of the CPU's (K the terms
+// of its sum, a starting value included, γ_K = K·u/(1 − K·u), u = 2⁻²⁴;
+// Σ|terms| the CPU's convolution backward of |x|, |W|, |dy|, itself low by at
+// most a factor 1 + γ_K). (Not against the deterministic algorithm: in f32
+// that may be FFT or Winograd, whose error is of another kind.) Without the
+// option nothing is reported; with it, what conv2d_backward_algos says is
+// printed.
+TEST_F(GpuCnnKernels, NondeterministicBackwardChangesOnlyTheBackwardWithinTheSumsBound) {
+  if (!cudnn_) GTEST_SKIP() << "this build has no cuDNN (REMAT_CUDNN)";
+  for (const ConvGeom& g : {conv(8, 16, 16, 16, 32, 3, 3, 1, 1), conv(4, 64, 8, 8, 64, 3, 3, 2, 1),
+                            conv(8, 32, 14, 14, 64, 1, 1), conv(2, 16, 15, 15, 32, 7, 7, 2, 3)}) {
+    SCOPED_TRACE(str(g));
+    gpu::ConvContext det{cublas_, cudnn_, stream_, nullptr, 0}, any = det;
+    any.nondeterministic_backward = true;
+    EXPECT_FALSE(gpu::conv2d_backward_algos(g, det).data_nondeterministic);
+    EXPECT_FALSE(gpu::conv2d_backward_algos(g, det).filter_nondeterministic);
+    const gpu::ConvBackwardAlgos a = gpu::conv2d_backward_algos(g, any);
+    std::cout << str(g) << ": backward-data " << (a.data_nondeterministic ? "non-deterministic" : "deterministic")
+              << ", backward-filter " << (a.filter_nondeterministic ? "non-deterministic" : "deterministic") << "\n";
+    Workspace ws(std::max(gpu::conv2d_workspace_bytes(g, det), gpu::conv2d_workspace_bytes(g, any)));
+    for (gpu::ConvContext* c : {&det, &any}) {
+      c->workspace = ws.p;
+      c->workspace_bytes = ws.bytes;
+    }
+    const int64_t xn = g.n * g.c * g.h * g.w, yn = g.n * g.k * g.oh() * g.ow();
+    const Vec x = random_vec(xn, 81), W = random_vec(g.weight_numel(), 82, -0.3f, 0.3f), dy = random_vec(yn, 83);
+    const Vec dW0 = random_vec(g.weight_numel(), 84);
+    const Dev x_d(x), W_d(W), dy_d(dy);
+    Vec first_y, first_t;
+    for (const gpu::ConvContext* c : {&det, &any}) {
+      const Dev y_d(nan_vec(yn)), t_d(nan_vec(xn));
+      gpu::conv2d_fwd(g, x_d.get(), W_d.get(), nullptr, y_d.get(), *c);
+      gpu::conv_transpose2d_fwd(g, dy_d.get(), W_d.get(), nullptr, t_d.get(), *c);
+      if (c == &det) {
+        first_y = y_d.fetch();
+        first_t = t_d.fetch();
+      } else {
+        expect_bitwise(y_d.fetch(), first_y, "forward with the option");
+        expect_bitwise(t_d.fetch(), first_t, "transposed forward with the option");
+      }
+    }
+    std::vector<Vec> dx(2), dW(2);
+    for (int k = 0; k < 2; ++k) {
+      const Dev dx_d(nan_vec(xn)), dW_d(dW0);
+      gpu::conv2d_bwd(g, x_d.get(), W_d.get(), dy_d.get(), dx_d.get(), dW_d.get(), nullptr, false, k ? any : det);
+      dx[static_cast<size_t>(k)] = dx_d.fetch();
+      dW[static_cast<size_t>(k)] = dW_d.fetch();
+    }
+    // The CPU's results, and Σ|terms| of each sum.
+    Vec scratch(static_cast<size_t>(remat::cpu::conv2d_scratch_floats(g)));
+    Vec dx_cpu(xn, 0.0f), dW_cpu = dW0;
+    cpu::conv2d_bwd(g, x.data(), W.data(), dy.data(), dx_cpu.data(), dW_cpu.data(), nullptr, false, scratch.data());
+    auto absv = [](Vec v) {
+      for (float& f : v) f = std::fabs(f);
+      return v;
+    };
+    const Vec ax = absv(x), aW = absv(W), ady = absv(dy);
+    Vec sx(xn, 0.0f), sW = absv(dW0);
+    cpu::conv2d_bwd(g, ax.data(), aW.data(), ady.data(), sx.data(), sW.data(), nullptr, false, scratch.data());
+    auto within = [](const Vec& got, const Vec& cpu_sum, const Vec& abs_sum, double terms, const char* what) {
+      const double gamma = terms * 0x1p-24 / (1 - terms * 0x1p-24);
+      int bad = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double diff = std::fabs(static_cast<double>(got[i]) - cpu_sum[i]);
+        if (!(diff <= 2 * gamma * (1 + gamma) * abs_sum[i]) && ++bad <= 3)
+          ADD_FAILURE() << what << "[" << i << "]: " << got[i] << " vs the CPU's " << cpu_sum[i] << ", bound "
+                        << 2 * gamma * abs_sum[i];
+      }
+      EXPECT_EQ(bad, 0) << what;
+    };
+    if (a.data_nondeterministic)
+      within(dx[1], dx_cpu, sx, static_cast<double>(g.k * g.r * g.s), "dx");
+    else
+      expect_bitwise(dx[1], dx[0], "dx: the deterministic algorithm under the option");
+    if (a.filter_nondeterministic)
+      within(dW[1], dW_cpu, sW, static_cast<double>(g.n * g.oh() * g.ow() + 1), "dW");
+    else
+      expect_bitwise(dW[1], dW[0], "dW: the deterministic algorithm under the option");
   }
 }
 
@@ -586,6 +675,52 @@ TEST_F(GpuCnnKernels, ConcatAndEmbeddingMatchCpu) {
   EXPECT_TRUE(std::isnan(yb[dim]));
   Vec ycpu(2 * dim);
   EXPECT_THROW(cpu::embedding_fwd(table.data(), bad.data(), ycpu.data(), 2, dim, vocab), std::invalid_argument);
+}
+
+// The embedding gradient in any order (remat run --nondeterministic-backward:
+// atomicAdd): where no token repeats each table element gets one addition,
+// the ordered kernel's, so the same bits; where tokens repeat (4096
+// positions over 7 rows, so that the atomics contend) each element is the
+// same sum of its initial value and m dy terms in another order, within
+// 2·γ_m·(|initial| + Σ|dy|) of the ordered kernel's (γ_m = m·u/(1 − m·u),
+// u = 2⁻²⁴); positions out of range are left out by both.
+TEST_F(GpuCnnKernels, EmbeddingGradientInAnyOrder) {
+  for (const bool repeats : {false, true}) {
+    SCOPED_TRACE(repeats ? "repeated tokens" : "distinct tokens");
+    const int64_t vocab = repeats ? 7 : 64, dim = 48, n = repeats ? 4096 : 40;
+    std::vector<int64_t> idx(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) idx[static_cast<std::size_t>(i)] = repeats ? (i * 5 + i / 3) % vocab : (i * 13) % vocab;
+    if (repeats) idx[100] = vocab;  // out of range: skipped
+    remat::gpu_testing::DeviceArray<int64_t> idx_d(idx);
+    const Vec dy = random_vec(n * dim, 71), start = random_vec(vocab * dim, 72);
+    const Dev dy_d(dy), ordered_d(start), any_d(start);
+    gpu::embedding_bwd(dy_d.get(), idx_d.get(), ordered_d.get(), n, dim, vocab, stream_);
+    gpu::embedding_bwd(dy_d.get(), idx_d.get(), any_d.get(), n, dim, vocab, stream_, true);
+    const Vec ordered = ordered_d.fetch(), any = any_d.fetch();
+    if (!repeats) {
+      expect_bitwise(any, ordered, "embedding dtable, any order, distinct tokens");
+      continue;
+    }
+    std::vector<double> abs_sum(static_cast<std::size_t>(vocab * dim));
+    std::vector<int64_t> m(static_cast<std::size_t>(vocab), 0);
+    for (int64_t e = 0; e < vocab * dim; ++e) abs_sum[static_cast<std::size_t>(e)] = std::fabs(start[static_cast<std::size_t>(e)]);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = idx[static_cast<std::size_t>(i)];
+      if (v >= vocab) continue;
+      ++m[static_cast<std::size_t>(v)];
+      for (int64_t d = 0; d < dim; ++d)
+        abs_sum[static_cast<std::size_t>(v * dim + d)] += std::fabs(dy[static_cast<std::size_t>(i * dim + d)]);
+    }
+    int bad = 0;
+    for (int64_t e = 0; e < vocab * dim; ++e) {
+      const double terms = static_cast<double>(m[static_cast<std::size_t>(e / dim)]) + 1, gamma = terms * 0x1p-24 / (1 - terms * 0x1p-24);
+      const double diff = std::fabs(static_cast<double>(any[static_cast<std::size_t>(e)]) - ordered[static_cast<std::size_t>(e)]);
+      if (!(diff <= 2 * gamma * abs_sum[static_cast<std::size_t>(e)]) && ++bad <= 3)
+        ADD_FAILURE() << "dtable[" << e << "]: any order " << any[static_cast<std::size_t>(e)] << ", ordered "
+                      << ordered[static_cast<std::size_t>(e)];
+    }
+    EXPECT_EQ(bad, 0);
+  }
 }
 
 // The batch-norm kernels' walk over a channel, checked on the host (no GPU

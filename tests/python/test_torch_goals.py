@@ -27,6 +27,9 @@ SCRIPT = os.path.join(REPO, "gpu", "torch_goals.py")
 sys.path.insert(0, os.path.join(REPO, "gpu"))
 
 
+CPU_NOTE = "the CPU backend has no non-deterministic backward; gradients stay bitwise reproducible"
+
+
 def remat_json(remat, *args):
     return json.loads(subprocess.run([remat, *args], capture_output=True, text=True, check=True).stdout)
 
@@ -327,6 +330,16 @@ def main():
               and all(isinstance(row[0], str) and row[2] > 0 and row[3] >= 0
                       and row[5] >= 0 for row in kinds["rows"]),
               f"{n}: store-all's time by op kind, the gated trace's beside it ({kinds})")
+        # Beside PyTorch's defaults, remat with --nondeterministic-backward: on
+        # the CPU nothing changes, and the run says so.
+        nd = r["remat_nondeterministic"]
+        check(nd["report"] == {"requested": True, "algorithms": [], "dropped_guarantees": [], "kept_guarantees": [],
+                               "note": CPU_NOTE},
+              f"{n}: --nondeterministic-backward on the CPU drops nothing and says so ({nd['report']})")
+        check(all(nd["strategies"][s]["time"] > 0 and nd["strategies"][s]["loss_same"] is True
+                  and nd["strategies"][s]["same"] is True and nd["strategies"][s]["grad_error"] is None
+                  for s in ("store-all", ck)),
+              f"{n}: --nondeterministic-backward's store-all and {ck} ran, bitwise equal ({nd['strategies']})")
         # No PyTorch peak on the CPU: every case gets both reports, on remat's own prediction.
         want = ["plain", "checkpointed"]
         check(sorted(r["gaps"]) == sorted(want), f"{n}: peak-gap reports for {want} ({sorted(r['gaps'])})")
@@ -349,6 +362,11 @@ def main():
     check(len(rows) == 16, f"goals.md: 4 cases x 2 PyTorch modes x 2 strategies = 16 rows ({len(rows)})")
     check(all(line.count("| n/a |") >= 2 for line in rows), "goals.md: PyTorch's memory n/a on the CPU, in every row")
     check(md.count("the kernels with REMAT_CUDA_GATE=1") == 4, "goals.md: each case's time by op kind, gated beside")
+    notes = [line for line in md.splitlines() if line.startswith("- ")]
+    check(len(notes) == 4 and all("; remat --nondeterministic-backward beside PyTorch's defaults: store-all " in line
+                                  and "loss bitwise store-all's: True" in line and line.count(CPU_NOTE) == 1
+                                  for line in notes),
+          f"goals.md: each case's note gives remat's --nondeterministic-backward run and the CPU's note ({notes})")
     # remat failing (a wrapper whose `run` exits 1): PyTorch's figures stay in the
     # table, remat's cells say failed, the note names the error, the exit is 1.
     wrapper = os.path.join(args.out, "remat-run-fails")
