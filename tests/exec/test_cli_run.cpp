@@ -149,6 +149,21 @@ TEST(CliRun, ExplicitCudaRunsThereOrIsOneError) {
   EXPECT_EQ(r.out, "");
 }
 
+// A CUDA switch's bad value: refused before any work where the run may use
+// CUDA (exit 2, the one message, nothing on stdout) and ignored with
+// --backend cpu, whose run it returns (run with `cpu_flags`). The variable is
+// put back as it was: a device session bisecting may have set it.
+CliResult expect_refused_unless_cpu(const char* var, const char* bad_value, const std::string& model,
+                                    const std::string& refusal, const std::string& cpu_flags = "--json") {
+  const remat::testing::ScopedEnv env(var);
+  env.set(bad_value);
+  const CliResult bad = run_cli(model + "--backend auto");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, std::string("remat: error: ") + var + ": '" + bad_value + "' " + refusal + "\n");
+  EXPECT_EQ(bad.out, "");
+  return run_cli(model + "--backend cpu " + cpu_flags);
+}
+
 // REMAT_CUDA_GEMM (docs/gpu.md#mixed-precision-on-tensor-cores): a value
 // other than tensor or f32 is refused before any work where the run may use
 // CUDA, and ignored with --backend cpu; the JSON's cuda_gemm says which path
@@ -158,15 +173,9 @@ TEST(CliRun, CudaGemmSwitch) {
   const std::string model = "run --model gpt:1:32:4:16:2:bf16:64 --strategy store-all --repeat 1 ";
   const char* set = std::getenv("REMAT_CUDA_GEMM");  // a device session bisecting may have set it
   const std::string path = set && *set ? set : "tensor";
-  ::setenv("REMAT_CUDA_GEMM", "fast", 1);
-  const CliResult bad = run_cli(model + "--backend auto");
-  const CliResult ignored = run_cli(model + "--backend cpu --json");
-  ::setenv("REMAT_CUDA_GEMM", path.c_str(), 1);
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(bad.err,
-            "remat: error: REMAT_CUDA_GEMM: 'fast' is not a GEMM path (tensor: tensor cores on 16-bit operands, the "
-            "default; f32: f32 GEMMs)\n");
-  EXPECT_EQ(bad.out, "");
+  const CliResult ignored = expect_refused_unless_cpu(
+      "REMAT_CUDA_GEMM", "fast", model,
+      "is not a GEMM path (tensor: tensor cores on 16-bit operands, the default; f32: f32 GEMMs)");
   ASSERT_EQ(ignored.code, 0) << ignored.err;
   EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_gemm"].is_null());
   const CliResult r = run_cli(model + "--backend auto --json");
@@ -190,15 +199,10 @@ TEST(CliRun, CudaPointwiseSwitch) {
   const std::string model = "run --model gpt:1:32:4:16:2:bf16@cuda:64 --strategy store-all --repeat 1 ";
   const char* set = std::getenv("REMAT_CUDA_POINTWISE");  // a device session bisecting may have set it
   const std::string path = set && *set ? set : "16bit";
-  ::setenv("REMAT_CUDA_POINTWISE", "fast", 1);
-  const CliResult bad = run_cli(model + "--backend auto");
-  const CliResult ignored = run_cli(model + "--backend cpu --json");
-  ::setenv("REMAT_CUDA_POINTWISE", path.c_str(), 1);
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(bad.err,
-            "remat: error: REMAT_CUDA_POINTWISE: 'fast' is not a pointwise path (16bit: kernels load and store "
-            "bf16/f16 tensors as stored, the default; f32: on widened f32 copies)\n");
-  EXPECT_EQ(bad.out, "");
+  const CliResult ignored = expect_refused_unless_cpu(
+      "REMAT_CUDA_POINTWISE", "fast", model,
+      "is not a pointwise path (16bit: kernels load and store bf16/f16 tensors as stored, the default; f32: on "
+      "widened f32 copies)");
   ASSERT_EQ(ignored.code, 0) << ignored.err;
   EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_pointwise"].is_null());
   const CliResult r = run_cli(model + "--backend auto --json");
@@ -224,15 +228,9 @@ TEST(CliRun, CudaPointwiseSwitch) {
 // and ignored with --backend cpu, whose times it does not concern.
 TEST(CliRun, CudaGateSwitch) {
   const std::string model = "run --model mlp:2:16:4 --strategy store-all --repeat 1 ";
-  remat::testing::ScopedEnv gate("REMAT_CUDA_GATE");
-  gate.set("on");
-  const CliResult bad = run_cli(model + "--backend auto");
-  const CliResult ignored = run_cli(model + "--backend cpu");
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(bad.err,
-            "remat: error: REMAT_CUDA_GATE: 'on' is not 0 or 1 (1: each instruction's kernels timed alone, to see "
-            "whether a step waits for the host)\n");
-  EXPECT_EQ(bad.out, "");
+  const CliResult ignored = expect_refused_unless_cpu(
+      "REMAT_CUDA_GATE", "on", model,
+      "is not 0 or 1 (1: each instruction's kernels timed alone, to see whether a step waits for the host)", "");
   EXPECT_EQ(ignored.code, 0) << ignored.err;
 }
 
@@ -244,15 +242,10 @@ TEST(CliRun, CudaConvSwitch) {
   const std::string model = "run --model resnet:10:4:32:2:5:bf16@cuda --strategy store-all --repeat 1 ";
   const char* set = std::getenv("REMAT_CUDA_CONV");  // a device session bisecting may have set it
   const std::string path = set && *set ? set : "tensor";
-  ::setenv("REMAT_CUDA_CONV", "fast", 1);
-  const CliResult bad = run_cli(model + "--backend auto");
-  const CliResult ignored = run_cli(model + "--backend cpu --json");
-  ::setenv("REMAT_CUDA_CONV", path.c_str(), 1);
-  EXPECT_EQ(bad.code, 2);
-  EXPECT_EQ(bad.err,
-            "remat: error: REMAT_CUDA_CONV: 'fast' is not a convolution path (tensor: cuDNN on 16-bit operands with "
-            "tensor-op math, the default; f32: f32 convolutions)\n");
-  EXPECT_EQ(bad.out, "");
+  const CliResult ignored = expect_refused_unless_cpu(
+      "REMAT_CUDA_CONV", "fast", model,
+      "is not a convolution path (tensor: cuDNN on 16-bit operands with tensor-op math, the default; f32: f32 "
+      "convolutions)");
   ASSERT_EQ(ignored.code, 0) << ignored.err;
   EXPECT_TRUE(nlohmann::json::parse(ignored.out)["cuda_conv"].is_null());
   const CliResult r = run_cli(model + "--backend auto --json");
