@@ -333,6 +333,75 @@ __global__ void bn_bwd_apply_kernel(X x, D dy, const float* gamma, const float* 
   }
 }
 
+// Planes of at most kPackSpan / 2 values (a ResNet's last two stages: 14·14
+// and 7·7 a plane) leave most of the kernels above idle, a block to a plane
+// and most of its threads without an element: here a block takes `per`
+// whole consecutive planes, kPackSpan values at most, each thread kUnroll of
+// them kChannelBlock apart (loaded first), its plane and channel from 32-bit
+// divisions of offsets within the block's planes. Each element's value is
+// the same expression of the same inputs as above: the same bits.
+constexpr int kPackSpan = kChannelBlock * kUnroll;
+
+bool packed(int64_t hw) { return hw <= kPackSpan / 2; }
+int pack_per(int64_t hw) { return static_cast<int>(kPackSpan / hw); }
+unsigned pack_grid(int64_t planes, int per) {
+  const int64_t blocks = (planes + per - 1) / per;
+  return static_cast<unsigned>(blocks < detail::kMaxBlocks ? blocks : detail::kMaxBlocks);
+}
+
+template <class X, class Y>
+__global__ void bn_apply_packed_kernel(X x, const float* gamma, const float* beta, const float* save_mean,
+                                       const float* save_invstd, Y y, int64_t planes, int c, int hw, int per) {
+  for (int64_t first = int64_t{blockIdx.x} * per; first < planes; first += int64_t{gridDim.x} * per) {
+    const int count = static_cast<int>(planes - first < per ? planes - first : per) * hw;
+    const int64_t base = first * hw;
+    const int ch0 = static_cast<int>(first % c);
+    float v[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int e = threadIdx.x + j * kChannelBlock;
+      v[j] = e < count ? ld(x, base + e) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int e = threadIdx.x + j * kChannelBlock;
+      if (e >= count) break;
+      const int ch = (ch0 + e / hw) % c;
+      st(y, base + e,
+         normalised(v[j], save_mean[ch], save_invstd[ch], gamma ? gamma[ch] : 1.0f, beta ? beta[ch] : 0.0f), false);
+    }
+  }
+}
+
+template <class X, class D, class DX>
+__global__ void bn_bwd_apply_packed_kernel(X x, D dy, const float* gamma, const float* save_mean,
+                                           const float* save_invstd, const double* sums, DX dx, int64_t planes,
+                                           int c, int hw, int64_t m, int per, bool accumulate) {
+  for (int64_t first = int64_t{blockIdx.x} * per; first < planes; first += int64_t{gridDim.x} * per) {
+    const int count = static_cast<int>(planes - first < per ? planes - first : per) * hw;
+    const int64_t base = first * hw;
+    const int ch0 = static_cast<int>(first % c);
+    float xv[kUnroll], gv[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int e = threadIdx.x + j * kChannelBlock;
+      xv[j] = e < count ? ld(x, base + e) : 0.0f;
+      gv[j] = e < count ? ld(dy, base + e) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int e = threadIdx.x + j * kChannelBlock;
+      if (e >= count) break;
+      const int ch = (ch0 + e / hw) % c;
+      const float mean = save_mean[ch], invstd = save_invstd[ch];
+      const float g = gamma ? gamma[ch] : 1.0f;
+      const float k = g * invstd / static_cast<float>(m);
+      const float mean_dy = static_cast<float>(sums[ch]), mean_dy_xhat = static_cast<float>(sums[c + ch]);
+      st(dx, base + e, input_grad(xv[j], gv[j], mean, invstd, k, m, mean_dy, mean_dy_xhat), accumulate);
+    }
+  }
+}
+
 // Planes along y (at most 65535 at once), a plane's values along x, kUnroll a thread.
 dim3 plane_grid(int64_t n, int64_t c, int64_t hw) {
   const int64_t planes = n * c, across = (hw + kChannelBlock * kUnroll - 1) / (kChannelBlock * kUnroll);
@@ -387,8 +456,14 @@ void bn_fwd(X x, const float* gamma, const float* beta, Y y, float* save_mean, f
                                                                          running_mean, running_var, c, splits, m,
                                                                          eps, momentum);
   CUDA_CHECK_THROW(cudaGetLastError());
-  bn_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, gamma, beta, save_mean, save_invstd, y, n,
-                                                                      c, hw);
+  if (packed(hw)) {
+    const int per = pack_per(hw);
+    bn_apply_packed_kernel<<<pack_grid(n * c, per), kChannelBlock, 0, stream>>>(
+        x, gamma, beta, save_mean, save_invstd, y, n * c, static_cast<int>(c), static_cast<int>(hw), per);
+  } else {
+    bn_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, gamma, beta, save_mean, save_invstd, y,
+                                                                        n, c, hw);
+  }
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
@@ -414,8 +489,15 @@ void bn_bwd(X x, D dy, const float* gamma, const float* save_mean, const float* 
   bn_bwd_sums_kernel<<<channel_threads_grid(c), kChannelBlock, 0, stream>>>(part, sums, dgamma, dbeta, c, splits);
   CUDA_CHECK_THROW(cudaGetLastError());
   if (!dx_wanted) return;
-  bn_bwd_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, dy, gamma, save_mean, save_invstd, sums,
-                                                                          dx, n, c, hw, accumulate);
+  if (packed(hw)) {
+    const int per = pack_per(hw);
+    bn_bwd_apply_packed_kernel<<<pack_grid(n * c, per), kChannelBlock, 0, stream>>>(
+        x, dy, gamma, save_mean, save_invstd, sums, dx, n * c, static_cast<int>(c), static_cast<int>(hw), n * hw, per,
+        accumulate);
+  } else {
+    bn_bwd_apply_kernel<<<plane_grid(n, c, hw), kChannelBlock, 0, stream>>>(x, dy, gamma, save_mean, save_invstd,
+                                                                            sums, dx, n, c, hw, accumulate);
+  }
   CUDA_CHECK_THROW(cudaGetLastError());
 }
 
