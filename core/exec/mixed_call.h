@@ -18,6 +18,7 @@
 //   GemmMode conv_mode();                                         // the same for its convolutions (lowp_conv)
 //   bool lowp_refused(int v);                                     // op v's 16-bit path cannot run here (f32 instead)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
+//   static constexpr bool io_kernels_read_only_handed = true;     // a lowp_io call takes no unfilled scratch (CUDA)
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -75,6 +76,14 @@ class WidenedCall {
 
   TensorTable table() const { return TensorTable{act_, grad_, aux_}; }
 
+  // A lowp_io call on a backend whose 16-bit kernels read and write only the
+  // tensors handed over (Dev::io_kernels_read_only_handed: CUDA's) takes no
+  // f32 scratch for what it leaves unwidened: the inputs, A(v) but a loss's,
+  // G(v) and the input gradients stay the stored tensors in the tables (never
+  // read as f32 there). The CPU's check of that plumbing runs its f32 kernels
+  // on widened copies and takes them all, as the widening path does.
+  void take_no_unfilled_scratch(bool on) { bare_io_ = on; }
+
   // Autocast's saved casts (cast_copies): the forward writes each input, as
   // the op read it (rounded to the cast), into its place in aux(v); the
   // backward reads the input from there, whether or not A(u) is still held.
@@ -111,7 +120,7 @@ class WidenedCall {
   // bytes measured the same, but not written unless another read needs it.
   void read_act(int u, bool is_input, bool fill = true) {
     const auto ui = static_cast<std::size_t>(u);
-    if (!t_.act[ui] || is_integer(m_.op(u).dtype)) return;
+    if (!t_.act[ui] || is_integer(m_.op(u).dtype) || (!fill && bare_io_)) return;
     const int st = m_.op(u).storage;
     const DType stored = m_.op(st).dtype;
     const DType cast = is_input ? cast_ : DType::F32;
@@ -131,7 +140,8 @@ class WidenedCall {
         if (st == op_.storage) act_[vi] = w + storage_offset(m_, v_);
       return;
     }
-    if (is_low_precision(op_.dtype)) act_[vi] = scratch_.take(op_.numel());
+    // A loss's A(v) is written (and narrowed) by the call on either path.
+    if (is_low_precision(op_.dtype) && !(bare_io_ && !is_loss(op_.kind))) act_[vi] = scratch_.take(op_.numel());
   }
   void store_output() const {
     const auto vi = static_cast<std::size_t>(v_);
@@ -264,8 +274,8 @@ class WidenedCall {
   // The tensors of a lowp_io op as stored, each at its first element (in
   // the backward after prepare_dx, whose entries say which gradients are
   // wanted and which are added): what the kernels read and write in place of
-  // the widened copies, whose scratch is still taken (the bytes measured
-  // stay the widening call's) but neither filled nor narrowed.
+  // the widened copies, which are neither filled nor narrowed (nor taken at
+  // all on CUDA: take_no_unfilled_scratch).
   IoOperands io_operands(bool backward) const {
     IoOperands o;
     o.active = true;
@@ -286,7 +296,7 @@ class WidenedCall {
   // G(v) widened for the kernel.
   void read_dy(bool fill = true) {
     const auto vi = static_cast<std::size_t>(v_);
-    if (!t_.grad[vi] || !is_low_precision(op_.dtype)) return;
+    if (!t_.grad[vi] || !is_low_precision(op_.dtype) || (!fill && bare_io_)) return;
     float* w = scratch_.take(op_.numel());
     if (fill) dev_.widen(op_.dtype, t_.grad[vi], w, op_.numel());
     else poison(w, op_.numel());
@@ -306,8 +316,8 @@ class WidenedCall {
         acc[k] = 1;
         continue;
       }
-      float* w = scratch_.take(m_.op(u).numel());
-      grad_[static_cast<std::size_t>(u)] = w;
+      float* w = bare_io_ ? nullptr : scratch_.take(m_.op(u).numel());
+      if (w) grad_[static_cast<std::size_t>(u)] = w;
       dx_.push_back({u, k < accumulate.size() && accumulate[k] != 0, w});
     }
     return acc;
@@ -396,7 +406,8 @@ class WidenedCall {
   std::vector<int> unfilled_;                     // storages of widened_ taken but not written
   std::vector<Piece> pieces_;
   bool aux_widened_ = false;
-  bool casts_unfilled_ = false;  // read_cast_copies took their scratch without widening
+  bool casts_unfilled_ = false;
+  bool bare_io_ = false;  // take_no_unfilled_scratch  // read_cast_copies took their scratch without widening
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;
@@ -468,6 +479,7 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
   const bool lowp = lowp_here(dev, model, v, false);
   // A lowp_io op's kernel reads and writes the tensors as stored: nothing widened, nothing narrowed.
   const bool io = !lowp && lowp_io(model, v, false, pointwise_mode_of(dev));
+  if constexpr (requires { Dev::io_kernels_read_only_handed; }) w.take_no_unfilled_scratch(io);
   const std::vector<int>& in = model.op(v).inputs;
   // A lowp_gemm product reads its operands in 16 bits: their f32 scratch is
   // taken, not written, except where autocast's cast is made from it.
@@ -505,6 +517,7 @@ void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::sp
   // A lowp_io op's kernel reads A and G as stored and stores (or adds) each
   // input gradient rounded once, as store_dx would (the loss's seed aside).
   const bool io = !lowp && seed == 1.0f && lowp_io(model, v, true, pointwise_mode_of(dev));
+  if constexpr (requires { Dev::io_kernels_read_only_handed; }) w.take_no_unfilled_scratch(io);
   const std::vector<int>& in = model.op(v).inputs;
   for (std::size_t k = 0; k < in.size(); ++k)
     if (!w.has_copy(in[k])) w.read_act(in[k], true, !io && !(lowp && gemm_reads_16_bits_only(model, v, k, true)));

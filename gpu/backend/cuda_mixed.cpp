@@ -24,6 +24,9 @@ namespace {
 // The device's memory and kernels for mixed::WidenedCall, all on s.stream.
 struct CudaDev {
   using State = CudaOpState;
+  // The 16-bit kernels (pointwise_path.h's lowp_io) read IoOperands alone:
+  // their calls take no f32 copies they would leave unwritten.
+  static constexpr bool io_kernels_read_only_handed = true;
   CudaOpState& s;
   CudaOpState& state() { return s; }
   void widen(DType d, const void* src, float* dst, int64_t n) {

@@ -493,7 +493,8 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
 // kernels compute what the f32 ones do and round once where the widening
 // call rounds, so the two paths give the same loss and gradients bit for
 // bit, under every strategy and either GEMM path, with the same tracked peak
-// (the simulator's) and the same scratch taken (the allocator's peak).
+// (the simulator's); the 16-bit path takes no scratch it would leave
+// unwritten, so its allocator peak is at most the widening path's.
 void expect_both_pointwise_paths_bitwise(const std::string& spec, const Model& m) {
   auto* cb = dynamic_cast<cuda::CudaBackend*>(device().backend.get());
   ASSERT_NE(cb, nullptr);
@@ -515,12 +516,13 @@ void expect_both_pointwise_paths_bitwise(const std::string& spec, const Model& m
       const uint64_t taken = cb->lowp_io_calls() - calls;
       if (mode == PointwiseMode::Direct) EXPECT_GE(taken, static_cast<uint64_t>(io_ops));
       else EXPECT_EQ(taken, 0u);
-      // The 16-bit path's store-all against the widening one's: the same bits, the same bytes.
+      // The 16-bit path's store-all against the widening one's: the same bits,
+      // the same tracked bytes, no more scratch (none it would leave unwritten).
       EXPECT_EQ(std::memcmp(&base.back().loss, &base.front().loss, sizeof(float)), 0)
           << base.back().loss << " vs " << base.front().loss;
       EXPECT_EQ(base.back().param_grads, base.front().param_grads);
       EXPECT_EQ(base.back().tracked_peak_bytes, base.front().tracked_peak_bytes);
-      EXPECT_EQ(base.back().memory.allocator_peak, base.front().memory.allocator_peak);
+      EXPECT_LE(base.back().memory.allocator_peak, base.front().memory.allocator_peak);
       expect_bitwise_to(base.back(), m, *cb, {"recompute-all", "sqrt"});
     }
   }
