@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/io/model_source.h"
 #include "core/kernels/convert.h"
 #include "core/model/op_rules.h"
 #include "tests/exec/exec_test_util.h"
@@ -136,6 +137,50 @@ TEST(NormStats16Bit, LayerNormBf16EveryStrategyBitwiseEqual) { expect_strategies
 TEST(NormStats16Bit, LayerNormF16EveryStrategyBitwiseEqual) { expect_strategies_bitwise(layernorm_model(DType::F16, 3)); }
 TEST(NormStats16Bit, GroupNormBf16EveryStrategyBitwiseEqual) { expect_strategies_bitwise(groupnorm_model(DType::BF16, 4)); }
 TEST(NormStats16Bit, GroupNormF16EveryStrategyBitwiseEqual) { expect_strategies_bitwise(groupnorm_model(DType::F16, 4)); }
+
+// Captured on the CPU from PyTorch 1.13 modules in pure bf16 (the bridge's
+// tests/python/test_capture_pure16.py modules; the CNN with a GroupNorm and
+// a BatchNorm): their norms' aux as the capture recorded it.
+const char* const kCaptured[] = {REMAT_EXEC_TEST_MODELS "/pure_bf16_layernorm.json",
+                                 REMAT_EXEC_TEST_MODELS "/pure_bf16_norms_cnn.json"};
+
+TEST(NormStats16Bit, CapturedModelsEveryStrategyBitwiseEqual) {
+  for (const char* path : kCaptured) {
+    SCOPED_TRACE(path);
+    const Model m = load_model(path);
+    int norms = 0;
+    for (int v = 0; v < m.size(); ++v) norms += norm_stats_in_dtype(m.op(v));
+    EXPECT_EQ(norms, std::string(path).ends_with("layernorm.json") ? 3 : 2);
+    expect_strategies_bitwise(m);
+  }
+}
+
+// The CUDA backend's paths, emulated on the CPU (the 16-bit GEMM operands of
+// the Linears; a BatchNorm's and the ReLUs' and adds' 16-bit loads and
+// stores, the statistics still widened and narrowed by the mixed call): the
+// widening call's bits under every strategy, with the same tracked peak.
+TEST(NormStats16Bit, CapturedModelsOnTheCudaPathsGiveTheWideningCallsBitsOnTheCpu) {
+  for (const char* path : kCaptured) {
+    SCOPED_TRACE(path);
+    const Model m = load_model(path);
+    CpuBackend plain, checked;
+    checked.set_gemm_mode(GemmMode::TensorCore);
+    checked.set_pointwise_mode(PointwiseMode::Direct);
+    for (const char* st : {"store-all", "sqrt", "recompute-all"}) {
+      SCOPED_TRACE(st);
+      const Schedule s = schedule_of(m, st);
+      const ExecResult a = execute(m, s, plain, quick());
+      const ExecResult b = execute(m, s, checked, quick());
+      ASSERT_TRUE(a.ok()) << a.message;
+      ASSERT_TRUE(b.ok()) << b.message;
+      EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(float)), 0) << a.loss << " vs " << b.loss;
+      EXPECT_EQ(a.param_grads, b.param_grads);
+      EXPECT_EQ(a.tracked_peak_bytes, b.tracked_peak_bytes);
+    }
+    EXPECT_GT(checked.lowp_gemm_calls(), 0u);
+    EXPECT_GT(checked.lowp_io_calls(), 0u);
+  }
+}
 
 // One norm's forward and backward on the CPU backend, its input, G(v) and
 // parameters given; what it stored read back widened.
