@@ -993,8 +993,13 @@ int64_t norm_stat_count(const Op& op) {
 
 bool norm_stats_in_dtype(const Op& op) {
   const int64_t count = norm_stat_count(op);
-  return count > 0 && (op.dtype == DType::BF16 || op.dtype == DType::F16) &&
-         op.aux_bytes == 4 * static_cast<uint64_t>(count);
+  // Past the statistics, an aux may hold what else the capture saw saved
+  // (an InstanceNorm, run by PyTorch as a BatchNorm of one sample, keeps its
+  // repeated weight there: 6 bytes a channel in all); from 8 bytes a
+  // statistic pair on, it holds f32 statistics (PyTorch's CUDA kernels).
+  const auto bytes = static_cast<uint64_t>(count);
+  return count > 0 && (op.dtype == DType::BF16 || op.dtype == DType::F16) && op.aux_bytes >= 4 * bytes &&
+         op.aux_bytes < 8 * bytes;
 }
 
 bool executable(const Op& op) { return exec_problem(op).empty(); }

@@ -45,7 +45,8 @@ std::string exec_problem(const Op& op);
 // all rstds); 0 for any other op.
 int64_t norm_stat_count(const Op& op);
 // A bf16/f16 norm whose aux(v) holds its statistics in its own dtype (2 ×
-// count × 2 bytes), as PyTorch's CPU kernels keep them on a 16-bit input:
+// count × 2 bytes at its start; less than f32's 8 bytes a pair in all), as
+// PyTorch's CPU kernels keep them on a 16-bit input:
 // the mixed call (core/exec/mixed_call.h) narrows the f32 kernels' into aux
 // and widens them back for the backward.
 bool norm_stats_in_dtype(const Op& op);

@@ -199,7 +199,7 @@ TEST(OpRules, AttentionSavesItsInputsItselfAndTheRowsLogSumExp) {
 // A norm's statistics kept in 16 bits (PyTorch's CPU LayerNorm and GroupNorm on
 // a bf16 input, 1.13 and 2.6: mean and rstd in the input's dtype) run, as f32
 // ones do (the mixed call narrows them into aux: core/exec/mixed_call.h);
-// none, or neither size, does not.
+// fewer bytes than the 16-bit statistics take do not.
 TEST(OpRules, NormStatisticsIn16BitsRun) {
   Model m;
   Op x = make(OpKind::Input, {}, {4, 16});
@@ -212,7 +212,7 @@ TEST(OpRules, NormStatisticsIn16BitsRun) {
   EXPECT_EQ(exec_problem(op), "");
   op.aux_bytes = 4 * 4;  // 2 bytes each: the CPU's bf16 statistics
   EXPECT_EQ(exec_problem(op), "");
-  op.aux_bytes = 4 * 4 + 2;
+  op.aux_bytes = 4 * 4 - 2;  // short of the bf16 statistics
   EXPECT_EQ(exec_problem(op), "it keeps no mean and rstd per row (aux)");
   op.aux_bytes = 0;
   EXPECT_EQ(exec_problem(op), "it keeps no mean and rstd per row (aux)");

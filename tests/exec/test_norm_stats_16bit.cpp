@@ -97,11 +97,28 @@ TEST(NormStats16Bit, CapturedNormsAreExecutable) {
         EXPECT_EQ(exec_problem(op), "") << m.name << " op " << v;
       }
   }
-  // Neither f32's 8 bytes per statistic pair nor the dtype's 4: no kernel writes that.
+  // An affine InstanceNorm (PyTorch's BatchNorm of one sample) also keeps its
+  // repeated weight in aux: 6 bytes a channel, the statistics at the start.
+  {
+    Model bn;
+    const int x = bn.add(op_of(OpKind::Input, {}, {1, 8, 4, 4}, DType::BF16));
+    Op op = op_of(OpKind::BatchNorm, {x}, {}, DType::BF16);
+    op.aux_bytes = 6 * 8;
+    bn.add(op);
+    bn.add(op_of(OpKind::MSELoss, {1}, {}, DType::F32));
+    bn.finalize();
+    EXPECT_TRUE(norm_stats_in_dtype(bn.op(1)));
+    EXPECT_EQ(exec_problem(bn.op(1)), "");
+    Op f32 = bn.op(1);
+    f32.dtype = DType::F32;  // f32 statistics need 8 bytes a channel
+    f32.bytes *= 2;
+    EXPECT_EQ(exec_problem(f32), "it keeps no batch mean and inverse std per channel (aux)");
+  }
+  // Fewer than the dtype's 4 bytes a statistic pair: no room for what the kernels keep.
   Model m;
   int v = m.add(op_of(OpKind::Input, {}, {3, 16}, DType::BF16));
   Op odd = op_of(OpKind::LayerNorm, {v}, {}, DType::BF16);
-  odd.aux_bytes = 6 * 3;
+  odd.aux_bytes = 4 * 3 - 2;
   v = m.add(odd);
   m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Models trained in pure bf16 (`model.to(torch.bfloat16)`, no autocast),
-captured on the CPU: a LayerNorm MLP, a GroupNorm CNN and a BatchNorm CNN.
+captured on the CPU: a LayerNorm MLP and CNNs with GroupNorm, BatchNorm and
+InstanceNorm (a BatchNorm of one sample in PyTorch).
 PyTorch's CPU norms keep their statistics (mean and rstd, or the batch mean
 and inverse std) in bf16, which the capture records (aux: 2 bytes a
 statistic) and remat runs (docs/memory-model.md#mixed-precision-autocast).
@@ -88,6 +89,9 @@ def models():
     yield "layernorm_mlp", LayerNormMlp(), torch.randn(4, 8, 32), torch.randint(0, 10, (4,))
     yield "groupnorm_cnn", NormCnn(lambda c: nn.GroupNorm(4, c)), torch.randn(2, 3, 8, 8), torch.randint(0, 10, (2,))
     yield "batchnorm_cnn", NormCnn(nn.BatchNorm2d), torch.randn(4, 3, 6, 6), torch.randint(0, 10, (4,))
+    # PyTorch runs an InstanceNorm as a BatchNorm of one sample (affine=False, its default).
+    yield "instancenorm_cnn", NormCnn(nn.InstanceNorm2d), torch.randn(2, 3, 6, 6), \
+        torch.randint(0, 10, (2,))
 
 
 def stat_count(op):
