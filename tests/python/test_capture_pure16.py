@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Models trained in pure bf16 (`model.to(torch.bfloat16)`, no autocast),
-captured on the CPU: a LayerNorm MLP and CNNs with GroupNorm, BatchNorm and
-InstanceNorm (a BatchNorm of one sample in PyTorch).
+captured on the CPU: a LayerNorm MLP, CNNs with GroupNorm, BatchNorm and
+InstanceNorm (a BatchNorm of one sample in PyTorch), and with PyTorch 2.x an
+attention block through F.scaled_dot_product_attention (its fused CPU
+kernel on bf16; 1.13 has none: that model is skipped, a failure under
+REMAT_REQUIRE_TORCH2=1).
 PyTorch's CPU norms keep their statistics (mean and rstd, or the batch mean
 and inverse std) in bf16, which the capture records (aux: 2 bytes a
 statistic) and remat runs (docs/memory-model.md#mixed-precision-autocast).
@@ -84,12 +87,40 @@ class NormCnn(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
+class SdpaBlock(nn.Module):
+    """F.scaled_dot_product_attention (PyTorch 2.x; its fused CPU kernel on
+    bf16 q, k, v keeps an f32 logsumexp) between LayerNorms."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.o = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in self.qkv(self.ln(x)).split(d, -1))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+        return self.head(self.ln2(x).mean(1))
+
+
 def models():
     torch.manual_seed(0)
     yield "layernorm_mlp", LayerNormMlp(), torch.randn(4, 8, 32), torch.randint(0, 10, (4,))
     yield "groupnorm_cnn", NormCnn(lambda c: nn.GroupNorm(4, c)), torch.randn(2, 3, 8, 8), torch.randint(0, 10, (2,))
     yield "batchnorm_cnn", NormCnn(nn.BatchNorm2d), torch.randn(4, 3, 6, 6), torch.randint(0, 10, (4,))
     # PyTorch runs an InstanceNorm as a BatchNorm of one sample (affine=False, its default).
+    if hasattr(F, "scaled_dot_product_attention"):
+        yield "sdpa_block", SdpaBlock(), torch.randn(2, 16, 32), torch.randint(0, 10, (2,))
+    else:
+        print(("FAIL: " if os.environ.get("REMAT_REQUIRE_TORCH2") == "1" else "skip  ") +
+              f"sdpa_block: torch {torch.__version__} has no F.scaled_dot_product_attention")
+        if os.environ.get("REMAT_REQUIRE_TORCH2") == "1":
+            check(False, "sdpa_block: F.scaled_dot_product_attention")
     yield "instancenorm_cnn", NormCnn(nn.InstanceNorm2d), torch.randn(2, 3, 6, 6), \
         torch.randint(0, 10, (2,))
 
@@ -178,6 +209,11 @@ def main():
         doc = remat_capture.capture(net, x, loss_fn, name=name)
         path = os.path.join(args.out, name + ".json")
         remat_capture.save(doc, path)
+        generic = [op.get("comment") for op in doc["ops"] if op["kind"] == "Generic"]
+        check(not generic, f"{name}: every op has a kind remat runs (Generic: {generic})")
+        if name == "sdpa_block":
+            check(sum(op["kind"] == "Attention" and op["dtype"] == "bf16" for op in doc["ops"]) == 1,
+                  f"{name}: the fused attention is one bf16 Attention")
         norms = [op for op in doc["ops"] if stat_count(op)]
         check(norms and all(op["dtype"] == "bf16" and op.get("aux_bytes") == 4 * stat_count(op) for op in norms),
               f"{name}: its {len(norms)} norms keep their statistics in bf16 "
