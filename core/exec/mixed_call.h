@@ -30,6 +30,7 @@
 #include "core/exec/pointwise_path.h"
 #include "core/exec/op_exec.h"
 #include "core/model/autocast.h"
+#include "core/model/op_rules.h"
 
 namespace remat {
 
@@ -152,10 +153,16 @@ class WidenedCall {
   }
 
   // A MatMul's aux holds contiguous copies of its operands in their dtypes
-  // (a's, then b's): the kernels fill and read f32 ones.
+  // (a's, then b's); a norm captured in pure bf16/f16 on the CPU holds its
+  // statistics in its dtype (norm_stats_in_dtype: PyTorch's CPU kernels
+  // compute them in f32, normalise with those, and save them rounded). The
+  // kernels fill and read f32 ones: the forward's are narrowed into aux
+  // after the kernel (its output made from the f32 values), the backward's
+  // widened from aux (the rounded values, as PyTorch's backward reads them).
   void prepare_aux(bool backward, bool fill = true) {
-    if (op_.kind != OpKind::MatMul || op_.aux_bytes == 0) return;
-    pieces_ = matmul_pieces();
+    if (norm_stats_in_dtype(op_)) pieces_ = {{op_.dtype, 2 * norm_stat_count(op_)}};
+    else if (op_.kind == OpKind::MatMul && op_.aux_bytes > 0) pieces_ = matmul_pieces();
+    else return;
     bool any_low = false;
     int64_t floats = 0;
     for (const Piece& p : pieces_) {

@@ -966,27 +966,40 @@ std::string exec_problem(const Op& op) {
     if (!keeps_output || op.aux_bytes < 4 * static_cast<uint64_t>(op.rows()))
       return "it does not keep its output and a logsumexp per row";
   }
-  // GroupNorm's and LayerNorm's kernels write their statistics (mean, rstd per
-  // sample and group, per row; f32) into aux. PyTorch's CPU norms on a bf16/f16
-  // input keep them in the input's dtype (1.13 and 2.6 alike; its CUDA ones
-  // in f32), so a model captured on the CPU in pure bf16 says half the bytes.
-  const auto stats_problem = [&](uint64_t count, const char* per) -> std::string {
-    if (op.aux_bytes >= 8 * count) return {};
-    if (op.aux_bytes == 4 * count && (op.dtype == DType::BF16 || op.dtype == DType::F16)) {
-      const std::string d(dtype_name(op.dtype));
-      return std::string("it keeps its mean and rstd per ") + per + " in " + d + " (PyTorch's CPU kernel on a " + d +
-             " input does; its CUDA kernel and remat's keep them in f32)";
+  // The norms' kernels write their statistics (norm_stat_count of each, mean
+  // then rstd) into aux: f32, or, for a bf16/f16 norm captured on the CPU
+  // (PyTorch's CPU kernels keep them in the input's dtype, 1.13 and 2.6
+  // alike), the op's dtype, narrowed there by the mixed call.
+  if (const int64_t count = norm_stat_count(op); count > 0) {
+    if (op.aux_bytes < 8 * static_cast<uint64_t>(count) && !norm_stats_in_dtype(op)) {
+      const char* per = op.kind == OpKind::LayerNorm   ? "mean and rstd per row"
+                        : op.kind == OpKind::GroupNorm ? "mean and rstd per sample and group"
+                                                       : "batch mean and inverse std per channel";
+      return std::string("it keeps no ") + per + " (aux)";
     }
-    return std::string("it keeps no mean and rstd per ") + per + " (aux)";
-  };
-  if (op.kind == OpKind::GroupNorm)
-    if (std::string why = stats_problem(static_cast<uint64_t>(op.shape.at(0) * op.attrs->groups), "sample and group");
-        !why.empty())
-      return why;
-  if (op.kind == OpKind::LayerNorm)
-    if (std::string why = stats_problem(static_cast<uint64_t>(op.rows()), "row"); !why.empty()) return why;
+  }
   if (op.kind == OpKind::Pointwise || op.kind == OpKind::Reduce) return family_problem(op);
   return {};
+}
+
+int64_t norm_stat_count(const Op& op) {
+  switch (op.kind) {
+    case OpKind::LayerNorm: return op.rows();
+    case OpKind::GroupNorm: return op.shape.empty() ? 0 : op.shape[0] * op.attrs->groups;
+    case OpKind::BatchNorm: return op.shape.size() < 2 ? 0 : op.shape[1];
+    default: return 0;
+  }
+}
+
+bool norm_stats_in_dtype(const Op& op) {
+  const int64_t count = norm_stat_count(op);
+  // Past the statistics, an aux may hold what else the capture saw saved
+  // (an InstanceNorm, run by PyTorch as a BatchNorm of one sample, keeps its
+  // repeated weight there: 6 bytes a channel in all); from 8 bytes a
+  // statistic pair on, it holds f32 statistics (PyTorch's CUDA kernels).
+  const auto bytes = static_cast<uint64_t>(count);
+  return count > 0 && (op.dtype == DType::BF16 || op.dtype == DType::F16) && op.aux_bytes >= 4 * bytes &&
+         op.aux_bytes < 8 * bytes;
 }
 
 bool executable(const Op& op) { return exec_problem(op).empty(); }

@@ -39,6 +39,17 @@ bool executable(const Op& op);
 // `remat run` print. What the model around an op adds (its inputs' strides
 // and dtypes) is core/exec/run_check.h's.
 std::string exec_problem(const Op& op);
+// The statistics a norm keeps in aux(v): LayerNorm's mean and rstd per row,
+// GroupNorm's per sample and group, BatchNorm's batch mean and inverse std
+// per channel. How many of each (aux holds two runs of them: all means, then
+// all rstds); 0 for any other op.
+int64_t norm_stat_count(const Op& op);
+// A bf16/f16 norm whose aux(v) holds its statistics in its own dtype (2 ×
+// count × 2 bytes at its start; less than f32's 8 bytes a pair in all), as
+// PyTorch's CPU kernels keep them on a 16-bit input:
+// the mixed call (core/exec/mixed_call.h) narrows the f32 kernels' into aux
+// and widens them back for the backward.
+bool norm_stats_in_dtype(const Op& op);
 // A SoftmaxCELoss that keeps its log-probabilities in aux(v), as PyTorch's
 // log_softmax + nll_loss do (what a capture records), rather than its logits:
 // its kernels then write and read aux(v). check_executable (core/exec) checks

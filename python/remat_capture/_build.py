@@ -621,11 +621,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         if not all(self._act(t) for t in (q, k, v)) or dropout != 0:
             return False
         # A mask arrives additive (PyTorch turns a boolean one into 0 and
-        # -inf): a constant of the op, its values; one computed from
-        # activations or parameters stays Generic.
-        if mask is not None and (self._act(mask) or mask.requires_grad or mask.dtype != torch.float32):
+        # -inf, in q's dtype): a constant of the op, its values; one computed
+        # from activations or parameters stays Generic.
+        if mask is not None and (self._act(mask) or mask.requires_grad or mask.dtype not in (torch.float32, q.dtype)):
             return False
-        if any(t.dtype != torch.float32 or t.dim() not in (3, 4) or t.dim() != q.dim() for t in (q, k, v)):
+        # f32, or a model in pure bf16/f16 (q, k, v in one 16-bit dtype; the
+        # logsumexp stays f32, as remat's Attention keeps it).
+        if any(t.dtype not in (torch.float32, torch.bfloat16, torch.float16) or t.dtype != q.dtype or
+               t.dim() not in (3, 4) or t.dim() != q.dim() for t in (q, k, v)):
             return False
         if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]) or q.shape[-1] != k.shape[-1] \
                 or k.shape[-2] != v.shape[-2]:

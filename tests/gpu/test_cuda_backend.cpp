@@ -431,13 +431,18 @@ TEST(CudaBackend, OffloadTiersAndBitwiseGradients) {
 // loss is held to 16 units of the dtype's roundoff (the CPU tests' bound
 // against f32) and the gradients to a relative error of 64 units.
 class CudaMixed : public ::testing::TestWithParam<std::string> {};
+// The unit roundoff of the model's 16-bit dtype: bf16's where any op is bf16
+// (a captured pure-bf16 model casts its logits to f32 before the loss), else f16's.
+double low_unit_roundoff(const Model& m) {
+  const bool bf16 = std::any_of(m.ops().begin(), m.ops().end(), [](const Op& op) { return op.dtype == DType::BF16; });
+  return bf16 ? 0x1p-8 : 0x1p-11;
+}
 
 TEST_P(CudaMixed, PeakExactBitwiseToStoreAllAndNearTheCpu) {
   REQUIRE_CUDA();
   Backend& gpu = *device().backend;
   const Model m = load_model(GetParam());
-  const DType low = m.op(m.size() - 2).dtype;
-  const double u = low == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  const double u = low_unit_roundoff(m);
   CpuBackend cpu;
   const ExecResult ref = execute(m, schedule_of(m, "store-all"), cpu, quick());
   ASSERT_TRUE(ref.ok()) << ref.message;
@@ -461,8 +466,7 @@ TEST_P(CudaMixed, BothGemmPathsBitwiseAcrossStrategies) {
   ASSERT_NE(cb, nullptr);
   const GemmMode was = cb->gemm_mode();
   const Model m = load_model(GetParam());
-  const DType low = m.op(m.size() - 2).dtype;
-  const double u = low == DType::BF16 ? 0x1p-8 : 0x1p-11;
+  const double u = low_unit_roundoff(m);
   int lowp_ops = 0;
   for (int v = 0; v < m.size(); ++v) lowp_ops += lowp_gemm(m, v, false, GemmMode::TensorCore);
   std::vector<ExecResult> base;
@@ -573,7 +577,9 @@ TEST(CudaMixedCaptured, FusedAttentionBothPathsBitwiseAcrossStrategies) {
 INSTANTIATE_TEST_SUITE_P(Presets, CudaMixed,
                          ::testing::Values("gpt:2:32:4:16:2:bf16:64", "gpt:2:32:4:16:2:bf16@cuda:64",
                                            "gpt:1:32:4:16:2:f16@cuda:64", "resnet:10:8:32:2:5:bf16@cuda",
-                                           "resnet:10:4:64:4:5:f16"),
+                                           "resnet:10:4:64:4:5:f16",
+                                           // pure bf16 captured on the CPU: the norms' statistics in bf16 (aux)
+                                           kModels + "/pure_bf16_layernorm.json", kModels + "/pure_bf16_norms_cnn.json"),
                          case_name);
 
 // The two convolution paths of mixed precision (core/exec/gemm_path.h's
