@@ -83,41 +83,77 @@ struct CpuDev {
   PointwiseMode pointwise_mode() const { return s.pointwise_mode; }
   void set_io(const IoOperands& o) { s.io = o; }
 
-  // The CUDA backend's lowp_io kernels on the CPU (CpuBackend::set_pointwise_mode):
-  // the f32 buffers the kernel reads (the call's scratch, left unwidened:
-  // NaN) are written from the stored tensors handed over, an f32 one must be
-  // the very tensor the kernel reads; the result goes into the tensor handed
-  // over as the CUDA kernels store it: rounded once to its dtype, or added to
-  // what it holds (the f32 sum rounded once). A gradient the kernel computes
-  // that is not handed over would be lost: an error.
+  // The CUDA backend's lowp_io kernels on the CPU (CpuBackend::set_pointwise_mode).
+  // As on CUDA, the mixed call takes no f32 copy for such a call: its tables
+  // hold the stored tensors, and the kernel reads only what is handed over
+  // (IoOperands). So the f32 kernel runs here on buffers of its own: each
+  // 16-bit tensor handed over widened into one (a strided input over its
+  // reach), any other 16-bit one NaN (a kernel reading it gives a wrong
+  // result), an f32 one handed over must be the very tensor in the table;
+  // each result goes into the tensor handed over as the CUDA kernels store
+  // it: rounded once to its dtype, or added to what it holds (the f32 sum
+  // rounded once). A gradient the kernel computes that is not handed over
+  // would be lost: an error.
+  static constexpr bool io_kernels_read_only_handed = true;
   void io_call(OpCall& c, bool backward) {
     const IoOperands& o = s.io;
+    const TensorTable& t = c.table();
+    std::vector<void*> act(t.act.begin(), t.act.end()), grad(t.grad.begin(), t.grad.end());
+    std::vector<std::vector<float>> bufs;
+    const auto buffer = [&](int64_t n) {
+      bufs.emplace_back(static_cast<std::size_t>(n), std::numeric_limits<float>::quiet_NaN());
+      return bufs.back().data();
+    };
+    // What the kernel reads of tensor u: `handed` widened, or NaN where a 16-bit one is not handed over.
+    const auto read = [&](std::vector<void*>& table, int u, const IoTensor& handed, int64_t n, const char* what) {
+      const auto ui = static_cast<std::size_t>(u);
+      if (!table[ui]) return;
+      if (handed.p && !is_low_precision(handed.dtype)) {
+        if (handed.p != table[ui])
+          throw InternalError(op_label(c.model, c.v) + ": the f32 " + what + " handed over is not the one in the table");
+        return;
+      }
+      if (!handed.p && !is_low_precision(c.model.op(c.model.op(u).storage).dtype)) return;  // f32: read as is
+      float* f = buffer(n);
+      if (handed.p) remat::widen(handed.dtype, handed.p, f, n);
+      table[ui] = f;
+    };
     const std::size_t inputs = c.op.inputs.size();
-    for (std::size_t k = 0; k < inputs; ++k)
-      if (o.in[k].p) io_read(c, o.in[k], c.in(k), reach(c.in_op(k)), "input");
+    for (std::size_t k = 0; k < inputs; ++k) read(act, c.op.inputs[k], o.in[k], reach(c.in_op(k)), "input");
+    const auto vi = static_cast<std::size_t>(c.v);
     if (!backward) {
-      cpu_forward(s, c);
-      // A loss's A(v), the scalar, the mixed call writes as on the widening path.
-      if (!is_loss(c.op.kind)) io_write(c, o.out, c.out(), c.op.numel(), "output");
+      // A loss's A(v), the scalar, the mixed call writes as on the widening path (its f32 scratch).
+      float* y = is_loss(c.op.kind) ? static_cast<float*>(act[vi]) : buffer(c.op.numel());
+      act[vi] = y;
+      const TensorTable local{act, grad, t.aux};
+      OpCall lc(c.model, c.v, local);
+      cpu_forward(s, lc);
+      if (!is_loss(c.op.kind)) io_write(c, o.out, y, c.op.numel(), "output");
       ++s.io_calls;
       return;
     }
-    if (o.out.p) io_read(c, o.out, c.self(), c.op.numel(), "output");
-    if (o.dy.p) io_read(c, o.dy, c.dy(), c.op.numel(), "G");
+    read(act, c.v, o.out, c.op.numel(), "output");
+    read(grad, c.v, o.dy, c.op.numel(), "G");
     // The CUDA kernels store each gradient once, as its tensor handed over
     // says (stored or added); none sums two terms of one input in the call
     // (the f32 kernels' accumulate, set for an input given twice).
-    for (std::size_t k = 0; k < inputs; ++k)
-      if (c.dx(k) && c.acc(k))
-        throw InternalError(op_label(c.model, c.v) + ": input gradient " + std::to_string(k) +
-                            " summed in the call, which a 16-bit kernel does not do");
-    cpu_backward(s, c);
+    std::vector<float*> dx(inputs, nullptr);
     for (std::size_t k = 0; k < inputs; ++k) {
       if (!c.dx(k)) continue;
+      if (c.acc(k))
+        throw InternalError(op_label(c.model, c.v) + ": input gradient " + std::to_string(k) +
+                            " summed in the call, which a 16-bit kernel does not do");
       if (!o.dx[k].p)
         throw InternalError(op_label(c.model, c.v) + ": input gradient " + std::to_string(k) + " not handed over");
-      io_write(c, o.dx[k], c.dx(k), c.in_op(k).numel(), "input gradient");
+      dx[k] = buffer(c.in_op(k).numel());
+      grad[static_cast<std::size_t>(c.op.inputs[k])] = dx[k];
     }
+    const TensorTable local{act, grad, t.aux};
+    const std::vector<uint8_t> none(inputs, 0);
+    OpCall lc(c.model, c.v, local, none);
+    cpu_backward(s, lc);
+    for (std::size_t k = 0; k < inputs; ++k)
+      if (dx[k]) io_write(c, o.dx[k], dx[k], c.in_op(k).numel(), "input gradient");
     ++s.io_calls;
   }
   // The elements from a tensor's first to its last, through its strides (a
@@ -129,11 +165,6 @@ struct CpuDev {
     int64_t last = 0;
     for (std::size_t d = 0; d < x.shape.size(); ++d) last += (x.shape[d] - 1) * st[d];
     return last + 1;
-  }
-  void io_read(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
-    if (is_low_precision(t.dtype)) remat::widen(t.dtype, t.p, const_cast<float*>(f32), n);
-    else if (t.p != f32)
-      throw InternalError(op_label(c.model, c.v) + ": the f32 " + what + " handed over is not the one the kernel reads");
   }
   void io_write(const OpCall& c, const IoTensor& t, const float* f32, int64_t n, const char* what) const {
     if (t.dtype == DType::F32 && t.p == f32 && !t.add) return;  // the kernel wrote the tensor itself (or none: a loss's A)

@@ -300,6 +300,7 @@ class OpCall {
   bool acc(std::size_t k) const { return k < acc_.size() && acc_[k] != 0; }
   // aux(v), op.aux_bytes of private saved tensors (LayerNorm: mean, rstd per row).
   float* aux() const;
+  const TensorTable& table() const { return t_; }
 
  private:
   const float* need(int u) const;
