@@ -11,10 +11,12 @@
 #include "core/io/model_source.h"
 #include "core/kernels/convert.h"
 #include "tests/exec/exec_test_util.h"
+#include "tests/support/model_builders.h"
 
 namespace remat {
 namespace {
 
+using testing::make_op;
 using testing::quick;
 using testing::schedule_of;
 
@@ -27,15 +29,6 @@ float round_to(DType d, float x) {
   return d == DType::BF16 ? cpu::round_bf16(x) : d == DType::F16 ? cpu::round_f16(x) : x;
 }
 
-Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k));
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
 
 // Every op's forward once, in order, on the CPU backend: the data and each
 // A(v) widened to f32 from its dtype.
@@ -85,9 +78,9 @@ void expect_rounded_within(DType d, float y, double ref, double delta, const std
 Model linear_model(DType in, DType lin) {
   Model m;
   m.name = "linear";
-  int v = m.add(op_of(OpKind::Input, {}, {6, 48}, in));
-  v = m.add(op_of(OpKind::Linear, {v}, {6, 20}, lin));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  int v = m.add(make_op(OpKind::Input, {}, {6, 48}, in));
+  v = m.add(make_op(OpKind::Linear, {v}, {6, 20}, lin));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   return m;
 }
@@ -132,9 +125,9 @@ TEST(MixedPrecision, LinearF16OnF16Input) { expect_linear_autocast(DType::F16, D
 TEST(MixedPrecision, LayerNormBf16RoundsOnlyItsResult) {
   Model m;
   m.name = "layernorm";
-  int v = m.add(op_of(OpKind::Input, {}, {5, 40}, DType::BF16));
-  v = m.add(op_of(OpKind::LayerNorm, {v}, {}, DType::BF16));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  int v = m.add(make_op(OpKind::Input, {}, {5, 40}, DType::BF16));
+  v = m.add(make_op(OpKind::LayerNorm, {v}, {}, DType::BF16));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   const Forwarded f = forward_all(m, 5);
   const auto& g = f.data.params[0];
@@ -374,11 +367,11 @@ TEST(MixedPrecision, LossesOfLowPrecisionInputsKeepF32) {
 TEST(MixedPrecision, BceWithLogitsOfABf16HeadKeepsItsF32CastAndRunsBitwise) {
   Model m;
   m.name = "bce_bf16";
-  int v = m.add(op_of(OpKind::Input, {}, {6, 48}, DType::F32));
-  v = m.add(op_of(OpKind::Linear, {v}, {6, 32}, DType::BF16));
-  v = m.add(op_of(OpKind::GELU, {v}, {6, 32}, DType::BF16));
-  v = m.add(op_of(OpKind::Linear, {v}, {6, 5}, DType::BF16));
-  m.add(op_of(OpKind::BCEWithLogitsLoss, {v}, {}, DType::F32));
+  int v = m.add(make_op(OpKind::Input, {}, {6, 48}, DType::F32));
+  v = m.add(make_op(OpKind::Linear, {v}, {6, 32}, DType::BF16));
+  v = m.add(make_op(OpKind::GELU, {v}, {6, 32}, DType::BF16));
+  v = m.add(make_op(OpKind::Linear, {v}, {6, 5}, DType::BF16));
+  m.add(make_op(OpKind::BCEWithLogitsLoss, {v}, {}, DType::F32));
   m.finalize();
   const Op& bce = m.op(m.loss());
   EXPECT_TRUE(bce.saved.empty());

@@ -16,10 +16,12 @@
 #include "core/kernels/convert.h"
 #include "core/model/op_rules.h"
 #include "tests/exec/exec_test_util.h"
+#include "tests/support/model_builders.h"
 
 namespace remat {
 namespace {
 
+using testing::make_op;
 using testing::quick;
 using testing::schedule_of;
 
@@ -29,15 +31,6 @@ float round_to(DType d, float x) { return d == DType::BF16 ? cpu::round_bf16(x) 
 float widen(DType d, uint16_t h) { return d == DType::BF16 ? cpu::bf16_value(h) : cpu::f16_value(h); }
 uint16_t narrow(DType d, float x) { return d == DType::BF16 ? cpu::bf16_bits(x) : cpu::f16_bits(x); }
 
-Op op_of(OpKind k, std::vector<int> in, std::vector<int64_t> shape, DType dtype) {
-  Op op;
-  op.kind = k;
-  op.name = std::string(kind_name(k));
-  op.inputs = std::move(in);
-  op.shape = std::move(shape);
-  op.dtype = dtype;
-  return op;
-}
 // A norm as a CPU capture of a 16-bit model records it: 2 × count statistics
 // of 2 bytes each in aux.
 Op norm16(Op op, int64_t count) {
@@ -45,7 +38,7 @@ Op norm16(Op op, int64_t count) {
   return op;
 }
 Op group_norm(int in, std::vector<int64_t> shape, int64_t groups, DType d) {
-  Op op = op_of(OpKind::GroupNorm, {in}, shape, d);
+  Op op = make_op(OpKind::GroupNorm, {in}, shape, d);
   op.attrs.edit().groups = groups;
   return norm16(op, shape[0] * groups);
 }
@@ -55,17 +48,17 @@ Model layernorm_model(DType d, int blocks) {
   Model m;
   m.name = "pure-16-bit layernorm";
   const std::vector<int64_t> s{8, 6, 40};
-  int x = m.add(op_of(OpKind::Input, {}, s, d));
+  int x = m.add(make_op(OpKind::Input, {}, s, d));
   for (int b = 0; b < blocks; ++b) {
-    int v = m.add(norm16(op_of(OpKind::LayerNorm, {x}, {}, d), 48));
-    v = m.add(op_of(OpKind::Linear, {v}, {8, 6, 64}, d));
-    v = m.add(op_of(OpKind::GELU, {v}, {}, d));
-    v = m.add(op_of(OpKind::Linear, {v}, s, d));
-    x = m.add(op_of(OpKind::Add, {x, v}, {}, d));
+    int v = m.add(norm16(make_op(OpKind::LayerNorm, {x}, {}, d), 48));
+    v = m.add(make_op(OpKind::Linear, {v}, {8, 6, 64}, d));
+    v = m.add(make_op(OpKind::GELU, {v}, {}, d));
+    v = m.add(make_op(OpKind::Linear, {v}, s, d));
+    x = m.add(make_op(OpKind::Add, {x, v}, {}, d));
   }
-  int v = m.add(norm16(op_of(OpKind::LayerNorm, {x}, {}, d), 48));
-  v = m.add(op_of(OpKind::Linear, {v}, {8, 6, 10}, d));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  int v = m.add(norm16(make_op(OpKind::LayerNorm, {x}, {}, d), 48));
+  v = m.add(make_op(OpKind::Linear, {v}, {8, 6, 10}, d));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   return m;
 }
@@ -75,14 +68,14 @@ Model groupnorm_model(DType d, int blocks) {
   Model m;
   m.name = "pure-16-bit groupnorm";
   const std::vector<int64_t> s{4, 8, 6, 6};
-  int x = m.add(op_of(OpKind::Input, {}, s, d));
+  int x = m.add(make_op(OpKind::Input, {}, s, d));
   for (int b = 0; b < blocks; ++b) {
     int v = m.add(group_norm(x, s, 4, d));
-    v = m.add(op_of(OpKind::ReLU, {v}, {}, d));
-    x = m.add(op_of(OpKind::Add, {x, v}, {}, d));
+    v = m.add(make_op(OpKind::ReLU, {v}, {}, d));
+    x = m.add(make_op(OpKind::Add, {x, v}, {}, d));
   }
-  const int v = m.add(op_of(OpKind::GlobalAvgPool, {x}, {4, 8, 1, 1}, d));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  const int v = m.add(make_op(OpKind::GlobalAvgPool, {x}, {4, 8, 1, 1}, d));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   return m;
 }
@@ -101,11 +94,11 @@ TEST(NormStats16Bit, CapturedNormsAreExecutable) {
   // repeated weight in aux: 6 bytes a channel, the statistics at the start.
   {
     Model bn;
-    const int x = bn.add(op_of(OpKind::Input, {}, {1, 8, 4, 4}, DType::BF16));
-    Op op = op_of(OpKind::BatchNorm, {x}, {}, DType::BF16);
+    const int x = bn.add(make_op(OpKind::Input, {}, {1, 8, 4, 4}, DType::BF16));
+    Op op = make_op(OpKind::BatchNorm, {x}, {}, DType::BF16);
     op.aux_bytes = 6 * 8;
     bn.add(op);
-    bn.add(op_of(OpKind::MSELoss, {1}, {}, DType::F32));
+    bn.add(make_op(OpKind::MSELoss, {1}, {}, DType::F32));
     bn.finalize();
     EXPECT_TRUE(norm_stats_in_dtype(bn.op(1)));
     EXPECT_EQ(exec_problem(bn.op(1)), "");
@@ -116,11 +109,11 @@ TEST(NormStats16Bit, CapturedNormsAreExecutable) {
   }
   // Fewer than the dtype's 4 bytes a statistic pair: no room for what the kernels keep.
   Model m;
-  int v = m.add(op_of(OpKind::Input, {}, {3, 16}, DType::BF16));
-  Op odd = op_of(OpKind::LayerNorm, {v}, {}, DType::BF16);
+  int v = m.add(make_op(OpKind::Input, {}, {3, 16}, DType::BF16));
+  Op odd = make_op(OpKind::LayerNorm, {v}, {}, DType::BF16);
   odd.aux_bytes = 4 * 3 - 2;
   v = m.add(odd);
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   EXPECT_FALSE(norm_stats_in_dtype(m.op(1)));
   EXPECT_EQ(exec_problem(m.op(1)), "it keeps no mean and rstd per row (aux)");
@@ -332,9 +325,9 @@ void expect_norm_values(DType d, const NormRun& r, int64_t runs, int64_t len, in
 void expect_layernorm_values(DType d) {
   Model m;
   m.name = "layernorm";
-  int v = m.add(op_of(OpKind::Input, {}, {5, 40}, d));
-  v = m.add(norm16(op_of(OpKind::LayerNorm, {v}, {}, d), 5));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  int v = m.add(make_op(OpKind::Input, {}, {5, 40}, d));
+  v = m.add(norm16(make_op(OpKind::LayerNorm, {v}, {}, d), 5));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   const NormRun r = run_norm(m, d, 5);
   expect_norm_values(d, r, 5, 40, 40, [](int64_t, int64_t i) { return i; });
@@ -342,9 +335,9 @@ void expect_layernorm_values(DType d) {
 void expect_groupnorm_values(DType d) {
   Model m;
   m.name = "groupnorm";
-  int v = m.add(op_of(OpKind::Input, {}, {3, 6, 4, 5}, d));
+  int v = m.add(make_op(OpKind::Input, {}, {3, 6, 4, 5}, d));
   v = m.add(group_norm(v, {3, 6, 4, 5}, 3, d));
-  m.add(op_of(OpKind::MSELoss, {v}, {}, DType::F32));
+  m.add(make_op(OpKind::MSELoss, {v}, {}, DType::F32));
   m.finalize();
   const NormRun r = run_norm(m, d, 9);
   // (sample, group) g holds channels (g % 3)·2 and (g % 3)·2 + 1, 20 values each.
