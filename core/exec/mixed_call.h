@@ -18,7 +18,7 @@
 //   GemmMode conv_mode();                                         // the same for its convolutions (lowp_conv)
 //   bool lowp_refused(int v);                                     // op v's 16-bit path cannot run here (f32 instead)
 //   void poison(float* x, int64_t n);                             // scratch left unwidened (the CPU's check: NaN)
-//   static constexpr bool io_kernels_read_only_handed = true;     // a lowp_io call takes no unfilled scratch (CUDA)
+//   static constexpr bool io_kernels_read_only_handed = true;     // a lowp_io call takes no unfilled scratch
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -78,11 +78,11 @@ class WidenedCall {
   TensorTable table() const { return TensorTable{act_, grad_, aux_}; }
 
   // A lowp_io call on a backend whose 16-bit kernels read and write only the
-  // tensors handed over (Dev::io_kernels_read_only_handed: CUDA's) takes no
-  // f32 scratch for what it leaves unwidened: the inputs, A(v) but a loss's,
-  // G(v) and the input gradients stay the stored tensors in the tables (never
-  // read as f32 there). The CPU's check of that plumbing runs its f32 kernels
-  // on widened copies and takes them all, as the widening path does.
+  // tensors handed over (Dev::io_kernels_read_only_handed: CUDA's, and the
+  // CPU's check of them, whose f32 kernels run on buffers of their own) takes
+  // no f32 scratch for what it leaves unwidened: the inputs, A(v) but a
+  // loss's, G(v) and the input gradients stay the stored tensors in the
+  // tables (never read as f32 there).
   void take_no_unfilled_scratch(bool on) { bare_io_ = on; }
 
   // Autocast's saved casts (cast_copies): the forward writes each input, as
@@ -118,7 +118,8 @@ class WidenedCall {
   // an input autocast casts), pointed at u's first element. Integer and
   // non-resident tensors stay as they are. Without `fill` (an operand a
   // lowp_gemm product reads in 16 bits only) the scratch is taken, the
-  // bytes measured the same, but not written unless another read needs it.
+  // bytes measured the same, but not written unless another read needs it;
+  // a lowp_io call without f32 copies (take_no_unfilled_scratch) takes none.
   void read_act(int u, bool is_input, bool fill = true) {
     const auto ui = static_cast<std::size_t>(u);
     if (!t_.act[ui] || is_integer(m_.op(u).dtype) || (!fill && bare_io_)) return;
@@ -413,8 +414,8 @@ class WidenedCall {
   std::vector<int> unfilled_;                     // storages of widened_ taken but not written
   std::vector<Piece> pieces_;
   bool aux_widened_ = false;
-  bool casts_unfilled_ = false;
-  bool bare_io_ = false;  // take_no_unfilled_scratch  // read_cast_copies took their scratch without widening
+  bool casts_unfilled_ = false;  // read_cast_copies took their scratch without widening
+  bool bare_io_ = false;         // take_no_unfilled_scratch
   std::vector<std::pair<std::size_t, float*>> swapped_params_, swapped_grads_;  // index -> the master's pointer
   std::vector<int64_t> grad_numel_;
   std::vector<Dx> dx_;

@@ -124,6 +124,7 @@ void CudaBackend::create() {
 }
 
 void CudaBackend::destroy() {
+  let_go();
   if (state_.stream) (void)cudaStreamSynchronize(state_.stream);
   if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
   drop_copy_events();
