@@ -475,6 +475,12 @@ TEST(CliRun, NondeterministicBackwardOnCudaNamesWhatItDropped) {
   const auto j = nlohmann::json::parse(r.out);
   const auto& nd = j["nondeterministic_backward"];
   EXPECT_EQ(nd["requested"], true);
+  if (nd["algorithms"].empty()) {  // cuDNN ranked a deterministic algorithm first everywhere: nothing dropped
+    EXPECT_TRUE(nd["dropped_guarantees"].empty()) << nd.dump();
+    EXPECT_FALSE(nd["note"].is_null()) << nd.dump();
+    for (const auto& s : j["strategies"]) EXPECT_EQ(s["matches_store_all"], true) << s["name"];
+    return;
+  }
   ASSERT_EQ(nd["algorithms"].size(), 1u) << nd.dump();
   EXPECT_EQ(nd["algorithms"][0].get<std::string>().rfind("cuDNN convolution backward: ", 0), 0u) << nd.dump();
   EXPECT_EQ(nd["dropped_guarantees"],
