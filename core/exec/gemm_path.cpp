@@ -69,7 +69,11 @@ GemmPathCount count_gemm_paths(const Model& m, GemmMode mode) {
   GemmPathCount c;
   for (int v = 0; v < m.size(); ++v) {
     const Op& op = m.op(v);
-    c.lowered += autocast_lowers(op.kind) && (op.dtype == DType::BF16 || op.dtype == DType::F16);
+    // The products this report covers; autocast lowers the convolutions and
+    // the fused attention too, which count_conv_paths and the pointwise
+    // report count (a ResNet's 53 convolutions are not "f32 GEMMs").
+    const bool product = op.kind == OpKind::Linear || op.kind == OpKind::Dense || op.kind == OpKind::MatMul;
+    c.lowered += product && (op.dtype == DType::BF16 || op.dtype == DType::F16);
     c.tensor_core += lowp_gemm(m, v, false, mode);
   }
   return c;

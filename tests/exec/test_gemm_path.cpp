@@ -94,7 +94,7 @@ TEST(GemmPath, OperandsReadIn16BitsOnly) {
 }
 
 // What `remat run` reports: a GPT's lowered ops are its Linears and its two
-// attention MatMuls per block, all on tensor cores.
+// attention MatMuls per block, all on tensor cores; a ResNet's, its classifier.
 TEST(GemmPath, CountsForTheRunReport) {
   const Model m = make_preset("gpt:2:32:4:16:2:bf16@cuda:64");
   const GemmPathCount tc = count_gemm_paths(m, GemmMode::TensorCore);
@@ -106,6 +106,13 @@ TEST(GemmPath, CountsForTheRunReport) {
   const GemmPathCount none = count_gemm_paths(make_preset("gpt:2:32:4:16:2:f32:64"), GemmMode::TensorCore);
   EXPECT_EQ(none.lowered, 0);
   EXPECT_EQ(none.tensor_core, 0);
+  // A ResNet's products are its classifier alone: its 12 convolutions are the
+  // convolution report's (count_conv_paths), not GEMMs left in f32.
+  const Model resnet = make_preset("resnet:10:4:32:2:5:bf16@cuda");
+  const GemmPathCount r = count_gemm_paths(resnet, GemmMode::TensorCore);
+  EXPECT_EQ(r.lowered, 1);
+  EXPECT_EQ(r.tensor_core, 1);
+  EXPECT_EQ(count_conv_paths(resnet, GemmMode::TensorCore).lowered, 12);
 }
 
 // A ResNet's one Linear (the classifier) does; its convolutions stay on cuDNN's f32 path.
