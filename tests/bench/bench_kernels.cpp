@@ -235,11 +235,60 @@ void BM_SdpaBwd(benchmark::State& state) {
   }
 }
 
+// A GPT-2 head's cross-entropy (rows, classes = the vocabulary): the plain
+// pair, and the pair that keeps the log-probabilities (autocast's, and every
+// captured cross-entropy's). Each calls exp once an element after a vector
+// loop: with GCC 12's -fipa-ra the second pair left the upper YMM halves dirty
+// and ran glibc's SSE exp wrapper at 20 to 40x the cost (core/kernels/CMakeLists.txt).
+void BM_SoftmaxCEFwd(benchmark::State& state) {
+  const int64_t rows = state.range(0), classes = state.range(1);
+  const auto x = random_floats(rows * classes, 30);
+  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
+  for (auto _ : state) benchmark::DoNotOptimize(softmax_ce_fwd(x.data(), labels.data(), rows, classes, 0.0));
+}
+void BM_SoftmaxCEBwd(benchmark::State& state) {
+  const int64_t rows = state.range(0), classes = state.range(1);
+  const auto x = random_floats(rows * classes, 30);
+  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
+  std::vector<float> dx(x.size());
+  for (auto _ : state) {
+    softmax_ce_bwd(x.data(), labels.data(), dx.data(), rows, classes, false, 0.0);
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+  }
+}
+void BM_SoftmaxCEFwdKeepLogp(benchmark::State& state) {
+  const int64_t rows = state.range(0), classes = state.range(1);
+  const auto x = random_floats(rows * classes, 30);
+  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
+  std::vector<float> logp(x.size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes, 0.0));
+    benchmark::ClobberMemory();
+  }
+}
+void BM_SoftmaxCEBwdFromLogp(benchmark::State& state) {
+  const int64_t rows = state.range(0), classes = state.range(1);
+  const auto x = random_floats(rows * classes, 30);
+  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
+  std::vector<float> logp(x.size()), dx(x.size());
+  softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes, 0.0);
+  for (auto _ : state) {
+    softmax_ce_bwd_from_logp(logp.data(), labels.data(), dx.data(), rows, classes, false, 0.0);
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 BENCHMARK(BM_AttentionScores)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxFwd)->ArgNames({"bh", "T"})->Args({8 * 12, 128})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SoftmaxBwd)->ArgNames({"bh", "T"})->Args({8 * 12, 128})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SdpaFwd)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SdpaBwd)->ArgNames({"bh", "T", "d"})->Args({8 * 12, 128, 64})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxCEFwd)->ArgNames({"rows", "classes"})->Args({64, 50257})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxCEBwd)->ArgNames({"rows", "classes"})->Args({64, 50257})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxCEFwdKeepLogp)->ArgNames({"rows", "classes"})->Args({64, 50257})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxCEBwdFromLogp)->ArgNames({"rows", "classes"})->Args({64, 50257})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

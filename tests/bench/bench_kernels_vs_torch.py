@@ -77,6 +77,17 @@ def torch_op(kind, a):
             return lambda: torch.softmax(x, -1)
         y, dy = torch.softmax(x, -1), rand(a["bh"] * a["T"], a["T"])
         return lambda: aten._softmax_backward_data(dy, y, -1, torch.float32)
+    if kind.startswith("SoftmaxCE"):
+        # PyTorch's cross-entropy is log_softmax + nll_loss, which keeps the
+        # log-probabilities: the counterpart of both remat pairs.
+        x = rand(a["rows"], a["classes"])
+        labels = torch.full((a["rows"],), 7, dtype=torch.long)
+        if kind.startswith("SoftmaxCEFwd"):
+            return lambda: F.cross_entropy(x, labels)
+        lp = torch.log_softmax(x, 1)
+        g = torch.zeros_like(lp)
+        g[torch.arange(a["rows"]), labels] = -1.0 / a["rows"]
+        return lambda: aten._log_softmax_backward_data(g, lp, 1, torch.float32)
     raise ValueError(f"no PyTorch counterpart for {kind}")
 
 
