@@ -43,6 +43,8 @@ cases=(
   "simulate chain:10^6 store-all,sqrt|$(((runs + 1) / 2))|simulate --model chain:1000000 --strategy store-all,sqrt"
   "simulate chain:3000 recompute-all|$(((runs + 2) / 3))|simulate --model chain:3000 --strategy recompute-all"
   "run resnet:18:16:32:8:10:bf16 on the CPU|$(((runs + 2) / 3))|run --model resnet:18:16:32:8:10:bf16 --strategy store-all,sqrt --repeat 3 --backend cpu"
+  # GPT-2's vocabulary: the cross-entropy keeping its log-probabilities over 64 x 50,257 logits (docs/run.md).
+  "run gpt:1:64:4:16:4:bf16 on the CPU|$(((runs + 4) / 5))|run --model gpt:1:64:4:16:4:bf16 --strategy store-all,sqrt --repeat 1 --backend cpu"
 )
 
 # Wall-clock medians depend on how busy the machine is; the CPU time (user +
