@@ -240,41 +240,43 @@ void BM_SdpaBwd(benchmark::State& state) {
 // captured cross-entropy's). Each calls exp once an element after a vector
 // loop: with GCC 12's -fipa-ra the second pair left the upper YMM halves dirty
 // and ran glibc's SSE exp wrapper at 20 to 40x the cost (core/kernels/CMakeLists.txt).
+// Logits of rows x classes and a label a row.
+struct CeInputs {
+  int64_t rows, classes;
+  std::vector<float> x;
+  std::vector<int32_t> labels;
+  explicit CeInputs(const benchmark::State& state)
+      : rows(state.range(0)), classes(state.range(1)), x(random_floats(rows * classes, 30)),
+        labels(static_cast<std::size_t>(rows), 7) {}
+};
 void BM_SoftmaxCEFwd(benchmark::State& state) {
-  const int64_t rows = state.range(0), classes = state.range(1);
-  const auto x = random_floats(rows * classes, 30);
-  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
-  for (auto _ : state) benchmark::DoNotOptimize(softmax_ce_fwd(x.data(), labels.data(), rows, classes, 0.0));
+  const CeInputs in(state);
+  for (auto _ : state) benchmark::DoNotOptimize(softmax_ce_fwd(in.x.data(), in.labels.data(), in.rows, in.classes, 0.0));
 }
 void BM_SoftmaxCEBwd(benchmark::State& state) {
-  const int64_t rows = state.range(0), classes = state.range(1);
-  const auto x = random_floats(rows * classes, 30);
-  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
-  std::vector<float> dx(x.size());
+  const CeInputs in(state);
+  std::vector<float> dx(in.x.size());
   for (auto _ : state) {
-    softmax_ce_bwd(x.data(), labels.data(), dx.data(), rows, classes, false, 0.0);
+    softmax_ce_bwd(in.x.data(), in.labels.data(), dx.data(), in.rows, in.classes, false, 0.0);
     benchmark::DoNotOptimize(dx.data());
     benchmark::ClobberMemory();
   }
 }
 void BM_SoftmaxCEFwdKeepLogp(benchmark::State& state) {
-  const int64_t rows = state.range(0), classes = state.range(1);
-  const auto x = random_floats(rows * classes, 30);
-  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
-  std::vector<float> logp(x.size());
+  const CeInputs in(state);
+  std::vector<float> logp(in.x.size());
   for (auto _ : state) {
-    benchmark::DoNotOptimize(softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes, 0.0));
+    benchmark::DoNotOptimize(
+        softmax_ce_fwd_keep_logp(in.x.data(), in.labels.data(), logp.data(), in.rows, in.classes, 0.0));
     benchmark::ClobberMemory();
   }
 }
 void BM_SoftmaxCEBwdFromLogp(benchmark::State& state) {
-  const int64_t rows = state.range(0), classes = state.range(1);
-  const auto x = random_floats(rows * classes, 30);
-  const std::vector<int32_t> labels(static_cast<std::size_t>(rows), 7);
-  std::vector<float> logp(x.size()), dx(x.size());
-  softmax_ce_fwd_keep_logp(x.data(), labels.data(), logp.data(), rows, classes, 0.0);
+  const CeInputs in(state);
+  std::vector<float> logp(in.x.size()), dx(in.x.size());
+  softmax_ce_fwd_keep_logp(in.x.data(), in.labels.data(), logp.data(), in.rows, in.classes, 0.0);
   for (auto _ : state) {
-    softmax_ce_bwd_from_logp(logp.data(), labels.data(), dx.data(), rows, classes, false, 0.0);
+    softmax_ce_bwd_from_logp(logp.data(), in.labels.data(), dx.data(), in.rows, in.classes, false, 0.0);
     benchmark::DoNotOptimize(dx.data());
     benchmark::ClobberMemory();
   }
