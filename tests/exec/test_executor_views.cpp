@@ -48,7 +48,7 @@ const std::string kCeSmoothedLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "
 const std::string kBceModel = std::string(REMAT_EXEC_TEST_MODELS) + "/bce_small.json";
 // Every Pad mode (one fed a transposed view) and a roll as Slice views and a Concat.
 const std::string kPadModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pad_small.json";
-// nn.RMSNorm of the model's input: ops that carry no gradient, whose backward runs no kernel.
+// nn.RMSNorm of the model's input and a gate of it: ops that carry no gradient and run no backward kernel.
 const std::string kRmsNormOfInputModel = std::string(REMAT_EXEC_TEST_MODELS) + "/rmsnorm_of_input.json";
 
 // Records the tracked bytes at every mark and checks where views point.
