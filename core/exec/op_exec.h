@@ -347,12 +347,15 @@ PwCall pointwise_call(const State& s, const OpCall& c, bool backward) {
 // Calls grad(k, dx, accumulate) for each operand of Pointwise op c that
 // takes a gradient, in operand order (an input given twice, x * x, is
 // written, then added to): an input's G, or a learned constant's parameter
-// gradient (always added to).
+// gradient (always added to). An input that carries no gradient to a
+// parameter (grad_flow.h) takes none: its derivative may read what autograd
+// did not keep (mul(w·h, rsqrt of the input's mean square) keeps only the rsqrt).
 template <typename State, typename Grad>
 void for_each_pointwise_grad(const State& s, const OpCall& c, const PwOperands& ops, Grad grad) {
   for (int k = 0; k < ops.arity; ++k) {
     const PwOperand& o = ops.at[k];
-    if (o.src == PwOperand::Input && c.dx(static_cast<std::size_t>(o.input)))
+    if (o.src == PwOperand::Input && c.dx(static_cast<std::size_t>(o.input)) &&
+        pointwise_needs_grad(c.op, ops, k, c.model.ops()))
       grad(k, c.dx(static_cast<std::size_t>(o.input)), c.acc(static_cast<std::size_t>(o.input)));
     else if (o.src == PwOperand::Constant && c.op.attrs->learned)
       grad(k, s.param_grad(c.v, 0), true);

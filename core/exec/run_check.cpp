@@ -5,6 +5,7 @@
 #include "core/exec/op_exec.h"
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/autocast.h"
+#include "core/model/grad_flow.h"
 #include "core/model/op_layout.h"
 #include "core/model/op_rules.h"
 
@@ -52,9 +53,11 @@ std::string pointwise_saved_problem(const Model& model, int v) {
 // The activation kinds' kernels differentiate from their input (GELU, SiLU)
 // or their output (ReLU, Tanh, Sigmoid): a saved set given in the file (a
 // capture's, as autograd kept it) must hold that one.
-std::string activation_saved_problem(const Op& op, int v) {
+// One that carries no gradient (grad_flow.h) runs no backward and reads nothing.
+std::string activation_saved_problem(const Op& op, int v, bool carries_grad) {
   const bool from_input = op.kind == OpKind::GELU || op.kind == OpKind::SiLU;
   if (!from_input && op.kind != OpKind::ReLU && op.kind != OpKind::Tanh && op.kind != OpKind::Sigmoid) return {};
+  if (!carries_grad) return {};
   const int needs = from_input ? op.inputs.at(0) : v;
   if (std::find(op.saved.begin(), op.saved.end(), needs) != op.saved.end()) return {};
   return std::string("its backward reads its ") + (from_input ? "input" : "result") + ", which its saved set leaves out";
@@ -64,10 +67,11 @@ std::string activation_saved_problem(const Op& op, int v) {
 
 std::vector<RunBlocker> run_blockers(const Model& model, std::size_t limit) {
   std::vector<RunBlocker> out;
+  const std::vector<char> carries = grad_carriers(model.ops());
   for (int v = 0; v < model.size() && out.size() < limit; ++v) {
     std::string why = exec_problem(model.op(v));
     if (why.empty() && model.op(v).kind == OpKind::Pointwise) why = pointwise_saved_problem(model, v);
-    if (why.empty()) why = activation_saved_problem(model.op(v), v);
+    if (why.empty()) why = activation_saved_problem(model.op(v), v, carries[static_cast<std::size_t>(v)]);
     if (!why.empty()) out.push_back({v, true, std::move(why)});
   }
   const auto add = [&](int v, std::string why) {

@@ -5,6 +5,7 @@
 
 #include "core/sim/compression.h"
 #include "core/base/errors.h"
+#include "core/model/grad_flow.h"
 #include "core/sim/instr_reads.h"
 
 namespace remat {
@@ -19,6 +20,7 @@ ScheduleRun::ScheduleRun(const Model& model, Backend& backend, const std::vector
   grad_storage_.assign(n, 0);
   grad_holders_.assign(n, 0);
   for (auto* list : {&fetched_, &form_, &host_form_}) list->assign(n, 0);
+  carries_grad_ = grad_carriers(model.ops());
 }
 
 void ScheduleRun::release_all() {
@@ -156,7 +158,12 @@ void ScheduleRun::bwd(int op_id) {
       own_grad(u, mine);
     }
   }
-  compute_.backward(model_, op_id, TensorTable{act_, grad_, aux_}, accumulate_);
+  // An op that carries no gradient to a parameter (grad_flow.h: what the model
+  // computes from its input before any weight) has no backward in PyTorch,
+  // which saved nothing for it: its inputs' gradient buffers are taken as
+  // the schedule says and left unwritten, read by no backward that runs.
+  if (carries_grad_[static_cast<std::size_t>(op_id)])
+    compute_.backward(model_, op_id, TensorTable{act_, grad_, aux_}, accumulate_);
   const auto v = static_cast<std::size_t>(op_id);
   for (int u : shared_) {
     const auto uu = static_cast<std::size_t>(u);

@@ -88,6 +88,7 @@ class ScheduleRun {
   std::vector<int32_t> shared_;  // bwd's inputs that get G(v) itself, reused
   std::vector<uint8_t> fetched_, form_, host_form_;
   std::vector<uint8_t> accumulate_;  // bwd's overwrite/add flags, reused
+  std::vector<char> carries_grad_;   // per op, grad_carriers(): bwd runs only those
 };
 
 }  // namespace remat

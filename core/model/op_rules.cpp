@@ -9,6 +9,7 @@
 #include "core/kernels/pad_geom.h"
 #include "core/kernels/pointwise_fns.h"
 #include "core/model/autocast.h"
+#include "core/model/grad_flow.h"
 #include "core/model/op_layout.h"
 
 namespace remat {
@@ -721,7 +722,7 @@ void rule_attention(Derivation& d) {
 // The pointwise family: one rule for every function of pointwise_fns.h. The
 // output broadcasts its operands (PyTorch's rule); saved is what the
 // derivatives of the operands that need a gradient read (the reads columns):
-// an activation other than the model's input, or a learned constant.
+// an activation that carries one (grad_flow.h), or a learned constant.
 void rule_pointwise(Derivation& d) {
   Op& op = d.op;
   if (op.attrs->fn >= pw::kFnCount) d.fail("unknown pointwise function " + std::to_string(op.attrs->fn));
@@ -851,8 +852,7 @@ bool pointwise_needs_grad(const Op& op, const PwOperands& ops, int k, std::span<
   const PwOperand& o = ops.at[k];
   if (o.src == PwOperand::Constant) return op.attrs->learned;
   if (o.src != PwOperand::Input) return false;
-  const Op& u = before[static_cast<std::size_t>(op.inputs[static_cast<std::size_t>(o.input)])];
-  return u.kind != OpKind::Input && !is_integer(u.dtype);
+  return carries_grad(before, op.inputs[static_cast<std::size_t>(o.input)]);
 }
 
 uint64_t buffer_bytes(const Op& op) {

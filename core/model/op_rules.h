@@ -82,8 +82,8 @@ struct PwOperands {
   std::string problem;
 };
 PwOperands pointwise_operands(const Op& op);
-// Whether operand k needs a gradient: an activation other than the model's
-// input (as PyTorch's example input, it has none), or a learned constant.
+// Whether operand k needs a gradient: an activation that carries one to a
+// parameter (grad_flow.h; the model's input has none), or a learned constant.
 // `before` holds the ops up to op (op ids index it).
 bool pointwise_needs_grad(const Op& op, const PwOperands& ops, int k, std::span<const Op> before);
 

@@ -132,6 +132,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.params_by_name = list(module.named_parameters())
         self.weight_casts = set()  # storages of autocast's casts of weights (_constant)
+        self.cast_of = {}  # data_ptr of autocast's cast of a weight -> the weight (_note_params)
         # Which module parameter fills which remat parameter tensor ("op.slot"),
         # for checks that run the module on remat's weights (filled by _finish).
         self.parameters = []
@@ -282,6 +283,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             # weight is (remat charges a bf16 op's weights in its dtype).
             self.excluded.add(storage_key(ev.outputs[0]))
             self.weight_casts.add(storage_key(ev.outputs[0]))
+            self.cast_of[ev.outputs[0].data_ptr()] = ev.args[0]
         elif ev.name == "addmm" and ev.outputs and len(ev.args) >= 3 and self._zero_product(ev):
             self.param_broadcast[id(ev.outputs[0])] = ev.args[0]
         elif ev.name == "mm" and ev.outputs and len(ev.args) == 2 and self._zero_times_weight(ev):
@@ -370,11 +372,16 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         return True
 
     def _note_params(self, *tensors):
-        """The module parameters the op just added holds, slot by slot (None: no such slot)."""
+        """The module parameters the op just added holds, slot by slot (None: no such slot).
+        Under torch.autocast a Linear reads the weight's cast (or a view of it,
+        the same elements): the weight it was cast from."""
         slots = []
         for slot, t in enumerate(tensors):
             if t is None:
                 continue
+            if isinstance(t, torch.Tensor) and t.data_ptr() in self.cast_of and \
+                    self.cast_of[t.data_ptr()].numel() == t.numel():
+                t = self.cast_of[t.data_ptr()]
             name = next((n for n, p in self.params_by_name
                          if isinstance(t, torch.Tensor) and p.data_ptr() == t.data_ptr() and p.numel() == t.numel()), None)
             if name is not None:

@@ -48,6 +48,8 @@ const std::string kCeSmoothedLogpModel = std::string(REMAT_EXEC_TEST_MODELS) + "
 const std::string kBceModel = std::string(REMAT_EXEC_TEST_MODELS) + "/bce_small.json";
 // Every Pad mode (one fed a transposed view) and a roll as Slice views and a Concat.
 const std::string kPadModel = std::string(REMAT_EXEC_TEST_MODELS) + "/pad_small.json";
+// nn.RMSNorm of the model's input and a gate of it: ops that carry no gradient and run no backward kernel.
+const std::string kRmsNormOfInputModel = std::string(REMAT_EXEC_TEST_MODELS) + "/rmsnorm_of_input.json";
 
 // Records the tracked bytes at every mark and checks where views point.
 class Recorder : public WrappedBackend, public ForwardingCompute, public ForwardingTiming {
@@ -119,14 +121,16 @@ TEST_P(ViewsAndAux, TrackedBytesEqualTheSimulationAfterEveryInstructionAndResult
 std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
   static const char* const names[] = {"resnet10", "views", "gpt2", "ce_keeps_logp", "broadcast_matmul", "attention",
                                       "pointwise", "class_token", "strided_kernels", "tail", "strided_readers",
-                                      "strided_ce", "bce", "pad", "ce_smoothed", "ce_smoothed_logp"};
+                                      "strided_ce", "bce", "pad", "ce_smoothed", "ce_smoothed_logp",
+                                      "rmsnorm_of_input"};
   return names[info.index];
 }
 INSTANTIATE_TEST_SUITE_P(Models, ViewsAndAux,
                          ::testing::Values("resnet:10:4:32:2:5", kViewsModel, "gpt:2:16:2:6:2:f32:20", kCeLogpModel,
                                            kBroadcastMatmulModel, kAttentionModel, kPointwiseModel, kClassTokenModel,
                                            kStridedKernelsModel, kTailModel, kStridedReadersModel, kStridedCeModel,
-                                           kBceModel, kPadModel, kCeSmoothedModel, kCeSmoothedLogpModel),
+                                           kBceModel, kPadModel, kCeSmoothedModel, kCeSmoothedLogpModel,
+                                           kRmsNormOfInputModel),
                          param_name);
 
 // The same classifier with a cross-entropy keeping its logits (remat's own

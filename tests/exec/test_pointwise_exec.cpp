@@ -61,6 +61,35 @@ TEST(PointwiseRules, SavedIsWhatTheDerivativesOfOperandsWithAGradientRead) {
   EXPECT_EQ(saved_of(R"({"id":3,"kind":"Reduce","fn":"mean","inputs":[1],"axes":[1],"keepdim":true})"), (V{}));
 }
 
+// An RMSNorm of the model's input, its saved sets left to the rules: the
+// statistics (pow, mean, eps, rsqrt, the product with x) come before any
+// trained parameter and carry no gradient, so they keep nothing, as autograd
+// keeps nothing for them (torch 2.6's F.rms_norm, captured); the weight's
+// product keeps x·rsqrt for the weight's gradient. The same norm after a
+// Linear keeps what each derivative reads.
+TEST(PointwiseRules, WhatCarriesNoGradientToAParameterKeepsNothing) {
+  const auto norm = [](int x, int at) {
+    const auto id = [&](int k) { return std::to_string(at + k); };
+    return R"({"id":)" + id(0) + R"(,"kind":"Pointwise","fn":"pow","inputs":[)" + std::to_string(x) + R"(],"scalar":2},
+      {"id":)" + id(1) + R"(,"kind":"Reduce","fn":"mean","inputs":[)" + id(0) + R"(],"axes":[-1],"keepdim":true},
+      {"id":)" + id(2) + R"(,"kind":"AddConst","inputs":[)" + id(1) + R"(],"values":1e-6},
+      {"id":)" + id(3) + R"(,"kind":"Pointwise","fn":"rsqrt","inputs":[)" + id(2) + R"(]},
+      {"id":)" + id(4) + R"(,"kind":"Pointwise","fn":"mul","inputs":[)" + std::to_string(x) + "," + id(3) + R"(]},
+      {"id":)" + id(5) + R"(,"kind":"Pointwise","fn":"mul","inputs":[)" + id(4) + R"(],"const_at":1,"const_shape":[3],"learned":true},)";
+  };
+  const Model m = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,3]},)" + norm(0, 1) +
+                        R"({"id":7,"kind":"Linear","inputs":[6],"shape":[2,3]},)" + norm(7, 8) +
+                        R"({"id":14,"kind":"MSELoss","inputs":[13]})");
+  using V = OpIds;
+  for (int v : {1, 2, 3, 4, 5}) EXPECT_EQ(m.op(v).saved, V{}) << v;
+  EXPECT_EQ(m.op(6).saved, V{5});
+  EXPECT_EQ(m.op(8).saved, V{7});       // x.pow(2) keeps x
+  EXPECT_EQ(m.op(11).saved, V{11});     // rsqrt its result
+  EXPECT_EQ(m.op(12).saved, (V{11, 7}));  // x · r: each the other
+  EXPECT_EQ(m.op(13).saved, V{12});
+  EXPECT_TRUE(run_blockers(m).empty());
+}
+
 TEST(PointwiseRules, ShapesBroadcastAndALearnedConstantIsAParameter) {
   const Model m = parse(R"({"id":0,"name":"x","kind":"Input","shape":[2,1,4]},
     {"id":1,"kind":"Pointwise","fn":"sin","inputs":[0]},

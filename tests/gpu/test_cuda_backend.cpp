@@ -188,6 +188,8 @@ INSTANTIATE_TEST_SUITE_P(Presets, CudaStrategies,
                                            kModels + "/bce_small.json",
                                            // every Pad mode, a roll as Slices and a Concat
                                            kModels + "/pad_small.json",
+                                           // an RMSNorm of the input: no backward for its statistics
+                                           kModels + "/rmsnorm_of_input.json",
                                            // label smoothing, keeping the logits or the log-probabilities
                                            kModels + "/ce_smoothed.json", kModels + "/ce_smoothed_logp.json"),
                          case_name);

@@ -29,15 +29,15 @@ def rotate_half(x):
 
 
 class LlamaBlock(nn.Module):
-    def __init__(self, d, heads, seq):
+    def __init__(self, d, heads, seq, norm=RMSNorm):
         super().__init__()
         self.heads, self.hd = heads, d // heads
-        self.attn_norm = RMSNorm(d)
+        self.attn_norm = norm(d)
         self.wq = nn.Linear(d, d, bias=False)
         self.wk = nn.Linear(d, d, bias=False)
         self.wv = nn.Linear(d, d, bias=False)
         self.wo = nn.Linear(d, d, bias=False)
-        self.mlp_norm = RMSNorm(d)
+        self.mlp_norm = norm(d)
         self.w1 = nn.Linear(d, 2 * d, bias=False)
         self.w3 = nn.Linear(d, 2 * d, bias=False)
         self.w2 = nn.Linear(2 * d, d, bias=False)
@@ -65,11 +65,14 @@ class LlamaBlock(nn.Module):
 
 
 class Llama(nn.Module):
-    def __init__(self, vocab=64, d=32, heads=4, seq=8, layers=2):
+    """norm(d) makes each RMSNorm: the one written out above, or torch 2.4+'s
+    nn.RMSNorm (tests/python/test_capture_rmsnorm.py)."""
+
+    def __init__(self, vocab=64, d=32, heads=4, seq=8, layers=2, norm=RMSNorm):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
-        self.blocks = nn.ModuleList([LlamaBlock(d, heads, seq) for _ in range(layers)])
-        self.norm = RMSNorm(d)
+        self.blocks = nn.ModuleList([LlamaBlock(d, heads, seq, norm) for _ in range(layers)])
+        self.norm = norm(d)
         self.head = nn.Linear(d, vocab, bias=False)
 
     def forward(self, ids):
