@@ -132,6 +132,10 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.params_by_name = list(module.named_parameters())
         self.weight_casts = set()  # storages of autocast's casts of weights (_constant)
+        # data_ptr of such a cast -> the parameter it is a copy of: an op that
+        # reads the cast holds that parameter (its gradient reaches it through
+        # the cast), for the parameter map and a bias broadcast (_zero_product).
+        self.cast_of = {}
         # Which module parameter fills which remat parameter tensor ("op.slot"),
         # for checks that run the module on remat's weights (filled by _finish).
         self.parameters = []
@@ -282,8 +286,10 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             # weight is (remat charges a bf16 op's weights in its dtype).
             self.excluded.add(storage_key(ev.outputs[0]))
             self.weight_casts.add(storage_key(ev.outputs[0]))
+            if ev.args[0].requires_grad:
+                self.cast_of[ev.outputs[0].data_ptr()] = ev.args[0]
         elif ev.name == "addmm" and ev.outputs and len(ev.args) >= 3 and self._zero_product(ev):
-            self.param_broadcast[id(ev.outputs[0])] = ev.args[0]
+            self.param_broadcast[id(ev.outputs[0])] = self._uncast(ev.args[0])
         elif ev.name == "mm" and ev.outputs and len(ev.args) == 2 and self._zero_times_weight(ev):
             self.zeros.add(id(ev.outputs[0]))
         elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
@@ -331,6 +337,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             return False
         return self._param_name(bias) is not None and bias.dim() == 1 and bool((m == 0).all())
 
+    def _uncast(self, t):
+        """The parameter t is autocast's 16-bit copy of (or a view of that copy, the
+        same elements), else t."""
+        if not isinstance(t, torch.Tensor):
+            return t
+        p = self.cast_of.get(t.data_ptr())
+        return p if p is not None and p.numel() == t.numel() else t
+
     def _generic(self, ev):
         outs = [o for o in ev.outputs if isinstance(o, torch.Tensor)]
         inputs = list(dict.fromkeys(self._inputs(ev)))  # Generic: each input once
@@ -375,6 +389,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         for slot, t in enumerate(tensors):
             if t is None:
                 continue
+            t = self._uncast(t)
             name = next((n for n, p in self.params_by_name
                          if isinstance(t, torch.Tensor) and p.data_ptr() == t.data_ptr() and p.numel() == t.numel()), None)
             if name is not None:
