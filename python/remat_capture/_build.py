@@ -298,8 +298,8 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
                 id(ev.args[0]) in self.param_broadcast and ev.args[0].dim() == 2:
             self._broadcast_pieces(ev)
-        elif ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
-            self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
+        elif ev.name == "bernoulli_" and ev.outputs and isinstance(_keep(ev), float):
+            self.noise[id(ev.outputs[0])] = _keep(ev)  # bernoulli_(noise, keep probability)
         elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
             pass  # noise /= keep: still the noise
 
@@ -1300,6 +1300,17 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             j["torch"] = origins.get(op.get("_event"), {"module": ""})  # the Input: the root's argument
             ops.append(j)
         return ops, self.notes
+
+
+def _keep(ev):
+    """bernoulli_(noise, p)'s keep probability p (a tensor for the Tensor
+    overload, which is no dropout's). The dispatcher leaves out an argument
+    equal to its default, so nn.Dropout(0.5) draws bernoulli_(noise) with no
+    p: 0.5, the float overload's default. Before, such a dropout was captured
+    as a product with the noise the capture drew (a MulConst)."""
+    if len(ev.args) > 1:
+        return ev.args[1]
+    return ev.kwargs.get("p", 0.5)
 
 
 def _smoothing(hit, spread, classes):
