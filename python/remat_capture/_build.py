@@ -710,14 +710,17 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
     def _op_topk(self, ev):
         """torch.topk(x, k, dim) (largest, sorted): the indices a TopK op, the
         values a Gather of x by them; the node keeps the indices, which the
-        Gather then keeps (as remat's gather backward reads them)."""
+        Gather then keeps (as remat's gather backward reads them). x may be
+        16-bit (a router's logits under autocast): picking the largest compares
+        the values exactly, in any dtype."""
         x = ev.args[0]
         a = list(ev.args) + [None] * 4
         k = int(a[1])
         dim = int(a[2] if a[2] is not None else ev.kwargs.get("dim", -1)) % max(1, x.dim())
         largest = a[3] if a[3] is not None else ev.kwargs.get("largest", True)
         sort = a[4] if a[4] is not None else ev.kwargs.get("sorted", True)
-        if not self._one_act(ev) or not largest or not sort or x.dtype != torch.float32 or len(ev.outputs) != 2:
+        if not self._one_act(ev) or not largest or not sort or len(ev.outputs) != 2 or \
+                x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
             return False
         values, indices = ev.outputs
         i = self._new({"kind": "TopK", "k": k, "axis": dim}, [self.rid[id(x)]], indices, view=False,
