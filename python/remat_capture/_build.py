@@ -731,12 +731,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         return True
 
     def _op_cumsum(self, ev):
-        """torch.cumsum(x, dim) of a float32 x: a Cumsum (autograd keeps nothing)."""
+        """torch.cumsum(x, dim) of a float32 x, or of a bf16/f16 one under autocast
+        (PyTorch's CPU kernel sums in f32 and rounds each output, as remat's runs
+        any 16-bit op): a Cumsum (autograd keeps nothing)."""
         x = ev.args[0]
         dim = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("dim")
         dtype = ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dtype")
-        if not self._one_act(ev) or dim is None or x.dtype != torch.float32 or \
-                dtype not in (None, torch.float32) or x.dim() == 0:
+        if not self._one_act(ev) or dim is None or x.dtype not in (torch.float32, torch.bfloat16, torch.float16) or \
+                dtype not in (None, x.dtype) or x.dim() == 0:
             return False
         return self._simple(ev, "Cumsum", {"axis": int(dim) % x.dim()})
 
