@@ -56,7 +56,7 @@ ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh",
 PARAM_NAMES = {"Linear": ["weight", "bias"], "Conv": ["weight", "bias"], "BatchNorm": ["gamma", "beta"],
                "GroupNorm": ["gamma", "beta"],
                "LayerNorm": ["gamma", "beta"], "Embedding": ["weight"], "Pointwise": ["weight"],
-               "AddConst": ["weight"]}
+               "AddConst": ["weight"], "ConvTranspose": ["weight", "bias"], "Concat": ["weight"]}
 CONST_KINDS = {"add": "AddConst", "add_": "AddConst", "sub": "AddConst", "sub_": "AddConst", "mul": "MulConst",
                "mul_": "MulConst", "div": "DivConst", "div_": "DivConst"}
 
@@ -705,7 +705,11 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             if piece is None:
                 return False
             extra.update({"const_at": consts[0], "const_shape": piece, "learned": True})
-        return self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+        self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+        if consts:  # the parameter the piece broadcasts (the expand's base), for the parameter map
+            t = ts[consts[0]]
+            self._note_params(t._base if t._base is not None else t)
+        return True
 
     def _op_topk(self, ev):
         """torch.topk(x, k, dim) (largest, sorted): the indices a TopK op, the
