@@ -1055,6 +1055,15 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
                 self._rnn_save(self.rnn_layers[index], t, counted)
                 continue
             v = self.event_op.get(index)
+            if v is None and ev.name == "_to_copy" and ev.outputs and next_op[index] is not None and \
+                    storage_key(ev.outputs[0]) in self.weight_casts and key in self.owner:
+                # torch.autocast casts an op's weights just before the op; a save
+                # packed meanwhile (the result of an in-place ReLU on a view, which
+                # autograd packs late: _complete_activations) is of an activation
+                # that op reads: a save like any, counted once, not bytes of its own.
+                v = next_op[index]
+                self._save(v, t, counted, later)
+                continue
             if v is None:
                 v = next_op[index] if next_op[index] is not None else len(self.ops) - 1
                 self._private(v, t, counted)
