@@ -56,7 +56,7 @@ so fails where the pass cannot run).
   test_zoo_autocast.py --remat PATH --out DIR
 
 REMAT_ZOO=name,name runs only those models; REMAT_ZOO_PART=k/n the k-th of n
-parts (CTest runs three); REMAT_ZOO_DTYPES=bf16,f16 only those passes.
+parts (CTest runs six); REMAT_ZOO_DTYPES=bf16,f16 only those passes.
 
 Exit 77 (CTest skip) without torch/torchvision."""
 import copy
@@ -84,12 +84,32 @@ from torch_count import torch_count  # noqa: E402
 import zoo_models  # noqa: E402
 from zoo_models import MODELS  # noqa: E402
 
-TORCH1 = torch.__version__.split(".")[0] == "1"
-
-# What runs today, per autocast dtype.
+MAJOR = torch.__version__.split(".")[0]
+# What runs today, per autocast dtype: with torch 1.13 all of them (but
+# those TORCH_FAILS skips); with 2.x not these two (the table says why).
 RUNS = {
-    torch.bfloat16: set(MODELS),  # all of them (with torch 1.13, but those TORCH_FAILS skips)
-    torch.float16: set(),
+    torch.bfloat16: set(MODELS),
+    torch.float16: set(MODELS),
+}
+if MAJOR != "1":
+    # nn.LSTM: 2.x records it under bf16 autocast as a bf16 mkldnn_rnn_layer,
+    # which the capture maps in f32 alone (Generic: simulate-only); in f16
+    # PyTorch's own step fails (TORCH_FAILS).
+    RUNS[torch.bfloat16] -= {"lstm"}
+# Failures known and not fixed yet, (torch major, dtype, model) -> (what the
+# failure says, why): shown in the table, not counted; when that failure no
+# longer happens the test fails until the entry goes.
+OPEN = {
+    # Not understood yet (torch 2.6): remat's step further from float64 than
+    # the bound allows, in the tensors and by the ratios measured (summed over
+    # the three seeds). In f16 remat trains with a loss scale (2^16, halved
+    # while gradients overflow) and PyTorch's step here with none.
+    ("2", "bf16", "efficientnet_b0"): ("further from the float64 one", "squeeze-excitation fc1's bias at 1.03 of the bound"),
+    ("2", "f16", "efficientnet_b0"): ("further from the float64 one", "a projection's weight at 1.03 of the bound"),
+    ("2", "f16", "mobilenet_v3"): ("further from the float64 one", "a batch norm's gamma at 1.54 of the bound"),
+    ("2", "f16", "squeezenet"): ("further from the float64 one", "an expand3x3 bias at 1.54 of the bound"),
+    ("2", "f16", "googlenet"): ("further from the float64 one", "the loss at 1.27 of the bound: remat's f16 loss "
+                                "2 to 5 times further from float64 than PyTorch's on each seed"),
 }
 # Gradient tensors left out of the bound against the module, with why: a
 # ReLU whose input the 16-bit steps put on either side of 0.
@@ -108,6 +128,9 @@ LN_GN = "PyTorch 1.13's CPU LayerNorm/GroupNorm of a bf16 input with f32 weights
 TORCH_FAILS = {
     ("1", torch.bfloat16): {name: LN_GN for name in ("convnext", "groupnorm", "moe", "maxvit", "swin_t",
                                                     "convnext_smoothed")},
+    # On this machine's CPU (no native f16): "could not create a primitive
+    # descriptor for the LSTM forward propagation primitive".
+    ("2", torch.float16): {"lstm": "PyTorch 2.6's oneDNN has no f16 LSTM forward here"},
 }
 NAMES = {torch.bfloat16: "bf16", torch.float16: "f16"}
 SEEDS = (3, 4, 5)  # remat run --seed: the weights, input, labels and masks of each step compared
@@ -254,7 +277,7 @@ def check_model(args, name, build, dtype, failures):
     torch.manual_seed(0)
     net, x, loss_fn, target = build()
     wrapped, lf = Autocast(net, dtype), autocast_loss(loss_fn, dtype)
-    known = TORCH_FAILS.get((torch.__version__.split(".")[0], dtype), {}).get(name)
+    known = TORCH_FAILS.get((MAJOR, dtype), {}).get(name)
     try:
         want = torch_count(wrapped, x, lf, target, weight_casts=False)
     except RuntimeError as e:
@@ -330,8 +353,19 @@ def main():
         for name, build in MODELS.items():
             if only and name not in only or not zoo_models.in_part(name):
                 continue
-            rows.append(check_model(args, name, build, dtype, failures))
-            r = rows[-1]
+            mine = []
+            r = check_model(args, name, build, dtype, mine)
+            known = OPEN.get((MAJOR, NAMES[dtype], name))
+            if known:
+                what, why = known
+                if any(what in f for f in mine):
+                    mine = [f for f in mine if what not in f]
+                    r["cell"] += f"; OPEN: {why}"
+                else:
+                    mine.append(f"{name} {NAMES[dtype]}: OPEN expects '{what}' ({why}), which no longer fails: "
+                                "take it out of OPEN")
+            failures += mine
+            rows.append(r)
             print(f"  {r['name']} {r['dtype']}: {'runs' if r['runs'] else 'does not run'}; {r['cell']}", flush=True)
     print(f"{'model':18} {'':4} {'ops':>4} {'PyTorch saved':>14} {'remat saved':>12}  runs  "
           "strategies; against the module, or why not")
