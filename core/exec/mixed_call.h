@@ -518,6 +518,12 @@ void forward(Dev& dev, const Model& model, int v, const TensorTable& t, MixedScr
 template <class Dev>
 void backward(Dev& dev, const Model& model, int v, const TensorTable& t, std::span<const uint8_t> accumulate,
               MixedScratch& scratch, float seed) {
+  // An integer op (a TopK's indices, views of them) passes no gradient on,
+  // as the backends' own backward says; here its input gradient would be
+  // unwritten f32 scratch, rounded and stored (or added) into G(x): a TopK of
+  // a bf16 softmax (a router under autocast) put stale values, which depend on
+  // what the scratch held before and so on the strategy, into the router's gradient.
+  if (is_integer(model.op(v).dtype)) return;
   WidenedCall<Dev> w(dev, model, v, t, scratch);
   // A lowp_gemm op's backward reads its operands, its own output and (a
   // MatMul) G(v) in 16 bits only: their f32 scratch is taken, not written.

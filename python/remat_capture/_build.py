@@ -56,7 +56,7 @@ ACTIVATIONS = {"relu": "ReLU", "relu_": "ReLU", "tanh": "Tanh", "tanh_": "Tanh",
 PARAM_NAMES = {"Linear": ["weight", "bias"], "Conv": ["weight", "bias"], "BatchNorm": ["gamma", "beta"],
                "GroupNorm": ["gamma", "beta"],
                "LayerNorm": ["gamma", "beta"], "Embedding": ["weight"], "Pointwise": ["weight"],
-               "AddConst": ["weight"]}
+               "AddConst": ["weight"], "ConvTranspose": ["weight", "bias"], "Concat": ["weight"]}
 CONST_KINDS = {"add": "AddConst", "add_": "AddConst", "sub": "AddConst", "sub_": "AddConst", "mul": "MulConst",
                "mul_": "MulConst", "div": "DivConst", "div_": "DivConst"}
 
@@ -132,7 +132,10 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         self.excluded = {storage_key(t) for t in list(module.parameters()) + list(module.buffers())}
         self.params_by_name = list(module.named_parameters())
         self.weight_casts = set()  # storages of autocast's casts of weights (_constant)
-        self.cast_of = {}  # data_ptr of autocast's cast of a weight -> the weight (_note_params)
+        # data_ptr of such a cast -> the parameter it is a copy of: an op that
+        # reads the cast holds that parameter (its gradient reaches it through
+        # the cast), for the parameter map and a bias broadcast (_zero_product).
+        self.cast_of = {}
         # Which module parameter fills which remat parameter tensor ("op.slot"),
         # for checks that run the module on remat's weights (filled by _finish).
         self.parameters = []
@@ -283,9 +286,10 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             # weight is (remat charges a bf16 op's weights in its dtype).
             self.excluded.add(storage_key(ev.outputs[0]))
             self.weight_casts.add(storage_key(ev.outputs[0]))
-            self.cast_of[ev.outputs[0].data_ptr()] = ev.args[0]
+            if ev.args[0].requires_grad:
+                self.cast_of[ev.outputs[0].data_ptr()] = ev.args[0]
         elif ev.name == "addmm" and ev.outputs and len(ev.args) >= 3 and self._zero_product(ev):
-            self.param_broadcast[id(ev.outputs[0])] = ev.args[0]
+            self.param_broadcast[id(ev.outputs[0])] = self._uncast(ev.args[0])
         elif ev.name == "mm" and ev.outputs and len(ev.args) == 2 and self._zero_times_weight(ev):
             self.zeros.add(id(ev.outputs[0]))
         elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
@@ -294,8 +298,8 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         elif ev.name in ("unsafe_split", "split", "split_with_sizes", "unsafe_split_with_sizes") and ev.args and \
                 id(ev.args[0]) in self.param_broadcast and ev.args[0].dim() == 2:
             self._broadcast_pieces(ev)
-        elif ev.name == "bernoulli_" and ev.outputs and len(ev.args) > 1 and isinstance(ev.args[1], float):
-            self.noise[id(ev.outputs[0])] = ev.args[1]  # bernoulli_(noise, keep probability)
+        elif ev.name == "bernoulli_" and ev.outputs and isinstance(_keep(ev), float):
+            self.noise[id(ev.outputs[0])] = _keep(ev)  # bernoulli_(noise, keep probability)
         elif ev.name == "div_" and ev.outputs and id(ev.args[0]) in self.noise:
             pass  # noise /= keep: still the noise
 
@@ -332,6 +336,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         if not isinstance(m, torch.Tensor) or m.requires_grad or not isinstance(bias, torch.Tensor):
             return False
         return self._param_name(bias) is not None and bias.dim() == 1 and bool((m == 0).all())
+
+    def _uncast(self, t):
+        """The parameter t is autocast's 16-bit copy of (or a view of that copy, the
+        same elements), else t."""
+        if not isinstance(t, torch.Tensor):
+            return t
+        p = self.cast_of.get(t.data_ptr())
+        return p if p is not None and p.numel() == t.numel() else t
 
     def _generic(self, ev):
         outs = [o for o in ev.outputs if isinstance(o, torch.Tensor)]
@@ -379,9 +391,7 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         for slot, t in enumerate(tensors):
             if t is None:
                 continue
-            if isinstance(t, torch.Tensor) and t.data_ptr() in self.cast_of and \
-                    self.cast_of[t.data_ptr()].numel() == t.numel():
-                t = self.cast_of[t.data_ptr()]
+            t = self._uncast(t)
             name = next((n for n, p in self.params_by_name
                          if isinstance(t, torch.Tensor) and p.data_ptr() == t.data_ptr() and p.numel() == t.numel()), None)
             if name is not None:
@@ -697,19 +707,26 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             if piece is None:
                 return False
             extra.update({"const_at": consts[0], "const_shape": piece, "learned": True})
-        return self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+        self._simple(ev, "Concat", extra, inputs=[self.rid[id(t)] for t in ts if self._act(t)])
+        if consts:  # the parameter the piece broadcasts (the expand's base), for the parameter map
+            t = ts[consts[0]]
+            self._note_params(t._base if t._base is not None else t)
+        return True
 
     def _op_topk(self, ev):
         """torch.topk(x, k, dim) (largest, sorted): the indices a TopK op, the
         values a Gather of x by them; the node keeps the indices, which the
-        Gather then keeps (as remat's gather backward reads them)."""
+        Gather then keeps (as remat's gather backward reads them). x may be
+        16-bit (a router's logits under autocast): picking the largest compares
+        the values exactly, in any dtype."""
         x = ev.args[0]
         a = list(ev.args) + [None] * 4
         k = int(a[1])
         dim = int(a[2] if a[2] is not None else ev.kwargs.get("dim", -1)) % max(1, x.dim())
         largest = a[3] if a[3] is not None else ev.kwargs.get("largest", True)
         sort = a[4] if a[4] is not None else ev.kwargs.get("sorted", True)
-        if not self._one_act(ev) or not largest or not sort or x.dtype != torch.float32 or len(ev.outputs) != 2:
+        if not self._one_act(ev) or not largest or not sort or len(ev.outputs) != 2 or \
+                x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
             return False
         values, indices = ev.outputs
         i = self._new({"kind": "TopK", "k": k, "axis": dim}, [self.rid[id(x)]], indices, view=False,
@@ -720,12 +737,14 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
         return True
 
     def _op_cumsum(self, ev):
-        """torch.cumsum(x, dim) of a float32 x: a Cumsum (autograd keeps nothing)."""
+        """torch.cumsum(x, dim) of a float32 x, or of a bf16/f16 one under autocast
+        (PyTorch's CPU kernel sums in f32 and rounds each output, as remat's runs
+        any 16-bit op): a Cumsum (autograd keeps nothing)."""
         x = ev.args[0]
         dim = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("dim")
         dtype = ev.args[2] if len(ev.args) > 2 else ev.kwargs.get("dtype")
-        if not self._one_act(ev) or dim is None or x.dtype != torch.float32 or \
-                dtype not in (None, torch.float32) or x.dim() == 0:
+        if not self._one_act(ev) or dim is None or x.dtype not in (torch.float32, torch.bfloat16, torch.float16) or \
+                dtype not in (None, x.dtype) or x.dim() == 0:
             return False
         return self._simple(ev, "Cumsum", {"axis": int(dim) % x.dim()})
 
@@ -1038,6 +1057,15 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
                 self._rnn_save(self.rnn_layers[index], t, counted)
                 continue
             v = self.event_op.get(index)
+            if v is None and ev.name == "_to_copy" and ev.outputs and next_op[index] is not None and \
+                    storage_key(ev.outputs[0]) in self.weight_casts and key in self.owner:
+                # torch.autocast casts an op's weights just before the op; a save
+                # packed meanwhile (the result of an in-place ReLU on a view, which
+                # autograd packs late: _complete_activations) is of an activation
+                # that op reads: a save like any, counted once, not bytes of its own.
+                v = next_op[index]
+                self._save(v, t, counted, later)
+                continue
             if v is None:
                 v = next_op[index] if next_op[index] is not None else len(self.ops) - 1
                 self._private(v, t, counted)
@@ -1292,6 +1320,17 @@ class Builder(PointwiseMixin, RnnMixin, PadMixin):
             j["torch"] = origins.get(op.get("_event"), {"module": ""})  # the Input: the root's argument
             ops.append(j)
         return ops, self.notes
+
+
+def _keep(ev):
+    """bernoulli_(noise, p)'s keep probability p (a tensor for the Tensor
+    overload, which is no dropout's). The dispatcher leaves out an argument
+    equal to its default, so nn.Dropout(0.5) draws bernoulli_(noise) with no
+    p: 0.5, the float overload's default. Before, such a dropout was captured
+    as a product with the noise the capture drew (a MulConst)."""
+    if len(ev.args) > 1:
+        return ev.args[1]
+    return ev.kwargs.get("p", 0.5)
 
 
 def _smoothing(hit, spread, classes):

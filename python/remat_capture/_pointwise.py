@@ -34,9 +34,10 @@ class PointwiseMixin:
 
     def _param_name(self, t):
         """The module parameter `t` is, used as it is (the same elements in the
-        same order), or None."""
+        same order; autocast's 16-bit copy of it too), or None."""
         if not isinstance(t, torch.Tensor) or not t.requires_grad:
             return None
+        t = self._uncast(t) if t.is_contiguous() else t
         for name, p in self.params_by_name:
             if p.data_ptr() == t.data_ptr() and p.numel() == t.numel() and t.is_contiguous():
                 return name

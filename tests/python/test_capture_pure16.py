@@ -28,7 +28,6 @@ Exit 77 (CTest skip) without torch."""
 import copy
 import json
 import os
-import struct
 import sys
 import tempfile
 
@@ -45,10 +44,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 sys.path.insert(0, HERE)
 import remat_capture  # noqa: E402
 from harness import check, not_bitwise, not_exact, parse_args, remat, run_every_strategy, summary  # noqa: E402
+from step_check import UNIT, bound_ratios, load_weights, parameter_map, read_dump  # noqa: E402
 from torch_count import torch_count  # noqa: E402
-
-U_BF16 = 2.0 ** -8  # bf16's unit roundoff
-
 
 class Block(nn.Module):
     def __init__(self, d):
@@ -139,25 +136,6 @@ def stat_count(op):
     return 0
 
 
-def read_dump(path):
-    """remat's safetensors dump as torch tensors (float64, BF16 included; labels int64)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    header.pop("__metadata__", None)
-    kinds = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16, "I32": torch.int32,
-             "I64": torch.int64}
-    out = {}
-    for name, t in header.items():
-        b, e = t["data_offsets"]
-        raw = bytearray(data[8 + n + b:8 + n + e])
-        x = torch.frombuffer(raw, dtype=kinds[t["dtype"]]).reshape(t["shape"]) if raw else \
-            torch.zeros(t["shape"], dtype=kinds[t["dtype"]])
-        out[name] = x.long() if not x.dtype.is_floating_point else x.double()
-    return out
-
-
 def step(net, x, labels, dtype):
     """The module's training step in `dtype` (its weights cast to it): the loss and
     each parameter's gradient, float64."""
@@ -170,31 +148,17 @@ def step(net, x, labels, dtype):
 
 
 def check_against_module(name, net, doc, t):
-    mapped = {e["tensor"]: e["param"] for e in doc["parameters"]}
-    dumped = sorted(k[len("param."):] for k in t if k.startswith("param."))
-    check(sorted(mapped) == dumped, f"{name}: each of remat's {len(dumped)} parameter tensors is a module parameter")
+    mapped, problems = parameter_map(doc, t)
+    check(not problems, f"{name}: each of remat's {len(mapped)} parameter tensors is one module parameter "
+                        f"({'; '.join(problems)})")
     net = copy.deepcopy(net).double()
-    params = dict(net.named_parameters())
-    with torch.no_grad():
-        for tensor, pname in mapped.items():
-            params[pname].copy_(t["param." + tensor].reshape(params[pname].shape))
+    load_weights(net, mapped, t)
     x, labels = t["input"], t["labels"]
     loss64, g64 = step(net, x, labels, torch.float64)
     loss16, g16 = step(net, x, labels, torch.bfloat16)
-    loss = float(t["loss"])
-    bound = 2 * abs(loss16 - loss64) + U_BF16 * abs(loss64)
-    check(abs(loss - loss64) <= bound,
-          f"{name}: loss remat {loss:.6g}, exact {loss64:.6g}, PyTorch bf16 {loss16:.6g} (|remat − exact| "
-          f"{abs(loss - loss64):.3g} ≤ {bound:.3g})")
-    worst, where = 0.0, ""
-    for tensor, pname in mapped.items():
-        ref = g64[pname].reshape(-1)
-        mine = t["grad." + tensor].reshape(-1)
-        theirs = g16[pname].reshape(-1)
-        bound = 2 * (theirs - ref).abs().max().item() + U_BF16 * ref.abs().max().item()
-        ratio = (mine - ref).abs().max().item() / max(bound, 1e-30)
-        if ratio > worst:
-            worst, where = ratio, f"{tensor} ({pname})"
+    loss_ratio, worst, where = bound_ratios(mapped, [(t, (loss64, g64), (loss16, g16))], UNIT[torch.bfloat16])
+    check(loss_ratio <= 1.0, f"{name}: loss remat {float(t['loss']):.6g}, exact {loss64:.6g}, PyTorch bf16 "
+                             f"{loss16:.6g} ({loss_ratio:.3f} of the bound)")
     check(worst <= 1.0, f"{name}: every gradient as close to the exact step as PyTorch's bf16 step (worst "
                         f"{worst:.3f} of the bound, at {where})")
 
