@@ -35,6 +35,9 @@ using testing::schedule_of;
 std::optional<uint64_t> dirty_upper_state() {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
+  // XGETBV faults unless the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE); ECX = 1
+  // needs CPUID.(0DH, 1):EAX[2].
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return std::nullopt;
   if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & (1u << 2))) return std::nullopt;
   uint32_t lo = 0, hi = 0;
   asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
@@ -71,7 +74,7 @@ class UpperStateProbe final : public WrappedBackend, public ForwardingCompute {
 struct Case {
   const char* name;
   std::string model;   // a preset or a file of tests/exec/models
-  const char* dtype;   // a file's ops made bf16 (testing::model_in), or "" as it is
+  const char* dtype;   // a file's ops made bf16 or f16 (testing::model_in), or "" as it is
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
