@@ -47,6 +47,19 @@ def remat(args, *cmd, ok=False):
     return out
 
 
+def simulated(args, name, path, want, strategies="store-all"):
+    """`remat simulate` of the file at `path`: its model fields, None where it
+    does not load (a failed check); its saved bytes checked against PyTorch's
+    count `want`."""
+    sim = remat(args, "simulate", "--model", path, "--strategy", strategies, "--json")
+    check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-300:]})")
+    if sim.returncode != 0:
+        return None
+    model = json.loads(sim.stdout)["model"]
+    check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
+    return model
+
+
 def run_every_strategy(args, path):
     """`remat run --strategy all` on the CPU, once after a warm-up: the process,
     and its strategies' JSON (None when it failed)."""

@@ -46,7 +46,7 @@ import remat_capture  # noqa: E402
 from capture_models import MODELS  # noqa: E402
 
 import harness  # noqa: E402
-from harness import check, parse_args, summary  # noqa: E402
+from harness import check, parse_args, simulated, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 
 
@@ -281,18 +281,11 @@ def check_kept_indices():
     check(not others, f"router: no other op has private bytes ({others})")
 
 
-def simulated(args, name, doc, want):
-    """The captured `doc` saved and simulated: its model fields, None where it
-    does not load; its saved bytes checked against PyTorch's count `want`."""
+def simulated_doc(args, name, doc, want):
+    """The captured `doc` saved and simulated (harness.simulated)."""
     path = os.path.join(args.out, name + ".json")
     remat_capture.save(doc, path)
-    sim = remat(args, "simulate", "--model", path, "--strategy", "store-all,sqrt", "--json", ok=False)
-    check(sim.returncode == 0, f"{name}: the file loads and simulates ({sim.stderr.strip()[-200:]})")
-    if sim.returncode != 0:
-        return None
-    model = json.loads(sim.stdout)["model"]
-    check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
-    return model
+    return simulated(args, name, path, want, "store-all,sqrt")
 
 
 def check_combined_losses(args):
@@ -334,7 +327,7 @@ def check_combined_losses(args):
     for name, net, loss_fn, demoted, terms in (("clip_pair", Pair(), both_ways, 2, 2), ("vae", Vae(), elbo, 0, 1)):
         want = torch_count(net, x, loss_fn, labels)
         doc = remat_capture.capture(net, x, loss_fn, name=name)
-        model = simulated(args, name, doc, want)
+        model = simulated_doc(args, name, doc, want)
         if model is None:
             continue
         check(not model["executable"], f"{name}: simulate-only (remat runs one loss)")
@@ -385,7 +378,7 @@ def check_16_bit_cross_entropy(args):
         # PyTorch's saved bytes as the capture counted them with saved_tensors_hooks,
         # autocast's casts of the weights left out with the weights (torch_count keeps them).
         want = int(re.search(r"autograd saved (\d+) bytes", doc["description"]).group(1))
-        model = simulated(args, name, doc, want)
+        model = simulated_doc(args, name, doc, want)
         if model is None:
             continue
         check(model["executable"] == runs and (doc["ops"][-1]["kind"] == "SoftmaxCELoss") == runs,

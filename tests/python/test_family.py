@@ -13,7 +13,6 @@ family), captured with remat_capture, then:
   gradients (float64) that agree with remat's: |remat − torch| ≤ 1e-5·max|torch|
   + 1e-4·|torch| per element, the loss within 1e-4.
 """
-import json
 import os
 import sys
 import tempfile
@@ -33,7 +32,7 @@ except ImportError as e:
 
 import remat_capture  # noqa: E402
 from family_models import MODELS  # noqa: E402
-from harness import check, not_bitwise, not_exact, parse_args, remat, run_every_strategy, summary  # noqa: E402
+from harness import check, not_bitwise, not_exact, parse_args, remat, run_every_strategy, simulated, summary  # noqa: E402
 from torch_count import torch_count  # noqa: E402
 from torch_crosscheck import read_safetensors  # noqa: E402
 
@@ -88,12 +87,9 @@ def main():
         check(not generic, f"{name}: every op has a kind remat runs (Generic: {generic})")
         check("Pointwise" in kinds, f"{name}: goes through the pointwise family "
                                     f"({kinds.count('Pointwise')} Pointwise, {kinds.count('Reduce')} Reduce)")
-        sim = remat(args, "simulate", "--model", path, "--strategy", "store-all", "--json")
-        if sim.returncode != 0:
-            check(False, f"{name}: remat simulate exits 0 ({sim.stderr.strip()[:300]})")
+        model = simulated(args, name, path, want)
+        if model is None:
             continue
-        model = json.loads(sim.stdout)["model"]
-        check(model["saved_bytes"] == want, f"{name}: remat saved_bytes {model['saved_bytes']} == PyTorch's count {want}")
         listed = remat(args, "model", "--model", path).stdout
         check(model["executable"] and "simulate-only ops: none (executable with remat run)" in listed,
               f"{name}: executable, and `remat model` says so ({[l for l in listed.splitlines() if 'simulate' in l or 'why' in l]})")
